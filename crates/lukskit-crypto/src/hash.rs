@@ -1,0 +1,126 @@
+//! Hash functions by the names cryptsetup and the kernel use.
+
+use crate::{CryptoError, Result};
+use digest::Digest;
+
+/// A hash algorithm usable for PBKDF2, the AF splitter, digests and ESSIV.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HashAlg {
+    /// SHA-1 (20 bytes).
+    Sha1,
+    /// SHA-224 (28 bytes).
+    Sha224,
+    /// SHA-256 (32 bytes).
+    Sha256,
+    /// SHA-384 (48 bytes).
+    Sha384,
+    /// SHA-512 (64 bytes).
+    Sha512,
+    /// RIPEMD-160 (20 bytes).
+    Ripemd160,
+    /// Whirlpool (64 bytes).
+    Whirlpool,
+}
+
+impl HashAlg {
+    /// All supported hashes, in the order `benchmark` prints PBKDF2 lines for the common ones.
+    pub const ALL: [HashAlg; 7] = [
+        HashAlg::Sha1,
+        HashAlg::Sha256,
+        HashAlg::Sha512,
+        HashAlg::Ripemd160,
+        HashAlg::Whirlpool,
+        HashAlg::Sha224,
+        HashAlg::Sha384,
+    ];
+
+    /// Look a hash up by name, case-insensitively, as cryptsetup does (`sha256`, `SHA256`,
+    /// `rmd160`/`ripemd160`, `wp512`/`whirlpool`).
+    pub fn from_name(name: &str) -> Result<Self> {
+        let n = name.to_ascii_lowercase();
+        Ok(match n.as_str() {
+            "sha1" => HashAlg::Sha1,
+            "sha224" => HashAlg::Sha224,
+            "sha256" => HashAlg::Sha256,
+            "sha384" => HashAlg::Sha384,
+            "sha512" => HashAlg::Sha512,
+            "ripemd160" | "rmd160" => HashAlg::Ripemd160,
+            "whirlpool" | "wp512" => HashAlg::Whirlpool,
+            _ => return Err(CryptoError::Unsupported(format!("hash {name}"))),
+        })
+    }
+
+    /// The canonical name written into headers (`sha256`, `ripemd160`, `whirlpool`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HashAlg::Sha1 => "sha1",
+            HashAlg::Sha224 => "sha224",
+            HashAlg::Sha256 => "sha256",
+            HashAlg::Sha384 => "sha384",
+            HashAlg::Sha512 => "sha512",
+            HashAlg::Ripemd160 => "ripemd160",
+            HashAlg::Whirlpool => "whirlpool",
+        }
+    }
+
+    /// Digest length in bytes.
+    pub fn digest_size(self) -> usize {
+        match self {
+            HashAlg::Sha1 | HashAlg::Ripemd160 => 20,
+            HashAlg::Sha224 => 28,
+            HashAlg::Sha256 => 32,
+            HashAlg::Sha384 => 48,
+            HashAlg::Sha512 | HashAlg::Whirlpool => 64,
+        }
+    }
+
+    /// Hash the concatenation of `parts`.
+    pub fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
+        fn run<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
+            let mut h = D::new();
+            for p in parts {
+                h.update(p);
+            }
+            h.finalize().to_vec()
+        }
+        match self {
+            HashAlg::Sha1 => run::<sha1::Sha1>(parts),
+            HashAlg::Sha224 => run::<sha2::Sha224>(parts),
+            HashAlg::Sha256 => run::<sha2::Sha256>(parts),
+            HashAlg::Sha384 => run::<sha2::Sha384>(parts),
+            HashAlg::Sha512 => run::<sha2::Sha512>(parts),
+            HashAlg::Ripemd160 => run::<ripemd::Ripemd160>(parts),
+            HashAlg::Whirlpool => run::<whirlpool::Whirlpool>(parts),
+        }
+    }
+}
+
+impl std::fmt::Display for HashAlg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_answers() {
+        let cases = [
+            (HashAlg::Sha1, "a9993e364706816aba3e25717850c26c9cd0d89d"),
+            (
+                HashAlg::Sha256,
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            ),
+            (HashAlg::Ripemd160, "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc"),
+        ];
+        for (h, want) in cases {
+            assert_eq!(hex::encode(h.digest(&[b"a", b"bc"])), want, "{h}");
+            assert_eq!(h.digest(&[b"abc"]).len(), h.digest_size());
+        }
+        assert_eq!(HashAlg::from_name("SHA256").unwrap(), HashAlg::Sha256);
+        assert_eq!(HashAlg::from_name("wp512").unwrap(), HashAlg::Whirlpool);
+        assert!(HashAlg::from_name("md4").is_err());
+    }
+}
