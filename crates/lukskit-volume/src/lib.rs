@@ -1,1 +1,24 @@
-//! placeholder
+//! # lukskit-volume — the volume layer of lukskit
+//!
+//! Opens devices and image files (with cryptsetup-compatible locking), loads LUKS headers
+//! through the on-disk layer, unlocks keyslots with the crypto layer, and performs every
+//! header update in a crash-safe order.
+//!
+//! * [`device`] — device access, `flock` locking, crash injection for tests.
+//! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
+//! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
+//! * [`backup`] — header backup and restore.
+//! * [`pbkdf`] — choosing PBKDF parameters from command-line options.
+
+pub mod backup;
+pub mod device;
+mod error;
+pub mod format;
+mod luks1_keys;
+mod luks2_keys;
+pub mod pbkdf;
+pub mod volume;
+mod wipe;
+
+pub use error::{ErrorKind, Result, VolumeError};
+pub use volume::{Header, Volume};

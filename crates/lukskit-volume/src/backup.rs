@@ -1,0 +1,122 @@
+//! `luksHeaderBackup` and `luksHeaderRestore`.
+
+use crate::device::{Access, Device};
+use crate::error::{Result, VolumeError};
+use crate::volume::{Header, Volume};
+use lukskit_format::detect::{detect, LuksVersion};
+use lukskit_format::io::{MemStorage, Storage};
+use lukskit_format::luks1::Luks1Header;
+use lukskit_format::luks2;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+
+const PAGE: u64 = 4096;
+
+/// Bytes of the device that make up the header and keyslot areas.
+fn header_len(vol: &Volume) -> Result<u64> {
+    Ok(match &vol.header {
+        Header::Luks1(h) => h.keyslots_end_bytes(),
+        Header::Luks2(h) => h.hdr_and_areas_size()?,
+    })
+}
+
+/// Copy the header and keyslot areas of `device` (or detached `header`) into a new file
+/// `backup` (created exclusively, mode 0400), zero-padded to a 4 KiB multiple.
+pub fn header_backup(device: &str, header: Option<&str>, backup: &str) -> Result<()> {
+    let vol = Volume::load(device, header, Access::Read)?;
+    let len = header_len(&vol)?;
+    let mut buf = vec![0u8; len.div_ceil(PAGE) as usize * PAGE as usize];
+    let avail = vol.dev.size().unwrap_or(0).min(len);
+    vol.dev
+        .read_exact_at(&mut buf[..avail as usize], 0)
+        .map_err(|e| VolumeError::device(format!("Cannot read header from {}: {e}.", vol.dev.path())))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o400)
+        .open(backup)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => {
+                VolumeError::busy(format!("Requested header backup file {backup} already exists."))
+            }
+            _ => VolumeError::io("Creating header backup file", backup, &e),
+        })?;
+    f.write_all(&buf)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| VolumeError::io("Writing header backup file", backup, &e))?;
+    Ok(())
+}
+
+/// What a backup file holds, checked before anything is written.
+pub struct BackupImage {
+    /// The bytes to write at offset 0 of the device.
+    pub bytes: Vec<u8>,
+    /// LUKS version of the backup.
+    pub version: LuksVersion,
+    /// Data offset recorded in the backup, bytes.
+    pub data_offset: u64,
+}
+
+/// Read and validate a header backup file.
+pub fn read_backup(backup: &str) -> Result<BackupImage> {
+    let bytes = std::fs::read(backup).map_err(|e| VolumeError::io("Reading header backup file", backup, &e))?;
+    let invalid = || VolumeError::invalid(format!("Backup file {backup} doesn't contain valid LUKS header."));
+    let version = detect(&bytes).ok_or_else(invalid)?;
+    let mem = MemStorage::from_vec(bytes.clone());
+    let (len, data_offset) = match version {
+        LuksVersion::Luks1 => {
+            let h = Luks1Header::read(&mem).map_err(|_| invalid())?;
+            h.validate(None).map_err(|_| invalid())?;
+            (h.keyslots_end_bytes(), u64::from(h.payload_offset) * 512)
+        }
+        LuksVersion::Luks2 => {
+            let out = luks2::read(&mem).map_err(|_| invalid())?;
+            let h = out.header;
+            for r in h.requirements() {
+                if r.starts_with("online-reencrypt") {
+                    return Err(VolumeError::invalid(
+                        "Header backup with an online reencryption in progress cannot be restored.",
+                    ));
+                }
+            }
+            (h.hdr_and_areas_size()?, h.data_offset()?)
+        }
+    };
+    if (bytes.len() as u64) < len {
+        return Err(invalid());
+    }
+    Ok(BackupImage {
+        bytes: bytes[..len as usize].to_vec(),
+        version,
+        data_offset,
+    })
+}
+
+/// Write a validated backup over the header of `device` (or detached `header`). If the
+/// device already holds a LUKS header, the data offset and header size must match.
+pub fn header_restore(device: &str, header: Option<&str>, img: &BackupImage) -> Result<()> {
+    let target = header.unwrap_or(device);
+    if let Ok(cur) = Volume::load(device, header, Access::Read) {
+        let same_offset = cur.data_offset()? == img.data_offset;
+        let same_size = header_len(&cur)? == img.bytes.len() as u64;
+        let same_version = matches!(
+            (&cur.header, img.version),
+            (Header::Luks1(_), LuksVersion::Luks1) | (Header::Luks2(_), LuksVersion::Luks2)
+        );
+        if same_version && !same_offset {
+            return Err(VolumeError::invalid(
+                "Data offset differ on device and backup, restore failed.",
+            ));
+        }
+        if same_version && !same_size {
+            return Err(VolumeError::invalid(
+                "Binary header with keyslot areas size differ on device and backup, restore failed.",
+            ));
+        }
+    }
+    let dev = Device::open(target, Access::Write)?;
+    dev.write_all_at(&img.bytes, 0)
+        .and_then(|_| dev.sync())
+        .map_err(|e| VolumeError::device(format!("Cannot write header to {target}: {e}.")))?;
+    Ok(())
+}

@@ -1,0 +1,329 @@
+//! Creating new LUKS1 and LUKS2 volumes (`luksFormat`).
+
+use crate::device::{Access, Device};
+use crate::error::{Result, VolumeError};
+use crate::pbkdf::PbkdfOptions;
+use crate::{luks1_keys, luks2_keys, wipe};
+use lukskit_crypto::engine::SectorCipher;
+use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::SecretBuf;
+use lukskit_format::io::Storage;
+use lukskit_format::luks1::Luks1Header;
+use lukskit_format::luks2::{self, Luks2Header, NewHeaderParams};
+
+/// Default data alignment: 1 MiB, in 512-byte sectors.
+pub const DEFAULT_ALIGN_SECTORS: u32 = 2048;
+
+/// Which LUKS version to create.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatType {
+    /// LUKS1.
+    Luks1,
+    /// LUKS2 (cryptsetup's default).
+    Luks2,
+}
+
+/// Everything `luksFormat` needs besides the passphrase.
+#[derive(Debug, Clone)]
+pub struct FormatParams {
+    /// LUKS version.
+    pub kind: FormatType,
+    /// Data device (or image file).
+    pub device: String,
+    /// Detached header file, created when missing.
+    pub header: Option<String>,
+    /// Cipher specification (default aes-xts-plain64).
+    pub cipher: String,
+    /// Volume key size in bits (default 512 for XTS, else 256).
+    pub key_size_bits: Option<u32>,
+    /// LUKS2 encryption sector size (default: 4096 on image files, the device's logical/physical
+    /// sector size on block devices, 512 when offsets are not aligned).
+    pub sector_size: Option<u32>,
+    /// Data offset in 512-byte sectors (`--offset`).
+    pub offset_sectors: Option<u64>,
+    /// LUKS2 label.
+    pub label: Option<String>,
+    /// LUKS2 subsystem.
+    pub subsystem: Option<String>,
+    /// Volume UUID (random when None).
+    pub uuid: Option<String>,
+    /// LUKS2 metadata (binary header + JSON) size in bytes.
+    pub metadata_size: Option<u64>,
+    /// LUKS2 keyslots area size in bytes.
+    pub keyslots_size: Option<u64>,
+    /// Keyslot for the first passphrase (default 0).
+    pub key_slot: Option<u32>,
+    /// PBKDF options for the first keyslot (and the digest hash).
+    pub pbkdf: PbkdfOptions,
+    /// A given volume key (`--volume-key-file`); random when None.
+    pub volume_key: Option<SecretBuf>,
+}
+
+/// What `format` produced.
+#[derive(Debug)]
+pub struct FormatOutcome {
+    /// The keyslot holding the passphrase.
+    pub keyslot: u32,
+    /// A warning to show (device too small for data, …).
+    pub warning: Option<String>,
+}
+
+fn default_key_bits(spec: &CipherSpec) -> u32 {
+    // cryptsetup doubles the 256-bit default for XTS (two keys).
+    if spec.chainmode == "xts" {
+        512
+    } else {
+        256
+    }
+}
+
+fn check_uuid(uuid: &Option<String>) -> Result<String> {
+    match uuid {
+        Some(u) => uuid::Uuid::parse_str(u)
+            .map(|u| u.hyphenated().to_string())
+            .map_err(|_| VolumeError::invalid("Wrong LUKS UUID format provided.")),
+        None => Ok(uuid::Uuid::new_v4().hyphenated().to_string()),
+    }
+}
+
+/// Format a new LUKS volume and add the first keyslot.
+pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
+    let spec = CipherSpec::parse(&p.cipher)?;
+    let key_bits = p.key_size_bits.unwrap_or_else(|| default_key_bits(&spec));
+    if key_bits == 0 || key_bits % 8 != 0 {
+        return Err(VolumeError::invalid("Key size in bits must be a multiple of 8 bits"));
+    }
+    let key_len = (key_bits / 8) as usize;
+    let vk = match &p.volume_key {
+        Some(k) => {
+            if k.len() != key_len {
+                return Err(VolumeError::invalid(format!(
+                    "Volume key file has {} bytes, {} bytes expected.",
+                    k.len(),
+                    key_len
+                )));
+            }
+            k.clone()
+        }
+        None => SecretBuf::random(key_len)?,
+    };
+    let uuid = check_uuid(&p.uuid)?;
+    // Refuse to use the data device if it cannot be opened (exit 4), as cryptsetup does.
+    let data_dev = Device::open(&p.device, Access::Write)?;
+    let dev = match &p.header {
+        Some(h) => Device::open_or_create(h)?,
+        None => data_dev,
+    };
+    match p.kind {
+        FormatType::Luks1 => format_luks1(p, &dev, &spec, &vk, &uuid, passphrase),
+        FormatType::Luks2 => format_luks2(p, &dev, &spec, &vk, &uuid, passphrase),
+    }
+}
+
+fn too_small_warning(dev: &Device, path: &str, data_offset: u64, detached: bool) -> Option<String> {
+    if detached {
+        return None;
+    }
+    match dev.size() {
+        Ok(size) if size <= data_offset => Some(format!(
+            "Device {path} is too small for activation, there is no remaining space for data."
+        )),
+        _ => None,
+    }
+}
+
+fn format_luks1(
+    p: &FormatParams,
+    dev: &Device,
+    spec: &CipherSpec,
+    vk: &SecretBuf,
+    uuid: &str,
+    passphrase: &[u8],
+) -> Result<FormatOutcome> {
+    if p.label.is_some() || p.subsystem.is_some() {
+        return Err(VolumeError::invalid("Label and subsystem are supported only for LUKS2."));
+    }
+    if let Some(s) = p.sector_size {
+        if s != 512 {
+            return Err(VolumeError::invalid("Unsupported encryption sector size."));
+        }
+    }
+    SectorCipher::check(spec, vk.len(), 512)?;
+    let (name, mode) = spec.luks1_parts()?;
+    let hash = p.pbkdf.hash()?;
+    let offset = match p.offset_sectors {
+        Some(o) => Some(u32::try_from(o).map_err(|_| VolumeError::invalid("Offset is too large for LUKS1."))?),
+        None => None,
+    };
+    let detached = p.header.is_some();
+    let (slots, payload) = Luks1Header::layout(vk.len() as u32, DEFAULT_ALIGN_SECTORS, offset, detached);
+    let digest_iters = p.pbkdf.digest_iterations(vk.len())?;
+    let (mk_digest, mk_salt) = luks1_keys::make_digest(hash, vk.as_bytes(), digest_iters)?;
+    let mut hdr = Luks1Header::new(
+        &name, &mode, hash.name(), vk.len() as u32, payload, slots, mk_digest, mk_salt, digest_iters, uuid,
+    );
+    if !detached && payload != 0 {
+        let end = hdr.keyslots_end_bytes();
+        if u64::from(payload) * 512 < end {
+            return Err(VolumeError::invalid("Data offset is too small for the LUKS1 keyslots."));
+        }
+    }
+    let header_end = if detached { hdr.keyslots_end_bytes() } else { u64::from(payload) * 512 }.max(hdr.keyslots_end_bytes());
+    let warning = too_small_warning(dev, &p.device, u64::from(payload) * 512, detached);
+    dev.ensure_len(header_end)?;
+    // Wipe the header area, then fill every keyslot's material area with random data.
+    wipe::zero(dev, 0, header_end)?;
+    let material = u64::from(Luks1Header::keyslot_material_sectors(vk.len() as u32)) * 512;
+    for s in slots {
+        wipe::random(dev, u64::from(s) * 512, material)?;
+    }
+    luks1_keys::write_header(dev, &hdr)?;
+    let slot = p.key_slot.unwrap_or(0);
+    if slot as usize >= lukskit_format::luks1::NUM_KEYSLOTS {
+        return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+    }
+    let iterations = match p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks1, vk.len())? {
+        lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
+        _ => unreachable!("LUKS1 resolves only PBKDF2"),
+    };
+    luks1_keys::store(dev, &mut hdr, slot, vk, passphrase, iterations)?;
+    Ok(FormatOutcome { keyslot: slot, warning })
+}
+
+fn block_sector_size(dev: &Device) -> Option<u32> {
+    use std::os::unix::io::AsRawFd;
+    if !dev.is_block_device() {
+        return None;
+    }
+    let mut logical: libc::c_int = 0;
+    let mut physical: libc::c_uint = 0;
+    // SAFETY: BLKSSZGET/BLKPBSZGET write one integer into the pointed-to, live local.
+    unsafe {
+        if libc::ioctl(dev.file().as_raw_fd(), 0x1268 /* BLKSSZGET */, &mut logical) != 0 {
+            return None;
+        }
+        if libc::ioctl(dev.file().as_raw_fd(), 0x8008_127b /* BLKPBSZGET */, &mut physical) != 0 {
+            physical = 0;
+        }
+    }
+    Some((logical as u32).max(physical).clamp(512, 4096))
+}
+
+fn format_luks2(
+    p: &FormatParams,
+    dev: &Device,
+    spec: &CipherSpec,
+    vk: &SecretBuf,
+    uuid: &str,
+    passphrase: &[u8],
+) -> Result<FormatOutcome> {
+    let detached = p.header.is_some();
+    let metadata_size = p.metadata_size.unwrap_or(luks2::DEFAULT_METADATA_SIZE);
+    if !luks2::METADATA_SIZES.contains(&metadata_size) {
+        return Err(VolumeError::invalid("Unsupported LUKS2 metadata size."));
+    }
+    for (what, v) in [("label", &p.label), ("subsystem", &p.subsystem)] {
+        if v.as_ref().is_some_and(|s| s.len() > 47) {
+            return Err(VolumeError::invalid(format!("LUKS2 {what} is too long (at most 47 characters).")));
+        }
+    }
+    let max_keyslots_size = |data_offset: u64| data_offset.saturating_sub(2 * metadata_size) / 4096 * 4096;
+    let offset_bytes = p.offset_sectors.map(|o| o * 512);
+    if let Some(o) = offset_bytes {
+        if o % 4096 != 0 && p.offset_sectors.unwrap() % 8 != 0 {
+            return Err(VolumeError::invalid("Requested data offset must be aligned to 4096 bytes (8 sectors)."));
+        }
+    }
+    let mut keyslots_size = match p.keyslots_size {
+        Some(k) => {
+            if k % 4096 != 0 || k > luks2::MAX_KEYSLOTS_SIZE {
+                return Err(VolumeError::invalid("Unsupported LUKS2 keyslots size."));
+            }
+            k
+        }
+        None => luks2::DEFAULT_KEYSLOTS_SIZE + 2 * luks2::DEFAULT_METADATA_SIZE - 2 * metadata_size,
+    };
+    let data_offset = match offset_bytes {
+        Some(o) => {
+            if !detached {
+                if p.keyslots_size.is_none() {
+                    keyslots_size = keyslots_size.min(max_keyslots_size(o));
+                }
+                if 2 * metadata_size + keyslots_size > o {
+                    return Err(VolumeError::invalid("Requested data offset is too small."));
+                }
+            }
+            o
+        }
+        None if detached => 0,
+        None => {
+            let align = u64::from(DEFAULT_ALIGN_SECTORS) * 512;
+            (2 * metadata_size + keyslots_size).div_ceil(align) * align
+        }
+    };
+    let sector_size = match p.sector_size {
+        Some(s) => {
+            if !(512..=4096).contains(&s) || !s.is_power_of_two() {
+                return Err(VolumeError::invalid("Unsupported encryption sector size."));
+            }
+            if data_offset % u64::from(s) != 0 {
+                return Err(VolumeError::invalid(
+                    "Requested data offset is not aligned to the encryption sector size.",
+                ));
+            }
+            s
+        }
+        None => {
+            let s = block_sector_size(dev).unwrap_or(4096);
+            if data_offset % u64::from(s) != 0 {
+                512
+            } else {
+                s
+            }
+        }
+    };
+    SectorCipher::check(spec, vk.len(), sector_size)?;
+    let hash = p.pbkdf.hash()?;
+    let digest_iters = p.pbkdf.digest_iterations(vk.len())?;
+    let digest = luks2_keys::make_digest(0, hash, vk.as_bytes(), digest_iters, vec![0])?;
+    let mut hdr = Luks2Header::new(&NewHeaderParams {
+        metadata_size,
+        keyslots_size,
+        data_offset,
+        data_size: None,
+        encryption: spec.to_string(),
+        sector_size,
+        uuid: uuid.to_string(),
+        label: p.label.clone().unwrap_or_default(),
+        subsystem: p.subsystem.clone().unwrap_or_default(),
+        digest,
+    })?;
+    let areas_end = 2 * metadata_size + keyslots_size;
+    let warning = too_small_warning(dev, &p.device, data_offset, detached);
+    dev.ensure_len(if detached { areas_end } else { areas_end.max(data_offset) })?;
+    // cryptsetup: zero the metadata (up to the data offset, at most 8 MiB + 128 MiB), then
+    // fill the keyslots area with random data.
+    let zero_end = if detached { areas_end } else { data_offset.max(areas_end) }.min(8 * 1024 * 1024 + 128 * 1024 * 1024);
+    wipe::zero(dev, 0, zero_end)?;
+    wipe::random(dev, 2 * metadata_size, keyslots_size)?;
+    luks2_keys::write_header(dev, &mut hdr)?;
+    let slot = p.key_slot.unwrap_or(0);
+    if slot >= luks2::MAX_KEYSLOTS {
+        return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+    }
+    let kdf = p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks2, vk.len())?;
+    luks2_keys::store(
+        dev,
+        &mut hdr,
+        luks2_keys::NewKeyslot {
+            id: slot,
+            key: vk,
+            passphrase,
+            pbkdf: kdf,
+            af_hash: hash,
+            cipher: None,
+            digest: 0,
+        },
+    )?;
+    Ok(FormatOutcome { keyslot: slot, warning })
+}

@@ -1,0 +1,323 @@
+//! LUKS2 keyslots and digests: unlocking, storing, wiping.
+
+use crate::error::{Result, VolumeError};
+use crate::wipe;
+use lukskit_crypto::engine::SectorCipher;
+use lukskit_crypto::hash::HashAlg;
+use lukskit_crypto::kdf::{self, Argon2Variant, Pbkdf};
+use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::{af, SecretBuf};
+use lukskit_format::io::Storage;
+use lukskit_format::luks2::{self, Digest, KdfParams, Keyslot, Luks2Header};
+
+/// Fallback keyslot cipher when the segment cipher cannot protect keyslots (cryptsetup's
+/// `--with-luks2-keyslot-cipher` default).
+pub const FALLBACK_KEYSLOT_CIPHER: &str = "aes-xts-plain64";
+/// Key size in bytes of the fallback keyslot cipher.
+pub const FALLBACK_KEYSLOT_KEY_SIZE: u32 = 64;
+/// AF stripes of every LUKS2 keyslot.
+pub const STRIPES: u32 = 4000;
+
+fn hash(name: &str) -> Result<HashAlg> {
+    HashAlg::from_name(name)
+        .map_err(|_| VolumeError::invalid(format!("Hash algorithm {name} not supported.")))
+}
+
+/// Convert keyslot KDF parameters from the header to the crypto layer's form.
+pub fn pbkdf_of(kdf: &KdfParams) -> Result<Pbkdf> {
+    Ok(match kdf {
+        KdfParams::Pbkdf2 {
+            hash: h,
+            iterations,
+            ..
+        } => Pbkdf::Pbkdf2 {
+            hash: hash(h)?,
+            iterations: *iterations,
+        },
+        KdfParams::Argon2 {
+            variant,
+            time,
+            memory,
+            cpus,
+            ..
+        } => Pbkdf::Argon2 {
+            variant: Argon2Variant::from_name(variant)?,
+            time: *time,
+            memory_kib: *memory,
+            parallel: *cpus,
+        },
+    })
+}
+
+fn salt_of(kdf: &KdfParams) -> &[u8] {
+    match kdf {
+        KdfParams::Pbkdf2 { salt, .. } | KdfParams::Argon2 { salt, .. } => salt,
+    }
+}
+
+/// Whether `vk` matches digest `d` (constant-time).
+pub fn digest_matches(d: &Digest, vk: &[u8]) -> Result<bool> {
+    let h = hash(&d.hash)?;
+    if d.digest.len() != 20 && d.digest.len() != h.digest_size() {
+        return Err(VolumeError::invalid(format!(
+            "Digest {} has an invalid length.",
+            d.id
+        )));
+    }
+    let mut out = SecretBuf::zeroed(d.digest.len());
+    kdf::pbkdf2(h, vk, &d.salt, d.iterations, out.as_mut_bytes())?;
+    Ok(out.ct_eq(&d.digest))
+}
+
+/// A new PBKDF2 digest of `vk` with id `id`, bound to `segments`.
+pub fn make_digest(
+    id: u32,
+    hash_alg: HashAlg,
+    vk: &[u8],
+    iterations: u32,
+    segments: Vec<u32>,
+) -> Result<Digest> {
+    let salt = lukskit_crypto::random::bytes(32)?;
+    let mut out = vec![0u8; hash_alg.digest_size()];
+    kdf::pbkdf2(hash_alg, vk, &salt, iterations, &mut out)?;
+    Ok(Digest {
+        id,
+        kind: "pbkdf2".into(),
+        keyslots: vec![],
+        segments,
+        hash: hash_alg.name().into(),
+        iterations,
+        salt,
+        digest: out,
+    })
+}
+
+/// The digest a keyslot is assigned to.
+pub fn digest_of_keyslot(hdr: &Luks2Header, keyslot: u32) -> Result<Option<Digest>> {
+    Ok(hdr
+        .digests()?
+        .into_iter()
+        .find(|d| d.keyslots.contains(&keyslot)))
+}
+
+/// The digest that protects data segment 0 (the volume key digest).
+pub fn segment_digest(hdr: &Luks2Header) -> Result<Option<Digest>> {
+    Ok(hdr.digests()?.into_iter().find(|d| d.segments.contains(&0)))
+}
+
+/// Decrypt keyslot `ks` with `passphrase` and return the key if it matches the keyslot's digest.
+pub fn open_keyslot(
+    dev: &dyn Storage,
+    hdr: &Luks2Header,
+    ks: &Keyslot,
+    passphrase: &[u8],
+) -> Result<Option<SecretBuf>> {
+    if ks.kind != "luks2" {
+        return Ok(None);
+    }
+    let Some(digest) = digest_of_keyslot(hdr, ks.id)? else {
+        return Ok(None);
+    };
+    let pbkdf = pbkdf_of(&ks.kdf)?;
+    let dk = kdf::derive(&pbkdf, passphrase, salt_of(&ks.kdf), ks.area_key_size as usize)?;
+    let key_len = ks.key_size as usize;
+    let size = af::split_size_bytes(key_len, ks.af_stripes);
+    if size as u64 > ks.area_size {
+        return Err(VolumeError::invalid(format!(
+            "Keyslot {} area is too small for its key.",
+            ks.id
+        )));
+    }
+    let mut material = SecretBuf::zeroed(size);
+    dev.read_exact_at(material.as_mut_bytes(), ks.area_offset)
+        .map_err(|e| VolumeError::device(format!("Cannot read keyslot {} area: {e}.", ks.id)))?;
+    let spec = CipherSpec::parse(&ks.area_encryption)?;
+    let cipher = SectorCipher::new(&spec, dk.as_bytes(), 512, false)?;
+    cipher.decrypt(material.as_mut_bytes(), 0)?;
+    let vk = af::merge(material.as_bytes(), key_len, ks.af_stripes, hash(&ks.af_hash)?)?;
+    if digest_matches(&digest, vk.as_bytes())? {
+        Ok(Some(vk))
+    } else {
+        Ok(None)
+    }
+}
+
+/// Priority of a keyslot (0 ignore, 1 normal, 2 prefer).
+fn priority(ks: &Keyslot) -> u32 {
+    ks.priority.unwrap_or(1)
+}
+
+/// Unlock with a passphrase. `slot` restricts to one keyslot (used even when its priority is
+/// "ignore"); `unbound` selects keyslots whose digest is bound to no segment. Otherwise
+/// keyslots bound to the data segment are tried, "prefer" ones first, "ignore" ones never.
+pub fn unlock(
+    dev: &dyn Storage,
+    hdr: &Luks2Header,
+    passphrase: &[u8],
+    slot: Option<u32>,
+    unbound: bool,
+) -> Result<(u32, SecretBuf)> {
+    let seg_digest = segment_digest(hdr)?.map(|d| d.id);
+    let digests = hdr.digests()?;
+    let is_bound = |id: u32| {
+        digests
+            .iter()
+            .find(|d| d.keyslots.contains(&id))
+            .map(|d| Some(d.id) == seg_digest && seg_digest.is_some())
+            .unwrap_or(false)
+    };
+    let is_unbound = |id: u32| {
+        digests
+            .iter()
+            .find(|d| d.keyslots.contains(&id))
+            .map(|d| d.segments.is_empty())
+            .unwrap_or(false)
+    };
+    let keyslots = hdr.keyslots()?;
+    if let Some(s) = slot {
+        if s >= luks2::MAX_KEYSLOTS {
+            return Err(VolumeError::invalid(format!("Key slot {s} is invalid.")));
+        }
+        let Some(ks) = keyslots.iter().find(|k| k.id == s) else {
+            return Err(VolumeError::invalid(format!("Keyslot {s} is not active.")));
+        };
+        if unbound && !is_unbound(s) {
+            return Err(VolumeError::invalid(format!("Keyslot {s} is not unbound.")));
+        }
+        if !unbound && !is_bound(s) {
+            return Err(VolumeError::invalid(format!(
+                "Keyslot {s} is not assigned to the data segment (use --unbound)."
+            )));
+        }
+        return open_keyslot(dev, hdr, ks, passphrase)?
+            .map(|vk| (s, vk))
+            .ok_or_else(VolumeError::wrong_passphrase);
+    }
+    let mut candidates: Vec<&Keyslot> = keyslots
+        .iter()
+        .filter(|k| if unbound { is_unbound(k.id) } else { is_bound(k.id) })
+        .filter(|k| priority(k) > 0)
+        .collect();
+    if candidates.is_empty() {
+        return Err(VolumeError::invalid("No usable keyslot is available."));
+    }
+    candidates.sort_by_key(|k| (std::cmp::Reverse(priority(k)), k.id));
+    for ks in candidates {
+        if let Some(vk) = open_keyslot(dev, hdr, ks, passphrase)? {
+            return Ok((ks.id, vk));
+        }
+    }
+    Err(VolumeError::wrong_passphrase())
+}
+
+/// The cipher (spec, key bytes) used to encrypt a new keyslot's area: the data segment's
+/// cipher when it is usable for keyslots, else aes-xts-plain64 with a 512-bit key.
+pub fn keyslot_cipher(hdr: &Luks2Header, vk_len: usize) -> Result<(String, u32)> {
+    if let Some(seg) = hdr.segments()?.into_iter().find(|s| s.kind == "crypt") {
+        if let Ok(spec) = CipherSpec::parse(&seg.encryption) {
+            let usable = !spec.capi
+                && spec.cipher != "cipher_null"
+                && !seg.has_integrity
+                && SectorCipher::check(&spec, vk_len, 512).is_ok();
+            if usable {
+                return Ok((seg.encryption.clone(), vk_len as u32));
+            }
+        }
+    }
+    Ok((FALLBACK_KEYSLOT_CIPHER.into(), FALLBACK_KEYSLOT_KEY_SIZE))
+}
+
+/// Parameters of a keyslot to create.
+pub struct NewKeyslot<'a> {
+    /// Keyslot id.
+    pub id: u32,
+    /// The key to protect (volume key or unbound key).
+    pub key: &'a SecretBuf,
+    /// The passphrase.
+    pub passphrase: &'a [u8],
+    /// KDF parameters.
+    pub pbkdf: Pbkdf,
+    /// AF hash (cryptsetup uses the PBKDF hash setting, also for Argon2).
+    pub af_hash: HashAlg,
+    /// Keyslot area cipher and its key size, or None for [`keyslot_cipher`].
+    pub cipher: Option<(String, u32)>,
+    /// Digest to assign the keyslot to.
+    pub digest: u32,
+}
+
+/// Create a keyslot: key material is written to a free area first, then the header (both
+/// copies, in cryptsetup's order) — a crash at any point leaves the old header valid.
+pub fn store(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Result<()> {
+    let key_len = p.key.len();
+    let (encryption, area_key_size) = match p.cipher {
+        Some(c) => c,
+        None => keyslot_cipher(hdr, key_len)?,
+    };
+    let area_size = Luks2Header::keyslot_area_size(key_len as u32);
+    let area_offset = hdr.find_keyslot_area(area_size)?.ok_or_else(|| {
+        VolumeError::invalid("No space for new keyslot.")
+    })?;
+    let salt = lukskit_crypto::random::bytes(32)?;
+    let kdf_params = match &p.pbkdf {
+        Pbkdf::Pbkdf2 { hash, iterations } => KdfParams::Pbkdf2 {
+            hash: hash.name().into(),
+            iterations: *iterations,
+            salt: salt.clone(),
+        },
+        Pbkdf::Argon2 {
+            variant,
+            time,
+            memory_kib,
+            parallel,
+        } => KdfParams::Argon2 {
+            variant: variant.name().into(),
+            time: *time,
+            memory: *memory_kib,
+            cpus: *parallel,
+            salt: salt.clone(),
+        },
+    };
+    let dk = kdf::derive(&p.pbkdf, p.passphrase, &salt, area_key_size as usize)?;
+    let split = af::split(p.key.as_bytes(), STRIPES, p.af_hash)?;
+    let mut material = SecretBuf::zeroed(af::split_size_bytes(key_len, STRIPES));
+    material.as_mut_bytes()[..split.len()].copy_from_slice(split.as_bytes());
+    let spec = CipherSpec::parse(&encryption)?;
+    let cipher = SectorCipher::new(&spec, dk.as_bytes(), 512, false)?;
+    cipher.encrypt(material.as_mut_bytes(), 0)?;
+    dev.write_all_at(material.as_bytes(), area_offset)
+        .and_then(|_| dev.sync())
+        .map_err(|e| VolumeError::device(format!("Cannot write keyslot area: {e}.")))?;
+    let ks = Keyslot {
+        id: p.id,
+        kind: "luks2".into(),
+        key_size: key_len as u32,
+        af_stripes: STRIPES,
+        af_hash: p.af_hash.name().into(),
+        area_offset,
+        area_size,
+        area_encryption: encryption,
+        area_key_size,
+        kdf: kdf_params,
+        priority: None,
+    };
+    hdr.add_keyslot(&ks)?;
+    hdr.assign_keyslot_to_digest(p.id, p.digest)?;
+    write_header(dev, hdr)
+}
+
+/// Remove keyslot `id`: wipe its area, then drop it from the JSON and write the header.
+pub fn kill(dev: &dyn Storage, hdr: &mut Luks2Header, id: u32) -> Result<()> {
+    let ks = hdr
+        .keyslot(id)?
+        .ok_or_else(|| VolumeError::invalid(format!("Keyslot {id} is not active.")))?;
+    wipe::random(dev, ks.area_offset, ks.area_size)?;
+    hdr.remove_keyslot(id)?;
+    write_header(dev, hdr)
+}
+
+/// Validate and write both header copies (cryptsetup's order and syncs).
+pub fn write_header(dev: &dyn Storage, hdr: &mut Luks2Header) -> Result<()> {
+    hdr.validate()?;
+    luks2::write(dev, hdr)?;
+    Ok(())
+}

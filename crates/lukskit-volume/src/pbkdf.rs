@@ -1,0 +1,113 @@
+//! Choosing PBKDF parameters for a new keyslot from cryptsetup's options.
+
+use crate::error::{Result, VolumeError};
+use lukskit_crypto::hash::HashAlg;
+use lukskit_crypto::kdf::{self, Argon2Variant, Pbkdf};
+
+/// Default `--iter-time` in milliseconds (cryptsetup's compiled-in default).
+pub const DEFAULT_ITER_TIME_MS: u32 = 2000;
+/// Time spent on the volume-key digest PBKDF2 (cryptsetup `LUKS_MKD_ITERATIONS_MS`).
+pub const DIGEST_ITER_TIME_MS: u32 = 125;
+
+/// The PBKDF options of a command line (`--pbkdf`, `--hash`, `--iter-time`, …), unresolved.
+#[derive(Debug, Clone, Default)]
+pub struct PbkdfOptions {
+    /// `--pbkdf`: `pbkdf2`, `argon2i` or `argon2id`.
+    pub kind: Option<String>,
+    /// `--hash` (PBKDF2 hash, also the AF hash and, for new volumes, the digest hash).
+    pub hash: Option<String>,
+    /// `--iter-time` in ms (0 or None = default).
+    pub iter_time_ms: Option<u32>,
+    /// `--pbkdf-force-iterations`: iterations (PBKDF2) or time cost (Argon2), no benchmark.
+    pub force_iterations: Option<u32>,
+    /// `--pbkdf-memory` in KiB (Argon2 maximum).
+    pub max_memory_kib: Option<u32>,
+    /// `--pbkdf-parallel` (Argon2 lanes and threads).
+    pub parallel: Option<u32>,
+}
+
+/// Which LUKS version a keyslot is for (LUKS1 knows only PBKDF2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LuksKind {
+    /// LUKS1.
+    Luks1,
+    /// LUKS2.
+    Luks2,
+}
+
+impl PbkdfOptions {
+    /// The hash to use for PBKDF2, the AF splitter and new digests (default sha256).
+    pub fn hash(&self) -> Result<HashAlg> {
+        let name = self.hash.as_deref().unwrap_or("sha256");
+        HashAlg::from_name(name)
+            .map_err(|_| VolumeError::invalid(format!("Hash algorithm {name} not supported.")))
+    }
+
+    /// Resolve to concrete KDF parameters for a key of `key_len` bytes, benchmarking as
+    /// cryptsetup does unless iterations are forced.
+    pub fn resolve(&self, kind: LuksKind, key_len: usize) -> Result<Pbkdf> {
+        let hash = self.hash()?;
+        let default = match kind {
+            LuksKind::Luks1 => "pbkdf2",
+            LuksKind::Luks2 => "argon2id",
+        };
+        let name = self.kind.as_deref().unwrap_or(default);
+        let iter_time = match self.iter_time_ms {
+            None | Some(0) => DEFAULT_ITER_TIME_MS,
+            Some(t) => t,
+        };
+        let pbkdf = match name {
+            "pbkdf2" => {
+                let iterations = match self.force_iterations {
+                    Some(i) => i,
+                    None => kdf::pbkdf2_iterations_for(hash, key_len, iter_time)?,
+                };
+                Pbkdf::Pbkdf2 { hash, iterations }
+            }
+            "argon2i" | "argon2id" => {
+                if kind == LuksKind::Luks1 {
+                    return Err(VolumeError::invalid(format!(
+                        "PBKDF {name} is not supported for LUKS1."
+                    )));
+                }
+                let variant = Argon2Variant::from_name(name)?;
+                let cap = kdf::default_argon2_memory_cap_kib();
+                let max_memory = self
+                    .max_memory_kib
+                    .unwrap_or(kdf::ARGON2_DEFAULT_MEMORY_KIB)
+                    .min(cap.max(kdf::ARGON2_MIN_MEMORY_KIB));
+                let parallel = self
+                    .parallel
+                    .unwrap_or_else(kdf::default_argon2_parallel)
+                    .min(kdf::ARGON2_MAX_PARALLEL);
+                let (time, memory_kib) = match self.force_iterations {
+                    Some(t) => (t, max_memory),
+                    None => kdf::benchmark_argon2(variant, iter_time, max_memory, parallel, key_len)?,
+                };
+                Pbkdf::Argon2 {
+                    variant,
+                    time,
+                    memory_kib,
+                    parallel,
+                }
+            }
+            other => {
+                return Err(VolumeError::invalid(format!("Unknown PBKDF type {other}.")));
+            }
+        };
+        pbkdf.check_limits().map_err(|e| {
+            VolumeError::invalid(format!("Invalid PBKDF parameters: {e}."))
+        })?;
+        Ok(pbkdf)
+    }
+
+    /// Iterations for a new volume-key digest: benchmarked for 125 ms (at least 1000), or the
+    /// minimum when iterations are forced (as cryptsetup does with `--pbkdf-force-iterations`).
+    pub fn digest_iterations(&self, key_len: usize) -> Result<u32> {
+        if self.force_iterations.is_some() {
+            return Ok(kdf::PBKDF2_MIN_ITERATIONS);
+        }
+        Ok(kdf::pbkdf2_iterations_for(self.hash()?, key_len, DIGEST_ITER_TIME_MS)?
+            .max(kdf::PBKDF2_MIN_ITERATIONS))
+    }
+}

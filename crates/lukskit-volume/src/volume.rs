@@ -1,0 +1,377 @@
+//! An opened LUKS volume: header loaded from its device (or detached header file), with
+//! the operations cryptsetup's key-management commands need.
+
+use crate::device::{Access, Device};
+use crate::error::{Result, VolumeError};
+use crate::pbkdf::{LuksKind, PbkdfOptions};
+use crate::{luks1_keys, luks2_keys};
+use lukskit_crypto::SecretBuf;
+use lukskit_format::detect::{detect, LuksVersion};
+use lukskit_format::io::Storage;
+use lukskit_format::luks1::{Luks1Header, NUM_KEYSLOTS};
+use lukskit_format::luks2::{self, Luks2Header};
+
+/// A loaded LUKS header of either version.
+#[derive(Debug, Clone)]
+pub enum Header {
+    /// LUKS1 phdr.
+    Luks1(Luks1Header),
+    /// LUKS2 header (the valid copy with the highest seqid).
+    Luks2(Luks2Header),
+}
+
+/// Health of the two LUKS2 header copies as found when loading.
+#[derive(Debug, Clone, Default)]
+pub struct CopyState {
+    /// Primary copy valid.
+    pub primary_ok: bool,
+    /// Secondary copy valid.
+    pub secondary_ok: bool,
+    /// Why the primary was rejected.
+    pub primary_error: Option<String>,
+    /// Why the secondary was rejected.
+    pub secondary_error: Option<String>,
+}
+
+/// An open LUKS volume.
+#[derive(Debug)]
+pub struct Volume {
+    /// The device holding the header (the data device unless the header is detached).
+    pub dev: Device,
+    /// The data device path.
+    pub data_path: String,
+    /// True when the header lives in a separate file (`--header`).
+    pub detached: bool,
+    /// The header.
+    pub header: Header,
+    /// LUKS2 copy health (both true for LUKS1).
+    pub copies: CopyState,
+}
+
+/// Read only the LUKS version from the start of a device (for `isLuks`).
+pub fn probe(path: &str) -> Result<Option<LuksVersion>> {
+    let dev = Device::open(path, Access::Read)?;
+    let mut first = [0u8; 8];
+    match dev.read_exact_at(&mut first, 0) {
+        Ok(()) => Ok(detect(&first)),
+        Err(_) => Ok(None),
+    }
+}
+
+impl Volume {
+    /// Load the header of `device` (or of `header` when detached). `Access::Write` takes the
+    /// exclusive lock needed for updates.
+    pub fn load(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
+        let hdr_path = header.unwrap_or(device);
+        let dev = Device::open(hdr_path, access)?;
+        let not_luks = || VolumeError::invalid(format!("Device {hdr_path} is not a valid LUKS device."));
+        let mut first = [0u8; 8];
+        dev.read_exact_at(&mut first, 0).map_err(|_| not_luks())?;
+        let (header, copies) = match detect(&first) {
+            Some(LuksVersion::Luks1) => {
+                let h = Luks1Header::read(&dev)?;
+                let size = if header.is_some() {
+                    None
+                } else {
+                    dev.size().ok()
+                };
+                h.validate(size)?;
+                (
+                    Header::Luks1(h),
+                    CopyState {
+                        primary_ok: true,
+                        secondary_ok: true,
+                        ..Default::default()
+                    },
+                )
+            }
+            Some(LuksVersion::Luks2) | None => {
+                // A damaged primary may still leave a valid secondary copy: let the LUKS2
+                // reader scan for it before giving up.
+                let out = luks2::read(&dev).map_err(|e| {
+                    if detect(&first).is_none() {
+                        not_luks()
+                    } else {
+                        VolumeError::from(e)
+                    }
+                })?;
+                (
+                    Header::Luks2(out.header),
+                    CopyState {
+                        primary_ok: out.primary_ok,
+                        secondary_ok: out.secondary_ok,
+                        primary_error: out.primary_error,
+                        secondary_error: out.secondary_error,
+                    },
+                )
+            }
+        };
+        Ok(Volume {
+            dev,
+            data_path: device.to_string(),
+            detached: header.is_some(),
+            header,
+            copies,
+        })
+    }
+
+    /// "LUKS1" or "LUKS2".
+    pub fn type_name(&self) -> &'static str {
+        match self.header {
+            Header::Luks1(_) => "LUKS1",
+            Header::Luks2(_) => "LUKS2",
+        }
+    }
+
+    /// The volume UUID.
+    pub fn uuid(&self) -> &str {
+        match &self.header {
+            Header::Luks1(h) => &h.uuid,
+            Header::Luks2(h) => &h.binary.uuid,
+        }
+    }
+
+    /// Volume key length in bytes.
+    pub fn volume_key_size(&self) -> Result<usize> {
+        Ok(match &self.header {
+            Header::Luks1(h) => h.key_bytes as usize,
+            Header::Luks2(h) => {
+                let d = luks2_keys::segment_digest(h)?;
+                let ks = h.keyslots()?;
+                let from_slot = d.and_then(|d| {
+                    ks.iter()
+                        .find(|k| d.keyslots.contains(&k.id))
+                        .map(|k| k.key_size as usize)
+                });
+                match from_slot {
+                    Some(n) => n,
+                    None => return Err(VolumeError::invalid(
+                        "Cannot determine volume key size: no keyslot is bound to the data segment.",
+                    )),
+                }
+            }
+        })
+    }
+
+    /// Highest number of keyslots of this format (8 or 32).
+    pub fn max_keyslots(&self) -> u32 {
+        match self.header {
+            Header::Luks1(_) => NUM_KEYSLOTS as u32,
+            Header::Luks2(_) => luks2::MAX_KEYSLOTS,
+        }
+    }
+
+    /// Ids of keyslots in use.
+    pub fn active_keyslots(&self) -> Result<Vec<u32>> {
+        Ok(match &self.header {
+            Header::Luks1(h) => (0..NUM_KEYSLOTS as u32)
+                .filter(|&i| h.keyslots[i as usize].active)
+                .collect(),
+            Header::Luks2(h) => h.keyslots()?.iter().map(|k| k.id).collect(),
+        })
+    }
+
+    /// Whether keyslot `slot` is in use.
+    pub fn keyslot_active(&self, slot: u32) -> Result<bool> {
+        Ok(self.active_keyslots()?.contains(&slot))
+    }
+
+    /// Reject use of a header that carries mandatory requirements this build does not know
+    /// (cryptsetup: such a header is read-only and must not be activated).
+    pub fn check_requirements_for_write(&self) -> Result<()> {
+        if let Header::Luks2(h) = &self.header {
+            let unknown = h.unknown_requirements();
+            if !unknown.is_empty() {
+                return Err(VolumeError::invalid(format!(
+                    "Operation incompatible with device marked for unknown requirements ({}).",
+                    unknown.join(", ")
+                )));
+            }
+            if !h.requirements().is_empty() {
+                return Err(VolumeError::invalid(format!(
+                    "Operation not supported on a device with requirements ({}).",
+                    h.requirements().join(", ")
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Unlock with a passphrase: returns the keyslot used and the volume key (or unbound key).
+    pub fn unlock(
+        &self,
+        passphrase: &[u8],
+        slot: Option<u32>,
+        unbound: bool,
+    ) -> Result<(u32, SecretBuf)> {
+        match &self.header {
+            Header::Luks1(h) => {
+                if unbound {
+                    return Err(VolumeError::invalid("LUKS1 has no unbound keyslots."));
+                }
+                luks1_keys::unlock(&self.dev, h, passphrase, slot)
+            }
+            Header::Luks2(h) => luks2_keys::unlock(&self.dev, h, passphrase, slot, unbound),
+        }
+    }
+
+    /// Verify a volume key (from `--volume-key-file`) against the header digest.
+    pub fn verify_volume_key(&self, vk: &[u8]) -> Result<()> {
+        let ok = match &self.header {
+            Header::Luks1(h) => luks1_keys::verify_volume_key(h, vk)?,
+            Header::Luks2(h) => match luks2_keys::segment_digest(h)? {
+                Some(d) => luks2_keys::digest_matches(&d, vk)?,
+                None => false,
+            },
+        };
+        if ok {
+            Ok(())
+        } else {
+            Err(VolumeError::permission("Volume key does not match the volume."))
+        }
+    }
+
+    /// The lowest free keyslot id, or an error when all are used.
+    pub fn free_keyslot(&self) -> Result<u32> {
+        let used = self.active_keyslots()?;
+        (0..self.max_keyslots())
+            .find(|i| !used.contains(i))
+            .ok_or_else(|| VolumeError::invalid("All key slots full."))
+    }
+
+    /// Check a requested new keyslot id.
+    pub fn check_new_keyslot(&self, slot: u32) -> Result<()> {
+        if slot >= self.max_keyslots() {
+            return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+        }
+        if self.keyslot_active(slot)? {
+            return Err(VolumeError::invalid(format!(
+                "Key slot {slot} is full, please select another one."
+            )));
+        }
+        Ok(())
+    }
+
+    /// Add a keyslot protecting `key` with `passphrase`. For LUKS2 `unbound` stores a key
+    /// that is not the volume key (it gets a digest of its own, bound to no segment).
+    pub fn add_keyslot(
+        &mut self,
+        key: &SecretBuf,
+        passphrase: &[u8],
+        slot: Option<u32>,
+        pbkdf: &PbkdfOptions,
+        unbound: bool,
+    ) -> Result<u32> {
+        self.check_requirements_for_write()?;
+        let slot = match slot {
+            Some(s) => {
+                self.check_new_keyslot(s)?;
+                s
+            }
+            None => self.free_keyslot()?,
+        };
+        match &mut self.header {
+            Header::Luks1(h) => {
+                if unbound {
+                    return Err(VolumeError::invalid("LUKS1 has no unbound keyslots."));
+                }
+                let iterations = match pbkdf.resolve(LuksKind::Luks1, h.key_bytes as usize)? {
+                    lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
+                    _ => unreachable!("LUKS1 resolves only PBKDF2"),
+                };
+                if pbkdf.hash.is_some() && pbkdf.hash()?.name() != h.hash_spec {
+                    // LUKS1 keyslots always use the header's hash.
+                }
+                luks1_keys::store(&self.dev, h, slot, key, passphrase, iterations)?;
+            }
+            Header::Luks2(h) => {
+                let digest = if unbound {
+                    let used: Vec<u32> = h.digests()?.iter().map(|d| d.id).collect();
+                    let id = (0..8).find(|i| !used.contains(i)).ok_or_else(|| {
+                        VolumeError::invalid("No free digest slot for an unbound key.")
+                    })?;
+                    let iters = pbkdf.digest_iterations(key.len())?;
+                    let d = luks2_keys::make_digest(id, pbkdf.hash()?, key.as_bytes(), iters, vec![])?;
+                    h.add_digest(&d)?;
+                    id
+                } else {
+                    luks2_keys::segment_digest(h)?
+                        .ok_or_else(|| VolumeError::invalid("Volume has no data segment digest."))?
+                        .id
+                };
+                let kdf = pbkdf.resolve(LuksKind::Luks2, key.len())?;
+                let af_hash = pbkdf.hash()?;
+                luks2_keys::store(
+                    &self.dev,
+                    h,
+                    luks2_keys::NewKeyslot {
+                        id: slot,
+                        key,
+                        passphrase,
+                        pbkdf: kdf,
+                        af_hash,
+                        cipher: None,
+                        digest,
+                    },
+                )?;
+            }
+        }
+        Ok(slot)
+    }
+
+    /// Destroy keyslot `slot` (wipe its key material, remove it from the header).
+    pub fn kill_keyslot(&mut self, slot: u32) -> Result<()> {
+        if slot >= self.max_keyslots() {
+            return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+        }
+        if !self.keyslot_active(slot)? {
+            return Err(VolumeError::invalid(format!("Keyslot {slot} is not active.")));
+        }
+        self.check_requirements_for_write()?;
+        match &mut self.header {
+            Header::Luks1(h) => luks1_keys::kill(&self.dev, h, slot),
+            Header::Luks2(h) => luks2_keys::kill(&self.dev, h, slot),
+        }
+    }
+
+    /// Write the current in-memory header (after an edit such as a new UUID or label).
+    pub fn write_header(&mut self) -> Result<()> {
+        match &mut self.header {
+            Header::Luks1(h) => luks1_keys::write_header(&self.dev, h),
+            Header::Luks2(h) => luks2_keys::write_header(&self.dev, h),
+        }
+    }
+
+    /// Set the UUID (`luksUUID --uuid`).
+    pub fn set_uuid(&mut self, uuid: &str) -> Result<()> {
+        let parsed = uuid::Uuid::parse_str(uuid)
+            .map_err(|_| VolumeError::invalid(format!("Wrong LUKS UUID format provided.")))?;
+        let text = parsed.hyphenated().to_string();
+        match &mut self.header {
+            Header::Luks1(h) => h.uuid = text,
+            Header::Luks2(h) => h.binary.uuid = text,
+        }
+        self.write_header()
+    }
+
+    /// Byte offset of the encrypted data on the data device.
+    pub fn data_offset(&self) -> Result<u64> {
+        Ok(match &self.header {
+            Header::Luks1(h) => u64::from(h.payload_offset) * 512,
+            Header::Luks2(h) => h.data_offset()?,
+        })
+    }
+
+    /// The data cipher specification (`aes-xts-plain64`).
+    pub fn cipher_spec(&self) -> Result<String> {
+        Ok(match &self.header {
+            Header::Luks1(h) => format!("{}-{}", h.cipher_name, h.cipher_mode),
+            Header::Luks2(h) => h
+                .segments()?
+                .into_iter()
+                .find(|s| s.kind == "crypt")
+                .map(|s| s.encryption)
+                .unwrap_or_default(),
+        })
+    }
+}
