@@ -20,6 +20,10 @@ pub enum HashAlg {
     Ripemd160,
     /// Whirlpool (64 bytes).
     Whirlpool,
+    /// Whirlpool truncated to 32 bytes (the kernel's `wp256`, seen in ESSIV specs).
+    Wp256,
+    /// Whirlpool truncated to 48 bytes (the kernel's `wp384`).
+    Wp384,
 }
 
 impl HashAlg {
@@ -46,6 +50,8 @@ impl HashAlg {
             "sha512" => HashAlg::Sha512,
             "ripemd160" | "rmd160" => HashAlg::Ripemd160,
             "whirlpool" | "wp512" => HashAlg::Whirlpool,
+            "wp256" => HashAlg::Wp256,
+            "wp384" => HashAlg::Wp384,
             _ => return Err(CryptoError::Unsupported(format!("hash {name}"))),
         })
     }
@@ -60,6 +66,8 @@ impl HashAlg {
             HashAlg::Sha512 => "sha512",
             HashAlg::Ripemd160 => "ripemd160",
             HashAlg::Whirlpool => "whirlpool",
+            HashAlg::Wp256 => "wp256",
+            HashAlg::Wp384 => "wp384",
         }
     }
 
@@ -68,8 +76,8 @@ impl HashAlg {
         match self {
             HashAlg::Sha1 | HashAlg::Ripemd160 => 20,
             HashAlg::Sha224 => 28,
-            HashAlg::Sha256 => 32,
-            HashAlg::Sha384 => 48,
+            HashAlg::Sha256 | HashAlg::Wp256 => 32,
+            HashAlg::Sha384 | HashAlg::Wp384 => 48,
             HashAlg::Sha512 | HashAlg::Whirlpool => 64,
         }
     }
@@ -91,6 +99,11 @@ impl HashAlg {
             HashAlg::Sha512 => run::<sha2::Sha512>(parts),
             HashAlg::Ripemd160 => run::<ripemd::Ripemd160>(parts),
             HashAlg::Whirlpool => run::<whirlpool::Whirlpool>(parts),
+            HashAlg::Wp256 | HashAlg::Wp384 => {
+                let mut d = run::<whirlpool::Whirlpool>(parts);
+                d.truncate(self.digest_size());
+                d
+            }
         }
     }
 }

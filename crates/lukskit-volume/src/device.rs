@@ -98,8 +98,7 @@ impl Device {
         };
         let lock = if md.file_type().is_block_device() {
             let rdev = md.rdev();
-            // SAFETY: major/minor are pure arithmetic on the device number.
-            let (maj, min) = unsafe { (libc::major(rdev), libc::minor(rdev)) };
+            let (maj, min) = (libc::major(rdev), libc::minor(rdev));
             let _ = std::fs::create_dir_all("/run/cryptsetup");
             let lock_path = format!("/run/cryptsetup/L_{maj}:{min}");
             match OpenOptions::new()

@@ -67,15 +67,12 @@ impl Volume {
         let not_luks = || VolumeError::invalid(format!("Device {hdr_path} is not a valid LUKS device."));
         let mut first = [0u8; 8];
         dev.read_exact_at(&mut first, 0).map_err(|_| not_luks())?;
-        let (header, copies) = match detect(&first) {
+        let (loaded, copies) = match detect(&first) {
             Some(LuksVersion::Luks1) => {
                 let h = Luks1Header::read(&dev)?;
-                let size = if header.is_some() {
-                    None
-                } else {
-                    dev.size().ok()
-                };
-                h.validate(size)?;
+                // cryptsetup checks that the header device holds all keyslot material
+                // (data device or detached header file alike).
+                h.validate(dev.size().ok())?;
                 (
                     Header::Luks1(h),
                     CopyState {
@@ -110,7 +107,7 @@ impl Volume {
             dev,
             data_path: device.to_string(),
             detached: header.is_some(),
-            header,
+            header: loaded,
             copies,
         })
     }

@@ -1,0 +1,211 @@
+//! Command-line options, spelled as cryptsetup spells them.
+//!
+//! cryptsetup takes `[options] <action> <action-specific arguments>` with options allowed
+//! anywhere; so does lukskit. Only options lukskit implements are accepted; any other is an
+//! error (exit 1), never silently ignored.
+
+use clap::{ArgAction, Parser};
+
+/// All options of all actions (each action checks which apply).
+#[derive(Parser, Debug, Default, Clone)]
+#[command(
+    name = "lukskit",
+    disable_help_flag = true,
+    disable_version_flag = true,
+    allow_negative_numbers = false,
+    about = "lukskit: LUKS1/LUKS2 disk encryption, cryptsetup compatible"
+)]
+pub struct Opts {
+    /// The action and its arguments.
+    #[arg(value_name = "ACTION ARGS")]
+    pub positional: Vec<String>,
+
+    /// Show help.
+    #[arg(short = '?', long = "help", action = ArgAction::SetTrue)]
+    pub help: bool,
+    /// Print the version.
+    #[arg(short = 'V', long = "version", action = ArgAction::SetTrue)]
+    pub version: bool,
+    /// Print more information ("Command successful.").
+    #[arg(short = 'v', long = "verbose", action = ArgAction::SetTrue)]
+    pub verbose: bool,
+    /// Debug output (never contains secrets).
+    #[arg(long = "debug", action = ArgAction::SetTrue)]
+    pub debug: bool,
+    /// Do not ask for confirmation; no passphrase verification unless -y.
+    #[arg(short = 'q', long = "batch-mode", action = ArgAction::SetTrue)]
+    pub batch_mode: bool,
+    /// Ask for the passphrase twice.
+    #[arg(short = 'y', long = "verify-passphrase", action = ArgAction::SetTrue)]
+    pub verify_passphrase: bool,
+
+    /// Device type: luks, luks1, luks2, plain.
+    #[arg(short = 'M', long = "type")]
+    pub r#type: Option<String>,
+    /// Cipher specification.
+    #[arg(short = 'c', long = "cipher")]
+    pub cipher: Option<String>,
+    /// Key size in bits.
+    #[arg(short = 's', long = "key-size")]
+    pub key_size: Option<u32>,
+    /// Hash for PBKDF2, AF and digests.
+    #[arg(short = 'h', long = "hash")]
+    pub hash: Option<String>,
+    /// PBKDF algorithm: pbkdf2, argon2i, argon2id.
+    #[arg(long = "pbkdf")]
+    pub pbkdf: Option<String>,
+    /// PBKDF benchmark time in ms.
+    #[arg(short = 'i', long = "iter-time")]
+    pub iter_time: Option<u32>,
+    /// Argon2 maximum memory in KiB.
+    #[arg(long = "pbkdf-memory")]
+    pub pbkdf_memory: Option<u32>,
+    /// Argon2 parallel threads.
+    #[arg(long = "pbkdf-parallel")]
+    pub pbkdf_parallel: Option<u32>,
+    /// Fixed PBKDF iterations / Argon2 time cost (no benchmark).
+    #[arg(long = "pbkdf-force-iterations")]
+    pub pbkdf_force_iterations: Option<u32>,
+
+    /// Read the passphrase from a file ("-" = stdin).
+    #[arg(short = 'd', long = "key-file")]
+    pub key_file: Option<String>,
+    /// Bytes to skip at the start of the key file.
+    #[arg(long = "keyfile-offset")]
+    pub keyfile_offset: Option<u64>,
+    /// Bytes to read from the key file.
+    #[arg(short = 'l', long = "keyfile-size")]
+    pub keyfile_size: Option<u64>,
+    /// New key file (luksAddKey, luksChangeKey).
+    #[arg(long = "new-keyfile")]
+    pub new_keyfile: Option<String>,
+    /// Bytes to skip in the new key file.
+    #[arg(long = "new-keyfile-offset")]
+    pub new_keyfile_offset: Option<u64>,
+    /// Bytes to read from the new key file.
+    #[arg(long = "new-keyfile-size")]
+    pub new_keyfile_size: Option<u64>,
+    /// Keyslot number.
+    #[arg(short = 'S', long = "key-slot")]
+    pub key_slot: Option<u32>,
+    /// Keyslot number for the new key.
+    #[arg(long = "new-key-slot")]
+    pub new_key_slot: Option<u32>,
+    /// Volume key from a file.
+    #[arg(long = "volume-key-file", alias = "master-key-file")]
+    pub volume_key_file: Option<String>,
+    /// Print the volume key (luksDump).
+    #[arg(long = "dump-volume-key", alias = "dump-master-key", action = ArgAction::SetTrue)]
+    pub dump_volume_key: bool,
+    /// Print the LUKS2 JSON metadata (luksDump).
+    #[arg(long = "dump-json-metadata", action = ArgAction::SetTrue)]
+    pub dump_json_metadata: bool,
+    /// Unbound keyslot (no data segment).
+    #[arg(long = "unbound", action = ArgAction::SetTrue)]
+    pub unbound: bool,
+    /// Only check the passphrase (open).
+    #[arg(long = "test-passphrase", action = ArgAction::SetTrue)]
+    pub test_passphrase: bool,
+
+    /// Detached header file.
+    #[arg(long = "header")]
+    pub header: Option<String>,
+    /// Header backup file.
+    #[arg(long = "header-backup-file")]
+    pub header_backup_file: Option<String>,
+    /// Data offset in 512-byte sectors.
+    #[arg(short = 'o', long = "offset")]
+    pub offset: Option<u64>,
+    /// Encryption sector size in bytes.
+    #[arg(long = "sector-size")]
+    pub sector_size: Option<u32>,
+    /// LUKS2 label.
+    #[arg(long = "label")]
+    pub label: Option<String>,
+    /// LUKS2 subsystem.
+    #[arg(long = "subsystem")]
+    pub subsystem: Option<String>,
+    /// UUID.
+    #[arg(long = "uuid")]
+    pub uuid: Option<String>,
+    /// LUKS2 metadata size (bytes, with optional k/m suffix).
+    #[arg(long = "luks2-metadata-size")]
+    pub luks2_metadata_size: Option<String>,
+    /// LUKS2 keyslots area size (bytes, with optional k/m suffix).
+    #[arg(long = "luks2-keyslots-size")]
+    pub luks2_keyslots_size: Option<String>,
+    /// Keyslot priority: ignore, normal, prefer.
+    #[arg(long = "priority")]
+    pub priority: Option<String>,
+    /// Number of passphrase attempts.
+    #[arg(short = 'T', long = "tries")]
+    pub tries: Option<u32>,
+    /// Interactive passphrase prompt timeout in seconds.
+    #[arg(short = 't', long = "timeout")]
+    pub timeout: Option<u64>,
+    /// Token id.
+    #[arg(long = "token-id")]
+    pub token_id: Option<u32>,
+    /// Token JSON file (token import/export).
+    #[arg(long = "json-file")]
+    pub json_file: Option<String>,
+    /// Keyring key description (token add).
+    #[arg(long = "key-description")]
+    pub key_description: Option<String>,
+    /// Replace an existing token.
+    #[arg(long = "token-replace", action = ArgAction::SetTrue)]
+    pub token_replace: bool,
+    /// Do not use metadata locking (accepted for compatibility; lukskit always locks).
+    #[arg(long = "disable-locks", action = ArgAction::SetTrue)]
+    pub disable_locks: bool,
+    /// Accepted for compatibility: lukskit never uses the kernel keyring.
+    #[arg(long = "disable-keyring", action = ArgAction::SetTrue)]
+    pub disable_keyring: bool,
+    /// Accepted for compatibility: lukskit does not call blkid.
+    #[arg(long = "disable-blkid", action = ArgAction::SetTrue)]
+    pub disable_blkid: bool,
+    /// Accepted for compatibility: lukskit has no external token plugins.
+    #[arg(long = "disable-external-tokens", action = ArgAction::SetTrue)]
+    pub disable_external_tokens: bool,
+    /// Keyslot cipher for new keyslots (LUKS2).
+    #[arg(long = "keyslot-cipher")]
+    pub keyslot_cipher: Option<String>,
+    /// Keyslot key size in bits (LUKS2).
+    #[arg(long = "keyslot-key-size")]
+    pub keyslot_key_size: Option<u32>,
+}
+
+/// Parse a size like cryptsetup's metadata/keyslots sizes: bytes with an optional unit
+/// (k, m, g; powers of 1024).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last()? {
+        'k' | 'K' => (&s[..s.len() - 1], 1024u64),
+        'm' | 'M' => (&s[..s.len() - 1], 1024 * 1024),
+        'g' | 'G' => (&s[..s.len() - 1], 1024 * 1024 * 1024),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok()?.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("16384"), Some(16384));
+        assert_eq!(parse_size("16k"), Some(16384));
+        assert_eq!(parse_size("4m"), Some(4 << 20));
+        assert_eq!(parse_size("x"), None);
+    }
+
+    #[test]
+    fn options_anywhere() {
+        let o = Opts::try_parse_from(["lukskit", "luksFormat", "-q", "img", "--type", "luks1", "-s", "256"]).unwrap();
+        assert_eq!(o.positional, vec!["luksFormat", "img"]);
+        assert_eq!(o.r#type.as_deref(), Some("luks1"));
+        assert_eq!(o.key_size, Some(256));
+        assert!(o.batch_mode);
+    }
+}

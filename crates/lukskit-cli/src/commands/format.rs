@@ -1,0 +1,77 @@
+//! `luksFormat`.
+
+use super::{need_args, pbkdf_options};
+use crate::args::{parse_size, Opts};
+use crate::input::{self, KeySource};
+use lukskit_volume::format::{format, FormatParams, FormatType};
+use lukskit_volume::{Result, VolumeError};
+
+/// cryptsetup's default LUKS cipher.
+pub const DEFAULT_CIPHER: &str = "aes-xts-plain64";
+
+/// `luksFormat <device> [<key file>]`.
+pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 2, "<device> [<new key file>]")?;
+    let device = &args[0];
+    let kind = match o.r#type.as_deref() {
+        None | Some("luks2") | Some("luks") => FormatType::Luks2,
+        Some("luks1") => FormatType::Luks1,
+        Some(t) => {
+            return Err(VolumeError::invalid(format!(
+                "Unknown or unsupported LUKS type {t} for luksFormat."
+            )))
+        }
+    };
+    let size = |s: &Option<String>, what: &str| -> Result<Option<u64>> {
+        match s {
+            None => Ok(None),
+            Some(v) => parse_size(v)
+                .map(Some)
+                .ok_or_else(|| VolumeError::invalid(format!("Invalid {what} specification."))),
+        }
+    };
+    let volume_key = match &o.volume_key_file {
+        Some(p) => Some(input::read_keyfile(p, 0, None)?),
+        None => None,
+    };
+    let params = FormatParams {
+        kind,
+        device: device.clone(),
+        header: o.header.clone(),
+        cipher: o.cipher.clone().unwrap_or_else(|| DEFAULT_CIPHER.into()),
+        key_size_bits: o.key_size,
+        sector_size: o.sector_size,
+        offset_sectors: o.offset,
+        label: o.label.clone(),
+        subsystem: o.subsystem.clone(),
+        uuid: o.uuid.clone(),
+        metadata_size: size(&o.luks2_metadata_size, "metadata size")?,
+        keyslots_size: size(&o.luks2_keyslots_size, "keyslots size")?,
+        key_slot: o.key_slot,
+        pbkdf: pbkdf_options(o),
+        volume_key,
+    };
+    let target = o.header.as_deref().unwrap_or(device);
+    input::confirm(
+        &format!("This will overwrite data on {target} irrevocably."),
+        o.batch_mode,
+    )?;
+    let src = match args.get(1).or(o.key_file.as_ref()) {
+        Some(p) => KeySource::File {
+            path: p.clone(),
+            offset: o.keyfile_offset.unwrap_or(0),
+            size: o.keyfile_size,
+        },
+        None => KeySource::Prompt,
+    };
+    let verify = o.verify_passphrase || !o.batch_mode;
+    let pass = input::get_secret(&src, &format!("Enter passphrase for {target}: "), verify)?;
+    let out = format(&params, pass.as_bytes())?;
+    if let Some(w) = out.warning {
+        eprintln!("{w}");
+    }
+    if o.verbose {
+        println!("Key slot {} created.", out.keyslot);
+    }
+    Ok(())
+}

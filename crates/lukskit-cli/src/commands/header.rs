@@ -1,0 +1,169 @@
+//! Header-level actions: isLuks, luksUUID, luksDump, luksHeaderBackup/Restore, erase.
+
+use super::{existing_key_source, need_args, tries};
+use crate::args::Opts;
+use crate::dump;
+use crate::input;
+use lukskit_format::detect::LuksVersion;
+use lukskit_volume::backup;
+use lukskit_volume::device::Access;
+use lukskit_volume::volume::probe;
+use lukskit_volume::{Header, Result, Volume, VolumeError};
+
+/// `isLuks <device>`: exit 0 for a LUKS header (of `--type` if given), else 1.
+pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let v = probe(&args[0])?;
+    let ok = match (v, o.r#type.as_deref()) {
+        (None, _) => false,
+        (Some(_), None) | (Some(_), Some("luks")) => true,
+        (Some(LuksVersion::Luks1), Some("luks1")) => true,
+        (Some(LuksVersion::Luks2), Some("luks2")) => true,
+        _ => false,
+    };
+    if ok {
+        Ok(())
+    } else {
+        // cryptsetup prints nothing here unless -v.
+        let msg = if o.verbose {
+            format!("Device {} is not a valid LUKS device.", args[0])
+        } else {
+            String::new()
+        };
+        Err(VolumeError::invalid(msg))
+    }
+}
+
+/// `luksUUID <device>`: print the UUID, or set it with `--uuid`.
+pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    match &o.uuid {
+        None => {
+            let vol = Volume::load(&args[0], o.header.as_deref(), Access::Read)?;
+            println!("{}", vol.uuid());
+            Ok(())
+        }
+        Some(u) => {
+            let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+            input::confirm(
+                &format!("Do you really want to change UUID of device?"),
+                o.batch_mode,
+            )?;
+            vol.set_uuid(u)
+        }
+    }
+}
+
+/// `luksDump <device>` with `--dump-volume-key` / `--dump-json-metadata`.
+pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let device = &args[0];
+    let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
+    if o.dump_volume_key {
+        input::confirm(
+            "The header dump with volume key is sensitive information\nthat allows access to encrypted partition without a passphrase.\nThis dump should be stored encrypted in a safe place.",
+            o.batch_mode,
+        )?;
+        let src = existing_key_source(o, None);
+        let mut last = None;
+        for _ in 0..tries(o, &src) {
+            let pass = input::get_secret(&src, &format!("Enter passphrase for {device}: "), false)?;
+            match vol.unlock(pass.as_bytes(), o.key_slot, o.unbound) {
+                Ok((_, vk)) => {
+                    let payload = vol.data_offset()? / 512;
+                    let text = dump::volume_key(device, &vol.cipher_spec()?, payload, vol.uuid(), vk.as_bytes());
+                    if let Some(path) = &o.volume_key_file {
+                        let head: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
+                        write_key_file(path, vk.as_bytes())?;
+                        print!("{head}Key stored to file {path}.\n");
+                    } else {
+                        print!("{text}");
+                    }
+                    return Ok(());
+                }
+                Err(e) if e.kind == lukskit_volume::ErrorKind::Permission => {
+                    eprintln!("{}", e.message);
+                    last = Some(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        return Err(VolumeError {
+            message: String::new(),
+            ..last.unwrap_or_else(VolumeError::wrong_passphrase)
+        });
+    }
+    match &vol.header {
+        Header::Luks1(h) => {
+            if o.dump_json_metadata {
+                return Err(VolumeError::invalid("JSON metadata dump is available only for LUKS2."));
+            }
+            print!("{}", dump::luks1(vol.dev.path(), h));
+        }
+        Header::Luks2(h) => {
+            if o.dump_json_metadata {
+                println!("{}", dump::json_pretty(&serde_json::Value::Object(h.json.clone())));
+            } else {
+                print!("{}", dump::luks2(h)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Write a volume key file (mode 0400, must not exist).
+fn write_key_file(path: &str, key: &[u8]) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o400)
+        .open(path)
+        .map_err(|e| VolumeError::io("Creating volume key file", path, &e))?;
+    f.write_all(key)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| VolumeError::io("Writing volume key file", path, &e))
+}
+
+/// `luksHeaderBackup <device> --header-backup-file <file>`.
+pub fn backup(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let file = o
+        .header_backup_file
+        .as_deref()
+        .ok_or_else(|| VolumeError::invalid("Option --header-backup-file is required."))?;
+    backup::header_backup(&args[0], o.header.as_deref(), file)
+}
+
+/// `luksHeaderRestore <device> --header-backup-file <file>`.
+pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let file = o
+        .header_backup_file
+        .as_deref()
+        .ok_or_else(|| VolumeError::invalid("Option --header-backup-file is required."))?;
+    let img = backup::read_backup(file)?;
+    let target = o.header.as_deref().unwrap_or(&args[0]);
+    let msg = if probe(target).ok().flatten().is_some() {
+        format!("Device {target} already contains LUKS header. Replacing header will destroy existing keyslots.")
+    } else {
+        format!("Device {target} does not contain LUKS header. Replacing header can destroy data on that device.")
+    };
+    input::confirm(&msg, o.batch_mode)?;
+    backup::header_restore(&args[0], o.header.as_deref(), &img)
+}
+
+/// `erase <device>`: destroy every keyslot.
+pub fn erase(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+    input::confirm(
+        &format!("WARNING: Device {} will be erased.\nAll key slots will be wiped, the data will no longer be accessible.", vol.dev.path()),
+        o.batch_mode,
+    )?;
+    for slot in vol.active_keyslots()? {
+        vol.kill_keyslot(slot)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,244 @@
+//! Keyslot actions: open --test-passphrase, luksAddKey, luksRemoveKey, luksChangeKey,
+//! luksConvertKey, luksKillSlot.
+
+use super::{existing_key_source, need_args, pbkdf_options, tries};
+use crate::args::Opts;
+use crate::input::{self, KeySource};
+use lukskit_crypto::SecretBuf;
+use lukskit_volume::device::Access;
+use lukskit_volume::{ErrorKind, Result, Volume, VolumeError};
+
+/// Ask for a passphrase (with `--tries` attempts on a terminal) until one unlocks.
+/// Returns the keyslot, the volume key and the passphrase.
+fn unlock_with_tries(
+    vol: &Volume,
+    o: &Opts,
+    src: &KeySource,
+    prompt: &str,
+    slot: Option<u32>,
+    unbound: bool,
+) -> Result<(u32, SecretBuf, SecretBuf)> {
+    let n = tries(o, src);
+    for attempt in 0..n {
+        let pass = input::get_secret(src, prompt, false)?;
+        match vol.unlock(pass.as_bytes(), slot, unbound) {
+            Ok((s, vk)) => return Ok((s, vk, pass)),
+            Err(e) if e.kind == ErrorKind::Permission && attempt + 1 < n => {
+                eprintln!("{}", e.message);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(VolumeError::wrong_passphrase())
+}
+
+fn new_key_source(o: &Opts, positional: Option<&String>) -> KeySource {
+    match positional.or(o.new_keyfile.as_ref()) {
+        Some(p) => KeySource::File {
+            path: p.clone(),
+            offset: o.new_keyfile_offset.unwrap_or(0),
+            size: o.new_keyfile_size,
+        },
+        None => KeySource::Prompt,
+    }
+}
+
+/// `open <device> [<name>] --test-passphrase`: check a passphrase without activating.
+pub fn open(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 2, "<device> [<name>]")?;
+    if !o.test_passphrase {
+        return Err(VolumeError::invalid(
+            "Activation is not available yet in this lukskit version; use --test-passphrase to check a passphrase.",
+        ));
+    }
+    if let Some(t) = o.r#type.as_deref() {
+        if !matches!(t, "luks" | "luks1" | "luks2") {
+            return Err(VolumeError::invalid(format!("Device type {t} is not supported yet.")));
+        }
+    }
+    let device = &args[0];
+    let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
+    match (o.r#type.as_deref(), vol.type_name()) {
+        (Some("luks1"), "LUKS2") | (Some("luks2"), "LUKS1") => {
+            return Err(VolumeError::invalid(format!(
+                "Device {device} is not a valid LUKS device."
+            )))
+        }
+        _ => {}
+    }
+    let src = existing_key_source(o, None);
+    let (slot, _vk, _pass) = unlock_with_tries(
+        &vol,
+        o,
+        &src,
+        &format!("Enter passphrase for {device}: "),
+        o.key_slot,
+        o.unbound,
+    )?;
+    if o.verbose {
+        println!("Key slot {slot} unlocked.");
+    }
+    Ok(())
+}
+
+/// `luksAddKey <device> [<new key file>]`.
+pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 2, "<device> [<new key file>]")?;
+    let device = &args[0];
+    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    // cryptsetup 2.6: --key-slot names the new keyslot for luksAddKey (with a warning);
+    // --new-key-slot is the explicit spelling.
+    let new_slot = match (o.new_key_slot, o.key_slot) {
+        (Some(n), _) => Some(n),
+        (None, Some(k)) => {
+            eprintln!("WARNING: The --key-slot parameter is used for new keyslot number.");
+            Some(k)
+        }
+        (None, None) => None,
+    };
+    if let Some(s) = new_slot {
+        vol.check_new_keyslot(s)?;
+    } else if !o.unbound {
+        vol.free_keyslot()?;
+    }
+    let key: SecretBuf = if let Some(vkf) = &o.volume_key_file {
+        let vk = input::read_keyfile(vkf, 0, None)?;
+        if !o.unbound {
+            vol.verify_volume_key(vk.as_bytes())?;
+        }
+        vk
+    } else if o.unbound {
+        let bits = o.key_size.ok_or_else(|| {
+            VolumeError::invalid("Cannot determine volume key size for LUKS without keyslots, please use --key-size option.")
+        })?;
+        SecretBuf::random((bits / 8) as usize)?
+    } else {
+        let src = existing_key_source(o, None);
+        let (_, vk, _) =
+            unlock_with_tries(&vol, o, &src, "Enter any existing passphrase: ", None, false)?;
+        vk
+    };
+    let new_src = new_key_source(o, args.get(1));
+    let verify = o.verify_passphrase || !o.batch_mode;
+    let new_pass = input::get_secret(&new_src, "Enter new passphrase for key slot: ", verify)?;
+    let slot = vol.add_keyslot(&key, new_pass.as_bytes(), new_slot, &pbkdf_options(o), o.unbound)?;
+    if o.verbose {
+        println!("Key slot {slot} created.");
+    }
+    Ok(())
+}
+
+/// `luksRemoveKey <device> [<key file>]`.
+pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 2, "<device> [<key file>]")?;
+    let device = &args[0];
+    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    let src = existing_key_source(o, args.get(1));
+    let (slot, _vk, _) =
+        unlock_with_tries(&vol, o, &src, "Enter passphrase to be deleted: ", o.key_slot, false)?;
+    if o.verbose {
+        println!("Key slot {slot} selected for deletion.");
+    }
+    if vol.active_keyslots()?.len() == 1 {
+        input::confirm(
+            "This is the last keyslot. Device will become unusable after purging this key.",
+            o.batch_mode || matches!(src, KeySource::File { .. }),
+        )?;
+    }
+    vol.kill_keyslot(slot)
+}
+
+/// `luksChangeKey <device> [<new key file>]`: the new passphrase goes to a free keyslot
+/// first, then the old one is destroyed (LUKS2 and LUKS1 alike), so a crash in between
+/// leaves both working.
+pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 2, "<device> [<new key file>]")?;
+    let device = &args[0];
+    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    let src = existing_key_source(o, None);
+    let (old_slot, vk, _) =
+        unlock_with_tries(&vol, o, &src, "Enter passphrase to be changed: ", o.key_slot, false)?;
+    let new_src = new_key_source(o, args.get(1));
+    let verify = o.verify_passphrase || !o.batch_mode;
+    let new_pass = input::get_secret(&new_src, "Enter new passphrase: ", verify)?;
+    let target = match o.new_key_slot {
+        Some(s) => Some(s),
+        None => vol.free_keyslot().ok(),
+    };
+    match target {
+        Some(new_slot) => {
+            let s = vol.add_keyslot(&vk, new_pass.as_bytes(), Some(new_slot), &pbkdf_options(o), false)?;
+            vol.kill_keyslot(old_slot)?;
+            if o.verbose {
+                println!("Key slot {old_slot} changed to {s}.");
+            }
+        }
+        None => {
+            // No free keyslot: replace in place, as cryptsetup does.
+            vol.kill_keyslot(old_slot)?;
+            vol.add_keyslot(&vk, new_pass.as_bytes(), Some(old_slot), &pbkdf_options(o), false)?;
+        }
+    }
+    Ok(())
+}
+
+/// `luksConvertKey <device>`: re-protect a LUKS2 keyslot with new PBKDF parameters.
+pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 2, "<device> [<key file>]")?;
+    let device = &args[0];
+    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    if vol.type_name() != "LUKS2" {
+        return Err(VolumeError::invalid("Invalid LUKS type, only luks2 is supported."));
+    }
+    let src = existing_key_source(o, args.get(1));
+    let (old_slot, vk, pass) = unlock_with_tries(
+        &vol,
+        o,
+        &src,
+        "Enter passphrase for keyslot to be converted: ",
+        o.key_slot,
+        false,
+    )?;
+    match vol.free_keyslot() {
+        Ok(tmp) => {
+            vol.add_keyslot(&vk, pass.as_bytes(), Some(tmp), &pbkdf_options(o), false)?;
+            vol.kill_keyslot(old_slot)?;
+        }
+        Err(_) => {
+            vol.kill_keyslot(old_slot)?;
+            vol.add_keyslot(&vk, pass.as_bytes(), Some(old_slot), &pbkdf_options(o), false)?;
+        }
+    }
+    Ok(())
+}
+
+/// `luksKillSlot <device> <slot>`.
+pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 2, 2, "<device> <key slot>")?;
+    let device = &args[0];
+    let slot: u32 = args[1]
+        .parse()
+        .map_err(|_| VolumeError::invalid(format!("Key slot {} is invalid.", args[1])))?;
+    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    if slot >= vol.max_keyslots() {
+        return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+    }
+    if !vol.keyslot_active(slot)? {
+        return Err(VolumeError::invalid(format!("Keyslot {slot} is not active.")));
+    }
+    let last = vol.active_keyslots()?.len() == 1;
+    // Without -q cryptsetup asks for a remaining passphrase (or key file) first, so that a
+    // user cannot lock themselves out by mistake.
+    if !o.batch_mode || o.key_file.is_some() {
+        if last {
+            input::confirm(
+                "This is the last keyslot. Device will become unusable after purging this key.",
+                o.batch_mode,
+            )?;
+        } else {
+            let src = existing_key_source(o, None);
+            unlock_with_tries(&vol, o, &src, "Enter any remaining passphrase: ", None, false)?;
+        }
+    }
+    vol.kill_keyslot(slot)
+}

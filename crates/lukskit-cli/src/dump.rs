@@ -1,0 +1,323 @@
+//! `luksDump` output, byte for byte as cryptsetup 2.6 prints it.
+
+use lukskit_format::luks1::Luks1Header;
+use lukskit_format::luks2::{KdfParams, Luks2Header};
+use lukskit_volume::Result;
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Bytes as lower-case hex, each followed by `sep`.
+fn hex_sep(bytes: &[u8], sep: &str) -> String {
+    bytes.iter().map(|b| format!("{b:02x}{sep}")).collect()
+}
+
+/// cryptsetup's `hexprint_base64`: 16 bytes a line, continuation lines start with `\t` +
+/// `indent`, one trailing newline.
+fn hex_lines(out: &mut String, bytes: &[u8], indent: &str) {
+    for (i, chunk) in bytes.chunks(16).enumerate() {
+        if i > 0 {
+            out.push('\t');
+            out.push_str(indent);
+        }
+        out.push_str(&hex_sep(chunk, " "));
+        out.push('\n');
+    }
+    if bytes.is_empty() {
+        out.push('\n');
+    }
+}
+
+/// The LUKS1 dump (`_luks_dump`).
+pub fn luks1(path: &str, h: &Luks1Header) -> String {
+    let mut o = String::new();
+    let _ = write!(o, "LUKS header information for {path}\n\n");
+    let _ = writeln!(o, "Version:       \t1");
+    let _ = writeln!(o, "Cipher name:   \t{}", h.cipher_name);
+    let _ = writeln!(o, "Cipher mode:   \t{}", h.cipher_mode);
+    let _ = writeln!(o, "Hash spec:     \t{}", h.hash_spec);
+    let _ = writeln!(o, "Payload offset:\t{}", h.payload_offset);
+    let _ = writeln!(o, "MK bits:       \t{}", h.key_bytes * 8);
+    let _ = writeln!(o, "MK digest:     \t{}", hex_sep(&h.mk_digest, " "));
+    let _ = writeln!(
+        o,
+        "MK salt:       \t{}\n               \t{}",
+        hex_sep(&h.mk_digest_salt[..16], " "),
+        hex_sep(&h.mk_digest_salt[16..], " ")
+    );
+    let _ = writeln!(o, "MK iterations: \t{}", h.mk_digest_iterations);
+    let _ = write!(o, "UUID:          \t{}\n\n", h.uuid);
+    for (i, ks) in h.keyslots.iter().enumerate() {
+        if ks.active {
+            let _ = writeln!(o, "Key Slot {i}: ENABLED");
+            let _ = writeln!(o, "\tIterations:         \t{}", ks.iterations);
+            let _ = writeln!(
+                o,
+                "\tSalt:               \t{}\n\t                      \t{}",
+                hex_sep(&ks.salt[..16], " "),
+                hex_sep(&ks.salt[16..], " ")
+            );
+            let _ = writeln!(o, "\tKey material offset:\t{}", ks.key_material_offset);
+            let _ = writeln!(o, "\tAF stripes:            \t{}", ks.stripes);
+        } else {
+            let _ = writeln!(o, "Key Slot {i}: DISABLED");
+        }
+    }
+    o
+}
+
+fn priority_desc(p: Option<u32>) -> &'static str {
+    match p {
+        None | Some(1) => "normal",
+        Some(0) => "ignored",
+        Some(2) => "preferred",
+        Some(_) => "invalid",
+    }
+}
+
+fn str_array(v: Option<&Value>) -> Vec<String> {
+    v.and_then(|a| a.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|x| match x {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The LUKS2 dump (`LUKS2_hdr_dump`).
+pub fn luks2(h: &Luks2Header) -> Result<String> {
+    let mut o = String::new();
+    let b = &h.binary;
+    o.push_str("LUKS header information\n");
+    let _ = writeln!(o, "Version:       \t{}", b.version);
+    let _ = writeln!(o, "Epoch:         \t{}", b.seqid);
+    let _ = writeln!(o, "Metadata area: \t{} [bytes]", h.metadata_size());
+    let _ = writeln!(o, "Keyslots area: \t{} [bytes]", h.keyslots_size()?);
+    let or = |s: &str, d: &str| if s.is_empty() { d.to_string() } else { s.to_string() };
+    let _ = writeln!(o, "UUID:          \t{}", or(&b.uuid, "(no UUID)"));
+    let _ = writeln!(o, "Label:         \t{}", or(&b.label, "(no label)"));
+    let _ = writeln!(o, "Subsystem:     \t{}", or(&b.subsystem, "(no subsystem)"));
+    let config = h.json.get("config");
+    let flags = str_array(config.and_then(|c| c.get("flags")));
+    if flags.is_empty() {
+        o.push_str("Flags:       \t(no flags)\n");
+    } else {
+        o.push_str("Flags:       \t");
+        for f in &flags {
+            let _ = write!(o, "{f} ");
+        }
+        o.push('\n');
+    }
+    let reqs = h.requirements();
+    if !reqs.is_empty() {
+        o.push_str("Requirements:\t");
+        for r in &reqs {
+            let _ = write!(o, "{r} ");
+        }
+        o.push('\n');
+    }
+    o.push('\n');
+
+    o.push_str("Data segments:\n");
+    if let Some(Value::Object(segs)) = h.json.get("segments") {
+        for (key, val) in segs {
+            let get = |k: &str| val.get(k);
+            let _ = writeln!(
+                o,
+                "  {key}: {}",
+                get("type").and_then(|v| v.as_str()).unwrap_or("")
+            );
+            let num = |v: Option<&Value>| {
+                v.and_then(|x| x.as_str())
+                    .and_then(|s| s.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let _ = writeln!(o, "\toffset: {} [bytes]", num(get("offset")));
+            match get("size").and_then(|v| v.as_str()) {
+                Some("dynamic") => o.push_str("\tlength: (whole device)\n"),
+                _ => {
+                    let _ = writeln!(o, "\tlength: {} [bytes]", num(get("size")));
+                }
+            }
+            if let Some(c) = get("encryption").and_then(|v| v.as_str()) {
+                let _ = writeln!(o, "\tcipher: {c}");
+            }
+            if let Some(s) = get("sector_size").and_then(|v| v.as_u64()) {
+                let _ = writeln!(o, "\tsector: {s} [bytes]");
+            }
+            if let Some(t) = get("integrity").and_then(|i| i.get("type")).and_then(|t| t.as_str()) {
+                let _ = writeln!(o, "\tintegrity: {t}");
+            }
+            let sflags = str_array(get("flags"));
+            if !sflags.is_empty() {
+                o.push_str("\tflags : ");
+                for f in &sflags {
+                    let _ = write!(o, "{f} ");
+                }
+                o.push('\n');
+            }
+            o.push('\n');
+        }
+    }
+
+    let digests = h.digests()?;
+    let seg_digest = digests.iter().find(|d| d.segments.contains(&0)).map(|d| d.id);
+    o.push_str("Keyslots:\n");
+    for ks in h.keyslots()? {
+        let bound = digests
+            .iter()
+            .find(|d| d.keyslots.contains(&ks.id))
+            .map(|d| !d.segments.is_empty() || Some(d.id) == seg_digest)
+            .unwrap_or(false);
+        let _ = writeln!(
+            o,
+            "  {}: {}{}",
+            ks.id,
+            ks.kind,
+            if bound { "" } else { " (unbound)" }
+        );
+        let _ = writeln!(o, "\tKey:        {} bits", ks.key_size * 8);
+        let _ = writeln!(o, "\tPriority:   {}", priority_desc(ks.priority));
+        if ks.kind == "luks2" {
+            let _ = writeln!(o, "\tCipher:     {}", ks.area_encryption);
+            let _ = writeln!(o, "\tCipher key: {} bits", ks.area_key_size * 8);
+            let salt = match &ks.kdf {
+                KdfParams::Pbkdf2 {
+                    hash,
+                    iterations,
+                    salt,
+                } => {
+                    o.push_str("\tPBKDF:      pbkdf2\n");
+                    let _ = writeln!(o, "\tHash:       {hash}");
+                    let _ = writeln!(o, "\tIterations: {iterations}");
+                    salt
+                }
+                KdfParams::Argon2 {
+                    variant,
+                    time,
+                    memory,
+                    cpus,
+                    salt,
+                } => {
+                    let _ = writeln!(o, "\tPBKDF:      {variant}");
+                    let _ = writeln!(o, "\tTime cost:  {time}");
+                    let _ = writeln!(o, "\tMemory:     {memory}");
+                    let _ = writeln!(o, "\tThreads:    {cpus}");
+                    salt
+                }
+            };
+            o.push_str("\tSalt:       ");
+            hex_lines(&mut o, salt, "            ");
+            let _ = writeln!(o, "\tAF stripes: {}", ks.af_stripes);
+            let _ = writeln!(o, "\tAF hash:    {}", ks.af_hash);
+            let _ = writeln!(o, "\tArea offset:{} [bytes]", ks.area_offset);
+            let _ = writeln!(o, "\tArea length:{} [bytes]", ks.area_size);
+        }
+        for d in &digests {
+            if d.keyslots.contains(&ks.id) {
+                let _ = writeln!(o, "\tDigest ID:  {}", d.id);
+            }
+        }
+    }
+
+    o.push_str("Tokens:\n");
+    for t in h.tokens()? {
+        let _ = writeln!(o, "  {}: {}", t.id, t.kind);
+        if t.kind == "luks2-keyring" {
+            if let Some(desc) = t.json.get("key_description").and_then(|v| v.as_str()) {
+                let _ = writeln!(o, "\tKey description: {desc}");
+            }
+        }
+        for k in &t.keyslots {
+            let _ = writeln!(o, "\tKeyslot:    {k}");
+        }
+    }
+
+    o.push_str("Digests:\n");
+    for d in &digests {
+        let _ = writeln!(o, "  {}: {}", d.id, d.kind);
+        if d.kind == "pbkdf2" {
+            let _ = writeln!(o, "\tHash:       {}", d.hash);
+            let _ = writeln!(o, "\tIterations: {}", d.iterations);
+            o.push_str("\tSalt:       ");
+            hex_lines(&mut o, &d.salt, "            ");
+            o.push_str("\tDigest:     ");
+            hex_lines(&mut o, &d.digest, "            ");
+        }
+    }
+    Ok(o)
+}
+
+/// The `--dump-volume-key` block.
+pub fn volume_key(device: &str, cipher: &str, payload_sectors: u64, uuid: &str, vk: &[u8]) -> String {
+    let (name, mode) = cipher.split_once('-').unwrap_or((cipher, ""));
+    let mut o = String::new();
+    let _ = writeln!(o, "LUKS header information for {device}");
+    let _ = writeln!(o, "Cipher name:   \t{name}");
+    let _ = writeln!(o, "Cipher mode:   \t{mode}");
+    let _ = writeln!(o, "Payload offset:\t{payload_sectors}");
+    let _ = writeln!(o, "UUID:          \t{uuid}");
+    let _ = writeln!(o, "MK bits:       \t{}", vk.len() * 8);
+    o.push_str("MK dump:\t");
+    for (i, chunk) in vk.chunks(16).enumerate() {
+        if i > 0 {
+            o.push_str("\n\t\t");
+        }
+        o.push_str(&hex_sep(chunk, " "));
+    }
+    o.push('\n');
+    o
+}
+
+/// json-c's pretty printer (`JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE`), as
+/// used by `luksDump --dump-json-metadata`.
+pub fn json_pretty(v: &Value) -> String {
+    let mut o = String::new();
+    pretty(v, 0, &mut o);
+    o
+}
+
+fn indent(o: &mut String, level: usize) {
+    for _ in 0..level {
+        o.push_str("  ");
+    }
+}
+
+fn pretty(v: &Value, level: usize, o: &mut String) {
+    match v {
+        Value::Object(m) => {
+            o.push('{');
+            for (i, (k, val)) in m.iter().enumerate() {
+                if i > 0 {
+                    o.push(',');
+                }
+                o.push('\n');
+                indent(o, level + 1);
+                o.push_str(&serde_json::to_string(k).unwrap_or_default());
+                o.push(':');
+                pretty(val, level + 1, o);
+            }
+            o.push('\n');
+            indent(o, level);
+            o.push('}');
+        }
+        Value::Array(a) => {
+            o.push('[');
+            for (i, val) in a.iter().enumerate() {
+                if i > 0 {
+                    o.push(',');
+                }
+                o.push('\n');
+                indent(o, level + 1);
+                pretty(val, level + 1, o);
+            }
+            o.push('\n');
+            indent(o, level);
+            o.push(']');
+        }
+        other => o.push_str(&serde_json::to_string(other).unwrap_or_default()),
+    }
+}

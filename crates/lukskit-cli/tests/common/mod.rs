@@ -1,0 +1,174 @@
+//! Helpers shared by the CLI integration tests: running lukskit and real cryptsetup,
+//! unpacking cryptsetup's test images.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// Result of running a command.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+    /// Panic with the output unless the exit code is 0.
+    pub fn ok(self, what: &str) -> Run {
+        assert_eq!(self.code, 0, "{what} failed: stdout={} stderr={}", self.stdout, self.stderr);
+        self
+    }
+}
+
+fn run(mut cmd: Command, stdin: &[u8], env: &[(&str, &str)]) -> Run {
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn");
+    {
+        let mut si = child.stdin.take().unwrap();
+        let _ = si.write_all(stdin);
+    }
+    Run::from(child.wait_with_output().expect("wait"))
+}
+
+/// Run the lukskit binary under test with `args`, feeding `stdin`.
+pub fn lukskit(args: &[&str], stdin: &[u8]) -> Run {
+    lukskit_env(args, stdin, &[])
+}
+
+/// Same with extra environment variables.
+pub fn lukskit_env(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lukskit"));
+    cmd.args(args);
+    run(cmd, stdin, env)
+}
+
+/// Path of real cryptsetup, if installed.
+pub fn cryptsetup_path() -> Option<PathBuf> {
+    for p in ["/usr/sbin/cryptsetup", "/sbin/cryptsetup", "/usr/bin/cryptsetup"] {
+        if Path::new(p).exists() {
+            return Some(PathBuf::from(p));
+        }
+    }
+    None
+}
+
+/// Run real cryptsetup (None and a visible SKIP message when it is not installed).
+pub fn cryptsetup(args: &[&str], stdin: &[u8]) -> Option<Run> {
+    let p = cryptsetup_path()?;
+    let mut cmd = Command::new(p);
+    cmd.args(args);
+    Some(run(cmd, stdin, &[]))
+}
+
+/// True when real cryptsetup is installed; prints a SKIP line otherwise.
+pub fn have_cryptsetup(test: &str) -> bool {
+    if cryptsetup_path().is_none() {
+        eprintln!("SKIP {test}: cryptsetup is not installed (apt-get install cryptsetup-bin)");
+        return false;
+    }
+    true
+}
+
+/// `../shared/testdata/cryptsetup` relative to the repository, if present.
+pub fn testdata() -> Option<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let p = repo.join("../shared/testdata/cryptsetup");
+    if p.is_dir() {
+        Some(p.canonicalize().unwrap())
+    } else {
+        None
+    }
+}
+
+/// The test data directory, or None with a visible SKIP message.
+pub fn need_testdata(test: &str) -> Option<PathBuf> {
+    let t = testdata();
+    if t.is_none() {
+        eprintln!("SKIP {test}: ../shared/testdata/cryptsetup is absent");
+    }
+    t
+}
+
+/// Decompress `name.xz` from the test data into `dir/out`.
+pub fn unxz(td: &Path, name: &str, dir: &Path, out: &str) -> PathBuf {
+    let dest = dir.join(out);
+    let o = Command::new("xz").arg("-dc").arg(td.join(name)).output().expect("xz");
+    assert!(o.status.success(), "xz -dc {name} failed");
+    std::fs::write(&dest, o.stdout).unwrap();
+    dest
+}
+
+/// Unpack `name.tar.xz` from the test data into `dir`.
+pub fn untar(td: &Path, name: &str, dir: &Path) {
+    let st = Command::new("tar")
+        .arg("xJf")
+        .arg(td.join(name))
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .expect("tar");
+    assert!(st.success(), "tar xJf {name} failed");
+}
+
+/// Extract the hex of the "MK dump:" block of `luksDump --dump-volume-key`.
+pub fn mk_dump(stdout: &str) -> String {
+    let mut hex = String::new();
+    let mut on = false;
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix("MK dump:") {
+            on = true;
+            hex.push_str(&rest.replace([' ', '\t'], ""));
+        } else if on && line.starts_with('\t') {
+            hex.push_str(&line.replace([' ', '\t'], ""));
+        } else if on {
+            break;
+        }
+    }
+    hex
+}
+
+/// Volume key as printed by `tool luksDump --dump-volume-key` with a key file.
+pub fn volume_key_with(tool: &str, img: &str, keyfile: &str, extra: &[&str]) -> String {
+    let mut args = vec!["luksDump", "--dump-volume-key", "-q", "-d", keyfile, img];
+    args.extend_from_slice(extra);
+    let r = if tool == "cryptsetup" {
+        cryptsetup(&args, b"").expect("cryptsetup")
+    } else {
+        lukskit(&args, b"")
+    };
+    let r = r.ok(&format!("{tool} luksDump --dump-volume-key {img}"));
+    let k = mk_dump(&r.stdout);
+    assert!(!k.is_empty(), "no MK dump in {}", r.stdout);
+    k
+}
+
+/// A fresh temporary directory.
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("lukskit-test").tempdir().unwrap()
+}
+
+/// Write `content` to `dir/name` and return the path as a String.
+pub fn write_file(dir: &Path, name: &str, content: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, content).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+/// Create a sparse file of `size` bytes.
+pub fn sparse(dir: &Path, name: &str, size: u64) -> String {
+    let p = dir.join(name);
+    let f = std::fs::File::create(&p).unwrap();
+    f.set_len(size).unwrap();
+    p.to_str().unwrap().to_string()
+}

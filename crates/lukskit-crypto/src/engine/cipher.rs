@@ -1,0 +1,267 @@
+//! Block ciphers by their kernel names, with key schedules that are wiped on drop.
+
+use crate::{CryptoError, Result};
+use ::cipher::{Block, BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
+
+/// A block cipher algorithm as named in dm-crypt specs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CipherAlg {
+    Aes,
+    Serpent,
+    Twofish,
+    Cast5,
+    Camellia,
+    /// `cipher_null`: the identity "cipher" (kernel `crypto/crypto_null.c`).
+    Null,
+}
+
+impl CipherAlg {
+    /// Look up a cipher by its kernel crypto API name (case-sensitive, as the kernel is).
+    pub(crate) fn from_name(name: &str) -> Result<Self> {
+        Ok(match name {
+            "aes" => CipherAlg::Aes,
+            "serpent" => CipherAlg::Serpent,
+            "twofish" => CipherAlg::Twofish,
+            "cast5" => CipherAlg::Cast5,
+            "camellia" => CipherAlg::Camellia,
+            "cipher_null" => CipherAlg::Null,
+            _ => return Err(CryptoError::Unsupported(format!("cipher '{name}'"))),
+        })
+    }
+
+    /// The kernel name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            CipherAlg::Aes => "aes",
+            CipherAlg::Serpent => "serpent",
+            CipherAlg::Twofish => "twofish",
+            CipherAlg::Cast5 => "cast5",
+            CipherAlg::Camellia => "camellia",
+            CipherAlg::Null => "cipher_null",
+        }
+    }
+
+    /// Block size in bytes (`cipher_null` has 1 in the kernel).
+    pub(crate) fn block_size(self) -> usize {
+        match self {
+            CipherAlg::Cast5 => 8,
+            CipherAlg::Null => 1,
+            _ => 16,
+        }
+    }
+
+    /// Whether `len` is a key length this implementation accepts for the bare cipher.
+    pub(crate) fn key_len_ok(self, len: usize) -> bool {
+        match self {
+            CipherAlg::Aes | CipherAlg::Twofish | CipherAlg::Camellia => {
+                matches!(len, 16 | 24 | 32)
+            }
+            // The kernel also takes shorter Serpent keys; RustCrypto (and every real
+            // cryptsetup configuration) uses 128..256 bits.
+            CipherAlg::Serpent => (16..=32).contains(&len),
+            CipherAlg::Cast5 => (5..=16).contains(&len),
+            CipherAlg::Null => true,
+        }
+    }
+
+    /// Human-readable list of accepted key lengths, for error messages.
+    pub(crate) fn key_lens_text(self) -> &'static str {
+        match self {
+            CipherAlg::Aes | CipherAlg::Twofish | CipherAlg::Camellia => "16, 24 or 32 bytes",
+            CipherAlg::Serpent => "16 to 32 bytes",
+            CipherAlg::Cast5 => "5 to 16 bytes",
+            CipherAlg::Null => "any length",
+        }
+    }
+}
+
+mod sealed {
+    /// Types whose whole state is plain data (integer arrays, SIMD round-key arrays,
+    /// zero-sized CPU-feature tokens): no pointers, no heap, and all-zero bytes are a valid
+    /// value. Only such types may be wrapped in [`super::Wiped`].
+    pub trait FlatKeySchedule {}
+    impl FlatKeySchedule for aes::Aes128 {}
+    impl FlatKeySchedule for aes::Aes192 {}
+    impl FlatKeySchedule for aes::Aes256 {}
+    impl FlatKeySchedule for serpent::Serpent {}
+    impl FlatKeySchedule for twofish::Twofish {}
+    impl FlatKeySchedule for cast5::Cast5 {}
+    impl FlatKeySchedule for camellia::Camellia128 {}
+    impl FlatKeySchedule for camellia::Camellia192 {}
+    impl FlatKeySchedule for camellia::Camellia256 {}
+}
+
+/// A key schedule that is overwritten with zeros when dropped (the RustCrypto crates only do
+/// this with a cargo feature this workspace does not enable).
+pub(crate) struct Wiped<T: sealed::FlatKeySchedule>(pub(crate) T);
+
+impl<T: sealed::FlatKeySchedule> Drop for Wiped<T> {
+    fn drop(&mut self) {
+        // SAFETY: `T` is restricted by the sealed `FlatKeySchedule` trait to RustCrypto key
+        // schedules that consist only of plain integer / SIMD arrays and zero-sized tokens
+        // (no references, pointers or heap memory), for which the all-zero bit pattern is a
+        // valid value; their own `Drop` impls do not read the contents. The pointer comes from
+        // a live `&mut`, so it is valid and aligned for `size_of::<T>()` bytes.
+        unsafe { zeroize::zeroize_flat_type(&mut self.0 as *mut T) }
+    }
+}
+
+/// A keyed block cipher.
+pub(crate) enum BlockCipher {
+    Aes128(Wiped<aes::Aes128>),
+    Aes192(Wiped<aes::Aes192>),
+    Aes256(Wiped<aes::Aes256>),
+    Serpent(Wiped<serpent::Serpent>),
+    Twofish(Wiped<twofish::Twofish>),
+    Cast5(Wiped<cast5::Cast5>),
+    Camellia128(Wiped<camellia::Camellia128>),
+    Camellia192(Wiped<camellia::Camellia192>),
+    Camellia256(Wiped<camellia::Camellia256>),
+}
+
+/// Run `$body` with `$c` bound to the concrete cipher inside a [`BlockCipher`], so that the
+/// body is monomorphised per cipher (the bulk loops then use each cipher's parallel API).
+macro_rules! with_cipher {
+    ($bc:expr, $c:ident => $body:expr) => {
+        match $bc {
+            $crate::engine::cipher::BlockCipher::Aes128(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Aes192(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Aes256(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Serpent(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Twofish(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Cast5(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Camellia128(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Camellia192(w) => {
+                let $c = &w.0;
+                $body
+            }
+            $crate::engine::cipher::BlockCipher::Camellia256(w) => {
+                let $c = &w.0;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_cipher;
+
+fn init<T: KeyInit>(key: &[u8]) -> Result<T> {
+    T::new_from_slice(key).map_err(|_| CryptoError::InvalidKey("bad key length".into()))
+}
+
+impl BlockCipher {
+    /// Expand `key` for `alg`. `cipher_null` has no key schedule and is handled by the modes.
+    pub(crate) fn new(alg: CipherAlg, key: &[u8]) -> Result<Self> {
+        if !alg.key_len_ok(key.len()) {
+            return Err(CryptoError::InvalidKey(format!(
+                "{} needs a key of {}, got {} bytes",
+                alg.name(),
+                alg.key_lens_text(),
+                key.len()
+            )));
+        }
+        Ok(match alg {
+            CipherAlg::Aes => match key.len() {
+                16 => BlockCipher::Aes128(Wiped(init(key)?)),
+                24 => BlockCipher::Aes192(Wiped(init(key)?)),
+                _ => BlockCipher::Aes256(Wiped(init(key)?)),
+            },
+            CipherAlg::Serpent => BlockCipher::Serpent(Wiped(init(key)?)),
+            CipherAlg::Twofish => BlockCipher::Twofish(Wiped(init(key)?)),
+            CipherAlg::Cast5 => BlockCipher::Cast5(Wiped(init(key)?)),
+            CipherAlg::Camellia => match key.len() {
+                16 => BlockCipher::Camellia128(Wiped(init(key)?)),
+                24 => BlockCipher::Camellia192(Wiped(init(key)?)),
+                _ => BlockCipher::Camellia256(Wiped(init(key)?)),
+            },
+            CipherAlg::Null => {
+                return Err(CryptoError::Unsupported(
+                    "cipher_null has no key schedule".into(),
+                ))
+            }
+        })
+    }
+
+    /// Encrypt one block in place; `block.len()` must equal the block size.
+    pub(crate) fn encrypt_block(&self, block: &mut [u8]) {
+        with_cipher!(self, c => encrypt_one(c, block))
+    }
+
+    /// Decrypt one block in place; `block.len()` must equal the block size.
+    #[cfg(test)]
+    pub(crate) fn decrypt_block(&self, block: &mut [u8]) {
+        with_cipher!(self, c => decrypt_one(c, block))
+    }
+}
+
+fn encrypt_one<C: BlockCipherEncrypt>(c: &C, block: &mut [u8]) {
+    let b: &mut Block<C> = block.try_into().expect("block size");
+    c.encrypt_block(b);
+}
+
+#[cfg(test)]
+fn decrypt_one<C: BlockCipherDecrypt>(c: &C, block: &mut [u8]) {
+    let b: &mut Block<C> = block.try_into().expect("block size");
+    c.decrypt_block(b);
+}
+
+/// View a byte slice whose length is a multiple of the block size as blocks.
+#[inline]
+pub(crate) fn as_blocks<C: BlockCipherEncrypt + BlockCipherDecrypt>(
+    buf: &mut [u8],
+) -> &mut [Block<C>] {
+    let (blocks, rest) = ::cipher::Array::slice_as_chunks_mut(buf);
+    debug_assert!(rest.is_empty(), "buffer not a multiple of the block size");
+    blocks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_lengths() {
+        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 16]).is_ok());
+        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 24]).is_ok());
+        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 32]).is_ok());
+        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 20]).is_err());
+        assert!(BlockCipher::new(CipherAlg::Serpent, &[0; 20]).is_ok());
+        assert!(BlockCipher::new(CipherAlg::Twofish, &[0; 20]).is_err());
+        assert!(BlockCipher::new(CipherAlg::Cast5, &[0; 5]).is_ok());
+        assert!(BlockCipher::new(CipherAlg::Cast5, &[0; 17]).is_err());
+        assert!(BlockCipher::new(CipherAlg::Camellia, &[0; 24]).is_ok());
+        assert!(CipherAlg::from_name("AES").is_err());
+    }
+
+    #[test]
+    fn fips197_known_answer() {
+        // FIPS-197 Appendix C.1 (AES-128).
+        let key: Vec<u8> = (0u8..16).collect();
+        let c = BlockCipher::new(CipherAlg::Aes, &key).unwrap();
+        let mut b = hex::decode("00112233445566778899aabbccddeeff").unwrap();
+        c.encrypt_block(&mut b);
+        assert_eq!(hex::encode(&b), "69c4e0d86a7b0430d8cdb78070b4c55a");
+        c.decrypt_block(&mut b);
+        assert_eq!(hex::encode(&b), "00112233445566778899aabbccddeeff");
+    }
+}

@@ -1,0 +1,1053 @@
+//! The LUKS2 JSON metadata: typed views and cryptsetup-ordered mutators.
+
+use super::binary::BinaryHeader;
+use super::json::{self, as_u32, b64_decode, b64_encode, get_u64_str, key_id, u64_value};
+use super::{
+    BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
+    SALT_SIZE,
+};
+use crate::{FormatError, Result};
+use serde_json::{Map, Value};
+
+/// Requirement names known to cryptsetup 2.6 / 2.7 (`requirements_flags[]`).
+pub const KNOWN_REQUIREMENTS: [&str; 5] = [
+    "offline-reencrypt",
+    "online-reencrypt",
+    "online-reencrypt-v2",
+    "online-reencrypt-v3",
+    "opal",
+];
+
+/// Persistent activation flags known to cryptsetup 2.7 (`persistent_flags[]`); others are
+/// ignored by cryptsetup with a verbose message.
+pub const KNOWN_CONFIG_FLAGS: [&str; 6] = [
+    "allow-discards",
+    "same-cpu-crypt",
+    "submit-from-crypt-cpus",
+    "no-journal",
+    "no-read-workqueue",
+    "no-write-workqueue",
+];
+
+/// KDF parameters of a keyslot (`kdf` object).
+#[derive(Clone, Debug, PartialEq)]
+pub enum KdfParams {
+    /// PBKDF2-HMAC.
+    Pbkdf2 {
+        /// Hash name (`sha256`).
+        hash: String,
+        /// Iteration count.
+        iterations: u32,
+        /// Salt (32 bytes in a usable keyslot).
+        salt: Vec<u8>,
+    },
+    /// Argon2i / Argon2id.
+    Argon2 {
+        /// `argon2i` or `argon2id`.
+        variant: String,
+        /// Time cost (passes).
+        time: u32,
+        /// Memory cost in KiB.
+        memory: u32,
+        /// Lanes and threads.
+        cpus: u32,
+        /// Salt (32 bytes in a usable keyslot).
+        salt: Vec<u8>,
+    },
+}
+
+impl KdfParams {
+    /// The KDF salt.
+    pub fn salt(&self) -> &[u8] {
+        match self {
+            KdfParams::Pbkdf2 { salt, .. } | KdfParams::Argon2 { salt, .. } => salt,
+        }
+    }
+
+    /// The `kdf` JSON object in cryptsetup's member order (`luks2_keyslot_update_json`).
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        match self {
+            KdfParams::Pbkdf2 {
+                hash,
+                iterations,
+                salt,
+            } => {
+                m.insert("type".into(), "pbkdf2".into());
+                m.insert("hash".into(), hash.as_str().into());
+                m.insert("iterations".into(), (*iterations).into());
+                m.insert("salt".into(), b64_encode(salt).into());
+            }
+            KdfParams::Argon2 {
+                variant,
+                time,
+                memory,
+                cpus,
+                salt,
+            } => {
+                m.insert("type".into(), variant.as_str().into());
+                m.insert("time".into(), (*time).into());
+                m.insert("memory".into(), (*memory).into());
+                m.insert("cpus".into(), (*cpus).into());
+                m.insert("salt".into(), b64_encode(salt).into());
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+/// A keyslot (typed view of one `keyslots` member).
+///
+/// For keyslots whose type is not `luks2` (e.g. cryptsetup's `reencrypt` keyslot) only `id`,
+/// `kind`, `key_size`, the area fields and `priority` are meaningful; `af_*` are empty/zero
+/// and `kdf` is an empty `Pbkdf2` placeholder.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Keyslot {
+    /// Keyslot number (0..32).
+    pub id: u32,
+    /// Keyslot type (`luks2`).
+    pub kind: String,
+    /// Size of the stored key (volume key) in bytes.
+    pub key_size: u32,
+    /// Anti-forensic stripes (4000).
+    pub af_stripes: u32,
+    /// Anti-forensic hash.
+    pub af_hash: String,
+    /// Byte offset of the keyslot area on the device.
+    pub area_offset: u64,
+    /// Size of the keyslot area in bytes.
+    pub area_size: u64,
+    /// Cipher spec used to encrypt the area.
+    pub area_encryption: String,
+    /// Size of the area encryption key (= KDF output) in bytes.
+    pub area_key_size: u32,
+    /// KDF parameters.
+    pub kdf: KdfParams,
+    /// Priority (0 ignore, 2 prefer); `None` = normal (field absent).
+    pub priority: Option<u32>,
+}
+
+impl Keyslot {
+    /// The checks cryptsetup makes before it uses a `luks2` keyslot
+    /// (`luks2_keyslot_get_pbkdf_params`, `luks2_keyslot_validate`): a `luks1` AF, a `raw` area,
+    /// a KDF salt of exactly 32 bytes. A header with such a broken keyslot still loads (as in
+    /// cryptsetup); only this keyslot is unusable.
+    pub fn check_usable(&self) -> Result<()> {
+        if self.kind != "luks2" {
+            return Err(FormatError::Unsupported(format!(
+                "Keyslot {} has type {}.",
+                self.id, self.kind
+            )));
+        }
+        if self.kdf.salt().len() != SALT_SIZE {
+            return Err(FormatError::Invalid(format!(
+                "Keyslot {}: KDF salt is {} bytes, expected {SALT_SIZE}.",
+                self.id,
+                self.kdf.salt().len()
+            )));
+        }
+        if self.af_stripes == 0 {
+            return Err(FormatError::Invalid(format!(
+                "Keyslot {}: invalid AF stripes.",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// The keyslot JSON object in cryptsetup's member order (`luks2_keyslot_alloc` followed by
+    /// `luks2_keyslot_update_json`; `priority` appended only when it is not "normal").
+    fn to_json(&self) -> Value {
+        let mut af = Map::new();
+        af.insert("type".into(), "luks1".into());
+        af.insert("stripes".into(), self.af_stripes.into());
+        af.insert("hash".into(), self.af_hash.as_str().into());
+        let mut area = Map::new();
+        area.insert("type".into(), "raw".into());
+        area.insert("offset".into(), u64_value(self.area_offset));
+        area.insert("size".into(), u64_value(self.area_size));
+        area.insert("encryption".into(), self.area_encryption.as_str().into());
+        area.insert("key_size".into(), self.area_key_size.into());
+        let mut m = Map::new();
+        m.insert("type".into(), self.kind.as_str().into());
+        m.insert("key_size".into(), self.key_size.into());
+        m.insert("af".into(), Value::Object(af));
+        m.insert("area".into(), Value::Object(area));
+        m.insert("kdf".into(), self.kdf.to_json());
+        if let Some(p) = self.priority.filter(|&p| p != 1) {
+            m.insert("priority".into(), p.into());
+        }
+        Value::Object(m)
+    }
+}
+
+/// A data segment (typed view of one `segments` member). For non-`crypt` segments
+/// `iv_tweak`, `encryption` and `sector_size` are 0/empty when absent.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    /// Segment number.
+    pub id: u32,
+    /// Segment type (`crypt`, `linear`, …).
+    pub kind: String,
+    /// Byte offset of the data on the device.
+    pub offset: u64,
+    /// Length in bytes; `None` = `"dynamic"` (up to the end of the device).
+    pub size: Option<u64>,
+    /// IV offset in 512-byte sectors.
+    pub iv_tweak: u64,
+    /// dm-crypt cipher spec.
+    pub encryption: String,
+    /// Encryption sector size in bytes.
+    pub sector_size: u32,
+    /// Segment flags (`in-reencryption`, `backup-final`, …).
+    pub flags: Vec<String>,
+    /// Whether an `integrity` object is present.
+    pub has_integrity: bool,
+}
+
+/// A key digest (typed view of one `digests` member).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Digest {
+    /// Digest number.
+    pub id: u32,
+    /// Digest type (`pbkdf2`).
+    pub kind: String,
+    /// Keyslots whose key this digest verifies.
+    pub keyslots: Vec<u32>,
+    /// Segments this key encrypts (empty = unbound key).
+    pub segments: Vec<u32>,
+    /// PBKDF2 hash.
+    pub hash: String,
+    /// PBKDF2 iterations.
+    pub iterations: u32,
+    /// Salt (32 bytes).
+    pub salt: Vec<u8>,
+    /// The digest value.
+    pub digest: Vec<u8>,
+}
+
+impl Digest {
+    /// The checks `PBKDF2_digest_verify` makes before using the digest: type `pbkdf2`, a
+    /// 32-byte salt and a digest of 20 bytes (LUKS1-converted) or of the hash's size.
+    pub fn check_usable(&self) -> Result<()> {
+        if self.kind != "pbkdf2" {
+            return Err(FormatError::Unsupported(format!(
+                "Digest {} has type {}.",
+                self.id, self.kind
+            )));
+        }
+        if self.salt.len() != SALT_SIZE {
+            return Err(FormatError::Invalid(format!(
+                "Digest {}: salt is {} bytes, expected {SALT_SIZE}.",
+                self.id,
+                self.salt.len()
+            )));
+        }
+        let hash = lukskit_crypto::hash::HashAlg::from_name(&self.hash)?;
+        let n = self.digest.len();
+        if n != 20 && n != hash.digest_size() {
+            return Err(FormatError::Invalid(format!(
+                "Digest {}: digest is {n} bytes.",
+                self.id
+            )));
+        }
+        Ok(())
+    }
+
+    /// The digest JSON object in cryptsetup's member order (`PBKDF2_digest_store`).
+    fn to_json(&self) -> Value {
+        let ids = |v: &[u32]| Value::Array(v.iter().map(|i| Value::String(i.to_string())).collect());
+        let mut m = Map::new();
+        m.insert("type".into(), self.kind.as_str().into());
+        m.insert("keyslots".into(), ids(&self.keyslots));
+        m.insert("segments".into(), ids(&self.segments));
+        m.insert("hash".into(), self.hash.as_str().into());
+        m.insert("iterations".into(), self.iterations.into());
+        m.insert("salt".into(), b64_encode(&self.salt).into());
+        m.insert("digest".into(), b64_encode(&self.digest).into());
+        Value::Object(m)
+    }
+}
+
+/// A token (typed view of one `tokens` member).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Token {
+    /// Token number.
+    pub id: u32,
+    /// Token type (`luks2-keyring`, `systemd-tpm2`, …).
+    pub kind: String,
+    /// Keyslots the token unlocks.
+    pub keyslots: Vec<u32>,
+    /// The whole token object, including type-specific members.
+    pub json: Value,
+}
+
+/// Parameters for a brand-new header (luksFormat).
+#[derive(Clone, Debug)]
+pub struct NewHeaderParams {
+    /// Size of one metadata copy (one of [`super::METADATA_SIZES`]).
+    pub metadata_size: u64,
+    /// Size of the keyslots area (4 KiB aligned, at most 128 MiB).
+    pub keyslots_size: u64,
+    /// Data offset in bytes (0 = detached header).
+    pub data_offset: u64,
+    /// Data size in bytes; `None` = dynamic.
+    pub data_size: Option<u64>,
+    /// Segment cipher spec (`aes-xts-plain64`).
+    pub encryption: String,
+    /// Encryption sector size.
+    pub sector_size: u32,
+    /// Text UUID.
+    pub uuid: String,
+    /// Label (at most 47 bytes).
+    pub label: String,
+    /// Subsystem (at most 47 bytes).
+    pub subsystem: String,
+    /// Digest 0 bound to segment 0, no keyslots yet.
+    pub digest: Digest,
+}
+
+/// A LUKS2 header: the binary header of the copy that was read and the JSON metadata.
+#[derive(Clone, Debug)]
+pub struct Luks2Header {
+    /// Binary header of the copy read, in its primary (`hdr_offset` 0) form; `salt` is the
+    /// salt the primary copy is written with.
+    pub binary: BinaryHeader,
+    /// The JSON metadata, member order preserved.
+    pub json: Map<String, Value>,
+    /// Salt the secondary copy is written with.
+    pub(crate) secondary_salt: [u8; 64],
+}
+
+fn invalid(msg: impl Into<String>) -> FormatError {
+    FormatError::Invalid(msg.into())
+}
+
+/// Members of a section object with their numeric ids, sorted by id.
+fn numbered_members<'a>(
+    section: &'a Map<String, Value>,
+    what: &str,
+) -> Result<Vec<(u32, &'a Map<String, Value>)>> {
+    let mut v = Vec::with_capacity(section.len());
+    for (k, val) in section {
+        let id = key_id(k).ok_or_else(|| invalid(format!("{what} \"{k}\" is not in numbered form.")))?;
+        let obj = val
+            .as_object()
+            .ok_or_else(|| invalid(format!("{what} {k} is not an object.")))?;
+        v.push((id, obj));
+    }
+    v.sort_by_key(|(id, _)| *id);
+    Ok(v)
+}
+
+/// Ids referenced by an array of decimal strings.
+fn id_array(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u32>> {
+    let arr = obj
+        .get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (array).")))?;
+    arr.iter()
+        .map(|e| {
+            e.as_str()
+                .and_then(key_id)
+                .ok_or_else(|| invalid(format!("{ctx}: illegal value in \"{key}\" array.")))
+        })
+        .collect()
+}
+
+fn str_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &str) -> Result<&'a str> {
+    obj.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (string).")))
+}
+
+fn u32_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<u32> {
+    obj.get(key)
+        .and_then(as_u32)
+        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (uint32).")))
+}
+
+fn u64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<u64> {
+    obj.get(key)
+        .and_then(get_u64_str)
+        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (uint64 string).")))
+}
+
+fn obj_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &str) -> Result<&'a Map<String, Value>> {
+    obj.get(key)
+        .and_then(Value::as_object)
+        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (object).")))
+}
+
+fn b64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u8>> {
+    b64_decode(str_member(obj, key, ctx)?)
+        .ok_or_else(|| invalid(format!("{ctx}: \"{key}\" is not valid Base64.")))
+}
+
+fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
+    let ctx = format!("Keyslot {id}");
+    let kind = str_member(o, "type", &ctx)?.to_string();
+    let key_size = u32_member(o, "key_size", &ctx)?;
+    let area = obj_member(o, "area", &ctx)?;
+    let area_offset = u64_member(area, "offset", &ctx)?;
+    let area_size = u64_member(area, "size", &ctx)?;
+    let priority = o.get("priority").and_then(as_u32);
+    if kind != "luks2" {
+        return Ok(Keyslot {
+            id,
+            kind,
+            key_size,
+            af_stripes: 0,
+            af_hash: String::new(),
+            area_offset,
+            area_size,
+            area_encryption: area.get("encryption").and_then(Value::as_str).unwrap_or("").into(),
+            area_key_size: area.get("key_size").and_then(as_u32).unwrap_or(0),
+            kdf: KdfParams::Pbkdf2 {
+                hash: String::new(),
+                iterations: 0,
+                salt: Vec::new(),
+            },
+            priority,
+        });
+    }
+    let af = obj_member(o, "af", &ctx)?;
+    let kdf_o = obj_member(o, "kdf", &ctx)?;
+    let kdf_type = str_member(kdf_o, "type", &ctx)?;
+    let kdf = match kdf_type {
+        "pbkdf2" => KdfParams::Pbkdf2 {
+            hash: str_member(kdf_o, "hash", &ctx)?.into(),
+            iterations: u32_member(kdf_o, "iterations", &ctx)?,
+            salt: b64_member(kdf_o, "salt", &ctx)?,
+        },
+        "argon2i" | "argon2id" => KdfParams::Argon2 {
+            variant: kdf_type.into(),
+            time: u32_member(kdf_o, "time", &ctx)?,
+            memory: u32_member(kdf_o, "memory", &ctx)?,
+            cpus: u32_member(kdf_o, "cpus", &ctx)?,
+            salt: b64_member(kdf_o, "salt", &ctx)?,
+        },
+        other => {
+            return Err(FormatError::Unsupported(format!(
+                "Keyslot {id}: KDF type {other}"
+            )))
+        }
+    };
+    Ok(Keyslot {
+        id,
+        kind,
+        key_size,
+        af_stripes: u32_member(af, "stripes", &ctx)?,
+        af_hash: str_member(af, "hash", &ctx)?.into(),
+        area_offset,
+        area_size,
+        area_encryption: str_member(area, "encryption", &ctx)?.into(),
+        area_key_size: u32_member(area, "key_size", &ctx)?,
+        kdf,
+        priority,
+    })
+}
+
+fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
+    let ctx = format!("Segment {id}");
+    let size = match str_member(o, "size", &ctx)? {
+        "dynamic" => None,
+        _ => Some(u64_member(o, "size", &ctx)?),
+    };
+    let flags = match o.get("flags") {
+        None => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|f| f.as_str().map(String::from))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| invalid(format!("{ctx}: illegal flags.")))?,
+        Some(_) => return Err(invalid(format!("{ctx}: illegal flags."))),
+    };
+    Ok(Segment {
+        id,
+        kind: str_member(o, "type", &ctx)?.into(),
+        offset: u64_member(o, "offset", &ctx)?,
+        size,
+        iv_tweak: match o.get("iv_tweak") {
+            Some(_) => u64_member(o, "iv_tweak", &ctx)?,
+            None => 0,
+        },
+        encryption: o.get("encryption").and_then(Value::as_str).unwrap_or("").into(),
+        sector_size: o.get("sector_size").and_then(as_u32).unwrap_or(0),
+        flags,
+        has_integrity: o.contains_key("integrity"),
+    })
+}
+
+fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
+    let ctx = format!("Digest {id}");
+    let kind = str_member(o, "type", &ctx)?.to_string();
+    let keyslots = id_array(o, "keyslots", &ctx)?;
+    let segments = id_array(o, "segments", &ctx)?;
+    if kind != "pbkdf2" {
+        return Ok(Digest {
+            id,
+            kind,
+            keyslots,
+            segments,
+            hash: String::new(),
+            iterations: 0,
+            salt: Vec::new(),
+            digest: Vec::new(),
+        });
+    }
+    Ok(Digest {
+        id,
+        kind,
+        keyslots,
+        segments,
+        hash: str_member(o, "hash", &ctx)?.into(),
+        iterations: u32_member(o, "iterations", &ctx)?,
+        salt: b64_member(o, "salt", &ctx)?,
+        digest: b64_member(o, "digest", &ctx)?,
+    })
+}
+
+/// `LUKS2_array_remove`: drop the first element equal to `num` (a new array in cryptsetup,
+/// same position in the parent object).
+fn array_remove_first(arr: &mut Vec<Value>, num: &str) {
+    if let Some(p) = arr.iter().position(|v| v.as_str() == Some(num)) {
+        arr.remove(p);
+    }
+}
+
+/// Whether `uuid` is in the 8-4-4-4-12 hexadecimal form `uuid_parse` accepts.
+fn uuid_ok(uuid: &str) -> bool {
+    let b = uuid.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, &c)| match i {
+            8 | 13 | 18 | 23 => c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+impl Luks2Header {
+    /// Build a brand-new header as `LUKS2_generate_hdr` does: seqid 1, checksum `sha256`,
+    /// random per-copy salts, top-level members `keyslots, tokens, segments, digests, config`,
+    /// the digest, crypt segment 0 and `config{json_size, keyslots_size}`. The result is
+    /// validated.
+    pub fn new(p: &NewHeaderParams) -> Result<Self> {
+        if !METADATA_SIZES.contains(&p.metadata_size) {
+            return Err(invalid(format!(
+                "Unsupported LUKS2 metadata size {}.",
+                p.metadata_size
+            )));
+        }
+        if p.keyslots_size % 4096 != 0 || p.keyslots_size > MAX_KEYSLOTS_SIZE {
+            return Err(invalid(format!(
+                "Unsupported LUKS2 keyslots size {}.",
+                p.keyslots_size
+            )));
+        }
+        if p.data_offset != 0 && p.data_offset < 2 * p.metadata_size {
+            return Err(invalid("Requested data offset is too small."));
+        }
+        if p.label.len() >= 48 || p.subsystem.len() >= 48 {
+            return Err(invalid("Label is too long."));
+        }
+        if !uuid_ok(&p.uuid) {
+            return Err(invalid("Wrong LUKS UUID format provided."));
+        }
+        if p.digest.id >= MAX_DIGESTS {
+            return Err(invalid(format!("Invalid digest id {}.", p.digest.id)));
+        }
+        let mut salt1 = [0u8; 64];
+        let mut salt2 = [0u8; 64];
+        lukskit_crypto::random::fill(&mut salt1)?;
+        lukskit_crypto::random::fill(&mut salt2)?;
+
+        let mut json = Map::new();
+        json.insert("keyslots".into(), Value::Object(Map::new()));
+        json.insert("tokens".into(), Value::Object(Map::new()));
+        json.insert("segments".into(), Value::Object(Map::new()));
+        json.insert("digests".into(), Value::Object(Map::new()));
+        json.insert("config".into(), Value::Object(Map::new()));
+        let mut seg = Map::new();
+        seg.insert("type".into(), "crypt".into());
+        seg.insert("offset".into(), u64_value(p.data_offset));
+        seg.insert(
+            "size".into(),
+            match p.data_size {
+                Some(s) => u64_value(s),
+                None => "dynamic".into(),
+            },
+        );
+        seg.insert("iv_tweak".into(), u64_value(0));
+        seg.insert("encryption".into(), p.encryption.as_str().into());
+        seg.insert("sector_size".into(), p.sector_size.into());
+        if let Some(Value::Object(d)) = json.get_mut("digests") {
+            d.insert(p.digest.id.to_string(), p.digest.to_json());
+        }
+        if let Some(Value::Object(s)) = json.get_mut("segments") {
+            s.insert("0".into(), Value::Object(seg));
+        }
+        if let Some(Value::Object(c)) = json.get_mut("config") {
+            c.insert(
+                "json_size".into(),
+                u64_value(p.metadata_size - BINARY_HEADER_SIZE as u64),
+            );
+            c.insert("keyslots_size".into(), u64_value(p.keyslots_size));
+        }
+        let hdr = Luks2Header {
+            binary: BinaryHeader {
+                version: 2,
+                hdr_size: p.metadata_size,
+                seqid: 1,
+                label: p.label.clone(),
+                checksum_alg: "sha256".into(),
+                salt: salt1,
+                uuid: p.uuid.clone(),
+                subsystem: p.subsystem.clone(),
+                hdr_offset: 0,
+                csum: [0; 64],
+            },
+            json,
+            secondary_salt: salt2,
+        };
+        hdr.validate()?;
+        Ok(hdr)
+    }
+
+    /// Assemble a header from its parts (used by the reader).
+    pub(crate) fn from_parts(
+        binary: BinaryHeader,
+        json: Map<String, Value>,
+        secondary_salt: [u8; 64],
+    ) -> Self {
+        Luks2Header {
+            binary,
+            json,
+            secondary_salt,
+        }
+    }
+
+    /// The salt the secondary copy is written with.
+    pub fn secondary_salt(&self) -> &[u8; 64] {
+        &self.secondary_salt
+    }
+
+    /// Size of one metadata copy (binary header + JSON area): `hdr_size`.
+    pub fn metadata_size(&self) -> u64 {
+        self.binary.hdr_size
+    }
+
+    /// Size of the JSON area of each copy.
+    pub fn json_area_size(&self) -> u64 {
+        self.binary.hdr_size.saturating_sub(BINARY_HEADER_SIZE as u64)
+    }
+
+    fn section(&self, name: &str) -> Result<&Map<String, Value>> {
+        self.json
+            .get(name)
+            .and_then(Value::as_object)
+            .ok_or_else(|| invalid(format!("Missing {name} section.")))
+    }
+
+    fn section_mut(&mut self, name: &str) -> Result<&mut Map<String, Value>> {
+        self.json
+            .get_mut(name)
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| invalid(format!("Missing {name} section.")))
+    }
+
+    /// `config.keyslots_size`.
+    pub fn keyslots_size(&self) -> Result<u64> {
+        u64_member(self.section("config")?, "keyslots_size", "Config")
+    }
+
+    /// `2 * hdr_size + keyslots_size`: bytes occupied by both copies and the keyslots area.
+    pub fn hdr_and_areas_size(&self) -> Result<u64> {
+        self.keyslots_size()?
+            .checked_add(2 * self.metadata_size())
+            .ok_or_else(|| invalid("Header size overflow."))
+    }
+
+    /// All keyslots (any type), sorted by id.
+    pub fn keyslots(&self) -> Result<Vec<Keyslot>> {
+        numbered_members(self.section("keyslots")?, "Keyslot")?
+            .into_iter()
+            .map(|(id, o)| parse_keyslot(id, o))
+            .collect()
+    }
+
+    /// Ids of all keyslots (any type), sorted.
+    pub fn keyslot_ids(&self) -> Result<Vec<u32>> {
+        Ok(numbered_members(self.section("keyslots")?, "Keyslot")?
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect())
+    }
+
+    /// One keyslot, `None` if it does not exist.
+    pub fn keyslot(&self, id: u32) -> Result<Option<Keyslot>> {
+        match self.section("keyslots")?.get(&id.to_string()) {
+            None => Ok(None),
+            Some(Value::Object(o)) => parse_keyslot(id, o).map(Some),
+            Some(_) => Err(invalid(format!("Keyslot {id} is not an object."))),
+        }
+    }
+
+    /// All segments, sorted by id.
+    pub fn segments(&self) -> Result<Vec<Segment>> {
+        numbered_members(self.section("segments")?, "Segment")?
+            .into_iter()
+            .map(|(id, o)| parse_segment(id, o))
+            .collect()
+    }
+
+    /// All digests, sorted by id.
+    pub fn digests(&self) -> Result<Vec<Digest>> {
+        numbered_members(self.section("digests")?, "Digest")?
+            .into_iter()
+            .map(|(id, o)| parse_digest(id, o))
+            .collect()
+    }
+
+    /// All tokens, sorted by id.
+    pub fn tokens(&self) -> Result<Vec<Token>> {
+        numbered_members(self.section("tokens")?, "Token")?
+            .into_iter()
+            .map(|(id, o)| {
+                let ctx = format!("Token {id}");
+                Ok(Token {
+                    id,
+                    kind: str_member(o, "type", &ctx)?.into(),
+                    keyslots: id_array(o, "keyslots", &ctx)?,
+                    json: Value::Object(o.clone()),
+                })
+            })
+            .collect()
+    }
+
+    /// `config.flags` (persistent activation flags), in stored order.
+    pub fn config_flags(&self) -> Vec<String> {
+        self.json
+            .get("config")
+            .and_then(|c| c.get("flags"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    }
+
+    /// `config.requirements.mandatory`, in stored order.
+    pub fn requirements(&self) -> Vec<String> {
+        self.json
+            .get("config")
+            .and_then(|c| c.get("requirements"))
+            .and_then(|r| r.get("mandatory"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Mandatory requirements cryptsetup 2.6/2.7 does not know ([`KNOWN_REQUIREMENTS`]);
+    /// cryptsetup refuses to activate or modify such a device.
+    pub fn unknown_requirements(&self) -> Vec<String> {
+        self.requirements()
+            .into_iter()
+            .filter(|r| !KNOWN_REQUIREMENTS.contains(&r.as_str()))
+            .collect()
+    }
+
+    /// Data offset in bytes (`LUKS2_get_data_offset`): the `backup-final` segment's offset
+    /// during online reencryption, otherwise the smallest offset of the regular segments
+    /// (0 for a detached header).
+    pub fn data_offset(&self) -> Result<u64> {
+        let segs = self.segments()?;
+        if self.requirements().iter().any(|r| r.starts_with("online-reencrypt")) {
+            if let Some(s) = segs.iter().find(|s| s.flags.iter().any(|f| f == "backup-final")) {
+                return Ok(s.offset);
+            }
+        }
+        let mut min = u64::MAX;
+        for s in segs.iter().filter(|s| !s.flags.iter().any(|f| f.starts_with("backup-"))) {
+            if s.offset == 0 {
+                return Ok(0);
+            }
+            min = min.min(s.offset);
+        }
+        Ok(min)
+    }
+
+    /// Serialise the JSON compactly, exactly as cryptsetup writes it.
+    pub fn to_json_string(&self) -> String {
+        json::object_to_json_c(&self.json)
+    }
+
+    /// `LUKS2_check_json_size`: the serialised JSON must fit the JSON area.
+    fn check_json_size(&self) -> Result<()> {
+        let len = self.to_json_string().len() as u64;
+        if len > self.json_area_size() {
+            return Err(invalid(format!(
+                "Not enough space in header JSON area ({len} > {} bytes).",
+                self.json_area_size()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Add a `luks2` keyslot, appended at the end of the `keyslots` object with cryptsetup's
+    /// member order. The keyslot is not assigned to any digest yet. Fails if the id is taken,
+    /// out of range, or the JSON would no longer fit its area.
+    pub fn add_keyslot(&mut self, ks: &Keyslot) -> Result<()> {
+        if ks.id >= MAX_KEYSLOTS {
+            return Err(invalid(format!("Key slot {} is invalid.", ks.id)));
+        }
+        if ks.kind != "luks2" {
+            return Err(FormatError::Unsupported(format!("keyslot type {}", ks.kind)));
+        }
+        if let Some(p) = ks.priority {
+            if p > 2 {
+                return Err(invalid(format!("Invalid keyslot priority {p}.")));
+            }
+        }
+        let key = ks.id.to_string();
+        let keyslots = self.section_mut("keyslots")?;
+        if keyslots.contains_key(&key) {
+            return Err(invalid(format!(
+                "Cannot modify already active keyslot {}.",
+                ks.id
+            )));
+        }
+        keyslots.insert(key.clone(), ks.to_json());
+        if let Err(e) = self.check_json_size() {
+            self.section_mut("keyslots")?.shift_remove(&key);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Remove a keyslot (`LUKS2_keyslot_wipe` JSON part): drop its id from every digest's and
+    /// token's `keyslots` array, delete the keyslot object, then erase digests left with
+    /// neither keyslots nor segments (`LUKS2_digests_erase_unused`; a digest still bound to a
+    /// segment is kept even without keyslots). The keyslot area is not touched here.
+    pub fn remove_keyslot(&mut self, id: u32) -> Result<()> {
+        let key = id.to_string();
+        if !self.section("keyslots")?.contains_key(&key) {
+            return Err(invalid(format!("Keyslot {id} is not active.")));
+        }
+        for sec in ["digests", "tokens"] {
+            if let Ok(m) = self.section_mut(sec) {
+                for (_, obj) in m.iter_mut() {
+                    if let Some(Value::Array(a)) = obj.get_mut("keyslots") {
+                        array_remove_first(a, &key);
+                    }
+                }
+            }
+        }
+        self.section_mut("keyslots")?.shift_remove(&key);
+        self.erase_unused_digests();
+        Ok(())
+    }
+
+    /// `LUKS2_digests_erase_unused`: delete digests whose `segments` and `keyslots` arrays are
+    /// both empty.
+    pub fn erase_unused_digests(&mut self) {
+        if let Some(Value::Object(d)) = self.json.get_mut("digests") {
+            d.retain(|_, v| {
+                let empty = |k: &str| v.get(k).and_then(Value::as_array).is_some_and(|a| a.is_empty());
+                !(empty("segments") && empty("keyslots"))
+            });
+        }
+    }
+
+    /// Append `keyslot` to the `keyslots` array of `digest` (no-op if already there), as
+    /// `LUKS2_digest_assign`. The keyslot must exist.
+    pub fn assign_keyslot_to_digest(&mut self, keyslot: u32, digest: u32) -> Result<()> {
+        let ks = keyslot.to_string();
+        if !self.section("keyslots")?.contains_key(&ks) {
+            return Err(invalid(format!("Keyslot {keyslot} is not active.")));
+        }
+        let d = self
+            .section_mut("digests")?
+            .get_mut(&digest.to_string())
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| invalid(format!("Digest {digest} does not exist.")))?;
+        let arr = d
+            .get_mut("keyslots")
+            .and_then(Value::as_array_mut)
+            .ok_or_else(|| invalid(format!("Digest {digest} has no keyslots array.")))?;
+        if !arr.iter().any(|v| v.as_str() == Some(ks.as_str())) {
+            arr.push(Value::String(ks));
+        }
+        Ok(())
+    }
+
+    /// Add a digest object (appended, `PBKDF2_digest_store` member order).
+    pub fn add_digest(&mut self, d: &Digest) -> Result<()> {
+        if d.id >= MAX_DIGESTS {
+            return Err(invalid(format!("Invalid digest id {}.", d.id)));
+        }
+        let key = d.id.to_string();
+        let digests = self.section_mut("digests")?;
+        if digests.contains_key(&key) {
+            return Err(invalid(format!("Digest {} already exists.", d.id)));
+        }
+        digests.insert(key.clone(), d.to_json());
+        if let Err(e) = self.check_json_size() {
+            self.section_mut("digests")?.shift_remove(&key);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Set a keyslot priority (0 ignore, 1 normal, 2 prefer) as `LUKS2_keyslot_priority_set`:
+    /// normal removes the member, anything else sets it (appended if new).
+    pub fn set_keyslot_priority(&mut self, id: u32, priority: u32) -> Result<()> {
+        if priority > 2 {
+            return Err(invalid(format!("Invalid keyslot priority {priority}.")));
+        }
+        let ks = self
+            .section_mut("keyslots")?
+            .get_mut(&id.to_string())
+            .and_then(Value::as_object_mut)
+            .ok_or_else(|| invalid(format!("Keyslot {id} is not active.")))?;
+        if priority == 1 {
+            ks.shift_remove("priority");
+        } else {
+            ks.insert("priority".into(), priority.into());
+        }
+        Ok(())
+    }
+
+    /// First-fit search for a free keyslot area of `size` bytes (`LUKS2_find_area_gap`):
+    /// areas of keyslots 0..32 sorted by offset, gaps searched from `2 * hdr_size`; the area
+    /// must end within `hdr_and_areas_size`. `None` when there is no room.
+    pub fn find_keyslot_area(&self, size: u64) -> Result<Option<u64>> {
+        let max_offset = self.hdr_and_areas_size()?;
+        let keyslots = self.section("keyslots")?;
+        let mut areas: Vec<(u64, u64)> = Vec::new();
+        for i in 0..MAX_KEYSLOTS {
+            let Some(area) = keyslots.get(&i.to_string()).and_then(|k| k.get("area")) else {
+                continue;
+            };
+            let off = area.get("offset").and_then(get_u64_str).unwrap_or(0);
+            let len = area.get("size").and_then(get_u64_str).unwrap_or(0);
+            // cryptsetup's selection sort only picks areas with 0 < offset <= max offset.
+            if off != 0 && off <= (if max_offset == 0 { u64::MAX } else { max_offset }) {
+                areas.push((off, len));
+            }
+        }
+        areas.sort_by_key(|a| a.0);
+        let mut offset = 2 * self.metadata_size();
+        for (a_off, a_len) in areas {
+            if a_len == 0 {
+                continue;
+            }
+            if offset < a_off && offset.saturating_add(size) <= a_off {
+                break;
+            }
+            offset = a_off.saturating_add(a_len);
+        }
+        if offset.saturating_add(size) > max_offset {
+            return Ok(None);
+        }
+        Ok(Some(offset))
+    }
+
+    /// Size of a keyslot area for a key of `key_size` bytes: `round_up(key_size * 4000, 4096)`.
+    pub fn keyslot_area_size(key_size: u32) -> u64 {
+        (u64::from(key_size) * 4000).div_ceil(4096) * 4096
+    }
+
+    /// Add (or replace) a token as `LUKS2_token_create`: `id` `None` takes the first free id.
+    /// The token must be an object with a non-empty string `type` and a `keyslots` array of
+    /// existing keyslot ids; types starting with `luks2-` are reserved, of which only
+    /// `luks2-keyring` (exactly `type`, `keyslots`, `key_description`) is accepted. Returns the
+    /// token id.
+    pub fn add_token(&mut self, id: Option<u32>, token: Value) -> Result<u32> {
+        let id = match id {
+            Some(i) => i,
+            None => {
+                let tokens = self.section("tokens")?;
+                (0..MAX_TOKENS)
+                    .find(|i| !tokens.contains_key(&i.to_string()))
+                    .ok_or_else(|| invalid("No free token slot."))?
+            }
+        };
+        if id >= MAX_TOKENS {
+            return Err(invalid(format!("Token {id} is invalid.")));
+        }
+        let obj = token
+            .as_object()
+            .ok_or_else(|| invalid("Token JSON must be an object."))?;
+        let ctx = format!("Token {id}");
+        let ty = str_member(obj, "type", &ctx)?;
+        if ty.is_empty() {
+            return Err(invalid(format!("{ctx} has an empty type.")));
+        }
+        let keyslots = self.section("keyslots")?;
+        let arr = obj
+            .get("keyslots")
+            .and_then(Value::as_array)
+            .ok_or_else(|| invalid(format!("{ctx} is missing \"keyslots\" (array).")))?;
+        for e in arr {
+            let s = e
+                .as_str()
+                .ok_or_else(|| invalid(format!("{ctx}: illegal value type in keyslots array.")))?;
+            if !keyslots.get(s).is_some_and(Value::is_object) {
+                return Err(invalid(format!("{ctx} references missing keyslot {s}.")));
+            }
+        }
+        if ty.starts_with("luks2-") {
+            if ty != "luks2-keyring" {
+                return Err(invalid(format!(
+                    "{ctx}: {ty} is a reserved built-in token type."
+                )));
+            }
+            if obj.len() != 3 || !obj.get("key_description").is_some_and(Value::is_string) {
+                return Err(invalid(format!(
+                    "{ctx}: luks2-keyring token needs exactly type, keyslots and key_description."
+                )));
+            }
+        }
+        let key = id.to_string();
+        let old = self.section_mut("tokens")?.insert(key.clone(), token);
+        if let Err(e) = self.check_json_size() {
+            let tokens = self.section_mut("tokens")?;
+            match old {
+                Some(v) => {
+                    tokens.insert(key, v);
+                }
+                None => {
+                    tokens.shift_remove(&key);
+                }
+            }
+            return Err(e);
+        }
+        Ok(id)
+    }
+
+    /// Remove a token.
+    pub fn remove_token(&mut self, id: u32) -> Result<()> {
+        self.section_mut("tokens")?
+            .shift_remove(&id.to_string())
+            .map(|_| ())
+            .ok_or_else(|| invalid(format!("Token {id} is not in use.")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keyslot_area_sizes() {
+        // Values from cryptsetup's get_area_size (reference §1.7).
+        assert_eq!(Luks2Header::keyslot_area_size(16), 65536);
+        assert_eq!(Luks2Header::keyslot_area_size(32), 131072);
+        assert_eq!(Luks2Header::keyslot_area_size(64), 258048);
+    }
+
+    #[test]
+    fn uuid_form() {
+        assert!(uuid_ok("28632274-8c8a-493f-835b-da802e1c576b"));
+        assert!(!uuid_ok("28632274-8c8a-493f-835b-da802e1c576"));
+        assert!(!uuid_ok("28632274x8c8a-493f-835b-da802e1c576b"));
+    }
+}
