@@ -202,7 +202,17 @@ mod tests {
 
     #[test]
     fn options_anywhere() {
-        let o = Opts::try_parse_from(["lukskit", "luksFormat", "-q", "img", "--type", "luks1", "-s", "256"]).unwrap();
+        let o = Opts::try_parse_from([
+            "lukskit",
+            "luksFormat",
+            "-q",
+            "img",
+            "--type",
+            "luks1",
+            "-s",
+            "256",
+        ])
+        .unwrap();
         assert_eq!(o.positional, vec!["luksFormat", "img"]);
         assert_eq!(o.r#type.as_deref(), Some("luks1"));
         assert_eq!(o.key_size, Some(256));

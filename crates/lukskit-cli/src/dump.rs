@@ -96,7 +96,13 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
     let _ = writeln!(o, "Epoch:         \t{}", b.seqid);
     let _ = writeln!(o, "Metadata area: \t{} [bytes]", h.metadata_size());
     let _ = writeln!(o, "Keyslots area: \t{} [bytes]", h.keyslots_size()?);
-    let or = |s: &str, d: &str| if s.is_empty() { d.to_string() } else { s.to_string() };
+    let or = |s: &str, d: &str| {
+        if s.is_empty() {
+            d.to_string()
+        } else {
+            s.to_string()
+        }
+    };
     let _ = writeln!(o, "UUID:          \t{}", or(&b.uuid, "(no UUID)"));
     let _ = writeln!(o, "Label:         \t{}", or(&b.label, "(no label)"));
     let _ = writeln!(o, "Subsystem:     \t{}", or(&b.subsystem, "(no subsystem)"));
@@ -148,7 +154,10 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
             if let Some(s) = get("sector_size").and_then(|v| v.as_u64()) {
                 let _ = writeln!(o, "\tsector: {s} [bytes]");
             }
-            if let Some(t) = get("integrity").and_then(|i| i.get("type")).and_then(|t| t.as_str()) {
+            if let Some(t) = get("integrity")
+                .and_then(|i| i.get("type"))
+                .and_then(|t| t.as_str())
+            {
                 let _ = writeln!(o, "\tintegrity: {t}");
             }
             let sflags = str_array(get("flags"));
@@ -164,7 +173,10 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
     }
 
     let digests = h.digests()?;
-    let seg_digest = digests.iter().find(|d| d.segments.contains(&0)).map(|d| d.id);
+    let seg_digest = digests
+        .iter()
+        .find(|d| d.segments.contains(&0))
+        .map(|d| d.id);
     o.push_str("Keyslots:\n");
     for ks in h.keyslots()? {
         let bound = digests
@@ -252,7 +264,13 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
 }
 
 /// The `--dump-volume-key` block.
-pub fn volume_key(device: &str, cipher: &str, payload_sectors: u64, uuid: &str, vk: &[u8]) -> String {
+pub fn volume_key(
+    device: &str,
+    cipher: &str,
+    payload_sectors: u64,
+    uuid: &str,
+    vk: &[u8],
+) -> String {
     let (name, mode) = cipher.split_once('-').unwrap_or((cipher, ""));
     let mut o = String::new();
     let _ = writeln!(o, "LUKS header information for {device}");

@@ -72,13 +72,21 @@ pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<Secret
     Ok(SecretBuf::from_vec(data))
 }
 
-fn read_bounded(r: &mut dyn Read, offset: u64, limit: u64, out: &mut Vec<u8>) -> std::io::Result<()> {
+fn read_bounded(
+    r: &mut dyn Read,
+    offset: u64,
+    limit: u64,
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
     let mut skip = offset;
     let mut buf = [0u8; 4096];
     while skip > 0 {
         let n = r.read(&mut buf[..skip.min(4096) as usize])?;
         if n == 0 {
-            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "Cannot seek to requested keyfile offset"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "Cannot seek to requested keyfile offset",
+            ));
         }
         skip -= n as u64;
     }
@@ -113,7 +121,9 @@ fn read_stdin_line() -> Result<SecretBuf, VolumeError> {
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 line.zeroize();
-                return Err(VolumeError::invalid(format!("Error reading passphrase: {e}.")));
+                return Err(VolumeError::invalid(format!(
+                    "Error reading passphrase: {e}."
+                )));
             }
         }
     }
@@ -172,7 +182,9 @@ fn read_tty(prompt: &str) -> Result<SecretBuf, VolumeError> {
         Ok(()) => Ok(SecretBuf::from_vec(line)),
         Err(e) => {
             line.zeroize();
-            Err(VolumeError::invalid(format!("Error reading passphrase from terminal: {e}.")))
+            Err(VolumeError::invalid(format!(
+                "Error reading passphrase from terminal: {e}."
+            )))
         }
     }
 }
@@ -184,7 +196,11 @@ pub fn interactive() -> bool {
 
 /// Obtain a secret from `source`. For prompts on a terminal `verify` asks a second time
 /// ("Verify passphrase: ") and fails with "Passphrases do not match." on a mismatch.
-pub fn get_secret(source: &KeySource, prompt: &str, verify: bool) -> Result<SecretBuf, VolumeError> {
+pub fn get_secret(
+    source: &KeySource,
+    prompt: &str,
+    verify: bool,
+) -> Result<SecretBuf, VolumeError> {
     match source {
         KeySource::File { path, offset, size } => read_keyfile(path, *offset, *size),
         KeySource::Prompt => {

@@ -41,7 +41,10 @@ fn main() {
         }
     };
     if opts.version {
-        println!("lukskit {} (cryptsetup 2.6 compatible)", env!("CARGO_PKG_VERSION"));
+        println!(
+            "lukskit {} (cryptsetup 2.6 compatible)",
+            env!("CARGO_PKG_VERSION")
+        );
         return;
     }
     if opts.help || opts.positional.is_empty() {

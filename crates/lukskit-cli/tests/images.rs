@@ -14,20 +14,28 @@ fn check_image(img: &str, keyfile: &str, extra: &[&str]) {
     }
     lukskit(&["open", "--test-passphrase", "-d", keyfile, img], b"").ok("test-passphrase");
     let vk = volume_key_with("lukskit", img, keyfile, extra);
-    if let Some(r) = cryptsetup(&["luksDump", "--dump-volume-key", "-q", "-d", keyfile, img], b"") {
+    if let Some(r) = cryptsetup(
+        &["luksDump", "--dump-volume-key", "-q", "-d", keyfile, img],
+        b"",
+    ) {
         if r.code == 0 {
             assert_eq!(vk, mk_dump(&r.stdout), "volume key differs for {img}");
         } else {
             // cryptsetup on this kernel lacks some ciphers (serpent/twofish/lrw through
             // AF_ALG); the luksDump comparison above still covers the header.
-            eprintln!("note: cryptsetup cannot unlock {img} here: {}", r.stderr.trim());
+            eprintln!(
+                "note: cryptsetup cannot unlock {img} here: {}",
+                r.stderr.trim()
+            );
         }
     }
 }
 
 #[test]
 fn compatimage_luks1() {
-    let Some(td) = need_testdata("compatimage_luks1") else { return };
+    let Some(td) = need_testdata("compatimage_luks1") else {
+        return;
+    };
     let dir = tmp();
     let img = unxz(&td, "compatimage.img.xz", dir.path(), "compat.img");
     let img = img.to_str().unwrap();
@@ -42,26 +50,39 @@ fn compatimage_luks1() {
 
 #[test]
 fn compatimage2_luks2_pbkdf2_and_argon2id() {
-    let Some(td) = need_testdata("compatimage2_luks2") else { return };
+    let Some(td) = need_testdata("compatimage2_luks2") else {
+        return;
+    };
     let dir = tmp();
     let img = unxz(&td, "compatimage2.img.xz", dir.path(), "compat2.img");
     let img = img.to_str().unwrap();
     let k0 = write_file(dir.path(), "k0", b"compatkey");
     let k1 = write_file(dir.path(), "k1", b"0123456789abcdef");
     check_image(img, &k0, &[]);
-    lukskit(&["open", "--test-passphrase", "-S", "1", "-d", &k1, img], b"").ok("argon2id slot 1");
-    let r = lukskit(&["open", "--test-passphrase", "-S", "0", "-d", &k1, img], b"");
+    lukskit(
+        &["open", "--test-passphrase", "-S", "1", "-d", &k1, img],
+        b"",
+    )
+    .ok("argon2id slot 1");
+    let r = lukskit(
+        &["open", "--test-passphrase", "-S", "0", "-d", &k1, img],
+        b"",
+    );
     assert_eq!(r.code, 2, "slot 0 must refuse slot 1's passphrase");
     if have_cryptsetup("compatimage2 json") {
         let ours = lukskit(&["luksDump", "--dump-json-metadata", img], b"").ok("json dump");
-        let theirs = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"").unwrap().ok("json dump");
+        let theirs = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
+            .unwrap()
+            .ok("json dump");
         assert_eq!(ours.stdout, theirs.stdout);
     }
 }
 
 #[test]
 fn luks1_images_all_ciphers_and_hashes() {
-    let Some(td) = need_testdata("luks1_images") else { return };
+    let Some(td) = need_testdata("luks1_images") else {
+        return;
+    };
     let dir = tmp();
     untar(&td, "luks1-images.tar.xz", dir.path());
     let base = dir.path().join("luks1-images");
@@ -80,7 +101,9 @@ fn luks1_images_all_ciphers_and_hashes() {
 
 #[test]
 fn luks2_every_metadata_size() {
-    let Some(td) = need_testdata("luks2_mda_images") else { return };
+    let Some(td) = need_testdata("luks2_mda_images") else {
+        return;
+    };
     let dir = tmp();
     untar(&td, "luks2_mda_images.tar.xz", dir.path());
     let kf = write_file(dir.path(), "pw", b"Qx3qn46vq0v");
@@ -88,20 +111,43 @@ fn luks2_every_metadata_size() {
         let img = dir.path().join(format!("test_image_{kib}"));
         check_image(img.to_str().unwrap(), &kf, &[]);
         let dump = lukskit(&["luksDump", img.to_str().unwrap()], b"").ok("dump");
-        assert!(dump.stdout.contains(&format!("Metadata area: \t{} [bytes]", kib * 1024)));
+        assert!(dump
+            .stdout
+            .contains(&format!("Metadata area: \t{} [bytes]", kib * 1024)));
     }
 }
 
 #[test]
 fn luks2_unbound_keyslot() {
-    let Some(td) = need_testdata("luks2_unbound") else { return };
+    let Some(td) = need_testdata("luks2_unbound") else {
+        return;
+    };
     let dir = tmp();
     let img = unxz(&td, "luks2_keyslot_unassigned.img.xz", dir.path(), "u.img");
     let img = img.to_str().unwrap();
     let kf = write_file(dir.path(), "pw", b"93R4P4pIqAH8");
-    lukskit(&["open", "--test-passphrase", "-S", "1", "--unbound", "-d", &kf, img], b"").ok("unbound");
-    let r = lukskit(&["open", "--test-passphrase", "-S", "1", "-d", &kf, img], b"");
-    assert_ne!(r.code, 0, "an unbound keyslot must not unlock the data segment");
+    lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "-S",
+            "1",
+            "--unbound",
+            "-d",
+            &kf,
+            img,
+        ],
+        b"",
+    )
+    .ok("unbound");
+    let r = lukskit(
+        &["open", "--test-passphrase", "-S", "1", "-d", &kf, img],
+        b"",
+    );
+    assert_ne!(
+        r.code, 0,
+        "an unbound keyslot must not unlock the data segment"
+    );
     let ours = lukskit(&["luksDump", img], b"").ok("dump");
     if let Some(t) = cryptsetup(&["luksDump", img], b"") {
         assert_eq!(ours.stdout, t.ok("dump").stdout);
@@ -110,7 +156,9 @@ fn luks2_unbound_keyslot() {
 
 #[test]
 fn luks2_requirements_and_invalid_cipher_match_cryptsetup() {
-    let Some(td) = need_testdata("luks2_requirements") else { return };
+    let Some(td) = need_testdata("luks2_requirements") else {
+        return;
+    };
     if !have_cryptsetup("luks2_requirements") {
         return;
     }
@@ -125,7 +173,12 @@ fn luks2_requirements_and_invalid_cipher_match_cryptsetup() {
         let img = img.to_str().unwrap();
         let ours = lukskit(&["luksDump", img], b"");
         let theirs = cryptsetup(&["luksDump", img], b"").unwrap();
-        assert_eq!(ours.code == 0, theirs.code == 0, "luksDump verdict differs for {img}: {}", ours.stderr);
+        assert_eq!(
+            ours.code == 0,
+            theirs.code == 0,
+            "luksDump verdict differs for {img}: {}",
+            ours.stderr
+        );
         if theirs.code == 0 {
             assert_eq!(ours.stdout, theirs.stdout, "dump of {img}");
         }
@@ -135,7 +188,9 @@ fn luks2_requirements_and_invalid_cipher_match_cryptsetup() {
 
 #[test]
 fn hostile_luks1_headers_are_rejected() {
-    let Some(td) = need_testdata("hostile_headers") else { return };
+    let Some(td) = need_testdata("hostile_headers") else {
+        return;
+    };
     let dir = tmp();
     for name in [
         "evil_hdr-keyslot_overlap",
@@ -148,9 +203,17 @@ fn hostile_luks1_headers_are_rejected() {
         let img = img.to_str().unwrap();
         let kf = write_file(dir.path(), "pw", b"anything");
         let r = lukskit(&["open", "--test-passphrase", "-d", &kf, img], b"");
-        assert!(r.code != 0 && r.code != 101, "{name}: code {} {}", r.code, r.stderr);
+        assert!(
+            r.code != 0 && r.code != 101,
+            "{name}: code {} {}",
+            r.code,
+            r.stderr
+        );
         let msg = r.stderr.trim();
-        assert!(!msg.is_empty() && !msg.contains("panicked"), "{name}: {msg}");
+        assert!(
+            !msg.is_empty() && !msg.contains("panicked"),
+            "{name}: {msg}"
+        );
         if let Some(c) = cryptsetup(&["open", "--test-passphrase", "-d", &kf, img], b"") {
             assert_ne!(c.code, 0, "cryptsetup accepted {name}?");
         }

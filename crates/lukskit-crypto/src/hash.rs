@@ -126,7 +126,10 @@ mod tests {
                 HashAlg::Sha256,
                 "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
             ),
-            (HashAlg::Ripemd160, "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc"),
+            (
+                HashAlg::Ripemd160,
+                "8eb208f7e05d987a9b044a8e98c6b087f15a0bfc",
+            ),
         ];
         for (h, want) in cases {
             assert_eq!(hex::encode(h.digest(&[b"a", b"bc"])), want, "{h}");

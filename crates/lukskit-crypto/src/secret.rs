@@ -19,7 +19,10 @@ impl SecretBuf {
     /// A zero-filled secret buffer of `len` bytes.
     pub fn zeroed(len: usize) -> Self {
         let data = vec![0u8; len].into_boxed_slice();
-        let mut s = SecretBuf { data, locked: false };
+        let mut s = SecretBuf {
+            data,
+            locked: false,
+        };
         s.lock();
         s
     }

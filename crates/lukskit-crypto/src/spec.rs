@@ -49,7 +49,10 @@ fn check_component(spec: &str, what: &str, s: &str) -> Result<()> {
         .chars()
         .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.')))
     {
-        return Err(invalid(spec, &format!("invalid character {c:?} in {what} '{s}'")));
+        return Err(invalid(
+            spec,
+            &format!("invalid character {c:?} in {what} '{s}'"),
+        ));
     }
     Ok(())
 }
@@ -109,10 +112,7 @@ impl CipherSpec {
 
     fn parse_legacy(spec: &str) -> Result<Self> {
         if spec.contains('(') || spec.contains(')') {
-            return Err(invalid(
-                spec,
-                "crypto API names need the 'capi:' prefix",
-            ));
+            return Err(invalid(spec, "crypto API names need the 'capi:' prefix"));
         }
         if spec == "null" || spec == "cipher_null" {
             return Ok(CipherSpec {
@@ -163,14 +163,13 @@ impl CipherSpec {
         if chainmode != "ecb" && ivmode.is_none() {
             return Err(invalid(
                 spec,
-                &format!("chain mode '{chainmode}' needs an IV generator (e.g. '{chainmode}-plain64')"),
+                &format!(
+                    "chain mode '{chainmode}' needs an IV generator (e.g. '{chainmode}-plain64')"
+                ),
             ));
         }
         if ivmode == Some("essiv") && ivopts.is_none() {
-            return Err(invalid(
-                spec,
-                "ESSIV needs a hash (e.g. 'essiv:sha256')",
-            ));
+            return Err(invalid(spec, "ESSIV needs a hash (e.g. 'essiv:sha256')"));
         }
         Ok(CipherSpec {
             cipher: cipher.to_string(),
@@ -224,10 +223,7 @@ impl CipherSpec {
         check_component(spec, "chain mode", chainmode)?;
         check_component(spec, "cipher name", cipher)?;
         if ivmode == "essiv" && ivopts.is_none() {
-            return Err(invalid(
-                spec,
-                "ESSIV needs a hash (e.g. 'essiv:sha256')",
-            ));
+            return Err(invalid(spec, "ESSIV needs a hash (e.g. 'essiv:sha256')"));
         }
         Ok(CipherSpec {
             cipher: cipher.to_string(),
@@ -242,8 +238,7 @@ impl CipherSpec {
     /// Build from LUKS1's split header fields (`cipher-name` "aes", `cipher-mode`
     /// "xts-plain64"), applying the same normalisations as [`CipherSpec::parse`].
     pub fn from_luks1(cipher_name: &str, cipher_mode: &str) -> Result<Self> {
-        if cipher_name.is_empty() || cipher_name.contains('-') || cipher_name.starts_with("capi:")
-        {
+        if cipher_name.is_empty() || cipher_name.contains('-') || cipher_name.starts_with("capi:") {
             return Err(CryptoError::InvalidInput(format!(
                 "invalid LUKS1 cipher name '{cipher_name}'"
             )));
@@ -427,7 +422,7 @@ mod tests {
             "xts(aes)-plain64", // capi name without prefix
             "aes-xts-plain64 ",
             "aes xts",
-            "capi:xts(aes)",        // no IV mode
+            "capi:xts(aes)",         // no IV mode
             "capi:xts(aes-generic)", // dash inside the driver name
             "capi:xts-plain64",
             "capi:xts(aes-plain64",

@@ -91,7 +91,10 @@ fn unpack() -> Option<PathBuf> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIP: could not unpack {} (tar/xz missing?)", tarball.display());
+        eprintln!(
+            "SKIP: could not unpack {} (tar/xz missing?)",
+            tarball.display()
+        );
         let _ = std::fs::remove_dir_all(&dir);
         return None;
     }
@@ -155,7 +158,11 @@ fn cryptsetup_luks1_images_unlock_and_decrypt() {
         let c = SectorCipher::new(&spec, &mk, 512, false).unwrap();
         let mut boot = img[payload..payload + 4096].to_vec();
         c.decrypt(&mut boot, 0).unwrap();
-        assert_eq!(&boot[510..512], &[0x55, 0xaa], "{name}: no boot sector signature");
+        assert_eq!(
+            &boot[510..512],
+            &[0x55, 0xaa],
+            "{name}: no boot sector signature"
+        );
         let fat16_id = &boot[0x27..0x2b];
         let fat32_id = &boot[0x43..0x47];
         let want = 0xDEAD_BABEu32.to_le_bytes();

@@ -9,7 +9,9 @@ use lukskit_format::luks2::{self, KdfParams};
 
 #[test]
 fn compatimage2() {
-    let Some(td) = testdata("compatimage2") else { return };
+    let Some(td) = testdata("compatimage2") else {
+        return;
+    };
     if !have_cryptsetup("compatimage2") {
         return;
     }
@@ -21,16 +23,23 @@ fn compatimage2() {
     assert_eq!(hdr.data_offset().unwrap(), 4194304);
     assert_eq!(hdr.hdr_and_areas_size().unwrap(), 2 * 16384 + 4161536);
     let ks = hdr.keyslots().unwrap();
-    assert!(matches!(&ks[1].kdf, KdfParams::Argon2 { variant, time: 4, memory: 65536, cpus: 2, .. } if variant == "argon2id"));
+    assert!(
+        matches!(&ks[1].kdf, KdfParams::Argon2 { variant, time: 4, memory: 65536, cpus: 2, .. } if variant == "argon2id")
+    );
     assert!(hdr.unknown_requirements().is_empty());
     // First free area after slots 0 (32768+65536) and 1 (98304+65536).
     assert_eq!(hdr.find_keyslot_area(65536).unwrap(), Some(163840));
-    assert_eq!(hdr.find_keyslot_area(hdr.keyslots_size().unwrap()).unwrap(), None);
+    assert_eq!(
+        hdr.find_keyslot_area(hdr.keyslots_size().unwrap()).unwrap(),
+        None
+    );
 }
 
 #[test]
 fn keyslot_unassigned() {
-    let Some(td) = testdata("keyslot_unassigned") else { return };
+    let Some(td) = testdata("keyslot_unassigned") else {
+        return;
+    };
     if !have_cryptsetup("keyslot_unassigned") {
         return;
     }
@@ -49,7 +58,9 @@ fn keyslot_unassigned() {
 
 #[test]
 fn invalid_cipher_image() {
-    let Some(td) = testdata("invalid_cipher") else { return };
+    let Some(td) = testdata("invalid_cipher") else {
+        return;
+    };
     if !have_cryptsetup("invalid_cipher") {
         return;
     }
@@ -65,7 +76,9 @@ fn invalid_cipher_image() {
 
 #[test]
 fn header_requirements_images() {
-    let Some(td) = testdata("header_requirements") else { return };
+    let Some(td) = testdata("header_requirements") else {
+        return;
+    };
     if !have_cryptsetup("header_requirements") {
         return;
     }
@@ -76,8 +89,15 @@ fn header_requirements_images() {
     assert_eq!(hdr.unknown_requirements(), vec!["req0", "req1"]);
     let tokens = hdr.tokens().unwrap();
     assert_eq!(
-        tokens.iter().map(|t| (t.id, t.kind.as_str())).collect::<Vec<_>>(),
-        vec![(0, "user_type"), (1, "luks2-keyring"), (6, "luks2-reserved")]
+        tokens
+            .iter()
+            .map(|t| (t.id, t.kind.as_str()))
+            .collect::<Vec<_>>(),
+        vec![
+            (0, "user_type"),
+            (1, "luks2-keyring"),
+            (6, "luks2-reserved")
+        ]
     );
     let free = check_image(&dir.path("luks2_header_requirements_free"));
     assert!(free.requirements().is_empty() && free.unknown_requirements().is_empty());
@@ -85,7 +105,9 @@ fn header_requirements_images() {
 
 #[test]
 fn mda_images_all_nine_sizes() {
-    let Some(td) = testdata("mda_images") else { return };
+    let Some(td) = testdata("mda_images") else {
+        return;
+    };
     if !have_cryptsetup("mda_images") {
         return;
     }

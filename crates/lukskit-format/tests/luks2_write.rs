@@ -14,12 +14,18 @@ fn copy_image(td: &Path, dir: &TempDir) -> std::path::PathBuf {
 }
 
 fn open_rw(p: &Path) -> std::fs::File {
-    std::fs::OpenOptions::new().read(true).write(true).open(p).unwrap()
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(p)
+        .unwrap()
 }
 
 #[test]
 fn write_bumps_epoch_keeps_salts_and_cryptsetup_agrees() {
-    let Some(td) = testdata("write_epoch") else { return };
+    let Some(td) = testdata("write_epoch") else {
+        return;
+    };
     if !have_cryptsetup("write_epoch") {
         return;
     }
@@ -39,8 +45,14 @@ fn write_bumps_epoch_keeps_salts_and_cryptsetup_agrees() {
     for off in [0usize, 16384] {
         // Same seqid in both copies, salts unchanged, JSON area byte-identical.
         assert_eq!(&after[off + 16..off + 24], &10u64.to_be_bytes());
-        assert_eq!(&after[off + 0x68..off + 0xa8], &before[off + 0x68..off + 0xa8]);
-        assert_eq!(&after[off + 4096..off + 16384], &before[off + 4096..off + 16384]);
+        assert_eq!(
+            &after[off + 0x68..off + 0xa8],
+            &before[off + 0x68..off + 0xa8]
+        );
+        assert_eq!(
+            &after[off + 4096..off + 16384],
+            &before[off + 4096..off + 16384]
+        );
         assert_eq!(&after[off..off + 16], &before[off..off + 16]);
     }
     // Keyslot areas and data untouched.
@@ -53,7 +65,9 @@ fn write_bumps_epoch_keeps_salts_and_cryptsetup_agrees() {
 
 #[test]
 fn damaged_copies_are_reported_and_cryptsetup_agrees() {
-    let Some(td) = testdata("damaged") else { return };
+    let Some(td) = testdata("damaged") else {
+        return;
+    };
     if !have_cryptsetup("damaged") {
         return;
     }
@@ -62,11 +76,11 @@ fn damaged_copies_are_reported_and_cryptsetup_agrees() {
     let pristine = std::fs::read(&orig).unwrap();
     // (byte to flip, which copy is damaged, expected error fragment)
     let cases: [(usize, bool, &str); 5] = [
-        (4096 + 20, false, "checksum"),     // primary JSON
-        (0x18, false, "checksum"),          // primary label (binary)
-        (0, false, "magic"),                // primary magic: secondary found by scanning
+        (4096 + 20, false, "checksum"),        // primary JSON
+        (0x18, false, "checksum"),             // primary label (binary)
+        (0, false, "magic"),                   // primary magic: secondary found by scanning
         (16384 + 4096 + 20, true, "checksum"), // secondary JSON
-        (16384 + 0x48, true, "checksum"),   // secondary checksum_alg byte ('s' -> 'r')
+        (16384 + 0x48, true, "checksum"),      // secondary checksum_alg byte ('s' -> 'r')
     ];
     for (i, (byte, secondary, frag)) in cases.iter().enumerate() {
         let p = dir.path(&format!("case{i}.img"));
@@ -102,10 +116,15 @@ fn damaged_copies_are_reported_and_cryptsetup_agrees() {
     let e = luks2::read(&std::fs::File::open(&p).unwrap()).unwrap_err();
     assert!(e.to_string().contains("not a valid LUKS device"), "{e}");
     assert!(!cs(&["luksDump", p.to_str().unwrap()]).status.success());
-    assert!(!cs(&["isLuks", "--type", "luks2", p.to_str().unwrap()]).status.success() || {
-        // isLuks only checks the primary magic; luksDump above is the real reader check.
-        true
-    });
+    assert!(
+        !cs(&["isLuks", "--type", "luks2", p.to_str().unwrap()])
+            .status
+            .success()
+            || {
+                // isLuks only checks the primary magic; luksDump above is the real reader check.
+                true
+            }
+    );
 
     // Not LUKS at all.
     let z = MemStorage::new(1 << 20);
@@ -115,7 +134,9 @@ fn damaged_copies_are_reported_and_cryptsetup_agrees() {
 
 #[test]
 fn repair_copy_with_write_copy() {
-    let Some(td) = testdata("write_copy") else { return };
+    let Some(td) = testdata("write_copy") else {
+        return;
+    };
     if !have_cryptsetup("write_copy") {
         return;
     }
@@ -135,7 +156,11 @@ fn repair_copy_with_write_copy() {
     let fixed = std::fs::read(&p).unwrap();
     verify_copy_checksum(&fixed, 16384);
     assert_eq!(&fixed[16384 + 16..16384 + 24], &9u64.to_be_bytes());
-    assert_ne!(&fixed[16384 + 0x68..16384 + 0xa8], &old_salt2[..], "fresh salt");
+    assert_ne!(
+        &fixed[16384 + 0x68..16384 + 0xa8],
+        &old_salt2[..],
+        "fresh salt"
+    );
     assert_eq!(luks_dump(&p).header["Epoch"], "9");
 }
 
@@ -151,7 +176,10 @@ impl Storage for CrashStorage {
         self.inner.read_exact_at(buf, offset)
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        let n = self.writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let n = self
+            .writes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            + 1;
         if n >= self.fail_at {
             return Err(std::io::Error::other("simulated crash"));
         }
@@ -172,12 +200,17 @@ fn crash_at_every_write_leaves_a_consistent_header() {
     let dir = TempDir::new("crash");
     let p = copy_image(&td, &dir);
     let image = std::fs::read(&p).unwrap();
-    let base = luks2::read(&MemStorage::from_vec(image.clone())).unwrap().header;
+    let base = luks2::read(&MemStorage::from_vec(image.clone()))
+        .unwrap()
+        .header;
     let old_json = base.to_json_string();
     // The update adds a token, so old and new metadata differ.
     let mut updated = base.clone();
     updated
-        .add_token(None, serde_json::json!({"type": "x-test", "keyslots": ["0"], "v": "a/b"}))
+        .add_token(
+            None,
+            serde_json::json!({"type": "x-test", "keyslots": ["0"], "v": "a/b"}),
+        )
         .unwrap();
     let new_json = updated.to_json_string();
     // Writes: primary bin, primary JSON, primary csum, secondary bin, secondary JSON,
@@ -192,7 +225,11 @@ fn crash_at_every_write_leaves_a_consistent_header() {
         let r = luks2::write(&st, &mut h);
         assert_eq!(r.is_ok(), k == 7, "k={k}");
         let out = luks2::read(&st.inner).unwrap();
-        let (want_seq, want_json) = if k <= 3 { (9, &old_json) } else { (10, &new_json) };
+        let (want_seq, want_json) = if k <= 3 {
+            (9, &old_json)
+        } else {
+            (10, &new_json)
+        };
         assert_eq!(out.header.binary.seqid, want_seq, "k={k}");
         assert_eq!(&out.header.to_json_string(), want_json, "k={k}");
         assert_eq!(out.primary_ok, k >= 4 || k == 1, "k={k}");
@@ -215,9 +252,11 @@ fn cryptsetup_formatted_headers_all_metadata_sizes() {
         return;
     }
     let dir = TempDir::new("formats");
-    for (i, md) in ["16k", "32k", "64k", "128k", "256k", "512k", "1024k", "2048k", "4096k"]
-        .iter()
-        .enumerate()
+    for (i, md) in [
+        "16k", "32k", "64k", "128k", "256k", "512k", "1024k", "2048k", "4096k",
+    ]
+    .iter()
+    .enumerate()
     {
         let sector = ["512", "4096", "1024", "2048"][i % 4];
         let p = format(
@@ -243,7 +282,10 @@ fn cryptsetup_formatted_headers_all_metadata_sizes() {
         assert_eq!(hdr.keyslots_size().unwrap(), 1 << 20);
         assert_eq!(hdr.binary.label, format!("label-{md}"));
         assert_eq!(hdr.binary.subsystem, "sub/system");
-        assert_eq!(hdr.segments().unwrap()[0].sector_size, sector.parse::<u32>().unwrap());
+        assert_eq!(
+            hdr.segments().unwrap()[0].sector_size,
+            sector.parse::<u32>().unwrap()
+        );
         // cryptsetup's data offset: keyslots end rounded up to 1 MiB.
         let end = 2 * kib * 1024 + (1 << 20);
         assert_eq!(hdr.data_offset().unwrap(), end.div_ceil(1 << 20) << 20);
@@ -262,8 +304,21 @@ fn new_header_matches_cryptsetup_format_json() {
     let dir = TempDir::new("newfmt");
     for (md, extra) in [
         ("16k", vec!["--sector-size", "512"]),
-        ("64k", vec!["--sector-size", "4096", "--label", "L", "--subsystem", "S"]),
-        ("4096k", vec!["--cipher", "aes-cbc-essiv:sha256", "--key-size", "256", "--offset", "32768"]),
+        (
+            "64k",
+            vec!["--sector-size", "4096", "--label", "L", "--subsystem", "S"],
+        ),
+        (
+            "4096k",
+            vec![
+                "--cipher",
+                "aes-cbc-essiv:sha256",
+                "--key-size",
+                "256",
+                "--offset",
+                "32768",
+            ],
+        ),
     ] {
         let mut args = vec!["--luks2-metadata-size", md, "--luks2-keyslots-size", "2m"];
         args.extend(extra.iter());
@@ -351,7 +406,11 @@ fn new_header_written_is_accepted_by_cryptsetup() {
     let data = std::fs::read(&p).unwrap();
     verify_copy_checksum(&data, 0);
     verify_copy_checksum(&data, 0x8000);
-    assert_ne!(&data[0x68..0xa8], &data[0x8000 + 0x68..0x8000 + 0xa8], "per-copy salts");
+    assert_ne!(
+        &data[0x68..0xa8],
+        &data[0x8000 + 0x68..0x8000 + 0xa8],
+        "per-copy salts"
+    );
 
     let ps = p.to_str().unwrap();
     assert!(cs(&["isLuks", ps]).status.success());
@@ -385,7 +444,13 @@ fn new_header_written_is_accepted_by_cryptsetup() {
         ps,
         key2.to_str().unwrap(),
     ]);
-    cs_ok(&["open", "--test-passphrase", "--key-file", key2.to_str().unwrap(), ps]);
+    cs_ok(&[
+        "open",
+        "--test-passphrase",
+        "--key-file",
+        key2.to_str().unwrap(),
+        ps,
+    ]);
     let after = check_image(&p);
     assert_eq!(after.binary.seqid, 3);
     assert_eq!(after.keyslot_ids().unwrap(), vec![0]);
@@ -422,7 +487,8 @@ fn mutators_match_cryptsetup_operations() {
     let ks1 = b.keyslot(1).unwrap().unwrap();
     let mut ours = a.clone();
     assert_eq!(
-        ours.find_keyslot_area(Luks2Header::keyslot_area_size(ks1.key_size)).unwrap(),
+        ours.find_keyslot_area(Luks2Header::keyslot_area_size(ks1.key_size))
+            .unwrap(),
         Some(ks1.area_offset)
     );
     ours.add_keyslot(&ks1).unwrap();
@@ -440,14 +506,34 @@ fn mutators_match_cryptsetup_operations() {
     assert_eq!(ours.to_json_string(), c2.to_json_string());
 
     // token add (luks2-keyring) → add_token; token import (custom type) → add_token.
-    cs_ok(&["token", "add", "--key-description", "my:key", "--key-slot", "1", ps]);
+    cs_ok(&[
+        "token",
+        "add",
+        "--key-description",
+        "my:key",
+        "--key-slot",
+        "1",
+        ps,
+    ]);
     let d = check_image(&p);
     let t0 = d.tokens().unwrap().remove(0);
     assert_eq!(ours.add_token(None, t0.json.clone()).unwrap(), 0);
     assert_eq!(ours.to_json_string(), d.to_json_string());
     let tj = dir.path("token.json");
-    std::fs::write(&tj, br#"{"type":"x-custom","keyslots":["0","1"],"blob":{"z":1,"a":[true,null]},"s":"a/b"}"#).unwrap();
-    cs_ok(&["token", "import", "--json-file", tj.to_str().unwrap(), "--token-id", "5", ps]);
+    std::fs::write(
+        &tj,
+        br#"{"type":"x-custom","keyslots":["0","1"],"blob":{"z":1,"a":[true,null]},"s":"a/b"}"#,
+    )
+    .unwrap();
+    cs_ok(&[
+        "token",
+        "import",
+        "--json-file",
+        tj.to_str().unwrap(),
+        "--token-id",
+        "5",
+        ps,
+    ]);
     let e = check_image(&p);
     let t5 = e.tokens().unwrap().into_iter().find(|t| t.id == 5).unwrap();
     assert_eq!(ours.add_token(Some(5), t5.json.clone()).unwrap(), 5);
@@ -474,13 +560,21 @@ fn mutators_match_cryptsetup_operations() {
     luks2::write(&fh, &mut cur).unwrap();
     drop(fh);
     assert_eq!(luks_dump(&p).header["Epoch"], (seq + 1).to_string());
-    cs_ok(&["open", "--test-passphrase", "--key-file", key.to_str().unwrap(), ps]);
+    cs_ok(&[
+        "open",
+        "--test-passphrase",
+        "--key-file",
+        key.to_str().unwrap(),
+        ps,
+    ]);
 }
 
 /// Removing the last keyslot of an unbound digest erases that digest, as cryptsetup does.
 #[test]
 fn remove_unbound_keyslot_erases_its_digest() {
-    let Some(td) = testdata("unbound_kill") else { return };
+    let Some(td) = testdata("unbound_kill") else {
+        return;
+    };
     if !have_cryptsetup("unbound_kill") {
         return;
     }
@@ -521,23 +615,33 @@ fn json_too_large_is_refused() {
     .unwrap();
     let big = "x".repeat(12000);
     let e = h
-        .add_token(None, serde_json::json!({"type": "big", "keyslots": [], "data": big}))
+        .add_token(
+            None,
+            serde_json::json!({"type": "big", "keyslots": [], "data": big}),
+        )
         .unwrap_err();
     assert!(e.to_string().contains("Not enough space"), "{e}");
     assert!(h.tokens().unwrap().is_empty(), "rolled back");
     // Exactly filling the area is allowed by validation but not by the writer (needs a NUL).
     let base = h.to_json_string().len();
-    let overhead = r#","tokens":{"0":{"type":"f","keyslots":[],"d":""}}"#.len() - r#","tokens":{}"#.len();
+    let overhead =
+        r#","tokens":{"0":{"type":"f","keyslots":[],"d":""}}"#.len() - r#","tokens":{}"#.len();
     let fill = 12288 - base - overhead;
-    h.add_token(None, serde_json::json!({"type": "f", "keyslots": [], "d": "y".repeat(fill)}))
-        .unwrap();
+    h.add_token(
+        None,
+        serde_json::json!({"type": "f", "keyslots": [], "d": "y".repeat(fill)}),
+    )
+    .unwrap();
     assert_eq!(h.to_json_string().len(), 12288);
     let st = MemStorage::new(4 << 20);
     let e = luks2::write(&st, &mut h).unwrap_err();
     assert!(e.to_string().contains("too large"), "{e}");
     h.remove_token(0).unwrap();
-    h.add_token(None, serde_json::json!({"type": "f", "keyslots": [], "d": "y".repeat(fill - 1)}))
-        .unwrap();
+    h.add_token(
+        None,
+        serde_json::json!({"type": "f", "keyslots": [], "d": "y".repeat(fill - 1)}),
+    )
+    .unwrap();
     luks2::write(&st, &mut h).unwrap();
     let back = luks2::read(&st).unwrap();
     assert_eq!(back.header.to_json_string(), h.to_json_string());

@@ -29,16 +29,18 @@ pub fn header_backup(device: &str, header: Option<&str>, backup: &str) -> Result
     let avail = vol.dev.size().unwrap_or(0).min(len);
     vol.dev
         .read_exact_at(&mut buf[..avail as usize], 0)
-        .map_err(|e| VolumeError::device(format!("Cannot read header from {}: {e}.", vol.dev.path())))?;
+        .map_err(|e| {
+            VolumeError::device(format!("Cannot read header from {}: {e}.", vol.dev.path()))
+        })?;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o400)
         .open(backup)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => {
-                VolumeError::busy(format!("Requested header backup file {backup} already exists."))
-            }
+            std::io::ErrorKind::AlreadyExists => VolumeError::busy(format!(
+                "Requested header backup file {backup} already exists."
+            )),
             _ => VolumeError::io("Creating header backup file", backup, &e),
         })?;
     f.write_all(&buf)
@@ -59,8 +61,13 @@ pub struct BackupImage {
 
 /// Read and validate a header backup file.
 pub fn read_backup(backup: &str) -> Result<BackupImage> {
-    let bytes = std::fs::read(backup).map_err(|e| VolumeError::io("Reading header backup file", backup, &e))?;
-    let invalid = || VolumeError::invalid(format!("Backup file {backup} doesn't contain valid LUKS header."));
+    let bytes = std::fs::read(backup)
+        .map_err(|e| VolumeError::io("Reading header backup file", backup, &e))?;
+    let invalid = || {
+        VolumeError::invalid(format!(
+            "Backup file {backup} doesn't contain valid LUKS header."
+        ))
+    };
     let version = detect(&bytes).ok_or_else(invalid)?;
     let mem = MemStorage::from_vec(bytes.clone());
     let (len, data_offset) = match version {

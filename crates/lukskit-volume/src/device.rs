@@ -150,7 +150,9 @@ impl Device {
 
     /// Grow a regular file to at least `len` bytes (detached header files).
     pub fn ensure_len(&self, len: u64) -> Result<()> {
-        let cur = self.size().map_err(|e| VolumeError::io("Reading", &self.path, &e))?;
+        let cur = self
+            .size()
+            .map_err(|e| VolumeError::io("Reading", &self.path, &e))?;
         if cur < len && !self.is_block_device() {
             self.file
                 .set_len(len)

@@ -91,7 +91,9 @@ pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
     let spec = CipherSpec::parse(&p.cipher)?;
     let key_bits = p.key_size_bits.unwrap_or_else(|| default_key_bits(&spec));
     if key_bits == 0 || key_bits % 8 != 0 {
-        return Err(VolumeError::invalid("Key size in bits must be a multiple of 8 bits"));
+        return Err(VolumeError::invalid(
+            "Key size in bits must be a multiple of 8 bits",
+        ));
     }
     let key_len = (key_bits / 8) as usize;
     let vk = match &p.volume_key {
@@ -141,7 +143,9 @@ fn format_luks1(
     passphrase: &[u8],
 ) -> Result<FormatOutcome> {
     if p.label.is_some() || p.subsystem.is_some() {
-        return Err(VolumeError::invalid("Label and subsystem are supported only for LUKS2."));
+        return Err(VolumeError::invalid(
+            "Label and subsystem are supported only for LUKS2.",
+        ));
     }
     if let Some(s) = p.sector_size {
         if s != 512 {
@@ -152,23 +156,42 @@ fn format_luks1(
     let (name, mode) = spec.luks1_parts()?;
     let hash = p.pbkdf.hash()?;
     let offset = match p.offset_sectors {
-        Some(o) => Some(u32::try_from(o).map_err(|_| VolumeError::invalid("Offset is too large for LUKS1."))?),
+        Some(o) => Some(
+            u32::try_from(o).map_err(|_| VolumeError::invalid("Offset is too large for LUKS1."))?,
+        ),
         None => None,
     };
     let detached = p.header.is_some();
-    let (slots, payload) = Luks1Header::layout(vk.len() as u32, DEFAULT_ALIGN_SECTORS, offset, detached);
+    let (slots, payload) =
+        Luks1Header::layout(vk.len() as u32, DEFAULT_ALIGN_SECTORS, offset, detached);
     let digest_iters = p.pbkdf.digest_iterations(vk.len())?;
     let (mk_digest, mk_salt) = luks1_keys::make_digest(hash, vk.as_bytes(), digest_iters)?;
     let mut hdr = Luks1Header::new(
-        &name, &mode, hash.name(), vk.len() as u32, payload, slots, mk_digest, mk_salt, digest_iters, uuid,
+        &name,
+        &mode,
+        hash.name(),
+        vk.len() as u32,
+        payload,
+        slots,
+        mk_digest,
+        mk_salt,
+        digest_iters,
+        uuid,
     );
     if !detached && payload != 0 {
         let end = hdr.keyslots_end_bytes();
         if u64::from(payload) * 512 < end {
-            return Err(VolumeError::invalid("Data offset is too small for the LUKS1 keyslots."));
+            return Err(VolumeError::invalid(
+                "Data offset is too small for the LUKS1 keyslots.",
+            ));
         }
     }
-    let header_end = if detached { hdr.keyslots_end_bytes() } else { u64::from(payload) * 512 }.max(hdr.keyslots_end_bytes());
+    let header_end = if detached {
+        hdr.keyslots_end_bytes()
+    } else {
+        u64::from(payload) * 512
+    }
+    .max(hdr.keyslots_end_bytes());
     let warning = too_small_warning(dev, &p.device, u64::from(payload) * 512, detached);
     dev.ensure_len(header_end)?;
     // Wipe the header area, then fill every keyslot's material area with random data.
@@ -187,7 +210,10 @@ fn format_luks1(
         _ => unreachable!("LUKS1 resolves only PBKDF2"),
     };
     luks1_keys::store(dev, &mut hdr, slot, vk, passphrase, iterations)?;
-    Ok(FormatOutcome { keyslot: slot, warning })
+    Ok(FormatOutcome {
+        keyslot: slot,
+        warning,
+    })
 }
 
 fn block_sector_size(dev: &Device) -> Option<u32> {
@@ -199,10 +225,20 @@ fn block_sector_size(dev: &Device) -> Option<u32> {
     let mut physical: libc::c_uint = 0;
     // SAFETY: BLKSSZGET/BLKPBSZGET write one integer into the pointed-to, live local.
     unsafe {
-        if libc::ioctl(dev.file().as_raw_fd(), 0x1268 /* BLKSSZGET */, &mut logical) != 0 {
+        if libc::ioctl(
+            dev.file().as_raw_fd(),
+            0x1268, /* BLKSSZGET */
+            &mut logical,
+        ) != 0
+        {
             return None;
         }
-        if libc::ioctl(dev.file().as_raw_fd(), 0x8008_127b /* BLKPBSZGET */, &mut physical) != 0 {
+        if libc::ioctl(
+            dev.file().as_raw_fd(),
+            0x8008_127b, /* BLKPBSZGET */
+            &mut physical,
+        ) != 0
+        {
             physical = 0;
         }
     }
@@ -224,14 +260,19 @@ fn format_luks2(
     }
     for (what, v) in [("label", &p.label), ("subsystem", &p.subsystem)] {
         if v.as_ref().is_some_and(|s| s.len() > 47) {
-            return Err(VolumeError::invalid(format!("LUKS2 {what} is too long (at most 47 characters).")));
+            return Err(VolumeError::invalid(format!(
+                "LUKS2 {what} is too long (at most 47 characters)."
+            )));
         }
     }
-    let max_keyslots_size = |data_offset: u64| data_offset.saturating_sub(2 * metadata_size) / 4096 * 4096;
+    let max_keyslots_size =
+        |data_offset: u64| data_offset.saturating_sub(2 * metadata_size) / 4096 * 4096;
     let offset_bytes = p.offset_sectors.map(|o| o * 512);
     if let Some(o) = offset_bytes {
         if o % 4096 != 0 && p.offset_sectors.unwrap() % 8 != 0 {
-            return Err(VolumeError::invalid("Requested data offset must be aligned to 4096 bytes (8 sectors)."));
+            return Err(VolumeError::invalid(
+                "Requested data offset must be aligned to 4096 bytes (8 sectors).",
+            ));
         }
     }
     let mut keyslots_size = match p.keyslots_size {
@@ -300,10 +341,19 @@ fn format_luks2(
     })?;
     let areas_end = 2 * metadata_size + keyslots_size;
     let warning = too_small_warning(dev, &p.device, data_offset, detached);
-    dev.ensure_len(if detached { areas_end } else { areas_end.max(data_offset) })?;
+    dev.ensure_len(if detached {
+        areas_end
+    } else {
+        areas_end.max(data_offset)
+    })?;
     // cryptsetup: zero the metadata (up to the data offset, at most 8 MiB + 128 MiB), then
     // fill the keyslots area with random data.
-    let zero_end = if detached { areas_end } else { data_offset.max(areas_end) }.min(8 * 1024 * 1024 + 128 * 1024 * 1024);
+    let zero_end = if detached {
+        areas_end
+    } else {
+        data_offset.max(areas_end)
+    }
+    .min(8 * 1024 * 1024 + 128 * 1024 * 1024);
     wipe::zero(dev, 0, zero_end)?;
     wipe::random(dev, 2 * metadata_size, keyslots_size)?;
     luks2_keys::write_header(dev, &mut hdr)?;
@@ -325,5 +375,8 @@ fn format_luks2(
             digest: 0,
         },
     )?;
-    Ok(FormatOutcome { keyslot: slot, warning })
+    Ok(FormatOutcome {
+        keyslot: slot,
+        warning,
+    })
 }

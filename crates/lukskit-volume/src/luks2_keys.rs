@@ -119,7 +119,12 @@ pub fn open_keyslot(
         return Ok(None);
     };
     let pbkdf = pbkdf_of(&ks.kdf)?;
-    let dk = kdf::derive(&pbkdf, passphrase, salt_of(&ks.kdf), ks.area_key_size as usize)?;
+    let dk = kdf::derive(
+        &pbkdf,
+        passphrase,
+        salt_of(&ks.kdf),
+        ks.area_key_size as usize,
+    )?;
     let key_len = ks.key_size as usize;
     let size = af::split_size_bytes(key_len, ks.af_stripes);
     if size as u64 > ks.area_size {
@@ -134,7 +139,12 @@ pub fn open_keyslot(
     let spec = CipherSpec::parse(&ks.area_encryption)?;
     let cipher = SectorCipher::new(&spec, dk.as_bytes(), 512, false)?;
     cipher.decrypt(material.as_mut_bytes(), 0)?;
-    let vk = af::merge(material.as_bytes(), key_len, ks.af_stripes, hash(&ks.af_hash)?)?;
+    let vk = af::merge(
+        material.as_bytes(),
+        key_len,
+        ks.af_stripes,
+        hash(&ks.af_hash)?,
+    )?;
     if digest_matches(&digest, vk.as_bytes())? {
         Ok(Some(vk))
     } else {
@@ -195,7 +205,13 @@ pub fn unlock(
     }
     let mut candidates: Vec<&Keyslot> = keyslots
         .iter()
-        .filter(|k| if unbound { is_unbound(k.id) } else { is_bound(k.id) })
+        .filter(|k| {
+            if unbound {
+                is_unbound(k.id)
+            } else {
+                is_bound(k.id)
+            }
+        })
         .filter(|k| priority(k) > 0)
         .collect();
     if candidates.is_empty() {
@@ -254,9 +270,9 @@ pub fn store(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Res
         None => keyslot_cipher(hdr, key_len)?,
     };
     let area_size = Luks2Header::keyslot_area_size(key_len as u32);
-    let area_offset = hdr.find_keyslot_area(area_size)?.ok_or_else(|| {
-        VolumeError::invalid("No space for new keyslot.")
-    })?;
+    let area_offset = hdr
+        .find_keyslot_area(area_size)?
+        .ok_or_else(|| VolumeError::invalid("No space for new keyslot."))?;
     let salt = lukskit_crypto::random::bytes(32)?;
     let kdf_params = match &p.pbkdf {
         Pbkdf::Pbkdf2 { hash, iterations } => KdfParams::Pbkdf2 {

@@ -82,7 +82,9 @@ impl PbkdfOptions {
                     .min(kdf::ARGON2_MAX_PARALLEL);
                 let (time, memory_kib) = match self.force_iterations {
                     Some(t) => (t, max_memory),
-                    None => kdf::benchmark_argon2(variant, iter_time, max_memory, parallel, key_len)?,
+                    None => {
+                        kdf::benchmark_argon2(variant, iter_time, max_memory, parallel, key_len)?
+                    }
                 };
                 Pbkdf::Argon2 {
                     variant,
@@ -95,9 +97,9 @@ impl PbkdfOptions {
                 return Err(VolumeError::invalid(format!("Unknown PBKDF type {other}.")));
             }
         };
-        pbkdf.check_limits().map_err(|e| {
-            VolumeError::invalid(format!("Invalid PBKDF parameters: {e}."))
-        })?;
+        pbkdf
+            .check_limits()
+            .map_err(|e| VolumeError::invalid(format!("Invalid PBKDF parameters: {e}.")))?;
         Ok(pbkdf)
     }
 
@@ -107,7 +109,9 @@ impl PbkdfOptions {
         if self.force_iterations.is_some() {
             return Ok(kdf::PBKDF2_MIN_ITERATIONS);
         }
-        Ok(kdf::pbkdf2_iterations_for(self.hash()?, key_len, DIGEST_ITER_TIME_MS)?
-            .max(kdf::PBKDF2_MIN_ITERATIONS))
+        Ok(
+            kdf::pbkdf2_iterations_for(self.hash()?, key_len, DIGEST_ITER_TIME_MS)?
+                .max(kdf::PBKDF2_MIN_ITERATIONS),
+        )
     }
 }

@@ -64,7 +64,8 @@ impl Volume {
     pub fn load(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
         let hdr_path = header.unwrap_or(device);
         let dev = Device::open(hdr_path, access)?;
-        let not_luks = || VolumeError::invalid(format!("Device {hdr_path} is not a valid LUKS device."));
+        let not_luks =
+            || VolumeError::invalid(format!("Device {hdr_path} is not a valid LUKS device."));
         let mut first = [0u8; 8];
         dev.read_exact_at(&mut first, 0).map_err(|_| not_luks())?;
         let (loaded, copies) = match detect(&first) {
@@ -224,7 +225,9 @@ impl Volume {
         if ok {
             Ok(())
         } else {
-            Err(VolumeError::permission("Volume key does not match the volume."))
+            Err(VolumeError::permission(
+                "Volume key does not match the volume.",
+            ))
         }
     }
 
@@ -288,7 +291,8 @@ impl Volume {
                         VolumeError::invalid("No free digest slot for an unbound key.")
                     })?;
                     let iters = pbkdf.digest_iterations(key.len())?;
-                    let d = luks2_keys::make_digest(id, pbkdf.hash()?, key.as_bytes(), iters, vec![])?;
+                    let d =
+                        luks2_keys::make_digest(id, pbkdf.hash()?, key.as_bytes(), iters, vec![])?;
                     h.add_digest(&d)?;
                     id
                 } else {
@@ -322,7 +326,9 @@ impl Volume {
             return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
         }
         if !self.keyslot_active(slot)? {
-            return Err(VolumeError::invalid(format!("Keyslot {slot} is not active.")));
+            return Err(VolumeError::invalid(format!(
+                "Keyslot {slot} is not active."
+            )));
         }
         self.check_requirements_for_write()?;
         match &mut self.header {

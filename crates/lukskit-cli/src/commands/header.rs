@@ -71,7 +71,13 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
             match vol.unlock(pass.as_bytes(), o.key_slot, o.unbound) {
                 Ok((_, vk)) => {
                     let payload = vol.data_offset()? / 512;
-                    let text = dump::volume_key(device, &vol.cipher_spec()?, payload, vol.uuid(), vk.as_bytes());
+                    let text = dump::volume_key(
+                        device,
+                        &vol.cipher_spec()?,
+                        payload,
+                        vol.uuid(),
+                        vk.as_bytes(),
+                    );
                     if let Some(path) = &o.volume_key_file {
                         let head: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
                         write_key_file(path, vk.as_bytes())?;
@@ -96,13 +102,19 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
     match &vol.header {
         Header::Luks1(h) => {
             if o.dump_json_metadata {
-                return Err(VolumeError::invalid("JSON metadata dump is available only for LUKS2."));
+                return Err(VolumeError::invalid(
+                    "JSON metadata dump is available only for LUKS2.",
+                ));
             }
             print!("{}", dump::luks1(vol.dev.path(), h));
         }
         Header::Luks2(h) => {
             if o.dump_json_metadata {
-                println!("{}", dump::json_pretty(&serde_json::Value::Object(h.json.clone())));
+                // cryptsetup prints the JSON without a final newline.
+                print!(
+                    "{}",
+                    dump::json_pretty(&serde_json::Value::Object(h.json.clone()))
+                );
             } else {
                 print!("{}", dump::luks2(h)?);
             }

@@ -53,7 +53,9 @@ pub fn open(o: &Opts, args: &[String]) -> Result<()> {
     }
     if let Some(t) = o.r#type.as_deref() {
         if !matches!(t, "luks" | "luks1" | "luks2") {
-            return Err(VolumeError::invalid(format!("Device type {t} is not supported yet.")));
+            return Err(VolumeError::invalid(format!(
+                "Device type {t} is not supported yet."
+            )));
         }
     }
     let device = &args[0];
@@ -114,14 +116,26 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         SecretBuf::random((bits / 8) as usize)?
     } else {
         let src = existing_key_source(o, None);
-        let (_, vk, _) =
-            unlock_with_tries(&vol, o, &src, "Enter any existing passphrase: ", None, false)?;
+        let (_, vk, _) = unlock_with_tries(
+            &vol,
+            o,
+            &src,
+            "Enter any existing passphrase: ",
+            None,
+            false,
+        )?;
         vk
     };
     let new_src = new_key_source(o, args.get(1));
     let verify = o.verify_passphrase || !o.batch_mode;
     let new_pass = input::get_secret(&new_src, "Enter new passphrase for key slot: ", verify)?;
-    let slot = vol.add_keyslot(&key, new_pass.as_bytes(), new_slot, &pbkdf_options(o), o.unbound)?;
+    let slot = vol.add_keyslot(
+        &key,
+        new_pass.as_bytes(),
+        new_slot,
+        &pbkdf_options(o),
+        o.unbound,
+    )?;
     if o.verbose {
         println!("Key slot {slot} created.");
     }
@@ -134,8 +148,14 @@ pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
     let device = &args[0];
     let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
     let src = existing_key_source(o, args.get(1));
-    let (slot, _vk, _) =
-        unlock_with_tries(&vol, o, &src, "Enter passphrase to be deleted: ", o.key_slot, false)?;
+    let (slot, _vk, _) = unlock_with_tries(
+        &vol,
+        o,
+        &src,
+        "Enter passphrase to be deleted: ",
+        o.key_slot,
+        false,
+    )?;
     if o.verbose {
         println!("Key slot {slot} selected for deletion.");
     }
@@ -156,8 +176,14 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     let device = &args[0];
     let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
     let src = existing_key_source(o, None);
-    let (old_slot, vk, _) =
-        unlock_with_tries(&vol, o, &src, "Enter passphrase to be changed: ", o.key_slot, false)?;
+    let (old_slot, vk, _) = unlock_with_tries(
+        &vol,
+        o,
+        &src,
+        "Enter passphrase to be changed: ",
+        o.key_slot,
+        false,
+    )?;
     let new_src = new_key_source(o, args.get(1));
     let verify = o.verify_passphrase || !o.batch_mode;
     let new_pass = input::get_secret(&new_src, "Enter new passphrase: ", verify)?;
@@ -167,7 +193,13 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     };
     match target {
         Some(new_slot) => {
-            let s = vol.add_keyslot(&vk, new_pass.as_bytes(), Some(new_slot), &pbkdf_options(o), false)?;
+            let s = vol.add_keyslot(
+                &vk,
+                new_pass.as_bytes(),
+                Some(new_slot),
+                &pbkdf_options(o),
+                false,
+            )?;
             vol.kill_keyslot(old_slot)?;
             if o.verbose {
                 println!("Key slot {old_slot} changed to {s}.");
@@ -176,7 +208,13 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
         None => {
             // No free keyslot: replace in place, as cryptsetup does.
             vol.kill_keyslot(old_slot)?;
-            vol.add_keyslot(&vk, new_pass.as_bytes(), Some(old_slot), &pbkdf_options(o), false)?;
+            vol.add_keyslot(
+                &vk,
+                new_pass.as_bytes(),
+                Some(old_slot),
+                &pbkdf_options(o),
+                false,
+            )?;
         }
     }
     Ok(())
@@ -188,7 +226,9 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
     let device = &args[0];
     let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
     if vol.type_name() != "LUKS2" {
-        return Err(VolumeError::invalid("Invalid LUKS type, only luks2 is supported."));
+        return Err(VolumeError::invalid(
+            "Invalid LUKS type, only luks2 is supported.",
+        ));
     }
     let src = existing_key_source(o, args.get(1));
     let (old_slot, vk, pass) = unlock_with_tries(
@@ -206,7 +246,13 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
         }
         Err(_) => {
             vol.kill_keyslot(old_slot)?;
-            vol.add_keyslot(&vk, pass.as_bytes(), Some(old_slot), &pbkdf_options(o), false)?;
+            vol.add_keyslot(
+                &vk,
+                pass.as_bytes(),
+                Some(old_slot),
+                &pbkdf_options(o),
+                false,
+            )?;
         }
     }
     Ok(())
@@ -224,7 +270,9 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
         return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
     }
     if !vol.keyslot_active(slot)? {
-        return Err(VolumeError::invalid(format!("Keyslot {slot} is not active.")));
+        return Err(VolumeError::invalid(format!(
+            "Keyslot {slot} is not active."
+        )));
     }
     let last = vol.active_keyslots()?.len() == 1;
     // Without -q cryptsetup asks for a remaining passphrase (or key file) first, so that a
@@ -237,7 +285,14 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
             )?;
         } else {
             let src = existing_key_source(o, None);
-            unlock_with_tries(&vol, o, &src, "Enter any remaining passphrase: ", None, false)?;
+            unlock_with_tries(
+                &vol,
+                o,
+                &src,
+                "Enter any remaining passphrase: ",
+                None,
+                false,
+            )?;
         }
     }
     vol.kill_keyslot(slot)

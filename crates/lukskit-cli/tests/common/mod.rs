@@ -23,7 +23,11 @@ impl Run {
     }
     /// Panic with the output unless the exit code is 0.
     pub fn ok(self, what: &str) -> Run {
-        assert_eq!(self.code, 0, "{what} failed: stdout={} stderr={}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code, 0,
+            "{what} failed: stdout={} stderr={}",
+            self.stdout, self.stderr
+        );
         self
     }
 }
@@ -32,7 +36,9 @@ fn run(mut cmd: Command, stdin: &[u8], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn");
     {
         let mut si = child.stdin.take().unwrap();
@@ -55,7 +61,11 @@ pub fn lukskit_env(args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Run {
 
 /// Path of real cryptsetup, if installed.
 pub fn cryptsetup_path() -> Option<PathBuf> {
-    for p in ["/usr/sbin/cryptsetup", "/sbin/cryptsetup", "/usr/bin/cryptsetup"] {
+    for p in [
+        "/usr/sbin/cryptsetup",
+        "/sbin/cryptsetup",
+        "/usr/bin/cryptsetup",
+    ] {
         if Path::new(p).exists() {
             return Some(PathBuf::from(p));
         }
@@ -103,7 +113,11 @@ pub fn need_testdata(test: &str) -> Option<PathBuf> {
 /// Decompress `name.xz` from the test data into `dir/out`.
 pub fn unxz(td: &Path, name: &str, dir: &Path, out: &str) -> PathBuf {
     let dest = dir.join(out);
-    let o = Command::new("xz").arg("-dc").arg(td.join(name)).output().expect("xz");
+    let o = Command::new("xz")
+        .arg("-dc")
+        .arg(td.join(name))
+        .output()
+        .expect("xz");
     assert!(o.status.success(), "xz -dc {name} failed");
     std::fs::write(&dest, o.stdout).unwrap();
     dest
@@ -155,7 +169,10 @@ pub fn volume_key_with(tool: &str, img: &str, keyfile: &str, extra: &[&str]) -> 
 
 /// A fresh temporary directory.
 pub fn tmp() -> tempfile::TempDir {
-    tempfile::Builder::new().prefix("lukskit-test").tempdir().unwrap()
+    tempfile::Builder::new()
+        .prefix("lukskit-test")
+        .tempdir()
+        .unwrap()
 }
 
 /// Write `content` to `dir/name` and return the path as a String.

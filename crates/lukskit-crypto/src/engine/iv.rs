@@ -131,9 +131,7 @@ impl IvKind {
                 IvKind::Eboiv
             }
             "lmk" | "tcw" | "random" | "elephant" => {
-                return Err(CryptoError::Unsupported(format!(
-                    "IV generator '{ivmode}'"
-                )))
+                return Err(CryptoError::Unsupported(format!("IV generator '{ivmode}'")))
             }
             other => {
                 return Err(CryptoError::Unsupported(format!(
@@ -193,7 +191,10 @@ mod tests {
     #[test]
     fn resolve_rules() {
         use CipherAlg::*;
-        assert_eq!(IvKind::resolve(Some("lmk"), None, Aes, 0, 16).unwrap(), IvKind::None);
+        assert_eq!(
+            IvKind::resolve(Some("lmk"), None, Aes, 0, 16).unwrap(),
+            IvKind::None
+        );
         assert!(IvKind::resolve(None, None, Aes, 16, 16).is_err());
         assert!(IvKind::resolve(Some("essiv"), Some("sha256"), Aes, 16, 16).is_ok());
         assert!(IvKind::resolve(Some("essiv"), Some("sha512"), Aes, 16, 16).is_err());

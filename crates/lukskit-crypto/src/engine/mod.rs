@@ -16,11 +16,11 @@ mod cipher;
 mod iv;
 mod modes;
 
-use crate::spec::CipherSpec;
-use crate::{CryptoError, Result};
 use self::cipher::{BlockCipher, CipherAlg};
 use self::iv::IvKind;
 use self::modes::{Mode, ModeKind, Scratch, SCRATCH};
+use crate::spec::CipherSpec;
+use crate::{CryptoError, Result};
 use rayon::prelude::*;
 use std::fmt;
 use zeroize::{Zeroize, Zeroizing};

@@ -131,8 +131,14 @@ pub(crate) enum Mode {
     Ecb(BlockCipher),
     Cbc(BlockCipher),
     Ctr(BlockCipher),
-    Xts { data: BlockCipher, tweak: BlockCipher },
-    Lrw { data: BlockCipher, tweak: LrwKey },
+    Xts {
+        data: BlockCipher,
+        tweak: BlockCipher,
+    },
+    Lrw {
+        data: BlockCipher,
+        tweak: LrwKey,
+    },
 }
 
 impl Mode {
@@ -422,9 +428,17 @@ mod tests {
         let mut scratch = [0u8; SCRATCH];
         let mut buf = pt.to_vec();
         m.encrypt(iv, &mut buf, &mut scratch);
-        assert_eq!(hex::encode(&buf), hex::encode(ct), "{kind:?} {alg:?} encrypt");
+        assert_eq!(
+            hex::encode(&buf),
+            hex::encode(ct),
+            "{kind:?} {alg:?} encrypt"
+        );
         m.decrypt(iv, &mut buf, &mut scratch);
-        assert_eq!(hex::encode(&buf), hex::encode(pt), "{kind:?} {alg:?} decrypt");
+        assert_eq!(
+            hex::encode(&buf),
+            hex::encode(pt),
+            "{kind:?} {alg:?} decrypt"
+        );
     }
 
     /// IEEE P1619/D16 Annex B vectors 1–3 (golang.org/x/crypto xts_test.go; the data-unit
@@ -546,13 +560,48 @@ mod tests {
     fn lrw_aes_vectors() {
         let pt = h("30313233343536373839414243444546");
         let cases = [
-            ("4562ac25f828176d4c268414b5680185", "258e2a05e73e9d03ee5a830ccc094c87", "00000000000000000000000000000001", "f1b273cd65a3df5fe95d489254634eb8"),
-            ("59704714f557478cd779e80f54887944", "0d48f0b7b15a53ea1caa6b29c2cafbaf", "00000000000000000000000000000002", "00c82bae95bbcde5274f0769b260e136"),
-            ("d82a9134b26a565030fe69e2377f9847", "cdf90b160c648fb6b00d0d1bae85871f", "00000000000000000000000200000000", "76322183ed8ff182f9596203690e5e01"),
-            ("0f6aeff8d3d2bb152583f73c1f012874cac6bc354d4a6554", "90ae61cf7baebdccade494c54a29ae70", "00000000000000000000000000000001", "9c0f152f55a2d8f0d67b8f9e2822bc41"),
-            ("8ad4ee102fbd81fff886ceac93c5adc6a01907c09df7bbdd", "5213b2b7f0ff11d8d608d0cd2eb1176f", "00000000000000000000000200000000", "d4276a7f14913d65c860480287e33406"),
-            ("f8d476ffd646ee6c2384cb1c77d6195dfef1a9f37bbc8d21a79c21f8cb900289", "a845348ec8c5b5f126f50e76fefd1b1e", "00000000000000000000000000000001", "bd06b8e1db98899ec498e491cf1c702b"),
-            ("fb7615b23d80891dd470980bc79584c8b2fb64ce6097878d17fce45a49e830b7", "6e7817e72d5e12d46064047af12f9e0c", "00000000000000000000000200000000", "5b908ec1abdd675f3d698a9553c89ce5"),
+            (
+                "4562ac25f828176d4c268414b5680185",
+                "258e2a05e73e9d03ee5a830ccc094c87",
+                "00000000000000000000000000000001",
+                "f1b273cd65a3df5fe95d489254634eb8",
+            ),
+            (
+                "59704714f557478cd779e80f54887944",
+                "0d48f0b7b15a53ea1caa6b29c2cafbaf",
+                "00000000000000000000000000000002",
+                "00c82bae95bbcde5274f0769b260e136",
+            ),
+            (
+                "d82a9134b26a565030fe69e2377f9847",
+                "cdf90b160c648fb6b00d0d1bae85871f",
+                "00000000000000000000000200000000",
+                "76322183ed8ff182f9596203690e5e01",
+            ),
+            (
+                "0f6aeff8d3d2bb152583f73c1f012874cac6bc354d4a6554",
+                "90ae61cf7baebdccade494c54a29ae70",
+                "00000000000000000000000000000001",
+                "9c0f152f55a2d8f0d67b8f9e2822bc41",
+            ),
+            (
+                "8ad4ee102fbd81fff886ceac93c5adc6a01907c09df7bbdd",
+                "5213b2b7f0ff11d8d608d0cd2eb1176f",
+                "00000000000000000000000200000000",
+                "d4276a7f14913d65c860480287e33406",
+            ),
+            (
+                "f8d476ffd646ee6c2384cb1c77d6195dfef1a9f37bbc8d21a79c21f8cb900289",
+                "a845348ec8c5b5f126f50e76fefd1b1e",
+                "00000000000000000000000000000001",
+                "bd06b8e1db98899ec498e491cf1c702b",
+            ),
+            (
+                "fb7615b23d80891dd470980bc79584c8b2fb64ce6097878d17fce45a49e830b7",
+                "6e7817e72d5e12d46064047af12f9e0c",
+                "00000000000000000000000200000000",
+                "5b908ec1abdd675f3d698a9553c89ce5",
+            ),
         ];
         for (k1, k2, iv, ct) in cases {
             let key = [h(k1), h(k2)].concat();
@@ -579,8 +628,16 @@ mod tests {
         let key = [7u8; 32];
         let k2 = u128::from_be_bytes([7u8; 16]);
         let m = Mode::new(ModeKind::Lrw, CipherAlg::Aes, &key).unwrap();
-        let Mode::Lrw { data, .. } = &m else { unreachable!() };
-        for start in [0u128, 0xffff_fffd, (1u128 << 64) - 3, u128::MAX - 2, 0x1234_5678_9abc_def0_0fed_cba9_8765_4321] {
+        let Mode::Lrw { data, .. } = &m else {
+            unreachable!()
+        };
+        for start in [
+            0u128,
+            0xffff_fffd,
+            (1u128 << 64) - 3,
+            u128::MAX - 2,
+            0x1234_5678_9abc_def0_0fed_cba9_8765_4321,
+        ] {
             let mut buf = [0u8; 96];
             let mut scratch = [0u8; SCRATCH];
             m.encrypt(&start.to_be_bytes(), &mut buf, &mut scratch);

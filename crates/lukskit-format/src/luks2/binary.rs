@@ -79,7 +79,11 @@ impl BinaryHeader {
                 "LUKS2 binary header is truncated.".into(),
             ));
         }
-        let magic = if secondary { MAGIC_SECONDARY } else { MAGIC_PRIMARY };
+        let magic = if secondary {
+            MAGIC_SECONDARY
+        } else {
+            MAGIC_PRIMARY
+        };
         if bytes[OFF_MAGIC..OFF_MAGIC + 6] != magic {
             return Err(FormatError::NotLuks(format!(
                 "No LUKS2 {} header magic.",
@@ -128,7 +132,11 @@ impl BinaryHeader {
     /// fields are written as they are, including `hdr_offset` and `csum`.
     pub fn to_bytes(&self, secondary: bool) -> Vec<u8> {
         let mut b = vec![0u8; BINARY_HEADER_SIZE];
-        let magic = if secondary { MAGIC_SECONDARY } else { MAGIC_PRIMARY };
+        let magic = if secondary {
+            MAGIC_SECONDARY
+        } else {
+            MAGIC_PRIMARY
+        };
         b[OFF_MAGIC..OFF_MAGIC + 6].copy_from_slice(&magic);
         b[OFF_VERSION..OFF_VERSION + 2].copy_from_slice(&self.version.to_be_bytes());
         b[OFF_HDR_SIZE..OFF_HDR_SIZE + 8].copy_from_slice(&self.hdr_size.to_be_bytes());
@@ -146,8 +154,9 @@ impl BinaryHeader {
 
 /// The checksum algorithm of a header, as a hash usable for `hdr_checksum_calculate`.
 pub(crate) fn checksum_hash(alg: &str) -> Result<HashAlg> {
-    HashAlg::from_name(alg)
-        .map_err(|_| FormatError::Unsupported(format!("Unsupported LUKS2 checksum algorithm {alg}.")))
+    HashAlg::from_name(alg).map_err(|_| {
+        FormatError::Unsupported(format!("Unsupported LUKS2 checksum algorithm {alg}."))
+    })
 }
 
 /// `hdr_checksum_calculate`: hash of the 4096-byte binary header with the checksum field
@@ -217,7 +226,10 @@ mod tests {
         s.label = "x".repeat(60);
         let b = s.to_bytes(false);
         assert_eq!(b[0x18 + 47], 0);
-        assert_eq!(BinaryHeader::parse(&b, false).unwrap().label, "x".repeat(47));
+        assert_eq!(
+            BinaryHeader::parse(&b, false).unwrap().label,
+            "x".repeat(47)
+        );
     }
 
     #[test]

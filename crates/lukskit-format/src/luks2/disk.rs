@@ -70,7 +70,13 @@ fn read_at(storage: &dyn Storage, len: usize, offset: u64) -> std::io::Result<Ve
 fn read_copy(storage: &dyn Storage, offset: u64, secondary: bool) -> Copy {
     let bin_bytes = match read_at(storage, BINARY_HEADER_SIZE, offset) {
         Ok(b) => b,
-        Err(e) => return Copy::failed(State::FailIo, format!("read error at offset {offset}: {e}"), false),
+        Err(e) => {
+            return Copy::failed(
+                State::FailIo,
+                format!("read error at offset {offset}: {e}"),
+                false,
+            )
+        }
     };
     let magic_seen = bin_bytes[..6]
         == if secondary {
@@ -183,7 +189,10 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
     };
 
     if p.state == State::Ok && s.state == State::Ok {
-        let (ps, ss) = (p.bin.as_ref().map_or(0, |b| b.seqid), s.bin.as_ref().map_or(0, |b| b.seqid));
+        let (ps, ss) = (
+            p.bin.as_ref().map_or(0, |b| b.seqid),
+            s.bin.as_ref().map_or(0, |b| b.seqid),
+        );
         if ps > ss {
             s.state = State::Obsolete;
             s.error = Some(format!("obsolete copy (seqid {ss} < {ps})"));
@@ -205,7 +214,9 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
             ));
         }
         if !p.magic_seen && !s.magic_seen {
-            return Err(FormatError::NotLuks("Device is not a valid LUKS device.".into()));
+            return Err(FormatError::NotLuks(
+                "Device is not a valid LUKS device.".into(),
+            ));
         }
         return Err(FormatError::Invalid(format!(
             "Device is not a valid LUKS device (primary header: {}; secondary header: {}).",
@@ -233,7 +244,9 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         (p.bin.clone(), p.json.take())
     };
     let (Some(mut binary), Some(json)) = (chosen, json) else {
-        return Err(FormatError::Invalid("internal error: chosen copy has no metadata".into()));
+        return Err(FormatError::Invalid(
+            "internal error: chosen copy has no metadata".into(),
+        ));
     };
     binary.hdr_offset = 0;
     binary.salt = primary_salt;
@@ -275,7 +288,8 @@ fn write_one(
     let alg = checksum_hash(&bin.checksum_alg)?;
     let mut bytes = bin.to_bytes(secondary);
     let which = if secondary { "secondary" } else { "primary" };
-    let io = |what: &str, e| FormatError::io(format!("Cannot write {which} LUKS2 header ({what})"), e);
+    let io =
+        |what: &str, e| FormatError::io(format!("Cannot write {which} LUKS2 header ({what})"), e);
     storage
         .write_all_at(&bytes, offset)
         .map_err(|e| io("binary header", e))?;

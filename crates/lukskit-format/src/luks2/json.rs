@@ -203,9 +203,7 @@ pub(crate) fn parse_json_area(area: &[u8]) -> Result<Map<String, Value>, String>
     if text.last() != Some(&b'}') {
         return Err(format!(
             "forbidden character found beyond JSON data at offset {}",
-            text.iter()
-                .rposition(|&b| b == b'}')
-                .map_or(0, |p| p + 1)
+            text.iter().rposition(|&b| b == b'}').map_or(0, |p| p + 1)
         ));
     }
     if let Some(p) = area[end..].iter().position(|&b| b != 0) {

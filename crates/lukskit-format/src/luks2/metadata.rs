@@ -256,7 +256,8 @@ impl Digest {
 
     /// The digest JSON object in cryptsetup's member order (`PBKDF2_digest_store`).
     fn to_json(&self) -> Value {
-        let ids = |v: &[u32]| Value::Array(v.iter().map(|i| Value::String(i.to_string())).collect());
+        let ids =
+            |v: &[u32]| Value::Array(v.iter().map(|i| Value::String(i.to_string())).collect());
         let mut m = Map::new();
         m.insert("type".into(), self.kind.as_str().into());
         m.insert("keyslots".into(), ids(&self.keyslots));
@@ -330,7 +331,8 @@ fn numbered_members<'a>(
 ) -> Result<Vec<(u32, &'a Map<String, Value>)>> {
     let mut v = Vec::with_capacity(section.len());
     for (k, val) in section {
-        let id = key_id(k).ok_or_else(|| invalid(format!("{what} \"{k}\" is not in numbered form.")))?;
+        let id =
+            key_id(k).ok_or_else(|| invalid(format!("{what} \"{k}\" is not in numbered form.")))?;
         let obj = val
             .as_object()
             .ok_or_else(|| invalid(format!("{what} {k} is not an object.")))?;
@@ -373,7 +375,11 @@ fn u64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<u64> {
         .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (uint64 string).")))
 }
 
-fn obj_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &str) -> Result<&'a Map<String, Value>> {
+fn obj_member<'a>(
+    obj: &'a Map<String, Value>,
+    key: &str,
+    ctx: &str,
+) -> Result<&'a Map<String, Value>> {
     obj.get(key)
         .and_then(Value::as_object)
         .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (object).")))
@@ -401,7 +407,11 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
             af_hash: String::new(),
             area_offset,
             area_size,
-            area_encryption: area.get("encryption").and_then(Value::as_str).unwrap_or("").into(),
+            area_encryption: area
+                .get("encryption")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
             area_key_size: area.get("key_size").and_then(as_u32).unwrap_or(0),
             kdf: KdfParams::Pbkdf2 {
                 hash: String::new(),
@@ -472,7 +482,11 @@ fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
             Some(_) => u64_member(o, "iv_tweak", &ctx)?,
             None => 0,
         },
-        encryption: o.get("encryption").and_then(Value::as_str).unwrap_or("").into(),
+        encryption: o
+            .get("encryption")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .into(),
         sector_size: o.get("sector_size").and_then(as_u32).unwrap_or(0),
         flags,
         has_integrity: o.contains_key("integrity"),
@@ -538,7 +552,7 @@ impl Luks2Header {
                 p.metadata_size
             )));
         }
-        if p.keyslots_size % 4096 != 0 || p.keyslots_size > MAX_KEYSLOTS_SIZE {
+        if !p.keyslots_size.is_multiple_of(4096) || p.keyslots_size > MAX_KEYSLOTS_SIZE {
             return Err(invalid(format!(
                 "Unsupported LUKS2 keyslots size {}.",
                 p.keyslots_size
@@ -638,7 +652,9 @@ impl Luks2Header {
 
     /// Size of the JSON area of each copy.
     pub fn json_area_size(&self) -> u64 {
-        self.binary.hdr_size.saturating_sub(BINARY_HEADER_SIZE as u64)
+        self.binary
+            .hdr_size
+            .saturating_sub(BINARY_HEADER_SIZE as u64)
     }
 
     fn section(&self, name: &str) -> Result<&Map<String, Value>> {
@@ -730,7 +746,11 @@ impl Luks2Header {
             .get("config")
             .and_then(|c| c.get("flags"))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -741,7 +761,11 @@ impl Luks2Header {
             .and_then(|c| c.get("requirements"))
             .and_then(|r| r.get("mandatory"))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -759,13 +783,23 @@ impl Luks2Header {
     /// (0 for a detached header).
     pub fn data_offset(&self) -> Result<u64> {
         let segs = self.segments()?;
-        if self.requirements().iter().any(|r| r.starts_with("online-reencrypt")) {
-            if let Some(s) = segs.iter().find(|s| s.flags.iter().any(|f| f == "backup-final")) {
+        if self
+            .requirements()
+            .iter()
+            .any(|r| r.starts_with("online-reencrypt"))
+        {
+            if let Some(s) = segs
+                .iter()
+                .find(|s| s.flags.iter().any(|f| f == "backup-final"))
+            {
                 return Ok(s.offset);
             }
         }
         let mut min = u64::MAX;
-        for s in segs.iter().filter(|s| !s.flags.iter().any(|f| f.starts_with("backup-"))) {
+        for s in segs
+            .iter()
+            .filter(|s| !s.flags.iter().any(|f| f.starts_with("backup-")))
+        {
             if s.offset == 0 {
                 return Ok(0);
             }
@@ -799,7 +833,10 @@ impl Luks2Header {
             return Err(invalid(format!("Key slot {} is invalid.", ks.id)));
         }
         if ks.kind != "luks2" {
-            return Err(FormatError::Unsupported(format!("keyslot type {}", ks.kind)));
+            return Err(FormatError::Unsupported(format!(
+                "keyslot type {}",
+                ks.kind
+            )));
         }
         if let Some(p) = ks.priority {
             if p > 2 {
@@ -850,7 +887,11 @@ impl Luks2Header {
     pub fn erase_unused_digests(&mut self) {
         if let Some(Value::Object(d)) = self.json.get_mut("digests") {
             d.retain(|_, v| {
-                let empty = |k: &str| v.get(k).and_then(Value::as_array).is_some_and(|a| a.is_empty());
+                let empty = |k: &str| {
+                    v.get(k)
+                        .and_then(Value::as_array)
+                        .is_some_and(|a| a.is_empty())
+                };
                 !(empty("segments") && empty("keyslots"))
             });
         }
@@ -929,7 +970,14 @@ impl Luks2Header {
             let off = area.get("offset").and_then(get_u64_str).unwrap_or(0);
             let len = area.get("size").and_then(get_u64_str).unwrap_or(0);
             // cryptsetup's selection sort only picks areas with 0 < offset <= max offset.
-            if off != 0 && off <= (if max_offset == 0 { u64::MAX } else { max_offset }) {
+            if off != 0
+                && off
+                    <= (if max_offset == 0 {
+                        u64::MAX
+                    } else {
+                        max_offset
+                    })
+            {
                 areas.push((off, len));
             }
         }
@@ -1042,6 +1090,166 @@ mod tests {
         assert_eq!(Luks2Header::keyslot_area_size(16), 65536);
         assert_eq!(Luks2Header::keyslot_area_size(32), 131072);
         assert_eq!(Luks2Header::keyslot_area_size(64), 258048);
+    }
+
+    fn params() -> NewHeaderParams {
+        NewHeaderParams {
+            metadata_size: 0x4000,
+            keyslots_size: 0x10_0000,
+            data_offset: 0x20_0000,
+            data_size: None,
+            encryption: "aes-xts-plain64".into(),
+            sector_size: 512,
+            uuid: "0b2cd8f3-6d87-4a47-93c5-5f9a21f0a0c1".into(),
+            label: String::new(),
+            subsystem: String::new(),
+            digest: Digest {
+                id: 0,
+                kind: "pbkdf2".into(),
+                keyslots: vec![],
+                segments: vec![0],
+                hash: "sha256".into(),
+                iterations: 1000,
+                salt: vec![1; 32],
+                digest: vec![2; 32],
+            },
+        }
+    }
+
+    fn keyslot(id: u32, offset: u64) -> Keyslot {
+        Keyslot {
+            id,
+            kind: "luks2".into(),
+            key_size: 64,
+            af_stripes: 4000,
+            af_hash: "sha256".into(),
+            area_offset: offset,
+            area_size: Luks2Header::keyslot_area_size(64),
+            area_encryption: "aes-xts-plain64".into(),
+            area_key_size: 64,
+            kdf: KdfParams::Argon2 {
+                variant: "argon2id".into(),
+                time: 4,
+                memory: 32,
+                cpus: 1,
+                salt: vec![3; 32],
+            },
+            priority: None,
+        }
+    }
+
+    #[test]
+    fn new_rejects_bad_parameters() {
+        let bad: [fn(&mut NewHeaderParams); 7] = [
+            |p| p.metadata_size = 0x3000,
+            |p| p.keyslots_size = 4095,
+            |p| p.keyslots_size = MAX_KEYSLOTS_SIZE + 4096,
+            |p| p.label = "x".repeat(48),
+            |p| p.uuid = "not-a-uuid".into(),
+            |p| p.sector_size = 1000,
+            |p| p.data_offset = 0x10_0000, // keyslots area would overlap the data
+        ];
+        for (i, f) in bad.iter().enumerate() {
+            let mut p = params();
+            f(&mut p);
+            assert!(Luks2Header::new(&p).is_err(), "case {i}");
+        }
+        let h = Luks2Header::new(&params()).unwrap();
+        assert_eq!(h.hdr_and_areas_size().unwrap(), 0x8000 + 0x10_0000);
+        assert_eq!(h.data_offset().unwrap(), 0x20_0000);
+        // Detached header (data offset 0) is allowed.
+        let mut p = params();
+        p.data_offset = 0;
+        assert_eq!(Luks2Header::new(&p).unwrap().data_offset().unwrap(), 0);
+    }
+
+    #[test]
+    fn keyslot_lifecycle_and_digest_erasure() {
+        let mut h = Luks2Header::new(&params()).unwrap();
+        let area = Luks2Header::keyslot_area_size(64);
+        assert_eq!(h.find_keyslot_area(area).unwrap(), Some(0x8000));
+        h.add_keyslot(&keyslot(3, 0x8000)).unwrap();
+        assert!(h.add_keyslot(&keyslot(3, 0x8000)).is_err());
+        assert!(h.add_keyslot(&keyslot(32, 0x8000)).is_err());
+        assert!(h.validate().is_err(), "keyslot not yet in a digest");
+        h.assign_keyslot_to_digest(3, 0).unwrap();
+        h.assign_keyslot_to_digest(3, 0).unwrap();
+        h.validate().unwrap();
+        assert_eq!(h.digests().unwrap()[0].keyslots, vec![3]);
+        assert_eq!(h.keyslot(3).unwrap().unwrap(), keyslot(3, 0x8000));
+        // Next fit follows the first area; a hole at the start is reused first.
+        assert_eq!(h.find_keyslot_area(area).unwrap(), Some(0x8000 + area));
+        h.add_keyslot(&keyslot(5, 0x8000 + 2 * area)).unwrap();
+        h.assign_keyslot_to_digest(5, 0).unwrap();
+        assert_eq!(h.find_keyslot_area(area).unwrap(), Some(0x8000 + area));
+        assert_eq!(
+            h.find_keyslot_area(area + 4096).unwrap(),
+            Some(0x8000 + 3 * area)
+        );
+        // Priority: prefer is stored, normal removes the member.
+        h.set_keyslot_priority(5, 2).unwrap();
+        assert_eq!(h.keyslot(5).unwrap().unwrap().priority, Some(2));
+        h.set_keyslot_priority(5, 1).unwrap();
+        assert!(!h.json["keyslots"]["5"]
+            .as_object()
+            .unwrap()
+            .contains_key("priority"));
+        assert!(h.set_keyslot_priority(5, 3).is_err());
+        // Removing all keyslots keeps the digest bound to segment 0.
+        h.remove_keyslot(3).unwrap();
+        h.remove_keyslot(5).unwrap();
+        assert!(h.remove_keyslot(5).is_err());
+        assert_eq!(h.digests().unwrap().len(), 1);
+        // An unbound digest disappears with its last keyslot.
+        let mut d = params().digest;
+        d.id = 1;
+        d.segments.clear();
+        h.add_digest(&d).unwrap();
+        assert!(h.add_digest(&d).is_err());
+        h.add_keyslot(&keyslot(0, 0x8000)).unwrap();
+        h.assign_keyslot_to_digest(0, 1).unwrap();
+        h.validate().unwrap();
+        h.remove_keyslot(0).unwrap();
+        assert_eq!(
+            h.digests()
+                .unwrap()
+                .iter()
+                .map(|d| d.id)
+                .collect::<Vec<_>>(),
+            vec![0]
+        );
+    }
+
+    #[test]
+    fn token_rules() {
+        let mut h = Luks2Header::new(&params()).unwrap();
+        h.add_keyslot(&keyslot(0, 0x8000)).unwrap();
+        h.assign_keyslot_to_digest(0, 0).unwrap();
+        let ok =
+            serde_json::json!({"type": "luks2-keyring", "keyslots": ["0"], "key_description": "d"});
+        assert_eq!(h.add_token(None, ok).unwrap(), 0);
+        let cases = [
+            serde_json::json!({"type": "luks2-other", "keyslots": []}),
+            serde_json::json!({"type": "luks2-keyring", "keyslots": [], "key_description": "d", "x": 1}),
+            serde_json::json!({"type": "", "keyslots": []}),
+            serde_json::json!({"type": "t", "keyslots": ["7"]}),
+            serde_json::json!({"type": "t"}),
+            serde_json::json!(["t"]),
+        ];
+        for c in cases {
+            assert!(h.add_token(None, c.clone()).is_err(), "{c}");
+        }
+        assert_eq!(
+            h.add_token(None, serde_json::json!({"type": "t", "keyslots": []}))
+                .unwrap(),
+            1
+        );
+        assert!(h
+            .add_token(Some(32), serde_json::json!({"type": "t", "keyslots": []}))
+            .is_err());
+        h.remove_keyslot(0).unwrap();
+        assert!(h.tokens().unwrap()[0].keyslots.is_empty());
+        h.validate().unwrap();
     }
 
     #[test]

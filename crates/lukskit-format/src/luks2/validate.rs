@@ -27,7 +27,9 @@ fn contains<'a>(obj: &'a Value, ctx: &str, key: &str, t: JType) -> VResult<&'a V
 
 /// `json_contains_string`: a non-empty string member.
 fn contains_string<'a>(obj: &'a Value, ctx: &str, key: &str) -> VResult<&'a str> {
-    let s = contains(obj, ctx, key, JType::String)?.as_str().unwrap_or("");
+    let s = contains(obj, ctx, key, JType::String)?
+        .as_str()
+        .unwrap_or("");
     if s.is_empty() {
         return Err(format!("{ctx}: \"{key}\" is an empty string."));
     }
@@ -52,7 +54,8 @@ fn check_numbered(what: &str, key: &str) -> VResult<()> {
 
 /// `atoi` of a member name that passed `numbered()`.
 fn atoi(key: &str) -> i64 {
-    key.parse::<i64>().unwrap_or(if key.is_empty() { 0 } else { i64::MAX })
+    key.parse::<i64>()
+        .unwrap_or(if key.is_empty() { 0 } else { i64::MAX })
 }
 
 /// `crypt_jobj_get_uint64`: strtoull of a string member, 0 on failure.
@@ -112,7 +115,9 @@ fn validate_requirements(hdr: &Obj) -> VResult<()> {
     let mut online = 0;
     if let Some(req) = config.get("requirements") {
         if !req.is_object() {
-            return Err("Config: \"requirements\" must be an object holding a \"mandatory\" array.".into());
+            return Err(
+                "Config: \"requirements\" must be an object holding a \"mandatory\" array.".into(),
+            );
         }
         if let Some(m) = req.get("mandatory") {
             let a = m
@@ -139,11 +144,15 @@ fn validate_tokens(hdr: &Obj) -> VResult<()> {
     let tokens = top(hdr, "tokens")?;
     for (k, v) in tokens {
         check_numbered("Token", k)?;
-        let keyslots = hdr.get("keyslots").ok_or("JSON area: missing \"keyslots\" section.")?;
+        let keyslots = hdr
+            .get("keyslots")
+            .ok_or("JSON area: missing \"keyslots\" section.")?;
         let ctx = format!("Token {k}");
         contains_string(v, &ctx, "type")?;
         let arr = contains(v, &ctx, "keyslots", JType::Array)?;
-        let ks = keyslots.as_object().ok_or("JSON area: \"keyslots\" is not an object.")?;
+        let ks = keyslots
+            .as_object()
+            .ok_or("JSON area: \"keyslots\" is not an object.")?;
         validate_ref_array(arr.as_array().map_or(&[], |a| a), ks, &ctx, "keyslot")?;
     }
     Ok(())
@@ -161,7 +170,12 @@ fn validate_digests(hdr: &Obj) -> VResult<()> {
         let ks = contains(v, &ctx, "keyslots", JType::Array)?;
         let segs = contains(v, &ctx, "segments", JType::Array)?;
         validate_ref_array(ks.as_array().map_or(&[], |a| a), keyslots, &ctx, "keyslot")?;
-        validate_ref_array(segs.as_array().map_or(&[], |a| a), segments, &ctx, "segment")?;
+        validate_ref_array(
+            segs.as_array().map_or(&[], |a| a),
+            segments,
+            &ctx,
+            "segment",
+        )?;
     }
     Ok(())
 }
@@ -181,20 +195,23 @@ fn validate_crypt_segment(seg: &Value, key: &str, digests: &Obj, size: u64) -> V
         contains_string(integrity, &ictx, "journal_encryption")?;
         contains_string(integrity, &ictx, "journal_integrity")?;
     }
-    let sector_size = as_u32(ss).ok_or_else(|| format!("{ctx}: illegal field \"sector_size\":{ss}."))?;
-    if sector_size == 0 || sector_size % 512 != 0 {
+    let sector_size =
+        as_u32(ss).ok_or_else(|| format!("{ctx}: illegal field \"sector_size\":{ss}."))?;
+    if sector_size == 0 || !sector_size.is_multiple_of(512) {
         return Err(format!("{ctx}: illegal sector size {sector_size}."));
     }
     if !numbered(iv) || str_to_u64(iv).is_none() {
         return Err(format!("{ctx}: illegal iv_tweak value."));
     }
-    if size % u64::from(sector_size) != 0 {
+    if !size.is_multiple_of(u64::from(sector_size)) {
         return Err(format!(
             "{ctx}: size field has to be aligned to sector size {sector_size}."
         ));
     }
     if !digests.values().any(|d| array_has(d.get("segments"), key)) {
-        return Err(format!("Crypt segment {key} is not assigned to a key digest."));
+        return Err(format!(
+            "Crypt segment {key} is not assigned to a key digest."
+        ));
     }
     Ok(())
 }
@@ -212,21 +229,38 @@ fn segment_cmp(a: &Value, b: &Value) -> bool {
     }
     if ta == "crypt" {
         let ss = |s: &Value| s.get("sector_size").and_then(Value::as_i64).unwrap_or(-1);
-        let cipher = |s: &Value| s.get("encryption").and_then(Value::as_str).unwrap_or("null").to_string();
+        let cipher = |s: &Value| {
+            s.get("encryption")
+                .and_then(Value::as_str)
+                .unwrap_or("null")
+                .to_string()
+        };
         return ss(a) == ss(b) && cipher(a) == cipher(b);
     }
     true
 }
 
 /// `validate_reencrypt_segments`.
-fn validate_reencrypt_segments(hdr: &Obj, segments: &Obj, first_backup: i64, count: i64) -> VResult<()> {
-    let online = ["online-reencrypt", "online-reencrypt-v2", "online-reencrypt-v3"];
+fn validate_reencrypt_segments(
+    hdr: &Obj,
+    segments: &Obj,
+    first_backup: i64,
+    count: i64,
+) -> VResult<()> {
+    let online = [
+        "online-reencrypt",
+        "online-reencrypt-v2",
+        "online-reencrypt-v3",
+    ];
     let reqs_online = hdr
         .get("config")
         .and_then(|c| c.get("requirements"))
         .and_then(|r| r.get("mandatory"))
         .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|r| r.as_str().is_some_and(|s| online.contains(&s))));
+        .is_some_and(|a| {
+            a.iter()
+                .any(|r| r.as_str().is_some_and(|s| online.contains(&s)))
+        });
     if !reqs_online {
         return Ok(());
     }
@@ -280,9 +314,12 @@ fn validate_segments(hdr: &Obj) -> VResult<()> {
         let off_s = contains_string(v, &ctx, "offset")?;
         let size_s = contains_string(v, &ctx, "size")?;
         if !numbered(off_s) {
-            return Err(format!("{ctx}: offset \"{off_s}\" is not in numbered form."));
+            return Err(format!(
+                "{ctx}: offset \"{off_s}\" is not in numbered form."
+            ));
         }
-        let offset = str_to_u64(off_s).ok_or_else(|| format!("{ctx}: illegal segment offset value."))?;
+        let offset =
+            str_to_u64(off_s).ok_or_else(|| format!("{ctx}: illegal segment offset value."))?;
         let size = if size_s == "dynamic" {
             0
         } else {
@@ -294,14 +331,20 @@ fn validate_segments(hdr: &Obj) -> VResult<()> {
                 _ => return Err(format!("{ctx}: illegal segment size value.")),
             }
         };
-        if offset % 512 != 0 {
-            return Err(format!("{ctx}: offset field has to be aligned to sector size 512."));
+        if !offset.is_multiple_of(512) {
+            return Err(format!(
+                "{ctx}: offset field has to be aligned to sector size 512."
+            ));
         }
-        if size % 512 != 0 {
-            return Err(format!("{ctx}: size field has to be aligned to sector size 512."));
+        if !size.is_multiple_of(512) {
+            return Err(format!(
+                "{ctx}: size field has to be aligned to sector size 512."
+            ));
         }
         if let Some(f) = v.get("flags") {
-            let a = f.as_array().ok_or_else(|| format!("{ctx}: \"flags\" is not an array."))?;
+            let a = f
+                .as_array()
+                .ok_or_else(|| format!("{ctx}: \"flags\" is not an array."))?;
             if a.iter().any(|e| !e.is_string()) {
                 return Err(format!("{ctx}: \"flags\" holds a non-string value."));
             }
@@ -321,7 +364,9 @@ fn validate_segments(hdr: &Obj) -> VResult<()> {
         }
         if ty.starts_with("hw-opal") {
             if size == 0 {
-                return Err(format!("{ctx}: segment type {ty} does not support dynamic size."));
+                return Err(format!(
+                    "{ctx}: segment type {ty} does not support dynamic size."
+                ));
             }
             contains(v, &ctx, "opal_segment_number", JType::Int)?;
             contains(v, &ctx, "opal_key_size", JType::Int)?;
@@ -334,7 +379,9 @@ fn validate_segments(hdr: &Obj) -> VResult<()> {
                 _ => return Err(format!("{ctx}: illegal OPAL segment size value.")),
             };
             if size > opal_size {
-                return Err(format!("{ctx}: segment size overflows OPAL locking range size."));
+                return Err(format!(
+                    "{ctx}: segment size overflows OPAL locking range size."
+                ));
             }
             if ty == "hw-opal-crypt" {
                 validate_crypt_segment(v, k, digests, size)?;
@@ -438,8 +485,10 @@ fn validate_config(hdr: &Obj) -> VResult<()> {
     if !METADATA_SIZES.contains(&metadata_size) {
         return Err(format!("Unsupported LUKS2 header size ({metadata_size})."));
     }
-    if keyslots_size % 4096 != 0 || keyslots_size > MAX_KEYSLOTS_SIZE {
-        return Err(format!("Unsupported LUKS2 keyslots size ({keyslots_size})."));
+    if !keyslots_size.is_multiple_of(4096) || keyslots_size > MAX_KEYSLOTS_SIZE {
+        return Err(format!(
+            "Unsupported LUKS2 keyslots size ({keyslots_size})."
+        ));
     }
     let segment_offset = minimal_segment_offset(hdr);
     if segment_offset != 0
@@ -492,7 +541,9 @@ fn validate_areas(hdr: &Obj) -> VResult<()> {
             ));
         }
         if len == 0 {
-            return Err(format!("Keyslot {k}: area length must be greater than zero."));
+            return Err(format!(
+                "Keyslot {k}: area length must be greater than zero."
+            ));
         }
         let Some(area_end) = off.checked_add(len) else {
             return Err(format!("Keyslot {k}: area offset+length overflow."));
@@ -542,7 +593,9 @@ fn validate_luks2_keyslot(k: &str, v: &Value) -> VResult<()> {
     let (Some(kdf), Some(af), Some(area)) = (v.get("kdf"), v.get("af"), v.get("area")) else {
         return Err(format!("{ctx}: missing kdf, af or area object."));
     };
-    let kdf_o = kdf.as_object().ok_or_else(|| format!("{ctx}: \"kdf\" is not an object."))?;
+    let kdf_o = kdf
+        .as_object()
+        .ok_or_else(|| format!("{ctx}: \"kdf\" is not an object."))?;
     let count = kdf_o.len();
     let kctx = format!("Keyslot {k} kdf");
     let ty = contains_string(kdf, &kctx, "type")?;
@@ -594,7 +647,9 @@ fn validate_luks2_keyslot(k: &str, v: &Value) -> VResult<()> {
 /// `reenc_keyslot_validate` (type `reencrypt`).
 fn validate_reencrypt_keyslot(k: &str, v: &Value) -> VResult<()> {
     let ctx = format!("Keyslot {k}");
-    let area = v.get("area").ok_or_else(|| format!("{ctx}: missing area."))?;
+    let area = v
+        .get("area")
+        .ok_or_else(|| format!("{ctx}: missing area."))?;
     let ty = area
         .get("type")
         .and_then(Value::as_str)
@@ -624,7 +679,7 @@ fn validate_reencrypt_keyslot(k: &str, v: &Value) -> VResult<()> {
     } else if ty == "datashift" || ty == "datashift-journal" {
         let s = contains_string(area, &actx, "shift_size")?;
         let shift = str_to_u64(s).unwrap_or(0);
-        if shift == 0 || shift % 512 != 0 {
+        if shift == 0 || !shift.is_multiple_of(512) {
             return Err(format!(
                 "{actx}: shift size field has to be non-zero and aligned to 512 bytes."
             ));
@@ -643,7 +698,11 @@ fn validate_keyslot_types(hdr: &Obj) -> VResult<()> {
             Some("luks2") => {
                 validate_luks2_keyslot(k, v)?;
                 let n = digests
-                    .map(|d| d.values().filter(|d| array_has(d.get("keyslots"), k)).count())
+                    .map(|d| {
+                        d.values()
+                            .filter(|d| array_has(d.get("keyslots"), k))
+                            .count()
+                    })
                     .unwrap_or(0);
                 if n != 1 {
                     return Err(format!(

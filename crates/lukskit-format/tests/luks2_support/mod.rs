@@ -3,8 +3,8 @@
 
 use lukskit_format::luks2::{self, KdfParams, Luks2Header};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -256,10 +256,22 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
     let h = &dump.header;
     assert_eq!(h["Version"], "2");
     assert_eq!(h["Epoch"], hdr.binary.seqid.to_string());
-    assert_eq!(h["Metadata area"], format!("{} [bytes]", hdr.metadata_size()));
-    assert_eq!(h["Keyslots area"], format!("{} [bytes]", hdr.keyslots_size().unwrap()));
+    assert_eq!(
+        h["Metadata area"],
+        format!("{} [bytes]", hdr.metadata_size())
+    );
+    assert_eq!(
+        h["Keyslots area"],
+        format!("{} [bytes]", hdr.keyslots_size().unwrap())
+    );
     assert_eq!(h["UUID"], hdr.binary.uuid);
-    let or = |s: &str, none: &str| if s.is_empty() { none.to_string() } else { s.to_string() };
+    let or = |s: &str, none: &str| {
+        if s.is_empty() {
+            none.to_string()
+        } else {
+            s.to_string()
+        }
+    };
     assert_eq!(h["Label"], or(&hdr.binary.label, "(no label)"));
     assert_eq!(h["Subsystem"], or(&hdr.binary.subsystem, "(no subsystem)"));
     let flags = hdr.config_flags();
@@ -396,11 +408,14 @@ pub fn check_image(path: &Path) -> Luks2Header {
     assert!(out.primary_error.is_none() && out.secondary_error.is_none());
     let hdr = out.header;
     hdr.validate().unwrap();
-    assert_eq!(hdr.to_json_string(), raw_json(path), "{path:?}: JSON round trip");
+    assert_eq!(
+        hdr.to_json_string(),
+        raw_json(path),
+        "{path:?}: JSON round trip"
+    );
     compare_with_cryptsetup(path, &hdr);
     hdr
 }
-
 
 /// SHA-256 computed by the `sha256sum` tool (independent of lukskit's hash code).
 pub fn sha256sum(data: &[u8]) -> String {
@@ -421,6 +436,7 @@ pub fn verify_copy_checksum(data: &[u8], offset: usize) {
     let stored = hex::encode(&block[0x1c0..0x1c0 + 32]);
     block[0x1c0..0x200].fill(0);
     assert_eq!(sha256sum(&block), stored, "checksum of copy at {offset}");
-    assert!(data[offset + 0x1c0 + 32..offset + 0x200].iter().all(|&b| b == 0));
+    assert!(data[offset + 0x1c0 + 32..offset + 0x200]
+        .iter()
+        .all(|&b| b == 0));
 }
-

@@ -1,0 +1,44 @@
+//! `convert <device> --type luks1|luks2`: in-place LUKS1 ↔ LUKS2 conversion.
+
+use super::need_args;
+use crate::args::Opts;
+use crate::input;
+use lukskit_volume::convert::{self as conv, type_name};
+use lukskit_volume::device::Access;
+use lukskit_volume::format::FormatType;
+use lukskit_volume::{Result, Volume, VolumeError};
+
+/// `convert <device> --type luks1|luks2` (cryptsetup's `action_luksConvert`): the target type
+/// is checked first, then the header is loaded, a conversion to the current type is refused,
+/// the user confirms (unless `-q`), and the volume layer converts.
+pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let target = match o.r#type.as_deref() {
+        Some("luks1") => FormatType::Luks1,
+        Some("luks2") => FormatType::Luks2,
+        _ => {
+            return Err(VolumeError::invalid(
+                "Invalid LUKS type, only luks1 and luks2 are supported.",
+            ))
+        }
+    };
+    let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+    conv::check_target(&vol, target)?;
+    let shown = o.header.as_deref().unwrap_or(&args[0]);
+    // cryptsetup's message ends with a newline of its own.
+    input::confirm(
+        &format!(
+            "This operation will convert {shown} to {} format.\n",
+            type_name(target)
+        ),
+        o.batch_mode,
+    )
+    .map_err(|e| {
+        if e.message == "Operation aborted." {
+            VolumeError::invalid("Operation aborted, device was NOT converted.")
+        } else {
+            e
+        }
+    })?;
+    conv::convert(&mut vol, target)
+}
