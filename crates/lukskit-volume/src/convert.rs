@@ -239,7 +239,10 @@ fn luks1_json(h: &Luks1Header, keyslots_size: u64) -> Map<String, Value> {
                 "json_size",
                 u64_str(CONVERT_METADATA_SIZE - luks2::BINARY_HEADER_SIZE as u64),
             ),
-            ("keyslots_size", u64_str(keyslots_size - keyslots_size % 4096)),
+            (
+                "keyslots_size",
+                u64_str(keyslots_size - keyslots_size % 4096),
+            ),
         ]),
     );
     json
@@ -331,7 +334,9 @@ fn luks1_to_luks2(dev: &Device, h: &Luks1Header) -> Result<Luks2Header> {
     hdr.json = luks1_json(h, max_size - 2 * CONVERT_METADATA_SIZE);
     hdr.binary.uuid = h.uuid.clone();
     if max_size < hdr.hdr_and_areas_size()? {
-        return Err(VolumeError::invalid("Unable to move keyslot area. Not enough space."));
+        return Err(VolumeError::invalid(
+            "Unable to move keyslot area. Not enough space.",
+        ));
     }
     if hdr.validate().is_err() {
         return Err(VolumeError::invalid(

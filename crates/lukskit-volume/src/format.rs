@@ -371,7 +371,7 @@ fn format_luks2(
             passphrase,
             pbkdf: kdf,
             af_hash: hash,
-            cipher: None,
+            cipher: p.pbkdf.keyslot_cipher()?,
             digest: 0,
         },
     )?;

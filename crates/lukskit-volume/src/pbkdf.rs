@@ -24,6 +24,11 @@ pub struct PbkdfOptions {
     pub max_memory_kib: Option<u32>,
     /// `--pbkdf-parallel` (Argon2 lanes and threads).
     pub parallel: Option<u32>,
+    /// `--keyslot-cipher` (LUKS2 keyslot area encryption; default: the data cipher when
+    /// usable for keyslots, else aes-xts-plain64).
+    pub keyslot_cipher: Option<String>,
+    /// `--keyslot-key-size` in bits.
+    pub keyslot_key_size_bits: Option<u32>,
 }
 
 /// Which LUKS version a keyslot is for (LUKS1 knows only PBKDF2).
@@ -101,6 +106,36 @@ impl PbkdfOptions {
             .check_limits()
             .map_err(|e| VolumeError::invalid(format!("Invalid PBKDF parameters: {e}.")))?;
         Ok(pbkdf)
+    }
+
+    /// The explicit keyslot cipher and its key size in bytes, if `--keyslot-cipher` was given.
+    pub fn keyslot_cipher(&self) -> Result<Option<(String, u32)>> {
+        match (&self.keyslot_cipher, self.keyslot_key_size_bits) {
+            (None, None) => Ok(None),
+            (None, Some(_)) => Err(VolumeError::invalid(
+                "Option --keyslot-key-size requires --keyslot-cipher.",
+            )),
+            (Some(c), bits) => {
+                let spec = lukskit_crypto::spec::CipherSpec::parse(c)?;
+                let bytes = match bits {
+                    Some(b) if b % 8 == 0 && b > 0 => b / 8,
+                    Some(_) => {
+                        return Err(VolumeError::invalid(
+                            "Key size in bits must be a multiple of 8 bits",
+                        ))
+                    }
+                    None if spec.chainmode == "xts" => 64,
+                    None => 32,
+                };
+                lukskit_crypto::engine::SectorCipher::check(&spec, bytes as usize, 512)?;
+                if spec.capi || spec.cipher == "cipher_null" {
+                    return Err(VolumeError::invalid(format!(
+                        "Cipher {c} cannot be used for keyslot encryption."
+                    )));
+                }
+                Ok(Some((spec.to_string(), bytes)))
+            }
+        }
     }
 
     /// Iterations for a new volume-key digest: benchmarked for 125 ms (at least 1000), or the

@@ -61,7 +61,19 @@ pub fn probe(path: &str) -> Result<Option<LuksVersion>> {
 impl Volume {
     /// Load the header of `device` (or of `header` when detached). `Access::Write` takes the
     /// exclusive lock needed for updates.
+    ///
+    /// With `Access::Write`, a LUKS2 header with one damaged copy is first restored from the
+    /// good copy (as cryptsetup does), and a concurrent update since the read is detected.
     pub fn load(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
+        let mut vol = Self::load_as_is(device, header, access)?;
+        if access == Access::Write {
+            vol.recover_copies()?;
+        }
+        Ok(vol)
+    }
+
+    /// Load without any automatic recovery (for `repair`, which reports what it fixes).
+    pub fn load_as_is(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
         let hdr_path = header.unwrap_or(device);
         let dev = Device::open(hdr_path, access)?;
         let not_luks =
@@ -311,7 +323,7 @@ impl Volume {
                         passphrase,
                         pbkdf: kdf,
                         af_hash,
-                        cipher: None,
+                        cipher: pbkdf.keyslot_cipher()?,
                         digest,
                     },
                 )?;

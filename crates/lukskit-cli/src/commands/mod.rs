@@ -1,5 +1,6 @@
 //! The actions, by cryptsetup's names.
 
+mod config;
 mod format;
 mod header;
 mod keys;
@@ -50,6 +51,9 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksHeaderBackup" => header::backup(o, args),
         "luksHeaderRestore" => header::restore(o, args),
         "erase" | "luksErase" => header::erase(o, args),
+        "config" => config::config(o, args),
+        "repair" => config::repair(o, args),
+        "token" => config::token(o, args),
         other => Err(VolumeError::invalid(format!("Unknown action {other}."))),
     }
 }
@@ -73,6 +77,8 @@ pub fn pbkdf_options(o: &Opts) -> PbkdfOptions {
         force_iterations: o.pbkdf_force_iterations,
         max_memory_kib: o.pbkdf_memory,
         parallel: o.pbkdf_parallel,
+        keyslot_cipher: o.keyslot_cipher.clone(),
+        keyslot_key_size_bits: o.keyslot_key_size,
     }
 }
 

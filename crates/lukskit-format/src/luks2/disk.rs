@@ -225,10 +225,11 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         )));
     };
 
-    // A copy that passed sanity and checksum keeps its salt; a damaged one gets a fresh salt.
+    // A valid, current copy keeps its salt; a damaged or obsolete one will be rewritten with a
+    // fresh salt (cryptsetup: "Always regenerate salt for bad header").
     let salt_of = |c: &Copy| -> Result<[u8; 64]> {
         match (&c.bin, c.state) {
-            (Some(b), State::Ok | State::Obsolete) => Ok(b.salt),
+            (Some(b), State::Ok) => Ok(b.salt),
             _ => {
                 let mut s = [0u8; 64];
                 lukskit_crypto::random::fill(&mut s)?;

@@ -25,9 +25,9 @@
 //! Each on-disk copy has its own 64-byte salt that never changes on an ordinary update.
 //! [`Luks2Header::binary`]`.salt` holds the salt the *primary* copy is written with; the
 //! secondary copy's salt is kept in a private field of [`Luks2Header`]. [`Luks2Header::new`]
-//! draws both at random; [`read`] keeps the salt of every copy that passed the binary sanity
-//! and checksum checks and draws a fresh one for a damaged copy (cryptsetup: "Always
-//! regenerate salt for bad header"). [`write_copy`] always writes a fresh salt.
+//! draws both at random; [`read`] keeps the salt of each valid, current copy and draws a fresh
+//! one for a damaged or obsolete copy (cryptsetup: "Always regenerate salt for bad header").
+//! [`write_copy`] always writes a fresh salt.
 
 mod binary;
 mod disk;

@@ -1,0 +1,147 @@
+//! `config`, `repair` and `token`.
+
+use super::need_args;
+use crate::args::Opts;
+use crate::input;
+use lukskit_volume::device::Access;
+use lukskit_volume::edit::parse_priority;
+use lukskit_volume::{Result, Volume, VolumeError};
+use std::io::Read;
+
+/// `config <device> [--label L] [--subsystem S] [--priority P --key-slot N]`.
+pub fn config(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+    if o.priority.is_none() && o.label.is_none() && o.subsystem.is_none() {
+        return Err(VolumeError::invalid(
+            "Option --priority, --label or --subsystem is missing.",
+        ));
+    }
+    if let Some(p) = &o.priority {
+        let prio = parse_priority(p)?;
+        let slot = o
+            .key_slot
+            .ok_or_else(|| VolumeError::invalid("Keyslot specification is required."))?;
+        vol.set_priority(slot, prio)?;
+    }
+    if o.label.is_some() || o.subsystem.is_some() {
+        vol.set_label_subsystem(o.label.as_deref(), o.subsystem.as_deref())?;
+    }
+    Ok(())
+}
+
+/// `repair <device>`.
+pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    input::confirm(
+        "Really proceed with LUKS header repair?",
+        o.batch_mode,
+    )?;
+    let mut vol = Volume::load_as_is(&args[0], o.header.as_deref(), Access::Write)?;
+    let msgs = vol.repair()?;
+    if msgs.is_empty() {
+        if o.verbose {
+            println!("No known problems detected for LUKS header.");
+        }
+    } else {
+        for m in msgs {
+            eprintln!("{m}");
+        }
+    }
+    Ok(())
+}
+
+/// `token add|remove|import|export <device>`.
+pub fn token(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 2, 2, "<add|remove|import|export> <device>")?;
+    let device = &args[1];
+    match args[0].as_str() {
+        "add" => {
+            let desc = o.key_description.as_deref().ok_or_else(|| {
+                VolumeError::invalid("--key-description parameter is mandatory for token add action.")
+            })?;
+            let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+            let mut token = serde_json::json!({
+                "type": "luks2-keyring",
+                "keyslots": [],
+                "key_description": desc,
+            });
+            // cryptsetup adds the token, then assigns it to the given keyslot or to every
+            // active keyslot: two header updates.
+            let id = vol.token_add(o.token_id, token.clone(), o.token_replace)?;
+            let slots = match o.key_slot {
+                Some(slot) => vec![slot],
+                None => vol.active_keyslots()?,
+            };
+            let slots: Vec<String> = slots.iter().map(|s| s.to_string()).collect();
+            token["keyslots"] = serde_json::json!(slots);
+            vol.token_add(Some(id), token, true)?;
+            if o.verbose {
+                println!("Token {id} created.");
+            }
+            Ok(())
+        }
+        "remove" => {
+            let id = o
+                .token_id
+                .ok_or_else(|| VolumeError::invalid("Action requires specific token. Use --token-id parameter."))?;
+            let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+            vol.token_remove(id)?;
+            if o.verbose {
+                println!("Token {id} removed.");
+            }
+            Ok(())
+        }
+        "import" => {
+            let mut text = String::new();
+            match &o.json_file {
+                Some(f) if f != "-" => {
+                    text = std::fs::read_to_string(f)
+                        .map_err(|e| VolumeError::io("Reading JSON file", f, &e))?;
+                }
+                _ => {
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .map_err(|e| VolumeError::invalid(format!("Failed to read JSON from standard input: {e}.")))?;
+                }
+            }
+            if text.len() > 4 * 1024 * 1024 {
+                return Err(VolumeError::invalid("JSON file is too large."));
+            }
+            let mut token: serde_json::Value = serde_json::from_str(text.trim_end())
+                .map_err(|_| VolumeError::invalid("Failed to import token from file."))?;
+            if let (Some(slot), Some(obj)) = (o.key_slot, token.as_object_mut()) {
+                let ks = obj.entry("keyslots").or_insert_with(|| serde_json::json!([]));
+                if let Some(a) = ks.as_array_mut() {
+                    let s: serde_json::Value = slot.to_string().into();
+                    if !a.contains(&s) {
+                        a.push(s);
+                    }
+                }
+            }
+            let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+            let id = vol.token_add(o.token_id, token, o.token_replace)?;
+            if o.verbose {
+                println!("Token {id} created.");
+            }
+            Ok(())
+        }
+        "export" => {
+            let id = o
+                .token_id
+                .ok_or_else(|| VolumeError::invalid("Action requires specific token. Use --token-id parameter."))?;
+            let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
+            let json = vol.token_export(id)?;
+            match &o.json_file {
+                // cryptsetup writes the JSON without a final newline.
+                Some(f) if f != "-" => std::fs::write(f, &json)
+                    .map_err(|e| VolumeError::io("Writing JSON file", f, &e)),
+                _ => {
+                    print!("{json}");
+                    Ok(())
+                }
+            }
+        }
+        other => Err(VolumeError::invalid(format!("Invalid token action {other}."))),
+    }
+}

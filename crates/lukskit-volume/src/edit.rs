@@ -1,0 +1,156 @@
+//! LUKS2 metadata edits that need no key: label, subsystem, keyslot priority, tokens;
+//! and `repair` of damaged header copies.
+
+use crate::error::{Result, VolumeError};
+use crate::volume::{Header, Volume};
+use crate::luks1_keys;
+use lukskit_format::luks2::{self, Luks2Header};
+use serde_json::Value;
+
+/// Keyslot priority names of `--priority`.
+pub fn parse_priority(s: &str) -> Result<u32> {
+    match s {
+        "ignore" => Ok(0),
+        "normal" => Ok(1),
+        "prefer" => Ok(2),
+        _ => Err(VolumeError::invalid(format!(
+            "Option --priority can be only ignore/normal/prefer."
+        ))),
+    }
+}
+
+impl Volume {
+    fn luks2_mut(&mut self, what: &str) -> Result<&mut Luks2Header> {
+        match &mut self.header {
+            Header::Luks2(h) => Ok(h),
+            Header::Luks1(_) => Err(VolumeError::invalid(format!(
+                "{what} is supported only for LUKS2 devices."
+            ))),
+        }
+    }
+
+    /// Set the LUKS2 label and/or subsystem (`config --label/--subsystem`).
+    pub fn set_label_subsystem(&mut self, label: Option<&str>, subsystem: Option<&str>) -> Result<()> {
+        self.check_requirements_for_write()?;
+        let h = self.luks2_mut("Label and subsystem")?;
+        for v in [label, subsystem].into_iter().flatten() {
+            if v.len() > 47 {
+                return Err(VolumeError::invalid("Label or subsystem is too long (at most 47 characters)."));
+            }
+        }
+        if let Some(l) = label {
+            h.binary.label = l.to_string();
+        }
+        if let Some(s) = subsystem {
+            h.binary.subsystem = s.to_string();
+        }
+        self.write_header()
+    }
+
+    /// Set a keyslot's priority (`config --priority … --key-slot N`).
+    pub fn set_priority(&mut self, slot: u32, priority: u32) -> Result<()> {
+        self.check_requirements_for_write()?;
+        let h = self.luks2_mut("Keyslot priority")?;
+        if h.keyslot(slot)?.is_none() {
+            return Err(VolumeError::invalid(format!("Keyslot {slot} is not active.")));
+        }
+        h.set_keyslot_priority(slot, priority)?;
+        self.write_header()
+    }
+
+    /// Add (or with `replace`, replace) a token; returns its id.
+    pub fn token_add(&mut self, id: Option<u32>, token: Value, replace: bool) -> Result<u32> {
+        self.check_requirements_for_write()?;
+        let h = self.luks2_mut("Tokens")?;
+        if let Some(i) = id {
+            let exists = h.tokens()?.iter().any(|t| t.id == i);
+            if exists && !replace {
+                return Err(VolumeError::invalid(format!("Token {i} in use.")));
+            }
+            if !exists && replace {
+                return Err(VolumeError::invalid(format!("Token {i} is not in use.")));
+            }
+        } else if replace {
+            return Err(VolumeError::invalid("Option --token-replace requires --token-id."));
+        }
+        let id = h.add_token(id, token)?;
+        self.write_header()?;
+        Ok(id)
+    }
+
+    /// Remove a token.
+    pub fn token_remove(&mut self, id: u32) -> Result<()> {
+        self.check_requirements_for_write()?;
+        let h = self.luks2_mut("Tokens")?;
+        if !h.tokens()?.iter().any(|t| t.id == id) {
+            return Err(VolumeError::invalid(format!("Token {id} is not in use.")));
+        }
+        h.remove_token(id)?;
+        self.write_header()
+    }
+
+    /// A token's JSON, compact (`token export`).
+    pub fn token_export(&self, id: u32) -> Result<String> {
+        match &self.header {
+            Header::Luks2(h) => h
+                .tokens()?
+                .into_iter()
+                .find(|t| t.id == id)
+                .map(|t| serde_json::to_string(&t.json).unwrap_or_default())
+                .ok_or_else(|| VolumeError::invalid(format!("Token {id} is not in use."))),
+            Header::Luks1(_) => Err(VolumeError::invalid("Tokens are supported only for LUKS2 devices.")),
+        }
+    }
+
+    /// `repair`: rewrite damaged LUKS2 copies from the valid one, or fix what cryptsetup
+    /// fixes in a LUKS1 header. Returns the messages to show.
+    pub fn repair(&mut self) -> Result<Vec<String>> {
+        let mut msgs = Vec::new();
+        match &mut self.header {
+            Header::Luks2(h) => {
+                if !self.copies.primary_ok {
+                    luks2::write_copy(&self.dev, h, false)?;
+                    msgs.push("Primary LUKS2 header was damaged and has been restored from the secondary copy.".into());
+                }
+                if !self.copies.secondary_ok {
+                    luks2::write_copy(&self.dev, h, true)?;
+                    msgs.push("Secondary LUKS2 header was damaged and has been restored from the primary copy.".into());
+                }
+                self.copies.primary_ok = true;
+                self.copies.secondary_ok = true;
+                use lukskit_format::io::Storage;
+                self.dev
+                    .sync()
+                    .map_err(|e| VolumeError::device(format!("Cannot sync device: {e}.")))?;
+            }
+            Header::Luks1(h) => {
+                let check = |name: &str, mode: &str, key_bytes: u32| -> lukskit_format::Result<()> {
+                    let spec = lukskit_crypto::spec::CipherSpec::from_luks1(name, mode)?;
+                    lukskit_crypto::engine::SectorCipher::check(&spec, key_bytes as usize, 512)?;
+                    Ok(())
+                };
+                let report = h.repair(&check);
+                msgs.extend(report.messages);
+                if report.result? {
+                    luks1_keys::write_header(&self.dev, h)?;
+                }
+            }
+        }
+        Ok(msgs)
+    }
+
+    /// After loading for an update: if exactly one LUKS2 copy is damaged, restore it from the
+    /// good one first (as cryptsetup does under its write lock), so that the update starts
+    /// from two valid copies.
+    pub(crate) fn recover_copies(&mut self) -> Result<()> {
+        if let Header::Luks2(h) = &self.header {
+            if self.copies.primary_ok != self.copies.secondary_ok {
+                luks2::write_copy(&self.dev, h, !self.copies.secondary_ok)?;
+                self.copies.primary_ok = true;
+                self.copies.secondary_ok = true;
+            }
+            luks2::check_sequence_id(&self.dev, h)?;
+        }
+        Ok(())
+    }
+}
