@@ -36,7 +36,7 @@ pub enum KeySource {
 
 /// Read a key file as cryptsetup does.
 pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<SecretBuf, VolumeError> {
-    let fail = |what: &str| VolumeError::invalid(format!("{what}"));
+    let fail = |what: &str| VolumeError::invalid(what.to_string());
     let mut data = Vec::new();
     let limit = size.unwrap_or(MAX_KEYFILE_SIZE);
     let read_res = if path == "-" {
@@ -44,7 +44,7 @@ pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<Secret
         read_bounded(&mut stdin, offset, limit, &mut data)
     } else {
         let mut f = std::fs::File::open(path)
-            .map_err(|_| VolumeError::invalid(format!("Failed to open key file.")))?;
+            .map_err(|_| VolumeError::invalid("Failed to open key file.".to_string()))?;
         read_bounded(&mut f, offset, limit, &mut data)
     };
     if let Err(e) = read_res {

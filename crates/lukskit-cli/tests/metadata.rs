@@ -28,7 +28,9 @@ fn same_dump(a: &str, b: &str, what: &str) {
     let db = cryptsetup(&["luksDump", b], b"").unwrap().ok("dump b");
     assert_eq!(da.stdout, db.stdout, "{what}");
     let ja = lukskit(&["luksDump", "--dump-json-metadata", a], b"").ok("json a");
-    let jb = cryptsetup(&["luksDump", "--dump-json-metadata", b], b"").unwrap().ok("json b");
+    let jb = cryptsetup(&["luksDump", "--dump-json-metadata", b], b"")
+        .unwrap()
+        .ok("json b");
     assert_eq!(ja.stdout, jb.stdout, "{what} (json)");
 }
 
@@ -50,10 +52,19 @@ fn config_edits_match_cryptsetup() {
         let mut lb = args.clone();
         lb.push(&b);
         lukskit(&la, b"").ok(&format!("lukskit {args:?}"));
-        cryptsetup(&lb, b"").unwrap().ok(&format!("cryptsetup {args:?}"));
+        cryptsetup(&lb, b"")
+            .unwrap()
+            .ok(&format!("cryptsetup {args:?}"));
         same_dump(&a, &b, &format!("{args:?}"));
     }
-    assert_eq!(lukskit(&["config", "--priority", "bogus", "--key-slot", "0", &a], b"").code, 1);
+    assert_eq!(
+        lukskit(
+            &["config", "--priority", "bogus", "--key-slot", "0", &a],
+            b""
+        )
+        .code,
+        1
+    );
 }
 
 #[test]
@@ -63,11 +74,27 @@ fn priority_changes_unlock_order() {
     }
     let dir = tmp();
     let (a, _, kf) = two_copies(dir.path());
-    lukskit(&["config", "--priority", "ignore", "--key-slot", "0", &a], b"").ok("ignore 0");
+    lukskit(
+        &["config", "--priority", "ignore", "--key-slot", "0", &a],
+        b"",
+    )
+    .ok("ignore 0");
     // An "ignore" keyslot is skipped unless named explicitly — both tools agree.
-    assert_eq!(lukskit(&["open", "--test-passphrase", "-d", &kf, &a], b"").code, 2);
-    assert_eq!(cryptsetup(&["open", "--test-passphrase", "-d", &kf, &a], b"").unwrap().code, 2);
-    lukskit(&["open", "--test-passphrase", "-S", "0", "-d", &kf, &a], b"").ok("explicit slot");
+    assert_eq!(
+        lukskit(&["open", "--test-passphrase", "-d", &kf, &a], b"").code,
+        2
+    );
+    assert_eq!(
+        cryptsetup(&["open", "--test-passphrase", "-d", &kf, &a], b"")
+            .unwrap()
+            .code,
+        2
+    );
+    lukskit(
+        &["open", "--test-passphrase", "-S", "0", "-d", &kf, &a],
+        b"",
+    )
+    .ok("explicit slot");
 }
 
 #[test]
@@ -77,11 +104,29 @@ fn tokens_match_cryptsetup() {
     }
     let dir = tmp();
     let (a, b, _) = two_copies(dir.path());
-    let j = write_file(dir.path(), "t.json", br#"{"type":"example-token","keyslots":["1"],"x-data":{"nested":[1,2,"/path"]}}"#);
+    let j = write_file(
+        dir.path(),
+        "t.json",
+        br#"{"type":"example-token","keyslots":["1"],"x-data":{"nested":[1,2,"/path"]}}"#,
+    );
     let steps: Vec<Vec<&str>> = vec![
-        vec!["token", "add", "--key-description", "my:key", "--key-slot", "0"],
+        vec![
+            "token",
+            "add",
+            "--key-description",
+            "my:key",
+            "--key-slot",
+            "0",
+        ],
         vec!["token", "import", "--json-file", &j, "--token-id", "5"],
-        vec!["token", "add", "--key-description", "other", "--token-id", "3"],
+        vec![
+            "token",
+            "add",
+            "--key-description",
+            "other",
+            "--token-id",
+            "3",
+        ],
         vec!["token", "remove", "--token-id", "3"],
     ];
     for args in &steps {
@@ -90,27 +135,40 @@ fn tokens_match_cryptsetup() {
         let mut lb = args.clone();
         lb.push(&b);
         lukskit(&la, b"").ok(&format!("lukskit {args:?}"));
-        cryptsetup(&lb, b"").unwrap().ok(&format!("cryptsetup {args:?}"));
+        cryptsetup(&lb, b"")
+            .unwrap()
+            .ok(&format!("cryptsetup {args:?}"));
         same_dump(&a, &b, &format!("{args:?}"));
     }
     for id in ["0", "5"] {
         let ours = lukskit(&["token", "export", "--token-id", id, &a], b"").ok("export");
-        let theirs = cryptsetup(&["token", "export", "--token-id", id, &b], b"").unwrap().ok("export");
+        let theirs = cryptsetup(&["token", "export", "--token-id", id, &b], b"")
+            .unwrap()
+            .ok("export");
         assert_eq!(ours.stdout, theirs.stdout, "token {id}");
     }
     // Importing into a used id without --token-replace fails; removing an unused one too.
     let mut bad = vec!["token", "import", "--json-file", &j, "--token-id", "5"];
     bad.push(&a);
     assert_ne!(lukskit(&bad, b"").code, 0);
-    assert_ne!(lukskit(&["token", "remove", "--token-id", "9", &a], b"").code, 0);
+    assert_ne!(
+        lukskit(&["token", "remove", "--token-id", "9", &a], b"").code,
+        0
+    );
     // Unknown members and types survive a lukskit keyslot change untouched.
     let k3 = write_file(dir.path(), "k3", b"k3");
     let kf = dir.path().join("k");
     let mut add = vec!["luksAddKey", "-q", "-d", kf.to_str().unwrap(), &a, &k3];
     add.extend_from_slice(&FAST);
     lukskit(&add, b"").ok("add after tokens");
-    let t = cryptsetup(&["token", "export", "--token-id", "5", &a], b"").unwrap().ok("export");
-    assert!(t.stdout.contains(r#""x-data":{"nested":[1,2,"/path"]}"#), "{}", t.stdout);
+    let t = cryptsetup(&["token", "export", "--token-id", "5", &a], b"")
+        .unwrap()
+        .ok("export");
+    assert!(
+        t.stdout.contains(r#""x-data":{"nested":[1,2,"/path"]}"#),
+        "{}",
+        t.stdout
+    );
 }
 
 #[test]
@@ -130,7 +188,9 @@ fn repair_restores_both_copies() {
     bytes[16384 + 4096 + 30] ^= 0x20;
     std::fs::write(&a, &bytes).unwrap();
     lukskit(&["open", "--test-passphrase", "-d", &kf, &a], b"").ok("primary after repair");
-    cryptsetup(&["open", "--test-passphrase", "-d", &kf, &a], b"").unwrap().ok("cryptsetup after repair");
+    cryptsetup(&["open", "--test-passphrase", "-d", &kf, &a], b"")
+        .unwrap()
+        .ok("cryptsetup after repair");
     lukskit(&["repair", "-q", &a], b"").ok("repair secondary");
     let d = cryptsetup(&["luksDump", &a], b"").unwrap().ok("dump");
     assert!(d.stdout.contains("Keyslots:"));
@@ -141,5 +201,7 @@ fn repair_restores_both_copies() {
     fmt.push(&l1);
     lukskit(&fmt, b"").ok("format l1");
     let r = lukskit(&["repair", "-q", "-v", &l1], b"").ok("repair l1");
-    assert!(r.stdout.contains("No known problems detected for LUKS header."));
+    assert!(r
+        .stdout
+        .contains("No known problems detected for LUKS header."));
 }

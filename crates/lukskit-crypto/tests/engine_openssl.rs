@@ -540,10 +540,17 @@ fn serpent_vs_rustcrypto_blocks() {
 fn twofish_vs_rustcrypto_blocks() {
     // The RustCrypto Twofish is very slow (no key-dependent tables), so fewer geometries.
     let mut rng = Rng(9);
-    let geo = &[(512, false), (4096, true)];
+    let geo = &[(512, false), (1024, true)];
     for iv in IVS {
         for key_len in [32, 48, 64] {
-            compare_with(&mut rng, &format!("twofish-xts-{iv}"), key_len, false, geo, 1);
+            compare_with(
+                &mut rng,
+                &format!("twofish-xts-{iv}"),
+                key_len,
+                false,
+                geo,
+                1,
+            );
         }
         compare_with(&mut rng, &format!("twofish-cbc-{iv}"), 24, false, geo, 1);
         compare_with(&mut rng, &format!("twofish-lrw-{iv}"), 48, false, geo, 1);

@@ -2,8 +2,8 @@
 //! and `repair` of damaged header copies.
 
 use crate::error::{Result, VolumeError};
-use crate::volume::{Header, Volume};
 use crate::luks1_keys;
+use crate::volume::{Header, Volume};
 use lukskit_format::luks2::{self, Luks2Header};
 use serde_json::Value;
 
@@ -13,9 +13,7 @@ pub fn parse_priority(s: &str) -> Result<u32> {
         "ignore" => Ok(0),
         "normal" => Ok(1),
         "prefer" => Ok(2),
-        _ => Err(VolumeError::invalid(format!(
-            "Option --priority can be only ignore/normal/prefer."
-        ))),
+        _ => Err(VolumeError::invalid("Option --priority can be only ignore/normal/prefer.".to_string())),
     }
 }
 
@@ -30,12 +28,18 @@ impl Volume {
     }
 
     /// Set the LUKS2 label and/or subsystem (`config --label/--subsystem`).
-    pub fn set_label_subsystem(&mut self, label: Option<&str>, subsystem: Option<&str>) -> Result<()> {
+    pub fn set_label_subsystem(
+        &mut self,
+        label: Option<&str>,
+        subsystem: Option<&str>,
+    ) -> Result<()> {
         self.check_requirements_for_write()?;
         let h = self.luks2_mut("Label and subsystem")?;
         for v in [label, subsystem].into_iter().flatten() {
             if v.len() > 47 {
-                return Err(VolumeError::invalid("Label or subsystem is too long (at most 47 characters)."));
+                return Err(VolumeError::invalid(
+                    "Label or subsystem is too long (at most 47 characters).",
+                ));
             }
         }
         if let Some(l) = label {
@@ -52,7 +56,9 @@ impl Volume {
         self.check_requirements_for_write()?;
         let h = self.luks2_mut("Keyslot priority")?;
         if h.keyslot(slot)?.is_none() {
-            return Err(VolumeError::invalid(format!("Keyslot {slot} is not active.")));
+            return Err(VolumeError::invalid(format!(
+                "Keyslot {slot} is not active."
+            )));
         }
         h.set_keyslot_priority(slot, priority)?;
         self.write_header()
@@ -71,7 +77,9 @@ impl Volume {
                 return Err(VolumeError::invalid(format!("Token {i} is not in use.")));
             }
         } else if replace {
-            return Err(VolumeError::invalid("Option --token-replace requires --token-id."));
+            return Err(VolumeError::invalid(
+                "Option --token-replace requires --token-id.",
+            ));
         }
         let id = h.add_token(id, token)?;
         self.write_header()?;
@@ -98,7 +106,9 @@ impl Volume {
                 .find(|t| t.id == id)
                 .map(|t| serde_json::to_string(&t.json).unwrap_or_default())
                 .ok_or_else(|| VolumeError::invalid(format!("Token {id} is not in use."))),
-            Header::Luks1(_) => Err(VolumeError::invalid("Tokens are supported only for LUKS2 devices.")),
+            Header::Luks1(_) => Err(VolumeError::invalid(
+                "Tokens are supported only for LUKS2 devices.",
+            )),
         }
     }
 
@@ -124,7 +134,10 @@ impl Volume {
                     .map_err(|e| VolumeError::device(format!("Cannot sync device: {e}.")))?;
             }
             Header::Luks1(h) => {
-                let check = |name: &str, mode: &str, key_bytes: u32| -> lukskit_format::Result<()> {
+                let check = |name: &str,
+                             mode: &str,
+                             key_bytes: u32|
+                 -> lukskit_format::Result<()> {
                     let spec = lukskit_crypto::spec::CipherSpec::from_luks1(name, mode)?;
                     lukskit_crypto::engine::SectorCipher::check(&spec, key_bytes as usize, 512)?;
                     Ok(())

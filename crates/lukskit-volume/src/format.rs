@@ -90,7 +90,7 @@ fn check_uuid(uuid: &Option<String>) -> Result<String> {
 pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
     let spec = CipherSpec::parse(&p.cipher)?;
     let key_bits = p.key_size_bits.unwrap_or_else(|| default_key_bits(&spec));
-    if key_bits == 0 || key_bits % 8 != 0 {
+    if key_bits == 0 || !key_bits.is_multiple_of(8) {
         return Err(VolumeError::invalid(
             "Key size in bits must be a multiple of 8 bits",
         ));
@@ -269,7 +269,7 @@ fn format_luks2(
         |data_offset: u64| data_offset.saturating_sub(2 * metadata_size) / 4096 * 4096;
     let offset_bytes = p.offset_sectors.map(|o| o * 512);
     if let Some(o) = offset_bytes {
-        if o % 4096 != 0 && p.offset_sectors.unwrap() % 8 != 0 {
+        if o % 4096 != 0 && !p.offset_sectors.unwrap().is_multiple_of(8) {
             return Err(VolumeError::invalid(
                 "Requested data offset must be aligned to 4096 bytes (8 sectors).",
             ));

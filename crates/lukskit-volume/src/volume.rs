@@ -360,7 +360,7 @@ impl Volume {
     /// Set the UUID (`luksUUID --uuid`).
     pub fn set_uuid(&mut self, uuid: &str) -> Result<()> {
         let parsed = uuid::Uuid::parse_str(uuid)
-            .map_err(|_| VolumeError::invalid(format!("Wrong LUKS UUID format provided.")))?;
+            .map_err(|_| VolumeError::invalid("Wrong LUKS UUID format provided.".to_string()))?;
         let text = parsed.hyphenated().to_string();
         match &mut self.header {
             Header::Luks1(h) => h.uuid = text,

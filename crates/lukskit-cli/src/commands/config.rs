@@ -33,10 +33,7 @@ pub fn config(o: &Opts, args: &[String]) -> Result<()> {
 /// `repair <device>`.
 pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
-    input::confirm(
-        "Really proceed with LUKS header repair?",
-        o.batch_mode,
-    )?;
+    input::confirm("Really proceed with LUKS header repair?", o.batch_mode)?;
     let mut vol = Volume::load_as_is(&args[0], o.header.as_deref(), Access::Write)?;
     let msgs = vol.repair()?;
     if msgs.is_empty() {
@@ -58,7 +55,9 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
     match args[0].as_str() {
         "add" => {
             let desc = o.key_description.as_deref().ok_or_else(|| {
-                VolumeError::invalid("--key-description parameter is mandatory for token add action.")
+                VolumeError::invalid(
+                    "--key-description parameter is mandatory for token add action.",
+                )
             })?;
             let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
             let mut token = serde_json::json!({
@@ -82,9 +81,9 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             Ok(())
         }
         "remove" => {
-            let id = o
-                .token_id
-                .ok_or_else(|| VolumeError::invalid("Action requires specific token. Use --token-id parameter."))?;
+            let id = o.token_id.ok_or_else(|| {
+                VolumeError::invalid("Action requires specific token. Use --token-id parameter.")
+            })?;
             let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
             vol.token_remove(id)?;
             if o.verbose {
@@ -100,9 +99,11 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                         .map_err(|e| VolumeError::io("Reading JSON file", f, &e))?;
                 }
                 _ => {
-                    std::io::stdin()
-                        .read_to_string(&mut text)
-                        .map_err(|e| VolumeError::invalid(format!("Failed to read JSON from standard input: {e}.")))?;
+                    std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                        VolumeError::invalid(format!(
+                            "Failed to read JSON from standard input: {e}."
+                        ))
+                    })?;
                 }
             }
             if text.len() > 4 * 1024 * 1024 {
@@ -111,7 +112,9 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let mut token: serde_json::Value = serde_json::from_str(text.trim_end())
                 .map_err(|_| VolumeError::invalid("Failed to import token from file."))?;
             if let (Some(slot), Some(obj)) = (o.key_slot, token.as_object_mut()) {
-                let ks = obj.entry("keyslots").or_insert_with(|| serde_json::json!([]));
+                let ks = obj
+                    .entry("keyslots")
+                    .or_insert_with(|| serde_json::json!([]));
                 if let Some(a) = ks.as_array_mut() {
                     let s: serde_json::Value = slot.to_string().into();
                     if !a.contains(&s) {
@@ -127,9 +130,9 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             Ok(())
         }
         "export" => {
-            let id = o
-                .token_id
-                .ok_or_else(|| VolumeError::invalid("Action requires specific token. Use --token-id parameter."))?;
+            let id = o.token_id.ok_or_else(|| {
+                VolumeError::invalid("Action requires specific token. Use --token-id parameter.")
+            })?;
             let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
             let json = vol.token_export(id)?;
             match &o.json_file {
@@ -142,6 +145,8 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                 }
             }
         }
-        other => Err(VolumeError::invalid(format!("Invalid token action {other}."))),
+        other => Err(VolumeError::invalid(format!(
+            "Invalid token action {other}."
+        ))),
     }
 }

@@ -46,7 +46,7 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
         Some(u) => {
             let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
             input::confirm(
-                &format!("Do you really want to change UUID of device?"),
+                "Do you really want to change UUID of device?",
                 o.batch_mode,
             )?;
             vol.set_uuid(u)
@@ -81,7 +81,7 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
                     if let Some(path) = &o.volume_key_file {
                         let head: String = text.lines().take(6).map(|l| format!("{l}\n")).collect();
                         write_key_file(path, vk.as_bytes())?;
-                        print!("{head}Key stored to file {path}.\n");
+                        println!("{head}Key stored to file {path}.");
                     } else {
                         print!("{text}");
                     }

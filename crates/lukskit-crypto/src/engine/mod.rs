@@ -86,7 +86,7 @@ impl SectorCipher {
                 "key count {keycount} is not a power of two"
             )));
         }
-        if key_len % keycount != 0 {
+        if !key_len.is_multiple_of(keycount) {
             return Err(CryptoError::InvalidKey(format!(
                 "{key_len}-byte key cannot be split into {keycount} equal subkeys"
             )));
@@ -184,13 +184,13 @@ impl SectorCipher {
 
     fn validate(&self, len: usize, sector: u64) -> Result<()> {
         let ss = self.sector_size as usize;
-        if len % ss != 0 {
+        if !len.is_multiple_of(ss) {
             return Err(CryptoError::InvalidInput(format!(
                 "buffer of {len} bytes is not a multiple of the {ss}-byte sector size"
             )));
         }
         let step = u64::from(self.sector_size / 512);
-        if sector % step != 0 {
+        if !sector.is_multiple_of(step) {
             return Err(CryptoError::InvalidInput(format!(
                 "sector {sector} is not aligned to the {ss}-byte sector size"
             )));
