@@ -362,6 +362,26 @@ mod tests {
         let s = p("aes-cbc-essiv:sha3-256");
         assert_eq!(s.ivopts.as_deref(), Some("sha3-256"));
         assert_eq!(s.to_string(), "aes-cbc-essiv:sha3-256");
+
+        // Canonical legacy strings survive parse → Display unchanged.
+        for t in [
+            "aes-xts-plain64",
+            "serpent-xts-plain64",
+            "twofish-cbc-essiv:sha256",
+            "aes-xts-essiv:wp256",
+            "aes-lrw-benbi",
+            "aes-cbc-eboiv",
+            "aes:2-xts-plain64",
+            "aes-ctr-plain64be",
+            "cast5-cbc-null",
+            "cipher_null-ecb",
+            "camellia-ecb",
+        ] {
+            assert_eq!(p(t).to_string(), t);
+        }
+        // The IV generator is "plain64-foo", which the kernel would reject; parse keeps it
+        // verbatim only if it is a single component.
+        assert!(CipherSpec::parse("aes-xts-plain64-foo").is_err());
     }
 
     #[test]

@@ -13,7 +13,9 @@ pub fn parse_priority(s: &str) -> Result<u32> {
         "ignore" => Ok(0),
         "normal" => Ok(1),
         "prefer" => Ok(2),
-        _ => Err(VolumeError::invalid("Option --priority can be only ignore/normal/prefer.".to_string())),
+        _ => Err(VolumeError::invalid(
+            "Option --priority can be only ignore/normal/prefer.".to_string(),
+        )),
     }
 }
 

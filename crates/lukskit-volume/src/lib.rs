@@ -8,10 +8,12 @@
 //! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
 //! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
 //! * [`backup`] — header backup and restore.
+//! * [`convert`] — in-place LUKS1 ↔ LUKS2 conversion (`cryptsetup convert`).
 //! * [`edit`] — label, subsystem, priority, tokens, repair.
 //! * [`pbkdf`] — choosing PBKDF parameters from command-line options.
 
 pub mod backup;
+pub mod convert;
 pub mod device;
 pub mod edit;
 mod error;

@@ -45,10 +45,7 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
         }
         Some(u) => {
             let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
-            input::confirm(
-                "Do you really want to change UUID of device?",
-                o.batch_mode,
-            )?;
+            input::confirm("Do you really want to change UUID of device?", o.batch_mode)?;
             vol.set_uuid(u)
         }
     }

@@ -1,6 +1,7 @@
 //! The actions, by cryptsetup's names.
 
 mod config;
+mod convert;
 mod format;
 mod header;
 mod keys;
@@ -52,6 +53,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksHeaderRestore" => header::restore(o, args),
         "erase" | "luksErase" => header::erase(o, args),
         "config" => config::config(o, args),
+        "convert" => convert::convert(o, args),
         "repair" => config::repair(o, args),
         "token" => config::token(o, args),
         other => Err(VolumeError::invalid(format!("Unknown action {other}."))),
