@@ -134,6 +134,30 @@ fn read_stdin_line() -> Result<SecretBuf, VolumeError> {
     Ok(SecretBuf::from_vec(line))
 }
 
+/// `--timeout` for interactive prompts, in seconds (0 = wait forever).
+static PROMPT_TIMEOUT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Set the `--timeout` for terminal prompts.
+pub fn set_prompt_timeout(seconds: u64) {
+    PROMPT_TIMEOUT.store(seconds, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Wait until `fd` is readable or the prompt timeout expires (false on timeout).
+fn wait_readable(fd: i32) -> bool {
+    let secs = PROMPT_TIMEOUT.load(std::sync::atomic::Ordering::Relaxed);
+    if secs == 0 {
+        return true;
+    }
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(secs.saturating_mul(1000)).unwrap_or(i32::MAX);
+    // SAFETY: one valid pollfd for a descriptor we own, for the duration of the call.
+    unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+}
+
 /// Prompt on the terminal with echo off and read one line.
 fn read_tty(prompt: &str) -> Result<SecretBuf, VolumeError> {
     let tty = std::fs::OpenOptions::new()
@@ -160,6 +184,12 @@ fn read_tty(prompt: &str) -> Result<SecretBuf, VolumeError> {
     let mut line = Vec::new();
     let mut b = [0u8; 1];
     let res = loop {
+        if !wait_readable(fd) {
+            break Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "timed out",
+            ));
+        }
         match t.read(&mut b) {
             Ok(0) => break Ok(()),
             Ok(_) if b[0] == b'\n' => break Ok(()),
@@ -211,7 +241,7 @@ pub fn get_secret(
             if verify {
                 let second = read_tty("Verify passphrase: ")?;
                 if !first.ct_eq(second.as_bytes()) {
-                    return Err(VolumeError::invalid("Passphrases do not match."));
+                    return Err(VolumeError::permission("Passphrases do not match."));
                 }
             }
             Ok(first)

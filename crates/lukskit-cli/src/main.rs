@@ -41,10 +41,15 @@ fn main() {
         }
     };
     if opts.version {
-        println!(
-            "lukskit {} (cryptsetup 2.6 compatible)",
-            env!("CARGO_PKG_VERSION")
-        );
+        // Scripts that check `cryptsetup --version` see the version lukskit mirrors.
+        if invoked_as_cryptsetup() {
+            println!("cryptsetup 2.6.1 (lukskit {})", env!("CARGO_PKG_VERSION"));
+        } else {
+            println!(
+                "lukskit {} (cryptsetup 2.6.1 compatible)",
+                env!("CARGO_PKG_VERSION")
+            );
+        }
         return;
     }
     if opts.help || opts.positional.is_empty() {
@@ -54,6 +59,7 @@ fn main() {
         }
         return;
     }
+    input::set_prompt_timeout(opts.timeout.unwrap_or(0));
     let verbose = opts.verbose;
     match commands::run(&opts) {
         Ok(()) => {
@@ -66,6 +72,18 @@ fn main() {
             std::process::exit(e.kind.exit_code());
         }
     }
+}
+
+/// True when started through a link named `cryptsetup`.
+fn invoked_as_cryptsetup() -> bool {
+    std::env::args_os()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|n| n == "cryptsetup")
+        })
+        .unwrap_or(false)
 }
 
 fn report(e: &VolumeError, verbose: bool) {

@@ -464,3 +464,33 @@ fn damaged_luks2_copy_still_opens() {
             .ok("cryptsetup too");
     }
 }
+
+#[test]
+fn works_as_cryptsetup_through_a_symlink() {
+    let dir = tmp();
+    let link = dir.path().join("cryptsetup");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lukskit"), &link).unwrap();
+    let img = sparse(dir.path(), "v.img", 20 << 20);
+    let kf = write_file(dir.path(), "k", b"k");
+    let run = |args: &[&str]| {
+        std::process::Command::new(&link)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let mut fmt = vec!["luksFormat", "-q", "-d", &kf];
+    fmt.extend_from_slice(&FAST);
+    fmt.push(&img);
+    assert!(run(&fmt).status.success());
+    let v = run(&["--version"]);
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("cryptsetup 2.6.1"));
+    let via_link = run(&["luksDump", &img]);
+    let direct = lukskit(&["luksDump", &img], b"").ok("dump");
+    assert_eq!(String::from_utf8_lossy(&via_link.stdout), direct.stdout);
+    assert_eq!(
+        run(&["open", "--test-passphrase", "-d", &kf, &img])
+            .status
+            .code(),
+        Some(0)
+    );
+}

@@ -52,6 +52,11 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         volume_key,
     };
     let target = o.header.as_deref().unwrap_or(device);
+    if !o.batch_mode && matches!(lukskit_volume::volume::probe(target), Ok(Some(_))) {
+        eprintln!(
+            "WARNING: Device {target} already contains a 'crypto_LUKS' superblock signature."
+        );
+    }
     input::confirm(
         &format!("This will overwrite data on {target} irrevocably."),
         o.batch_mode,
