@@ -342,7 +342,8 @@ impl Volume {
                 "Keyslot {slot} is not active."
             )));
         }
-        self.check_requirements_for_write()?;
+        // Revoking a keyslot is allowed even with unknown requirements, as in cryptsetup:
+        // a compromised passphrase must always be removable.
         match &mut self.header {
             Header::Luks1(h) => luks1_keys::kill(&self.dev, h, slot),
             Header::Luks2(h) => luks2_keys::kill(&self.dev, h, slot),
