@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Run every lukskit test: installs what the tests need on a fresh Debian machine
-# (cryptsetup-bin as the reference implementation, xz-utils for cryptsetup's test images),
-# then formatting, lint and the whole cargo test suite.
+# (cryptsetup-bin as the reference implementation, xz-utils for cryptsetup's test images,
+# OpenSSL headers for the cross-checks), then formatting, lint and the whole cargo test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
 command -v cryptsetup >/dev/null 2>&1 || [ -x /usr/sbin/cryptsetup ] || need_pkgs+=(cryptsetup-bin)
 command -v xz >/dev/null 2>&1 || need_pkgs+=(xz-utils)
+# The crypto tests cross-check against OpenSSL (the `openssl` crate needs its headers).
+command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
+pkg-config --exists openssl 2>/dev/null || need_pkgs+=(libssl-dev)
+# Terminal-prompt tests run lukskit on a pseudo-terminal with util-linux `script`.
+command -v script >/dev/null 2>&1 || need_pkgs+=(bsdutils)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"
@@ -27,4 +32,13 @@ cargo fmt --all -- --check
 echo "==> cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "==> cargo test"
-cargo test --workspace 2>&1 | tee /tmp/lukskit-test.log
+log=$(mktemp)
+set +e
+cargo test --workspace 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# One closing line for the whole run (cargo prints one per test binary, the last of which
+# is usually the empty doc-test run).
+awk '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "lukskit: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"
+rm -f "$log"
+exit "$status"
