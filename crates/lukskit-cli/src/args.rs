@@ -12,6 +12,7 @@ use clap::{ArgAction, Parser};
     name = "lukskit",
     disable_help_flag = true,
     disable_version_flag = true,
+    args_override_self = true,
     allow_negative_numbers = false,
     about = "lukskit: LUKS1/LUKS2 disk encryption, cryptsetup compatible"
 )]

@@ -61,8 +61,11 @@ pub struct BackupImage {
 
 /// Read and validate a header backup file.
 pub fn read_backup(backup: &str) -> Result<BackupImage> {
-    let bytes = std::fs::read(backup)
-        .map_err(|e| VolumeError::io("Reading header backup file", backup, &e))?;
+    let bytes = std::fs::read(backup).map_err(|_| {
+        VolumeError::invalid(format!(
+            "Device {backup} does not exist or access denied.\nHeader backup file does not contain compatible LUKS header."
+        ))
+    })?;
     let invalid = || {
         VolumeError::invalid(format!(
             "Backup file {backup} doesn't contain valid LUKS header."

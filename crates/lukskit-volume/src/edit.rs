@@ -20,11 +20,12 @@ pub fn parse_priority(s: &str) -> Result<u32> {
 }
 
 impl Volume {
-    fn luks2_mut(&mut self, what: &str) -> Result<&mut Luks2Header> {
+    fn luks2_mut(&mut self) -> Result<&mut Luks2Header> {
+        let path = self.dev.path().to_string();
         match &mut self.header {
             Header::Luks2(h) => Ok(h),
             Header::Luks1(_) => Err(VolumeError::invalid(format!(
-                "{what} is supported only for LUKS2 devices."
+                "Device {path} is not a valid LUKS2 device."
             ))),
         }
     }
@@ -36,19 +37,12 @@ impl Volume {
         subsystem: Option<&str>,
     ) -> Result<()> {
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut("Label and subsystem")?;
-        for v in [label, subsystem].into_iter().flatten() {
-            if v.len() > 47 {
-                return Err(VolumeError::invalid(
-                    "Label or subsystem is too long (at most 47 characters).",
-                ));
-            }
-        }
+        let h = self.luks2_mut()?;
         if let Some(l) = label {
-            h.binary.label = l.to_string();
+            h.binary.label = crate::format::truncate47(l);
         }
         if let Some(s) = subsystem {
-            h.binary.subsystem = s.to_string();
+            h.binary.subsystem = crate::format::truncate47(s);
         }
         self.write_header()
     }
@@ -56,7 +50,7 @@ impl Volume {
     /// Set a keyslot's priority (`config --priority … --key-slot N`).
     pub fn set_priority(&mut self, slot: u32, priority: u32) -> Result<()> {
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut("Keyslot priority")?;
+        let h = self.luks2_mut()?;
         if h.keyslot(slot)?.is_none() {
             return Err(VolumeError::invalid(format!(
                 "Keyslot {slot} is not active."
@@ -69,7 +63,7 @@ impl Volume {
     /// Add (or with `replace`, replace) a token; returns its id.
     pub fn token_add(&mut self, id: Option<u32>, token: Value, replace: bool) -> Result<u32> {
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut("Tokens")?;
+        let h = self.luks2_mut()?;
         if let Some(i) = id {
             let exists = h.tokens()?.iter().any(|t| t.id == i);
             if exists && !replace {
@@ -91,7 +85,7 @@ impl Volume {
     /// Remove a token.
     pub fn token_remove(&mut self, id: u32) -> Result<()> {
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut("Tokens")?;
+        let h = self.luks2_mut()?;
         if !h.tokens()?.iter().any(|t| t.id == id) {
             return Err(VolumeError::invalid(format!("Token {id} is not in use.")));
         }
@@ -107,10 +101,13 @@ impl Volume {
                 .into_iter()
                 .find(|t| t.id == id)
                 .map(|t| serde_json::to_string(&t.json).unwrap_or_default())
-                .ok_or_else(|| VolumeError::invalid(format!("Token {id} is not in use."))),
-            Header::Luks1(_) => Err(VolumeError::invalid(
-                "Tokens are supported only for LUKS2 devices.",
-            )),
+                .ok_or_else(|| {
+                    VolumeError::invalid(format!("Failed to get token {id} for export."))
+                }),
+            Header::Luks1(_) => Err(VolumeError::invalid(format!(
+                "Device {} is not a valid LUKS2 device.",
+                self.dev.path()
+            ))),
         }
     }
 

@@ -109,6 +109,16 @@ pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
         }
         None => SecretBuf::random(key_len)?,
     };
+    let max_slot = match p.kind {
+        FormatType::Luks1 => lukskit_format::luks1::NUM_KEYSLOTS as u32,
+        FormatType::Luks2 => luks2::MAX_KEYSLOTS,
+    };
+    if let Some(slot) = p.key_slot.filter(|&s| s >= max_slot) {
+        return Err(VolumeError::invalid(format!(
+            "Key slot {slot} is invalid, please select between 0 and {}.",
+            max_slot - 1
+        )));
+    }
     let uuid = check_uuid(&p.uuid)?;
     // Refuse to use the data device if it cannot be opened (exit 4), as cryptsetup does.
     let data_dev = Device::open(&p.device, Access::Write)?;
@@ -203,7 +213,9 @@ fn format_luks1(
     luks1_keys::write_header(dev, &hdr)?;
     let slot = p.key_slot.unwrap_or(0);
     if slot as usize >= lukskit_format::luks1::NUM_KEYSLOTS {
-        return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+        return Err(VolumeError::invalid(format!(
+            "Key slot {slot} is invalid, please select between 0 and 7."
+        )));
     }
     let iterations = match p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks1, vk.len())? {
         lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
@@ -258,20 +270,13 @@ fn format_luks2(
     if !luks2::METADATA_SIZES.contains(&metadata_size) {
         return Err(VolumeError::invalid("Unsupported LUKS2 metadata size."));
     }
-    for (what, v) in [("label", &p.label), ("subsystem", &p.subsystem)] {
-        if v.as_ref().is_some_and(|s| s.len() > 47) {
-            return Err(VolumeError::invalid(format!(
-                "LUKS2 {what} is too long (at most 47 characters)."
-            )));
-        }
-    }
     let max_keyslots_size =
         |data_offset: u64| data_offset.saturating_sub(2 * metadata_size) / 4096 * 4096;
     let offset_bytes = p.offset_sectors.map(|o| o * 512);
     if let Some(o) = offset_bytes {
         if o % 4096 != 0 && !p.offset_sectors.unwrap().is_multiple_of(8) {
             return Err(VolumeError::invalid(
-                "Requested data offset must be aligned to 4096 bytes (8 sectors).",
+                "Data offset is not multiple of 4096 bytes.",
             ));
         }
     }
@@ -335,8 +340,9 @@ fn format_luks2(
         encryption: spec.to_string(),
         sector_size,
         uuid: uuid.to_string(),
-        label: p.label.clone().unwrap_or_default(),
-        subsystem: p.subsystem.clone().unwrap_or_default(),
+        // cryptsetup stores at most 47 bytes of each (the field is NUL-terminated).
+        label: truncate47(p.label.as_deref().unwrap_or_default()),
+        subsystem: truncate47(p.subsystem.as_deref().unwrap_or_default()),
         digest,
     })?;
     let areas_end = 2 * metadata_size + keyslots_size;
@@ -359,7 +365,9 @@ fn format_luks2(
     luks2_keys::write_header(dev, &mut hdr)?;
     let slot = p.key_slot.unwrap_or(0);
     if slot >= luks2::MAX_KEYSLOTS {
-        return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+        return Err(VolumeError::invalid(format!(
+            "Key slot {slot} is invalid, please select between 0 and 31."
+        )));
     }
     let kdf = p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks2, vk.len())?;
     luks2_keys::store(
@@ -379,4 +387,13 @@ fn format_luks2(
         keyslot: slot,
         warning,
     })
+}
+
+/// The first 47 bytes of `s` (cut at a character boundary), as cryptsetup stores labels.
+pub fn truncate47(s: &str) -> String {
+    let mut end = s.len().min(47);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
 }

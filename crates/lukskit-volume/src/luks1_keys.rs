@@ -96,10 +96,14 @@ pub fn unlock(
         Some(s) => {
             let i = s as usize;
             if i >= NUM_KEYSLOTS {
-                return Err(VolumeError::invalid(format!("Key slot {s} is invalid.")));
+                return Err(VolumeError::invalid(
+                    "No usable keyslot is available.".to_string(),
+                ));
             }
             if !hdr.keyslots[i].active {
-                return Err(VolumeError::invalid(format!("Keyslot {s} is not active.")));
+                return Err(VolumeError::invalid(
+                    "No usable keyslot is available.".to_string(),
+                ));
             }
             open_slot(dev, hdr, i, passphrase)?
                 .map(|vk| (s, vk))

@@ -186,10 +186,14 @@ pub fn unlock(
     let keyslots = hdr.keyslots()?;
     if let Some(s) = slot {
         if s >= luks2::MAX_KEYSLOTS {
-            return Err(VolumeError::invalid(format!("Key slot {s} is invalid.")));
+            return Err(VolumeError::invalid(
+                "No usable keyslot is available.".to_string(),
+            ));
         }
         let Some(ks) = keyslots.iter().find(|k| k.id == s) else {
-            return Err(VolumeError::invalid(format!("Keyslot {s} is not active.")));
+            return Err(VolumeError::invalid(
+                "No usable keyslot is available.".to_string(),
+            ));
         };
         if unbound && !is_unbound(s) {
             return Err(VolumeError::invalid(format!("Keyslot {s} is not unbound.")));

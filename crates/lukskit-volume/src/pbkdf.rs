@@ -56,7 +56,12 @@ impl PbkdfOptions {
             LuksKind::Luks1 => "pbkdf2",
             LuksKind::Luks2 => "argon2id",
         };
-        let name = self.kind.as_deref().unwrap_or(default);
+        let mut name = self.kind.as_deref().unwrap_or(default);
+        if kind == LuksKind::Luks1 && name != "pbkdf2" {
+            // cryptsetup warns and uses PBKDF2 for LUKS1.
+            eprintln!("Requested PBKDF type is not supported for LUKS1.");
+            name = "pbkdf2";
+        }
         let iter_time = match self.iter_time_ms {
             None | Some(0) => DEFAULT_ITER_TIME_MS,
             Some(t) => t,
@@ -64,17 +69,18 @@ impl PbkdfOptions {
         let pbkdf = match name {
             "pbkdf2" => {
                 let iterations = match self.force_iterations {
+                    Some(i) if i < kdf::PBKDF2_MIN_ITERATIONS => {
+                        return Err(VolumeError::invalid(format!(
+                            "Forced iteration count is too low for pbkdf2 (minimum is {}).\nFailed to set pbkdf parameters.",
+                            kdf::PBKDF2_MIN_ITERATIONS
+                        )))
+                    }
                     Some(i) => i,
                     None => kdf::pbkdf2_iterations_for(hash, key_len, iter_time)?,
                 };
                 Pbkdf::Pbkdf2 { hash, iterations }
             }
             "argon2i" | "argon2id" => {
-                if kind == LuksKind::Luks1 {
-                    return Err(VolumeError::invalid(format!(
-                        "PBKDF {name} is not supported for LUKS1."
-                    )));
-                }
                 let variant = Argon2Variant::from_name(name)?;
                 let cap = kdf::default_argon2_memory_cap_kib();
                 let max_memory = self
@@ -85,7 +91,19 @@ impl PbkdfOptions {
                     .parallel
                     .unwrap_or_else(kdf::default_argon2_parallel)
                     .min(kdf::ARGON2_MAX_PARALLEL);
+                if max_memory < kdf::ARGON2_MIN_MEMORY_KIB {
+                    return Err(VolumeError::invalid(format!(
+                        "Forced memory cost is too low for {name} (minimum is {} kilobytes).\nFailed to set pbkdf parameters.",
+                        kdf::ARGON2_MIN_MEMORY_KIB
+                    )));
+                }
                 let (time, memory_kib) = match self.force_iterations {
+                    Some(t) if t < kdf::ARGON2_MIN_TIME => {
+                        return Err(VolumeError::invalid(format!(
+                            "Forced iteration count is too low for {name} (minimum is {}).\nFailed to set pbkdf parameters.",
+                            kdf::ARGON2_MIN_TIME
+                        )))
+                    }
                     Some(t) => (t, max_memory),
                     None => {
                         kdf::benchmark_argon2(variant, iter_time, max_memory, parallel, key_len)?
@@ -103,7 +121,7 @@ impl PbkdfOptions {
             }
         };
         pbkdf
-            .check_limits()
+            .check_create_limits()
             .map_err(|e| VolumeError::invalid(format!("Invalid PBKDF parameters: {e}.")))?;
         Ok(pbkdf)
     }

@@ -254,7 +254,10 @@ impl Volume {
     /// Check a requested new keyslot id.
     pub fn check_new_keyslot(&self, slot: u32) -> Result<()> {
         if slot >= self.max_keyslots() {
-            return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+            return Err(VolumeError::invalid(format!(
+                "Key slot {slot} is invalid, please select between 0 and {}.",
+                self.max_keyslots() - 1
+            )));
         }
         if self.keyslot_active(slot)? {
             return Err(VolumeError::invalid(format!(
@@ -335,7 +338,10 @@ impl Volume {
     /// Destroy keyslot `slot` (wipe its key material, remove it from the header).
     pub fn kill_keyslot(&mut self, slot: u32) -> Result<()> {
         if slot >= self.max_keyslots() {
-            return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+            return Err(VolumeError::invalid(format!(
+                "Key slot {slot} is invalid, please select between 0 and {}.",
+                self.max_keyslots() - 1
+            )));
         }
         if !self.keyslot_active(slot)? {
             return Err(VolumeError::invalid(format!(

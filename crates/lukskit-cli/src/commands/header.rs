@@ -100,7 +100,7 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
         Header::Luks1(h) => {
             if o.dump_json_metadata {
                 return Err(VolumeError::invalid(
-                    "JSON metadata dump is available only for LUKS2.",
+                    "Dump operation is not supported for this device type.",
                 ));
             }
             print!("{}", dump::luks1(vol.dev.path(), h));

@@ -92,14 +92,14 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     // --new-key-slot is the explicit spelling.
     let new_slot = match (o.new_key_slot, o.key_slot) {
         (Some(n), _) => Some(n),
-        (None, Some(k)) => {
-            eprintln!("WARNING: The --key-slot parameter is used for new keyslot number.");
-            Some(k)
-        }
+        (None, Some(k)) => Some(k),
         (None, None) => None,
     };
     if let Some(s) = new_slot {
         vol.check_new_keyslot(s)?;
+        if o.new_key_slot.is_none() {
+            eprintln!("WARNING: The --key-slot parameter is used for new keyslot number.");
+        }
     } else if !o.unbound {
         vol.free_keyslot()?;
     }

@@ -62,7 +62,9 @@ pub fn run(o: &Opts) -> Result<()> {
 
 /// Require exactly `n` (or between `n` and `max`) action arguments.
 pub fn need_args(args: &[String], min: usize, max: usize, usage: &str) -> Result<()> {
-    if args.len() < min || args.len() > max {
+    // cryptsetup checks only the minimum; extra arguments are ignored.
+    let _ = max;
+    if args.len() < min {
         return Err(VolumeError::invalid(format!(
             "Command requires {usage} as argument."
         )));
