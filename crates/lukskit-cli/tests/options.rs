@@ -7,7 +7,7 @@ use common::*;
 
 const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
 
-fn with_fast<'a>(mut v: Vec<&'a str>) -> Vec<&'a str> {
+fn with_fast(mut v: Vec<&str>) -> Vec<&str> {
     v.extend_from_slice(&FAST);
     v
 }
