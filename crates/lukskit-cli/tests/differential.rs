@@ -7,7 +7,8 @@ use common::*;
 
 const FAST: &str = "--pbkdf pbkdf2 --pbkdf-force-iterations 1000";
 
-/// (command line with IMG1 = LUKS1 volume, IMG2 = LUKS2 volume, k/k2 = key files; compare stderr too?)
+/// (command line with IMG1 = LUKS1 volume, IMG2 = LUKS2 volume, k/k2 = key files; compare
+/// the output (stdout and stderr) too, or only the exit code?)
 const CASES: &[(&str, bool)] = &[
     ("luksFormat -q FAST -d k --offset 7 IMG2", true),
     ("luksFormat -q FAST -d k --label 0123456789012345678901234567890123456789012345678 IMG2", true),
@@ -66,6 +67,22 @@ const CASES: &[(&str, bool)] = &[
     ("luksConvertKey -q FAST -d k2 IMG2", false),
     ("convert -q --type luks2 IMG2", false),
     ("erase -q plain.img", false),
+    ("-v luksRemoveKey -q IMG2 k", true),
+    ("-v luksChangeKey -q FAST -d k IMG2 k2", true),
+    ("-v luksChangeKey -q FAST -d k IMG1 k2", true),
+    ("-v luksConvertKey -q FAST -d k IMG2", true),
+    ("-v luksAddKey -q FAST -d k IMG2 k2", true),
+    ("-v erase -q IMG2", true),
+    ("-v erase -q IMG1", true),
+    ("-v open --test-passphrase -d k IMG2", true),
+    ("-v open --test-passphrase -d k IMG1", true),
+    ("-v luksUUID IMG2", true),
+    ("-v isLuks plain.img", true),
+    ("-v config --label x IMG2", true),
+    ("-v token add --key-description x IMG2", true),
+    ("luksFormat -q -y FAST IMG2 k", true),
+    ("luksDump IMG1", true),
+    ("luksDump IMG2", true),
 ];
 
 #[test]
@@ -111,8 +128,13 @@ fn commands_agree_with_cryptsetup() {
                 .stdin(std::process::Stdio::null())
                 .output()
                 .unwrap();
-            let err = String::from_utf8_lossy(&out.stderr).replace(&format!("{tag}IMG"), "IMG");
-            outs.push((out.status.code(), err));
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
+            .replace(&format!("{tag}IMG"), "IMG");
+            outs.push((out.status.code(), text));
         }
         let (ours, theirs) = (&outs[0], &outs[1]);
         if ours.0 != theirs.0 || (*compare_stderr && ours.1 != theirs.1) {

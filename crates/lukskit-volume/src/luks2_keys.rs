@@ -265,9 +265,9 @@ pub struct NewKeyslot<'a> {
     pub digest: u32,
 }
 
-/// Create a keyslot: key material is written to a free area first, then the header (both
-/// copies, in cryptsetup's order) — a crash at any point leaves the old header valid.
-pub fn store(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Result<()> {
+/// Write a new keyslot's encrypted key material into a free area (synced) and return the
+/// keyslot object that describes it; the header is not touched.
+fn write_material(dev: &dyn Storage, hdr: &Luks2Header, p: NewKeyslot<'_>) -> Result<Keyslot> {
     let key_len = p.key.len();
     let (encryption, area_key_size) = match p.cipher {
         Some(c) => c,
@@ -320,9 +320,32 @@ pub fn store(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Res
         kdf: kdf_params,
         priority: None,
     };
+    Ok(ks)
+}
+
+/// Create a keyslot: key material is written to a free area first, then the header (both
+/// copies, in cryptsetup's order) — a crash at any point leaves the old header valid.
+pub fn store(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Result<()> {
+    let (id, digest) = (p.id, p.digest);
+    let ks = write_material(dev, hdr, p)?;
     hdr.add_keyslot(&ks)?;
-    hdr.assign_keyslot_to_digest(p.id, p.digest)?;
+    hdr.assign_keyslot_to_digest(id, digest)?;
     write_header(dev, hdr)
+}
+
+/// Re-protect existing keyslot `p.id` (new passphrase or new PBKDF) keeping its id, as
+/// cryptsetup does for LUKS2: new material goes to a free area, the header switches the
+/// keyslot to it, and only then is the old area wiped. A crash leaves either the old or the
+/// new keyslot valid.
+pub fn replace(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Result<()> {
+    let old = hdr
+        .keyslot(p.id)?
+        .ok_or_else(|| VolumeError::invalid(format!("Keyslot {} is not active.", p.id)))?;
+    let mut ks = write_material(dev, hdr, p)?;
+    ks.priority = old.priority;
+    hdr.replace_keyslot(&ks)?;
+    write_header(dev, hdr)?;
+    wipe::random(dev, old.area_offset, old.area_size)
 }
 
 /// Remove keyslot `id`: wipe its area, then drop it from the JSON and write the header.

@@ -335,6 +335,57 @@ impl Volume {
         Ok(slot)
     }
 
+    /// Re-protect the key of keyslot `slot` with `passphrase` and new PBKDF parameters
+    /// (`luksChangeKey`, `luksConvertKey`). LUKS2 keeps the keyslot id (new area, header
+    /// switch, old area wiped); LUKS1 writes a free keyslot first and then destroys the old
+    /// one, or replaces it in place when all are full — as cryptsetup does. Returns the
+    /// keyslot that now holds the key.
+    pub fn change_keyslot(
+        &mut self,
+        slot: u32,
+        key: &SecretBuf,
+        passphrase: &[u8],
+        pbkdf: &PbkdfOptions,
+    ) -> Result<u32> {
+        self.check_requirements_for_write()?;
+        if !self.keyslot_active(slot)? {
+            return Err(VolumeError::invalid(format!(
+                "Keyslot {slot} is not active."
+            )));
+        }
+        if let Header::Luks2(h) = &mut self.header {
+            let digest = luks2_keys::digest_of_keyslot(h, slot)?
+                .ok_or_else(|| VolumeError::invalid(format!("Keyslot {slot} has no digest.")))?
+                .id;
+            let kdf = pbkdf.resolve(LuksKind::Luks2, key.len())?;
+            luks2_keys::replace(
+                &self.dev,
+                h,
+                luks2_keys::NewKeyslot {
+                    id: slot,
+                    key,
+                    passphrase,
+                    pbkdf: kdf,
+                    af_hash: pbkdf.hash()?,
+                    cipher: pbkdf.keyslot_cipher()?,
+                    digest,
+                },
+            )?;
+            return Ok(slot);
+        }
+        match self.free_keyslot() {
+            Ok(new_slot) => {
+                self.add_keyslot(key, passphrase, Some(new_slot), pbkdf, false)?;
+                self.kill_keyslot(slot)?;
+                Ok(new_slot)
+            }
+            Err(_) => {
+                self.kill_keyslot(slot)?;
+                self.add_keyslot(key, passphrase, Some(slot), pbkdf, false)
+            }
+        }
+    }
+
     /// Destroy keyslot `slot` (wipe its key material, remove it from the header).
     pub fn kill_keyslot(&mut self, slot: u32) -> Result<()> {
         if slot >= self.max_keyslots() {

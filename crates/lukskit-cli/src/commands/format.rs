@@ -69,6 +69,9 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         },
         None => KeySource::Prompt,
     };
+    if o.verify_passphrase && !input::interactive() {
+        eprintln!("Can't do passphrase verification on non-tty inputs.");
+    }
     let verify = o.verify_passphrase || !o.batch_mode;
     let pass = input::get_secret(&src, &format!("Enter passphrase for {target}: "), verify)?;
     let out = format(&params, pass.as_bytes())?;

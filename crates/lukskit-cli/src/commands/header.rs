@@ -25,12 +25,8 @@ pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
         Ok(())
     } else {
         // cryptsetup prints nothing here unless -v.
-        let msg = if o.verbose {
-            format!("Device {} is not a valid LUKS device.", args[0])
-        } else {
-            String::new()
-        };
-        Err(VolumeError::invalid(msg))
+        // cryptsetup prints no message here (with -v only the exit status line).
+        Err(VolumeError::invalid(String::new()))
     }
 }
 
@@ -173,6 +169,9 @@ pub fn erase(o: &Opts, args: &[String]) -> Result<()> {
     )?;
     for slot in vol.active_keyslots()? {
         vol.kill_keyslot(slot)?;
+        if o.verbose {
+            println!("Key slot {slot} removed.");
+        }
     }
     Ok(())
 }

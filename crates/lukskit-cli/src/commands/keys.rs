@@ -68,6 +68,10 @@ pub fn open(o: &Opts, args: &[String]) -> Result<()> {
         }
         _ => {}
     }
+    if o.verbose && vol.type_name() == "LUKS2" {
+        // cryptsetup tries LUKS2 tokens first; lukskit has no token handlers.
+        println!("No usable token is available.");
+    }
     let src = existing_key_source(o, None);
     let (slot, _vk, _pass) = unlock_with_tries(
         &vol,
@@ -157,7 +161,8 @@ pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
         false,
     )?;
     if o.verbose {
-        println!("Key slot {slot} selected for deletion.");
+        println!("Key slot {slot} unlocked.");
+        println!("Keyslot {slot} is selected for deletion.");
     }
     if vol.active_keyslots()?.len() == 1 {
         input::confirm(
@@ -165,7 +170,11 @@ pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
             o.batch_mode || matches!(src, KeySource::File { .. }),
         )?;
     }
-    vol.kill_keyslot(slot)
+    vol.kill_keyslot(slot)?;
+    if o.verbose {
+        println!("Key slot {slot} removed.");
+    }
+    Ok(())
 }
 
 /// `luksChangeKey <device> [<new key file>]`: the new passphrase goes to a free keyslot
@@ -184,38 +193,15 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
         o.key_slot,
         false,
     )?;
+    if o.verbose {
+        println!("Key slot {old_slot} unlocked.");
+    }
     let new_src = new_key_source(o, args.get(1));
     let verify = o.verify_passphrase || !o.batch_mode;
     let new_pass = input::get_secret(&new_src, "Enter new passphrase: ", verify)?;
-    let target = match o.new_key_slot {
-        Some(s) => Some(s),
-        None => vol.free_keyslot().ok(),
-    };
-    match target {
-        Some(new_slot) => {
-            let s = vol.add_keyslot(
-                &vk,
-                new_pass.as_bytes(),
-                Some(new_slot),
-                &pbkdf_options(o),
-                false,
-            )?;
-            vol.kill_keyslot(old_slot)?;
-            if o.verbose {
-                println!("Key slot {old_slot} changed to {s}.");
-            }
-        }
-        None => {
-            // No free keyslot: replace in place, as cryptsetup does.
-            vol.kill_keyslot(old_slot)?;
-            vol.add_keyslot(
-                &vk,
-                new_pass.as_bytes(),
-                Some(old_slot),
-                &pbkdf_options(o),
-                false,
-            )?;
-        }
+    let new_slot = vol.change_keyslot(old_slot, &vk, new_pass.as_bytes(), &pbkdf_options(o))?;
+    if o.verbose {
+        println!("Key slot {new_slot} created.");
     }
     Ok(())
 }
@@ -239,21 +225,9 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
         o.key_slot,
         false,
     )?;
-    match vol.free_keyslot() {
-        Ok(tmp) => {
-            vol.add_keyslot(&vk, pass.as_bytes(), Some(tmp), &pbkdf_options(o), false)?;
-            vol.kill_keyslot(old_slot)?;
-        }
-        Err(_) => {
-            vol.kill_keyslot(old_slot)?;
-            vol.add_keyslot(
-                &vk,
-                pass.as_bytes(),
-                Some(old_slot),
-                &pbkdf_options(o),
-                false,
-            )?;
-        }
+    let slot = vol.change_keyslot(old_slot, &vk, pass.as_bytes(), &pbkdf_options(o))?;
+    if o.verbose {
+        println!("Key slot {slot} created.");
     }
     Ok(())
 }
@@ -295,5 +269,12 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
             )?;
         }
     }
-    vol.kill_keyslot(slot)
+    if o.verbose {
+        println!("Keyslot {slot} is selected for deletion.");
+    }
+    vol.kill_keyslot(slot)?;
+    if o.verbose {
+        println!("Key slot {slot} removed.");
+    }
+    Ok(())
 }

@@ -859,6 +859,22 @@ impl Luks2Header {
         Ok(())
     }
 
+    /// Replace an existing keyslot's object in place (same id, same position in the JSON),
+    /// as cryptsetup does when a LUKS2 passphrase is changed or converted.
+    pub fn replace_keyslot(&mut self, ks: &Keyslot) -> Result<()> {
+        let key = ks.id.to_string();
+        let keyslots = self.section_mut("keyslots")?;
+        let Some(old) = keyslots.get(&key).cloned() else {
+            return Err(invalid(format!("Keyslot {} is not active.", ks.id)));
+        };
+        keyslots.insert(key.clone(), ks.to_json());
+        if let Err(e) = self.check_json_size() {
+            self.section_mut("keyslots")?.insert(key, old);
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Remove a keyslot (`LUKS2_keyslot_wipe` JSON part): drop its id from every digest's and
     /// token's `keyslots` array, delete the keyslot object, then erase digests left with
     /// neither keyslots nor segments (`LUKS2_digests_erase_unused`; a digest still bound to a
