@@ -290,13 +290,16 @@ impl Volume {
                 if unbound {
                     return Err(VolumeError::invalid("LUKS1 has no unbound keyslots."));
                 }
-                let iterations = match pbkdf.resolve(LuksKind::Luks1, h.key_bytes as usize)? {
-                    lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
-                    _ => unreachable!("LUKS1 resolves only PBKDF2"),
+                // LUKS1 keyslots always use the header's hash: benchmark with that one.
+                let with_header_hash = PbkdfOptions {
+                    hash: Some(h.hash_spec.clone()),
+                    ..pbkdf.clone()
                 };
-                if pbkdf.hash.is_some() && pbkdf.hash()?.name() != h.hash_spec {
-                    // LUKS1 keyslots always use the header's hash.
-                }
+                let iterations =
+                    match with_header_hash.resolve(LuksKind::Luks1, h.key_bytes as usize)? {
+                        lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
+                        _ => unreachable!("LUKS1 resolves only PBKDF2"),
+                    };
                 luks1_keys::store(&self.dev, h, slot, key, passphrase, iterations)?;
             }
             Header::Luks2(h) => {
