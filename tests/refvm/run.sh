@@ -1,0 +1,614 @@
+#!/usr/bin/env bash
+# tests/refvm/run.sh — run a shell script inside a VM with Debian's kernel (real dm-crypt,
+# device-mapper, every crypto module), Debian's cryptsetup/dmsetup and, optionally, lukskit.
+#
+#   run.sh [OPTIONS] SCRIPT [DISK ...]
+#   run.sh --prepare            download and build everything, boot nothing
+#
+# Each DISK (a raw image file on the host) is attached as /dev/vda, /dev/vdb, ... in the order
+# given; whatever the guest writes to them is in the files when run.sh returns. SCRIPT runs under
+# Debian's dash as root; its stdout and stderr come back on run.sh's stdout and stderr (kernel
+# messages do not: they go to a console log), and its exit status is run.sh's exit status.
+#
+# Exit statuses of the harness itself: 77 = the VM cannot be provided here (qemu not installable,
+# Debian mirror unreachable and nothing cached) — callers treat it as "skip"; 124 = timeout;
+# 125 = the VM did not report a status (boot failure, kernel panic, ...). See README.md.
+set -euo pipefail
+
+EXIT_SKIP=77
+EXIT_TIMEOUT=124
+EXIT_HARNESS=125
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
+
+CACHE=${LUKSKIT_REFVM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lukskit-refvm}
+TIMEOUT=${LUKSKIT_REFVM_TIMEOUT:-300}
+MEM=${LUKSKIT_REFVM_MEM:-1536}
+CPUS=${LUKSKIT_REFVM_CPUS:-2}
+SHARE=${LUKSKIT_REFVM_SHARE:-}
+VERBOSE=${LUKSKIT_REFVM_VERBOSE:-0}
+KEEP=${LUKSKIT_REFVM_KEEP:-0}
+KERNEL_PIN=${LUKSKIT_REFVM_KERNEL:-}
+EXTRA_MODULES=${LUKSKIT_REFVM_EXTRA_MODULES:-}
+APPEND=${LUKSKIT_REFVM_APPEND:-}
+LUKSKIT_BIN=${LUKSKIT_BIN:-}
+
+# Debian packages unpacked into the initramfs (the kernel package is added by version). Libraries
+# that every Debian system has (libc, libblkid, libuuid, libselinux, libudev, ...) are taken from
+# the host when a binary needs them; the others are listed here so that the VM does not depend on
+# what happens to be installed.
+PACKAGES=(
+    busybox-static dash
+    cryptsetup-bin libcryptsetup12 libpopt0 libargon2-1 libjson-c5 libssl3
+    dmsetup libdevmapper1.02.1
+    kmod
+    e2fsprogs libext2fs2 libcom-err2 libss2
+    mdadm
+    util-linux mount
+)
+# Programs installed from those packages (they win over busybox applets of the same name).
+BINARIES=(
+    dash
+    cryptsetup veritysetup integritysetup
+    dmsetup
+    kmod
+    mke2fs e2fsck tune2fs dumpe2fs resize2fs debugfs
+    mdadm
+    mount umount losetup blkid wipefs blockdev lsblk
+)
+# name=target symlinks next to the binaries above.
+LINKS=(
+    sh=dash
+    modprobe=kmod insmod=kmod rmmod=kmod lsmod=kmod modinfo=kmod depmod=kmod
+    mkfs.ext2=mke2fs mkfs.ext3=mke2fs mkfs.ext4=mke2fs
+    fsck.ext2=e2fsck fsck.ext3=e2fsck fsck.ext4=e2fsck
+)
+# Kernel modules (paths under /lib/modules/KVER/kernel, files or whole directories); their
+# dependencies are added from modules.dep. To add more, extend this list or set
+# LUKSKIT_REFVM_EXTRA_MODULES="fs/btrfs drivers/block/zram" (paths or module names).
+MODULES=(
+    crypto arch/x86/crypto lib/crypto
+    drivers/md
+    drivers/virtio drivers/block/virtio_blk.ko drivers/char/virtio_console.ko
+    drivers/char/hw_random/virtio-rng.ko
+    drivers/block/loop.ko drivers/block/nbd.ko
+    fs/ext4 fs/fuse fs/fat fs/9p net/9p/9pnet_virtio.ko
+)
+# Never included: tcrypt is the kernel's self-test module (loading it always fails).
+MODULES_EXCLUDE=(crypto/tcrypt.ko drivers/md/md-cluster.ko)
+# Loaded at boot, before SCRIPT runs (everything else loads on demand: cryptsetup and the kernel
+# call modprobe for the ciphers they need).
+BOOT_MODULES="virtio_pci virtio_blk virtio_console virtio_rng dm_mod dm_crypt loop"
+
+say() { echo "refvm: $*" >&2; }
+verbose() { if [ "$VERBOSE" = 1 ]; then say "$@"; fi; }
+skip() {
+    say "SKIP: $*"
+    exit "$EXIT_SKIP"
+}
+die() {
+    say "error: $*"
+    exit "$EXIT_HARNESS"
+}
+
+usage() {
+    cat <<'EOF'
+usage: run.sh [OPTIONS] SCRIPT [DISK ...]
+       run.sh --prepare
+
+Boots Debian's kernel under qemu (TCG) and runs SCRIPT (/bin/sh = dash) as root inside it.
+DISKs are raw image files attached as /dev/vda, /dev/vdb, ... (read-write).
+
+options:
+  --share DIR      mount host directory DIR read-write at /host in the guest (virtio-9p)
+  --copy SRC[:DST] put host file SRC into the guest at DST (default /refvm/files/NAME)
+  --timeout SEC    kill the VM after SEC seconds (default 300; LUKSKIT_REFVM_TIMEOUT)
+  --mem MIB        guest memory (default 1536; LUKSKIT_REFVM_MEM)
+  --prepare        only download and build the kernel and initramfs (exit 0, or 77 = skip)
+  --verbose        show the kernel console and timings on stderr (LUKSKIT_REFVM_VERBOSE=1)
+  --keep           keep the run directory (console log, initrd) (LUKSKIT_REFVM_KEEP=1)
+
+environment: LUKSKIT_BIN (lukskit binary, installed as /usr/bin/lukskit),
+  LUKSKIT_REFVM_CACHE (cache dir), LUKSKIT_REFVM_KERNEL (e.g. 6.1.0-56-amd64),
+  LUKSKIT_REFVM_EXTRA_MODULES, LUKSKIT_REFVM_CPUS, LUKSKIT_REFVM_APPEND (kernel command line).
+exit status: SCRIPT's, or 77 (VM not available here), 124 (timeout), 125 (VM failed).
+EOF
+}
+
+PREPARE=0
+COPIES=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --share) SHARE=$2; shift 2 ;;
+    --copy) COPIES+=("$2"); shift 2 ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    --mem) MEM=$2; shift 2 ;;
+    --prepare) PREPARE=1; shift ;;
+    --verbose) VERBOSE=1; shift ;;
+    --keep) KEEP=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; break ;;
+    -*) usage >&2; exit 2 ;;
+    *) break ;;
+    esac
+done
+SCRIPT=
+if [ "$PREPARE" = 0 ]; then
+    [ $# -ge 1 ] || { usage >&2; exit 2; }
+    SCRIPT=$1
+    shift
+    [ -f "$SCRIPT" ] || die "no such script: $SCRIPT"
+fi
+DISKS=("$@")
+for d in "${DISKS[@]}"; do
+    [ -f "$d" ] || [ -b "$d" ] || die "no such disk image: $d"
+done
+if [ -n "$SHARE" ]; then [ -d "$SHARE" ] || die "no such directory: $SHARE"; fi
+if [ -n "$LUKSKIT_BIN" ]; then [ -x "$LUKSKIT_BIN" ] || die "LUKSKIT_BIN is not executable: $LUKSKIT_BIN"; fi
+[ "$(uname -m)" = x86_64 ] || skip "the reference VM needs an x86_64 host"
+
+T0=$(date +%s.%N)
+elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+# --- host tools -------------------------------------------------------------------------------
+APT_UPDATED=0
+apt_update() {
+    if [ "$APT_UPDATED" = 0 ] && [ "$(id -u)" = 0 ]; then
+        say "apt-get update"
+        apt-get update -qq >/dev/null 2>&1 || true
+        APT_UPDATED=1
+    fi
+}
+need_tools() {
+    local missing=() pkgs=()
+    command -v qemu-system-x86_64 >/dev/null || { missing+=(qemu-system-x86_64); pkgs+=(qemu-system-x86); }
+    command -v cpio >/dev/null || { missing+=(cpio); pkgs+=(cpio); }
+    command -v depmod >/dev/null || [ -x /sbin/depmod ] || { missing+=(depmod); pkgs+=(kmod); }
+    command -v flock >/dev/null || { missing+=(flock); pkgs+=(util-linux); }
+    [ ${#missing[@]} -eq 0 ] && return 0
+    command -v apt-get >/dev/null || skip "missing ${missing[*]} and no apt-get to install them"
+    [ "$(id -u)" = 0 ] || skip "missing ${missing[*]}: install ${pkgs[*]} (or run as root)"
+    say "installing ${pkgs[*]}"
+    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
+        apt_update
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1 ||
+            skip "could not install ${pkgs[*]}"
+    fi
+}
+need_tools
+command -v dpkg-deb >/dev/null || skip "dpkg-deb not found (the reference VM is built from Debian packages)"
+DEPMOD=$(command -v depmod || echo /sbin/depmod)
+
+mkdir -p "$CACHE/debs" "$CACHE/vm"
+exec 9>"$CACHE/lock"
+flock 9
+
+# --- which packages -----------------------------------------------------------------------------
+# Resolving versions with apt-cache costs ~1.5 s, so the result (package -> cached .deb) is kept in
+# $CACHE/resolved and reused while apt's package lists and this script are unchanged.
+RESOLVE_KEY=$({
+    cat "$SELF"
+    echo "$KERNEL_PIN"
+} | sha256sum | cut -c1-16)
+DEBS=()
+KPKG=
+resolved_is_fresh() {
+    local f=$CACHE/resolved line
+    [ -f "$f" ] || return 1
+    [ "$(head -n 1 "$f")" = "key $RESOLVE_KEY" ] || return 1
+    if [ -d /var/lib/apt/lists ] && [ -n "$(find /var/lib/apt/lists -maxdepth 1 \( -name '*Packages*' -o -name '*Release' \) -newer "$f" -print -quit 2>/dev/null)" ]; then
+        return 1
+    fi
+    while read -r line; do
+        case "$line" in key\ *) continue ;; esac
+        [ -f "$CACHE/debs/${line#* }" ] || return 1
+    done <"$f"
+    return 0
+}
+newest_kernel() {
+    apt-cache pkgnames linux-image-6.1.0- 2>/dev/null |
+        grep -E '^linux-image-6\.1\.0-[0-9]+-amd64$' | sort -V | tail -n 1
+}
+cached_kernel() {
+    local f
+    for f in "$CACHE"/debs/linux-image-6.1.0-*-amd64_*.deb; do
+        [ -f "$f" ] && basename "$f" | sed 's/_.*//'
+    done | sort -V | tail -n 1
+}
+deb_for() { # pkg [version] -> the cached .deb of that version (any version when none given)
+    local pkg=$1 want=${2:-} f
+    for f in "$CACHE/debs/${pkg}_"*.deb; do
+        [ -f "$f" ] || continue
+        if [ -z "$want" ] || [ "$(dpkg-deb -f "$f" Version)" = "$want" ]; then
+            echo "$f"
+            return 0
+        fi
+    done
+    return 0
+}
+download() { # pkg...
+    rm -rf "$CACHE/debs.tmp"
+    mkdir -p "$CACHE/debs.tmp"
+    (cd "$CACHE/debs.tmp" && apt-get download "$@") >"$CACHE/download.log" 2>&1
+}
+resolve() {
+    if [ -n "$KERNEL_PIN" ]; then
+        KPKG=linux-image-${KERNEL_PIN#linux-image-}
+    else
+        KPKG=$(newest_kernel)
+        if [ -z "$KPKG" ] && [ -z "$(cached_kernel)" ]; then
+            apt_update
+            KPKG=$(newest_kernel)
+        fi
+        [ -n "$KPKG" ] || KPKG=$(cached_kernel)
+        [ -n "$KPKG" ] || skip "no linux-image-6.1.0-*-amd64 package known to apt and none cached in $CACHE"
+    fi
+    local all=("$KPKG" "${PACKAGES[@]}") pkg ver f
+    # Candidate versions of every package in one apt-cache call.
+    declare -A want=()
+    while read -r pkg ver; do
+        [ "$ver" = "(none)" ] || want[$pkg]=$ver
+    done < <(apt-cache policy "${all[@]}" 2>/dev/null |
+        awk '/^[^ ].*:$/ { sub(":$", ""); p = $0 } /Candidate:/ { print p, $2 }')
+    local have=() missing=()
+    for pkg in "${all[@]}"; do
+        f=$(deb_for "$pkg" "${want[$pkg]:-}")
+        if [ -n "$f" ]; then have+=("$pkg $(basename "$f")"); else missing+=("$pkg"); fi
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        say "downloading ${missing[*]}"
+        if ! download "${missing[@]}"; then
+            apt_update
+            if ! download "${missing[@]}"; then
+                # Offline: an older cached version still does.
+                for pkg in "${missing[@]}"; do
+                    f=$(deb_for "$pkg")
+                    [ -n "$f" ] || {
+                        grep -E '^E:' "$CACHE/download.log" | head -n 5 | sed 's/^/  /' >&2
+                        skip "could not download ${missing[*]} from the Debian mirror"
+                    }
+                    have+=("$pkg $(basename "$f")")
+                done
+                say "offline: using cached packages"
+                missing=()
+            fi
+        fi
+        for f in "$CACHE/debs.tmp"/*.deb; do
+            [ -f "$f" ] || continue
+            pkg=$(dpkg-deb -f "$f" Package)
+            rm -f "$CACHE/debs/${pkg}_"*.deb
+            mv "$f" "$CACHE/debs/"
+            have+=("$pkg $(basename "$f")")
+        done
+        rm -rf "$CACHE/debs.tmp"
+    fi
+    [ ${#have[@]} -eq ${#all[@]} ] || die "expected ${#all[@]} packages, have ${#have[@]}: ${have[*]}"
+    # Old kernels are large: keep only the one in use.
+    for f in "$CACHE"/debs/linux-image-*.deb; do
+        case "$(basename "$f")" in "${KPKG}_"*) ;; *) rm -f "$f" ;; esac
+    done
+    { echo "key $RESOLVE_KEY"; printf '%s\n' "${have[@]}"; } >"$CACHE/resolved.tmp"
+    mv -f "$CACHE/resolved.tmp" "$CACHE/resolved"
+}
+resolved_is_fresh || resolve
+while read -r pkg f; do
+    [ "$pkg" = key ] && continue
+    DEBS+=("$CACHE/debs/$f")
+    case "$pkg" in linux-image-*) KPKG=$pkg ;; esac
+done <"$CACHE/resolved"
+KVER=${KPKG#linux-image-}
+
+# --- the initramfs ------------------------------------------------------------------------------
+STAMP=$({
+    cat "$SELF"
+    printf '%s\n' "$KVER" "$EXTRA_MODULES"
+    for f in "${DEBS[@]}"; do basename "$f"; done | sort
+} | sha256sum | cut -c1-16)
+
+# /init of the guest. /refvm/config comes from the per-run overlay.
+write_init() {
+    cat >"$1" <<'INIT'
+#!/bin/sh
+export PATH=/usr/sbin:/usr/bin HOME=/root TERM=dumb
+mount -t devtmpfs devtmpfs /dev
+exec </dev/null >/dev/console 2>&1
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mkdir -p /dev/pts /dev/shm /dev/mapper
+mount -t devpts devpts /dev/pts
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+mount -t tmpfs -o mode=755 tmpfs /run
+mount -t tmpfs -o mode=1777 tmpfs /tmp
+ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
+mkdir -p /run/cryptsetup /run/lock /root
+command -v modprobe >/proc/sys/kernel/modprobe
+echo "refvm: init $(cut -d' ' -f1 /proc/uptime)s"
+. /refvm/config
+modprobe -a $BOOT_MODULES || echo "refvm: modprobe -a $BOOT_MODULES failed"
+if [ "$REFVM_SHARE" = 1 ]; then
+    mkdir -p /host
+    modprobe 9pnet_virtio && modprobe 9p &&
+        mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,cache=none host /host ||
+        echo "refvm: cannot mount the shared directory"
+fi
+OUT= ERR= STATUS= n=0
+while [ $n -lt 200 ]; do
+    for p in /sys/class/virtio-ports/*; do
+        [ -e "$p/name" ] || continue
+        case "$(cat "$p/name")" in
+        refvm.stdout) OUT=/dev/${p##*/} ;;
+        refvm.stderr) ERR=/dev/${p##*/} ;;
+        refvm.status) STATUS=/dev/${p##*/} ;;
+        esac
+    done
+    disks=$(ls -d /sys/block/vd* 2>/dev/null | wc -l)
+    [ -n "$OUT" ] && [ -n "$ERR" ] && [ -n "$STATUS" ] && [ -e "$STATUS" ] && [ "$disks" -ge "$REFVM_DISKS" ] && break
+    n=$((n + 1))
+    sleep 0.05
+done
+if [ -z "$STATUS" ] || [ ! -e "$STATUS" ]; then
+    echo "refvm: the output ports did not appear"
+    poweroff -f
+fi
+[ "$disks" -ge "$REFVM_DISKS" ] || echo "refvm: only $disks of $REFVM_DISKS disks appeared"
+echo "refvm: script starts $(cut -d' ' -f1 /proc/uptime)s"
+cd /root
+REFVM=1 sh /refvm/script >"$OUT" 2>"$ERR" </dev/null
+rc=$?
+sync
+echo "refvm: script exited $rc $(cut -d' ' -f1 /proc/uptime)s"
+echo "$rc" >"$STATUS"
+poweroff -f
+INIT
+    chmod 755 "$1"
+}
+
+# Copies ELF binary $1 (and the libraries ldd finds for it) into the root $2, as /usr/$3.
+# Libraries are searched first in the unpacked packages ($U), then on the host.
+install_elf() {
+    local src=$1 root=$2 dest=$3 line lib rel
+    mkdir -p "$root/$(dirname "$dest")"
+    rm -f "$root/$dest"
+    cp -L "$src" "$root/$dest"
+    local libpath=
+    if [ -n "${U:-}" ]; then
+        libpath=$U/usr/lib/x86_64-linux-gnu:$U/lib/x86_64-linux-gnu
+    fi
+    local out
+    out=$(LD_LIBRARY_PATH=$libpath ldd "$src" 2>&1) || {
+        case "$out" in *"not a dynamic executable"* | *"statically linked"*) return 0 ;; esac
+        die "ldd $src failed: $out"
+    }
+    while read -r line; do
+        case "$line" in
+        *"not found"*) die "$src needs ${line%% *}, found neither in the packages nor on the host (add its package to PACKAGES)" ;;
+        *"=> /"*) lib=${line#*=> }; lib=${lib%% (*} ;;
+        /*) lib=${line%% (*} ;;
+        *) continue ;;
+        esac
+        rel=$lib
+        if [ -n "${U:-}" ]; then rel=${rel#"$U"}; fi
+        rel=${rel#/usr}
+        [ -e "$root/usr$rel" ] && continue
+        mkdir -p "$root/usr$(dirname "$rel")"
+        cp -L "$lib" "$root/usr$rel"
+    done <<<"$out"
+}
+
+build() {
+    say "building the initramfs for $KVER (once; cached in $CACHE)"
+    local tmp
+    tmp=$(mktemp -d "$CACHE/build.XXXXXX")
+    trap 'rm -rf "$tmp"' EXIT
+    U=$tmp/unpack
+    local R=$tmp/root f
+    mkdir -p "$U"
+    for f in "${DEBS[@]}"; do dpkg-deb -x "$f" "$U"; done
+    # usrmerge layout in the guest
+    mkdir -p "$R"/usr/bin "$R"/usr/sbin "$R"/usr/lib/x86_64-linux-gnu "$R"/usr/lib64 \
+        "$R"/proc "$R"/sys "$R"/dev "$R"/run "$R"/tmp "$R"/mnt "$R"/root "$R"/etc "$R"/var "$R"/refvm
+    ln -s usr/bin "$R/bin"
+    ln -s usr/sbin "$R/sbin"
+    ln -s usr/lib "$R/lib"
+    ln -s usr/lib64 "$R/lib64"
+    ln -s /tmp "$R/var/tmp"
+    ln -s /run "$R/var/run"
+    ln -s /proc/mounts "$R/etc/mtab"
+    printf 'root:x:0:0:root:/root:/bin/sh\n' >"$R/etc/passwd"
+    printf 'root:x:0:\ndisk:x:6:\n' >"$R/etc/group"
+    : >"$R/etc/fstab"
+
+    # busybox applets first, real programs replace them
+    local bb=$U/bin/busybox applets applet name
+    [ -x "$bb" ] || bb=$U/usr/bin/busybox
+    [ -x "$bb" ] || die "busybox not found in busybox-static"
+    cp "$bb" "$R/usr/bin/busybox"
+    applets=$("$R/usr/bin/busybox" --list-full) || die "cannot run busybox on the host"
+    for applet in $applets; do
+        name=${applet##*/}
+        [ "$name" = busybox ] && continue
+        ln -sf busybox "$R/usr/bin/$name"
+    done
+    local bin src
+    for bin in "${BINARIES[@]}"; do
+        src=$(find "$U/bin" "$U/sbin" "$U/usr/bin" "$U/usr/sbin" -name "$bin" -type f 2>/dev/null | head -n 1)
+        [ -n "$src" ] || die "$bin not found in the packages"
+        rm -f "$R/usr/bin/$bin" "$R/usr/sbin/$bin"
+        case "$src" in */sbin/*) install_elf "$src" "$R" "usr/sbin/$bin" ;; *) install_elf "$src" "$R" "usr/bin/$bin" ;; esac
+    done
+    # OpenSSL's legacy provider: cryptsetup needs it for whirlpool (and other legacy hashes).
+    for f in "$U"/usr/lib/x86_64-linux-gnu/ossl-modules/*.so; do
+        [ -f "$f" ] && install_elf "$f" "$R" "usr/lib/x86_64-linux-gnu/ossl-modules/$(basename "$f")"
+    done
+    local l dir
+    for l in "${LINKS[@]}"; do
+        rm -f "$R/usr/bin/${l%%=*}" "$R/usr/sbin/${l%%=*}"
+        dir=usr/bin
+        [ -e "$R/usr/sbin/${l#*=}" ] && dir=usr/sbin
+        ln -s "${l#*=}" "$R/$dir/${l%%=*}"
+    done
+
+    # kernel and modules (with their dependency closure)
+    local KD=$U/lib/modules/$KVER
+    [ -d "$KD" ] || KD=$U/usr/lib/modules/$KVER
+    cp "$U/boot/vmlinuz-$KVER" "$tmp/kernel"
+    # Debian's kernel has a PVH entry point: qemu can boot the uncompressed ELF directly, which
+    # saves the ~3.5 s the xz decompressor takes under TCG. Fall back to the bzImage otherwise.
+    local off
+    if grep -q '^CONFIG_PVH=y' "$U/boot/config-$KVER" && command -v xz >/dev/null; then
+        off=$(LC_ALL=C grep -obUaP '\xFD7zXZ\x00' "$tmp/kernel" | head -n 1 | cut -d: -f1)
+        if [ -n "$off" ] && xz -dc --single-stream <(tail -c +$((off + 1)) "$tmp/kernel") >"$tmp/vmlinux" 2>/dev/null &&
+            [ "$(head -c 4 "$tmp/vmlinux" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
+            mv "$tmp/vmlinux" "$tmp/kernel"
+        else
+            rm -f "$tmp/vmlinux"
+        fi
+    fi
+    "$DEPMOD" -b "$U" "$KVER" || die "depmod on the unpacked kernel failed"
+    local sel=$tmp/modules.sel m
+    : >"$sel"
+    for m in "${MODULES[@]}" $EXTRA_MODULES; do
+        if [ -e "$KD/kernel/$m" ]; then
+            (cd "$KD" && find "kernel/$m" -name '*.ko*' -type f) >>"$sel"
+        else # a module name
+            awk -F: -v n="$m" '{ b = $1; sub(".*/", "", b); sub("\\.ko.*", "", b); gsub("-", "_", b); x = n; gsub("-", "_", x);
+                                 if (b == x) print $1 }' "$KD/modules.dep" | grep . >>"$sel" ||
+                die "module $m not found in $KVER"
+        fi
+    done
+    for m in "${MODULES_EXCLUDE[@]}"; do sed -i "\\#^kernel/$m\$#d" "$sel"; done
+    local deps=$tmp/modules.all
+    awk -F': *' 'NR == FNR { want[$1] = 1; next }
+                 ($1 in want) { print $1; n = split($2, d, " "); for (i = 1; i <= n; i++) print d[i] }' \
+        "$sel" "$KD/modules.dep" | sort -u >"$deps"
+    local MD=$R/usr/lib/modules/$KVER
+    mkdir -p "$MD"
+    while read -r m; do
+        mkdir -p "$MD/$(dirname "$m")"
+        cp "$KD/$m" "$MD/$m"
+    done <"$deps"
+    cp "$KD"/modules.order "$KD"/modules.builtin "$KD"/modules.builtin.modinfo "$MD/"
+    "$DEPMOD" -b "$R" "$KVER" || die "depmod on the initramfs failed"
+
+    write_init "$R/init"
+    (cd "$R" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$tmp/base.cpio"
+    (cd "$R" && find . -mindepth 1 ! -type d | LC_ALL=C sort) >"$tmp/files.txt"
+    {
+        echo "kernel $KVER"
+        echo "packages:"
+        for f in "${DEBS[@]}"; do echo "  $(basename "$f")"; done
+        echo "modules ($(wc -l <"$deps")):"
+        sed 's/^/  /' "$deps"
+    } >"$tmp/manifest.txt"
+    echo "$STAMP" >"$tmp/stamp"
+    local x
+    for x in kernel base.cpio files.txt manifest.txt stamp; do mv -f "$tmp/$x" "$CACHE/vm/$x"; done
+    say "initramfs built in $(elapsed)s ($(du -h "$CACHE/vm/base.cpio" | cut -f1), $(wc -l <"$deps") modules)"
+    rm -rf "$tmp"
+    trap - EXIT
+    unset U
+}
+
+if [ "$(cat "$CACHE/vm/stamp" 2>/dev/null)" != "$STAMP" ] || [ ! -f "$CACHE/vm/base.cpio" ]; then
+    build
+fi
+
+if [ "$PREPARE" = 1 ]; then
+    echo "refvm: ready: kernel $KVER, cache $CACHE/vm"
+    exit 0
+fi
+
+# --- one run ------------------------------------------------------------------------------------
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/refvm-run.XXXXXX")
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() { if [ "$KEEP" = 1 ]; then say "run directory kept: $RUN"; else rm -rf "$RUN"; fi; }
+trap cleanup EXIT
+O=$RUN/overlay
+mkdir -p "$O/refvm/files"
+cp "$SCRIPT" "$O/refvm/script"
+{
+    echo "REFVM_DISKS=${#DISKS[@]}"
+    echo "REFVM_SHARE=$([ -n "$SHARE" ] && echo 1 || echo 0)"
+    echo "BOOT_MODULES=\"$BOOT_MODULES\""
+} >"$O/refvm/config"
+if [ -n "$LUKSKIT_BIN" ]; then
+    # Only the libraries the base does not already have.
+    mkdir -p "$RUN/base"
+    while read -r p; do
+        case "$p" in ./usr/lib*) mkdir -p "$RUN/base/$(dirname "$p")" && : >"$RUN/base/$p" ;; esac
+    done < <(grep -E '^\./usr/lib(64)?/[^/]+(/[^/]+)?$' "$CACHE/vm/files.txt")
+    install_elf "$LUKSKIT_BIN" "$RUN/base" usr/bin/lukskit
+    (cd "$RUN/base" && find . -type f -size +0) | while read -r p; do
+        mkdir -p "$O/$(dirname "$p")"
+        mv "$RUN/base/$p" "$O/$p"
+    done
+fi
+for c in "${COPIES[@]}"; do
+    src=${c%%:*}
+    dst=/refvm/files/$(basename "$src")
+    case "$c" in *:*) dst=${c#*:} ;; esac
+    [ -f "$src" ] || die "--copy: no such file: $src"
+    mkdir -p "$O/$(dirname "$dst")"
+    cp "$src" "$O/$dst"
+done
+(cd "$O" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$RUN/overlay.cpio"
+cat "$CACHE/vm/base.cpio" "$RUN/overlay.cpio" >"$RUN/initrd"
+cp "$CACHE/vm/kernel" "$RUN/kernel"
+flock -u 9
+
+# shellcheck disable=SC2054 # qemu options are comma-separated
+QEMU=(
+    qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$CPUS" -m "$MEM" -M pc
+    -nodefaults -no-user-config -display none -no-reboot
+    -kernel "$RUN/kernel" -initrd "$RUN/initrd"
+    -append "console=ttyS0 panic=-1 quiet mitigations=off rdinit=/init $APPEND"
+    -serial "file:$RUN/console.log"
+    -device virtio-rng-pci
+    -device virtio-serial-pci,id=vser
+)
+for p in stdout stderr status; do
+    : >"$RUN/$p"
+    QEMU+=(-chardev "file,id=$p,path=$RUN/$p" -device "virtserialport,bus=vser.0,chardev=$p,name=refvm.$p")
+done
+for d in "${DISKS[@]}"; do
+    QEMU+=(-drive "file=${d//,/,,},format=raw,if=virtio,cache=unsafe")
+done
+if [ -n "$SHARE" ]; then
+    QEMU+=(-virtfs "local,path=${SHARE//,/,,},mount_tag=host,security_model=none,id=host")
+fi
+
+verbose "prepared in $(elapsed)s; booting"
+set +e
+timeout -k 10 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$RUN/qemu.log" 2>&1 &
+qpid=$!
+# The script's output is passed on while it runs (tail ends once qemu has, after a last read).
+tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stdout" &
+tpid1=$!
+tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stderr" >&2 &
+tpid2=$!
+wait "$qpid"
+qrc=$?
+wait "$tpid1" "$tpid2"
+set -e
+verbose "VM finished in $(elapsed)s (qemu status $qrc)"
+if [ "$VERBOSE" = 1 ]; then
+    sed 's/^/console: /' "$RUN/console.log" >&2
+    sed 's/^/qemu: /' "$RUN/qemu.log" >&2
+fi
+rc=$(tr -dc '0-9' <"$RUN/status")
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+    say "the VM timed out after ${TIMEOUT}s; last console lines:"
+    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
+    exit "$EXIT_TIMEOUT"
+fi
+if [ -z "$rc" ]; then
+    say "the VM stopped without reporting the script's status (qemu status $qrc); last console lines:"
+    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
+    tail -n 10 "$RUN/qemu.log" | sed 's/^/  qemu: /' >&2
+    exit "$EXIT_HARNESS"
+fi
+exit "$rc"
