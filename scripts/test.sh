@@ -22,6 +22,10 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
         echo "WARNING: ${need_pkgs[*]} missing and not root: interop tests will be skipped" >&2
     fi
 fi
+# Image tests decrypt lukskit's output with Python's `cryptography` as an independent check.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import cryptography' 2>/dev/null; then
+    python3 -m pip install -q cryptography >/dev/null 2>&1 || echo "WARNING: python3 cryptography unavailable: some image checks will be skipped" >&2
+fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo not found: install Rust (https://rustup.rs) first" >&2
     exit 1

@@ -174,6 +174,21 @@ pub struct Opts {
     /// Keyslot key size in bits (LUKS2).
     #[arg(long = "keyslot-key-size")]
     pub keyslot_key_size: Option<u32>,
+    /// IV offset in 512-byte sectors (plain mode).
+    #[arg(short = 'p', long = "skip")]
+    pub skip: Option<u64>,
+    /// Data size in 512-byte sectors (plain mode, image decrypt).
+    #[arg(short = 'b', long = "size")]
+    pub size: Option<u64>,
+    /// IV counts encryption sectors instead of 512-byte sectors (plain mode).
+    #[arg(long = "iv-large-sectors", action = ArgAction::SetTrue)]
+    pub iv_large_sectors: bool,
+    /// Threads for the sector engine (benchmark, image; default: benchmark 1, image all).
+    #[arg(long = "threads")]
+    pub threads: Option<usize>,
+    /// Machine-readable output (benchmark).
+    #[arg(long = "json", action = ArgAction::SetTrue)]
+    pub json: bool,
 }
 
 /// Parse a size like cryptsetup's metadata/keyslots sizes: bytes with an optional unit

@@ -7,6 +7,8 @@
 //! * [`device`] — device access, `flock` locking, crash injection for tests.
 //! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
 //! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
+//! * [`data`] — the data path: plaintext reads/writes of an unlocked volume.
+//! * [`plain`] — cryptsetup plain mode (no header): key derivation and layout.
 //! * [`backup`] — header backup and restore.
 //! * [`convert`] — in-place LUKS1 ↔ LUKS2 conversion (`cryptsetup convert`).
 //! * [`edit`] — label, subsystem, priority, tokens, repair.
@@ -14,6 +16,7 @@
 
 pub mod backup;
 pub mod convert;
+pub mod data;
 pub mod device;
 pub mod edit;
 mod error;
@@ -21,6 +24,7 @@ pub mod format;
 mod luks1_keys;
 mod luks2_keys;
 pub mod pbkdf;
+pub mod plain;
 pub mod volume;
 mod wipe;
 

@@ -1,9 +1,11 @@
 //! The actions, by cryptsetup's names.
 
+mod benchmark;
 mod config;
 mod convert;
 mod format;
 mod header;
+mod image;
 mod keys;
 
 use crate::args::Opts;
@@ -29,6 +31,9 @@ Usage: lukskit [OPTION...] <action> <action-specific>
 \tluksHeaderBackup <device> - Backup LUKS device header and keyslots
 \tluksHeaderRestore <device> - Restore LUKS device header and keyslots
 \terase <device> - erase all keyslots (remove encryption key)
+\tbenchmark [--cipher <cipher>] - benchmarks ciphers and KDF
+\timage encrypt <plaintext> <image> - writes a new LUKS1/LUKS2/plain image holding a file
+\timage decrypt <image> <plaintext> - writes the plaintext of an image to a file
 
 Installed as (or symlinked to) `cryptsetup`, lukskit accepts the same command lines.
 See the README for every option.
@@ -56,6 +61,8 @@ pub fn run(o: &Opts) -> Result<()> {
         "convert" => convert::convert(o, args),
         "repair" => config::repair(o, args),
         "token" => config::token(o, args),
+        "benchmark" => benchmark::benchmark(o, args),
+        "image" => image::image(o, args),
         other => Err(VolumeError::invalid(format!("Unknown action {other}."))),
     }
 }

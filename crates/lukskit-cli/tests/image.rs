@@ -1,0 +1,754 @@
+//! `image encrypt` / `image decrypt` and `benchmark`.
+//!
+//! Round trips for LUKS1, LUKS2 and plain mode; images checked by real cryptsetup
+//! (`luksDump`, `open --test-passphrase`, `--dump-volume-key`) and their ciphertext decrypted
+//! independently of lukskit's engine with Python's `cryptography` (AES-XTS with the IEEE 1619
+//! tweak = 512-byte sector number, AES-CBC with ESSIV computed from SHA-256 of the key), and
+//! benchmark output checked against cryptsetup's line formats.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
+
+/// Deterministic pseudo-random bytes (xorshift), with a run of zeros in the middle so the
+/// decrypted output has holes, and a length that is not a multiple of any sector size.
+fn plaintext(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut v: Vec<u8> = (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let z0 = len / 3;
+    let z1 = (z0 + 3 * 65536 + 100).min(len);
+    v[z0..z1].fill(0);
+    v
+}
+
+fn path_str(p: &Path) -> String {
+    p.to_str().unwrap().to_string()
+}
+
+/// Encrypt `plain` into an image with `opts`, decrypt it back, check the result: the
+/// plaintext, then zeros up to the padded length.
+fn round_trip(dir: &Path, name: &str, plain: &[u8], opts: &[&str], dec_opts: &[&str]) -> String {
+    let src = write_file(dir, &format!("{name}.plain"), plain);
+    let img = path_str(&dir.join(format!("{name}.img")));
+    let out = path_str(&dir.join(format!("{name}.out")));
+    // 64 bytes: also a whole 512-bit key for plain mode (key files are used directly there).
+    let kf = write_file(
+        dir,
+        "key",
+        b"correct horse battery staple / correct horse battery staple 0123",
+    );
+    let mut args = vec!["image", "encrypt", "-q", "-d", &kf];
+    args.extend_from_slice(opts);
+    args.push(&src);
+    args.push(&img);
+    lukskit(&args, b"").ok(&format!("encrypt {args:?}"));
+    let mut args = vec!["image", "decrypt", "-q", "-d", &kf];
+    args.extend_from_slice(dec_opts);
+    args.push(&img);
+    args.push(&out);
+    lukskit(&args, b"").ok(&format!("decrypt {args:?}"));
+    let got = std::fs::read(&out).unwrap();
+    assert!(got.len() >= plain.len(), "{name}: output too short");
+    assert!(
+        got.len() - plain.len() < 4096,
+        "{name}: padded by {}",
+        got.len() - plain.len()
+    );
+    assert!(got[..plain.len()] == *plain, "{name}: plaintext differs");
+    assert!(
+        got[plain.len()..].iter().all(|&b| b == 0),
+        "{name}: padding not zero"
+    );
+    img
+}
+
+#[test]
+fn luks_round_trips() {
+    let d = tmp();
+    let plain = plaintext(1_000_003, 7);
+    for (i, (kind, cipher, bits, extra)) in [
+        ("luks2", "aes-xts-plain64", "512", &[][..]),
+        (
+            "luks2",
+            "aes-xts-plain64",
+            "256",
+            &["--sector-size", "512"][..],
+        ),
+        (
+            "luks2",
+            "serpent-xts-plain64",
+            "512",
+            &["--sector-size", "1024"][..],
+        ),
+        (
+            "luks2",
+            "twofish-cbc-essiv:sha256",
+            "256",
+            &["--sector-size", "2048"][..],
+        ),
+        (
+            "luks2",
+            "aes-cbc-essiv:sha256",
+            "128",
+            &["--offset", "40960"][..],
+        ),
+        ("luks1", "aes-xts-plain64", "512", &[][..]),
+        ("luks1", "aes-cbc-essiv:sha256", "256", &[][..]),
+        ("luks1", "serpent-cbc-plain", "256", &[][..]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut opts = vec!["--type", kind, "-c", cipher, "-s", bits];
+        opts.extend_from_slice(&FAST);
+        opts.extend_from_slice(extra);
+        round_trip(d.path(), &format!("l{i}"), &plain, &opts, &[]);
+    }
+}
+
+#[test]
+fn detached_header_and_volume_key_file() {
+    let d = tmp();
+    let plain = plaintext(300_000, 3);
+    let hdr = path_str(&d.path().join("hdr"));
+    let mut opts = vec!["--header", &hdr];
+    opts.extend_from_slice(&FAST);
+    let img = round_trip(d.path(), "det", &plain, &opts, &["--header", &hdr]);
+    // The data file holds ciphertext only (data offset 0 with a detached header).
+    let data = std::fs::read(&img).unwrap();
+    assert_eq!(data.len() % 4096, 0);
+    assert!(data.len() < 300_000 + 4096);
+    assert_ne!(&data[..300_000], &plain[..]);
+    // The volume key from luksDump decrypts it too (no passphrase).
+    let kf = path_str(&d.path().join("key"));
+    let vk = volume_key_with("lukskit", &img, &kf, &["--header", &hdr]);
+    let vkf = write_file(d.path(), "vk", &hex::decode(vk).unwrap());
+    let out = path_str(&d.path().join("vk.out"));
+    lukskit(
+        &[
+            "image",
+            "decrypt",
+            "-q",
+            "--header",
+            &hdr,
+            "--volume-key-file",
+            &vkf,
+            &img,
+            &out,
+        ],
+        b"",
+    )
+    .ok("decrypt with volume key");
+    assert!(std::fs::read(&out).unwrap()[..plain.len()] == plain[..]);
+    // Wrong passphrase: exit 2, no output written.
+    let bad = write_file(d.path(), "bad", b"wrong");
+    let out2 = path_str(&d.path().join("bad.out"));
+    let r = lukskit(
+        &[
+            "image", "decrypt", "-q", "--header", &hdr, "-d", &bad, &img, &out2,
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("No key available with this passphrase."));
+    assert!(!Path::new(&out2).exists());
+}
+
+#[test]
+fn plain_round_trips() {
+    let d = tmp();
+    let plain = plaintext(700_001, 11);
+    for (i, opts) in [
+        &[][..],
+        &["-c", "aes-xts-plain64", "-s", "512", "--hash", "sha256"][..],
+        &[
+            "-c",
+            "aes-xts-plain64",
+            "-s",
+            "256",
+            "--sector-size",
+            "4096",
+            "--iv-large-sectors",
+            "--skip",
+            "16",
+            "--offset",
+            "3",
+        ][..],
+        &[
+            "-c",
+            "twofish-xts-plain64",
+            "-s",
+            "512",
+            "--sector-size",
+            "4096",
+        ][..],
+        &[
+            "-c",
+            "serpent-cbc-essiv:sha256",
+            "--skip",
+            "1000",
+            "--offset",
+            "8",
+        ][..],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut o = vec!["--type", "plain"];
+        o.extend_from_slice(opts);
+        round_trip(d.path(), &format!("p{i}"), &plain, &o, &o);
+    }
+}
+
+/// Plain mode with a passphrase on standard input: the key is RIPEMD-160 based by default
+/// (cryptsetup 2.6.1), so the image decrypts with the hashed key given as a key file.
+#[test]
+fn plain_passphrase_hashing_and_key_file() {
+    let d = tmp();
+    let plain = plaintext(200_000, 5);
+    let src = write_file(d.path(), "src", &plain);
+    let img = path_str(&d.path().join("img"));
+    lukskit(
+        &["image", "encrypt", "-q", "--type", "plain", &src, &img],
+        b"xxx\n",
+    )
+    .ok("encrypt from stdin passphrase");
+    // cryptsetup tests/password-hash-test: ripemd160, 256 bits, "xxx".
+    let key =
+        hex::decode("aeb26d1f69eb6dddfb9381eed4d7299f091e99aa5d3ff06866d4ce9f620f7aca").unwrap();
+    let kf = write_file(d.path(), "kf", &key);
+    let out = path_str(&d.path().join("out"));
+    lukskit(
+        &[
+            "image", "decrypt", "-q", "--type", "plain", "-d", &kf, &img, &out,
+        ],
+        b"",
+    )
+    .ok("decrypt with key file");
+    assert!(std::fs::read(&out).unwrap()[..plain.len()] == plain[..]);
+    // Independent check: default cipher aes-cbc-essiv:sha256, 512-byte sectors from 0.
+    if let Some(dec) = python_decrypt("cbc-essiv", &key, 512, 0, &img, 0, 8) {
+        assert!(dec[..] == plain[..8 * 512], "python decryption differs");
+    }
+}
+
+#[test]
+fn stdin_and_stdout_streams() {
+    let d = tmp();
+    let plain = plaintext(123_457, 9);
+    let kf = write_file(d.path(), "key", b"pw");
+    let img = path_str(&d.path().join("img"));
+    let mut args = vec!["image", "encrypt", "-q", "-d", &kf];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&["-", &img]);
+    lukskit(&args, &plain).ok("encrypt from stdin");
+    let o = Command::new(env!("CARGO_BIN_EXE_lukskit"))
+        .args(["image", "decrypt", "-q", "-d", &kf, &img, "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.stdout.len(), 123_457usize.div_ceil(4096) * 4096);
+    assert!(o.stdout[..plain.len()] == plain[..]);
+}
+
+#[test]
+fn decrypted_output_is_sparse() {
+    let d = tmp();
+    let mut plain = vec![0u8; 8 << 20];
+    plain[..4096].fill(0xaa);
+    plain[(8 << 20) - 1] = 1;
+    let mut opts = vec!["--type", "luks2"];
+    opts.extend_from_slice(&FAST);
+    round_trip(d.path(), "sp", &plain, &opts, &[]);
+    let out = d.path().join("sp.out");
+    let blocks = Command::new("stat")
+        .args(["-c", "%b %B"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&blocks.stdout);
+    let mut it = s.split_whitespace().map(|x| x.parse::<u64>().unwrap());
+    let (n, bs) = (it.next().unwrap(), it.next().unwrap());
+    assert!(
+        n * bs < 1 << 20,
+        "8 MiB mostly-zero output uses {} bytes",
+        n * bs
+    );
+}
+
+#[test]
+fn errors_are_clear() {
+    let d = tmp();
+    let kf = write_file(d.path(), "key", b"pw");
+    let src = write_file(d.path(), "src", b"hello");
+    let img = path_str(&d.path().join("img"));
+    let r = lukskit(&["image"], b"");
+    assert_eq!(r.code, 1);
+    let r = lukskit(
+        &["image", "encrypt", "-q", "-d", &kf, "/nonexistent/x", &img],
+        b"",
+    );
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(r.stderr.contains("/nonexistent/x"));
+    let r = lukskit(&["image", "encrypt", "-q", "-d", &kf, &src, &src], b"");
+    assert_eq!(r.code, 1);
+    let r = lukskit(
+        &[
+            "image",
+            "encrypt",
+            "-q",
+            "--type",
+            "plain",
+            "--iv-large-sectors",
+            "-d",
+            &kf,
+            &src,
+            &img,
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("Large IV sectors"), "{}", r.stderr);
+    let r = lukskit(
+        &[
+            "image", "encrypt", "-q", "--type", "tcrypt", "-d", &kf, &src, &img,
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 1);
+    // Not a LUKS image.
+    let junk = write_file(d.path(), "junk", &[0u8; 65536]);
+    let r = lukskit(
+        &[
+            "image",
+            "decrypt",
+            "-q",
+            "-d",
+            &kf,
+            &junk,
+            &path_str(&d.path().join("o")),
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("is not a valid LUKS device"));
+}
+
+/// Decrypt `n` sectors of `img` (data at `data_off`, IV offset `iv_off` in 512-byte
+/// sectors) with Python's `cryptography`; None (and a SKIP line) when unavailable.
+fn python_decrypt(
+    mode: &str,
+    key: &[u8],
+    sector: usize,
+    data_off: u64,
+    img: &str,
+    iv_off: u64,
+    n: usize,
+) -> Option<Vec<u8>> {
+    const SCRIPT: &str = r#"
+import sys, hashlib
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+mode, keyhex, ss, off, img, ivoff, n = sys.argv[1:8]
+key = bytes.fromhex(keyhex); ss = int(ss); off = int(off); ivoff = int(ivoff); n = int(n)
+data = open(img, 'rb').read()[off:off + ss * n]
+out = b''
+for i in range(n):
+    unit = data[i * ss:(i + 1) * ss]
+    s = i * ss // 512 + ivoff  # dm-crypt: 512-byte sector number, no iv_large_sectors
+    if mode == 'xts':
+        d = Cipher(algorithms.AES(key), modes.XTS(s.to_bytes(16, 'little'))).decryptor()
+    else:
+        salt = hashlib.sha256(key).digest()
+        e = Cipher(algorithms.AES(salt), modes.ECB()).encryptor()
+        iv = e.update(s.to_bytes(8, 'little') + bytes(8)) + e.finalize()
+        d = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+    out += d.update(unit) + d.finalize()
+sys.stdout.buffer.write(out)
+"#;
+    let probe = Command::new("python3")
+        .args(["-c", "import cryptography"])
+        .output();
+    if !matches!(probe, Ok(ref o) if o.status.success()) {
+        eprintln!("SKIP independent decryption: python3 with 'cryptography' is not available");
+        return None;
+    }
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            SCRIPT,
+            mode,
+            &hex::encode(key),
+            &sector.to_string(),
+            &data_off.to_string(),
+            img,
+            &iv_off.to_string(),
+            &n.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    Some(o.stdout)
+}
+
+/// Data segment offset of a LUKS image as cryptsetup reports it.
+fn cryptsetup_offset(img: &str) -> u64 {
+    let r = cryptsetup(&["luksDump", img], b"").unwrap().ok("luksDump");
+    for l in r.stdout.lines() {
+        let t = l.trim();
+        if let Some(v) = t.strip_prefix("offset:") {
+            return v.trim().split(' ').next().unwrap().parse().unwrap();
+        }
+        if let Some(v) = t.strip_prefix("Payload offset:") {
+            return v.trim().parse::<u64>().unwrap() * 512;
+        }
+    }
+    panic!("no data offset in luksDump:\n{}", r.stdout);
+}
+
+/// The key interop check: cryptsetup accepts the header written by `image encrypt`, and
+/// the volume key cryptsetup extracts decrypts the data with a second AES implementation.
+#[test]
+fn cryptsetup_reads_encrypted_images() {
+    if !have_cryptsetup("cryptsetup_reads_encrypted_images") {
+        return;
+    }
+    let d = tmp();
+    let plain = plaintext(5 * 4096 + 77, 21);
+    for (i, (kind, cipher, bits, ss, mode)) in [
+        ("luks2", "aes-xts-plain64", "512", "4096", "xts"),
+        ("luks2", "aes-xts-plain64", "256", "512", "xts"),
+        ("luks1", "aes-xts-plain64", "512", "512", "xts"),
+        ("luks1", "aes-cbc-essiv:sha256", "256", "512", "cbc-essiv"),
+        ("luks2", "aes-cbc-essiv:sha256", "128", "4096", "cbc-essiv"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut opts = vec!["--type", kind, "-c", cipher, "-s", bits];
+        if kind == "luks2" {
+            opts.extend_from_slice(&["--sector-size", ss]);
+        }
+        opts.extend_from_slice(&FAST);
+        let img = round_trip(d.path(), &format!("c{i}"), &plain, &opts, &[]);
+        let kf = path_str(&d.path().join("key"));
+        cryptsetup(&["open", "--test-passphrase", "-d", &kf, &img], b"")
+            .unwrap()
+            .ok(&format!(
+                "cryptsetup open --test-passphrase {kind} {cipher}"
+            ));
+        let vk = hex::decode(volume_key_with("cryptsetup", &img, &kf, &[])).unwrap();
+        let off = cryptsetup_offset(&img);
+        let ss: usize = ss.parse().unwrap();
+        let n = plain.len() / ss;
+        let Some(dec) = python_decrypt(mode, &vk, ss, off, &img, 0, n) else {
+            return;
+        };
+        assert!(
+            dec[..] == plain[..n * ss],
+            "{kind} {cipher} {ss}: independent decryption differs"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------
+// benchmark
+// ---------------------------------------------------------------------------
+
+fn re(s: &str) -> regex_lite::Regex {
+    regex_lite::Regex::new(s).unwrap()
+}
+
+/// Minimal regular expressions (no external crate): `^…$` patterns built from literal
+/// text, ` +` (one or more spaces), `\d+` and alternatives `(a|b)`.
+mod regex_lite {
+    pub struct Regex(Vec<Tok>);
+    enum Tok {
+        Lit(char),
+        Spaces,
+        Digits,
+        Num,
+        Alt(Vec<String>),
+    }
+    impl Regex {
+        /// Tokens: `␣+` spaces, `\d+` digits, `\f` a decimal number with one fraction digit,
+        /// `(a|b)` alternatives, `\x` the literal x; anything else literal.
+        pub fn new(p: &str) -> Result<Regex, String> {
+            let c: Vec<char> = p.chars().collect();
+            let mut t = Vec::new();
+            let mut i = 0;
+            while i < c.len() {
+                match c[i] {
+                    ' ' if c.get(i + 1) == Some(&'+') => {
+                        t.push(Tok::Spaces);
+                        i += 2;
+                    }
+                    '\\' if c.get(i + 1) == Some(&'d') && c.get(i + 2) == Some(&'+') => {
+                        t.push(Tok::Digits);
+                        i += 3;
+                    }
+                    '\\' if c.get(i + 1) == Some(&'f') => {
+                        t.push(Tok::Num);
+                        i += 2;
+                    }
+                    '\\' => {
+                        t.push(Tok::Lit(*c.get(i + 1).ok_or("dangling \\")?));
+                        i += 2;
+                    }
+                    '(' => {
+                        let end = c[i..].iter().position(|&x| x == ')').ok_or("no )")? + i;
+                        let body: String = c[i + 1..end].iter().collect();
+                        t.push(Tok::Alt(body.split('|').map(String::from).collect()));
+                        i = end + 1;
+                    }
+                    ch => {
+                        t.push(Tok::Lit(ch));
+                        i += 1;
+                    }
+                }
+            }
+            Ok(Regex(t))
+        }
+        pub fn is_match(&self, s: &str) -> bool {
+            fn m(t: &[Tok], s: &str) -> bool {
+                let Some((first, rest)) = t.split_first() else {
+                    return s.is_empty();
+                };
+                match first {
+                    Tok::Lit(c) => s.strip_prefix(*c).is_some_and(|r| m(rest, r)),
+                    Tok::Spaces | Tok::Digits => {
+                        let pred = |ch: char| match first {
+                            Tok::Spaces => ch == ' ',
+                            _ => ch.is_ascii_digit(),
+                        };
+                        let n = s.chars().take_while(|&ch| pred(ch)).count();
+                        (1..=n).rev().any(|k| m(rest, &s[k..]))
+                    }
+                    Tok::Num => {
+                        let n = s.chars().take_while(|ch| ch.is_ascii_digit()).count();
+                        n > 0
+                            && s[n..].starts_with('.')
+                            && s[n + 1..]
+                                .chars()
+                                .next()
+                                .is_some_and(|c| c.is_ascii_digit())
+                            && m(rest, &s[n + 2..])
+                    }
+                    Tok::Alt(alts) => alts
+                        .iter()
+                        .any(|a| s.strip_prefix(a.as_str()).is_some_and(|r| m(rest, r))),
+                }
+            }
+            m(&self.0, s)
+        }
+    }
+}
+
+const HEADER_LINE: &str = "# Tests are approximate using memory only (no storage IO).";
+const PBKDF2_RE: &str =
+    r"PBKDF2-(sha1|sha256|sha512|ripemd160|whirlpool) +\d+ iterations per second for \d+-bit key";
+const ARGON2_RE: &str = r"(argon2i|argon2id) +\d+ iterations, +\d+ memory, \d+ parallel threads \(CPUs\) for \d+-bit key \(requested \d+ ms time\)";
+const TABLE_HEAD: &str = "#     Algorithm |       Key |      Encryption |      Decryption";
+
+fn cipher_line_ok(l: &str) -> bool {
+    // "%15s  %9zub  %10.1f MiB/s  %10.1f MiB/s"
+    re(r" +(aes|serpent|twofish)-(cbc|xts) +\d+b +\f MiB/s +\f MiB/s").is_match(l)
+        && l.len() == 15 + 2 + 10 + 2 + 10 + 6 + 2 + 10 + 6
+}
+
+/// Our regular expressions describe real cryptsetup's KDF lines (when cryptsetup can run
+/// its KDF benchmark here), so they are not just our own idea of the format.
+#[test]
+fn benchmark_kdf_lines_match_cryptsetup() {
+    let ours = lukskit(&["benchmark", "--pbkdf", "pbkdf2", "--hash", "sha256"], b"")
+        .ok("benchmark pbkdf2");
+    let lines: Vec<&str> = ours.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", ours.stdout);
+    assert_eq!(lines[0], HEADER_LINE);
+    assert!(re(PBKDF2_RE).is_match(lines[1]), "{}", lines[1]);
+    assert!(lines[1].starts_with("PBKDF2-sha256    "));
+    let a = lukskit(
+        &[
+            "benchmark",
+            "--pbkdf",
+            "argon2id",
+            "--iter-time",
+            "200",
+            "--pbkdf-memory",
+            "16384",
+        ],
+        b"",
+    )
+    .ok("benchmark argon2id");
+    let al: Vec<&str> = a.stdout.lines().collect();
+    assert_eq!(al.len(), 2, "{}", a.stdout);
+    assert!(re(ARGON2_RE).is_match(al[1]), "{}", al[1]);
+    assert!(al[1].ends_with("for 256-bit key (requested 200 ms time)"));
+    if let Some(r) = cryptsetup(&["benchmark", "--pbkdf", "pbkdf2", "--hash", "sha256"], b"") {
+        if r.code == 0 {
+            let cl: Vec<&str> = r.stdout.lines().collect();
+            assert_eq!(cl[0], HEADER_LINE);
+            assert!(re(PBKDF2_RE).is_match(cl[1]), "cryptsetup: {}", cl[1]);
+            // Same column layout once the numbers are masked (both 6–7 digit counts).
+            let mask = |s: &str| s.replace(|c: char| c.is_ascii_digit(), "9");
+            let (m1, m2) = (mask(cl[1]), mask(lines[1]));
+            let w = |s: &str| s.find(" iterations").unwrap();
+            assert_eq!(w(&m1), w(&m2), "column of 'iterations' differs");
+        }
+        if let Some(r) = cryptsetup(
+            &[
+                "benchmark",
+                "--pbkdf",
+                "argon2id",
+                "--iter-time",
+                "200",
+                "--pbkdf-memory",
+                "16384",
+            ],
+            b"",
+        ) {
+            if r.code == 0 {
+                let cl: Vec<&str> = r.stdout.lines().collect();
+                assert!(re(ARGON2_RE).is_match(cl[1]), "cryptsetup: {}", cl[1]);
+            }
+        }
+    }
+}
+
+#[test]
+fn benchmark_one_cipher_and_json() {
+    let r = lukskit_env(
+        &["benchmark", "--cipher", "aes-xts-plain64", "-s", "512"],
+        b"",
+        &[("LUKSKIT_BENCH_MS", "100")],
+    )
+    .ok("benchmark --cipher");
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{}", r.stdout);
+    // cryptsetup's one-cipher table is only as wide as the name (at least 11 columns):
+    // "#%*s Algorithm |…" with width − 11 spaces, then "%*s-%s  %9db  %10.1f MiB/s  …".
+    assert_eq!(
+        lines[1],
+        "# Algorithm |       Key |      Encryption |      Decryption"
+    );
+    assert!(
+        lines[2].starts_with("    aes-xts        512b "),
+        "{:?}",
+        lines[2]
+    );
+    assert!(
+        cipher_line_ok(&format!("    {}", lines[2])),
+        "{:?}",
+        lines[2]
+    );
+    let r = lukskit_env(
+        &[
+            "benchmark",
+            "--cipher",
+            "twofish-cbc-essiv:sha256",
+            "--threads",
+            "2",
+        ],
+        b"",
+        &[("LUKSKIT_BENCH_MS", "100")],
+    )
+    .ok("benchmark twofish");
+    let l: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(
+        l[1],
+        "# Algorithm |       Key |      Encryption |      Decryption"
+    );
+    assert!(l[2].starts_with("twofish-cbc        256b "), "{:?}", l[2]);
+    let r = lukskit_env(
+        &["benchmark", "--cipher", "serpent-xts-plain64", "-s", "512"],
+        b"",
+        &[("LUKSKIT_BENCH_MS", "50")],
+    )
+    .ok("benchmark serpent");
+    let l: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(
+        l[1],
+        "# Algorithm |       Key |      Encryption |      Decryption"
+    );
+    assert!(l[2].starts_with("serpent-xts        512b "), "{:?}", l[2]);
+    let r = lukskit_env(
+        &[
+            "benchmark",
+            "--cipher",
+            "aes-xts-plain64",
+            "--json",
+            "--sector-size",
+            "512",
+        ],
+        b"",
+        &[("LUKSKIT_BENCH_MS", "100")],
+    )
+    .ok("benchmark --json");
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("JSON output");
+    assert_eq!(v["sector_size"], 512);
+    assert_eq!(v["ciphers"][0]["algorithm"], "aes-xts");
+    assert_eq!(v["ciphers"][0]["key_bits"], 256);
+    assert!(v["ciphers"][0]["encryption_mib_s"].as_f64().unwrap() > 0.0);
+    let r = lukskit(&["benchmark", "--cipher", "blowfish-xts-plain64"], b"");
+    assert_eq!(r.code, 1);
+    assert!(r
+        .stderr
+        .contains("Cipher blowfish-xts-plain64 (with 256 bits key) is not available."));
+}
+
+/// The whole default run: KDF lines, then the table header and the twelve cipher lines in
+/// cryptsetup's order.
+#[test]
+fn benchmark_full_output_format() {
+    let r = lukskit_env(
+        &["benchmark", "--pbkdf-memory", "8192", "--iter-time", "100"],
+        b"",
+        &[("LUKSKIT_BENCH_MS", "20")],
+    )
+    .ok("benchmark");
+    let l: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(l.len(), 1 + 5 + 2 + 1 + 12, "{}", r.stdout);
+    assert_eq!(l[0], HEADER_LINE);
+    for (i, h) in ["sha1", "sha256", "sha512", "ripemd160", "whirlpool"]
+        .iter()
+        .enumerate()
+    {
+        assert!(re(PBKDF2_RE).is_match(l[1 + i]), "{}", l[1 + i]);
+        assert!(l[1 + i].starts_with(&format!("PBKDF2-{h} ")));
+    }
+    assert!(l[6].starts_with("argon2i    ") && re(ARGON2_RE).is_match(l[6]));
+    assert!(l[7].starts_with("argon2id   ") && re(ARGON2_RE).is_match(l[7]));
+    assert_eq!(l[8], TABLE_HEAD);
+    let expect = [
+        ("aes-cbc", 128),
+        ("serpent-cbc", 128),
+        ("twofish-cbc", 128),
+        ("aes-cbc", 256),
+        ("serpent-cbc", 256),
+        ("twofish-cbc", 256),
+        ("aes-xts", 256),
+        ("serpent-xts", 256),
+        ("twofish-xts", 256),
+        ("aes-xts", 512),
+        ("serpent-xts", 512),
+        ("twofish-xts", 512),
+    ];
+    for (i, (name, bits)) in expect.iter().enumerate() {
+        let line = l[9 + i];
+        assert!(cipher_line_ok(line), "{line:?}");
+        assert!(
+            line.starts_with(&format!("{name:>15}  {bits:>9}b")),
+            "{line:?}"
+        );
+    }
+}
