@@ -123,6 +123,13 @@ fn unlock(img: &[u8], pass: &[u8]) -> (CipherSpec, Vec<u8>) {
     let mut material = img[km_offset..km_offset + len].to_vec();
     let c = SectorCipher::new(&spec, &dk, 512, false).unwrap();
     c.decrypt(&mut material, 0).unwrap();
+    // The portable build must read the key material the same way.
+    let mut portable = img[km_offset..km_offset + len].to_vec();
+    SectorCipher::new_portable(&spec, &dk, 512, false)
+        .unwrap()
+        .decrypt(&mut portable, 0)
+        .unwrap();
+    assert_eq!(portable, material, "{spec}: portable build differs");
     let mk = af_merge(&hash, &material, key_bytes, stripes);
 
     let mut check = [0u8; 20];
@@ -173,6 +180,12 @@ fn cryptsetup_luks1_images_unlock_and_decrypt() {
         let mut par = img[payload..payload + 256 * 1024].to_vec();
         c.decrypt_parallel(&mut par, 0).unwrap();
         assert_eq!(&par[..4096], &boot[..]);
+        let mut portable = img[payload..payload + 256 * 1024].to_vec();
+        SectorCipher::new_portable(&spec, &mk, 512, false)
+            .unwrap()
+            .decrypt(&mut portable, 0)
+            .unwrap();
+        assert_eq!(portable, par, "{name}: portable build differs");
     }
     for want in [
         "aes-cbc-essiv:sha256",

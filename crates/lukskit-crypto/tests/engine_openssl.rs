@@ -403,6 +403,7 @@ fn compare_with(
     let key = rng.bytes(key_len);
     for &(ss, large) in geometries {
         let engine = SectorCipher::new(&parsed, &key, ss, large).unwrap();
+        let portable = SectorCipher::new_portable(&parsed, &key, ss, large).unwrap();
         let reference = RefCrypt::new(spec, &key, ss, large, prefer_openssl);
         let step = u64::from(ss / 512);
         for start in [
@@ -421,6 +422,14 @@ fn compare_with(
                 "{spec} key {key_len} sector_size {ss} large {large} start {start:#x}: ciphertext differs"
             );
             assert_ne!(a, pt, "{spec}: encryption left the data unchanged");
+            let mut p = pt.clone();
+            portable.encrypt(&mut p, start).unwrap();
+            assert!(
+                p == a,
+                "{spec} ss {ss} start {start:#x}: portable build differs"
+            );
+            portable.decrypt(&mut p, start).unwrap();
+            assert_eq!(p, pt, "{spec}: portable decrypt");
             engine.decrypt(&mut a, start).unwrap();
             assert_eq!(a, pt, "{spec}: decrypt(encrypt(x)) != x");
             // And the reference can decrypt what the engine wrote (independent decrypt path).
@@ -596,6 +605,101 @@ fn capi_form_is_the_same_cipher() {
     }
 }
 
+/// The multi-sector fast paths (batched IVs and XTS tweaks, lockstep CBC chains, 8-block
+/// groups) with sector counts around every batch and lane width (1, 2, 4, 8, 16), start
+/// sectors just below 2³² (plain wraps there), against the reference, the portable build,
+/// and the same sectors processed one call per sector.
+#[test]
+fn many_sectors_batches_and_lanes() {
+    let mut rng = Rng(10);
+    let cases: &[(&str, usize, bool)] = &[
+        ("aes-xts-plain64", 32, true),
+        ("aes-xts-plain64", 48, true),
+        ("aes-xts-plain64", 64, true),
+        ("aes-xts-essiv:sha256", 64, true),
+        ("aes-xts-eboiv", 32, true),
+        ("aes-cbc-essiv:sha256", 16, true),
+        ("aes-cbc-essiv:sha256", 24, true),
+        ("aes-cbc-essiv:sha256", 32, true),
+        ("aes-cbc-plain", 32, true),
+        ("aes-cbc-benbi", 16, true),
+        ("aes-cbc-null", 16, true),
+        ("aes-ecb", 32, true),
+        ("aes-ctr-plain64", 32, true),
+        ("aes-lrw-plain64", 48, true),
+        ("serpent-xts-plain64", 64, false),
+        ("serpent-cbc-essiv:sha256", 32, false),
+        ("serpent-cbc-plain64", 16, false),
+        ("twofish-xts-plain64", 32, false),
+        ("twofish-cbc-essiv:sha256", 32, false),
+        ("camellia-cbc-plain64", 32, true),
+        ("aes:2-cbc-plain64", 64, true),
+    ];
+    for &(spec, klen, prefer_openssl) in cases {
+        let parsed = CipherSpec::parse(spec).unwrap();
+        let key = rng.bytes(klen);
+        let slow_ref = spec.starts_with("twofish");
+        for (ss, large) in [(512u32, false), (4096, true), (1024, false)] {
+            let engine = SectorCipher::new(&parsed, &key, ss, large).unwrap();
+            let portable = SectorCipher::new_portable(&parsed, &key, ss, large).unwrap();
+            let reference = RefCrypt::new(spec, &key, ss, large, prefer_openssl);
+            let step = u64::from(ss / 512);
+            let counts: &[usize] = if slow_ref && ss == 4096 {
+                &[1, 5, 17]
+            } else {
+                &[1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 40]
+            };
+            for &units in counts {
+                let start = (1u64 << 32) - 5 * step;
+                let pt = rng.bytes(ss as usize * units);
+                let mut a = pt.clone();
+                engine.encrypt(&mut a, start).unwrap();
+                let mut b = pt.clone();
+                reference.crypt(&mut b, start, true);
+                let what = format!("{spec} key {klen} ss {ss} large {large} units {units}");
+                assert!(a == b, "{what}: differs from the reference");
+                let mut p = pt.clone();
+                portable.encrypt(&mut p, start).unwrap();
+                assert!(p == a, "{what}: portable build differs");
+                // One call per sector (no batching, one CBC chain at a time).
+                let mut one = pt.clone();
+                for (k, unit) in one.chunks_mut(ss as usize).enumerate() {
+                    engine.encrypt(unit, start + k as u64 * step).unwrap();
+                }
+                assert!(one == a, "{what}: per-sector calls differ");
+                let mut d = a.clone();
+                engine.decrypt(&mut d, start).unwrap();
+                assert!(d == pt, "{what}: decrypt");
+                portable.decrypt(&mut a, start).unwrap();
+                assert!(a == pt, "{what}: portable decrypt");
+            }
+        }
+    }
+}
+
+#[test]
+fn buffer_lengths_are_checked() {
+    let c = SectorCipher::new(
+        &CipherSpec::parse("aes-xts-plain64").unwrap(),
+        &[7u8; 64],
+        4096,
+        false,
+    )
+    .unwrap();
+    for bad in [1usize, 16, 512, 4095, 4097, 4096 + 16, 3 * 4096 - 512] {
+        let mut buf = vec![0u8; bad];
+        assert!(c.encrypt(&mut buf, 0).is_err(), "{bad}");
+        assert!(c.decrypt_parallel(&mut buf, 0).is_err(), "{bad}");
+        assert!(c.encrypt_with_threads(&mut buf, 0, 2).is_err(), "{bad}");
+        assert_eq!(buf, vec![0u8; bad], "{bad}: buffer modified on error");
+    }
+    let mut empty = [];
+    assert!(c.encrypt(&mut empty, 0).is_ok());
+    assert!(c.encrypt_parallel(&mut empty, 0).is_ok());
+    let mut buf = vec![0u8; 8192];
+    assert!(c.encrypt(&mut buf, 4).is_err(), "unaligned start sector");
+}
+
 #[test]
 fn parallel_matches_serial() {
     let mut rng = Rng(8);
@@ -622,6 +726,13 @@ fn parallel_matches_serial() {
         assert_eq!(a, b, "{spec}");
         c.decrypt_parallel(&mut b, start).unwrap();
         assert_eq!(b, pt, "{spec}");
+        for threads in [0, 1, 2, 3] {
+            let mut t = pt.clone();
+            c.encrypt_with_threads(&mut t, start, threads).unwrap();
+            assert!(t == a, "{spec}: {threads} threads");
+            c.decrypt_with_threads(&mut t, start, threads).unwrap();
+            assert!(t == pt, "{spec}: {threads} threads decrypt");
+        }
         // Splitting a request must not change the result either (dm-crypt splits bios).
         let mut c2 = pt.clone();
         let (x, y) = c2.split_at_mut(5 * ss as usize);

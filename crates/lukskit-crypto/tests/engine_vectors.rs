@@ -10,6 +10,14 @@ use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
 use openssl::sha::sha256;
 
+type Ctor = fn(&CipherSpec, &[u8], u32, bool) -> lukskit_crypto::Result<SectorCipher>;
+
+/// Both engine builds: the fastest backend of this CPU and the portable Rust one.
+const CTORS: [(&str, Ctor); 2] = [
+    ("fast", SectorCipher::new),
+    ("portable", SectorCipher::new_portable),
+];
+
 struct IvVector {
     iv_name: &'static str,
     iv_offset: u64,
@@ -314,28 +322,30 @@ const IV_VECTORS: [IvVector; 7] = [
 fn cryptsetup_cipher_iv_vectors() {
     let key = hex::decode(KEY).unwrap();
     let mut count = 0;
-    for v in &IV_VECTORS {
-        let spec = CipherSpec::parse(&format!("aes-cbc-{}", v.iv_name)).unwrap();
-        for &(sector_size, large_iv, want) in &v.out {
-            let c = SectorCipher::new(&spec, &key, sector_size, large_iv).unwrap();
-            let mut buf = vec![0u8; 8192];
-            c.encrypt(&mut buf, v.iv_offset).unwrap();
-            assert_eq!(
-                hex::encode(sha256(&buf)),
-                want,
-                "aes-cbc-{} sector {sector_size} large_iv {large_iv}",
-                v.iv_name
-            );
-            // The parallel path must give the same bytes.
-            let mut par = vec![0u8; 8192];
-            c.encrypt_parallel(&mut par, v.iv_offset).unwrap();
-            assert_eq!(par, buf);
-            c.decrypt(&mut buf, v.iv_offset).unwrap();
-            assert_eq!(hex::encode(sha256(&buf)), IN_SHA256);
-            count += 1;
+    for (ctor_name, ctor) in CTORS {
+        for v in &IV_VECTORS {
+            let spec = CipherSpec::parse(&format!("aes-cbc-{}", v.iv_name)).unwrap();
+            for &(sector_size, large_iv, want) in &v.out {
+                let c = ctor(&spec, &key, sector_size, large_iv).unwrap();
+                let mut buf = vec![0u8; 8192];
+                c.encrypt(&mut buf, v.iv_offset).unwrap();
+                assert_eq!(
+                    hex::encode(sha256(&buf)),
+                    want,
+                    "aes-cbc-{} sector {sector_size} large_iv {large_iv} ({ctor_name})",
+                    v.iv_name
+                );
+                // The parallel path must give the same bytes.
+                let mut par = vec![0u8; 8192];
+                c.encrypt_parallel(&mut par, v.iv_offset).unwrap();
+                assert_eq!(par, buf);
+                c.decrypt(&mut buf, v.iv_offset).unwrap();
+                assert_eq!(hex::encode(sha256(&buf)), IN_SHA256);
+                count += 1;
+            }
         }
     }
-    assert_eq!(count, 49);
+    assert_eq!(count, 2 * 49);
 }
 
 /// 0x00..0xff twice: the plaintext of IEEE 1619 vectors 4 and 6.
@@ -351,11 +361,17 @@ const IEEE6_CT: &str = "1c3b3a102f770386e4836c99e370cf9bea00803f5e482357a4ae12d4
 
 #[test]
 fn ieee1619_xts_aes_full_sectors() {
+    for (_, ctor) in CTORS {
+        ieee1619_with(ctor);
+    }
+}
+
+fn ieee1619_with(ctor: Ctor) {
     let spec = CipherSpec::parse("aes-xts-plain64").unwrap();
 
     // Vectors 4 and 5 share the key; 5 encrypts 4's ciphertext as data unit 1, so one
     // two-sector call starting at sector 0 covers both.
-    let c = SectorCipher::new(&spec, &hex::decode(IEEE4_KEY).unwrap(), 512, false).unwrap();
+    let c = ctor(&spec, &hex::decode(IEEE4_KEY).unwrap(), 512, false).unwrap();
     let ct4 = hex::decode(IEEE4_CT).unwrap();
     let ct5 = hex::decode(IEEE5_CT).unwrap();
     let mut buf = [counting_512(), ct4.clone()].concat();
@@ -369,7 +385,7 @@ fn ieee1619_xts_aes_full_sectors() {
     assert_eq!(hex::encode(&one), IEEE4_CT);
 
     // Vector 6: XTS-AES-256, data unit 0xff.
-    let c = SectorCipher::new(&spec, &hex::decode(IEEE6_KEY).unwrap(), 512, false).unwrap();
+    let c = ctor(&spec, &hex::decode(IEEE6_KEY).unwrap(), 512, false).unwrap();
     let mut buf = counting_512();
     c.encrypt(&mut buf, 0xff).unwrap();
     assert_eq!(hex::encode(&buf), IEEE6_CT);

@@ -83,8 +83,6 @@ mod sealed {
     impl FlatKeySchedule for aes::Aes128 {}
     impl FlatKeySchedule for aes::Aes192 {}
     impl FlatKeySchedule for aes::Aes256 {}
-    impl FlatKeySchedule for serpent::Serpent {}
-    impl FlatKeySchedule for twofish::Twofish {}
     impl FlatKeySchedule for cast5::Cast5 {}
     impl FlatKeySchedule for camellia::Camellia128 {}
     impl FlatKeySchedule for camellia::Camellia192 {}
@@ -106,72 +104,49 @@ impl<T: sealed::FlatKeySchedule> Drop for Wiped<T> {
     }
 }
 
-/// A keyed block cipher.
+/// A keyed block cipher, with the backend chosen at key setup.
+///
+/// * AES: the VAES kernels of [`super::aes_x86`] when the CPU has them (and fast backends are
+///   allowed), else RustCrypto `aes` (AES-NI or its constant-time software code).
+/// * Serpent: [`super::serpent`] (AVX2/SSE2 lanes, or portable lanes).
+/// * Twofish: the table implementation of [`super::twofish`].
+/// * CAST5, Camellia: RustCrypto, one block at a time (not performance targets).
 pub(crate) enum BlockCipher {
+    #[cfg(target_arch = "x86_64")]
+    AesVaes(Box<super::aes_x86::AesVaes>),
     Aes128(Wiped<aes::Aes128>),
     Aes192(Wiped<aes::Aes192>),
     Aes256(Wiped<aes::Aes256>),
-    Serpent(Wiped<serpent::Serpent>),
-    Twofish(Wiped<twofish::Twofish>),
+    Serpent(Box<super::serpent::Serpent>),
+    Twofish(Box<super::twofish::Twofish>),
     Cast5(Wiped<cast5::Cast5>),
     Camellia128(Wiped<camellia::Camellia128>),
     Camellia192(Wiped<camellia::Camellia192>),
     Camellia256(Wiped<camellia::Camellia256>),
 }
 
-/// Run `$body` with `$c` bound to the concrete cipher inside a [`BlockCipher`], so that the
-/// body is monomorphised per cipher (the bulk loops then use each cipher's parallel API).
-macro_rules! with_cipher {
-    ($bc:expr, $c:ident => $body:expr) => {
-        match $bc {
-            $crate::engine::cipher::BlockCipher::Aes128(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Aes192(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Aes256(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Serpent(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Twofish(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Cast5(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Camellia128(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Camellia192(w) => {
-                let $c = &w.0;
-                $body
-            }
-            $crate::engine::cipher::BlockCipher::Camellia256(w) => {
-                let $c = &w.0;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use with_cipher;
-
 fn init<T: KeyInit>(key: &[u8]) -> Result<T> {
     T::new_from_slice(key).map_err(|_| CryptoError::InvalidKey("bad key length".into()))
 }
 
+/// ECB through a RustCrypto cipher's own multi-block API.
+#[inline]
+fn crate_ecb<C: BlockCipherEncrypt + BlockCipherDecrypt>(c: &C, data: &mut [u8], encrypt: bool) {
+    let (blocks, rest) = ::cipher::Array::slice_as_chunks_mut(data);
+    debug_assert!(rest.is_empty(), "buffer not a multiple of the block size");
+    let blocks: &mut [Block<C>] = blocks;
+    if encrypt {
+        c.encrypt_blocks(blocks);
+    } else {
+        c.decrypt_blocks(blocks);
+    }
+}
+
 impl BlockCipher {
     /// Expand `key` for `alg`. `cipher_null` has no key schedule and is handled by the modes.
-    pub(crate) fn new(alg: CipherAlg, key: &[u8]) -> Result<Self> {
+    /// `fast` allows the assembly / run-time-selected SIMD backends; without it only portable
+    /// Rust code is used (for comparison and testing).
+    pub(crate) fn new(alg: CipherAlg, key: &[u8], fast: bool) -> Result<Self> {
         if !alg.key_len_ok(key.len()) {
             return Err(CryptoError::InvalidKey(format!(
                 "{} needs a key of {}, got {} bytes",
@@ -181,13 +156,23 @@ impl BlockCipher {
             )));
         }
         Ok(match alg {
-            CipherAlg::Aes => match key.len() {
-                16 => BlockCipher::Aes128(Wiped(init(key)?)),
-                24 => BlockCipher::Aes192(Wiped(init(key)?)),
-                _ => BlockCipher::Aes256(Wiped(init(key)?)),
-            },
-            CipherAlg::Serpent => BlockCipher::Serpent(Wiped(init(key)?)),
-            CipherAlg::Twofish => BlockCipher::Twofish(Wiped(init(key)?)),
+            CipherAlg::Aes => {
+                #[cfg(target_arch = "x86_64")]
+                if fast {
+                    if let Some(k) = super::aes_x86::AesVaes::new(key) {
+                        return Ok(BlockCipher::AesVaes(k));
+                    }
+                }
+                match key.len() {
+                    16 => BlockCipher::Aes128(Wiped(init(key)?)),
+                    24 => BlockCipher::Aes192(Wiped(init(key)?)),
+                    _ => BlockCipher::Aes256(Wiped(init(key)?)),
+                }
+            }
+            CipherAlg::Serpent => {
+                BlockCipher::Serpent(Box::new(super::serpent::Serpent::new(key, fast)))
+            }
+            CipherAlg::Twofish => BlockCipher::Twofish(super::twofish::Twofish::new(key)),
             CipherAlg::Cast5 => BlockCipher::Cast5(Wiped(init(key)?)),
             CipherAlg::Camellia => match key.len() {
                 16 => BlockCipher::Camellia128(Wiped(init(key)?)),
@@ -202,37 +187,57 @@ impl BlockCipher {
         })
     }
 
+    /// Block size in bytes.
+    pub(crate) fn block_size(&self) -> usize {
+        match self {
+            BlockCipher::Cast5(_) => 8,
+            _ => 16,
+        }
+    }
+
+    /// ECB-encrypt (or decrypt) `data` in place; `data.len()` must be a multiple of the block
+    /// size. Every backend processes several blocks at once here.
+    pub(crate) fn ecb(&self, data: &mut [u8], encrypt: bool) {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            BlockCipher::AesVaes(k) => k.ecb(data, encrypt),
+            BlockCipher::Aes128(w) => crate_ecb(&w.0, data, encrypt),
+            BlockCipher::Aes192(w) => crate_ecb(&w.0, data, encrypt),
+            BlockCipher::Aes256(w) => crate_ecb(&w.0, data, encrypt),
+            BlockCipher::Serpent(k) => k.ecb(data, encrypt),
+            BlockCipher::Twofish(k) => k.ecb(data, encrypt),
+            BlockCipher::Cast5(w) => crate_ecb(&w.0, data, encrypt),
+            BlockCipher::Camellia128(w) => crate_ecb(&w.0, data, encrypt),
+            BlockCipher::Camellia192(w) => crate_ecb(&w.0, data, encrypt),
+            BlockCipher::Camellia256(w) => crate_ecb(&w.0, data, encrypt),
+        }
+    }
+
+    /// How many independent blocks the backend wants at once to reach full speed (the width
+    /// of lockstep CBC encryption).
+    pub(crate) fn lanes(&self) -> usize {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            BlockCipher::AesVaes(_) => 16,
+            BlockCipher::Aes128(_) | BlockCipher::Aes192(_) | BlockCipher::Aes256(_) => 8,
+            BlockCipher::Serpent(k) => k.lanes(),
+            BlockCipher::Twofish(k) => k.lanes(),
+            _ => 1,
+        }
+    }
+
     /// Encrypt one block in place; `block.len()` must equal the block size.
     pub(crate) fn encrypt_block(&self, block: &mut [u8]) {
-        with_cipher!(self, c => encrypt_one(c, block))
+        debug_assert_eq!(block.len(), self.block_size());
+        self.ecb(block, true)
     }
 
     /// Decrypt one block in place; `block.len()` must equal the block size.
     #[cfg(test)]
     pub(crate) fn decrypt_block(&self, block: &mut [u8]) {
-        with_cipher!(self, c => decrypt_one(c, block))
+        debug_assert_eq!(block.len(), self.block_size());
+        self.ecb(block, false)
     }
-}
-
-fn encrypt_one<C: BlockCipherEncrypt>(c: &C, block: &mut [u8]) {
-    let b: &mut Block<C> = block.try_into().expect("block size");
-    c.encrypt_block(b);
-}
-
-#[cfg(test)]
-fn decrypt_one<C: BlockCipherDecrypt>(c: &C, block: &mut [u8]) {
-    let b: &mut Block<C> = block.try_into().expect("block size");
-    c.decrypt_block(b);
-}
-
-/// View a byte slice whose length is a multiple of the block size as blocks.
-#[inline]
-pub(crate) fn as_blocks<C: BlockCipherEncrypt + BlockCipherDecrypt>(
-    buf: &mut [u8],
-) -> &mut [Block<C>] {
-    let (blocks, rest) = ::cipher::Array::slice_as_chunks_mut(buf);
-    debug_assert!(rest.is_empty(), "buffer not a multiple of the block size");
-    blocks
 }
 
 #[cfg(test)]
@@ -241,15 +246,17 @@ mod tests {
 
     #[test]
     fn key_lengths() {
-        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 16]).is_ok());
-        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 24]).is_ok());
-        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 32]).is_ok());
-        assert!(BlockCipher::new(CipherAlg::Aes, &[0; 20]).is_err());
-        assert!(BlockCipher::new(CipherAlg::Serpent, &[0; 20]).is_ok());
-        assert!(BlockCipher::new(CipherAlg::Twofish, &[0; 20]).is_err());
-        assert!(BlockCipher::new(CipherAlg::Cast5, &[0; 5]).is_ok());
-        assert!(BlockCipher::new(CipherAlg::Cast5, &[0; 17]).is_err());
-        assert!(BlockCipher::new(CipherAlg::Camellia, &[0; 24]).is_ok());
+        for fast in [false, true] {
+            assert!(BlockCipher::new(CipherAlg::Aes, &[0; 16], fast).is_ok());
+            assert!(BlockCipher::new(CipherAlg::Aes, &[0; 24], fast).is_ok());
+            assert!(BlockCipher::new(CipherAlg::Aes, &[0; 32], fast).is_ok());
+            assert!(BlockCipher::new(CipherAlg::Aes, &[0; 20], fast).is_err());
+            assert!(BlockCipher::new(CipherAlg::Serpent, &[0; 20], fast).is_ok());
+            assert!(BlockCipher::new(CipherAlg::Twofish, &[0; 20], fast).is_err());
+            assert!(BlockCipher::new(CipherAlg::Cast5, &[0; 5], fast).is_ok());
+            assert!(BlockCipher::new(CipherAlg::Cast5, &[0; 17], fast).is_err());
+            assert!(BlockCipher::new(CipherAlg::Camellia, &[0; 24], fast).is_ok());
+        }
         assert!(CipherAlg::from_name("AES").is_err());
     }
 
@@ -257,11 +264,13 @@ mod tests {
     fn fips197_known_answer() {
         // FIPS-197 Appendix C.1 (AES-128).
         let key: Vec<u8> = (0u8..16).collect();
-        let c = BlockCipher::new(CipherAlg::Aes, &key).unwrap();
-        let mut b = hex::decode("00112233445566778899aabbccddeeff").unwrap();
-        c.encrypt_block(&mut b);
-        assert_eq!(hex::encode(&b), "69c4e0d86a7b0430d8cdb78070b4c55a");
-        c.decrypt_block(&mut b);
-        assert_eq!(hex::encode(&b), "00112233445566778899aabbccddeeff");
+        for fast in [false, true] {
+            let c = BlockCipher::new(CipherAlg::Aes, &key, fast).unwrap();
+            let mut b = hex::decode("00112233445566778899aabbccddeeff").unwrap();
+            c.encrypt_block(&mut b);
+            assert_eq!(hex::encode(&b), "69c4e0d86a7b0430d8cdb78070b4c55a");
+            c.decrypt_block(&mut b);
+            assert_eq!(hex::encode(&b), "00112233445566778899aabbccddeeff");
+        }
     }
 }
