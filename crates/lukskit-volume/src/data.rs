@@ -540,6 +540,51 @@ impl DataVolume {
         self.pwrite(buf, offset)
     }
 
+    /// Discard the whole encryption sectors inside `[offset, offset + len)`: their
+    /// ciphertext is punched out of the data file (`fallocate(PUNCH_HOLE)`), so they read
+    /// back as the decryption of zeroes, as after a discard through dm-crypt. Partial
+    /// sectors at the edges are left alone. Block devices and file systems without hole
+    /// punching give an `Unsupported` error.
+    pub fn discard(&self, offset: u64, len: u64) -> Result<()> {
+        self.check_writable()?;
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => {}
+            _ => {
+                return Err(VolumeError::invalid(
+                    "Discard beyond the end of the volume.",
+                ))
+            }
+        }
+        let ss = u64::from(self.layout.sector_size);
+        let start = offset.div_ceil(ss) * ss;
+        let end = (offset + len) / ss * ss;
+        if end <= start {
+            return Ok(());
+        }
+        let _guard = self.lock_sectors(start, (end - start) as usize);
+        let (Ok(at), Ok(n)) = (
+            libc::off_t::try_from(self.device_offset(start)),
+            libc::off_t::try_from(end - start),
+        ) else {
+            return Err(VolumeError::invalid("Discard range too large."));
+        };
+        use std::os::fd::AsRawFd;
+        // SAFETY: fallocate on a file descriptor we own; no memory is passed.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                at,
+                n,
+            )
+        };
+        if rc != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(VolumeError::io("Discarding on", &self.path, &e));
+        }
+        Ok(())
+    }
+
     /// Make written data durable (`fdatasync` of the data device).
     pub fn flush(&self) -> Result<()> {
         self.file

@@ -1,0 +1,318 @@
+//! The block-device view that every exposure (FUSE file, NBD export) serves.
+//!
+//! [`BlockBackend`] is the whole contract between the exposure layer and the volume layer:
+//! byte-addressed reads and writes of the plaintext, flush (durable on the backing store
+//! before it returns), discard and write-zeroes. [`VolumeBackend`] implements it for an
+//! unlocked volume and adds `luksSuspend`/`luksResume`; [`MemBackend`] is an in-memory disk
+//! for tests of the exposures alone.
+
+use lukskit_volume::data::{DataLayout, DataVolume, Threads};
+use lukskit_volume::VolumeError;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// A block device's contents, shared by all the threads of an exposure.
+pub trait BlockBackend: Send + Sync {
+    /// Size in bytes.
+    fn size(&self) -> u64;
+    /// The smallest efficient I/O unit (the encryption sector size).
+    fn block_size(&self) -> u32;
+    /// Whether writes are refused.
+    fn read_only(&self) -> bool;
+    /// Read `buf.len()` bytes at `offset` (any alignment; must lie inside the device).
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// Write `buf` at `offset` (any alignment; must lie inside the device).
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Make everything written so far durable on the backing store.
+    fn flush(&self) -> io::Result<()>;
+    /// Discard (TRIM) a range. Backends that do not discard return `Unsupported`.
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()>;
+    /// Make a range read back as zeroes.
+    fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
+        const CHUNK: u64 = 1024 * 1024;
+        let zeroes = vec![0u8; CHUNK.min(len) as usize];
+        let mut pos = offset;
+        let end = offset
+            .checked_add(len)
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::EINVAL))?;
+        while pos < end {
+            let n = CHUNK.min(end - pos) as usize;
+            self.write_at(&zeroes[..n], pos)?;
+            pos += n as u64;
+        }
+        Ok(())
+    }
+}
+
+/// An error of the volume layer as an I/O error (the message is kept; it never holds a
+/// secret).
+pub fn io_error(e: VolumeError) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+fn range_ok(size: u64, offset: u64, len: u64) -> io::Result<()> {
+    match offset.checked_add(len) {
+        Some(end) if end <= size => Ok(()),
+        _ => Err(io::Error::from_raw_os_error(libc::ENOSPC)),
+    }
+}
+
+/// Whether discards reach the backing store (cryptsetup's `--allow-discards`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Discards {
+    /// Discards are refused (`Unsupported`), the default as in dm-crypt.
+    #[default]
+    Refuse,
+    /// Whole encryption sectors inside a discarded range are punched out of the backing
+    /// file (they then read back as whatever the zeroed ciphertext decrypts to, as with
+    /// dm-crypt on a discarding device).
+    Allow,
+}
+
+struct State {
+    volume: Option<Arc<DataVolume>>,
+}
+
+/// An unlocked volume as a [`BlockBackend`], with `luksSuspend`/`luksResume`.
+///
+/// While suspended the volume key is gone from memory (the sector cipher's key schedules
+/// are wiped when the last in-flight request drops its reference) and every request waits
+/// until [`VolumeBackend::resume`] supplies the key again.
+pub struct VolumeBackend {
+    state: Mutex<State>,
+    resumed: Condvar,
+    path: String,
+    layout: DataLayout,
+    size: u64,
+    writable: bool,
+    discards: Discards,
+    threads: Threads,
+}
+
+impl VolumeBackend {
+    /// Serve `volume`.
+    pub fn new(volume: DataVolume, writable: bool, discards: Discards) -> Self {
+        VolumeBackend {
+            path: volume.path().to_string(),
+            layout: volume.layout().clone(),
+            size: volume.size(),
+            writable,
+            discards,
+            threads: Threads::All,
+            state: Mutex::new(State {
+                volume: Some(Arc::new(volume)),
+            }),
+            resumed: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The volume, waiting while it is suspended.
+    fn volume(&self) -> Arc<DataVolume> {
+        let mut st = self.lock();
+        loop {
+            if let Some(v) = &st.volume {
+                return Arc::clone(v);
+            }
+            st = self.resumed.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// The data device path.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The layout the volume was opened with.
+    pub fn layout(&self) -> &DataLayout {
+        &self.layout
+    }
+
+    /// Whether the volume is suspended.
+    pub fn is_suspended(&self) -> bool {
+        self.lock().volume.is_none()
+    }
+
+    /// `luksSuspend`: stop new I/O, wait for requests in flight, flush, and wipe the key.
+    /// Returns once no copy of the key schedule is left in this backend.
+    pub fn suspend(&self) -> io::Result<()> {
+        let taken = self.lock().volume.take();
+        let Some(mut arc) = taken else {
+            return Ok(());
+        };
+        // Requests in flight hold clones; wait for them to finish.
+        let volume = loop {
+            match Arc::try_unwrap(arc) {
+                Ok(v) => break v,
+                Err(again) => {
+                    arc = again;
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+        };
+        let flushed = if self.writable {
+            volume.flush().map_err(io_error)
+        } else {
+            Ok(())
+        };
+        drop(volume); // wipes the key schedules
+        flushed
+    }
+
+    /// `luksResume`: reopen the data with `key` (already checked against the header by the
+    /// caller) and let waiting requests proceed.
+    pub fn resume(&self, key: &[u8]) -> io::Result<()> {
+        let mut st = self.lock();
+        if st.volume.is_some() {
+            return Err(io::Error::other("Volume is not suspended."));
+        }
+        let mut v = DataVolume::open(&self.path, self.layout.clone(), key, self.writable)
+            .map_err(io_error)?;
+        v.set_threads(self.threads);
+        st.volume = Some(Arc::new(v));
+        drop(st);
+        self.resumed.notify_all();
+        Ok(())
+    }
+}
+
+impl BlockBackend for VolumeBackend {
+    fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn block_size(&self) -> u32 {
+        self.layout.sector_size
+    }
+
+    fn read_only(&self) -> bool {
+        !self.writable
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        range_ok(self.size, offset, buf.len() as u64)?;
+        self.volume().read_at(buf, offset).map_err(io_error)
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::from_raw_os_error(libc::EROFS));
+        }
+        range_ok(self.size, offset, buf.len() as u64)?;
+        self.volume().write_at(buf, offset).map_err(io_error)
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        if !self.writable {
+            return Ok(());
+        }
+        self.volume().flush().map_err(io_error)
+    }
+
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        if self.discards == Discards::Refuse {
+            return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+        }
+        if !self.writable {
+            return Err(io::Error::from_raw_os_error(libc::EROFS));
+        }
+        range_ok(self.size, offset, len)?;
+        self.volume().discard(offset, len).map_err(io_error)
+    }
+}
+
+/// An in-memory disk (tests of the exposures without any encryption).
+pub struct MemBackend {
+    data: Mutex<Vec<u8>>,
+    block_size: u32,
+    read_only: bool,
+    flushes: std::sync::atomic::AtomicU64,
+}
+
+impl MemBackend {
+    /// A zero-filled disk of `size` bytes.
+    pub fn new(size: usize, block_size: u32, read_only: bool) -> Self {
+        MemBackend {
+            data: Mutex::new(vec![0; size]),
+            block_size,
+            read_only,
+            flushes: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// A copy of the whole contents.
+    pub fn contents(&self) -> Vec<u8> {
+        self.data.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// How many times [`BlockBackend::flush`] was called.
+    pub fn flushes(&self) -> u64 {
+        self.flushes.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl BlockBackend for MemBackend {
+    fn size(&self) -> u64 {
+        self.data.lock().unwrap_or_else(|e| e.into_inner()).len() as u64
+    }
+
+    fn block_size(&self) -> u32 {
+        self.block_size
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
+    }
+
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        range_ok(data.len() as u64, offset, buf.len() as u64)?;
+        let at = offset as usize;
+        buf.copy_from_slice(&data[at..at + buf.len()]);
+        Ok(())
+    }
+
+    fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        if self.read_only {
+            return Err(io::Error::from_raw_os_error(libc::EROFS));
+        }
+        let mut data = self.data.lock().unwrap_or_else(|e| e.into_inner());
+        range_ok(data.len() as u64, offset, buf.len() as u64)?;
+        let at = offset as usize;
+        data[at..at + buf.len()].copy_from_slice(buf);
+        Ok(())
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        self.flushes
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.write_zeroes(offset, len)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mem_backend_reads_back_and_checks_ranges() {
+        let m = MemBackend::new(8192, 512, false);
+        m.write_at(b"hello", 4090).unwrap();
+        let mut b = [0u8; 7];
+        m.read_at(&mut b, 4089).unwrap();
+        assert_eq!(&b, b"\0hello\0");
+        assert!(m.read_at(&mut b, 8190).is_err());
+        m.write_zeroes(4090, 5).unwrap();
+        m.read_at(&mut b, 4089).unwrap();
+        assert_eq!(b, [0u8; 7]);
+        let ro = MemBackend::new(512, 512, true);
+        assert!(ro.write_at(b"x", 0).is_err());
+    }
+}
