@@ -820,13 +820,6 @@ fn plan_line(c: &Case, dir: &str, p: &Placement, len: u64, key_off: u64) -> Stri
 
 #[test]
 fn kernel_and_lukskit_agree_on_every_spec() {
-    // Not yet part of the default test run: it still reports one real disagreement
-    // (LUKS1 with `capi:xts(aes)-plain64`, which lukskit's LUKS1 spec split refuses).
-    // Run it with LUKSKIT_REFVM_MATRIX=1; it becomes unconditional once that is fixed.
-    if std::env::var("LUKSKIT_REFVM_MATRIX").as_deref() != Ok("1") {
-        say("SKIP: refvm_matrix: set LUKSKIT_REFVM_MATRIX=1 to run the kernel interop matrix");
-        return;
-    }
     if let Err(why) = prepare() {
         say(&format!(
             "SKIP: refvm_matrix: reference VM not available: {why}"

@@ -238,7 +238,17 @@ impl CipherSpec {
     /// Build from LUKS1's split header fields (`cipher-name` "aes", `cipher-mode`
     /// "xts-plain64"), applying the same normalisations as [`CipherSpec::parse`].
     pub fn from_luks1(cipher_name: &str, cipher_mode: &str) -> Result<Self> {
-        if cipher_name.is_empty() || cipher_name.contains('-') || cipher_name.starts_with("capi:") {
+        if let Some(api) = cipher_name.strip_prefix("capi:") {
+            // cryptsetup splits `capi:xts(aes)-plain64` at the first '-': the crypto API
+            // name goes into the cipher name field, the IV generator into the mode field.
+            if api.is_empty() || api.contains('-') || cipher_mode.is_empty() {
+                return Err(CryptoError::InvalidInput(format!(
+                    "invalid LUKS1 cipher '{cipher_name}' mode '{cipher_mode}'"
+                )));
+            }
+            return Self::parse(&format!("{cipher_name}-{cipher_mode}"));
+        }
+        if cipher_name.is_empty() || cipher_name.contains('-') {
             return Err(CryptoError::InvalidInput(format!(
                 "invalid LUKS1 cipher name '{cipher_name}'"
             )));
@@ -254,11 +264,30 @@ impl CipherSpec {
     /// The LUKS1 split form: `("aes", "xts-plain64")`, `("aes", "cbc-essiv:sha256")`.
     /// Errors for capi specs and for fields that do not fit LUKS1's 32-byte header fields.
     pub fn luks1_parts(&self) -> Result<(String, String)> {
-        if self.capi {
-            return Err(CryptoError::Unsupported(format!(
-                "crypto API cipher specification '{self}' in LUKS1"
+        let (name, mode) = if self.capi {
+            // Stored as cryptsetup does: name `capi:xts(aes)`, mode `plain64`.
+            let full = self.to_string();
+            match full.split_once('-') {
+                Some((n, m)) if !m.is_empty() => (n.to_string(), m.to_string()),
+                _ => {
+                    return Err(CryptoError::Unsupported(format!(
+                        "crypto API cipher specification '{self}' without IV mode in LUKS1"
+                    )))
+                }
+            }
+        } else {
+            self.legacy_luks1_parts()
+        };
+        // LUKS1 stores both as NUL-terminated strings in 32-byte fields.
+        if name.len() > 31 || mode.len() > 31 {
+            return Err(CryptoError::InvalidInput(format!(
+                "cipher specification '{self}' does not fit the LUKS1 header"
             )));
         }
+        Ok((name, mode))
+    }
+
+    fn legacy_luks1_parts(&self) -> (String, String) {
         let name = if self.keycount == 1 {
             self.cipher.clone()
         } else {
@@ -273,13 +302,7 @@ impl CipherSpec {
                 mode.push_str(o);
             }
         }
-        // LUKS1 stores both as NUL-terminated strings in 32-byte fields.
-        if name.len() > 31 || mode.len() > 31 {
-            return Err(CryptoError::InvalidInput(format!(
-                "cipher specification '{self}' does not fit the LUKS1 header"
-            )));
-        }
-        Ok((name, mode))
+        (name, mode)
     }
 
     /// The IV-less `cipher-chainmode` name used in benchmark lines, e.g. `aes-xts`.
@@ -406,7 +429,14 @@ mod tests {
         assert_eq!(s.chainmode, "xts");
         assert_eq!(s.ivmode.as_deref(), Some("plain64"));
         assert_eq!(s.to_string(), "capi:xts(aes)-plain64");
-        assert!(s.luks1_parts().is_err());
+        // LUKS1 stores it as cryptsetup does: name `capi:xts(aes)`, mode `plain64`.
+        assert_eq!(
+            s.luks1_parts().unwrap(),
+            ("capi:xts(aes)".to_string(), "plain64".to_string())
+        );
+        assert_eq!(CipherSpec::from_luks1("capi:xts(aes)", "plain64").unwrap(), s);
+        assert!(CipherSpec::from_luks1("capi:xts(aes)", "").is_err());
+        assert!(CipherSpec::from_luks1("capi:", "plain64").is_err());
 
         let s = p("capi:cbc(aes)-essiv:sha256");
         assert_eq!(s.ivopts.as_deref(), Some("sha256"));
