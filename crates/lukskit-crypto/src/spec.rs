@@ -434,7 +434,10 @@ mod tests {
             s.luks1_parts().unwrap(),
             ("capi:xts(aes)".to_string(), "plain64".to_string())
         );
-        assert_eq!(CipherSpec::from_luks1("capi:xts(aes)", "plain64").unwrap(), s);
+        assert_eq!(
+            CipherSpec::from_luks1("capi:xts(aes)", "plain64").unwrap(),
+            s
+        );
         assert!(CipherSpec::from_luks1("capi:xts(aes)", "").is_err());
         assert!(CipherSpec::from_luks1("capi:", "plain64").is_err());
 
