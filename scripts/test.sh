@@ -13,6 +13,13 @@ command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || need_pkgs+=(libssl-dev)
 # Terminal-prompt tests run lukskit on a pseudo-terminal with util-linux `script`.
 command -v script >/dev/null 2>&1 || need_pkgs+=(bsdutils)
+# open/close tests: FUSE (fusermount3 for non-root mounts), loop devices, ext4 tools; the NBD
+# server is checked with real clients (qemu-img/qemu-io, nbdcopy/nbdinfo).
+command -v fusermount3 >/dev/null 2>&1 || need_pkgs+=(fuse3)
+command -v losetup >/dev/null 2>&1 || need_pkgs+=(mount)
+command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ] || need_pkgs+=(e2fsprogs)
+command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)
+command -v nbdcopy >/dev/null 2>&1 || need_pkgs+=(libnbd-bin)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"

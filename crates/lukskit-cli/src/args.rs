@@ -186,6 +186,18 @@ pub struct Opts {
     /// Threads for the sector engine (benchmark, image; default: benchmark 1, image all).
     #[arg(long = "threads")]
     pub threads: Option<usize>,
+    /// Open the mapping read-only.
+    #[arg(short = 'r', long = "readonly", action = ArgAction::SetTrue)]
+    pub readonly: bool,
+    /// Pass discards (TRIM) through to the data device (open).
+    #[arg(long = "allow-discards", action = ArgAction::SetTrue)]
+    pub allow_discards: bool,
+    /// open: only the FUSE plaintext file, no loop device and no /dev/mapper link.
+    #[arg(long = "no-loop", action = ArgAction::SetTrue)]
+    pub no_loop: bool,
+    /// open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE).
+    #[arg(long = "nbd")]
+    pub nbd: Option<String>,
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,

@@ -54,10 +54,8 @@ pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<Secret
     let over = data.len() as u64 > limit;
     if size.is_none() && over {
         data.zeroize();
-        return Err(fail(&format!(
-            "Maximum keyfile size exceeded ({} KiB).",
-            MAX_KEYFILE_SIZE / 1024
-        )));
+        // cryptsetup 2.6.1's words exactly (`crypt_keyfile_device_read`).
+        return Err(fail("Maximum keyfile size exceeded."));
     }
     data.truncate(limit as usize);
     if let Some(s) = size {

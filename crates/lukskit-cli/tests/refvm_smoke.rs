@@ -9,6 +9,9 @@
 //! or when `LUKSKIT_REFVM=0`. The first run downloads ~75 MB into the cache; later runs take
 //! two boots of ~10 s each.
 
+mod refvm_common;
+
+use refvm_common::{prepare, refvm_dir, run_sh};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -18,70 +21,6 @@ use lukskit_crypto::spec::CipherSpec;
 
 const SECTOR: usize = 512;
 const PLAIN_SECTORS: usize = 64;
-
-fn refvm_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/refvm")
-}
-
-struct VmRun {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_sh(args: &[&std::ffi::OsStr], lukskit: bool) -> VmRun {
-    let mut cmd = Command::new("bash");
-    cmd.arg(refvm_dir().join("run.sh"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if lukskit {
-        cmd.env("LUKSKIT_BIN", env!("CARGO_BIN_EXE_lukskit"));
-    } else {
-        cmd.env_remove("LUKSKIT_BIN");
-    }
-    let out = cmd.output().expect("cannot run bash tests/refvm/run.sh");
-    VmRun {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Downloads and builds what the VM needs; `Err(reason)` means skip.
-fn prepare() -> Result<(), String> {
-    if std::env::var("LUKSKIT_REFVM").as_deref() == Ok("0") {
-        return Err("LUKSKIT_REFVM=0".into());
-    }
-    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
-        return Err("the reference VM needs an x86_64 Linux host".into());
-    }
-    if Command::new("bash")
-        .arg("-c")
-        .arg("true")
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        return Err("bash not found".into());
-    }
-    let r = run_sh(&["--prepare".as_ref()], false);
-    match r.code {
-        0 => Ok(()),
-        77 => Err(r
-            .stderr
-            .lines()
-            .rev()
-            .find(|l| l.contains("SKIP:"))
-            .unwrap_or(r.stderr.trim())
-            .to_string()),
-        _ => panic!(
-            "tests/refvm/run.sh --prepare failed ({}): {}{}",
-            r.code, r.stdout, r.stderr
-        ),
-    }
-}
 
 fn random_bytes(n: usize) -> Vec<u8> {
     let mut v = vec![0u8; n];

@@ -6,5 +6,16 @@
 //! `luksSuspend`/`luksResume`) or, in tests, a [`backend::MemBackend`].
 //!
 //! * [`backend`] — the block-device view every exposure serves.
+//! * [`nbd`] — an NBD server (fixed newstyle) over a Unix or TCP socket.
+//! * [`fuse`] — the plaintext as one file on a FUSE mount.
+//! * [`loopdev`] — loop devices on top of that file.
+//! * [`runtime`] — the state of open mappings under `/run/lukskit/NAME/` and their control
+//!   socket (status, close, suspend, resume).
+//! * [`serve`] — the serving process of an open mapping.
 
 pub mod backend;
+pub mod fuse;
+pub mod loopdev;
+pub mod nbd;
+pub mod runtime;
+pub mod serve;

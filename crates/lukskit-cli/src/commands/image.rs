@@ -71,7 +71,7 @@ fn threads(o: &Opts) -> Threads {
     }
 }
 
-fn plain_params(o: &Opts) -> Result<PlainParams> {
+pub(super) fn plain_params(o: &Opts) -> Result<PlainParams> {
     let d = PlainParams::default();
     let p = PlainParams {
         cipher: o.cipher.clone().unwrap_or(d.cipher),
@@ -88,7 +88,12 @@ fn plain_params(o: &Opts) -> Result<PlainParams> {
 }
 
 /// The plain-mode key as cryptsetup 2.6.1 derives it (see [`lukskit_volume::plain`]).
-fn plain_key(o: &Opts, p: &PlainParams, prompt: &str, verify: bool) -> Result<SecretBuf> {
+pub(super) fn plain_key(
+    o: &Opts,
+    p: &PlainParams,
+    prompt: &str,
+    verify: bool,
+) -> Result<SecretBuf> {
     let key_len = p.key_len()?;
     let hash = (p.hash != "plain").then_some(p.hash.as_str());
     let offset = o.keyfile_offset.unwrap_or(0);

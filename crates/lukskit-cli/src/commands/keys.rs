@@ -1,4 +1,4 @@
-//! Keyslot actions: open --test-passphrase, luksAddKey, luksRemoveKey, luksChangeKey,
+//! Keyslot actions: luksAddKey, luksRemoveKey, luksChangeKey,
 //! luksConvertKey, luksKillSlot.
 
 use super::{existing_key_source, need_args, pbkdf_options, tries};
@@ -10,7 +10,7 @@ use lukskit_volume::{ErrorKind, Result, Volume, VolumeError};
 
 /// Ask for a passphrase (with `--tries` attempts on a terminal) until one unlocks.
 /// Returns the keyslot, the volume key and the passphrase.
-fn unlock_with_tries(
+pub(super) fn unlock_with_tries(
     vol: &Volume,
     o: &Opts,
     src: &KeySource,
@@ -41,50 +41,6 @@ fn new_key_source(o: &Opts, positional: Option<&String>) -> KeySource {
         },
         None => KeySource::Prompt,
     }
-}
-
-/// `open <device> [<name>] --test-passphrase`: check a passphrase without activating.
-pub fn open(o: &Opts, args: &[String]) -> Result<()> {
-    need_args(args, 1, 2, "<device> [<name>]")?;
-    if !o.test_passphrase {
-        return Err(VolumeError::invalid(
-            "Activation is not available yet in this lukskit version; use --test-passphrase to check a passphrase.",
-        ));
-    }
-    if let Some(t) = o.r#type.as_deref() {
-        if !matches!(t, "luks" | "luks1" | "luks2") {
-            return Err(VolumeError::invalid(format!(
-                "Device type {t} is not supported yet."
-            )));
-        }
-    }
-    let device = &args[0];
-    let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
-    match (o.r#type.as_deref(), vol.type_name()) {
-        (Some("luks1"), "LUKS2") | (Some("luks2"), "LUKS1") => {
-            return Err(VolumeError::invalid(format!(
-                "Device {device} is not a valid LUKS device."
-            )))
-        }
-        _ => {}
-    }
-    if o.verbose && vol.type_name() == "LUKS2" {
-        // cryptsetup tries LUKS2 tokens first; lukskit has no token handlers.
-        println!("No usable token is available.");
-    }
-    let src = existing_key_source(o, None);
-    let (slot, _vk, _pass) = unlock_with_tries(
-        &vol,
-        o,
-        &src,
-        &format!("Enter passphrase for {device}: "),
-        o.key_slot,
-        o.unbound,
-    )?;
-    if o.verbose {
-        println!("Key slot {slot} unlocked.");
-    }
-    Ok(())
 }
 
 /// `luksAddKey <device> [<new key file>]`.

@@ -7,6 +7,7 @@ mod format;
 mod header;
 mod image;
 mod keys;
+mod open;
 
 use crate::args::Opts;
 use crate::input::KeySource;
@@ -53,7 +54,12 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksChangeKey" => keys::change_key(o, args),
         "luksConvertKey" => keys::convert_key(o, args),
         "luksKillSlot" => keys::kill_slot(o, args),
-        "open" | "luksOpen" => keys::open(o, args),
+        "open" | "luksOpen" | "plainOpen" | "create" => open::open(o, action, args),
+        "close" | "remove" | "luksClose" | "plainClose" => open::close(o, args),
+        "status" => open::status(o, args),
+        "luksSuspend" => open::suspend(o, args),
+        "luksResume" => open::resume(o, args),
+        "__serve" => open::serve_child(),
         "luksHeaderBackup" => header::backup(o, args),
         "luksHeaderRestore" => header::restore(o, args),
         "erase" | "luksErase" => header::erase(o, args),

@@ -1,0 +1,640 @@
+//! `open` / `close` / `status` / `luksSuspend` / `luksResume`: the plaintext as a FUSE
+//! file, a loop device on it and `/dev/mapper/NAME`, checked with the kernel (mkfs.ext4,
+//! mount, e2fsck, O_DIRECT I/O on the loop device), real cryptsetup (volumes it formatted,
+//! its volume key) and an independent decryption with Python's `cryptography`.
+//!
+//! Needs root, /dev/fuse and loop devices; prints a SKIP line and passes otherwise. Every
+//! test uses its own mapping name and closes it on the way out (a Drop guard), even when an
+//! assertion fails.
+
+mod common;
+use common::*;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
+
+/// True when this machine can open mappings (root, /dev/fuse, loop devices).
+fn capable(test: &str) -> bool {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIP {test}: needs root");
+        return false;
+    }
+    for p in ["/dev/fuse", "/dev/loop-control"] {
+        if !Path::new(p).exists() {
+            eprintln!("SKIP {test}: {p} is missing");
+            return false;
+        }
+    }
+    true
+}
+
+fn have_tool(test: &str, tool: &str) -> bool {
+    let ok = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIP {test}: {tool} is not installed");
+    }
+    ok
+}
+
+/// An open mapping (or one about to be opened): closed, with its mount point unmounted,
+/// when dropped.
+struct Mapping {
+    name: String,
+    mnt: Option<PathBuf>,
+}
+
+impl Mapping {
+    fn new(test: &str) -> Mapping {
+        Mapping {
+            name: format!("lkt-{test}-{}", std::process::id()),
+            mnt: None,
+        }
+    }
+    fn dev(&self) -> String {
+        format!("/dev/mapper/{}", self.name)
+    }
+    fn pid(&self) -> u32 {
+        let s = std::fs::read_to_string(format!("/run/lukskit/{}/state.json", self.name))
+            .expect("state file");
+        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
+        v["pid"].as_u64().unwrap() as u32
+    }
+    fn mount(&mut self, dir: &Path) {
+        let m = dir.join("mnt");
+        std::fs::create_dir_all(&m).unwrap();
+        sh(&format!("mount {} {}", self.dev(), m.display()));
+        self.mnt = Some(m);
+    }
+    fn umount(&mut self) {
+        if let Some(m) = self.mnt.take() {
+            sh(&format!("umount {}", m.display()));
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        if let Some(m) = self.mnt.take() {
+            let _ = Command::new("umount").arg("-l").arg(&m).status();
+        }
+        if Path::new(&format!("/run/lukskit/{}", self.name)).exists() {
+            let r = lukskit(&["close", &self.name], b"");
+            if r.code != 0 {
+                let _ = lukskit(&["luksResume", &self.name, "-d", "/dev/null"], b"");
+                if let Ok(s) =
+                    std::fs::read_to_string(format!("/run/lukskit/{}/state.json", self.name))
+                {
+                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&s) {
+                        if let Some(pid) = v["pid"].as_i64() {
+                            // SAFETY: kill with a pid read from our own state file.
+                            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+                            std::thread::sleep(Duration::from_millis(200));
+                        }
+                    }
+                }
+                let _ = lukskit(&["close", &self.name], b"");
+            }
+        }
+    }
+}
+
+fn sh(cmd: &str) -> String {
+    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{cmd} failed: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Deterministic pseudo-random bytes.
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A LUKS2 volume formatted by lukskit with passphrase file `key` ("secret pass").
+fn luks2_image(dir: &Path, size: u64) -> (String, String) {
+    let img = sparse(dir, "img", size);
+    let key = write_file(dir, "key", b"secret pass");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, &key]);
+    lukskit(&args, b"").ok("luksFormat");
+    (img, key)
+}
+
+fn open(m: &Mapping, img: &str, key: &str, extra: &[&str]) {
+    let mut args = vec!["open", img, &m.name, "-d", key];
+    args.extend_from_slice(extra);
+    lukskit(&args, b"").ok(&format!("open {args:?}"));
+}
+
+/// Write `data` at `offset` of a block device with O_DIRECT and fsync.
+fn write_direct(dev: &str, offset: u64, data: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)?;
+    let mut buf = AlignedBuf::new(data.len());
+    buf.as_mut().copy_from_slice(data);
+    f.seek(SeekFrom::Start(offset))?;
+    f.write_all(buf.as_mut())?;
+    f.sync_all()
+}
+
+fn read_direct(dev: &str, offset: u64, len: usize) -> Vec<u8> {
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)
+        .unwrap();
+    let mut buf = AlignedBuf::new(len);
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.read_exact(buf.as_mut()).unwrap();
+    buf.as_mut().to_vec()
+}
+
+/// A 4096-byte aligned buffer for O_DIRECT.
+struct AlignedBuf {
+    v: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> Self {
+        let v = vec![0u8; len + 4096];
+        let start = (4096 - (v.as_ptr() as usize % 4096)) % 4096;
+        AlignedBuf { v, start, len }
+    }
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.v[self.start..self.start + self.len]
+    }
+}
+
+#[test]
+fn luks2_mkfs_mount_close_reopen_verify() {
+    let t = "luks2_mkfs";
+    if !capable(t) || !have_tool(t, "mkfs.ext4") || !have_tool(t, "e2fsck") {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 64 << 20);
+    let mut m = Mapping::new("mkfs");
+    open(&m, &img, &key, &[]);
+    // The link points at a loop device whose backing file is the FUSE file.
+    let target = std::fs::read_link(m.dev()).unwrap();
+    assert!(
+        target.to_str().unwrap().starts_with("/dev/loop"),
+        "{target:?}"
+    );
+    let lname = target.file_name().unwrap().to_str().unwrap().to_string();
+    let backing = std::fs::read_to_string(format!("/sys/block/{lname}/loop/backing_file")).unwrap();
+    assert_eq!(backing.trim(), format!("/run/lukskit/{}/device", m.name));
+    let lbs =
+        std::fs::read_to_string(format!("/sys/block/{lname}/queue/logical_block_size")).unwrap();
+    assert_eq!(lbs.trim(), "4096", "loop sector size = LUKS2 sector size");
+
+    sh(&format!("mkfs.ext4 -q {}", m.dev()));
+    m.mount(d.path());
+    let mnt = m.mnt.clone().unwrap();
+    let big = pattern(3 << 20, 7);
+    std::fs::write(mnt.join("big"), &big).unwrap();
+    std::fs::write(mnt.join("small.txt"), b"hello through FUSE and loop\n").unwrap();
+
+    // Busy: mounted.
+    let r = lukskit(&["status", &m.name], b"");
+    assert_eq!(r.code, 0);
+    assert!(
+        r.stdout.starts_with(&format!(
+            "/dev/mapper/{} is active and is in use.\n",
+            m.name
+        )),
+        "{}",
+        r.stdout
+    );
+    let r = lukskit(&["close", &m.name], b"");
+    assert_eq!(r.code, 5, "close of a mounted device: {}", r.stderr);
+    assert!(r.stderr.contains("is still in use"), "{}", r.stderr);
+
+    m.umount();
+    lukskit(&["close", &m.name], b"").ok("close");
+    assert!(!Path::new(&m.dev()).exists());
+    assert!(!Path::new(&format!("/run/lukskit/{}", m.name)).exists());
+    assert!(
+        !sh("cat /proc/mounts").contains(&m.name),
+        "FUSE mount left behind"
+    );
+    let r = lukskit(&["status", &m.name], b"");
+    assert_eq!(r.code, 4);
+    assert_eq!(r.stdout, format!("/dev/mapper/{} is inactive.\n", m.name));
+    let r = lukskit(&["close", &m.name], b"");
+    assert_eq!(r.code, 4, "{}", r.stderr);
+
+    open(&m, &img, &key, &[]);
+    let fsck = Command::new("e2fsck")
+        .args(["-fn", &m.dev()])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "e2fsck: {}",
+        String::from_utf8_lossy(&fsck.stdout)
+    );
+    m.mount(d.path());
+    assert_eq!(std::fs::read(mnt.join("big")).unwrap(), big);
+    assert_eq!(
+        std::fs::read(mnt.join("small.txt")).unwrap(),
+        b"hello through FUSE and loop\n"
+    );
+    m.umount();
+}
+
+/// Decrypt `n` AES-XTS sectors of `img` with Python's `cryptography` (dm-crypt plain64
+/// IVs: the 512-byte sector number).
+fn python_xts_decrypt(
+    key_hex: &str,
+    sector: usize,
+    data_off: u64,
+    img: &str,
+    n: usize,
+) -> Option<Vec<u8>> {
+    const SCRIPT: &str = r#"
+import sys
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+keyhex, ss, off, img, n = sys.argv[1:6]
+key = bytes.fromhex(keyhex); ss = int(ss); off = int(off); n = int(n)
+data = open(img, 'rb').read()[off:off + ss * n]
+out = b''
+for i in range(n):
+    s = i * ss // 512
+    d = Cipher(algorithms.AES(key), modes.XTS(s.to_bytes(16, 'little'))).decryptor()
+    out += d.update(data[i * ss:(i + 1) * ss]) + d.finalize()
+sys.stdout.buffer.write(out)
+"#;
+    let probe = Command::new("python3")
+        .args(["-c", "import cryptography"])
+        .output();
+    if !matches!(probe, Ok(ref o) if o.status.success()) {
+        eprintln!("SKIP independent decryption: python3 with 'cryptography' is not available");
+        return None;
+    }
+    let o = Command::new("python3")
+        .args([
+            "-c",
+            SCRIPT,
+            key_hex,
+            &sector.to_string(),
+            &data_off.to_string(),
+            img,
+            &n.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    Some(o.stdout)
+}
+
+fn status_field(status: &str, field: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(field))
+        .and_then(|v| v.trim().split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
+}
+
+#[test]
+fn cryptsetup_made_volumes_open_and_match() {
+    let t = "cryptsetup_volumes";
+    if !capable(t) || !have_cryptsetup(t) {
+        return;
+    }
+    for (kind, extra) in [
+        ("luks1", vec![]),
+        ("luks2", vec!["--sector-size", "4096"]),
+        ("luks2", vec!["--sector-size", "512"]),
+    ] {
+        let d = tmp();
+        let img = sparse(d.path(), "img", 32 << 20);
+        let key = write_file(d.path(), "key", b"cs pass");
+        let mut args = vec!["luksFormat", "-q", "--type", kind, "--pbkdf", "pbkdf2"];
+        args.extend_from_slice(&["--pbkdf-force-iterations", "1000"]);
+        args.extend_from_slice(&extra);
+        args.extend_from_slice(&[&img, &key]);
+        cryptsetup(&args, b"").unwrap().ok("cryptsetup luksFormat");
+        let m = Mapping::new(&format!("cs{kind}{}", extra.get(1).unwrap_or(&"")));
+        open(&m, &img, &key, &[]);
+        let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+        assert!(
+            st.contains(&format!("  type:    {}\n", kind.to_uppercase())),
+            "{st}"
+        );
+        let ss = status_field(&st, "sector size:") as usize;
+        let off = status_field(&st, "offset:") * 512;
+        let data = pattern(1 << 20, 99);
+        write_direct(&m.dev(), 0, &data).unwrap();
+        assert_eq!(read_direct(&m.dev(), 0, 1 << 20), data);
+        lukskit(&["close", &m.name], b"").ok("close");
+        drop(m);
+        // Independent check: cryptsetup's volume key, Python's AES-XTS.
+        let vk = volume_key_with("cryptsetup", &img, &key, &[]);
+        if let Some(plain) = python_xts_decrypt(&vk, ss, off, &img, (1 << 20) / ss) {
+            assert!(
+                plain == data,
+                "{kind} {extra:?}: ciphertext does not decrypt to what was written"
+            );
+        }
+        // The header is untouched: cryptsetup still unlocks it.
+        cryptsetup(&["open", "--test-passphrase", "-d", &key, &img], b"")
+            .unwrap()
+            .ok("cryptsetup open --test-passphrase");
+    }
+}
+
+#[test]
+fn kill_9_then_close_cleans_up_and_flushed_data_survives() {
+    let t = "kill9";
+    if !capable(t) || !have_tool(t, "mkfs.ext4") || !have_tool(t, "e2fsck") {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 64 << 20);
+    let mut m = Mapping::new("kill9");
+    open(&m, &img, &key, &[]);
+    sh(&format!("mkfs.ext4 -q {}", m.dev()));
+    m.mount(d.path());
+    let mnt = m.mnt.clone().unwrap();
+    let data = pattern(2 << 20, 5);
+    std::fs::write(mnt.join("durable"), &data).unwrap();
+    sh("sync");
+    let pid = m.pid();
+    // SAFETY: killing the serving process of our own mapping.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let start = Instant::now();
+    while Path::new(&format!("/proc/{pid}")).exists() && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let r = lukskit(&["status", &m.name], b"");
+    assert!(r.stdout.contains("not running"), "{}", r.stdout);
+    // Still mounted: close refuses.
+    let r = lukskit(&["close", &m.name], b"");
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    let _ = Command::new("umount").arg(&mnt).status();
+    m.mnt = None;
+    lukskit(&["close", &m.name], b"").ok("close after kill -9");
+    assert!(!Path::new(&format!("/run/lukskit/{}", m.name)).exists());
+    assert!(!Path::new(&m.dev()).exists());
+
+    open(&m, &img, &key, &[]);
+    m.mount(d.path());
+    assert_eq!(std::fs::read(mnt.join("durable")).unwrap(), data);
+    m.umount();
+    let fsck = Command::new("e2fsck")
+        .args(["-fn", &m.dev()])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "e2fsck after kill -9: {}",
+        String::from_utf8_lossy(&fsck.stdout)
+    );
+}
+
+#[test]
+fn open_errors_wrong_passphrase_existing_name_missing_device() {
+    let t = "open_errors";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("errors");
+    let r = lukskit(&["open", &img, &m.name], b"wrong pass\n");
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("No key available with this passphrase."));
+    assert!(!Path::new(&m.dev()).exists());
+    assert!(!Path::new(&format!("/run/lukskit/{}", m.name)).exists());
+
+    let r = lukskit(
+        &[
+            "open",
+            &d.path().join("nope").display().to_string(),
+            &m.name,
+            "-d",
+            &key,
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 4, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("does not exist or access denied"),
+        "{}",
+        r.stderr
+    );
+
+    // Passphrase on standard input, as cryptsetup reads it.
+    lukskit(&["open", &img, &m.name], b"secret pass\n").ok("open with stdin passphrase");
+    let r = lukskit(&["open", &img, &m.name, "-d", &key], b"");
+    assert_eq!(r.code, 5, "{}", r.stderr);
+    assert!(r
+        .stderr
+        .contains(&format!("Device {} already exists.", m.name)));
+    // --test-passphrase still only checks.
+    lukskit(&["open", "--test-passphrase", &img, "-d", &key], b"").ok("test-passphrase");
+    // A wrong key file: exit 2, as cryptsetup.
+    let wrong = d.path().join("wrong.key");
+    std::fs::write(&wrong, b"not the key").unwrap();
+    let r = lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            &img,
+            "-d",
+            &wrong.display().to_string(),
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    // A key file over cryptsetup's 8 MiB limit (the image itself): exit 1, cryptsetup's text.
+    let r = lukskit(&["open", "--test-passphrase", &img, "-d", &img], b"");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("Maximum keyfile size exceeded."),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn plain_mode_matches_image_decrypt_and_python() {
+    let t = "plain";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let img = sparse(d.path(), "img", 8 << 20);
+    let key = write_file(d.path(), "key", &pattern(64, 3));
+    let m = Mapping::new("plain");
+    let opts = [
+        "--type",
+        "plain",
+        "-c",
+        "aes-xts-plain64",
+        "-s",
+        "512",
+        "--offset",
+        "2048",
+        "--sector-size",
+        "4096",
+    ];
+    open(&m, &img, &key, &opts);
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    assert!(
+        st.contains("  type:    PLAIN\n") && st.contains("  offset:  2048 sectors\n"),
+        "{st}"
+    );
+    let data = pattern(1 << 20, 11);
+    write_direct(&m.dev(), 4096, &data).unwrap();
+    lukskit(&["close", &m.name], b"").ok("close");
+    // Key file = the raw key in plain mode: decrypt independently.
+    let vk = hex_of(&pattern(64, 3));
+    if let Some(plain) = python_xts_decrypt(&vk, 4096, 2048 * 512, &img, 1 + (1 << 20) / 4096) {
+        assert!(plain[4096..] == data[..], "plain-mode ciphertext mismatch");
+    }
+}
+
+fn hex_of(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn readonly_refuses_writes() {
+    let t = "readonly";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("ro");
+    open(&m, &img, &key, &[]);
+    let data = pattern(64 << 10, 21);
+    write_direct(&m.dev(), 8192, &data).unwrap();
+    lukskit(&["close", &m.name], b"").ok("close");
+    let before = std::fs::read(&img).unwrap();
+    open(&m, &img, &key, &["--readonly"]);
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    assert!(st.contains("  mode:    readonly\n"), "{st}");
+    assert_eq!(read_direct(&m.dev(), 8192, 64 << 10), data);
+    assert!(
+        write_direct(&m.dev(), 0, &[0u8; 4096]).is_err(),
+        "write to a read-only mapping"
+    );
+    let fuse = format!("/run/lukskit/{}/device", m.name);
+    assert!(std::fs::OpenOptions::new().write(true).open(&fuse).is_err());
+    lukskit(&["close", &m.name], b"").ok("close");
+    assert!(
+        std::fs::read(&img).unwrap() == before,
+        "image changed by a read-only mapping"
+    );
+}
+
+#[test]
+fn no_loop_serves_only_the_fuse_file() {
+    let t = "no_loop";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("noloop");
+    open(&m, &img, &key, &["--no-loop"]);
+    assert!(!Path::new(&m.dev()).exists());
+    let fuse = format!("/run/lukskit/{}/device", m.name);
+    let size = std::fs::metadata(&fuse).unwrap().len();
+    assert_eq!(
+        size,
+        (32 << 20) - (16 << 20),
+        "plaintext size = image - LUKS2 header"
+    );
+    let data = pattern(3 * 4096 + 100, 8);
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&fuse)
+            .unwrap();
+        f.seek(SeekFrom::Start(1000)).unwrap();
+        f.write_all(&data).unwrap();
+        f.sync_all().unwrap();
+        let mut back = vec![0u8; data.len()];
+        f.seek(SeekFrom::Start(1000)).unwrap();
+        f.read_exact(&mut back).unwrap();
+        assert!(back == data);
+        assert!(
+            f.set_len(size + 4096).is_err(),
+            "the plaintext file is not resizable"
+        );
+    }
+    lukskit(&["close", &m.name], b"").ok("close");
+    // Independent: lukskit image decrypt (checked against cryptsetup in tests/image.rs).
+    let out = d.path().join("plain").display().to_string();
+    lukskit(&["image", "decrypt", &img, &out, "-d", &key], b"").ok("image decrypt");
+    let plain = std::fs::read(&out).unwrap();
+    assert!(plain[1000..1000 + data.len()] == data[..]);
+}
+
+#[test]
+fn suspend_blocks_io_until_resume() {
+    let t = "suspend";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("susp");
+    open(&m, &img, &key, &[]);
+    let data = pattern(8192, 4);
+    write_direct(&m.dev(), 0, &data).unwrap();
+    lukskit(&["luksSuspend", &m.name], b"").ok("luksSuspend");
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    assert!(st.contains("  mode:    read/write (suspended)\n"), "{st}");
+    let dev = m.dev();
+    let reader = std::thread::spawn(move || read_direct(&dev, 0, 8192));
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(!reader.is_finished(), "I/O went through while suspended");
+    let r = lukskit(&["luksResume", &m.name], b"wrong\n");
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !reader.is_finished(),
+        "I/O went through after a wrong passphrase"
+    );
+    let r = lukskit(&["close", &m.name], b"");
+    assert_eq!(r.code, 5, "close while suspended: {}", r.stderr);
+    lukskit(&["luksResume", &m.name, "-d", &key], b"").ok("luksResume");
+    assert_eq!(reader.join().unwrap(), data);
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    assert!(st.contains("  mode:    read/write\n"), "{st}");
+    let r = lukskit(&["luksResume", &m.name, "-d", &key], b"");
+    assert_eq!(r.code, 1, "resume of a running device: {}", r.stderr);
+    lukskit(&["close", &m.name], b"").ok("close");
+}

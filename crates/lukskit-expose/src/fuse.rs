@@ -1,0 +1,421 @@
+//! The plaintext of a volume as one regular file, served over FUSE (the `fuser` crate, pure
+//! Rust: mounted directly with mount(2) as root, through `fusermount3` otherwise).
+//!
+//! The file system's root *is* the file: it is mounted over an existing regular file (the
+//! kernel takes the root's type from the mount point), so the plaintext appears at exactly
+//! the path given, e.g. `/run/lukskit/NAME/device`, without a directory around it.
+//!
+//! Requests are served by several threads, each with its own cloned `/dev/fuse`
+//! descriptor, straight into the [`BlockBackend`]; writes of up to 1 MiB arrive in one
+//! request. `fsync` and `flush` reach the backing store (`fdatasync`) before they are
+//! answered; `fallocate(PUNCH_HOLE)` becomes a discard (refused unless the backend allows
+//! discards); `fallocate(ZERO_RANGE)` writes zeroes. The file cannot be resized.
+
+use crate::backend::BlockBackend;
+use fuser::{
+    BackgroundSession, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
+    INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData,
+    ReplyEmpty, ReplyOpen, ReplyWrite, Request, SessionACL, WriteFlags,
+};
+use std::cell::RefCell;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// Largest read or write the kernel sends in one request.
+pub const MAX_IO: u32 = 1024 * 1024;
+
+/// How the file is served.
+#[derive(Debug, Clone)]
+pub struct FuseOptions {
+    /// Serve read-only (the mount is `ro` too).
+    pub read_only: bool,
+    /// Open the file with `FOPEN_DIRECT_IO` (no page cache in the FUSE layer; what a loop
+    /// device on top wants) instead of `FOPEN_KEEP_CACHE`.
+    pub direct_io: bool,
+    /// Number of request threads.
+    pub threads: usize,
+    /// Let other users than the mounting one access the file (`allow_other`).
+    pub allow_other: bool,
+    /// The `fsname` shown in /proc/mounts.
+    pub fs_name: String,
+}
+
+impl Default for FuseOptions {
+    fn default() -> Self {
+        FuseOptions {
+            read_only: false,
+            direct_io: true,
+            threads: default_threads(),
+            allow_other: false,
+            fs_name: "lukskit".into(),
+        }
+    }
+}
+
+/// Request threads: enough for a queue depth of 16 against the backing store.
+pub fn default_threads() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    (cpus * 2).clamp(8, 32)
+}
+
+const ROOT: INodeNo = INodeNo(1);
+const TTL: Duration = Duration::from_secs(1);
+
+thread_local! {
+    /// Per-thread read buffer (grown once to the largest request).
+    static READ_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+struct PlainFile {
+    backend: Arc<dyn BlockBackend>,
+    read_only: bool,
+    direct_io: bool,
+    uid: u32,
+    gid: u32,
+    mtime: SystemTime,
+}
+
+fn errno(e: &io::Error) -> Errno {
+    Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
+}
+
+impl PlainFile {
+    fn attr(&self) -> FileAttr {
+        let size = self.backend.size();
+        FileAttr {
+            ino: ROOT,
+            size,
+            blocks: size.div_ceil(512),
+            atime: self.mtime,
+            mtime: self.mtime,
+            ctime: self.mtime,
+            crtime: self.mtime,
+            kind: FileType::RegularFile,
+            perm: if self.read_only { 0o400 } else { 0o600 },
+            nlink: 1,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: self.backend.block_size().max(4096),
+            flags: 0,
+        }
+    }
+
+    fn check_ino(ino: INodeNo) -> Result<(), Errno> {
+        if ino == ROOT {
+            Ok(())
+        } else {
+            Err(Errno::ENOENT)
+        }
+    }
+}
+
+impl Filesystem for PlainFile {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        let _ = config.set_max_write(MAX_IO);
+        if let Err(max) = config.set_max_readahead(MAX_IO) {
+            let _ = config.set_max_readahead(max);
+        }
+        let _ = config.set_max_background(64);
+        let _ = config.set_congestion_threshold(48);
+        for cap in [
+            InitFlags::FUSE_ASYNC_READ,
+            InitFlags::FUSE_BIG_WRITES,
+            InitFlags::FUSE_MAX_PAGES,
+            InitFlags::FUSE_ASYNC_DIO,
+        ] {
+            let _ = config.add_capabilities(cap);
+        }
+        Ok(())
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match Self::check_ino(ino) {
+            Ok(()) => reply.attr(&TTL, &self.attr()),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        size: Option<u64>,
+        _atime: Option<fuser::TimeOrNow>,
+        _mtime: Option<fuser::TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        if let Err(e) = Self::check_ino(ino) {
+            return reply.error(e);
+        }
+        // The size is that of the volume: truncating to it (O_TRUNC of a device-like file
+        // is not meaningful) is refused unless it changes nothing.
+        match size {
+            Some(s) if s != self.backend.size() => reply.error(Errno::EPERM),
+            _ => reply.attr(&TTL, &self.attr()),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if let Err(e) = Self::check_ino(ino) {
+            return reply.error(e);
+        }
+        let acc = flags.0 & libc::O_ACCMODE;
+        if self.read_only && acc != libc::O_RDONLY {
+            return reply.error(Errno::EROFS);
+        }
+        let fl = if self.direct_io {
+            FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
+        };
+        reply.opened(FileHandle(0), fl);
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        if let Err(e) = Self::check_ino(ino) {
+            return reply.error(e);
+        }
+        let total = self.backend.size();
+        if offset >= total {
+            return reply.data(&[]);
+        }
+        let n = u64::from(size).min(total - offset) as usize;
+        READ_BUF.with(|b| {
+            let mut buf = b.borrow_mut();
+            if buf.len() < n {
+                buf.resize(n, 0);
+            }
+            match self.backend.read_at(&mut buf[..n], offset) {
+                Ok(()) => reply.data(&buf[..n]),
+                Err(e) => reply.error(errno(&e)),
+            }
+        });
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        if let Err(e) = Self::check_ino(ino) {
+            return reply.error(e);
+        }
+        if self.read_only {
+            return reply.error(Errno::EROFS);
+        }
+        let total = self.backend.size();
+        let fits = offset
+            .checked_add(data.len() as u64)
+            .is_some_and(|end| end <= total);
+        if !fits {
+            return reply.error(Errno::ENOSPC);
+        }
+        if let Err(e) = self.backend.write_at(data, offset) {
+            return reply.error(errno(&e));
+        }
+        // O_SYNC / O_DSYNC writers expect the data durable on return.
+        if flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0 {
+            if let Err(e) = self.backend.flush() {
+                return reply.error(errno(&e));
+            }
+        }
+        reply.written(data.len() as u32);
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        if self.read_only {
+            return reply.ok();
+        }
+        match self.backend.flush() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.backend.flush() {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        if let Err(e) = Self::check_ino(ino) {
+            return reply.error(e);
+        }
+        if self.read_only {
+            return reply.error(Errno::EROFS);
+        }
+        let end = offset.checked_add(length);
+        let inside = end.is_some_and(|e| e <= self.backend.size());
+        let res = if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
+            if !inside {
+                return reply.error(Errno::EINVAL);
+            }
+            self.backend.discard(offset, length)
+        } else if mode & libc::FALLOC_FL_ZERO_RANGE != 0 {
+            if !inside {
+                return reply.error(Errno::EINVAL);
+            }
+            self.backend.write_zeroes(offset, length)
+        } else if mode & !libc::FALLOC_FL_KEEP_SIZE == 0 {
+            // Allocation: everything inside the volume is allocated already.
+            if inside {
+                Ok(())
+            } else {
+                Err(io::Error::from_raw_os_error(libc::EFBIG))
+            }
+        } else {
+            Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+        };
+        match res {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(errno(&e)),
+        }
+    }
+}
+
+/// A mounted plaintext file. Dropping it unmounts (lazily).
+pub struct FuseExport {
+    session: Option<BackgroundSession>,
+    path: PathBuf,
+}
+
+impl FuseExport {
+    /// Mount `backend` over the regular file `path` (created when missing) and start
+    /// serving it.
+    pub fn mount(
+        backend: Arc<dyn BlockBackend>,
+        path: &Path,
+        opts: &FuseOptions,
+    ) -> io::Result<FuseExport> {
+        if !path.exists() {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)?;
+        }
+        // SAFETY: getuid/getgid cannot fail.
+        let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        let fs = PlainFile {
+            backend,
+            read_only: opts.read_only,
+            direct_io: opts.direct_io,
+            uid,
+            gid,
+            mtime: SystemTime::now(),
+        };
+        let mut mount_options = vec![
+            MountOption::FSName(opts.fs_name.clone()),
+            MountOption::Subtype("lukskit".into()),
+            MountOption::DefaultPermissions,
+            MountOption::NoDev,
+            MountOption::NoSuid,
+            MountOption::NoExec,
+            MountOption::NoAtime,
+        ];
+        mount_options.push(if opts.read_only {
+            MountOption::RO
+        } else {
+            MountOption::RW
+        });
+        let mut config = Config::default();
+        config.mount_options = mount_options;
+        config.acl = if opts.allow_other {
+            SessionACL::All
+        } else {
+            SessionACL::Owner
+        };
+        config.n_threads = Some(opts.threads.max(1));
+        config.clone_fd = true;
+        let session = fuser::spawn_mount(fs, path, &config)?;
+        Ok(FuseExport {
+            session: Some(session),
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The plaintext file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Unmount (lazily: the kernel finishes it once the last user, e.g. a loop device, is
+    /// gone) and wait up to `wait` for the request threads to end.
+    pub fn unmount(mut self, wait: Duration) -> io::Result<()> {
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(session.umount_and_join());
+        });
+        match rx.recv_timeout(wait) {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "FUSE session did not end in time",
+            )),
+        }
+    }
+}
+
+impl Drop for FuseExport {
+    fn drop(&mut self) {
+        if let Some(s) = self.session.take() {
+            drop(s);
+        }
+    }
+}

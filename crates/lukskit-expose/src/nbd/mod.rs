@@ -1,0 +1,375 @@
+//! An NBD server (fixed newstyle handshake, simple replies) exporting a [`BlockBackend`]
+//! over a Unix or TCP socket.
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use lukskit_expose::backend::MemBackend;
+//! # use lukskit_expose::nbd::{NbdAddress, NbdOptions, NbdServer};
+//! let addr: NbdAddress = "unix:/run/lukskit/vol.sock".parse().unwrap();
+//! let server = NbdServer::bind(&addr, NbdOptions::default()).unwrap();
+//! let stop = server.shutdown_handle(); // call stop.shutdown() from another thread
+//! server.serve(Arc::new(MemBackend::new(1 << 20, 512, false))).unwrap();
+//! ```
+//!
+//! Each connection gets its own threads: a few workers take turns reading one request
+//! each (so requests are read in order), execute them in parallel against the backend and
+//! send the replies one at a time over the shared write half.
+
+mod handshake;
+pub mod proto;
+mod socket;
+mod transmission;
+
+use crate::backend::BlockBackend;
+use socket::{Listener, OwnedSocketPath, Stream};
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::AsFd;
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// How long a client may take for each step of the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Where the server listens: `unix:PATH` or `tcp:HOST:PORT`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NbdAddress {
+    /// A Unix domain socket at this path.
+    Unix(PathBuf),
+    /// A TCP address `host:port` (IPv6 hosts in brackets: `[::1]:10809`).
+    Tcp(String),
+}
+
+impl FromStr for NbdAddress {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        if let Some(path) = s.strip_prefix("unix:") {
+            if path.is_empty() {
+                return Err(format!("invalid NBD address '{s}': empty socket path"));
+            }
+            return Ok(NbdAddress::Unix(PathBuf::from(path)));
+        }
+        if let Some(hp) = s.strip_prefix("tcp:") {
+            let Some((host, port)) = hp.rsplit_once(':') else {
+                return Err(format!("invalid NBD address '{s}': expected tcp:HOST:PORT"));
+            };
+            if host.is_empty() {
+                return Err(format!("invalid NBD address '{s}': empty host"));
+            }
+            if port.parse::<u16>().is_err() {
+                return Err(format!(
+                    "invalid NBD address '{s}': port '{port}' is not a number from 0 to 65535"
+                ));
+            }
+            let bracketed = host.starts_with('[') && host.ends_with(']') && host.len() > 2;
+            if host.contains(':') && !bracketed {
+                return Err(format!(
+                    "invalid NBD address '{s}': write IPv6 hosts in brackets (tcp:[::1]:10809)"
+                ));
+            }
+            if (host.starts_with('[') || host.ends_with(']')) && !bracketed {
+                return Err(format!("invalid NBD address '{s}': unbalanced brackets"));
+            }
+            return Ok(NbdAddress::Tcp(hp.to_string()));
+        }
+        Err(format!(
+            "invalid NBD address '{s}': expected unix:PATH or tcp:HOST:PORT"
+        ))
+    }
+}
+
+impl fmt::Display for NbdAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NbdAddress::Unix(p) => write!(f, "unix:{}", p.display()),
+            NbdAddress::Tcp(hp) => write!(f, "tcp:{hp}"),
+        }
+    }
+}
+
+/// What the server exports and how (the default: export name "", writable, no TRIM, no
+/// connection limit).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NbdOptions {
+    /// The export's name; clients may also ask for "" (the default export).
+    pub export_name: String,
+    /// Refuse writes even if the backend is writable.
+    pub read_only: bool,
+    /// Advertise and pass on TRIM (discard) requests.
+    pub allow_trim: bool,
+    /// Most connections served at once (0 = unlimited); further ones are closed at once.
+    pub max_connections: usize,
+}
+
+/// State shared by the server, its connections and its shutdown handles.
+struct Shared {
+    stopping: AtomicBool,
+    /// Written to (one byte) to wake the accept loop.
+    wake: UnixStream,
+    /// A handle on every open connection, to shut them down.
+    connections: Mutex<HashMap<u64, Stream>>,
+    next_id: AtomicU64,
+    active: AtomicUsize,
+    socket_path: Option<OwnedSocketPath>,
+}
+
+impl Shared {
+    fn connections(&self) -> MutexGuard<'_, HashMap<u64, Stream>> {
+        self.connections.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A listening NBD server.
+pub struct NbdServer {
+    listener: Listener,
+    woken: UnixStream,
+    shared: Arc<Shared>,
+    opts: NbdOptions,
+}
+
+/// Stops an [`NbdServer`] from any thread.
+#[derive(Clone)]
+pub struct NbdShutdown {
+    shared: Arc<Shared>,
+}
+
+impl NbdShutdown {
+    /// Stop accepting connections, let requests in flight finish, close every connection
+    /// and remove the Unix socket. [`NbdServer::serve`] then returns. Idempotent.
+    pub fn shutdown(&self) {
+        let sh = &self.shared;
+        {
+            let conns = sh.connections();
+            sh.stopping.store(true, Ordering::SeqCst);
+            for c in conns.values() {
+                // Readers see end-of-stream; replies to requests in flight still go out.
+                c.shutdown(Shutdown::Read);
+            }
+        }
+        let _ = (&sh.wake).write(&[1]);
+        if let Some(p) = &sh.socket_path {
+            p.remove();
+        }
+    }
+}
+
+/// Unregisters a connection when its thread ends.
+struct Registration {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        self.shared.connections().remove(&self.id);
+        self.shared.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl NbdServer {
+    /// Listen on `addr`; the socket accepts connections when this returns. A Unix socket
+    /// is created with mode 0600; a stale socket at the path is removed, but any other
+    /// existing file is left alone and the bind fails.
+    pub fn bind(addr: &NbdAddress, opts: NbdOptions) -> io::Result<NbdServer> {
+        let listener = Listener::bind(addr)?;
+        let (wake, woken) = UnixStream::pair()?;
+        wake.set_nonblocking(true)?;
+        woken.set_nonblocking(true)?;
+        let shared = Arc::new(Shared {
+            stopping: AtomicBool::new(false),
+            wake,
+            connections: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
+            socket_path: listener.socket_path().cloned(),
+        });
+        Ok(NbdServer {
+            listener,
+            woken,
+            shared,
+            opts,
+        })
+    }
+
+    /// The address actually listened on, as `unix:PATH` or `tcp:HOST:PORT` (with the real
+    /// port when port 0 was asked for).
+    pub fn address(&self) -> String {
+        self.listener.address()
+    }
+
+    /// A handle that stops [`NbdServer::serve`].
+    pub fn shutdown_handle(&self) -> NbdShutdown {
+        NbdShutdown {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Serve `backend` until [`NbdShutdown::shutdown`]; then flush the backend.
+    ///
+    /// The export is read-only when [`NbdOptions::read_only`] is set or the backend is.
+    /// Each connection runs on its own threads; `serve` returns once all of them ended.
+    pub fn serve(&self, backend: Arc<dyn BlockBackend>) -> io::Result<()> {
+        let ctx = Arc::new(ExportContext::new(&self.opts, backend.as_ref()));
+        let mut threads = Vec::new();
+        let result = self.accept_loop(&backend, &ctx, &mut threads);
+        // Make sure every connection ends, also when the loop failed.
+        self.shutdown_handle().shutdown();
+        for t in threads {
+            let _ = t.join();
+        }
+        let flushed = if ctx.limits.read_only {
+            Ok(())
+        } else {
+            backend.flush()
+        };
+        result.and(flushed)
+    }
+
+    fn accept_loop(
+        &self,
+        backend: &Arc<dyn BlockBackend>,
+        ctx: &Arc<ExportContext>,
+        threads: &mut Vec<std::thread::JoinHandle<()>>,
+    ) -> io::Result<()> {
+        let sh = &self.shared;
+        loop {
+            if sh.stopping.load(Ordering::SeqCst) {
+                return Ok(());
+            }
+            let (incoming, _) = socket::wait_readable(self.listener.as_fd(), self.woken.as_fd())?;
+            let mut drain = [0u8; 64];
+            while matches!((&self.woken).read(&mut drain), Ok(n) if n > 0) {}
+            if !incoming || sh.stopping.load(Ordering::SeqCst) {
+                continue;
+            }
+            let stream = match self.listener.accept() {
+                Ok(s) => s,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::Interrupted
+                            | io::ErrorKind::ConnectionAborted
+                    ) =>
+                {
+                    continue
+                }
+                Err(e) => return Err(e),
+            };
+            threads.retain(|t| !t.is_finished());
+            let max = self.opts.max_connections;
+            if max > 0 && sh.active.load(Ordering::SeqCst) >= max {
+                continue; // dropping `stream` closes it
+            }
+            let Some(registration) = self.register(&stream) else {
+                continue;
+            };
+            let backend = Arc::clone(backend);
+            let ctx = Arc::clone(ctx);
+            let spawned = std::thread::Builder::new()
+                .name("nbd-conn".into())
+                .spawn(move || {
+                    let _registration = registration;
+                    let _ = run_connection(stream, backend.as_ref(), &ctx, &_registration.shared);
+                });
+            match spawned {
+                Ok(t) => threads.push(t),
+                Err(_) => continue, // out of threads: the connection was closed
+            }
+        }
+    }
+
+    /// Record a connection for shutdown; `None` when the server is already stopping.
+    fn register(&self, stream: &Stream) -> Option<Registration> {
+        let sh = &self.shared;
+        let handle = stream.try_clone().ok()?;
+        let mut conns = sh.connections();
+        if sh.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
+        let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
+        conns.insert(id, handle);
+        sh.active.fetch_add(1, Ordering::SeqCst);
+        Some(Registration {
+            shared: Arc::clone(sh),
+            id,
+        })
+    }
+}
+
+impl Drop for NbdServer {
+    fn drop(&mut self) {
+        if let Some(p) = &self.shared.socket_path {
+            p.remove();
+        }
+    }
+}
+
+/// The export as every connection sees it.
+struct ExportContext {
+    name: String,
+    flags: u16,
+    preferred_block: u32,
+    limits: proto::ExportLimits,
+}
+
+impl ExportContext {
+    fn new(opts: &NbdOptions, backend: &dyn BlockBackend) -> Self {
+        let read_only = opts.read_only || backend.read_only();
+        let mut flags = proto::TFLAG_HAS_FLAGS
+            | proto::TFLAG_SEND_FLUSH
+            | proto::TFLAG_SEND_FUA
+            | proto::TFLAG_SEND_WRITE_ZEROES
+            | proto::TFLAG_CAN_MULTI_CONN;
+        if read_only {
+            flags |= proto::TFLAG_READ_ONLY;
+        }
+        if opts.allow_trim {
+            flags |= proto::TFLAG_SEND_TRIM;
+        }
+        let preferred_block = backend
+            .block_size()
+            .max(4096)
+            .checked_next_power_of_two()
+            .unwrap_or(4096)
+            .min(proto::MAX_PAYLOAD);
+        ExportContext {
+            name: opts.export_name.clone(),
+            flags,
+            preferred_block,
+            limits: proto::ExportLimits {
+                size: backend.size(),
+                read_only,
+                allow_trim: opts.allow_trim,
+            },
+        }
+    }
+}
+
+fn run_connection(
+    stream: Stream,
+    backend: &dyn BlockBackend,
+    ctx: &ExportContext,
+    shared: &Shared,
+) -> io::Result<()> {
+    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    let export = handshake::Export {
+        name: &ctx.name,
+        size: ctx.limits.size,
+        flags: ctx.flags,
+        preferred_block: ctx.preferred_block,
+        stopping: &shared.stopping,
+    };
+    if !handshake::negotiate(&stream, &export)? {
+        return Ok(());
+    }
+    stream.set_read_timeout(None)?;
+    transmission::serve(stream, backend, ctx.limits)
+}

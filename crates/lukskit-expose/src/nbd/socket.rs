@@ -1,0 +1,234 @@
+//! Listening sockets and connections, Unix or TCP, behind one type each.
+
+use super::NbdAddress;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A Unix socket path this server created, identified by device and inode so that it is
+/// only removed while it is still ours.
+#[derive(Debug, Clone)]
+pub(crate) struct OwnedSocketPath {
+    path: PathBuf,
+    dev: u64,
+    ino: u64,
+}
+
+impl OwnedSocketPath {
+    /// Remove the socket file if it is still the one this server bound.
+    pub(crate) fn remove(&self) {
+        if let Ok(m) = std::fs::symlink_metadata(&self.path) {
+            if m.dev() == self.dev && m.ino() == self.ino {
+                let _ = std::fs::remove_file(&self.path);
+            }
+        }
+    }
+}
+
+/// A listening socket.
+pub(crate) enum Listener {
+    Unix(UnixListener, OwnedSocketPath),
+    Tcp(TcpListener),
+}
+
+impl Listener {
+    /// Bind `addr` (see [`super::NbdServer::bind`] for the rules about existing files).
+    pub(crate) fn bind(addr: &NbdAddress) -> io::Result<Listener> {
+        let listener = match addr {
+            NbdAddress::Tcp(hp) => Listener::Tcp(TcpListener::bind(hp.as_str()).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot listen on tcp:{hp}: {e}"))
+            })?),
+            NbdAddress::Unix(path) => {
+                clear_stale_socket(path)?;
+                let l = UnixListener::bind(path).map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!("cannot listen on unix:{}: {e}", path.display()),
+                    )
+                })?;
+                // The export is plaintext of an encrypted volume: owner only.
+                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+                let m = std::fs::symlink_metadata(path)?;
+                Listener::Unix(
+                    l,
+                    OwnedSocketPath {
+                        path: path.clone(),
+                        dev: m.dev(),
+                        ino: m.ino(),
+                    },
+                )
+            }
+        };
+        listener.set_nonblocking()?;
+        Ok(listener)
+    }
+
+    fn set_nonblocking(&self) -> io::Result<()> {
+        match self {
+            Listener::Unix(l, _) => l.set_nonblocking(true),
+            Listener::Tcp(l) => l.set_nonblocking(true),
+        }
+    }
+
+    /// The address listened on, in [`NbdAddress`] form.
+    pub(crate) fn address(&self) -> String {
+        match self {
+            Listener::Unix(_, p) => format!("unix:{}", p.path.display()),
+            Listener::Tcp(l) => match l.local_addr() {
+                Ok(a) => format!("tcp:{a}"),
+                Err(_) => "tcp:?".to_string(),
+            },
+        }
+    }
+
+    /// The Unix socket path, if any.
+    pub(crate) fn socket_path(&self) -> Option<&OwnedSocketPath> {
+        match self {
+            Listener::Unix(_, p) => Some(p),
+            Listener::Tcp(_) => None,
+        }
+    }
+
+    /// Accept one connection (`WouldBlock` when none is pending). The connection is
+    /// blocking.
+    pub(crate) fn accept(&self) -> io::Result<Stream> {
+        let s = match self {
+            Listener::Unix(l, _) => Stream::Unix(l.accept()?.0),
+            Listener::Tcp(l) => {
+                let s = l.accept()?.0;
+                s.set_nodelay(true)?;
+                Stream::Tcp(s)
+            }
+        };
+        s.set_nonblocking(false)?;
+        Ok(s)
+    }
+}
+
+impl AsFd for Listener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Listener::Unix(l, _) => l.as_fd(),
+            Listener::Tcp(l) => l.as_fd(),
+        }
+    }
+}
+
+/// Remove a stale socket at `path` (one nobody listens on); refuse to touch anything
+/// else.
+fn clear_stale_socket(path: &Path) -> io::Result<()> {
+    let m = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !m.file_type().is_socket() {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!(
+                "refusing to replace {}: it exists and is not a socket",
+                path.display()
+            ),
+        ));
+    }
+    match UnixStream::connect(path) {
+        Ok(_) => Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!("{}: another server is listening there", path.display()),
+        )),
+        Err(_) => match std::fs::remove_file(path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        },
+    }
+}
+
+/// One client connection.
+pub(crate) enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    pub(crate) fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    pub(crate) fn shutdown(&self, how: Shutdown) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(how),
+            Stream::Tcp(s) => s.shutdown(how),
+        };
+    }
+
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+
+    fn set_nonblocking(&self, on: bool) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_nonblocking(on),
+            Stream::Tcp(s) => s.set_nonblocking(on),
+        }
+    }
+}
+
+impl Read for &Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => (&*s).read(buf),
+            Stream::Tcp(s) => (&*s).read(buf),
+        }
+    }
+}
+
+impl Write for &Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => (&*s).write(buf),
+            Stream::Tcp(s) => (&*s).write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Wait until `a` or `b` is readable (or has hung up). Returns `(a_ready, b_ready)`.
+pub(crate) fn wait_readable(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> io::Result<(bool, bool)> {
+    let mut fds = [
+        libc::pollfd {
+            fd: a.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: `fds` is a valid array of two initialised pollfd structures that lives
+        // across the call, and both descriptors are borrowed (open) for its duration.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        if r >= 0 {
+            return Ok((fds[0].revents != 0, fds[1].revents != 0));
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

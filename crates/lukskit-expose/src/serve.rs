@@ -1,0 +1,329 @@
+//! The serving process of an open mapping: builds the [`VolumeBackend`], exposes it (FUSE
+//! file + loop device + `/dev/mapper/NAME` link, or an NBD server), writes the state file
+//! and then answers the control socket until `close`.
+//!
+//! It is started by `lukskit open` as a fresh process (never forked from a process with
+//! live engine threads) and receives the volume key through a pipe. It hardens itself
+//! first: no core dumps, not ptrace-able by unprivileged users (`PR_SET_DUMPABLE 0`),
+//! memory locked (`mlockall` with `MCL_ONFAULT`) where the system allows.
+
+use crate::backend::{BlockBackend, Discards, VolumeBackend};
+use crate::fuse::{FuseExport, FuseOptions};
+use crate::loopdev::{LoopDevice, LoopOptions};
+use crate::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown};
+use crate::runtime::{self, Command, MappingConfig, Reply, RuntimeError, State};
+use lukskit_volume::data::{DataLayout, DataVolume};
+use std::io::{BufReader, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixListener;
+use std::sync::Arc;
+use std::time::Duration;
+use zeroize::Zeroizing;
+
+/// Make this process as hard to read secrets from as the system allows.
+pub fn harden() {
+    // SAFETY: plain syscalls with constant arguments / a fully initialised rlimit.
+    unsafe {
+        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        let zero = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        libc::setrlimit(libc::RLIMIT_CORE, &zero);
+    }
+    // Lock pages as they are touched (the key schedules, the buffers), but only where no
+    // lock limit applies: under a finite RLIMIT_MEMLOCK, MCL_FUTURE would make later
+    // allocations fail once the limit is reached. Secrets are in `SecretBuf`s, which lock
+    // themselves, either way.
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the rlimit we pass; geteuid has no preconditions.
+    let unlimited = unsafe {
+        libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) == 0 && lim.rlim_cur == libc::RLIM_INFINITY
+    };
+    if unlimited || has_cap_ipc_lock() {
+        // SAFETY: mlockall with constant flags; failure leaves the process unlocked.
+        unsafe {
+            libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT);
+        }
+    }
+}
+
+/// Whether this process holds CAP_IPC_LOCK (no memory-lock limit applies then).
+fn has_cap_ipc_lock() -> bool {
+    const CAP_IPC_LOCK: u32 = 14;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
+}
+
+/// What is running for a mapping.
+struct Exposure {
+    fuse: Option<FuseExport>,
+    loop_dev: Option<LoopDevice>,
+    nbd: Option<(NbdShutdown, std::thread::JoinHandle<()>)>,
+}
+
+/// Set everything up, call `ready` with the outcome, then serve the control socket until
+/// `close`. Returns the process exit code.
+pub fn serve(
+    config: MappingConfig,
+    key: Zeroizing<Vec<u8>>,
+    ready: impl FnOnce(Result<(), RuntimeError>),
+) -> i32 {
+    let name = config.name.clone();
+    if let Err(e) = runtime::create_dir(&name) {
+        ready(Err(e));
+        return 1;
+    }
+    let (backend, exposure, state) = match setup(&config, key) {
+        Ok(x) => x,
+        Err(e) => {
+            runtime::remove_mapper_link(&name, None);
+            runtime::lazy_unmount(&runtime::device_path(&name));
+            runtime::remove_dir(&name);
+            ready(Err(e));
+            return 1;
+        }
+    };
+    let listener = match bind_control(&name) {
+        Ok(l) => l,
+        Err(e) => {
+            teardown(&name, &backend, exposure, true);
+            ready(Err(e));
+            return 1;
+        }
+    };
+    if let Err(e) = runtime::write_state(&state) {
+        teardown(&name, &backend, exposure, true);
+        ready(Err(RuntimeError::io("Cannot write the state file", &e)));
+        return 1;
+    }
+    ready(Ok(()));
+    control_loop(&name, &config, listener, backend, exposure)
+}
+
+fn setup(
+    config: &MappingConfig,
+    key: Zeroizing<Vec<u8>>,
+) -> Result<(Arc<VolumeBackend>, Exposure, State), RuntimeError> {
+    let name = &config.name;
+    let layout = DataLayout::from(&config.layout);
+    let volume = DataVolume::open(&config.device, layout, &key, !config.read_only)
+        .map_err(|e| RuntimeError::new(e.kind.exit_code(), e.message))?;
+    drop(key);
+    let discards = if config.allow_discards {
+        Discards::Allow
+    } else {
+        Discards::Refuse
+    };
+    let backend = Arc::new(VolumeBackend::new(volume, !config.read_only, discards));
+    let dynb: Arc<dyn BlockBackend> = backend.clone();
+    let mut state = State {
+        config: config.clone(),
+        pid: std::process::id(),
+        size: backend.size(),
+        fuse_file: None,
+        loop_device: None,
+        loop_direct_io: false,
+        nbd_address: None,
+        mapper_link: None,
+    };
+    let mut exposure = Exposure {
+        fuse: None,
+        loop_dev: None,
+        nbd: None,
+    };
+    if let Some(addr) = &config.nbd {
+        let addr: NbdAddress = addr.parse().map_err(|e: String| RuntimeError::new(1, e))?;
+        let server = NbdServer::bind(
+            &addr,
+            NbdOptions {
+                export_name: config.name.clone(),
+                read_only: config.read_only,
+                allow_trim: config.allow_discards,
+                max_connections: 0,
+            },
+        )
+        .map_err(|e| RuntimeError::io(&format!("Cannot listen on {addr}"), &e))?;
+        state.nbd_address = Some(server.address());
+        let stop = server.shutdown_handle();
+        let t = std::thread::spawn(move || {
+            let _ = server.serve(dynb);
+        });
+        exposure.nbd = Some((stop, t));
+        return Ok((backend, exposure, state));
+    }
+    let file = runtime::device_path(name);
+    let fuse = FuseExport::mount(
+        dynb,
+        &file,
+        &FuseOptions {
+            read_only: config.read_only,
+            fs_name: format!("lukskit:{name}"),
+            ..FuseOptions::default()
+        },
+    )
+    .map_err(|e| RuntimeError::io("Cannot mount the FUSE file (is /dev/fuse available?)", &e))?;
+    state.fuse_file = Some(file.display().to_string());
+    exposure.fuse = Some(fuse);
+    if config.use_loop {
+        let link = runtime::mapper_path(name);
+        if link.symlink_metadata().is_ok() {
+            teardown(name, &backend, exposure, true);
+            return Err(RuntimeError::new(
+                5,
+                format!("Device {name} already exists."),
+            ));
+        }
+        let dev = match LoopDevice::attach(
+            &file,
+            LoopOptions {
+                block_size: config.layout.sector_size,
+                read_only: config.read_only,
+                direct_io: true,
+            },
+        ) {
+            Ok(d) => d,
+            Err(e) => {
+                teardown(name, &backend, exposure, true);
+                return Err(RuntimeError::io("Cannot attach a loop device", &e));
+            }
+        };
+        state.loop_device = Some(dev.path().display().to_string());
+        state.loop_direct_io = dev.direct_io();
+        let linked = std::fs::create_dir_all(runtime::MAPPER_DIR)
+            .and_then(|()| std::os::unix::fs::symlink(dev.path(), &link));
+        exposure.loop_dev = Some(dev);
+        if let Err(e) = linked {
+            teardown(name, &backend, exposure, true);
+            return Err(RuntimeError::io(
+                &format!("Cannot create {}", link.display()),
+                &e,
+            ));
+        }
+        state.mapper_link = Some(link.display().to_string());
+    }
+    Ok((backend, exposure, state))
+}
+
+fn bind_control(name: &str) -> Result<UnixListener, RuntimeError> {
+    let p = runtime::control_path(name);
+    let _ = std::fs::remove_file(&p);
+    // SAFETY: umask only changes this process's file creation mask.
+    let old = unsafe { libc::umask(0o177) };
+    let l = UnixListener::bind(&p);
+    // SAFETY: as above, restoring the previous mask.
+    unsafe { libc::umask(old) };
+    let l = l.map_err(|e| RuntimeError::io(&format!("Cannot listen on {}", p.display()), &e))?;
+    let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600));
+    Ok(l)
+}
+
+/// Undo the exposure. With `force`, a busy loop device does not stop the rest (used on
+/// failed setups); without it, a busy device is an error and nothing is changed.
+fn teardown(
+    name: &str,
+    backend: &VolumeBackend,
+    mut exposure: Exposure,
+    force: bool,
+) -> Option<Exposure> {
+    if !backend.is_suspended() {
+        let _ = backend.flush();
+    }
+    if let Some(dev) = exposure.loop_dev.as_mut() {
+        let path = dev.path().display().to_string();
+        if dev.detach().is_err() && !force {
+            return Some(exposure);
+        }
+        exposure.loop_dev = None;
+        runtime::remove_mapper_link(name, Some(&path));
+    }
+    if let Some((stop, t)) = exposure.nbd.take() {
+        stop.shutdown();
+        let _ = t.join();
+    }
+    if let Some(f) = exposure.fuse.take() {
+        let _ = f.unmount(Duration::from_secs(5));
+    }
+    runtime::remove_dir(name);
+    None
+}
+
+fn control_loop(
+    name: &str,
+    config: &MappingConfig,
+    listener: UnixListener,
+    backend: Arc<VolumeBackend>,
+    exposure: Exposure,
+) -> i32 {
+    let mut exposure = Some(exposure);
+    for conn in listener.incoming() {
+        let Ok(mut conn) = conn else { continue };
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
+        let cmd = {
+            let mut r = BufReader::new(&mut conn);
+            runtime::read_command(&mut r)
+        };
+        let mut closing = false;
+        let reply: Reply = match cmd {
+            Err(e) => Err(RuntimeError::new(1, format!("Bad request: {e}"))),
+            Ok(Command::Status) => Ok(format!("{{\"suspended\":{}}}", backend.is_suspended())),
+            Ok(Command::Suspend) if config.kind == "PLAIN" => Err(RuntimeError::new(
+                1,
+                format!("Device {name} is not a LUKS device."),
+            )),
+            Ok(Command::Suspend) => backend
+                .suspend()
+                .map(|()| String::new())
+                .map_err(|e| RuntimeError::io("Error during suspend", &e)),
+            Ok(Command::Resume(key)) => {
+                if !backend.is_suspended() {
+                    Err(RuntimeError::new(
+                        1,
+                        format!("Volume {name} is not suspended."),
+                    ))
+                } else {
+                    backend
+                        .resume(&key)
+                        .map(|()| String::new())
+                        .map_err(|e| RuntimeError::io("Error during resume", &e))
+                }
+            }
+            Ok(Command::Close) if backend.is_suspended() => Err(RuntimeError::new(
+                5,
+                format!("Device {name} is suspended; resume it before closing it."),
+            )),
+            Ok(Command::Close) => {
+                let ex = exposure.take().expect("exposure present while serving");
+                match teardown(name, &backend, ex, false) {
+                    Some(back) => {
+                        exposure = Some(back);
+                        Err(RuntimeError::new(
+                            5,
+                            format!("Device {name} is still in use."),
+                        ))
+                    }
+                    None => {
+                        closing = true;
+                        Ok(String::new())
+                    }
+                }
+            }
+        };
+        let _ = conn.write_all(runtime::reply_line(&reply).as_bytes());
+        if closing {
+            break;
+        }
+    }
+    // Wipe the key: dropping the last reference drops the volume and its key schedules.
+    drop(backend);
+    0
+}
