@@ -3,9 +3,12 @@
 # system's OpenSSL and qemu-img, in one run on one machine. Writes BENCHMARKS.md at the
 # repository root (or the file given as $1).
 #
-#   bench/run.sh                 # full run (~3-5 minutes)
+#   bench/run.sh                 # full run (~10-15 minutes with the block device part)
 #   BENCH_SIZE_MIB=256 bench/run.sh /tmp/b.md   # smaller image test, other output
+#   BENCH_BLOCK=0 bench/run.sh   # without the block device / NBD part (bench/block.sh)
 #
+# As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
+# plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
 # Needs: cargo, openssl, qemu-img (Debian: qemu-utils; installed with apt-get when missing
 # and running as root), awk. Measurements use wall-clock time; the image conversions are
 # run 3 times each and the best time is kept. The machine should be otherwise idle.
@@ -205,3 +208,13 @@ cpus=$(nproc)
     echo '```'
 } >"$out"
 log "wrote $out"
+
+# Block device and NBD figures (needs root, /dev/fuse and loop devices; BENCH_BLOCK=0 skips).
+if [ "${BENCH_BLOCK:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; then
+    log "block device and NBD benchmark (bench/block.sh)"
+    bash "$repo/bench/block.sh" "$repo/bench"
+    { echo; sed 's#(block.svg)#(bench/block.svg)#' "$repo/bench/block.md"; } >>"$out"
+    log "appended the block device figures to $out"
+else
+    { echo; echo "(Block device and NBD benchmark skipped: needs root and /dev/fuse; see bench/block.sh.)"; } >>"$out"
+fi

@@ -65,6 +65,15 @@ pub fn luks1(path: &str, h: &Luks1Header) -> String {
     o
 }
 
+/// `json_object_get_int64` of an integer printed with `PRIu64`: negative values wrap, values
+/// above `i64::MAX` clamp to it.
+fn json_int64_unsigned(v: &Value) -> u64 {
+    v.as_i64()
+        .map(|n| n as u64)
+        .or_else(|| v.as_u64().map(|_| i64::MAX as u64))
+        .unwrap_or(0)
+}
+
 fn priority_desc(p: Option<u32>) -> &'static str {
     match p {
         None | Some(1) => "normal",
@@ -196,6 +205,14 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
         if ks.kind == "luks2" {
             let _ = writeln!(o, "\tCipher:     {}", ks.area_encryption);
             let _ = writeln!(o, "\tCipher key: {} bits", ks.area_key_size * 8);
+            // KDF costs are printed from the JSON as cryptsetup does (`json_object_get_int64`
+            // printed unsigned), so an out-of-range value such as -1 shows as it is stored.
+            let kdf_json = h
+                .json
+                .get("keyslots")
+                .and_then(|k| k.get(ks.id.to_string()))
+                .and_then(|k| k.get("kdf"));
+            let cost = |key: &str| kdf_json.and_then(|k| k.get(key)).map(json_int64_unsigned);
             let salt = match &ks.kdf {
                 KdfParams::Pbkdf2 {
                     hash,
@@ -204,7 +221,8 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
                 } => {
                     o.push_str("\tPBKDF:      pbkdf2\n");
                     let _ = writeln!(o, "\tHash:       {hash}");
-                    let _ = writeln!(o, "\tIterations: {iterations}");
+                    let it = cost("iterations").unwrap_or(u64::from(*iterations));
+                    let _ = writeln!(o, "\tIterations: {it}");
                     salt
                 }
                 KdfParams::Argon2 {
@@ -214,6 +232,9 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
                     cpus,
                     salt,
                 } => {
+                    let time = cost("time").unwrap_or(u64::from(*time));
+                    let memory = cost("memory").unwrap_or(u64::from(*memory));
+                    let cpus = cost("cpus").unwrap_or(u64::from(*cpus));
                     let _ = writeln!(o, "\tPBKDF:      {variant}");
                     let _ = writeln!(o, "\tTime cost:  {time}");
                     let _ = writeln!(o, "\tMemory:     {memory}");

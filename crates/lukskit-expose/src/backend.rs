@@ -87,6 +87,8 @@ pub struct VolumeBackend {
     writable: bool,
     discards: Discards,
     threads: Threads,
+    /// Whether the volume was given `O_DIRECT` (kept across suspend/resume).
+    direct_io: bool,
 }
 
 impl VolumeBackend {
@@ -99,6 +101,7 @@ impl VolumeBackend {
             writable,
             discards,
             threads: Threads::All,
+            direct_io: volume.direct_io(),
             state: Mutex::new(State {
                 volume: Some(Arc::new(volume)),
             }),
@@ -172,6 +175,9 @@ impl VolumeBackend {
         let mut v = DataVolume::open(&self.path, self.layout.clone(), key, self.writable)
             .map_err(io_error)?;
         v.set_threads(self.threads);
+        if self.direct_io {
+            v.use_direct_io();
+        }
         st.volume = Some(Arc::new(v));
         drop(st);
         self.resumed.notify_all();

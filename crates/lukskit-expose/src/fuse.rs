@@ -17,6 +17,7 @@ use fuser::{
     INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData,
     ReplyEmpty, ReplyOpen, ReplyWrite, Request, SessionACL, WriteFlags,
 };
+use lukskit_volume::data::AlignedBuf;
 use std::cell::RefCell;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -65,7 +66,8 @@ const TTL: Duration = Duration::from_secs(1);
 
 thread_local! {
     /// Per-thread read buffer (grown once to the largest request).
-    static READ_BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Aligned, so that reads of whole pages go to the backing store with `O_DIRECT`.
+    static READ_BUF: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::default());
 }
 
 struct PlainFile {
@@ -204,9 +206,8 @@ impl Filesystem for PlainFile {
         let n = u64::from(size).min(total - offset) as usize;
         READ_BUF.with(|b| {
             let mut buf = b.borrow_mut();
-            if buf.len() < n {
-                buf.resize(n, 0);
-            }
+            buf.ensure(n);
+            let buf = buf.as_mut_slice();
             match self.backend.read_at(&mut buf[..n], offset) {
                 Ok(()) => reply.data(&buf[..n]),
                 Err(e) => reply.error(errno(&e)),

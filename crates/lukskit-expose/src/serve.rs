@@ -116,9 +116,12 @@ fn setup(
 ) -> Result<(Arc<VolumeBackend>, Exposure, State), RuntimeError> {
     let name = &config.name;
     let layout = DataLayout::from(&config.layout);
-    let volume = DataVolume::open(&config.device, layout, &key, !config.read_only)
+    let mut volume = DataVolume::open(&config.device, layout, &key, !config.read_only)
         .map_err(|e| RuntimeError::new(e.kind.exit_code(), e.message))?;
     drop(key);
+    // Ciphertext should not sit in the page cache beside the plaintext the kernel caches
+    // above us: bypass it where the backing file system allows.
+    volume.use_direct_io();
     let discards = if config.allow_discards {
         Discards::Allow
     } else {
@@ -269,7 +272,10 @@ fn control_loop(
         let Ok(mut conn) = conn else { continue };
         let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
         let cmd = {
-            let mut r = BufReader::new(&mut conn);
+            // A one-byte buffer: the request line is read byte by byte and the key of a
+            // resume request goes straight into its zeroizing buffer (a larger BufReader
+            // buffer would be freed with a copy of the key in it).
+            let mut r = BufReader::with_capacity(1, &mut conn);
             runtime::read_command(&mut r)
         };
         let mut closing = false;

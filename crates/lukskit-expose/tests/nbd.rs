@@ -817,7 +817,19 @@ fn bind_refuses_other_files_and_replaces_stale_sockets() {
     let stale = dir.path().join("stale.sock");
     drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
     assert!(stale.exists());
-    let s = NbdServer::bind(&NbdAddress::Unix(stale.clone()), opts("")).unwrap();
+    // Other tests of this binary spawn processes: a child forked in the instant the
+    // listener was open holds a copy until its exec, so allow a moment for that.
+    let mut tries = 0;
+    let s = loop {
+        match NbdServer::bind(&NbdAddress::Unix(stale.clone()), opts("")) {
+            Ok(s) => break s,
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && tries < 40 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(e) => panic!("stale socket not replaced: {e}"),
+        }
+    };
     assert_eq!(s.address(), format!("unix:{}", stale.display()));
     // A live one is not.
     let e = NbdServer::bind(&NbdAddress::Unix(stale.clone()), opts(""))

@@ -84,8 +84,14 @@ const KEYSLOT_SIZE: usize = 48;
 /// One of the eight LUKS1 keyslots.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Luks1Keyslot {
-    /// Whether the slot holds a key ([`KEY_ENABLED`]) or not ([`KEY_DISABLED`]).
+    /// Whether the slot holds a key ([`KEY_ENABLED`]) or not ([`KEY_DISABLED`] or an unknown
+    /// state word).
     pub active: bool,
+    /// The state word when it is neither [`KEY_ENABLED`] nor [`KEY_DISABLED`]
+    /// (`active` is then false). cryptsetup loads such a header, dumps the slot as `DISABLED`,
+    /// never tries it when unlocking and refuses to fill or kill it (`CRYPT_SLOT_INVALID`);
+    /// the word is written back unchanged.
+    pub invalid_state: Option<u32>,
     /// PBKDF2 iterations for the passphrase (0 in a disabled slot written by cryptsetup).
     pub iterations: u32,
     /// PBKDF2 salt for the passphrase (zero in a disabled slot written by cryptsetup).
@@ -101,6 +107,7 @@ impl Luks1Keyslot {
     pub fn disabled(key_material_offset: u32) -> Self {
         Luks1Keyslot {
             active: false,
+            invalid_state: None,
             iterations: 0,
             salt: [0; SALT_SIZE],
             key_material_offset,
@@ -212,10 +219,9 @@ impl Luks1Header {
     ///
     /// Checks the magic, version 1, the string fields (each must be UTF-8 up to its NUL; as in
     /// cryptsetup the last byte of each field is treated as NUL, truncating an unterminated
-    /// value) and the keyslot state words. A state that is neither [`KEY_ENABLED`] nor
-    /// [`KEY_DISABLED`] is rejected: cryptsetup loads such a header, shows the slot as
-    /// `DISABLED` and refuses to use, fill or kill it (`CRYPT_SLOT_INVALID`); this type cannot
-    /// represent such a slot without silently rewriting it, so it refuses the header.
+    /// value). A keyslot state word that is neither [`KEY_ENABLED`] nor [`KEY_DISABLED`] is
+    /// kept in [`Luks1Keyslot::invalid_state`]: cryptsetup loads such a header, shows the slot
+    /// as `DISABLED` and refuses to use, fill or kill it (`CRYPT_SLOT_INVALID`).
     ///
     /// The layout is not checked here; call [`validate`](Self::validate) before using the header.
     pub fn parse(bytes: &[u8]) -> Result<Self> {
@@ -237,17 +243,13 @@ impl Luks1Header {
         let keyslots = try_array(|i| {
             let o = OFF_KEYSLOTS + i * KEYSLOT_SIZE;
             let state = be32(bytes, o);
-            let active = match state {
-                KEY_ENABLED => true,
-                KEY_DISABLED => false,
-                other => {
-                    return Err(FormatError::Invalid(format!(
-                        "LUKS keyslot {i} is invalid (unknown state 0x{other:08x})."
-                    )))
-                }
+            let invalid_state = match state {
+                KEY_ENABLED | KEY_DISABLED => None,
+                other => Some(other),
             };
             Ok(Luks1Keyslot {
-                active,
+                active: state == KEY_ENABLED,
+                invalid_state,
                 iterations: be32(bytes, o + 4),
                 salt: array(bytes, o + 8),
                 key_material_offset: be32(bytes, o + 40),
@@ -298,11 +300,12 @@ impl Luks1Header {
         put_string(&mut b, OFF_UUID, UUID_LEN, &self.uuid);
         for (i, ks) in self.keyslots.iter().enumerate() {
             let o = OFF_KEYSLOTS + i * KEYSLOT_SIZE;
-            put32(
-                &mut b,
-                o,
-                if ks.active { KEY_ENABLED } else { KEY_DISABLED },
-            );
+            let state = match (ks.invalid_state, ks.active) {
+                (Some(word), false) => word,
+                (_, true) => KEY_ENABLED,
+                (None, false) => KEY_DISABLED,
+            };
+            put32(&mut b, o, state);
             put32(&mut b, o + 4, ks.iterations);
             b[o + 8..o + 8 + SALT_SIZE].copy_from_slice(&ks.salt);
             put32(&mut b, o + 40, ks.key_material_offset);
@@ -774,7 +777,24 @@ mod tests {
     }
 
     #[test]
-    fn parse_rejects_bad_magic_version_state_and_short_input() {
+    fn unknown_keyslot_state_loads_as_invalid_and_round_trips() {
+        // cryptsetup loads a header whose keyslot state word is neither ENABLED nor
+        // DISABLED (it dumps the slot as DISABLED and never tries it).
+        let b = sample().to_bytes();
+        for word in [0u32, 0x0000_deae, 0xdead_beef] {
+            let mut x = b.clone();
+            x[208 + 48 * 3..208 + 48 * 3 + 4].copy_from_slice(&word.to_be_bytes());
+            let h = Luks1Header::parse(&x).unwrap();
+            assert!(!h.keyslots[3].active);
+            assert_eq!(h.keyslots[3].invalid_state, Some(word));
+            assert_eq!(h.to_bytes(), x);
+        }
+        let h = Luks1Header::parse(&b).unwrap();
+        assert!(h.keyslots.iter().all(|k| k.invalid_state.is_none()));
+    }
+
+    #[test]
+    fn parse_rejects_bad_magic_version_and_short_input() {
         let b = sample().to_bytes();
         let mut x = b.clone();
         x[5] = 0;
@@ -788,10 +808,6 @@ mod tests {
             Luks1Header::parse(&x),
             Err(FormatError::Unsupported(_))
         ));
-        let mut x = b.clone();
-        x[208 + 48 * 3 + 3] = 0xae;
-        let e = Luks1Header::parse(&x).unwrap_err().to_string();
-        assert_eq!(e, "LUKS keyslot 3 is invalid (unknown state 0x0000deae).");
         assert!(Luks1Header::parse(&b[..591]).is_err());
         assert!(Luks1Header::parse(&b[..4]).is_err());
         let mut x = b.clone();

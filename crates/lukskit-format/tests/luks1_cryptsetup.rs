@@ -853,15 +853,17 @@ fn edge_cases_against_cryptsetup() {
         Err(FormatError::NotLuks(_))
     ));
 
-    // Documented deviation: a keyslot state that is neither ENABLED nor DISABLED. cryptsetup
-    // loads the header and shows the slot as DISABLED (it refuses to use, fill or kill it);
-    // lukskit refuses the header instead of silently rewriting the state word.
+    // A keyslot state that is neither ENABLED nor DISABLED: cryptsetup loads the header and
+    // shows the slot as DISABLED (it refuses to use, fill or kill it). So does lukskit, and
+    // it writes the state word back unchanged.
     let (p, d) = variant("state", &|d| {
         d[208 + 48..208 + 52].copy_from_slice(&0x1234_5678u32.to_be_bytes())
     });
     assert_eq!(luks_dump(&p).unwrap()["slot1"], "DISABLED");
-    let err = Luks1Header::parse(&d).unwrap_err().to_string();
-    assert!(err.starts_with("LUKS keyslot 1 is invalid"), "{err}");
+    let h = Luks1Header::parse(&d).unwrap();
+    assert!(!h.keyslots[1].active);
+    assert_eq!(h.keyslots[1].invalid_state, Some(0x1234_5678));
+    assert_eq!(h.to_bytes()[..592], d[..592]);
 
     // read() on a device too short for a phdr.
     let short = MemStorage::from_vec(base[..600].to_vec());

@@ -35,6 +35,49 @@ pub const BATCH: usize = 1024 * 1024;
 /// Largest encryption sector size dm-crypt supports.
 const MAX_SECTOR: usize = 4096;
 
+/// Alignment (address, length and file offset) under which a transfer uses the `O_DIRECT`
+/// descriptor: 4 KiB satisfies every logical block size Linux file systems and disks use.
+pub const DIRECT_ALIGN: usize = 4096;
+
+/// A zero-initialised byte buffer whose start is aligned to [`DIRECT_ALIGN`], so that
+/// transfers from or into it can bypass the page cache (`O_DIRECT`).
+#[derive(Debug, Default)]
+pub struct AlignedBuf {
+    raw: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// A buffer of `len` zero bytes.
+    pub fn new(len: usize) -> Self {
+        let mut b = AlignedBuf::default();
+        b.ensure(len);
+        b
+    }
+
+    /// Grow to at least `len` bytes (contents are not kept).
+    pub fn ensure(&mut self, len: usize) {
+        if self.len >= len {
+            return;
+        }
+        self.raw = vec![0u8; len + DIRECT_ALIGN];
+        let off = self.raw.as_ptr().align_offset(DIRECT_ALIGN);
+        self.start = if off < DIRECT_ALIGN { off } else { 0 };
+        self.len = len;
+    }
+
+    /// The aligned bytes.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        &mut self.raw[self.start..self.start + self.len]
+    }
+
+    /// The aligned bytes.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.raw[self.start..self.start + self.len]
+    }
+}
+
 /// Where and how the ciphertext of a volume is laid out: the parameters of its dm-crypt
 /// mapping.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -215,7 +258,7 @@ impl Drop for RangeGuard<'_> {
 
 thread_local! {
     /// Per-thread bounce buffer of the copying write path (reused, grown once to [`BATCH`]).
-    static BOUNCE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static BOUNCE: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::default());
 }
 
 /// The plaintext view of an unlocked volume.
@@ -224,6 +267,8 @@ thread_local! {
 #[derive(Debug)]
 pub struct DataVolume {
     file: File,
+    /// The same device opened with `O_DIRECT` (see [`DataVolume::use_direct_io`]).
+    direct: Option<File>,
     path: String,
     layout: DataLayout,
     size: u64,
@@ -274,6 +319,7 @@ impl DataVolume {
         let size = layout.resolve_size(dev_size)?;
         Ok(DataVolume {
             file,
+            direct: None,
             path: path.to_string(),
             layout,
             size,
@@ -282,6 +328,36 @@ impl DataVolume {
             threads: Threads::All,
             locks: RangeLocks::default(),
         })
+    }
+
+    /// Also open the data device with `O_DIRECT` and use it for transfers whose buffer
+    /// address, length and device offset are all multiples of [`DIRECT_ALIGN`] (the
+    /// ciphertext then does not fill the page cache a second time; other transfers stay
+    /// buffered, which the kernel keeps coherent with direct I/O). Returns whether direct
+    /// I/O is in use: file systems without `O_DIRECT` (tmpfs) refuse it, and the volume
+    /// stays buffered.
+    pub fn use_direct_io(&mut self) -> bool {
+        let direct = OpenOptions::new()
+            .read(true)
+            .write(self.writable)
+            .custom_flags(libc::O_CLOEXEC | libc::O_DIRECT)
+            .open(&self.path);
+        self.direct = direct.ok();
+        self.direct.is_some()
+    }
+
+    /// Whether transfers may bypass the page cache (see [`DataVolume::use_direct_io`]).
+    pub fn direct_io(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// The `O_DIRECT` descriptor if `buf` at device offset `at` may use it.
+    fn direct_for(&self, buf: &[u8], at: u64) -> Option<&File> {
+        let d = self.direct.as_ref()?;
+        let aligned = (buf.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
+            && buf.len().is_multiple_of(DIRECT_ALIGN)
+            && at.is_multiple_of(DIRECT_ALIGN as u64);
+        aligned.then_some(d)
     }
 
     /// Choose how many threads large batches use (default: all cores).
@@ -391,14 +467,16 @@ impl DataVolume {
     }
 
     fn pread(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.file
-            .read_exact_at(buf, self.device_offset(offset))
+        let at = self.device_offset(offset);
+        let file = self.direct_for(buf, at).unwrap_or(&self.file);
+        file.read_exact_at(buf, at)
             .map_err(|e| VolumeError::io("Reading", &self.path, &e))
     }
 
     fn pwrite(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.file
-            .write_all_at(buf, self.device_offset(offset))
+        let at = self.device_offset(offset);
+        let file = self.direct_for(buf, at).unwrap_or(&self.file);
+        file.write_all_at(buf, at)
             .map_err(|e| VolumeError::io("Writing", &self.path, &e))
     }
 
@@ -498,10 +576,8 @@ impl DataVolume {
         if mid > 0 {
             BOUNCE.with(|b| -> Result<()> {
                 let mut bounce = b.borrow_mut();
-                let want = BATCH.min(mid);
-                if bounce.len() < want {
-                    bounce.resize(want, 0);
-                }
+                bounce.ensure(BATCH.min(mid));
+                let bounce = bounce.as_mut_slice();
                 let cap = bounce.len() / ss as usize * ss as usize;
                 let src = &buf[done..done + mid];
                 let mut at = 0usize;
@@ -704,9 +780,20 @@ mod tests {
     /// Random unaligned reads and writes against an in-memory model of the plaintext.
     #[test]
     fn unaligned_access_matches_model() {
+        random_access_matches_model(false);
+    }
+
+    /// The same with `O_DIRECT` for aligned transfers (mixed with buffered ones), and the
+    /// ciphertext on disk equal to what a buffered volume writes for the same plaintext.
+    #[test]
+    fn direct_io_matches_model_and_buffered_bytes() {
+        random_access_matches_model(true);
+    }
+
+    fn random_access_matches_model(direct: bool) {
         let key = pattern(64, 1);
         let size = 256 * 1024u64;
-        let (_d, p) = tmpfile(size + 4096);
+        let (d, p) = tmpfile(size + 4096);
         let mut dv = DataVolume::open(
             &p,
             layout("aes-xts-plain64", 4096, 4096, 0, false),
@@ -714,6 +801,14 @@ mod tests {
             true,
         )
         .unwrap();
+        if direct && !dv.use_direct_io() {
+            eprintln!(
+                "SKIP: O_DIRECT unsupported in {}",
+                std::env::temp_dir().display()
+            );
+            return;
+        }
+        let mut aligned = AlignedBuf::default();
         let mut model = vec![0u8; size as usize];
         dv.read_at(&mut model, 0).unwrap();
         let mut rng = 0x1234_5678_9abc_def0u64;
@@ -740,6 +835,17 @@ mod tests {
                     dv.write_at_in_place(&mut d, off).unwrap();
                 }
                 model[off as usize..off as usize + len].copy_from_slice(&data);
+            } else if round % 3 == 0 {
+                // Whole pages into an aligned buffer: the O_DIRECT path when enabled.
+                let off = off / 4096 * 4096;
+                let len = (len.div_ceil(4096) * 4096).min((size - off) as usize);
+                aligned.ensure(len);
+                let got = &mut aligned.as_mut_slice()[..len];
+                dv.read_at(got, off).unwrap();
+                assert!(
+                    got == &model[off as usize..off as usize + len],
+                    "round {round}"
+                );
             } else {
                 let mut got = vec![0u8; len];
                 dv.read_at(&mut got, off).unwrap();
@@ -754,6 +860,29 @@ mod tests {
         dv.read_at(&mut all, 0).unwrap();
         assert_eq!(all, model);
         dv.flush().unwrap();
+        // A buffered volume writing the final plaintext in one go leaves the same bytes.
+        let p2 = d.path("buffered.img");
+        File::create(&p2).unwrap().set_len(size + 4096).unwrap();
+        let dv2 = DataVolume::open(
+            &p2,
+            layout("aes-xts-plain64", 4096, 4096, 0, false),
+            &key,
+            true,
+        )
+        .unwrap();
+        dv2.write_at(&model, 0).unwrap();
+        assert!(std::fs::read(&p).unwrap() == std::fs::read(&p2).unwrap());
+    }
+
+    #[test]
+    fn aligned_buf_is_aligned_and_grows() {
+        let mut b = AlignedBuf::new(100);
+        assert_eq!(b.as_slice().len(), 100);
+        assert!((b.as_slice().as_ptr() as usize).is_multiple_of(DIRECT_ALIGN));
+        b.ensure(1 << 20);
+        assert_eq!(b.as_mut_slice().len(), 1 << 20);
+        assert!((b.as_slice().as_ptr() as usize).is_multiple_of(DIRECT_ALIGN));
+        assert!(b.as_slice().iter().all(|&x| x == 0));
     }
 
     #[test]

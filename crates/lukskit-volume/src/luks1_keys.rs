@@ -16,8 +16,21 @@ fn hash_of(hdr: &Luks1Header) -> Result<HashAlg> {
     })
 }
 
+/// The keyslot cipher. cryptsetup decrypts keyslot material through its crypto backend,
+/// which falls back to libgcrypt when the kernel does not know the name; libgcrypt maps
+/// cipher names case-insensitively, so a header saying `AES` unlocks like `aes` (the mode
+/// is matched exactly). The stored name is kept as it is everywhere else.
 fn spec_of(hdr: &Luks1Header) -> Result<CipherSpec> {
-    Ok(CipherSpec::from_luks1(&hdr.cipher_name, &hdr.cipher_mode)?)
+    let name = hdr.cipher_name.to_ascii_lowercase();
+    Ok(CipherSpec::from_luks1(&name, &hdr.cipher_mode)?)
+}
+
+/// cryptsetup refuses to fill or kill a keyslot whose state word is unknown.
+fn refuse_invalid_slot(hdr: &Luks1Header, i: usize) -> Result<()> {
+    if hdr.keyslots[i].invalid_state.is_some() {
+        return Err(VolumeError::invalid(format!("Key slot {i} is invalid.")));
+    }
+    Ok(())
 }
 
 /// Check `vk` against the header's master-key digest (constant-time comparison).
@@ -134,6 +147,7 @@ pub fn store(
     iterations: u32,
 ) -> Result<()> {
     let i = slot as usize;
+    refuse_invalid_slot(hdr, i)?;
     let hash = hash_of(hdr)?;
     let mut salt = [0u8; SALT_SIZE];
     lukskit_crypto::random::fill(&mut salt)?;
@@ -164,6 +178,7 @@ pub fn store(
 /// Disable `slot`: wipe its key material, then clear it in the phdr (cryptsetup's order).
 pub fn kill(dev: &dyn Storage, hdr: &mut Luks1Header, slot: u32) -> Result<()> {
     let i = slot as usize;
+    refuse_invalid_slot(hdr, i)?;
     let off = u64::from(hdr.keyslots[i].key_material_offset) * 512;
     let len = u64::from(Luks1Header::keyslot_material_sectors(hdr.key_bytes)) * 512;
     wipe::random(dev, off, len)?;

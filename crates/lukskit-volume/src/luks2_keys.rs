@@ -58,6 +58,12 @@ fn salt_of(kdf: &KdfParams) -> &[u8] {
 /// Whether `vk` matches digest `d` (constant-time).
 pub fn digest_matches(d: &Digest, vk: &[u8]) -> Result<bool> {
     let h = hash(&d.hash)?;
+    if d.iterations == 0 {
+        return Err(VolumeError::invalid(format!(
+            "Digest {} has invalid iterations.",
+            d.id
+        )));
+    }
     if d.digest.len() != 20 && d.digest.len() != h.digest_size() {
         return Err(VolumeError::invalid(format!(
             "Digest {} has an invalid length.",
@@ -118,6 +124,7 @@ pub fn open_keyslot(
     let Some(digest) = digest_of_keyslot(hdr, ks.id)? else {
         return Ok(None);
     };
+    ks.check_usable()?;
     let pbkdf = pbkdf_of(&ks.kdf)?;
     let dk = kdf::derive(
         &pbkdf,
@@ -126,25 +133,39 @@ pub fn open_keyslot(
         ks.area_key_size as usize,
     )?;
     let key_len = ks.key_size as usize;
-    let size = af::split_size_bytes(key_len, ks.af_stripes);
-    if size as u64 > ks.area_size {
+    // cryptsetup reads and merges 4000 stripes whatever "stripes" says (`LUKS_STRIPES` in
+    // `luks2_keyslot_get_key`); so does lukskit.
+    // cryptsetup reads that many bytes from the area offset whatever the area "size" says
+    // (`luks2_keyslot_get_key`); the read must still lie inside the device.
+    let size = af::split_size_bytes(key_len, STRIPES);
+    let dev_size = dev
+        .size()
+        .map_err(|e| VolumeError::device(format!("Cannot get device size: {e}.")))?;
+    if ks
+        .area_offset
+        .checked_add(size as u64)
+        .is_none_or(|end| end > dev_size)
+    {
         return Err(VolumeError::invalid(format!(
-            "Keyslot {} area is too small for its key.",
+            "Keyslot {} area lies outside the device.",
             ks.id
         )));
     }
     let mut material = SecretBuf::zeroed(size);
     dev.read_exact_at(material.as_mut_bytes(), ks.area_offset)
         .map_err(|e| VolumeError::device(format!("Cannot read keyslot {} area: {e}.", ks.id)))?;
+    // cryptsetup splits the area cipher with `crypt_parse_name_and_mode`, which has no
+    // kernel-API form: a "capi:" area cipher is unusable there, and so here.
+    if ks.area_encryption.starts_with("capi:") {
+        return Err(VolumeError::invalid(format!(
+            "Keyslot {} area cipher {} is not supported.",
+            ks.id, ks.area_encryption
+        )));
+    }
     let spec = CipherSpec::parse(&ks.area_encryption)?;
     let cipher = SectorCipher::new(&spec, dk.as_bytes(), 512, false)?;
     cipher.decrypt(material.as_mut_bytes(), 0)?;
-    let vk = af::merge(
-        material.as_bytes(),
-        key_len,
-        ks.af_stripes,
-        hash(&ks.af_hash)?,
-    )?;
+    let vk = af::merge(material.as_bytes(), key_len, STRIPES, hash(&ks.af_hash)?)?;
     if digest_matches(&digest, vk.as_bytes())? {
         Ok(Some(vk))
     } else {
@@ -216,7 +237,9 @@ pub fn unlock(
                 is_bound(k.id)
             }
         })
-        .filter(|k| priority(k) > 0)
+        // cryptsetup tries "prefer" (2), then "normal" (1) keyslots; any other value
+        // ("ignore" 0 or an invalid one) is only used when the keyslot is named.
+        .filter(|k| matches!(priority(k), 1 | 2))
         .collect();
     if candidates.is_empty() {
         return Err(VolumeError::invalid("No usable keyslot is available."));

@@ -13,6 +13,8 @@ use lukskit_format::luks2::{self, Luks2Header};
 
 /// A loaded LUKS header of either version.
 #[derive(Debug, Clone)]
+// One per loaded volume: boxing the larger LUKS1 variant would save nothing that matters.
+#[allow(clippy::large_enum_variant)]
 pub enum Header {
     /// LUKS1 phdr.
     Luks1(Luks1Header),
@@ -245,7 +247,15 @@ impl Volume {
 
     /// The lowest free keyslot id, or an error when all are used.
     pub fn free_keyslot(&self) -> Result<u32> {
-        let used = self.active_keyslots()?;
+        let mut used = self.active_keyslots()?;
+        if let Header::Luks1(h) = &self.header {
+            // A LUKS1 slot with an unknown state word is not free (`LUKS_keyslot_find_empty`
+            // wants exactly KEY_DISABLED).
+            used.extend(
+                (0..NUM_KEYSLOTS as u32)
+                    .filter(|&i| h.keyslots[i as usize].invalid_state.is_some()),
+            );
+        }
         (0..self.max_keyslots())
             .find(|i| !used.contains(i))
             .ok_or_else(|| VolumeError::invalid("All key slots full."))

@@ -225,13 +225,22 @@ fn start_server(config: &MappingConfig, key: &SecretBuf) -> Result<()> {
 
 /// The hidden `__serve` action: the serving process. Never returns.
 pub fn serve_child() -> ! {
+    use std::os::fd::AsFd;
     // SAFETY: setsid in a fresh single-threaded child; failure (already a leader) is
     // harmless.
     unsafe {
         libc::setsid();
     }
     lukskit_expose::serve::harden();
-    let mut stdin = std::io::stdin().lock();
+    // Read the pipe unbuffered (a duplicate of fd 0): the buffer of `std::io::stdin()`
+    // would keep a copy of the volume key for the life of the process.
+    let mut stdin = match std::io::stdin().as_fd().try_clone_to_owned() {
+        Ok(fd) => std::fs::File::from(fd),
+        Err(e) => {
+            println!("err 1 Cannot read the parameters of the serving process: {e}");
+            std::process::exit(1);
+        }
+    };
     let read = |r: &mut dyn Read| -> std::io::Result<(MappingConfig, Zeroizing<Vec<u8>>)> {
         let mut n = [0u8; 4];
         r.read_exact(&mut n)?;

@@ -105,7 +105,7 @@ fn expand(key: &[u8], enc: &mut RoundKeys, dec: &mut RoundKeys) -> usize {
         }
     }
     for r in 0..=rounds {
-        let d = match r {
+        let mut d = match r {
             0 => rk[rounds],
             _ if r == rounds => rk[0],
             _ => inv_mix(&rk[rounds - r]),
@@ -114,6 +114,8 @@ fn expand(key: &[u8], enc: &mut RoundKeys, dec: &mut RoundKeys) -> usize {
         enc.0[r][16..].copy_from_slice(&rk[r]);
         dec.0[r][..16].copy_from_slice(&d);
         dec.0[r][16..].copy_from_slice(&d);
+        // The last `d` is the raw first 16 bytes of the key: leave no copy on the stack.
+        d.zeroize();
     }
     w.zeroize();
     for k in rk.iter_mut() {

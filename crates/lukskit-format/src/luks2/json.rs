@@ -188,6 +188,38 @@ pub(crate) fn key_id(k: &str) -> Option<u32> {
 /// Parse a JSON area the way cryptsetup does (`parse_json_len` + `validate_json_area`): the
 /// text starts at byte 0 with `{`, is followed by at least one NUL, and every byte after the
 /// JSON text up to the end of the area is NUL.
+/// Deepest nesting of objects and arrays json-c accepts (`JSON_TOKENER_DEFAULT_DEPTH`, which
+/// cryptsetup uses): the top-level object counts as level 1.
+pub const MAX_JSON_DEPTH: usize = 32;
+
+/// Refuse JSON text nested deeper than [`MAX_JSON_DEPTH`], as cryptsetup's parser does.
+fn check_depth(text: &[u8]) -> Result<(), String> {
+    let (mut depth, mut in_str, mut esc) = (0usize, false, false);
+    for &c in text {
+        if in_str {
+            match (esc, c) {
+                (true, _) => esc = false,
+                (false, b'\\') => esc = true,
+                (false, b'"') => in_str = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            b'"' => in_str = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_JSON_DEPTH {
+                    return Err(format!("JSON nesting deeper than {MAX_JSON_DEPTH} levels"));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 pub(crate) fn parse_json_area(area: &[u8]) -> Result<Map<String, Value>, String> {
     if area.first() != Some(&b'{') {
         return Err("JSON area does not start with '{'".into());
@@ -197,6 +229,7 @@ pub(crate) fn parse_json_area(area: &[u8]) -> Result<Map<String, Value>, String>
         .position(|&b| b == 0)
         .ok_or_else(|| "missing trailing NUL byte after the JSON text".to_string())?;
     let text = &area[..end];
+    check_depth(text)?;
     let m: Map<String, Value> =
         serde_json::from_slice(text).map_err(|e| format!("JSON parse error: {e}"))?;
     // json-c stops right after the closing brace; anything but NUL after it is rejected.
@@ -219,6 +252,26 @@ pub(crate) fn parse_json_area(area: &[u8]) -> Result<Map<String, Value>, String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_limit_is_json_c_s() {
+        let nested = |arrays: usize| {
+            let mut t = String::from("{\"config\":{\"x\":");
+            t += &"[".repeat(arrays);
+            t += &"]".repeat(arrays);
+            t += "}}";
+            let mut v = t.into_bytes();
+            v.push(0);
+            v
+        };
+        // Measured with cryptsetup 2.6.1: 30 arrays under config load, 31 do not.
+        assert!(parse_json_area(&nested(30)).is_ok());
+        assert!(parse_json_area(&nested(31)).is_err());
+        // Brackets inside strings do not count.
+        let mut v = format!("{{\"a\":\"{}\\\"[\"}}", "[".repeat(40)).into_bytes();
+        v.push(0);
+        assert!(parse_json_area(&v).is_ok());
+    }
 
     #[test]
     fn strtoull_semantics() {

@@ -146,9 +146,25 @@ impl Keyslot {
                 self.kdf.salt().len()
             )));
         }
-        if self.af_stripes == 0 {
+        // cryptsetup ignores the "stripes" value when it opens a keyslot (it always uses
+        // 4000, `LUKS_STRIPES`), so only the sizes are checked here.
+        if self.key_size == 0 || self.area_key_size == 0 {
             return Err(FormatError::Invalid(format!(
-                "Keyslot {}: invalid AF stripes.",
+                "Keyslot {}: invalid key size.",
+                self.id
+            )));
+        }
+        // A KDF cost outside u32 (e.g. -1) reads as 0. cryptsetup would truncate it into a
+        // cost of billions of iterations (or fail on 0); this keyslot is refused instead.
+        let zero_cost = match &self.kdf {
+            KdfParams::Pbkdf2 { iterations, .. } => *iterations == 0,
+            KdfParams::Argon2 {
+                time, memory, cpus, ..
+            } => *time == 0 || *memory == 0 || *cpus == 0,
+        };
+        if zero_cost {
+            return Err(FormatError::Invalid(format!(
+                "Keyslot {}: invalid KDF cost parameters.",
                 self.id
             )));
         }
@@ -363,12 +379,6 @@ fn str_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &str) -> Result<&
         .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (string).")))
 }
 
-fn u32_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<u32> {
-    obj.get(key)
-        .and_then(as_u32)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (uint32).")))
-}
-
 fn u64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<u64> {
     obj.get(key)
         .and_then(get_u64_str)
@@ -385,19 +395,68 @@ fn obj_member<'a>(
         .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (object).")))
 }
 
+/// A Base64 string member. A string that is not valid Base64 reads as empty (the header
+/// still loads and dumps, as in cryptsetup, whose `hexprint_base64` prints nothing for it);
+/// the `check_usable` of the keyslot or digest then refuses the empty value.
 fn b64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u8>> {
-    b64_decode(str_member(obj, key, ctx)?)
-        .ok_or_else(|| invalid(format!("{ctx}: \"{key}\" is not valid Base64.")))
+    Ok(b64_decode(str_member(obj, key, ctx)?).unwrap_or_default())
+}
+
+/// A keyslot `priority` value as cryptsetup reads it (`json_object_get_int`: integers clamped
+/// to `i32`, doubles truncated, a string's leading decimal number, `true` = 1, anything else
+/// 0). A negative value reads as `u32::MAX`: like every value other than 0, 1 and 2 it is an
+/// "invalid" priority, which cryptsetup dumps as such and never tries unless asked for the
+/// keyslot by number.
+fn priority_of(v: &Value) -> u32 {
+    let n: i64 = match v {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| n.as_u64().map(|_| i64::MAX))
+            .or_else(|| n.as_f64().map(|f| f as i64))
+            .unwrap_or(0),
+        Value::Bool(b) => i64::from(*b),
+        Value::String(s) => leading_int(s),
+        _ => 0,
+    };
+    let n = n.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// `strtoll(s, NULL, 10)`: optional leading white space and sign, then digits; 0 if none.
+fn leading_int(s: &str) -> i64 {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let mut v: i64 = 0;
+    for c in digits.bytes().take_while(u8::is_ascii_digit) {
+        v = v.saturating_mul(10).saturating_add(i64::from(c - b'0'));
+    }
+    if neg {
+        -v
+    } else {
+        v
+    }
+}
+
+/// A 32-bit size or KDF cost member of a `luks2` keyslot. Validation has checked it is a JSON
+/// integer;
+/// a value outside `u32` (negative, huge) reads as 0, which `check_usable` refuses, so that
+/// one broken keyslot does not make the whole header unreadable (cryptsetup loads it too).
+fn keyslot_u32(obj: &Map<String, Value>, key: &str) -> u32 {
+    obj.get(key).and_then(as_u32).unwrap_or(0)
 }
 
 fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
     let ctx = format!("Keyslot {id}");
     let kind = str_member(o, "type", &ctx)?.to_string();
-    let key_size = u32_member(o, "key_size", &ctx)?;
+    let key_size = keyslot_u32(o, "key_size");
     let area = obj_member(o, "area", &ctx)?;
     let area_offset = u64_member(area, "offset", &ctx)?;
     let area_size = u64_member(area, "size", &ctx)?;
-    let priority = o.get("priority").and_then(as_u32);
+    let priority = o.get("priority").map(priority_of);
     if kind != "luks2" {
         return Ok(Keyslot {
             id,
@@ -427,14 +486,14 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
     let kdf = match kdf_type {
         "pbkdf2" => KdfParams::Pbkdf2 {
             hash: str_member(kdf_o, "hash", &ctx)?.into(),
-            iterations: u32_member(kdf_o, "iterations", &ctx)?,
+            iterations: keyslot_u32(kdf_o, "iterations"),
             salt: b64_member(kdf_o, "salt", &ctx)?,
         },
         "argon2i" | "argon2id" => KdfParams::Argon2 {
             variant: kdf_type.into(),
-            time: u32_member(kdf_o, "time", &ctx)?,
-            memory: u32_member(kdf_o, "memory", &ctx)?,
-            cpus: u32_member(kdf_o, "cpus", &ctx)?,
+            time: keyslot_u32(kdf_o, "time"),
+            memory: keyslot_u32(kdf_o, "memory"),
+            cpus: keyslot_u32(kdf_o, "cpus"),
             salt: b64_member(kdf_o, "salt", &ctx)?,
         },
         other => {
@@ -447,12 +506,12 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
         id,
         kind,
         key_size,
-        af_stripes: u32_member(af, "stripes", &ctx)?,
+        af_stripes: keyslot_u32(af, "stripes"),
         af_hash: str_member(af, "hash", &ctx)?.into(),
         area_offset,
         area_size,
         area_encryption: str_member(area, "encryption", &ctx)?.into(),
-        area_key_size: u32_member(area, "key_size", &ctx)?,
+        area_key_size: keyslot_u32(area, "key_size"),
         kdf,
         priority,
     })
@@ -516,9 +575,15 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
         keyslots,
         segments,
         hash: str_member(o, "hash", &ctx)?.into(),
-        iterations: u32_member(o, "iterations", &ctx)?,
+        // cryptsetup's digest validation does not look at these; a missing or mistyped
+        // value reads as 0 / empty (the header loads and dumps) and the digest is unusable.
+        iterations: o.get("iterations").and_then(as_u32).unwrap_or(0),
         salt: b64_member(o, "salt", &ctx)?,
-        digest: b64_member(o, "digest", &ctx)?,
+        digest: o
+            .get("digest")
+            .and_then(Value::as_str)
+            .and_then(b64_decode)
+            .unwrap_or_default(),
     })
 }
 
