@@ -85,6 +85,7 @@ suite() { # label device
     # Lay the test file out once so reads read real data.
     fio_run write 1M "$mnt/f" >/dev/null
     for job in "write 1M" "read 1M" "randwrite 4k" "randread 4k"; do
+        # shellcheck disable=SC2086 # split "rw bs" on purpose
         set -- $job
         R[$label,$1]=$(fio_run "$1" "$2" "$mnt/f")
         log "  $label $1 $2: ${R[$label,$1]}"

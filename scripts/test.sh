@@ -48,6 +48,15 @@ set +e
 cargo test --workspace 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
+# A short fuzzing run (15 s per cargo-fuzz target; installs nightly + cargo-fuzz the first
+# time; LUKSKIT_FUZZ=0 skips it).
+if [ "${LUKSKIT_FUZZ:-1}" != 0 ]; then
+    echo "==> fuzz (scripts/ci-fuzz.sh)"
+    if ! bash scripts/ci-fuzz.sh 15; then
+        echo "lukskit: fuzzing found a failure (see above; inputs in fuzz/artifacts/)" >&2
+        [ "$status" != 0 ] || status=1
+    fi
+fi
 # One closing line for the whole run (cargo prints one per test binary, the last of which
 # is usually the empty doc-test run).
 awk '/^test result:/ { p += $4; f += $6; s += $8 } END { printf "lukskit: %d passed, %d failed, %d skipped\n", p, f, s }' "$log"

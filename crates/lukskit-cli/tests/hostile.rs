@@ -943,6 +943,19 @@ fn regressions_luks2() -> Vec<(&'static str, Vec<Op>)> {
             "t-digest-iterations-string",
             vec![Op::Set("/digests/0/iterations".into(), json!(""))],
         ),
+        // cryptsetup's keyslot crypto takes IV options only for essiv.
+        (
+            "t-area-plain64-ivopts",
+            vec![Op::Set(
+                "/keyslots/0/area/encryption".into(),
+                json!("aes-xts-plain64:sha256"),
+            )],
+        ),
+        // A digest hash that is not a string loads (json-c prints it as JSON text).
+        (
+            "t-digest-hash-number",
+            vec![Op::Set("/digests/0/hash".into(), json!(u64::MAX))],
+        ),
         // json-c's nesting limit (32 levels): 30 arrays under config load, 31 do not.
         (
             "t-nested-30",

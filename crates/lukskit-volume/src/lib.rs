@@ -21,6 +21,7 @@ pub mod device;
 pub mod edit;
 mod error;
 pub mod format;
+mod keyslot_cipher;
 mod luks1_keys;
 mod luks2_keys;
 pub mod pbkdf;

@@ -22,7 +22,9 @@ fn hash_of(hdr: &Luks1Header) -> Result<HashAlg> {
 /// is matched exactly). The stored name is kept as it is everywhere else.
 fn spec_of(hdr: &Luks1Header) -> Result<CipherSpec> {
     let name = hdr.cipher_name.to_ascii_lowercase();
-    Ok(CipherSpec::from_luks1(&name, &hdr.cipher_mode)?)
+    let spec = CipherSpec::from_luks1(&name, &hdr.cipher_mode)?;
+    crate::keyslot_cipher::check(&spec, "Keyslot cipher")?;
+    Ok(spec)
 }
 
 /// cryptsetup refuses to fill or kill a keyslot whose state word is unknown.

@@ -163,6 +163,7 @@ pub fn open_keyslot(
         )));
     }
     let spec = CipherSpec::parse(&ks.area_encryption)?;
+    crate::keyslot_cipher::check(&spec, &format!("Keyslot {}", ks.id))?;
     let cipher = SectorCipher::new(&spec, dk.as_bytes(), 512, false)?;
     cipher.decrypt(material.as_mut_bytes(), 0)?;
     let vk = af::merge(material.as_bytes(), key_len, STRIPES, hash(&ks.af_hash)?)?;

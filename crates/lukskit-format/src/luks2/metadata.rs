@@ -574,7 +574,11 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
         kind,
         keyslots,
         segments,
-        hash: str_member(o, "hash", &ctx)?.into(),
+        // As cryptsetup reads it (`json_object_get_string`): a non-string value becomes its
+        // JSON text, a missing one "(null)"; either names no hash, so the digest is unusable.
+        hash: o
+            .get("hash")
+            .map_or_else(|| "(null)".to_string(), json_c_text),
         // cryptsetup's digest validation does not look at these; a missing or mistyped
         // value reads as 0 / empty (the header loads and dumps) and the digest is unusable.
         iterations: o.get("iterations").and_then(as_u32).unwrap_or(0),
@@ -585,6 +589,48 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
             .and_then(b64_decode)
             .unwrap_or_default(),
     })
+}
+
+/// The text json-c's `json_object_get_string` gives for a value: strings as they are, other
+/// values as json-c's spaced JSON serialisation (`{ "a": [ 1, 2.5 ] }`).
+fn json_c_text(v: &Value) -> String {
+    fn spaced(v: &Value, out: &mut String) {
+        match v {
+            Value::Array(a) if a.is_empty() => out.push_str("[ ]"),
+            Value::Array(a) => {
+                out.push_str("[ ");
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    spaced(x, out);
+                }
+                out.push_str(" ]");
+            }
+            Value::Object(m) if m.is_empty() => out.push_str("{ }"),
+            Value::Object(m) => {
+                out.push_str("{ ");
+                for (i, (k, x)) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    out.push_str(&Value::String(k.clone()).to_string());
+                    out.push_str(": ");
+                    spaced(x, out);
+                }
+                out.push_str(" }");
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    match v {
+        Value::String(s) => s.clone(),
+        other => {
+            let mut out = String::new();
+            spaced(other, &mut out);
+            out
+        }
+    }
 }
 
 /// `LUKS2_array_remove`: drop the first element equal to `num` (a new array in cryptsetup,

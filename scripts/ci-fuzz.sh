@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The short CI fuzz run: every cargo-fuzz target for 15 s (scripts/fuzz.sh 15).
+#
+#   scripts/ci-fuzz.sh [SECONDS_PER_TARGET]
+#
+# On a fresh machine with only stable Rust and rustup it installs what it needs first: a
+# minimal nightly toolchain and cargo-fuzz. Without rustup it prints a SKIP line and exits 0.
+# Exits non-zero when any target finds a crash, an out-of-memory or a timeout (the input is
+# left in fuzz/artifacts/<target>/) or when the tools cannot be installed.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+secs="${1:-15}"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+if ! command -v rustup >/dev/null 2>&1; then
+    echo "SKIP: fuzz: rustup is not installed (cargo-fuzz needs a nightly toolchain)" >&2
+    exit 0
+fi
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+    echo "ci-fuzz: installing the nightly toolchain" >&2
+    rustup toolchain install nightly --profile minimal >&2
+fi
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "ci-fuzz: installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked >&2
+fi
+
+exec "$here/scripts/fuzz.sh" "$secs"

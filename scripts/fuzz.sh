@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# Run every cargo-fuzz target of lukskit for a fixed time and print the executions.
+#
+#   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]     (default 20 s, all targets)
+#
+# Needs a nightly toolchain and cargo-fuzz:
+#   rustup toolchain install nightly --profile minimal && cargo install cargo-fuzz
+# Seeds are made at run time (never copied into the repository from elsewhere): headers of
+# fresh `cryptsetup luksFormat` images (if cryptsetup is installed) and the first bytes of
+# the cryptsetup test images in ../shared/testdata (if present, for the runs only). The
+# committed corpora under fuzz/corpus/<target>/ are small minimised sets made by
+# `scripts/fuzz.sh --seed-corpus` from the fresh seeds and what the fuzzer found.
+# Each target runs with -rss_limit_mb=512 -timeout=10; a crash, timeout or out-of-memory
+# stops the script with a non-zero status and leaves the input in fuzz/artifacts/<target>/.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+fuzz="$here/fuzz"
+secs="${1:-20}"
+seed_only=0
+if [ "$secs" = "--seed-corpus" ]; then
+    seed_only=1
+    secs=0
+fi
+shift || true
+targets=("$@")
+if [ "${#targets[@]}" -eq 0 ]; then
+    targets=(luks1_header luks2_header cipher_spec)
+    if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
+        targets+=(nbd_request)
+    fi
+fi
+export CARGO_TARGET_DIR="${FUZZ_TARGET_DIR:-$fuzz/target}"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# --- seeds made at run time -----------------------------------------------------------
+seed_dir() { mkdir -p "$work/seeds/$1"; echo "$work/seeds/$1"; }
+
+# Valid NBD messages for the nbd_request target (layout in fuzz/fuzz_targets/nbd_request.rs:
+# byte 0 even = a 28-byte request header follows; odd = a 4-byte option number and its
+# payload follow). Written from the NBD protocol description, not copied from a capture.
+nbd_seeds() {
+    local d="$1" magic='\x25\x60\x95\x13' handle='\x00\x00\x00\x00\xde\xad\xbe\xef'
+    # request: mode, magic, flags (16), type (16), handle (64), offset (64), length (32)
+    printf '%b' "\x00$magic\x00\x00\x00\x00$handle\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x10\x00" >"$d/req-read"
+    printf '%b' "\x02$magic\x00\x01\x00\x01$handle\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x02\x00" >"$d/req-write-fua"
+    printf '%b' "\x04$magic\x00\x00\x00\x04$handle\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00" >"$d/req-trim"
+    printf '%b' "\x06$magic\x00\x02\x00\x06$handle\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x10\x00" >"$d/req-wzeroes"
+    printf '%b' "\x00$magic\x00\x00\x00\x03$handle\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" >"$d/req-flush"
+    printf '%b' "\x00$magic\x00\x00\x00\x02$handle\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" >"$d/req-disc"
+    # options: mode, option (32), payload
+    printf '\x01\x00\x00\x00\x01vol' >"$d/opt-export-name"
+    printf '\x01\x00\x00\x00\x02' >"$d/opt-abort"
+    printf '\x01\x00\x00\x00\x03' >"$d/opt-list"
+    printf '\x01\x00\x00\x00\x08' >"$d/opt-structured"
+    # NBD_OPT_GO/INFO: name length (32), name, count (16), items (16 each)
+    printf '\x01\x00\x00\x00\x07\x00\x00\x00\x03vol\x00\x02\x00\x03\x00\x01' >"$d/opt-go"
+    printf '\x01\x00\x00\x00\x06\x00\x00\x00\x00\x00\x00' >"$d/opt-info-default"
+    # option header (IHAVEOPT, NBD_OPT_GO, length 9); opt-list doubles as client flags 3
+    printf '\x01IHAVEOPT\x00\x00\x00\x07\x00\x00\x00\x09' >"$d/opt-header"
+}
+
+# Copy the start of a LUKS2 device to $2: both header copies (2 x hdr_size, read from the
+# primary binary header), at least 4 KiB and at most 64 KiB. The keyslot areas after them
+# are random key material that the luks2_header target never parses.
+luks2_cut() {
+    local hex n
+    hex="$(od -An -j8 -N8 -tx1 "$1" | tr -d ' \n')"
+    n=65536
+    if [ "${#hex}" = 16 ] && [ "${hex:0:10}" = 0000000000 ]; then
+        n=$((2 * 16#$hex))
+        [ "$n" -ge 4096 ] || n=4096
+        [ "$n" -le 65536 ] || n=65536
+    fi
+    head -c "$n" "$1" >"$2"
+}
+
+make_seeds() {
+    local l1 l2 cs td
+    l1="$(seed_dir luks1_header)"
+    l2="$(seed_dir luks2_header)"
+    cs="$(seed_dir cipher_spec)"
+    for s in aes-xts-plain64 aes-cbc-essiv:sha256 serpent-xts-plain64 twofish-cbc-plain \
+        aes-lrw-benbi aes aes-plain cipher_null 'capi:xts(aes)-plain64' aes:64-cbc-lmk \
+        aes-xts-essiv:sha256 camellia-xts-plain64 cast5-cbc-tcw 'capi:cbc(aes)-essiv:sha256'; do
+        printf '%s' "$s" >"$cs/$(printf '%s' "$s" | sha1sum | cut -c1-16)"
+    done
+    nbd_seeds "$(seed_dir nbd_request)"
+    if command -v cryptsetup >/dev/null; then
+        local i=0
+        printf 'fuzz' >"$work/key"
+        for args in "--type luks1" "--type luks2" "--type luks2 --luks2-metadata-size 32k --luks2-keyslots-size 1m" \
+            "--type luks2 --sector-size 512 -c serpent-cbc-essiv:sha256 -s 256" "--type luks1 -c twofish-cbc-plain -h sha1 -s 128"; do
+            i=$((i + 1))
+            truncate -s 20M "$work/img$i"
+            # shellcheck disable=SC2086
+            if cryptsetup luksFormat -q $args --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                -d "$work/key" "$work/img$i" 2>/dev/null; then
+                cryptsetup token add --key-description fuzz:seed "$work/img$i" 2>/dev/null || true
+                case "$args" in
+                *luks1*) head -c 592 "$work/img$i" >"$l1/fresh$i" ;;
+                *) luks2_cut "$work/img$i" "$l2/fresh$i" ;;
+                esac
+            fi
+            rm -f "$work/img$i"
+        done
+    else
+        echo "note: cryptsetup not installed; no fresh seeds" >&2
+    fi
+    td="$here/../shared/testdata/cryptsetup"
+    if [ -d "$td" ]; then
+        for f in "$td"/compatimage*.img.xz "$td"/evil_hdr-*.xz "$td"/luks2_*.img.xz; do
+            [ -e "$f" ] || continue
+            local b
+            b="$(basename "$f" .xz)"
+            xz -dc "$f" 2>/dev/null | head -c 65536 >"$work/hdr" || true
+            if [ "$(head -c 6 "$work/hdr" | od -An -tx1 | tr -d ' ')" = "4c554b53babe" ] &&
+                [ "$(head -c 8 "$work/hdr" | tail -c 2 | od -An -tx1 | tr -d ' ')" = "0001" ]; then
+                head -c 592 "$work/hdr" >"$l1/td-$b"
+            else
+                luks2_cut "$work/hdr" "$l2/td-$b"
+            fi
+        done
+    else
+        echo "SKIP: ../shared/testdata/cryptsetup is absent; seeding from fresh images only" >&2
+    fi
+}
+
+make_seeds
+
+if [ "$seed_only" = 1 ]; then
+    # Minimise the run-time seeds (plus what is committed) into the committed corpora.
+    # Nothing cut from ../shared/testdata goes into the repository: those seeds are only
+    # used for the fixed-time runs.
+    rm -f "$work"/seeds/*/td-*
+    for t in "${targets[@]}"; do
+        mkdir -p "$fuzz/corpus/$t" "$work/min-$t"
+        (cd "$fuzz" && cargo +nightly fuzz run -O "$t" "$work/min-$t" "$fuzz/corpus/$t" \
+            "$work/seeds/$t" -- -merge=1 -rss_limit_mb=512 -timeout=10 -max_len=65536) \
+            >"$work/merge-$t.log" 2>&1 || { cat "$work/merge-$t.log"; exit 1; }
+        rm -f "$fuzz/corpus/$t"/*
+        cp "$work/min-$t"/* "$fuzz/corpus/$t/" 2>/dev/null || true
+        echo "$t: $(find "$fuzz/corpus/$t" -type f | wc -l) corpus files"
+    done
+    exit 0
+fi
+
+# --- fixed-time runs -------------------------------------------------------------------
+for t in "${targets[@]}"; do
+    (cd "$fuzz" && cargo +nightly fuzz build -O "$t") >&2
+done
+status=0
+for t in "${targets[@]}"; do
+    mkdir -p "$fuzz/corpus/$t" "$work/run-$t" "$fuzz/artifacts/$t"
+    cp "$fuzz/corpus/$t"/* "$work/run-$t/" 2>/dev/null || true
+    cp "$work/seeds/$t"/* "$work/run-$t/" 2>/dev/null || true
+    log="$work/$t.log"
+    if (cd "$fuzz" && cargo +nightly fuzz run -O "$t" "$work/run-$t" -- \
+        -max_total_time="$secs" -rss_limit_mb=512 -timeout=10 -max_len=65536 \
+        -print_final_stats=1 -artifact_prefix="$fuzz/artifacts/$t/") >"$log" 2>&1; then
+        result=ok
+    else
+        result=FAILED
+        status=1
+        tail -n 40 "$log" >&2
+    fi
+    execs="$(grep -m1 '^stat::number_of_executed_units' "$log" | awk '{print $2}')"
+    cov="$(grep -E '^#[0-9]+' "$log" | tail -1 | grep -o 'cov: [0-9]*' || true)"
+    echo "fuzz $t: ${secs}s, ${execs:-?} executions, ${cov:-cov: ?}, $result"
+done
+exit $status
