@@ -119,9 +119,14 @@ fn setup(
     let mut volume = DataVolume::open(&config.device, layout, &key, !config.read_only)
         .map_err(|e| RuntimeError::new(e.kind.exit_code(), e.message))?;
     drop(key);
-    // Ciphertext should not sit in the page cache beside the plaintext the kernel caches
-    // above us: bypass it where the backing file system allows.
-    volume.use_direct_io();
+    // Behind the FUSE file and loop device, the kernel caches the plaintext above us:
+    // the ciphertext should not sit in the page cache a second time, so bypass it where
+    // the backing file system allows. An NBD export keeps the page cache (as qemu-nbd's
+    // and nbdkit's defaults do): its clients are often other machines, and writes become
+    // durable at the client's FLUSH or FUA either way.
+    if config.nbd.is_none() {
+        volume.use_direct_io();
+    }
     let discards = if config.allow_discards {
         Discards::Allow
     } else {

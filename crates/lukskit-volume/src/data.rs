@@ -492,11 +492,12 @@ impl DataVolume {
         let ss = self.layout.sector_size as u64;
         let mut pos = offset;
         let mut done = 0usize;
-        let mut sector = [0u8; MAX_SECTOR];
-        let sector = &mut sector[..ss as usize];
-        // Unaligned head (or a request inside one sector).
+        // Unaligned head (or a request inside one sector). The sector buffer is only set up
+        // (zeroed) for partial sectors: aligned requests, the common case, skip it.
         let head = pos % ss;
         if head != 0 && !buf.is_empty() {
+            let mut sector = [0u8; MAX_SECTOR];
+            let sector = &mut sector[..ss as usize];
             let base = pos - head;
             self.read_sector(sector, base)?;
             let n = ((ss - head) as usize).min(buf.len());
@@ -515,6 +516,8 @@ impl DataVolume {
         }
         // Unaligned tail.
         if done < buf.len() {
+            let mut sector = [0u8; MAX_SECTOR];
+            let sector = &mut sector[..ss as usize];
             self.read_sector(sector, pos)?;
             let n = buf.len() - done;
             buf[done..].copy_from_slice(&sector[..n]);
