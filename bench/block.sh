@@ -159,9 +159,13 @@ qemu_pair() { # qemu-nbd options... -> "read_s write_s"
 }
 # Its default cache mode (writeback: the page cache, as lukskit's NBD export) is the
 # comparison; --cache=none (O_DIRECT) is shown beside it.
-read -r qr qw < <(qemu_pair)
+# (Command substitution, not `read < <(...)`: it waits until the server has exited and
+# removed its socket, before the next one binds the same path.)
+pair=$(qemu_pair)
+read -r qr qw <<<"$pair"
 log "  qemu-nbd: read $qr s, write $qw s"
-read -r qdr qdw < <(qemu_pair --cache=none --aio=native)
+pair=$(qemu_pair --cache=none --aio=native)
+read -r qdr qdw <<<"$pair"
 log "  qemu-nbd --cache=none: read $qdr s, write $qdw s"
 
 rm -f "$sock"

@@ -32,6 +32,8 @@ if ! command -v qemu-img >/dev/null; then
     fi
 fi
 
+# The source state measured, taken before this script rewrites BENCHMARKS.md and bench/block.*.
+revision="$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$repo" && git diff --quiet -- . ':!BENCHMARKS.md' ':!bench/block.md' ':!bench/block.svg' 2>/dev/null || echo ' (with uncommitted changes)')"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 log "building lukskit (release)"
 if ! build_log=$(cd "$repo" && cargo build --release -q -p lukskit-cli 2>&1); then
@@ -162,7 +164,7 @@ cpus=$(nproc)
     echo "* Kernel: $(uname -r); $(openssl version | cut -d' ' -f1-2); $(qemu-img --version 2>/dev/null | head -1 || echo 'qemu-img absent')"
     echo "* Load average (1/5/15 min) at start: $load_start, at end: $load_end — figures are only"
     echo "  meaningful when nothing else runs (load well below the number of CPUs)"
-    echo "* lukskit: $(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$repo" && git diff --quiet 2>/dev/null || echo ' (with uncommitted changes)'), release build"
+    echo "* lukskit: $revision, release build"
     echo
     echo "## Sector engine (memory only)"
     echo
