@@ -10,7 +10,6 @@
 mod common;
 use common::*;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -145,49 +144,6 @@ fn open(m: &Mapping, img: &str, key: &str, extra: &[&str]) {
     let mut args = vec!["open", img, &m.name, "-d", key];
     args.extend_from_slice(extra);
     lukskit(&args, b"").ok(&format!("open {args:?}"));
-}
-
-/// Write `data` at `offset` of a block device with O_DIRECT and fsync.
-fn write_direct(dev: &str, offset: u64, data: &[u8]) -> std::io::Result<()> {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(dev)?;
-    let mut buf = AlignedBuf::new(data.len());
-    buf.as_mut().copy_from_slice(data);
-    f.seek(SeekFrom::Start(offset))?;
-    f.write_all(buf.as_mut())?;
-    f.sync_all()
-}
-
-fn read_direct(dev: &str, offset: u64, len: usize) -> Vec<u8> {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(dev)
-        .unwrap();
-    let mut buf = AlignedBuf::new(len);
-    f.seek(SeekFrom::Start(offset)).unwrap();
-    f.read_exact(buf.as_mut()).unwrap();
-    buf.as_mut().to_vec()
-}
-
-/// A 4096-byte aligned buffer for O_DIRECT.
-struct AlignedBuf {
-    v: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedBuf {
-    fn new(len: usize) -> Self {
-        let v = vec![0u8; len + 4096];
-        let start = (4096 - (v.as_ptr() as usize % 4096)) % 4096;
-        AlignedBuf { v, start, len }
-    }
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.v[self.start..self.start + self.len]
-    }
 }
 
 #[test]

@@ -24,6 +24,8 @@
 //! tests/refvm/matrix/matrix.sh work.img` in that directory.
 
 mod common;
+mod refvm_common;
+use refvm_common::{prepare, refvm_dir, run_sh, skip_reason};
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -31,7 +33,6 @@ use std::fs::File;
 use std::io::Write as _;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 const MIB: u64 = 1 << 20;
@@ -423,75 +424,12 @@ fn key_material(c: &Case) -> Vec<u8> {
     pseudo_random(0x6b65_7973_0000_0000 + c.id as u64, KEY_SLOT as usize)
 }
 
-fn refvm_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/refvm")
-}
-
 /// Output to the real stderr, visible without `--nocapture` (the table and the summary are
 /// the point of this test).
 fn say(s: &str) {
     let mut e = std::io::stderr().lock();
     let _ = e.write_all(s.as_bytes());
     let _ = e.write_all(b"\n");
-}
-
-struct VmRun {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run_sh(args: &[&std::ffi::OsStr]) -> VmRun {
-    let out = Command::new("bash")
-        .arg(refvm_dir().join("run.sh"))
-        .args(args)
-        .env_remove("LUKSKIT_BIN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("cannot run bash tests/refvm/run.sh");
-    VmRun {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn skip_reason(r: &VmRun) -> String {
-    r.stderr
-        .lines()
-        .rev()
-        .find(|l| l.contains("SKIP:"))
-        .unwrap_or(r.stderr.trim())
-        .to_string()
-}
-
-/// Downloads and builds what the VM needs; `Err(reason)` means skip.
-fn prepare() -> Result<(), String> {
-    if std::env::var("LUKSKIT_REFVM").as_deref() == Ok("0") {
-        return Err("LUKSKIT_REFVM=0".into());
-    }
-    if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
-        return Err("the reference VM needs an x86_64 Linux host".into());
-    }
-    if Command::new("bash")
-        .args(["-c", "true"])
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        return Err("bash not found".into());
-    }
-    let r = run_sh(&["--prepare".as_ref()]);
-    match r.code {
-        0 => Ok(()),
-        77 => Err(skip_reason(&r)),
-        _ => panic!(
-            "tests/refvm/run.sh --prepare failed ({}): {}{}",
-            r.code, r.stdout, r.stderr
-        ),
-    }
 }
 
 /// A byte range of the work disk.
@@ -908,16 +846,19 @@ fn kernel_and_lukskit_agree_on_every_spec() {
     let script = refvm_dir().join("matrix/matrix.sh");
     let copy_plan = format!("{}:/refvm/files/plan", path_str(&plan_file));
     let copy_keys = format!("{}:/refvm/files/keys", path_str(&keys_file));
-    let r = run_sh(&[
-        "--timeout".as_ref(),
-        "1200".as_ref(),
-        "--copy".as_ref(),
-        copy_plan.as_ref(),
-        "--copy".as_ref(),
-        copy_keys.as_ref(),
-        script.as_os_str(),
-        disk_path.as_os_str(),
-    ]);
+    let r = run_sh(
+        &[
+            "--timeout".as_ref(),
+            "1200".as_ref(),
+            "--copy".as_ref(),
+            copy_plan.as_ref(),
+            "--copy".as_ref(),
+            copy_keys.as_ref(),
+            script.as_os_str(),
+            disk_path.as_os_str(),
+        ],
+        false,
+    );
     if r.code == 77 {
         say(&format!(
             "SKIP: refvm_matrix: reference VM not available: {}",

@@ -19,8 +19,8 @@
 
 mod common;
 use common::*;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::io::Read;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -86,49 +86,6 @@ impl Drop for Mapping {
         }
         let _ = lukskit(&["close", &self.name], b"");
     }
-}
-
-/// A 4096-byte aligned buffer for O_DIRECT.
-struct AlignedBuf {
-    v: Vec<u8>,
-    start: usize,
-    len: usize,
-}
-
-impl AlignedBuf {
-    fn new(len: usize) -> Self {
-        let v = vec![0u8; len + 4096];
-        let start = (4096 - (v.as_ptr() as usize % 4096)) % 4096;
-        AlignedBuf { v, start, len }
-    }
-    fn as_mut(&mut self) -> &mut [u8] {
-        &mut self.v[self.start..self.start + self.len]
-    }
-}
-
-fn write_direct(dev: &str, offset: u64, data: &[u8]) {
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(dev)
-        .unwrap();
-    let mut buf = AlignedBuf::new(data.len());
-    buf.as_mut().copy_from_slice(data);
-    f.seek(SeekFrom::Start(offset)).unwrap();
-    f.write_all(buf.as_mut()).unwrap();
-    f.sync_all().unwrap();
-}
-
-fn read_direct(dev: &str, offset: u64, len: usize) -> Vec<u8> {
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(dev)
-        .unwrap();
-    let mut buf = AlignedBuf::new(len);
-    f.seek(SeekFrom::Start(offset)).unwrap();
-    f.read_exact(buf.as_mut()).unwrap();
-    buf.as_mut().to_vec()
 }
 
 /// `len` random bytes from the kernel.
@@ -258,7 +215,7 @@ fn suspend_wipes_the_volume_key_from_the_server() {
     };
     lukskit(&["open", &img, &m.name, "-d", &pass], b"").ok("open");
     let data = random(64 << 10);
-    write_direct(&m.dev(), 1 << 20, &data);
+    write_direct(&m.dev(), 1 << 20, &data).unwrap();
     assert!(read_direct(&m.dev(), 1 << 20, data.len()) == data);
     let pid = m.pid();
 
@@ -319,7 +276,7 @@ fn suspend_wipes_the_volume_key_from_the_server() {
         lukskit(&["luksResume", &m.name, "-d", &pass], b"").ok("luksResume");
         assert!(read_direct(&m.dev(), 1 << 20, data.len()) == data);
         let more = random(8192);
-        write_direct(&m.dev(), 0, &more);
+        write_direct(&m.dev(), 0, &more).unwrap();
         assert!(read_direct(&m.dev(), 0, more.len()) == more);
     }
     lukskit(&["close", &m.name], b"").ok("close");

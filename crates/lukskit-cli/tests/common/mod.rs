@@ -189,3 +189,53 @@ pub fn sparse(dir: &Path, name: &str, size: u64) -> String {
     f.set_len(size).unwrap();
     p.to_str().unwrap().to_string()
 }
+
+/// A 4096-byte aligned buffer for O_DIRECT.
+pub struct AlignedBuf {
+    v: Vec<u8>,
+    start: usize,
+    len: usize,
+}
+
+impl AlignedBuf {
+    /// `len` zero bytes starting at a 4096-byte boundary.
+    pub fn new(len: usize) -> Self {
+        let v = vec![0u8; len + 4096];
+        let start = (4096 - (v.as_ptr() as usize % 4096)) % 4096;
+        AlignedBuf { v, start, len }
+    }
+    /// The aligned bytes.
+    pub fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.v[self.start..self.start + self.len]
+    }
+}
+
+/// Write `data` at `offset` of a block device with O_DIRECT and fsync.
+pub fn write_direct(dev: &str, offset: u64, data: &[u8]) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)?;
+    let mut buf = AlignedBuf::new(data.len());
+    buf.as_mut().copy_from_slice(data);
+    f.seek(SeekFrom::Start(offset))?;
+    f.write_all(buf.as_mut())?;
+    f.sync_all()
+}
+
+/// Read `len` bytes at `offset` of a block device with O_DIRECT (panics on error).
+pub fn read_direct(dev: &str, offset: u64, len: usize) -> Vec<u8> {
+    use std::io::{Read, Seek, SeekFrom};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(dev)
+        .unwrap();
+    let mut buf = AlignedBuf::new(len);
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.read_exact(buf.as_mut()).unwrap();
+    buf.as_mut().to_vec()
+}

@@ -38,6 +38,16 @@ pub fn run_sh(args: &[&std::ffi::OsStr], with_lukskit: bool) -> VmRun {
     }
 }
 
+/// Why `run.sh` skipped (exit 77): its last `SKIP:` line, else all of its stderr.
+pub fn skip_reason(r: &VmRun) -> String {
+    r.stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("SKIP:"))
+        .unwrap_or(r.stderr.trim())
+        .to_string()
+}
+
 /// Download and build what the VM needs; `Err(reason)` means the caller skips.
 pub fn prepare() -> Result<(), String> {
     if std::env::var("LUKSKIT_REFVM").as_deref() == Ok("0") {
@@ -57,13 +67,7 @@ pub fn prepare() -> Result<(), String> {
     let r = run_sh(&["--prepare".as_ref()], false);
     match r.code {
         0 => Ok(()),
-        77 => Err(r
-            .stderr
-            .lines()
-            .rev()
-            .find(|l| l.contains("SKIP:"))
-            .unwrap_or(r.stderr.trim())
-            .to_string()),
+        77 => Err(skip_reason(&r)),
         _ => panic!(
             "tests/refvm/run.sh --prepare failed ({}): {}{}",
             r.code, r.stdout, r.stderr
