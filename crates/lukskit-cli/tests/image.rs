@@ -345,62 +345,6 @@ fn errors_are_clear() {
     assert!(r.stderr.contains("is not a valid LUKS device"));
 }
 
-/// Decrypt `n` sectors of `img` (data at `data_off`, IV offset `iv_off` in 512-byte
-/// sectors) with Python's `cryptography`; None (and a SKIP line) when unavailable.
-fn python_decrypt(
-    mode: &str,
-    key: &[u8],
-    sector: usize,
-    data_off: u64,
-    img: &str,
-    iv_off: u64,
-    n: usize,
-) -> Option<Vec<u8>> {
-    const SCRIPT: &str = r#"
-import sys, hashlib
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-mode, keyhex, ss, off, img, ivoff, n = sys.argv[1:8]
-key = bytes.fromhex(keyhex); ss = int(ss); off = int(off); ivoff = int(ivoff); n = int(n)
-data = open(img, 'rb').read()[off:off + ss * n]
-out = b''
-for i in range(n):
-    unit = data[i * ss:(i + 1) * ss]
-    s = i * ss // 512 + ivoff  # dm-crypt: 512-byte sector number, no iv_large_sectors
-    if mode == 'xts':
-        d = Cipher(algorithms.AES(key), modes.XTS(s.to_bytes(16, 'little'))).decryptor()
-    else:
-        salt = hashlib.sha256(key).digest()
-        e = Cipher(algorithms.AES(salt), modes.ECB()).encryptor()
-        iv = e.update(s.to_bytes(8, 'little') + bytes(8)) + e.finalize()
-        d = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
-    out += d.update(unit) + d.finalize()
-sys.stdout.buffer.write(out)
-"#;
-    let probe = Command::new("python3")
-        .args(["-c", "import cryptography"])
-        .output();
-    if !matches!(probe, Ok(ref o) if o.status.success()) {
-        eprintln!("SKIP independent decryption: python3 with 'cryptography' is not available");
-        return None;
-    }
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            SCRIPT,
-            mode,
-            &hex::encode(key),
-            &sector.to_string(),
-            &data_off.to_string(),
-            img,
-            &iv_off.to_string(),
-            &n.to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    Some(o.stdout)
-}
-
 /// Data segment offset of a LUKS image as cryptsetup reports it.
 fn cryptsetup_offset(img: &str) -> u64 {
     let r = cryptsetup(&["luksDump", img], b"").unwrap().ok("luksDump");

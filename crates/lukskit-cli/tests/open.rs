@@ -8,113 +8,14 @@
 //! assertion fails.
 
 mod common;
+use common::mapping::*;
 use common::*;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
-/// True when this machine can open mappings (root, /dev/fuse, loop devices).
-fn capable(test: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP {test}: needs root");
-        return false;
-    }
-    for p in ["/dev/fuse", "/dev/loop-control"] {
-        if !Path::new(p).exists() {
-            eprintln!("SKIP {test}: {p} is missing");
-            return false;
-        }
-    }
-    true
-}
-
-fn have_tool(test: &str, tool: &str) -> bool {
-    let ok = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIP {test}: {tool} is not installed");
-    }
-    ok
-}
-
-/// An open mapping (or one about to be opened): closed, with its mount point unmounted,
-/// when dropped.
-struct Mapping {
-    name: String,
-    mnt: Option<PathBuf>,
-}
-
-impl Mapping {
-    fn new(test: &str) -> Mapping {
-        Mapping {
-            name: format!("lkt-{test}-{}", std::process::id()),
-            mnt: None,
-        }
-    }
-    fn dev(&self) -> String {
-        format!("/dev/mapper/{}", self.name)
-    }
-    fn pid(&self) -> u32 {
-        let s = std::fs::read_to_string(format!("/run/lukskit/{}/state.json", self.name))
-            .expect("state file");
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
-        v["pid"].as_u64().unwrap() as u32
-    }
-    fn mount(&mut self, dir: &Path) {
-        let m = dir.join("mnt");
-        std::fs::create_dir_all(&m).unwrap();
-        sh(&format!("mount {} {}", self.dev(), m.display()));
-        self.mnt = Some(m);
-    }
-    fn umount(&mut self) {
-        if let Some(m) = self.mnt.take() {
-            sh(&format!("umount {}", m.display()));
-        }
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        if let Some(m) = self.mnt.take() {
-            let _ = Command::new("umount").arg("-l").arg(&m).status();
-        }
-        if Path::new(&format!("/run/lukskit/{}", self.name)).exists() {
-            let r = lukskit(&["close", &self.name], b"");
-            if r.code != 0 {
-                let _ = lukskit(&["luksResume", &self.name, "-d", "/dev/null"], b"");
-                if let Ok(s) =
-                    std::fs::read_to_string(format!("/run/lukskit/{}/state.json", self.name))
-                {
-                    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&s) {
-                        if let Some(pid) = v["pid"].as_i64() {
-                            // SAFETY: kill with a pid read from our own state file.
-                            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                            std::thread::sleep(Duration::from_millis(200));
-                        }
-                    }
-                }
-                let _ = lukskit(&["close", &self.name], b"");
-            }
-        }
-    }
-}
-
-fn sh(cmd: &str) -> String {
-    let o = Command::new("sh").args(["-c", cmd]).output().unwrap();
-    assert!(
-        o.status.success(),
-        "{cmd} failed: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// Deterministic pseudo-random bytes.
 fn pattern(len: usize, seed: u64) -> Vec<u8> {
@@ -224,51 +125,6 @@ fn luks2_mkfs_mount_close_reopen_verify() {
     m.umount();
 }
 
-/// Decrypt `n` AES-XTS sectors of `img` with Python's `cryptography` (dm-crypt plain64
-/// IVs: the 512-byte sector number).
-fn python_xts_decrypt(
-    key_hex: &str,
-    sector: usize,
-    data_off: u64,
-    img: &str,
-    n: usize,
-) -> Option<Vec<u8>> {
-    const SCRIPT: &str = r#"
-import sys
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-keyhex, ss, off, img, n = sys.argv[1:6]
-key = bytes.fromhex(keyhex); ss = int(ss); off = int(off); n = int(n)
-data = open(img, 'rb').read()[off:off + ss * n]
-out = b''
-for i in range(n):
-    s = i * ss // 512
-    d = Cipher(algorithms.AES(key), modes.XTS(s.to_bytes(16, 'little'))).decryptor()
-    out += d.update(data[i * ss:(i + 1) * ss]) + d.finalize()
-sys.stdout.buffer.write(out)
-"#;
-    let probe = Command::new("python3")
-        .args(["-c", "import cryptography"])
-        .output();
-    if !matches!(probe, Ok(ref o) if o.status.success()) {
-        eprintln!("SKIP independent decryption: python3 with 'cryptography' is not available");
-        return None;
-    }
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            SCRIPT,
-            key_hex,
-            &sector.to_string(),
-            &data_off.to_string(),
-            img,
-            &n.to_string(),
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    Some(o.stdout)
-}
-
 fn status_field(status: &str, field: &str) -> u64 {
     status
         .lines()
@@ -313,7 +169,15 @@ fn cryptsetup_made_volumes_open_and_match() {
         drop(m);
         // Independent check: cryptsetup's volume key, Python's AES-XTS.
         let vk = volume_key_with("cryptsetup", &img, &key, &[]);
-        if let Some(plain) = python_xts_decrypt(&vk, ss, off, &img, (1 << 20) / ss) {
+        if let Some(plain) = python_decrypt(
+            "xts",
+            &hex::decode(&vk).unwrap(),
+            ss,
+            off,
+            &img,
+            0,
+            (1 << 20) / ss,
+        ) {
             assert!(
                 plain == data,
                 "{kind} {extra:?}: ciphertext does not decrypt to what was written"
@@ -344,7 +208,7 @@ fn kill_9_then_close_cleans_up_and_flushed_data_survives() {
     sh("sync");
     let pid = m.pid();
     // SAFETY: killing the serving process of our own mapping.
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    unsafe { libc::kill(pid, libc::SIGKILL) };
     let start = Instant::now();
     while Path::new(&format!("/proc/{pid}")).exists() && start.elapsed() < Duration::from_secs(5) {
         std::thread::sleep(Duration::from_millis(20));
@@ -473,7 +337,15 @@ fn plain_mode_matches_image_decrypt_and_python() {
     lukskit(&["close", &m.name], b"").ok("close");
     // Key file = the raw key in plain mode: decrypt independently.
     let vk = hex_of(&pattern(64, 3));
-    if let Some(plain) = python_xts_decrypt(&vk, 4096, 2048 * 512, &img, 1 + (1 << 20) / 4096) {
+    if let Some(plain) = python_decrypt(
+        "xts",
+        &hex::decode(&vk).unwrap(),
+        4096,
+        2048 * 512,
+        &img,
+        0,
+        1 + (1 << 20) / 4096,
+    ) {
         assert!(plain[4096..] == data[..], "plain-mode ciphertext mismatch");
     }
 }

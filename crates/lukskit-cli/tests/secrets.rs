@@ -18,75 +18,10 @@
 //! Needs root, /dev/fuse and loop devices; prints a SKIP line and passes otherwise.
 
 mod common;
+use common::mapping::*;
 use common::*;
 use std::io::Read;
 use std::os::unix::fs::FileExt;
-use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
-
-/// True when this machine can open mappings (root, /dev/fuse, loop devices, losetup).
-fn capable(test: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP {test}: needs root");
-        return false;
-    }
-    for p in ["/dev/fuse", "/dev/loop-control"] {
-        if !Path::new(p).exists() {
-            eprintln!("SKIP {test}: {p} is missing");
-            return false;
-        }
-    }
-    let losetup = Command::new("sh")
-        .args(["-c", "command -v losetup"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !losetup {
-        eprintln!("SKIP {test}: losetup is not installed");
-        return false;
-    }
-    true
-}
-
-/// An open mapping, closed (resumed first if need be, killed as a last resort) when dropped.
-struct Mapping {
-    name: String,
-}
-
-impl Mapping {
-    fn dev(&self) -> String {
-        format!("/dev/mapper/{}", self.name)
-    }
-    fn pid(&self) -> i32 {
-        let s = std::fs::read_to_string(format!("/run/lukskit/{}/state.json", self.name))
-            .expect("state file");
-        let v: serde_json::Value = serde_json::from_str(&s).unwrap();
-        v["pid"].as_i64().expect("pid in state file") as i32
-    }
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        if !Path::new(&format!("/run/lukskit/{}", self.name)).exists() {
-            return;
-        }
-        if lukskit(&["close", &self.name], b"").code == 0 {
-            return;
-        }
-        if let Ok(s) = std::fs::read_to_string(format!("/run/lukskit/{}/state.json", self.name)) {
-            if let Some(pid) = serde_json::from_str::<serde_json::Value>(&s)
-                .ok()
-                .and_then(|v| v["pid"].as_i64())
-            {
-                // SAFETY: kill with a pid read from our own mapping's state file.
-                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-                std::thread::sleep(Duration::from_millis(300));
-            }
-        }
-        let _ = lukskit(&["close", &self.name], b"");
-    }
-}
 
 /// `len` random bytes from the kernel.
 fn random(len: usize) -> Vec<u8> {
@@ -167,7 +102,7 @@ fn scan(pid: i32, needles: &[&[u8]]) -> Scan {
 #[test]
 fn suspend_wipes_the_volume_key_from_the_server() {
     let t = "secrets_suspend";
-    if !capable(t) {
+    if !capable(t) || !have_tool(t, "losetup") {
         return;
     }
     if !std::arch::is_x86_feature_detected!("aes") {
@@ -210,9 +145,7 @@ fn suspend_wipes_the_volume_key_from_the_server() {
         assert_eq!(dumped, hex(&vk), "cryptsetup reads another volume key");
     }
 
-    let m = Mapping {
-        name: format!("lkt-secrets-{}", std::process::id()),
-    };
+    let m = Mapping::new("secrets");
     lukskit(&["open", &img, &m.name, "-d", &pass], b"").ok("open");
     let data = random(64 << 10);
     write_direct(&m.dev(), 1 << 20, &data).unwrap();

@@ -489,16 +489,23 @@ fn control(name: &str, line: &str, payload: &[u8]) -> Result<()> {
     }
 }
 
-/// `luksSuspend NAME`.
-pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
-    need_args(args, 1, 1, "<name>")?;
-    let name = &args[0];
+/// The state of the active mapping `name`, which must be a LUKS one (suspend and resume
+/// need a header to unlock again).
+fn luks_state(name: &str) -> Result<State> {
     let st = active_state(name)?;
     if st.config.kind == "PLAIN" {
         return Err(VolumeError::invalid(format!(
             "Device {name} is not a LUKS device."
         )));
     }
+    Ok(st)
+}
+
+/// `luksSuspend NAME`.
+pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<name>")?;
+    let name = &args[0];
+    luks_state(name)?;
     control(name, "suspend", &[])
 }
 
@@ -507,12 +514,7 @@ pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
 pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let name = &args[0];
-    let st = active_state(name)?;
-    if st.config.kind == "PLAIN" {
-        return Err(VolumeError::invalid(format!(
-            "Device {name} is not a LUKS device."
-        )));
-    }
+    let st = luks_state(name)?;
     let reply =
         runtime::request(name, "status", &[], Some(Duration::from_secs(5))).map_err(rt_err)?;
     match reply {
