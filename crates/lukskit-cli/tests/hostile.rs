@@ -958,6 +958,30 @@ fn regressions_luks2() -> Vec<(&'static str, Vec<Op>)> {
         ),
         // A digest without its salt still dumps (an empty salt), and opens nothing.
         ("t-digest-no-salt", vec![Op::Del("/digests/0/salt".into())]),
+        // Digest iterations are read with json_object_get_int64 into an unsigned int: a
+        // string's leading number counts, 64-bit values wrap, `true` is 1.
+        (
+            "t-digest-iterations-string",
+            vec![Op::Set("/digests/0/iterations".into(), json!(" 1000x"))],
+        ),
+        (
+            "t-digest-iterations-wrap",
+            vec![Op::Set(
+                "/digests/0/iterations".into(),
+                json!(4_294_968_296u64),
+            )],
+        ),
+        (
+            "t-digest-iterations-negative-wrap",
+            vec![Op::Set(
+                "/digests/0/iterations".into(),
+                json!(-4_294_966_296i64),
+            )],
+        ),
+        (
+            "t-digest-iterations-true",
+            vec![Op::Set("/digests/0/iterations".into(), json!(true))],
+        ),
         // json-c's nesting limit (32 levels): 30 arrays under config load, 31 do not.
         (
             "t-nested-30",

@@ -408,7 +408,15 @@ fn b64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u8>>
 /// "invalid" priority, which cryptsetup dumps as such and never tries unless asked for the
 /// keyslot by number.
 fn priority_of(v: &Value) -> u32 {
-    let n: i64 = match v {
+    let n = json_c_int64(v).clamp(i64::from(i32::MIN), i64::from(i32::MAX));
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// A value as json-c's `json_object_get_int64` reads it: integers as they are (above
+/// `i64::MAX`: `i64::MAX`), doubles truncated (saturating), a string's leading decimal
+/// number, `true` = 1, anything else 0.
+fn json_c_int64(v: &Value) -> i64 {
+    match v {
         Value::Number(n) => n
             .as_i64()
             .or_else(|| n.as_u64().map(|_| i64::MAX))
@@ -417,9 +425,7 @@ fn priority_of(v: &Value) -> u32 {
         Value::Bool(b) => i64::from(*b),
         Value::String(s) => leading_int(s),
         _ => 0,
-    };
-    let n = n.clamp(i64::from(i32::MIN), i64::from(i32::MAX));
-    u32::try_from(n).unwrap_or(u32::MAX)
+    }
 }
 
 /// `strtoll(s, NULL, 10)`: optional leading white space and sign, then digits; 0 if none.
@@ -579,9 +585,11 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
         hash: o
             .get("hash")
             .map_or_else(|| "(null)".to_string(), json_c_text),
-        // cryptsetup's digest validation does not look at these; a missing or mistyped
-        // value reads as 0 / empty (the header loads and dumps) and the digest is unusable.
-        iterations: o.get("iterations").and_then(as_u32).unwrap_or(0),
+        // cryptsetup's digest validation does not look at these. It reads the iterations
+        // as an `unsigned int` from `json_object_get_int64` (so `"1000"` is 1000 and
+        // 2^32 + 1000 wraps to 1000); a missing value or one that reads as 0 leaves the
+        // digest unusable, as does a missing or mistyped salt or digest (empty).
+        iterations: o.get("iterations").map_or(0, |v| json_c_int64(v) as u32),
         salt: o
             .get("salt")
             .and_then(Value::as_str)
