@@ -982,6 +982,15 @@ fn regressions_luks2() -> Vec<(&'static str, Vec<Op>)> {
             "t-digest-iterations-true",
             vec![Op::Set("/digests/0/iterations".into(), json!(true))],
         ),
+        // -1 iterations reads as 2^32 - 1: cryptsetup refuses a salt that is not base64
+        // before it runs PBKDF2 (found by the random test, seed 1795445909995276565).
+        (
+            "t-digest-bad-salt-huge-iterations",
+            vec![
+                Op::Set("/digests/0/salt".into(), json!("!!not base64!!")),
+                Op::Set("/digests/0/iterations".into(), json!(-1)),
+            ],
+        ),
         // json-c's nesting limit (32 levels): 30 arrays under config load, 31 do not.
         (
             "t-nested-30",

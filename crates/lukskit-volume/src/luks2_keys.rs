@@ -64,6 +64,15 @@ pub fn digest_matches(d: &Digest, vk: &[u8]) -> Result<bool> {
             d.id
         )));
     }
+    // Every check comes before the PBKDF2 run, as in cryptsetup's `PBKDF2_digest_verify`: a
+    // hostile header must not make us compute (up to 2^32 - 1 iterations) for a digest that
+    // cannot match. A salt that is not base64 or not 32 bytes loads as unusable.
+    if d.salt.len() != luks2::SALT_SIZE {
+        return Err(VolumeError::invalid(format!(
+            "Digest {} has an invalid salt.",
+            d.id
+        )));
+    }
     if d.digest.len() != 20 && d.digest.len() != h.digest_size() {
         return Err(VolumeError::invalid(format!(
             "Digest {} has an invalid length.",
