@@ -7,9 +7,16 @@
 //! for tests of the exposures alone.
 
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
+use lukskit_volume::ring::SectorRing;
 use lukskit_volume::VolumeError;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+
+/// Completion of an asynchronous read: the bytes read, or the error. Called exactly once,
+/// possibly on another thread.
+pub type ReadDone = Box<dyn FnOnce(io::Result<&[u8]>) + Send>;
+/// Completion of an asynchronous write. Called exactly once, possibly on another thread.
+pub type WriteDone = Box<dyn FnOnce(io::Result<()>) + Send>;
 
 /// A block device's contents, shared by all the threads of an exposure.
 pub trait BlockBackend: Send + Sync {
@@ -23,6 +30,26 @@ pub trait BlockBackend: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// Write `buf` at `offset` (any alignment; must lie inside the device).
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
+    /// Whether small requests can be queued with [`BlockBackend::try_read_async`] and
+    /// [`BlockBackend::try_write_async`].
+    fn queues_async(&self) -> bool {
+        false
+    }
+    /// Start reading `len` bytes at `offset` without waiting for the backing store; `done`
+    /// gets the bytes. Returns `done` back when the request cannot be queued (backends
+    /// without asynchronous I/O, requests it does not take): the caller then uses
+    /// [`BlockBackend::read_at`].
+    fn try_read_async(&self, offset: u64, len: usize, done: ReadDone) -> Result<(), ReadDone> {
+        let _ = (offset, len);
+        Err(done)
+    }
+    /// Start writing `data` at `offset`; `done` runs once the write is complete (what a
+    /// [`BlockBackend::write_at`] returning means). Returns `done` back when the request
+    /// cannot be queued: the caller then uses [`BlockBackend::write_at`].
+    fn try_write_async(&self, data: &[u8], offset: u64, done: WriteDone) -> Result<(), WriteDone> {
+        let _ = (data, offset);
+        Err(done)
+    }
     /// Make everything written so far durable on the backing store.
     fn flush(&self) -> io::Result<()>;
     /// Discard (TRIM) a range. Backends that do not discard return `Unsupported`.
@@ -89,6 +116,9 @@ pub struct VolumeBackend {
     threads: Threads,
     /// Whether the volume was given `O_DIRECT` (kept across suspend/resume).
     direct_io: bool,
+    /// The io_uring of asynchronous requests, set up on the first one (`None`: io_uring is
+    /// unavailable or turned off with `LUKSKIT_IO_URING=0`).
+    ring: OnceLock<Option<SectorRing>>,
 }
 
 impl VolumeBackend {
@@ -102,6 +132,7 @@ impl VolumeBackend {
             discards,
             threads: Threads::All,
             direct_io: volume.direct_io(),
+            ring: OnceLock::new(),
             state: Mutex::new(State {
                 volume: Some(Arc::new(volume)),
             }),
@@ -122,6 +153,17 @@ impl VolumeBackend {
             }
             st = self.resumed.wait(st).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    fn ring(&self) -> Option<&SectorRing> {
+        self.ring
+            .get_or_init(|| {
+                if std::env::var_os("LUKSKIT_IO_URING").is_some_and(|v| v == "0") {
+                    return None;
+                }
+                SectorRing::new().ok()
+            })
+            .as_ref()
     }
 
     /// The data device path.
@@ -209,6 +251,50 @@ impl BlockBackend for VolumeBackend {
         }
         range_ok(self.size, offset, buf.len() as u64)?;
         self.volume().write_at(buf, offset).map_err(io_error)
+    }
+
+    fn queues_async(&self) -> bool {
+        self.ring().is_some()
+    }
+
+    fn try_read_async(&self, offset: u64, len: usize, done: ReadDone) -> Result<(), ReadDone> {
+        let Some(ring) = self.ring() else {
+            return Err(done);
+        };
+        if range_ok(self.size, offset, len as u64).is_err() {
+            return Err(done);
+        }
+        let vol = self.volume();
+        if !SectorRing::accepts(&vol, offset, len) {
+            return Err(done);
+        }
+        ring.read(
+            vol,
+            offset,
+            len,
+            Box::new(move |r| done(r.map_err(io_error))),
+        );
+        Ok(())
+    }
+
+    fn try_write_async(&self, data: &[u8], offset: u64, done: WriteDone) -> Result<(), WriteDone> {
+        if !self.writable || range_ok(self.size, offset, data.len() as u64).is_err() {
+            return Err(done);
+        }
+        let Some(ring) = self.ring() else {
+            return Err(done);
+        };
+        let vol = self.volume();
+        if !SectorRing::accepts(&vol, offset, data.len()) {
+            return Err(done);
+        }
+        ring.write(
+            vol,
+            data,
+            offset,
+            Box::new(move |r| done(r.map_err(io_error))),
+        );
+        Ok(())
     }
 
     fn flush(&self) -> io::Result<()> {

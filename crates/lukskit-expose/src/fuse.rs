@@ -11,7 +11,7 @@
 //! answered; `fallocate(PUNCH_HOLE)` becomes a discard (refused unless the backend allows
 //! discards); `fallocate(ZERO_RANGE)` writes zeroes. The file cannot be resized.
 
-use crate::backend::BlockBackend;
+use crate::backend::{BlockBackend, ReadDone, WriteDone};
 use fuser::{
     BackgroundSession, Config, Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags,
     INodeNo, InitFlags, KernelConfig, LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData,
@@ -35,8 +35,8 @@ pub struct FuseOptions {
     /// Open the file with `FOPEN_DIRECT_IO` (no page cache in the FUSE layer; what a loop
     /// device on top wants) instead of `FOPEN_KEEP_CACHE`.
     pub direct_io: bool,
-    /// Number of request threads.
-    pub threads: usize,
+    /// Number of request threads (`None`: [`default_threads`] for the backend).
+    pub threads: Option<usize>,
     /// Let other users than the mounting one access the file (`allow_other`).
     pub allow_other: bool,
     /// The `fsname` shown in /proc/mounts.
@@ -48,21 +48,33 @@ impl Default for FuseOptions {
         FuseOptions {
             read_only: false,
             direct_io: true,
-            threads: default_threads(),
+            threads: None,
             allow_other: false,
             fs_name: "lukskit".into(),
         }
     }
 }
 
-/// Request threads. They spend most of their time waiting for the backing store (the
-/// cipher costs ~0.5 µs per 4 KiB, a synchronous read or write of the backing file far
-/// more), so there must be one per request the kernel keeps in flight: a loop device over
-/// the file passes on its queue (fio `--iodepth=16` and more, the ext4 journal beside it),
-/// up to `max_background` (64) at once. Idle threads cost only their stacks.
-pub fn default_threads() -> usize {
+/// Request threads for `backend`.
+///
+/// A backend that queues small requests asynchronously ([`BlockBackend::queues_async`]: the
+/// io_uring of an opened volume) needs few: a thread only reads a request, queues its
+/// transfer and goes back for the next, and a handful keep the kernel's queue drained
+/// while fewer threads mean fewer wakeups (measured here: 4 threads give ~20% more 4 KiB
+/// random IOPS than 8 or 32). Large transfers still run synchronously on these threads.
+///
+/// Otherwise every request holds a thread while it waits for the backing store (the cipher
+/// costs ~0.5 µs per 4 KiB, a synchronous read or write of the backing file far more), so
+/// there must be one per request the kernel keeps in flight: a loop device over the file
+/// passes on its queue (fio `--iodepth=16` and more, the ext4 journal beside it), up to
+/// `max_background` (64) at once. Idle threads cost only their stacks.
+pub fn default_threads(backend: &dyn BlockBackend) -> usize {
     let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-    (cpus * 4).clamp(32, 64)
+    if backend.queues_async() {
+        cpus.clamp(4, 8)
+    } else {
+        (cpus * 4).clamp(32, 64)
+    }
 }
 
 const ROOT: INodeNo = INodeNo(1);
@@ -208,14 +220,22 @@ impl Filesystem for PlainFile {
             return reply.data(&[]);
         }
         let n = u64::from(size).min(total - offset) as usize;
+        let done: ReadDone = Box::new(move |r| match r {
+            Ok(data) => reply.data(data),
+            Err(e) => reply.error(errno(&e)),
+        });
+        let Err(done) = self.backend.try_read_async(offset, n, done) else {
+            return;
+        };
         READ_BUF.with(|b| {
             let mut buf = b.borrow_mut();
             buf.ensure(n);
             let buf = buf.as_mut_slice();
-            match self.backend.read_at(&mut buf[..n], offset) {
-                Ok(()) => reply.data(&buf[..n]),
-                Err(e) => reply.error(errno(&e)),
-            }
+            done(
+                self.backend
+                    .read_at(&mut buf[..n], offset)
+                    .map(|()| &buf[..n]),
+            );
         });
     }
 
@@ -244,14 +264,24 @@ impl Filesystem for PlainFile {
         if !fits {
             return reply.error(Errno::ENOSPC);
         }
+        // O_SYNC / O_DSYNC writers expect the data durable on return.
+        let sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
+        if !sync {
+            let len = data.len() as u32;
+            let done: WriteDone = Box::new(move |r| match r {
+                Ok(()) => reply.written(len),
+                Err(e) => reply.error(errno(&e)),
+            });
+            let Err(done) = self.backend.try_write_async(data, offset, done) else {
+                return;
+            };
+            return done(self.backend.write_at(data, offset));
+        }
         if let Err(e) = self.backend.write_at(data, offset) {
             return reply.error(errno(&e));
         }
-        // O_SYNC / O_DSYNC writers expect the data durable on return.
-        if flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0 {
-            if let Err(e) = self.backend.flush() {
-                return reply.error(errno(&e));
-            }
+        if let Err(e) = self.backend.flush() {
+            return reply.error(errno(&e));
         }
         reply.written(data.len() as u32);
     }
@@ -352,6 +382,7 @@ impl FuseExport {
                 .create_new(true)
                 .open(path)?;
         }
+        let threads = opts.threads.unwrap_or_else(|| default_threads(&*backend));
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
         let fs = PlainFile {
@@ -383,7 +414,7 @@ impl FuseExport {
         } else {
             SessionACL::Owner
         };
-        config.n_threads = Some(opts.threads.max(1));
+        config.n_threads = Some(threads.max(1));
         config.clone_fd = true;
         let session = fuser::spawn_mount(fs, path, &config)?;
         Ok(FuseExport {

@@ -232,12 +232,27 @@ struct RangeGuard<'a> {
 }
 
 impl RangeLocks {
-    fn lock(&self, start: u64, end: u64) -> RangeGuard<'_> {
+    /// Wait until no held range overlaps `[start, end)`, then hold it.
+    fn acquire(&self, start: u64, end: u64) {
         let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         while busy.iter().any(|&(s, e)| s < end && start < e) {
             busy = self.freed.wait(busy).unwrap_or_else(|e| e.into_inner());
         }
         busy.push((start, end));
+    }
+
+    /// Release a range taken with [`RangeLocks::acquire`].
+    fn release(&self, range: (u64, u64)) {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = busy.iter().position(|&r| r == range) {
+            busy.swap_remove(i);
+        }
+        drop(busy);
+        self.freed.notify_all();
+    }
+
+    fn lock(&self, start: u64, end: u64) -> RangeGuard<'_> {
+        self.acquire(start, end);
         RangeGuard {
             locks: self,
             range: (start, end),
@@ -247,12 +262,7 @@ impl RangeLocks {
 
 impl Drop for RangeGuard<'_> {
     fn drop(&mut self) {
-        let mut busy = self.locks.busy.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(i) = busy.iter().position(|&r| r == self.range) {
-            busy.swap_remove(i);
-        }
-        drop(busy);
-        self.locks.freed.notify_all();
+        self.locks.release(self.range);
     }
 }
 
@@ -349,6 +359,12 @@ impl DataVolume {
     /// Whether transfers may bypass the page cache (see [`DataVolume::use_direct_io`]).
     pub fn direct_io(&self) -> bool {
         self.direct.is_some()
+    }
+
+    /// The descriptor a transfer of `buf` at device offset `at` uses: the `O_DIRECT` one
+    /// where it may, the buffered one otherwise.
+    pub(crate) fn file_for(&self, buf: &[u8], at: u64) -> &File {
+        self.direct_for(buf, at).unwrap_or(&self.file)
     }
 
     /// The `O_DIRECT` descriptor if `buf` at device offset `at` may use it.
@@ -456,7 +472,7 @@ impl DataVolume {
         Ok(())
     }
 
-    fn check_range(&self, offset: u64, len: usize) -> Result<()> {
+    pub(crate) fn check_range(&self, offset: u64, len: usize) -> Result<()> {
         match offset.checked_add(len as u64) {
             Some(end) if end <= self.size => Ok(()),
             _ => Err(VolumeError::invalid(format!(
@@ -466,14 +482,16 @@ impl DataVolume {
         }
     }
 
-    fn pread(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+    /// Read ciphertext at plaintext `offset` (no decryption).
+    pub(crate) fn pread(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let at = self.device_offset(offset);
         let file = self.direct_for(buf, at).unwrap_or(&self.file);
         file.read_exact_at(buf, at)
             .map_err(|e| VolumeError::io("Reading", &self.path, &e))
     }
 
-    fn pwrite(&self, buf: &[u8], offset: u64) -> Result<()> {
+    /// Write ciphertext at plaintext `offset`.
+    pub(crate) fn pwrite(&self, buf: &[u8], offset: u64) -> Result<()> {
         let at = self.device_offset(offset);
         let file = self.direct_for(buf, at).unwrap_or(&self.file);
         file.write_all_at(buf, at)
@@ -525,7 +543,7 @@ impl DataVolume {
         Ok(())
     }
 
-    fn check_writable(&self) -> Result<()> {
+    pub(crate) fn check_writable(&self) -> Result<()> {
         if self.writable {
             Ok(())
         } else {
@@ -548,12 +566,26 @@ impl DataVolume {
         self.pwrite(sector, sec_off)
     }
 
+    /// The sectors covering `[offset, offset + len)`, as a range of sector numbers.
+    pub(crate) fn sector_range(&self, offset: u64, len: usize) -> (u64, u64) {
+        let ss = u64::from(self.layout.sector_size);
+        (offset / ss, (offset + len as u64).div_ceil(ss))
+    }
+
     /// Lock the sectors covering `[offset, offset + len)`.
     fn lock_sectors(&self, offset: u64, len: usize) -> RangeGuard<'_> {
-        let ss = u64::from(self.layout.sector_size);
-        let start = offset / ss;
-        let end = (offset + len as u64).div_ceil(ss);
+        let (start, end) = self.sector_range(offset, len);
         self.locks.lock(start, end)
+    }
+
+    /// Hold the lock of a sector range beyond one call (an asynchronous write).
+    pub(crate) fn lock_range(&self, range: (u64, u64)) {
+        self.locks.acquire(range.0, range.1);
+    }
+
+    /// Release a range taken with [`DataVolume::lock_range`].
+    pub(crate) fn unlock_range(&self, range: (u64, u64)) {
+        self.locks.release(range);
     }
 
     /// Write `buf.len()` plaintext bytes at plaintext byte `offset`. Partial sectors at the

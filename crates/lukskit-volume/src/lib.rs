@@ -8,6 +8,7 @@
 //! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
 //! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
 //! * [`data`] — the data path: plaintext reads/writes of an unlocked volume.
+//! * [`ring`] — asynchronous sector I/O on io_uring (for the FUSE exposure).
 //! * [`plain`] — cryptsetup plain mode (no header): key derivation and layout.
 //! * [`backup`] — header backup and restore.
 //! * [`convert`] — in-place LUKS1 ↔ LUKS2 conversion (`cryptsetup convert`).
@@ -26,6 +27,7 @@ mod luks1_keys;
 mod luks2_keys;
 pub mod pbkdf;
 pub mod plain;
+pub mod ring;
 pub mod volume;
 mod wipe;
 

@@ -1,0 +1,388 @@
+//! Asynchronous sector I/O on io_uring, for exposures that may answer requests out of order
+//! (the FUSE file).
+//!
+//! With synchronous I/O, every small request costs a thread that sleeps in `pread`/`pwrite`
+//! until the backing store answers, and a wakeup when it does: at 4 KiB that sleep and
+//! wakeup cost far more CPU than the cipher (~0.5 µs). A [`SectorRing`] instead lets the
+//! thread that received a request only *queue* its transfer (encrypting first, for writes)
+//! and go back for the next request. One ring thread owns the io_uring: it submits queued
+//! transfers and collects finished ones in batches, decrypts reads and calls each
+//! request's completion. Being the ring's only user, it runs the kernel's completion work
+//! itself when it asks for completions (`IORING_SETUP_SINGLE_ISSUER | DEFER_TASKRUN`,
+//! where the kernel has them), so no other thread is interrupted or woken for it; request
+//! threads wake it through an eventfd only when its queue was empty.
+//!
+//! The same rules as [`DataVolume::read_at`] / [`DataVolume::write_at`] hold: writes hold
+//! the range lock of their sectors from before they are encrypted until the transfer is
+//! complete; direct I/O is used where the volume uses it; a transfer that comes back short
+//! or interrupted is finished synchronously. Only whole-sector requests of at most
+//! [`MAX_ASYNC`] bytes take this path ([`SectorRing::accepts`]); large transfers gain
+//! nothing from it (their cost is the cipher, spread over all cores by the synchronous
+//! path).
+//!
+//! Each request keeps its [`DataVolume`] alive (an `Arc`) until its completion has run, so
+//! a volume is never dropped (its key wiped) under a transfer in flight.
+
+use crate::data::{AlignedBuf, DataVolume};
+use crate::error::{Result, VolumeError};
+use io_uring::{opcode, squeue, types, IoUring};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Largest request that goes through the ring (bytes).
+pub const MAX_ASYNC: usize = 128 * 1024;
+
+/// Completion of a read: the plaintext, or the error.
+pub type ReadDone = Box<dyn FnOnce(Result<&[u8]>) + Send>;
+/// Completion of a write.
+pub type WriteDone = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// Submission queue entries (requests in flight are bounded by the exposure: a FUSE
+/// connection's `max_background`).
+const ENTRIES: u32 = 256;
+/// Buffers kept for reuse.
+const POOL: usize = 128;
+/// `user_data` of the read of the wakeup eventfd.
+const WAKE: u64 = 0;
+
+enum Kind {
+    Read(ReadDone),
+    Write(WriteDone, (u64, u64)),
+}
+
+/// One transfer. Owned by the kernel (its address is the entry's `user_data`) from
+/// submission until its completion is reaped.
+struct Pending {
+    vol: Arc<DataVolume>,
+    buf: AlignedBuf,
+    len: usize,
+    offset: u64,
+    kind: Kind,
+}
+
+struct Shared {
+    /// Transfers queued for the ring thread.
+    queue: Mutex<Vec<Pending>>,
+    /// Written to wake the ring thread.
+    wake: OwnedFd,
+    /// Transfers queued or in flight.
+    in_flight: AtomicUsize,
+    stop: AtomicBool,
+    pool: Mutex<Vec<AlignedBuf>>,
+}
+
+/// An io_uring and the thread that owns it, shared by all the request threads of an
+/// exposure.
+pub struct SectorRing {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for SectorRing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SectorRing")
+            .field("in_flight", &self.shared.in_flight.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+fn io_err(what: &str, vol: &DataVolume, errno: i32) -> VolumeError {
+    VolumeError::io(what, vol.path(), &std::io::Error::from_raw_os_error(errno))
+}
+
+/// A ring for one thread: single issuer with deferred completion work where the kernel
+/// has it (6.1), a plain ring otherwise. A no-op round trip proves it works: setup can
+/// succeed where submission is forbidden.
+fn new_ring() -> std::io::Result<IoUring> {
+    let mut ring = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(ENTRIES)
+        .or_else(|_| IoUring::new(ENTRIES))?;
+    let nop = opcode::Nop::new().build().user_data(WAKE);
+    // SAFETY: a no-op references no memory.
+    unsafe { ring.submission().push(&nop) }
+        .map_err(|_| std::io::Error::other("io_uring submission queue is full"))?;
+    ring.submit_and_wait(1)?;
+    if ring.completion().count() != 1 {
+        return Err(std::io::Error::other("io_uring no-op did not complete"));
+    }
+    Ok(ring)
+}
+
+impl SectorRing {
+    /// Set up a ring and its thread. Fails where io_uring is unavailable (kernels before
+    /// 5.6, `kernel.io_uring_disabled`, seccomp filters); callers then keep to synchronous
+    /// I/O.
+    pub fn new() -> std::io::Result<Self> {
+        // SAFETY: eventfd takes no pointers; a non-negative result is a new descriptor
+        // that nothing else owns.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let wake = unsafe { OwnedFd::from_raw_fd(fd) };
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Vec::new()),
+            wake,
+            in_flight: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            pool: Mutex::new(Vec::new()),
+        });
+        let worker = Arc::clone(&shared);
+        let (tx, rx) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("lukskit-ring".into())
+            .spawn(move || match new_ring() {
+                Ok(ring) => {
+                    let _ = tx.send(Ok(()));
+                    ring_loop(ring, &worker);
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            })?;
+        match rx.recv() {
+            Ok(Ok(())) => Ok(SectorRing {
+                shared,
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => {
+                let _ = thread.join();
+                Err(std::io::Error::other("io_uring thread failed"))
+            }
+        }
+    }
+
+    /// Whether a request of `len` bytes at plaintext `offset` may go through the ring
+    /// (whole sectors, at most [`MAX_ASYNC`] bytes).
+    pub fn accepts(vol: &DataVolume, offset: u64, len: usize) -> bool {
+        let ss = vol.sector_size() as usize;
+        len > 0 && len <= MAX_ASYNC && len.is_multiple_of(ss) && offset.is_multiple_of(ss as u64)
+    }
+
+    /// Start reading `len` plaintext bytes at `offset` (see [`SectorRing::accepts`]);
+    /// `done` gets the plaintext, on the ring thread (or at once on an error found before
+    /// the transfer starts).
+    pub fn read(&self, vol: Arc<DataVolume>, offset: u64, len: usize, done: ReadDone) {
+        if let Err(e) = check(&vol, offset, len) {
+            return done(Err(e));
+        }
+        let buf = self.shared.take_buf();
+        self.queue(Pending {
+            vol,
+            buf,
+            len,
+            offset,
+            kind: Kind::Read(done),
+        });
+    }
+
+    /// Start writing `data` at plaintext `offset` (see [`SectorRing::accepts`]): it is
+    /// encrypted into a buffer of the ring before this returns; `done` runs on the ring
+    /// thread once the ciphertext is written (as far as a `pwrite` puts it: a flush still
+    /// needs [`DataVolume::flush`]).
+    pub fn write(&self, vol: Arc<DataVolume>, data: &[u8], offset: u64, done: WriteDone) {
+        let len = data.len();
+        if let Err(e) = vol.check_writable().and(check(&vol, offset, len)) {
+            return done(Err(e));
+        }
+        let mut buf = self.shared.take_buf();
+        let plain = &mut buf.as_mut_slice()[..len];
+        plain.copy_from_slice(data);
+        let range = vol.sector_range(offset, len);
+        vol.lock_range(range);
+        if let Err(e) = vol.encrypt_sectors(plain, offset) {
+            vol.unlock_range(range);
+            self.shared.put_buf(buf);
+            return done(Err(e));
+        }
+        self.queue(Pending {
+            vol,
+            buf,
+            len,
+            offset,
+            kind: Kind::Write(done, range),
+        });
+    }
+
+    fn queue(&self, p: Pending) {
+        self.shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        let mut q = self.shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let was_empty = q.is_empty();
+        q.push(p);
+        drop(q);
+        // The ring thread empties the queue after every wakeup: it needs a new one only
+        // when this is the first entry since.
+        if was_empty {
+            self.shared.wake();
+        }
+    }
+}
+
+fn check(vol: &DataVolume, offset: u64, len: usize) -> Result<()> {
+    if !SectorRing::accepts(vol, offset, len) {
+        return Err(VolumeError::invalid(format!(
+            "Request at {offset} of {len} bytes cannot be queued."
+        )));
+    }
+    vol.check_range(offset, len)
+}
+
+impl Shared {
+    fn wake(&self) {
+        let one = 1u64.to_ne_bytes();
+        // SAFETY: writes 8 bytes from a live local buffer to our eventfd. It cannot fail
+        // short of the counter overflowing, which a pending wakeup makes harmless.
+        let _ = unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
+    }
+
+    fn take_buf(&self) -> AlignedBuf {
+        let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        pooled.unwrap_or_else(|| AlignedBuf::new(MAX_ASYNC))
+    }
+
+    fn put_buf(&self, buf: AlignedBuf) {
+        let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < POOL {
+            pool.push(buf);
+        }
+    }
+}
+
+fn entry_for(p: &mut Pending) -> squeue::Entry {
+    let at = p.vol.device_offset(p.offset);
+    let len = p.len;
+    let buf = &mut p.buf.as_mut_slice()[..len];
+    let ptr = buf.as_mut_ptr();
+    let fd = types::Fd(p.vol.file_for(buf, at).as_raw_fd());
+    match p.kind {
+        Kind::Read(_) => opcode::Read::new(fd, ptr, len as u32).offset(at).build(),
+        Kind::Write(..) => opcode::Write::new(fd, ptr, len as u32).offset(at).build(),
+    }
+}
+
+/// The ring thread: submit what is queued, wait, finish what completed; until stopped and
+/// nothing is left in flight.
+fn ring_loop(mut ring: IoUring, shared: &Shared) {
+    // The eventfd read's target. Leaked (8 bytes per ring): the read may still be armed
+    // when this thread returns, and the kernel finishes tearing the ring down later.
+    let counter: &'static mut [u8; 8] = Box::leak(Box::new([0u8; 8]));
+    let mut wake_armed = false;
+    let mut batch: Vec<Pending> = Vec::with_capacity(ENTRIES as usize);
+    let mut reaped: Vec<(u64, i32)> = Vec::with_capacity(ENTRIES as usize);
+    let mut submitted = 0usize; // entries the kernel holds (excluding the wakeup read)
+    loop {
+        if shared.stop.load(Ordering::SeqCst) && shared.in_flight.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        if !wake_armed {
+            let e = opcode::Read::new(
+                types::Fd(shared.wake.as_raw_fd()),
+                counter.as_mut_ptr(),
+                counter.len() as u32,
+            )
+            .build()
+            .user_data(WAKE);
+            // SAFETY: `counter` is never freed, and the eventfd is closed only after the
+            // thread (and its ring) are gone.
+            if unsafe { ring.submission().push(&e) }.is_ok() {
+                wake_armed = true;
+            }
+        }
+        {
+            let room = (ENTRIES as usize).saturating_sub(submitted + 1);
+            let mut q = shared.queue.lock().unwrap_or_else(|e| e.into_inner());
+            let take = q.len().min(room);
+            batch.extend(q.drain(..take));
+        }
+        for p in batch.drain(..) {
+            let mut p = Box::new(p);
+            let e = entry_for(&mut p).user_data(Box::into_raw(p) as u64);
+            // SAFETY: the entry's buffer and descriptor belong to the leaked `Pending` (and
+            // its `Arc<DataVolume>`), reclaimed only when its completion is reaped. The
+            // room check above keeps the queue from filling.
+            let pushed = unsafe { ring.submission().push(&e) };
+            debug_assert!(pushed.is_ok());
+            submitted += 1;
+        }
+        match ring.submit_and_wait(1) {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
+        }
+        reaped.extend(ring.completion().map(|c| (c.user_data(), c.result())));
+        for (user_data, res) in reaped.drain(..) {
+            if user_data == WAKE {
+                wake_armed = false;
+                continue;
+            }
+            // SAFETY: every other entry's user_data is a `Box<Pending>` leaked above, and
+            // the kernel completes each entry exactly once.
+            let p = unsafe { Box::from_raw(user_data as *mut Pending) };
+            submitted -= 1;
+            finish(shared, *p, res);
+            shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn finish(shared: &Shared, p: Pending, res: i32) {
+    let Pending {
+        vol,
+        mut buf,
+        len,
+        offset,
+        kind,
+    } = p;
+    let data = &mut buf.as_mut_slice()[..len];
+    // A short or interrupted transfer is redone synchronously (that finishes short
+    // transfers and retries interrupted ones); a failed one reports its error.
+    let complete = usize::try_from(res).is_ok_and(|n| n == len);
+    let retry = !complete && (res >= 0 || res == -libc::EINTR || res == -libc::EAGAIN);
+    match kind {
+        Kind::Read(done) => {
+            let r = if complete {
+                Ok(())
+            } else if retry {
+                vol.pread(data, offset)
+            } else {
+                Err(io_err("Reading", &vol, -res))
+            };
+            match r.and_then(|()| vol.decrypt_sectors(data, offset)) {
+                Ok(()) => done(Ok(data)),
+                Err(e) => done(Err(e)),
+            }
+        }
+        Kind::Write(done, range) => {
+            let r = if complete {
+                Ok(())
+            } else if retry {
+                vol.pwrite(data, offset)
+            } else {
+                Err(io_err("Writing", &vol, -res))
+            };
+            vol.unlock_range(range);
+            done(r);
+        }
+    }
+    shared.put_buf(buf);
+}
+
+impl Drop for SectorRing {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.wake();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
