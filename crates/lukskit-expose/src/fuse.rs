@@ -7,7 +7,10 @@
 //!
 //! Requests are served by several threads, each with its own cloned `/dev/fuse`
 //! descriptor, straight into the [`BlockBackend`]; writes of up to 1 MiB arrive in one
-//! request. `fsync` and `flush` reach the backing store (`fdatasync`) before they are
+//! request. Small reads and writes are queued ([`BlockBackend::try_read_async`]) where the
+//! backend can (an opened volume's io_uring) and answered when their transfer completes,
+//! from the backend's completion thread; the others are answered by the thread that read
+//! them. `fsync` and `flush` reach the backing store (`fdatasync`) before they are
 //! answered; `fallocate(PUNCH_HOLE)` becomes a discard (refused unless the backend allows
 //! discards); `fallocate(ZERO_RANGE)` writes zeroes. The file cannot be resized.
 
