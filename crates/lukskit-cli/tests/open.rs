@@ -573,7 +573,7 @@ fn io_uring_and_synchronous_paths_agree() {
         eprintln!("SKIP {t} (io_uring part): io_uring is unavailable here");
     }
     let mut model = read_direct(&m.dev(), 0, size);
-    // Small (queued) and large (synchronous) writes at scattered page-aligned offsets.
+    // Writes of 4 KiB to 1 MiB at scattered page-aligned offsets.
     let mut x = 0x2545_f491_4f6c_dd1du64;
     let mut writes = |dev: &str, model: &mut Vec<u8>, seed: u64| {
         for i in 0..40u64 {

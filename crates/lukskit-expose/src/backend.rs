@@ -30,7 +30,7 @@ pub trait BlockBackend: Send + Sync {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
     /// Write `buf` at `offset` (any alignment; must lie inside the device).
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()>;
-    /// Whether small requests can be queued with [`BlockBackend::try_read_async`] and
+    /// Whether requests can be queued with [`BlockBackend::try_read_async`] and
     /// [`BlockBackend::try_write_async`].
     fn queues_async(&self) -> bool {
         false

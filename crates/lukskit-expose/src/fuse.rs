@@ -7,7 +7,7 @@
 //!
 //! Requests are served by several threads, each with its own cloned `/dev/fuse`
 //! descriptor, straight into the [`BlockBackend`]; writes of up to 1 MiB arrive in one
-//! request. Small reads and writes are queued ([`BlockBackend::try_read_async`]) where the
+//! request. Reads and writes are queued ([`BlockBackend::try_read_async`]) where the
 //! backend can (an opened volume's io_uring) and answered when their transfer completes,
 //! from the backend's completion thread; the others are answered by the thread that read
 //! them. `fsync` and `flush` reach the backing store (`fdatasync`) before they are
@@ -60,11 +60,11 @@ impl Default for FuseOptions {
 
 /// Request threads for `backend`.
 ///
-/// A backend that queues small requests asynchronously ([`BlockBackend::queues_async`]: the
+/// A backend that queues requests asynchronously ([`BlockBackend::queues_async`]: the
 /// io_uring of an opened volume) needs few: a thread only reads a request, queues its
-/// transfer and goes back for the next, and a handful keep the kernel's queue drained
-/// while fewer threads mean fewer wakeups (measured here: 4 threads give ~20% more 4 KiB
-/// random IOPS than 8 or 32). Large transfers still run synchronously on these threads.
+/// transfer (encrypting first, for a write) and goes back for the next, and a handful keep
+/// the kernel's queue drained while fewer threads mean fewer wakeups (measured here: 4
+/// threads give ~20% more 4 KiB random IOPS than 8 or 32).
 ///
 /// Otherwise every request holds a thread while it waits for the backing store (the cipher
 /// costs ~0.5 µs per 4 KiB, a synchronous read or write of the backing file far more), so

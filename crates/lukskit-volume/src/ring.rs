@@ -15,10 +15,9 @@
 //! The same rules as [`DataVolume::read_at`] / [`DataVolume::write_at`] hold: writes hold
 //! the range lock of their sectors from before they are encrypted until the transfer is
 //! complete; direct I/O is used where the volume uses it; a transfer that comes back short
-//! or interrupted is finished synchronously. Only whole-sector requests of at most
-//! [`MAX_ASYNC`] bytes take this path ([`SectorRing::accepts`]); large transfers gain
-//! nothing from it (their cost is the cipher, spread over all cores by the synchronous
-//! path).
+//! or interrupted is finished synchronously. Whole-sector requests of up to [`MAX_ASYNC`]
+//! bytes take this path ([`SectorRing::accepts`]); large ones are encrypted or decrypted on
+//! all cores (as in the synchronous path), only their transfer is queued.
 //!
 //! Each request keeps its [`DataVolume`] alive (an `Arc`) until its completion has run, so
 //! a volume is never dropped (its key wiped) under a transfer in flight.
@@ -31,8 +30,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// Largest request that goes through the ring (bytes).
-pub const MAX_ASYNC: usize = 128 * 1024;
+/// Largest request that goes through the ring (bytes): a FUSE request's largest.
+pub const MAX_ASYNC: usize = 1024 * 1024;
+
+/// Size of the buffers kept for reuse; larger requests get a buffer of their own.
+const POOL_BUF: usize = 128 * 1024;
 
 /// Completion of a read: the plaintext, or the error.
 pub type ReadDone = Box<dyn FnOnce(Result<&[u8]>) + Send>;
@@ -175,7 +177,7 @@ impl SectorRing {
         if let Err(e) = check(&vol, offset, len) {
             return done(Err(e));
         }
-        let buf = self.shared.take_buf();
+        let buf = self.shared.take_buf(len);
         self.queue(Pending {
             vol,
             buf,
@@ -194,7 +196,7 @@ impl SectorRing {
         if let Err(e) = vol.check_writable().and(check(&vol, offset, len)) {
             return done(Err(e));
         }
-        let mut buf = self.shared.take_buf();
+        let mut buf = self.shared.take_buf(len);
         let plain = &mut buf.as_mut_slice()[..len];
         plain.copy_from_slice(data);
         let range = vol.sector_range(offset, len);
@@ -244,12 +246,18 @@ impl Shared {
         let _ = unsafe { libc::write(self.wake.as_raw_fd(), one.as_ptr().cast(), one.len()) };
     }
 
-    fn take_buf(&self) -> AlignedBuf {
+    fn take_buf(&self, len: usize) -> AlignedBuf {
+        if len > POOL_BUF {
+            return AlignedBuf::new(len);
+        }
         let pooled = self.pool.lock().unwrap_or_else(|e| e.into_inner()).pop();
-        pooled.unwrap_or_else(|| AlignedBuf::new(MAX_ASYNC))
+        pooled.unwrap_or_else(|| AlignedBuf::new(POOL_BUF))
     }
 
     fn put_buf(&self, buf: AlignedBuf) {
+        if buf.as_slice().len() != POOL_BUF {
+            return;
+        }
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
         if pool.len() < POOL {
             pool.push(buf);
@@ -347,29 +355,22 @@ fn finish(shared: &Shared, p: Pending, res: i32) {
     // A short or interrupted transfer is redone synchronously (that finishes short
     // transfers and retries interrupted ones); a failed one reports its error.
     let complete = usize::try_from(res).is_ok_and(|n| n == len);
-    let retry = !complete && (res >= 0 || res == -libc::EINTR || res == -libc::EAGAIN);
+    let retry = res >= 0 || res == -libc::EINTR || res == -libc::EAGAIN;
+    let outcome = |what: &str, redo: &mut dyn FnMut() -> Result<()>| match (complete, retry) {
+        (true, _) => Ok(()),
+        (false, true) => redo(),
+        (false, false) => Err(io_err(what, &vol, -res)),
+    };
     match kind {
         Kind::Read(done) => {
-            let r = if complete {
-                Ok(())
-            } else if retry {
-                vol.pread(data, offset)
-            } else {
-                Err(io_err("Reading", &vol, -res))
-            };
+            let r = outcome("Reading", &mut || vol.pread(data, offset));
             match r.and_then(|()| vol.decrypt_sectors(data, offset)) {
                 Ok(()) => done(Ok(data)),
                 Err(e) => done(Err(e)),
             }
         }
         Kind::Write(done, range) => {
-            let r = if complete {
-                Ok(())
-            } else if retry {
-                vol.pwrite(data, offset)
-            } else {
-                Err(io_err("Writing", &vol, -res))
-            };
+            let r = outcome("Writing", &mut || vol.pwrite(data, offset));
             vol.unlock_range(range);
             done(r);
         }
