@@ -155,6 +155,15 @@ impl VolumeBackend {
         }
     }
 
+    /// The ring and the volume for a request of `len` bytes at `offset`, if the ring takes
+    /// it (io_uring available, inside the device, whole sectors).
+    fn queue_for(&self, offset: u64, len: usize) -> Option<(&SectorRing, Arc<DataVolume>)> {
+        let ring = self.ring()?;
+        range_ok(self.size, offset, len as u64).ok()?;
+        let vol = self.volume();
+        SectorRing::accepts(&vol, offset, len).then_some((ring, vol))
+    }
+
     fn ring(&self) -> Option<&SectorRing> {
         self.ring
             .get_or_init(|| {
@@ -258,16 +267,9 @@ impl BlockBackend for VolumeBackend {
     }
 
     fn try_read_async(&self, offset: u64, len: usize, done: ReadDone) -> Result<(), ReadDone> {
-        let Some(ring) = self.ring() else {
+        let Some((ring, vol)) = self.queue_for(offset, len) else {
             return Err(done);
         };
-        if range_ok(self.size, offset, len as u64).is_err() {
-            return Err(done);
-        }
-        let vol = self.volume();
-        if !SectorRing::accepts(&vol, offset, len) {
-            return Err(done);
-        }
         ring.read(
             vol,
             offset,
@@ -278,16 +280,10 @@ impl BlockBackend for VolumeBackend {
     }
 
     fn try_write_async(&self, data: &[u8], offset: u64, done: WriteDone) -> Result<(), WriteDone> {
-        if !self.writable || range_ok(self.size, offset, data.len() as u64).is_err() {
-            return Err(done);
-        }
-        let Some(ring) = self.ring() else {
+        let queued = self.writable.then(|| self.queue_for(offset, data.len()));
+        let Some(Some((ring, vol))) = queued else {
             return Err(done);
         };
-        let vol = self.volume();
-        if !SectorRing::accepts(&vol, offset, data.len()) {
-            return Err(done);
-        }
         ring.write(
             vol,
             data,

@@ -485,16 +485,16 @@ impl DataVolume {
     /// Read ciphertext at plaintext `offset` (no decryption).
     pub(crate) fn pread(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         let at = self.device_offset(offset);
-        let file = self.direct_for(buf, at).unwrap_or(&self.file);
-        file.read_exact_at(buf, at)
+        self.file_for(buf, at)
+            .read_exact_at(buf, at)
             .map_err(|e| VolumeError::io("Reading", &self.path, &e))
     }
 
     /// Write ciphertext at plaintext `offset`.
     pub(crate) fn pwrite(&self, buf: &[u8], offset: u64) -> Result<()> {
         let at = self.device_offset(offset);
-        let file = self.direct_for(buf, at).unwrap_or(&self.file);
-        file.write_all_at(buf, at)
+        self.file_for(buf, at)
+            .write_all_at(buf, at)
             .map_err(|e| VolumeError::io("Writing", &self.path, &e))
     }
 

@@ -66,19 +66,8 @@ pub fn digest_matches(d: &Digest, vk: &[u8]) -> Result<bool> {
     }
     // Every check comes before the PBKDF2 run, as in cryptsetup's `PBKDF2_digest_verify`: a
     // hostile header must not make us compute (up to 2^32 - 1 iterations) for a digest that
-    // cannot match. A salt that is not base64 or not 32 bytes loads as unusable.
-    if d.salt.len() != luks2::SALT_SIZE {
-        return Err(VolumeError::invalid(format!(
-            "Digest {} has an invalid salt.",
-            d.id
-        )));
-    }
-    if d.digest.len() != 20 && d.digest.len() != h.digest_size() {
-        return Err(VolumeError::invalid(format!(
-            "Digest {} has an invalid length.",
-            d.id
-        )));
-    }
+    // cannot match (a salt that is not 32 bytes of base64, a digest of the wrong length).
+    d.check_usable()?;
     let mut out = SecretBuf::zeroed(d.digest.len());
     kdf::pbkdf2(h, vk, &d.salt, d.iterations, out.as_mut_bytes())?;
     Ok(out.ct_eq(&d.digest))

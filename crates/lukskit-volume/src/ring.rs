@@ -285,7 +285,6 @@ fn ring_loop(mut ring: IoUring, shared: &Shared) {
     let counter: &'static mut [u8; 8] = Box::leak(Box::new([0u8; 8]));
     let mut wake_armed = false;
     let mut batch: Vec<Pending> = Vec::with_capacity(ENTRIES as usize);
-    let mut reaped: Vec<(u64, i32)> = Vec::with_capacity(ENTRIES as usize);
     let mut submitted = 0usize; // entries the kernel holds (excluding the wakeup read)
     loop {
         if shared.stop.load(Ordering::SeqCst) && shared.in_flight.load(Ordering::SeqCst) == 0 {
@@ -327,8 +326,8 @@ fn ring_loop(mut ring: IoUring, shared: &Shared) {
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
             Err(_) => std::thread::sleep(std::time::Duration::from_millis(1)),
         }
-        reaped.extend(ring.completion().map(|c| (c.user_data(), c.result())));
-        for (user_data, res) in reaped.drain(..) {
+        for c in ring.completion() {
+            let (user_data, res) = (c.user_data(), c.result());
             if user_data == WAKE {
                 wake_armed = false;
                 continue;
