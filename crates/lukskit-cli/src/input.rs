@@ -1,17 +1,24 @@
-//! Reading passphrases and key files with cryptsetup's semantics.
+//! Reading passphrases and key files with cryptsetup 2.6's semantics.
 //!
-//! * Key file (`-d FILE`): the whole file (at most 8 MiB unless `--keyfile-size`), newlines
-//!   are data; `--keyfile-offset` skips bytes; `-d -` reads standard input to its end.
+//! * Key file (`-d FILE`): the whole file (at most 8 MiB) unless `--keyfile-size` asks for an
+//!   exact number of bytes (a size of 0 also means the whole file); newlines are data;
+//!   `--keyfile-offset` skips bytes; `-d -` reads standard input to its end. An empty regular
+//!   file is an empty passphrase (as in cryptsetup); a pipe or device that yields nothing
+//!   (`/dev/null`, an empty pipe) is refused with "Nothing to read on input.".
 //! * Terminal: a prompt, no echo, the line without its newline; `-y` asks twice.
-//! * Standard input that is not a terminal: one line, without its newline.
+//! * Standard input that is not a terminal: one line, without its newline (an empty line is
+//!   an empty passphrase; no line at all is refused).
 //!
-//! Everything read lands in [`SecretBuf`]s; temporary buffers are wiped.
+//! Every byte of a secret goes straight from the `read(2)` of an unbuffered descriptor into
+//! a locked, zeroizing [`SecretBuf`] ([`SecretAccumulator`] grows by moving into a new locked
+//! buffer and wiping the old one): no `Vec` reallocation and no `BufReader` ever holds a copy.
 
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::VolumeError;
-use std::io::{IsTerminal, Read};
+use std::fs::File;
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
+use std::os::fd::AsFd;
 use std::os::unix::io::AsRawFd;
-use zeroize::Zeroize;
 
 /// cryptsetup's default maximum key file size (8192 KiB).
 pub const MAX_KEYFILE_SIZE: u64 = 8192 * 1024;
@@ -27,109 +34,212 @@ pub enum KeySource {
         path: String,
         /// Bytes to skip.
         offset: u64,
-        /// Exact number of bytes to read, or None for the whole file.
+        /// Exact number of bytes to read; None or 0 for the whole file.
         size: Option<u64>,
     },
     /// A terminal prompt, or one line of standard input when it is not a terminal.
     Prompt,
 }
 
-/// Read a key file as cryptsetup does.
-pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<SecretBuf, VolumeError> {
-    let fail = |what: &str| VolumeError::invalid(what.to_string());
-    let mut data = Vec::new();
-    let limit = size.unwrap_or(MAX_KEYFILE_SIZE);
-    let read_res = if path == "-" {
-        let mut stdin = std::io::stdin().lock();
-        read_bounded(&mut stdin, offset, limit, &mut data)
-    } else {
-        let mut f = std::fs::File::open(path)
-            .map_err(|_| VolumeError::invalid("Failed to open key file.".to_string()))?;
-        read_bounded(&mut f, offset, limit, &mut data)
-    };
-    if let Err(e) = read_res {
-        data.zeroize();
-        return Err(fail(&format!("Error reading passphrase: {e}.")));
-    }
-    let over = data.len() as u64 > limit;
-    if size.is_none() && over {
-        data.zeroize();
-        // cryptsetup 2.6.1's words exactly (`crypt_keyfile_device_read`).
-        return Err(fail("Maximum keyfile size exceeded."));
-    }
-    data.truncate(limit as usize);
-    if let Some(s) = size {
-        if (data.len() as u64) < s {
-            data.zeroize();
-            return Err(fail("Cannot read requested amount of data."));
-        }
-    }
-    if data.is_empty() && path == "-" {
-        return Err(fail("Nothing to read on input."));
-    }
-    Ok(SecretBuf::from_vec(data))
+/// A secret being read: a locked buffer with spare room that grows by moving into a larger
+/// locked buffer (the old one is wiped when dropped), up to a fixed cap.
+pub struct SecretAccumulator {
+    buf: SecretBuf,
+    len: usize,
+    cap: usize,
 }
 
-fn read_bounded(
-    r: &mut dyn Read,
-    offset: u64,
-    limit: u64,
-    out: &mut Vec<u8>,
-) -> std::io::Result<()> {
-    let mut skip = offset;
-    let mut buf = [0u8; 4096];
-    while skip > 0 {
-        let n = r.read(&mut buf[..skip.min(4096) as usize])?;
-        if n == 0 {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "Cannot seek to requested keyfile offset",
-            ));
+impl SecretAccumulator {
+    /// An empty accumulator with room for `initial` bytes that never grows beyond `cap`.
+    pub fn new(initial: usize, cap: usize) -> Self {
+        let initial = initial.min(cap);
+        SecretAccumulator {
+            buf: SecretBuf::zeroed(initial),
+            len: 0,
+            cap,
         }
-        skip -= n as u64;
     }
-    // Read one byte past the limit to detect oversized files.
-    let mut take = r.take(limit + 1);
-    let res = take.read_to_end(out);
-    buf.zeroize();
-    res.map(|_| ())
+
+    /// Bytes held so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Spare room of at most `want` bytes after the data, growing the buffer when it is full
+    /// (empty only at the cap).
+    fn spare(&mut self, want: usize) -> &mut [u8] {
+        if self.len == self.buf.len() && self.len < self.cap {
+            let grown = self.len.saturating_mul(2).max(4096).min(self.cap);
+            let mut next = SecretBuf::zeroed(grown);
+            next.as_mut_bytes()[..self.len].copy_from_slice(&self.buf.as_bytes()[..self.len]);
+            // The old buffer is wiped and unlocked as it is dropped here.
+            self.buf = next;
+        }
+        let end = self.buf.len().min(self.len.saturating_add(want));
+        &mut self.buf.as_mut_bytes()[self.len..end]
+    }
+
+    /// Read once from `r` into the spare room (at most `want` bytes); 0 at end of input or
+    /// at the cap.
+    fn read_from(&mut self, r: &mut File, want: usize) -> std::io::Result<usize> {
+        let room = self.spare(want);
+        if room.is_empty() {
+            return Ok(0);
+        }
+        let n = read_retrying(r, room)?;
+        self.len += n;
+        Ok(n)
+    }
+
+    /// Append one byte, unless the cap is reached (returns whether it was kept).
+    fn push(&mut self, b: u8) -> bool {
+        let room = self.spare(1);
+        if room.is_empty() {
+            return false;
+        }
+        room[0] = b;
+        self.len += 1;
+        true
+    }
+
+    /// The bytes read, in a buffer of exactly their length.
+    pub fn finish(self) -> SecretBuf {
+        if self.len == self.buf.len() {
+            return self.buf;
+        }
+        SecretBuf::from_slice(&self.buf.as_bytes()[..self.len])
+    }
+}
+
+/// `read(2)` on an unbuffered file, retried on EINTR.
+fn read_retrying(r: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match r.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Standard input as an unbuffered file (a duplicate of descriptor 0 sharing its offset):
+/// `std::io::stdin()`'s buffer would keep a copy of what it reads for the life of the process
+/// and would read ahead past the line that is ours.
+fn raw_stdin() -> Result<File, VolumeError> {
+    std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+        .map_err(|e| VolumeError::invalid(format!("Error reading passphrase: {e}.")))
+}
+
+/// Read a key file as cryptsetup's `crypt_keyfile_device_read` does: `size` of None or 0 reads
+/// to the end (failing beyond [`MAX_KEYFILE_SIZE`]), otherwise exactly `size` bytes.
+pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<SecretBuf, VolumeError> {
+    let fail = |what: &str| VolumeError::invalid(what.to_string());
+    let mut file = if path == "-" {
+        raw_stdin()?
+    } else {
+        File::open(path).map_err(|_| fail("Failed to open key file."))?
+    };
+    let requested = size.filter(|&s| s != 0);
+    // Unlimited reads take one byte more than allowed to notice an oversized file.
+    let max = requested.unwrap_or(MAX_KEYFILE_SIZE + 1);
+    let max_bytes =
+        usize::try_from(max).map_err(|_| fail("Cannot read requested amount of data."))?;
+    let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+    let initial = if regular {
+        let len = file
+            .metadata()
+            .map_err(|e| fail(&format!("Error reading passphrase: {e}.")))?
+            .len();
+        if offset > len {
+            return Err(fail("Cannot seek to requested keyfile offset."));
+        }
+        file.seek(SeekFrom::Start(offset))
+            .map_err(|_| fail("Cannot seek to requested keyfile offset."))?;
+        // The file's size is known: one allocation of the right size.
+        usize::try_from((len - offset).min(max)).unwrap_or(max_bytes)
+    } else {
+        skip_bytes(&mut file, offset)?;
+        4096
+    };
+    let mut acc = SecretAccumulator::new(initial, max_bytes);
+    loop {
+        let left = max_bytes - acc.len();
+        if left == 0 {
+            break;
+        }
+        match acc.read_from(&mut file, left) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => return Err(fail(&format!("Error reading passphrase: {e}."))),
+        }
+    }
+    if acc.len() == 0 && !regular {
+        return Err(fail(&nothing_to_read()));
+    }
+    if requested.is_none() && acc.len() == max_bytes {
+        // cryptsetup 2.6.1's words exactly.
+        return Err(fail("Maximum keyfile size exceeded."));
+    }
+    if requested.is_some() && acc.len() != max_bytes {
+        return Err(fail("Cannot read requested amount of data."));
+    }
+    Ok(acc.finish())
+}
+
+/// cryptsetup's message for input that ends before anything was read.
+fn nothing_to_read() -> String {
+    "Nothing to read on input.".to_string()
+}
+
+/// Discard `offset` bytes of a pipe or device (which cannot seek).
+fn skip_bytes(file: &mut File, mut offset: u64) -> Result<(), VolumeError> {
+    let mut scratch = SecretBuf::zeroed(4096);
+    while offset > 0 {
+        let want = offset.min(scratch.len() as u64) as usize;
+        match read_retrying(file, &mut scratch.as_mut_bytes()[..want]) {
+            Ok(0) | Err(_) => {
+                return Err(VolumeError::invalid(
+                    "Cannot seek to requested keyfile offset.",
+                ))
+            }
+            Ok(n) => offset -= n as u64,
+        }
+    }
+    Ok(())
 }
 
 /// Read one line from standard input (not a terminal), byte by byte so that later reads see
 /// the following lines (luksAddKey reads the old passphrase, then the new one).
 fn read_stdin_line() -> Result<SecretBuf, VolumeError> {
-    let mut line = Vec::new();
-    let mut stdin = std::io::stdin().lock();
-    let mut b = [0u8; 1];
-    let mut got_any = false;
+    let mut stdin = raw_stdin()?;
+    let mut acc = SecretAccumulator::new(64, MAX_KEYFILE_SIZE as usize);
+    let mut b = SecretBuf::zeroed(1);
+    let mut newline = false;
     loop {
-        match stdin.read(&mut b) {
+        match read_retrying(&mut stdin, b.as_mut_bytes()) {
             Ok(0) => break,
+            Ok(_) if b.as_bytes()[0] == b'\n' => {
+                newline = true;
+                break;
+            }
             Ok(_) => {
-                got_any = true;
-                if b[0] == b'\n' {
-                    break;
-                }
-                line.push(b[0]);
-                if line.len() as u64 > MAX_KEYFILE_SIZE {
-                    line.zeroize();
+                if !acc.push(b.as_bytes()[0]) {
                     return Err(VolumeError::invalid("Maximum keyfile size exceeded."));
                 }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                line.zeroize();
                 return Err(VolumeError::invalid(format!(
                     "Error reading passphrase: {e}."
-                )));
+                )))
             }
         }
     }
-    b.zeroize();
-    if !got_any {
-        return Err(VolumeError::invalid("Nothing to read on input."));
+    if acc.len() == 0 && !newline {
+        return Err(VolumeError::invalid(nothing_to_read()));
     }
-    Ok(SecretBuf::from_vec(line))
+    Ok(acc.finish())
 }
 
 /// `--timeout` for interactive prompts, in seconds (0 = wait forever).
@@ -156,31 +266,61 @@ fn wait_readable(fd: i32) -> bool {
     unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
 }
 
-/// Prompt on the terminal with echo off and read one line.
+/// Echo switched off on a terminal for as long as it lives: the saved settings are put back
+/// when it is dropped, on every return path and when a panic unwinds.
+struct EchoOff {
+    fd: i32,
+    saved: Option<libc::termios>,
+}
+
+impl EchoOff {
+    fn new(tty: &File) -> Self {
+        let fd = tty.as_raw_fd();
+        // SAFETY: termios is plain old data; an all-zero value is valid to pass for filling.
+        let mut old: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: fd is an open terminal descriptor and `old` is a valid termios to fill.
+        if unsafe { libc::tcgetattr(fd, &mut old) } != 0 {
+            return EchoOff { fd, saved: None };
+        }
+        let mut quiet = old;
+        quiet.c_lflag &= !libc::ECHO;
+        quiet.c_lflag |= libc::ECHONL;
+        // SAFETY: as above; `quiet` is a modified copy of the current settings.
+        unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &quiet) };
+        EchoOff {
+            fd,
+            saved: Some(old),
+        }
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        if let Some(old) = &self.saved {
+            // SAFETY: restores the settings saved in `new` on the same, still open descriptor
+            // (the guard never outlives the terminal file it was made from).
+            unsafe { libc::tcsetattr(self.fd, libc::TCSAFLUSH, old) };
+        }
+    }
+}
+
+/// Prompt on the terminal with echo off and read one line (bytes past
+/// [`MAX_PASSPHRASE`] are dropped, as cryptsetup does).
 fn read_tty(prompt: &str) -> Result<SecretBuf, VolumeError> {
-    let tty = std::fs::OpenOptions::new()
+    let mut tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
         .map_err(|e| VolumeError::invalid(format!("Cannot open terminal: {e}.")))?;
     let fd = tty.as_raw_fd();
-    // SAFETY: termios is plain old data; tcgetattr fills it for a valid fd.
-    let mut old: libc::termios = unsafe { std::mem::zeroed() };
-    // SAFETY: fd is a valid open terminal descriptor and `old` is a valid termios.
-    let have_termios = unsafe { libc::tcgetattr(fd, &mut old) } == 0;
-    if have_termios {
-        let mut new = old;
-        new.c_lflag &= !(libc::ECHO);
-        new.c_lflag |= libc::ECHONL;
-        // SAFETY: as above; `new` is a modified copy of the current settings.
-        unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &new) };
+    let echo = EchoOff::new(&tty);
+    {
+        use std::io::Write;
+        let _ = tty.write_all(prompt.as_bytes());
+        let _ = tty.flush();
     }
-    use std::io::Write;
-    let mut t = &tty;
-    let _ = t.write_all(prompt.as_bytes());
-    let _ = t.flush();
-    let mut line = Vec::new();
-    let mut b = [0u8; 1];
+    let mut acc = SecretAccumulator::new(MAX_PASSPHRASE, MAX_PASSPHRASE);
+    let mut b = SecretBuf::zeroed(1);
     let res = loop {
         if !wait_readable(fd) {
             break Err(std::io::Error::new(
@@ -188,32 +328,22 @@ fn read_tty(prompt: &str) -> Result<SecretBuf, VolumeError> {
                 "timed out",
             ));
         }
-        match t.read(&mut b) {
+        match read_retrying(&mut tty, b.as_mut_bytes()) {
             Ok(0) => break Ok(()),
-            Ok(_) if b[0] == b'\n' => break Ok(()),
+            Ok(_) if b.as_bytes()[0] == b'\n' => break Ok(()),
             Ok(_) => {
-                if line.len() >= MAX_PASSPHRASE {
-                    continue;
-                }
-                line.push(b[0]);
+                // Past the maximum length the rest of the line is read and dropped.
+                acc.push(b.as_bytes()[0]);
             }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => break Err(e),
         }
     };
-    if have_termios {
-        // SAFETY: restores the settings saved above on the same descriptor.
-        unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &old) };
-    }
-    b.zeroize();
+    drop(echo);
     match res {
-        Ok(()) => Ok(SecretBuf::from_vec(line)),
-        Err(e) => {
-            line.zeroize();
-            Err(VolumeError::invalid(format!(
-                "Error reading passphrase from terminal: {e}."
-            )))
-        }
+        Ok(()) => Ok(acc.finish()),
+        Err(e) => Err(VolumeError::invalid(format!(
+            "Error reading passphrase from terminal: {e}."
+        ))),
     }
 }
 
@@ -248,19 +378,61 @@ pub fn get_secret(
 }
 
 /// Ask for confirmation before destroying data, as cryptsetup: on a terminal the user must
-/// type exactly `YES`; without a terminal (or with `-q`) the answer is yes.
+/// type exactly `YES`; without a terminal (or with `-q`) the answer is yes. The answer is read
+/// unbuffered, so nothing after its line is consumed.
 pub fn confirm(message: &str, batch: bool) -> Result<(), VolumeError> {
     if batch || !interactive() {
         return Ok(());
     }
     eprint!("\nWARNING!\n========\n{message}\n\nAre you sure? (Type 'yes' in capital letters): ");
-    let mut answer = String::new();
-    std::io::stdin()
-        .read_line(&mut answer)
-        .map_err(|e| VolumeError::invalid(format!("Error reading response from terminal: {e}.")))?;
-    if answer.trim_end_matches('\n') == "YES" {
+    let mut stdin = raw_stdin()?;
+    let mut answer = Vec::with_capacity(8);
+    let mut b = [0u8; 1];
+    loop {
+        match read_retrying(&mut stdin, &mut b) {
+            Ok(0) => break,
+            Ok(_) if b[0] == b'\n' => break,
+            Ok(_) => {
+                if answer.len() < 64 {
+                    answer.push(b[0]);
+                }
+            }
+            Err(e) => {
+                return Err(VolumeError::invalid(format!(
+                    "Error reading response from terminal: {e}."
+                )))
+            }
+        }
+    }
+    if answer == b"YES" {
         Ok(())
     } else {
         Err(VolumeError::invalid("Operation aborted."))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accumulator_grows_without_losing_bytes_and_stops_at_the_cap() {
+        let mut acc = SecretAccumulator::new(1, 10_000);
+        for i in 0..10_000u32 {
+            assert!(acc.push(i as u8), "byte {i}");
+        }
+        assert!(!acc.push(0), "past the cap");
+        let s = acc.finish();
+        assert_eq!(s.len(), 10_000);
+        assert!(s.as_bytes().iter().enumerate().all(|(i, &b)| b == i as u8));
+    }
+
+    #[test]
+    fn accumulator_finish_is_exact_length() {
+        let mut acc = SecretAccumulator::new(512, 512);
+        for b in b"hunter2" {
+            acc.push(*b);
+        }
+        assert_eq!(acc.finish().as_bytes(), b"hunter2");
     }
 }

@@ -5,6 +5,7 @@
 mod args;
 mod commands;
 mod dump;
+mod hardening;
 mod input;
 
 use args::Opts;
@@ -22,15 +23,8 @@ fn exit_text(kind: ErrorKind) -> &'static str {
 }
 
 fn main() {
-    // Never leave a core dump with secrets in it.
-    // SAFETY: setrlimit with a valid, fully initialised rlimit struct.
-    unsafe {
-        let zero = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &zero);
-    }
+    // Before anything is parsed or read: no core dumps, no ptrace by the same user.
+    hardening::protect_secrets();
     let opts = match Opts::try_parse() {
         Ok(o) => o,
         Err(e) => {

@@ -3,9 +3,8 @@
 //! and then answers the control socket until `close`.
 //!
 //! It is started by `lukskit open` as a fresh process (never forked from a process with
-//! live engine threads) and receives the volume key through a pipe. It hardens itself
-//! first: no core dumps, not ptrace-able by unprivileged users (`PR_SET_DUMPABLE 0`),
-//! memory locked (`mlockall` with `MCL_ONFAULT`) where the system allows.
+//! live engine threads) and receives the volume key through a pipe. Process-wide hardening
+//! (no core dumps, not dumpable, `mlockall`) is the binary's job, done before this runs.
 
 use crate::backend::{BlockBackend, Discards, VolumeBackend};
 use crate::fuse::{FuseExport, FuseOptions};
@@ -19,50 +18,6 @@ use std::os::unix::net::UnixListener;
 use std::sync::Arc;
 use std::time::Duration;
 use zeroize::Zeroizing;
-
-/// Make this process as hard to read secrets from as the system allows.
-pub fn harden() {
-    // SAFETY: plain syscalls with constant arguments / a fully initialised rlimit.
-    unsafe {
-        libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
-        let zero = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        libc::setrlimit(libc::RLIMIT_CORE, &zero);
-    }
-    // Lock pages as they are touched (the key schedules, the buffers), but only where no
-    // lock limit applies: under a finite RLIMIT_MEMLOCK, MCL_FUTURE would make later
-    // allocations fail once the limit is reached. Secrets are in `SecretBuf`s, which lock
-    // themselves, either way.
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit fills the rlimit we pass; geteuid has no preconditions.
-    let unlimited = unsafe {
-        libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) == 0 && lim.rlim_cur == libc::RLIM_INFINITY
-    };
-    if unlimited || has_cap_ipc_lock() {
-        // SAFETY: mlockall with constant flags; failure leaves the process unlocked.
-        unsafe {
-            libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE | libc::MCL_ONFAULT);
-        }
-    }
-}
-
-/// Whether this process holds CAP_IPC_LOCK (no memory-lock limit applies then).
-fn has_cap_ipc_lock() -> bool {
-    const CAP_IPC_LOCK: u32 = 14;
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("CapEff:"))
-                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        })
-        .is_some_and(|caps| caps & (1 << CAP_IPC_LOCK) != 0)
-}
 
 /// What is running for a mapping.
 struct Exposure {

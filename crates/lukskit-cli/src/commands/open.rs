@@ -231,7 +231,7 @@ pub fn serve_child() -> ! {
     unsafe {
         libc::setsid();
     }
-    lukskit_expose::serve::harden();
+    crate::hardening::serving_process();
     // Read the pipe unbuffered (a duplicate of fd 0): the buffer of `std::io::stdin()`
     // would keep a copy of the volume key for the life of the process.
     let mut stdin = match std::io::stdin().as_fd().try_clone_to_owned() {
