@@ -11,6 +11,7 @@ use crate::fuse::{FuseExport, FuseOptions};
 use crate::loopdev::{LoopDevice, LoopOptions};
 use crate::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown};
 use crate::runtime::{self, Command, MappingConfig, Reply, RuntimeError, State};
+use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume};
 use std::io::{BufReader, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -24,6 +25,8 @@ struct Exposure {
     fuse: Option<FuseExport>,
     loop_dev: Option<LoopDevice>,
     nbd: Option<(NbdShutdown, std::thread::JoinHandle<()>)>,
+    /// Exclusive use of the backing device, released with the exposure.
+    _claim: Claim,
 }
 
 /// Set everything up, call `ready` with the outcome, then serve the control socket until
@@ -71,6 +74,18 @@ fn setup(
 ) -> Result<(Arc<VolumeBackend>, Exposure, State), RuntimeError> {
     let name = &config.name;
     let layout = DataLayout::from(&config.layout);
+    // Exclusive use of the device for the life of the mapping, as dm-crypt claims its device.
+    let claim = Claim::acquire(&config.device).map_err(|e| match e {
+        ClaimError::InUse => RuntimeError::new(
+            5,
+            format!(
+                "Cannot use device {} which is in use (already mapped or mounted).",
+                config.device
+            ),
+        ),
+        ClaimError::Io(e) => RuntimeError::io(&format!("Cannot open {}", config.device), &e),
+        other => RuntimeError::new(1, format!("Cannot open {}: {other}", config.device)),
+    })?;
     let mut volume = DataVolume::open(&config.device, layout, &key, !config.read_only)
         .map_err(|e| RuntimeError::new(e.kind.exit_code(), e.message))?;
     drop(key);
@@ -103,6 +118,7 @@ fn setup(
         fuse: None,
         loop_dev: None,
         nbd: None,
+        _claim: claim,
     };
     if let Some(addr) = &config.nbd {
         let addr: NbdAddress = addr.parse().map_err(|e: String| RuntimeError::new(1, e))?;

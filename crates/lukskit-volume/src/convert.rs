@@ -21,6 +21,7 @@
 //! key material being moved, so an interruption between the move and the header write leaves
 //! neither format usable. Take a `luksHeaderBackup` first.
 
+use crate::claim::{Claim, ClaimError};
 use crate::device::Device;
 use crate::error::{Result, VolumeError};
 use crate::format::FormatType;
@@ -74,6 +75,15 @@ pub fn check_target(vol: &Volume, target: FormatType) -> Result<()> {
 /// and exit-code classes (1 for every refusal, 5 when the volume is active).
 pub fn convert(vol: &mut Volume, target: FormatType) -> Result<()> {
     check_target(vol, target)?;
+    // As cryptsetup: never convert the header of a volume that is open (its mapping would go
+    // on with metadata that no longer describes it).
+    let _claim = Claim::acquire(&vol.data_path).map_err(|e| match e {
+        ClaimError::InUse => VolumeError::busy(format!(
+            "Cannot convert device {} which is still in use.",
+            vol.data_path
+        )),
+        ClaimError::Io(e) => VolumeError::io("Opening", &vol.data_path, &e),
+    })?;
     let new_header = match &vol.header {
         Header::Luks1(h1) => Header::Luks2(luks1_to_luks2(&vol.dev, h1)?),
         Header::Luks2(h2) => Header::Luks1(luks2_to_luks1(&vol.dev, h2, vol.detached)?),

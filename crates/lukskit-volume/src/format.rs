@@ -1,5 +1,6 @@
 //! Creating new LUKS1 and LUKS2 volumes (`luksFormat`).
 
+use crate::claim::{Claim, ClaimError};
 use crate::device::{Access, Device};
 use crate::error::{Result, VolumeError};
 use crate::pbkdf::PbkdfOptions;
@@ -10,6 +11,7 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2::{self, Luks2Header, NewHeaderParams};
+use std::path::Path;
 
 /// Default data alignment: 1 MiB, in 512-byte sectors.
 pub const DEFAULT_ALIGN_SECTORS: u32 = 2048;
@@ -86,8 +88,27 @@ fn check_uuid(uuid: &Option<String>) -> Result<String> {
     }
 }
 
-/// Format a new LUKS volume and add the first keyslot.
+/// Format a new LUKS volume and add the first keyslot. The data device and the detached
+/// header are claimed for exclusive use while the header is written (see [`claim_devices`]).
 pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
+    format_inner(p, None, passphrase)
+}
+
+/// [`format`] for a caller that already holds the [`claim_devices`] claims of `p` (and keeps
+/// them for longer, e.g. to write the data area afterwards).
+pub fn format_claimed(
+    p: &FormatParams,
+    claims: &[Claim],
+    passphrase: &[u8],
+) -> Result<FormatOutcome> {
+    format_inner(p, Some(claims), passphrase)
+}
+
+fn format_inner(
+    p: &FormatParams,
+    held: Option<&[Claim]>,
+    passphrase: &[u8],
+) -> Result<FormatOutcome> {
     let spec = CipherSpec::parse(&p.cipher)?;
     let key_bits = p.key_size_bits.unwrap_or_else(|| default_key_bits(&spec));
     if key_bits == 0 || !key_bits.is_multiple_of(8) {
@@ -122,6 +143,12 @@ pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
     let uuid = check_uuid(&p.uuid)?;
     // Refuse to use the data device if it cannot be opened (exit 4), as cryptsetup does.
     let data_dev = Device::open(&p.device, Access::Write)?;
+    // Never format under a live mapping or a mount: held until the new header is written.
+    let _own_claims = match held {
+        Some(_) => Vec::new(),
+        None => claim_devices(p)?,
+    };
+
     let dev = match &p.header {
         Some(h) => Device::open_or_create(h)?,
         None => data_dev,
@@ -130,6 +157,31 @@ pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
         FormatType::Luks1 => format_luks1(p, &dev, &spec, &vk, &uuid, passphrase),
         FormatType::Luks2 => format_luks2(p, &dev, &spec, &vk, &uuid, passphrase),
     }
+}
+
+/// Claim the data device and the detached header (when it exists already) for exclusive use,
+/// as cryptsetup's luksFormat opens them with `O_EXCL`: "Cannot exclusively open X, device in
+/// use." (exit 1) while a mapping, a mount or another exclusive user holds one of them.
+/// `format` does this itself; callers may call it first to fail before asking for anything.
+pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
+    let mut paths = vec![p.device.as_str()];
+    if let Some(h) = p.header.as_deref().filter(|h| Path::new(h).exists()) {
+        paths.push(h);
+    }
+    paths
+        .into_iter()
+        .map(|path| {
+            Claim::acquire(path).map_err(|e| match e {
+                ClaimError::InUse => {
+                    VolumeError::invalid(format!("Cannot exclusively open {path}, device in use."))
+                }
+                ClaimError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    VolumeError::device(format!("Device {path} does not exist or access denied."))
+                }
+                ClaimError::Io(e) => VolumeError::io("Opening", path, &e),
+            })
+        })
+        .collect()
 }
 
 fn too_small_warning(dev: &Device, path: &str, data_offset: u64, detached: bool) -> Option<String> {

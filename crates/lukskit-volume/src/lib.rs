@@ -5,6 +5,7 @@
 //! header update in a crash-safe order.
 //!
 //! * [`device`] — device access, `flock` locking, crash injection for tests.
+//! * [`claim`] — exclusive use of a device or image while it is open or being formatted.
 //! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
 //! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
 //! * [`data`] — the data path: plaintext reads/writes of an unlocked volume.
@@ -16,6 +17,7 @@
 //! * [`pbkdf`] — choosing PBKDF parameters from command-line options.
 
 pub mod backup;
+pub mod claim;
 pub mod convert;
 pub mod data;
 pub mod device;

@@ -52,6 +52,9 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         volume_key,
     };
     let target = o.header.as_deref().unwrap_or(device);
+    // Fail before any question when a mapping or a mount holds the device (format claims it
+    // again, for the whole operation).
+    drop(lukskit_volume::format::claim_devices(&params)?);
     if !o.batch_mode && matches!(lukskit_volume::volume::probe(target), Ok(Some(_))) {
         eprintln!(
             "WARNING: Device {target} already contains a 'crypto_LUKS' superblock signature."

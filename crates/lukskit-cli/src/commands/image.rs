@@ -15,14 +15,16 @@ use crate::args::{parse_size, Opts};
 use crate::input::{self, KeySource};
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
+use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{format, FormatParams, FormatType};
+use lukskit_volume::format::{self, FormatParams, FormatType};
 use lukskit_volume::plain::{self, PlainParams};
 use lukskit_volume::{ErrorKind, Result, Volume, VolumeError};
 use std::fs::{File, OpenOptions};
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::path::Path;
 use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
 
@@ -186,6 +188,24 @@ fn create_target(path: &str) -> Result<()> {
         })
 }
 
+/// Claim those of `paths` that exist for exclusive use (luksFormat's rule and message).
+fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
+    paths
+        .iter()
+        .flatten()
+        .filter(|p| Path::new(p).exists())
+        .map(|p| {
+            Claim::acquire(p).map_err(|e| match e {
+                ClaimError::InUse => {
+                    VolumeError::invalid(format!("Cannot exclusively open {p}, device in use."))
+                }
+                ClaimError::Io(e) => VolumeError::io("Opening", p, &e),
+                other => VolumeError::invalid(format!("Cannot exclusively open {p}: {other}.")),
+            })
+        })
+        .collect()
+}
+
 /// Whether two paths name the same existing file.
 fn same_file(a: &str, b: &str) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -234,6 +254,9 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         ));
     }
     let target = o.header.as_deref().unwrap_or(image);
+    // An image (or header) that is open or mounted is neither truncated nor formatted: claimed
+    // before anything is asked, and held until the data is written.
+    let mut claims = claim_existing(&[Some(image.as_str()), o.header.as_deref()])?;
     if has_content(image) || o.header.as_deref().is_some_and(has_content) {
         input::confirm(
             &format!("This will overwrite data on {target} irrevocably."),
@@ -249,6 +272,9 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             let p = plain_params(o)?;
             let key = plain_key(o, &p, &prompt, verify)?;
             create_target(image)?;
+            if claims.is_empty() {
+                claims = claim_existing(&[Some(image.as_str())])?;
+            }
             (p.layout()?, key)
         }
         Kind::Luks(t) => {
@@ -301,7 +327,10 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             };
             let pass = input::get_secret(&src, &prompt, verify)?;
             create_target(image)?;
-            format(&params, pass.as_bytes())?;
+            if claims.is_empty() {
+                claims = format::claim_devices(&params)?;
+            }
+            format::format_claimed(&params, &claims, pass.as_bytes())?;
             let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
             (DataLayout::from_volume(&vol)?, vk)
         }
@@ -367,6 +396,8 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             .map_err(|e| VolumeError::io("Resizing", image, &e))?;
     }
     dv.flush()?;
+    // The image is complete and durable: others may use it now.
+    drop(claims);
     if o.verbose {
         println!(
             "Encrypted {written} bytes into {image} ({}).",

@@ -1,0 +1,76 @@
+//! Exclusive use against the real kernel (reference VM): while cryptsetup's dm-crypt mapping
+//! or a mount holds a device, lukskit refuses to open, format or convert it with exactly
+//! cryptsetup's messages and exit codes; while lukskit's own mapping holds a device,
+//! cryptsetup and the kernel are refused as well. Script: tests/refvm/exclusive/exclusive.sh.
+
+mod common;
+mod refvm_common;
+
+use std::collections::BTreeMap;
+
+#[test]
+fn lukskit_and_cryptsetup_refuse_each_others_devices_alike() {
+    if let Err(why) = refvm_common::prepare() {
+        panic!("refvm_exclusive: the reference VM is not available: {why}");
+    }
+    let dir = common::tmp();
+    let disks: Vec<String> = ["a", "b", "c"]
+        .iter()
+        .map(|n| common::sparse(dir.path(), &format!("{n}.img"), 64 << 20))
+        .collect();
+    let script = refvm_common::refvm_dir().join("exclusive/exclusive.sh");
+    let mut args = vec![script.as_os_str()];
+    args.extend(disks.iter().map(|d| std::ffi::OsStr::new(d.as_str())));
+    let r = refvm_common::run_sh(&args, true);
+    assert_eq!(
+        r.code, 0,
+        "exclusive.sh in the VM: {}{}",
+        r.stdout, r.stderr
+    );
+    assert!(r.stdout.contains("exclusive: done"), "{}", r.stdout);
+    assert!(
+        !r.stdout.contains("mount of a claimed device succeeded"),
+        "{}",
+        r.stdout
+    );
+    // CASE -> (cryptsetup's line, lukskit's line)
+    let mut cases: BTreeMap<String, (Option<String>, Option<String>)> = BTreeMap::new();
+    for line in r.stdout.lines() {
+        let mut it = line.splitn(3, ' ');
+        let (Some(tool), Some(case), Some(rest)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let e = cases.entry(case.to_string()).or_default();
+        match tool {
+            "cryptsetup" => e.0 = Some(rest.trim().to_string()),
+            "lukskit" => e.1 = Some(rest.trim().to_string()),
+            _ => {}
+        }
+    }
+    let expected = [
+        "open-mapped",
+        "open-ro-mapped",
+        "format-mapped",
+        "convert-mapped",
+        "plain-mapped",
+        "format-mounted",
+        "plain-mounted",
+        "open-lukskit-mapped",
+        "format-lukskit-mapped",
+    ];
+    for case in expected {
+        let (theirs, ours) = cases
+            .get(case)
+            .unwrap_or_else(|| panic!("case {case} missing from the VM's output:\n{}", r.stdout));
+        let theirs = theirs.as_deref().expect("cryptsetup's line");
+        assert!(
+            !theirs.starts_with("rc=0"),
+            "{case}: cryptsetup was expected to refuse: {theirs}"
+        );
+        assert_eq!(
+            ours.as_deref(),
+            Some(theirs),
+            "{case}: lukskit against cryptsetup"
+        );
+    }
+}

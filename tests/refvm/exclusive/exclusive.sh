@@ -1,0 +1,43 @@
+#!/bin/sh
+# Run in the reference VM with lukskit installed: devices held by the kernel for cryptsetup's
+# dm-crypt mappings and for mounts, and by lukskit's own mappings. For each attempt, one line
+# "TOOL CASE rc=N MESSAGE" for cryptsetup and for lukskit; the test compares them.
+export DM_DISABLE_UDEV=1
+cs="cryptsetup -q --pbkdf pbkdf2 --pbkdf-force-iterations 1000"
+lk="lukskit -q --pbkdf pbkdf2 --pbkdf-force-iterations 1000"
+printf secret > /tmp/k
+head -c 32 /dev/zero | tr '\0' 'Z' > /tmp/k32
+try() { # TOOLNAME CASE command...
+    tool=$1; case=$2; shift 2
+    out=$("$@" 2>&1); rc=$?
+    echo "$tool $case rc=$rc $(echo "$out" | grep -v 'superblock signature' | tr '\n' ' ')"
+}
+both() { # CASE args... (the same arguments for both tools; FMT for the fast PBKDF prefix)
+    case=$1; shift
+    try cryptsetup "$case" cryptsetup "$@"
+    try lukskit "$case" lukskit "$@"
+}
+$cs luksFormat /dev/vda -d /tmp/k || exit 1
+cryptsetup open /dev/vda held -d /tmp/k || exit 1
+both open-mapped open /dev/vda other -d /tmp/k
+both open-ro-mapped open --readonly /dev/vda other -d /tmp/k
+try cryptsetup format-mapped $cs luksFormat /dev/vda -d /tmp/k
+try lukskit format-mapped $lk luksFormat /dev/vda -d /tmp/k
+both convert-mapped -q convert --type luks1 /dev/vda
+both plain-mapped open --type plain -d /tmp/k32 /dev/vda p
+cryptsetup close held || exit 1
+# A mounted file system.
+mkfs.ext4 -q /dev/vdb && mkdir -p /m && mount /dev/vdb /m || exit 1
+try cryptsetup format-mounted $cs luksFormat /dev/vdb -d /tmp/k
+try lukskit format-mounted $lk luksFormat /dev/vdb -d /tmp/k
+both plain-mounted open --type plain -d /tmp/k32 /dev/vdb p
+umount /m
+# lukskit's own mapping (FUSE + loop device): the kernel and cryptsetup respect its claim.
+$lk luksFormat /dev/vdc -d /tmp/k || exit 1
+lukskit open /dev/vdc mine -d /tmp/k || { echo "lukskit open failed"; exit 1; }
+both open-lukskit-mapped open /dev/vdc other -d /tmp/k
+try cryptsetup format-lukskit-mapped $cs luksFormat /dev/vdc -d /tmp/k
+try lukskit format-lukskit-mapped $lk luksFormat /dev/vdc -d /tmp/k
+mount /dev/vdc /m 2>/dev/null && { echo "mount of a claimed device succeeded"; umount /m; }
+lukskit close mine
+echo "exclusive: done"
