@@ -490,11 +490,30 @@ fn nbd_export_matches_qemu_luks_driver_both_ways() {
     write_file(d.path(), "pw", b"nbd pass");
     let secret = format!("secret,id=s0,file={dir}/pw");
     // QEMU formats the LUKS1 image and encrypts the plaintext into it.
-    sh(&format!(
+    // QEMU calibrates PBKDF2 on CPU time from getrusage, which is tick-based on some kernels:
+    // a calibration round measured as 0 ms fails with "Unable to get accurate CPU usage". That
+    // is QEMU's measurement, not the conversion: try it again (a few times at most).
+    let convert = format!(
         "qemu-img convert -f raw -O luks --object {secret} \
          -o key-secret=s0,iter-time=10,cipher-alg=aes-256,cipher-mode=xts,ivgen-alg=plain64 \
          {dir}/plain.raw {dir}/q.luks"
-    ));
+    );
+    let mut attempt = 1;
+    loop {
+        let o = std::process::Command::new("sh")
+            .args(["-c", &convert])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        if o.status.success() {
+            break;
+        }
+        assert!(
+            err.contains("Unable to get accurate CPU usage") && attempt < 5,
+            "{convert} failed (attempt {attempt}): {err}"
+        );
+        attempt += 1;
+    }
     let m = Mapping::new("nbd");
     let sock = format!("{dir}/nbd.sock");
     lukskit(

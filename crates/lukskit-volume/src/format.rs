@@ -289,20 +289,10 @@ fn block_sector_size(dev: &Device) -> Option<u32> {
     let mut physical: libc::c_uint = 0;
     // SAFETY: BLKSSZGET/BLKPBSZGET write one integer into the pointed-to, live local.
     unsafe {
-        if libc::ioctl(
-            dev.file().as_raw_fd(),
-            0x1268, /* BLKSSZGET */
-            &mut logical,
-        ) != 0
-        {
+        if libc::ioctl(dev.file().as_raw_fd(), libc::BLKSSZGET, &mut logical) != 0 {
             return None;
         }
-        if libc::ioctl(
-            dev.file().as_raw_fd(),
-            0x8008_127b, /* BLKPBSZGET */
-            &mut physical,
-        ) != 0
-        {
+        if libc::ioctl(dev.file().as_raw_fd(), libc::BLKPBSZGET, &mut physical) != 0 {
             physical = 0;
         }
     }

@@ -33,6 +33,9 @@ try lukskit format-mounted $lk luksFormat /dev/vdb -d /tmp/k
 both plain-mounted open --type plain -d /tmp/k32 /dev/vdb p
 umount /m
 # lukskit's own mapping (FUSE + loop device): the kernel and cryptsetup respect its claim.
+modprobe fuse 2>/dev/null; modprobe loop 2>/dev/null
+[ -e /dev/fuse ] || mknod /dev/fuse c 10 229
+[ -e /dev/loop-control ] || mknod /dev/loop-control c 10 237
 $lk luksFormat /dev/vdc -d /tmp/k || exit 1
 lukskit open /dev/vdc mine -d /tmp/k || { echo "lukskit open failed"; exit 1; }
 both open-lukskit-mapped open /dev/vdc other -d /tmp/k
