@@ -198,6 +198,25 @@ pub struct Opts {
     /// open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE).
     #[arg(long = "nbd")]
     pub nbd: Option<String>,
+    /// open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit's serving process); by
+    /// default the kernel wherever it has device-mapper with dm-crypt.
+    #[arg(long = "backend")]
+    pub backend: Option<String>,
+    /// open: dm-crypt's `same_cpu_crypt`.
+    #[arg(long = "perf-same_cpu_crypt", action = ArgAction::SetTrue)]
+    pub perf_same_cpu_crypt: bool,
+    /// open: dm-crypt's `submit_from_crypt_cpus`.
+    #[arg(long = "perf-submit_from_crypt_cpus", action = ArgAction::SetTrue)]
+    pub perf_submit_from_crypt_cpus: bool,
+    /// open: dm-crypt's `no_read_workqueue`.
+    #[arg(long = "perf-no_read_workqueue", action = ArgAction::SetTrue)]
+    pub perf_no_read_workqueue: bool,
+    /// open: dm-crypt's `no_write_workqueue`.
+    #[arg(long = "perf-no_write_workqueue", action = ArgAction::SetTrue)]
+    pub perf_no_write_workqueue: bool,
+    /// close: remove the mapping when its last user closes it.
+    #[arg(long = "deferred", action = ArgAction::SetTrue)]
+    pub deferred: bool,
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,

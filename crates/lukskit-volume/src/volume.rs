@@ -227,6 +227,15 @@ impl Volume {
         }
     }
 
+    /// LUKS2: the id of the digest that covers the data segment (cryptsetup names the
+    /// volume key in the kernel keyring after it); `None` for LUKS1.
+    pub fn segment_digest_id(&self) -> Result<Option<u32>> {
+        match &self.header {
+            Header::Luks1(_) => Ok(None),
+            Header::Luks2(h) => Ok(luks2_keys::segment_digest(h)?.map(|d| d.id)),
+        }
+    }
+
     /// Verify a volume key (from `--volume-key-file`) against the header digest.
     pub fn verify_volume_key(&self, vk: &[u8]) -> Result<()> {
         let ok = match &self.header {

@@ -6,6 +6,7 @@ mod convert;
 mod format;
 mod header;
 mod image;
+mod kernel;
 mod keys;
 mod open;
 

@@ -62,8 +62,12 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         a.parse::<lukskit_expose::nbd::NbdAddress>()
             .map_err(VolumeError::invalid)?;
     }
-    let (config, key) = match o.r#type.as_deref() {
-        Some("plain") => unlock_plain(&o, device, name)?,
+    let backend = super::kernel::choose(&o)?;
+    let (config, key, digest) = match o.r#type.as_deref() {
+        Some("plain") => {
+            let (c, k) = unlock_plain(&o, device, name)?;
+            (c, k, None)
+        }
         None | Some("luks") | Some("luks1") | Some("luks2") => unlock_luks(&o, device, name)?,
         Some(t) => {
             return Err(VolumeError::invalid(format!(
@@ -71,7 +75,10 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             )))
         }
     };
-    start_server(&config, &key)
+    match backend {
+        super::kernel::Backend::Kernel => super::kernel::open(&o, &config, &key, digest),
+        super::kernel::Backend::Userspace => start_server(&config, &key),
+    }
 }
 
 fn absolute(path: &str) -> Result<String> {
@@ -153,7 +160,11 @@ fn load_luks(o: &Opts, device: &str) -> Result<Volume> {
     }
 }
 
-fn unlock_luks(o: &Opts, device: &str, name: &str) -> Result<(MappingConfig, SecretBuf)> {
+fn unlock_luks(
+    o: &Opts,
+    device: &str,
+    name: &str,
+) -> Result<(MappingConfig, SecretBuf, Option<u32>)> {
     if o.skip.is_some() || o.iv_large_sectors {
         return Err(VolumeError::invalid(
             "Options --skip and --iv-large-sectors are supported only with --type plain.",
@@ -175,7 +186,7 @@ fn unlock_luks(o: &Opts, device: &str, name: &str) -> Result<(MappingConfig, Sec
     };
     c.layout = LayoutInfo::from(&layout);
     c.key_bits = (vk.len() * 8) as u32;
-    Ok((c, vk))
+    Ok((c, vk, vol.segment_digest_id()?))
 }
 
 /// Start the serving process and wait until it is ready.
@@ -335,9 +346,12 @@ fn inactive(name: &str) -> VolumeError {
 }
 
 /// `close` (`remove`, `luksClose`, `plainClose`).
-pub fn close(_o: &Opts, args: &[String]) -> Result<()> {
+pub fn close(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    let name = &args[0];
+    let name = super::kernel::mapping_name(&args[0]);
+    if let Some(done) = super::kernel::close(name, o.deferred) {
+        return done;
+    }
     runtime::check_name(name).map_err(rt_err)?;
     if !runtime::exists(name) {
         return Err(inactive(name));
@@ -370,7 +384,10 @@ fn is_our_server(pid: u32) -> bool {
 /// `status NAME`.
 pub fn status(_o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    let name = &args[0];
+    let name = super::kernel::mapping_name(&args[0]);
+    if let Some(done) = super::kernel::status(name) {
+        return done;
+    }
     let path = runtime::mapper_path(name);
     let state = match runtime::check_name(name)
         .ok()
@@ -505,6 +522,7 @@ fn luks_state(name: &str) -> Result<State> {
 pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let name = &args[0];
+    super::kernel::refuse_unsupported(name, "luksSuspend")?;
     luks_state(name)?;
     control(name, "suspend", &[])
 }
@@ -514,6 +532,7 @@ pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
 pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let name = &args[0];
+    super::kernel::refuse_unsupported(name, "luksResume")?;
     let st = luks_state(name)?;
     let reply =
         runtime::request(name, "status", &[], Some(Duration::from_secs(5))).map_err(rt_err)?;

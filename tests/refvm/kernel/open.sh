@@ -1,0 +1,51 @@
+#!/bin/sh
+# Run in the reference VM with lukskit installed. For each case the same volume is opened by
+# cryptsetup and by lukskit; for each tool one block of lines:
+#   == CASE TOOL
+#   table: <dmsetup table --showkeys>      uuid: <DM UUID>     attr: <dmsetup attributes>
+#   status: <each line of `cryptsetup status`>
+# plus data checks across the two tools' mappings. The test compares the blocks.
+export DM_DISABLE_UDEV=1
+cs="cryptsetup -q --pbkdf pbkdf2 --pbkdf-force-iterations 1000"
+printf secret > /tmp/k
+head -c 32 /dev/zero | tr '\0' 'K' > /tmp/k32
+dd if=/dev/zero of=/tmp/img bs=1M count=24 2>/dev/null
+$cs luksFormat --type luks2 /dev/vda -d /tmp/k || exit 1
+$cs luksFormat --type luks1 /dev/vdb -d /tmp/k || exit 1
+$cs luksFormat --type luks2 --sector-size 4096 -c serpent-xts-plain64 /dev/vdc -d /tmp/k || exit 1
+$cs luksFormat --type luks2 /tmp/img -d /tmp/k || exit 1
+capture() { # CASE TOOL NAME
+    echo "== $1 $2"
+    echo "table: $(dmsetup table --showkeys "$3" | sed 's/ [0-9]*:[0-9]* / DEV /')"
+    echo "uuid: $(dmsetup info -c --noheadings -o uuid "$3")"
+    echo "attr: $(dmsetup info -c --noheadings -o attr "$3")"
+    cryptsetup status "$3" | sed 's/^/status: /'
+}
+run() { # CASE OPEN-ARGS...
+    c=$1; shift
+    cryptsetup open "$@" csmap || { echo "== $c cryptsetup open failed"; return; }
+    capture "$c" cryptsetup csmap
+    cryptsetup close csmap
+    lukskit open "$@" lkmap || { echo "== $c lukskit open failed"; return; }
+    capture "$c" lukskit lkmap
+    lukskit status lkmap | sed "s/^/lkstatus: /"
+    # cryptsetup closes lukskit's mapping.
+    cryptsetup close lkmap && echo "$c: cryptsetup closed lukskit's mapping"
+}
+run luks2 -d /tmp/k /dev/vda
+run luks1 -d /tmp/k /dev/vdb
+run luks2-4k-serpent -d /tmp/k /dev/vdc
+run luks2-flags -d /tmp/k --readonly --allow-discards --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue /dev/vda
+run plain --type plain -d /tmp/k32 -c aes-cbc-essiv:sha256 -s 256 --offset 8 --skip 16 /dev/vdb
+run image -d /tmp/k /tmp/img
+# Data: lukskit's mapping writes, cryptsetup's reads, and the other way round; ext4 + fsck.
+lukskit open -d /tmp/k /dev/vda lkmap || exit 1
+mkfs.ext4 -q /dev/mapper/lkmap && mkdir -p /m && mount /dev/mapper/lkmap /m && echo hello > /m/f && umount /m
+lukskit close lkmap || echo "lukskit close failed"
+cryptsetup open -d /tmp/k /dev/vda csmap && e2fsck -fn /dev/mapper/csmap >/dev/null 2>&1 && echo "data: fsck clean through cryptsetup"
+mount /dev/mapper/csmap /m && cat /m/f | sed 's/^/data: read /' && umount /m
+# lukskit refuses to close a mapping in use, closes cryptsetup's.
+mount /dev/mapper/csmap /m; lukskit close csmap 2>&1; echo "close-in-use rc=$?"; umount /m
+lukskit close /dev/mapper/csmap && echo "lukskit closed cryptsetup's mapping"
+dmsetup ls
+echo "kernel: done"
