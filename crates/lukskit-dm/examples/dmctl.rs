@@ -14,6 +14,7 @@
 //! dmctl cancel-deferred NAME
 //! dmctl info NAME
 //! dmctl table NAME [--showkeys]
+//! dmctl status NAME
 //! dmctl suspend NAME [--noflush]
 //! dmctl resume NAME
 //! dmctl wipe-key NAME
@@ -306,6 +307,11 @@ fn run(a: &Args) -> Result<(), Fail> {
             let (_, targets) = dm.table(a.name()?, a.has("--showkeys"))?;
             for t in targets {
                 println!("{}", t.to_line().as_str());
+            }
+        }
+        "status" => {
+            for (start, len, ty, status) in dm.status(a.name()?)? {
+                println!("{start} {len} {ty} {status}");
             }
         }
         "suspend" => print_info(&dm.suspend(

@@ -163,6 +163,9 @@ cryptsetup open $P /dev/vda pr && cryptsetup resize --size 8192 pr && snap pr >"
 cryptsetup close pr
 $DMCTL create-crypt pr --device /dev/vda $PD >/dev/null && $DMCTL resize pr --size 8192 >/dev/null && snap pr >"$W/resize.dm"
 same "resize: same as cryptsetup resize" "$W/resize.cs" "$W/resize.dm"
+dmsetup status pr >"$W/prs.kernel"
+$DMCTL status pr >"$W/prs.ours"
+same "crypt status (STATUSTYPE_INFO)" "$W/prs.kernel" "$W/prs.ours"
 $DMCTL remove pr >/dev/null
 
 # Linear, zero and error targets; rename; listing.
@@ -180,6 +183,9 @@ $DMCTL table z >"$W/z.ours"
 printf '0 1024 zero \n1024 1024 error \n' >"$W/z.want"
 same "zero+error table (dmsetup)" "$W/z.want" "$W/z.kernel"
 same "zero+error table (dmctl)" "$W/z.kernel" "$W/z.ours"
+dmsetup status z >"$W/zs.kernel"
+$DMCTL status z >"$W/zs.ours"
+same "zero+error status (STATUSTYPE_INFO)" "$W/zs.kernel" "$W/zs.ours"
 [ "$(dd if=/dev/mapper/z bs=512 count=1024 2>/dev/null | tr -d '\000' | wc -c)" = 0 ] && ok "zero target reads zeros" || bad "zero target"
 dd if=/dev/mapper/z bs=512 skip=1024 count=1 of=/dev/null 2>/dev/null && bad "error target read succeeded" || ok "error target fails I/O"
 LIST=$($DMCTL list)
