@@ -467,16 +467,21 @@ impl Control {
     }
 
     /// `DM_DEV_CREATE`: a new mapping with no table, named `name`, with DM UUID `uuid`.
+    /// A name or DM UUID already in use is [`DmError::Exists`] (the kernel says `EBUSY`).
     pub fn create(&self, name: &str, uuid: Option<&str>) -> Result<DeviceInfo> {
-        let b = self.run(Cmd::DevCreate, name, HEADER_SIZE, &|size| {
+        let r = self.run(Cmd::DevCreate, name, HEADER_SIZE, &|size| {
             let mut b = Buffer::new(size);
             b.set_name(name)?;
             if let Some(u) = uuid {
                 b.set_uuid(u)?;
             }
             Ok(b)
-        })?;
-        Ok(b.info())
+        });
+        match r {
+            Ok(b) => Ok(b.info()),
+            Err(DmError::Busy { op, name, source }) => Err(DmError::Exists { op, name, source }),
+            Err(e) => Err(e),
+        }
     }
 
     /// `DM_TABLE_LOAD`: load `targets` as the inactive table of `name` (a resume makes it

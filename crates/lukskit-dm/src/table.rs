@@ -100,20 +100,18 @@ impl Target {
         }
     }
 
-    /// The line `dmsetup table` prints for this target: `<start> <length> <type> <params>`
-    /// (no trailing space for parameterless targets, like the kernel and dmsetup).
+    /// The line `dmsetup table` prints for this target: `<start> <length> <type> <params>`.
+    /// Like dmsetup, a parameterless target keeps the space before its (empty) parameters
+    /// (observed: `0 1024 zero `).
     pub fn to_line(&self) -> Zeroizing<String> {
         let p = self.params();
         let mut s = Zeroizing::new(format!(
-            "{} {} {}",
+            "{} {} {} ",
             self.start(),
             self.sectors(),
             self.target_type()
         ));
-        if !p.is_empty() {
-            s.push(' ');
-            s.push_str(&p);
-        }
+        s.push_str(&p);
         s
     }
 
@@ -231,9 +229,9 @@ mod tests {
                 sectors: 8
             }
         ));
-        assert_eq!(z.to_line().as_str(), "2048 8 zero");
+        assert_eq!(z.to_line().as_str(), "2048 8 zero ");
         let e = Target::parse_line("0 8 error", true).unwrap();
-        assert_eq!(e.to_line().as_str(), "0 8 error");
+        assert_eq!(e.to_line().as_str(), "0 8 error ");
         let o = Target::parse_line("0 8 striped 2 128 254:0 0 254:1 0", true).unwrap();
         assert_eq!(o.target_type(), "striped");
         assert_eq!(o.to_line().as_str(), "0 8 striped 2 128 254:0 0 254:1 0");
