@@ -198,6 +198,9 @@ pub struct Opts {
     /// open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE).
     #[arg(long = "nbd")]
     pub nbd: Option<String>,
+    /// open --nbd: most NBD clients connected at once (default 8); more are refused.
+    #[arg(long = "nbd-connections")]
+    pub nbd_connections: Option<usize>,
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,
