@@ -217,6 +217,9 @@ pub struct Opts {
     /// close: remove the mapping when its last user closes it.
     #[arg(long = "deferred", action = ArgAction::SetTrue)]
     pub deferred: bool,
+    /// open --nbd: most NBD clients connected at once (default 8); more are refused.
+    #[arg(long = "nbd-connections")]
+    pub nbd_connections: Option<usize>,
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,

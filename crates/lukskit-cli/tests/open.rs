@@ -561,6 +561,186 @@ fn nbd_export_matches_qemu_luks_driver_both_ways() {
     );
 }
 
+/// NBD greeting and `NBD_OPT_GO` for the default export over `s`, up to the final ACK.
+fn nbd_go(s: &mut std::net::TcpStream) {
+    use lukskit_expose::nbd::proto;
+    let mut g = [0u8; 18];
+    s.read_exact(&mut g).unwrap();
+    assert_eq!(g, proto::encode_greeting());
+    s.write_all(&(proto::FLAG_C_FIXED_NEWSTYLE | proto::FLAG_C_NO_ZEROES).to_be_bytes())
+        .unwrap();
+    let data = proto::encode_info_request(&proto::InfoRequest {
+        name: String::new(),
+        requests: vec![],
+    });
+    let mut opt = Vec::new();
+    opt.extend_from_slice(&proto::IHAVEOPT.to_be_bytes());
+    opt.extend_from_slice(&proto::OPT_GO.to_be_bytes());
+    opt.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    opt.extend_from_slice(&data);
+    s.write_all(&opt).unwrap();
+    loop {
+        let mut h = [0u8; 20];
+        s.read_exact(&mut h).unwrap();
+        let reply = u32::from_be_bytes(h[12..16].try_into().unwrap());
+        let mut d = vec![0u8; u32::from_be_bytes(h[16..20].try_into().unwrap()) as usize];
+        s.read_exact(&mut d).unwrap();
+        match reply {
+            proto::REP_ACK => return,
+            proto::REP_INFO => {}
+            other => panic!("NBD_OPT_GO refused: {other:#x}"),
+        }
+    }
+}
+
+/// Run `args` on a thread; `None` if it has not finished within `limit`.
+fn lukskit_within(args: &[&str], limit: Duration) -> Option<Run> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let _ = tx.send(lukskit(&a, b""));
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+/// `open --nbd tcp:...`: a warning that the export is cleartext and unauthenticated,
+/// `--nbd-connections` limits the clients (the next one is closed before the greeting),
+/// and `status` and `close` answer promptly while a client has replies in flight that it
+/// never reads (close cuts it off after the grace period).
+#[test]
+fn nbd_tcp_export_warns_limits_connections_and_closes_despite_stuck_client() {
+    let t = "open --nbd tcp";
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIP {t}: needs root (state in /run/lukskit)");
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("nbdtcp");
+    // Misuse of the option is refused before anything is unlocked.
+    let r = lukskit(
+        &["open", &img, &m.name, "-d", &key, "--nbd-connections", "2"],
+        b"",
+    );
+    assert_eq!(r.code, 1, "--nbd-connections without --nbd: {}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Option --nbd-connections is allowed only with --nbd."),
+        "{}",
+        r.stderr
+    );
+    let r = lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--nbd",
+            "unix:/tmp/x",
+            "--nbd-connections",
+            "0",
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 1, "--nbd-connections 0: {}", r.stderr);
+    assert!(r.stderr.contains("must be at least 1"), "{}", r.stderr);
+
+    // A Unix socket export gets no warning.
+    let sock = format!("{}/nbd.sock", d.path().display());
+    let r = lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--nbd",
+            &format!("unix:{sock}"),
+        ],
+        b"",
+    )
+    .ok("open --nbd unix");
+    assert!(!r.stderr.contains("WARNING"), "{}", r.stderr);
+    lukskit(&["close", &m.name], b"").ok("close");
+
+    let r = lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--nbd",
+            "tcp:127.0.0.1:0",
+            "--nbd-connections",
+            "2",
+        ],
+        b"",
+    )
+    .ok("open --nbd tcp");
+    assert!(
+        r.stderr
+            .contains("WARNING: NBD over TCP is neither encrypted nor authenticated")
+            && r.stderr.contains("can read and write all plaintext"),
+        "no cleartext warning: {}",
+        r.stderr
+    );
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    let addr = st
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("nbd:"))
+        .and_then(|a| a.trim().strip_prefix("tcp:"))
+        .unwrap_or_else(|| panic!("no tcp address in status: {st}"))
+        .to_string();
+    let connect = || {
+        let s = std::net::TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s
+    };
+    let mut stuck = connect();
+    nbd_go(&mut stuck);
+    let mut second = connect();
+    nbd_go(&mut second);
+    let mut third = connect();
+    let mut b = [0u8; 18];
+    assert!(
+        matches!(third.read(&mut b), Ok(0) | Err(_)),
+        "a third client was served with --nbd-connections 2"
+    );
+    // The stuck client asks for far more than fits in the socket buffers and reads none.
+    for handle in 0..64u64 {
+        let req = lukskit_expose::nbd::proto::Request {
+            flags: 0,
+            command: lukskit_expose::nbd::proto::Command::Read,
+            handle,
+            offset: 0,
+            length: 1 << 20,
+        };
+        stuck
+            .write_all(&lukskit_expose::nbd::proto::encode_request(&req))
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let r = lukskit_within(&["status", &m.name], Duration::from_secs(10))
+        .expect("status blocked by a client that reads nothing");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let started = Instant::now();
+    let r = lukskit_within(&["close", &m.name], Duration::from_secs(20))
+        .expect("close blocked by a client that reads nothing");
+    assert_eq!(r.code, 0, "close: {}", r.stderr);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(15), "close took {took:?}");
+    assert!(
+        !Path::new(&format!("/run/lukskit/{}", m.name)).exists(),
+        "mapping still present after close"
+    );
+    // The other client was closed too.
+    assert!(matches!(second.read(&mut b), Ok(0) | Err(_)));
+}
+
 /// Threads of the serving process named `lukskit-ring` (the io_uring completion thread).
 fn ring_threads(m: &Mapping) -> usize {
     let dir = format!("/proc/{}/task", m.pid());

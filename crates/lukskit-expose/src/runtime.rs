@@ -131,6 +131,10 @@ pub struct MappingConfig {
     pub use_loop: bool,
     /// Serve over NBD at this address (`unix:PATH`, `tcp:HOST:PORT`) instead of FUSE.
     pub nbd: Option<String>,
+    /// Most NBD connections served at once (`--nbd-connections`); `None` for the server's
+    /// default ([`crate::nbd::DEFAULT_MAX_CONNECTIONS`]).
+    #[serde(default)]
+    pub nbd_connections: Option<usize>,
 }
 
 /// The state file of an open mapping.

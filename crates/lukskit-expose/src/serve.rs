@@ -128,15 +128,21 @@ fn setup(
                 export_name: config.name.clone(),
                 read_only: config.read_only,
                 allow_trim: config.allow_discards,
-                max_connections: 0,
+                max_connections: config
+                    .nbd_connections
+                    .unwrap_or(crate::nbd::DEFAULT_MAX_CONNECTIONS),
+                ..NbdOptions::default()
             },
         )
         .map_err(|e| RuntimeError::io(&format!("Cannot listen on {addr}"), &e))?;
         state.nbd_address = Some(server.address());
         let stop = server.shutdown_handle();
-        let t = std::thread::spawn(move || {
-            let _ = server.serve(dynb);
-        });
+        let t = std::thread::Builder::new()
+            .name("nbd-server".into())
+            .spawn(move || {
+                let _ = server.serve(dynb);
+            })
+            .map_err(|e| RuntimeError::io("Cannot start the NBD server", &e))?;
         exposure.nbd = Some((stop, t));
         return Ok((backend, exposure, state));
     }

@@ -5,13 +5,17 @@
 
 use lukskit_expose::backend::{BlockBackend, Discards, MemBackend, VolumeBackend};
 use lukskit_expose::nbd::proto::{self, Command, InfoRequest, Request};
-use lukskit_expose::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown};
+use lukskit_expose::nbd::{
+    NbdAddress, NbdOptions, NbdServer, NbdShutdown, DEFAULT_MAX_CONNECTIONS, MAX_BYTES_IN_FLIGHT,
+};
 use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Output};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------- helpers
 
@@ -64,6 +68,7 @@ fn opts(name: &str) -> NbdOptions {
         read_only: false,
         allow_trim: false,
         max_connections: 0,
+        ..NbdOptions::default()
     }
 }
 
@@ -452,19 +457,40 @@ fn encrypted_volume_written_through_nbdcopy_matches_dm_crypt_ciphertext() {
 
 // ---------------------------------------------------------------- hostile clients
 
-/// A minimal NBD client speaking raw protocol over a Unix socket.
+/// A client connection, Unix or TCP.
+trait Sock: Read + Write + Send {}
+impl Sock for UnixStream {}
+impl Sock for TcpStream {}
+
+/// Connect to a server address (`unix:PATH` or `tcp:HOST:PORT`), with a 10 s read timeout.
+fn dial(address: &str) -> Box<dyn Sock> {
+    let t = Some(Duration::from_secs(10));
+    if let Some(p) = address.strip_prefix("unix:") {
+        let s = UnixStream::connect(p).unwrap();
+        s.set_read_timeout(t).unwrap();
+        Box::new(s)
+    } else {
+        let s = TcpStream::connect(address.strip_prefix("tcp:").unwrap()).unwrap();
+        s.set_read_timeout(t).unwrap();
+        Box::new(s)
+    }
+}
+
+/// A minimal NBD client speaking raw protocol over a Unix or TCP socket.
 struct RawClient {
-    s: UnixStream,
+    s: Box<dyn Sock>,
     size: u64,
     flags: u16,
     handle: u64,
 }
 
 impl RawClient {
-    fn greet(path: &Path) -> UnixStream {
-        let mut s = UnixStream::connect(path).unwrap();
-        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-            .unwrap();
+    fn greet(path: &Path) -> Box<dyn Sock> {
+        Self::greet_at(&format!("unix:{}", path.display()))
+    }
+
+    fn greet_at(address: &str) -> Box<dyn Sock> {
+        let mut s = dial(address);
         let mut g = [0u8; 18];
         s.read_exact(&mut g).unwrap();
         assert_eq!(g, proto::encode_greeting());
@@ -473,7 +499,7 @@ impl RawClient {
         s
     }
 
-    fn send_option(s: &mut UnixStream, option: u32, data: &[u8]) {
+    fn send_option(s: &mut impl Write, option: u32, data: &[u8]) {
         let mut h = Vec::new();
         h.extend_from_slice(&proto::IHAVEOPT.to_be_bytes());
         h.extend_from_slice(&option.to_be_bytes());
@@ -483,7 +509,7 @@ impl RawClient {
     }
 
     /// One option reply: (reply type, data).
-    fn option_reply(s: &mut UnixStream, option: u32) -> (u32, Vec<u8>) {
+    fn option_reply(s: &mut impl Read, option: u32) -> (u32, Vec<u8>) {
         let mut h = [0u8; 20];
         s.read_exact(&mut h).unwrap();
         assert_eq!(
@@ -499,7 +525,12 @@ impl RawClient {
     }
 
     fn connect(r: &Running, name: &str) -> RawClient {
-        let mut s = Self::greet(&r.socket_path().unwrap());
+        Self::connect_at(&r.address, name)
+    }
+
+    /// Handshake (`NBD_OPT_GO`) with the server at `address`.
+    fn connect_at(address: &str, name: &str) -> RawClient {
+        let mut s = Self::greet_at(address);
         let req = InfoRequest {
             name: name.into(),
             requests: vec![proto::INFO_BLOCK_SIZE],
@@ -783,6 +814,289 @@ fn max_connections_limits_clients() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(ok, "no connection accepted after the first one ended");
+}
+
+// ---------------------------------------------------------------- resource limits
+
+/// An attacker on a TCP export: the connection after the default limit is closed before
+/// the greeting, and the server goes on serving the others.
+#[test]
+fn default_connection_limit_refuses_the_next_client_and_keeps_serving() {
+    let n = DEFAULT_MAX_CONNECTIONS;
+    assert_eq!(NbdOptions::default().max_connections, n);
+    assert!(n >= 4, "a multi-connection client (nbdcopy: 4) must fit");
+    let r = Running::tcp(
+        NbdOptions {
+            export_name: "vol".into(),
+            ..NbdOptions::default()
+        },
+        mem(65536, 512, false, None),
+    );
+    let mut clients: Vec<RawClient> = (0..n).map(|_| RawClient::connect(&r, "")).collect();
+    let mut extra = dial(&r.address);
+    let mut b = [0u8; 18];
+    assert!(
+        matches!(extra.read(&mut b), Ok(0) | Err(_)),
+        "connection {} of a server limited to {n} was served",
+        n + 1
+    );
+    for c in &mut clients {
+        assert_eq!(c.read(0, 512).unwrap(), vec![0u8; 512]);
+    }
+    // One leaves: its slot is free again (its thread may need a moment to end).
+    let mut gone = clients.pop().unwrap();
+    gone.send(Command::Disc, 0, 0, 0);
+    assert!(gone.closed());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut s = dial(&r.address);
+        if s.read(&mut b).map(|k| k > 0).unwrap_or(false) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no slot freed after a client left"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(clients[0].read(0, 16).unwrap(), vec![0u8; 16]);
+}
+
+/// Resident memory of process `pid` in bytes (`VmRSS`).
+fn rss_of(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().strip_suffix("kB"))
+        .map(|v| v.trim().parse().unwrap())
+        .expect("VmRSS in /proc/PID/status");
+    kb * 1024
+}
+
+/// Kills and reaps a child process on drop.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The environment variable naming the socket of [`memory_test_server_process`].
+const MEMORY_SERVER_SOCKET: &str = "LUKSKIT_TEST_NBD_MEMORY_SOCKET";
+/// Size of the export of [`memory_test_server_process`].
+const MEMORY_EXPORT_SIZE: usize = 40 << 20;
+
+/// Not a test on its own: the server process of
+/// `clients_that_never_collect_replies_do_not_grow_server_memory`, which starts this
+/// binary again to run only this (so that the memory measured is the server's alone).
+#[test]
+#[ignore = "server process of clients_that_never_collect_replies_do_not_grow_server_memory"]
+fn memory_test_server_process() {
+    let path = std::env::var(MEMORY_SERVER_SOCKET)
+        .expect("run by clients_that_never_collect_replies_do_not_grow_server_memory");
+    let b = MemBackend::new(MEMORY_EXPORT_SIZE, 512, false);
+    // Touch the whole export first, so that reading it adds nothing to the resident set.
+    let data: Vec<u8> = (0..MEMORY_EXPORT_SIZE).map(|i| (i / 512) as u8).collect();
+    b.write_at(&data, 0).unwrap();
+    drop(data);
+    let server = NbdServer::bind(
+        &NbdAddress::Unix(path.into()),
+        NbdOptions {
+            export_name: "vol".into(),
+            ..NbdOptions::default()
+        },
+    )
+    .unwrap();
+    server.serve(Arc::new(b)).unwrap();
+}
+
+/// Clients that send many large reads and never collect the replies: the server stops
+/// reading their requests once a bounded amount is in flight, so its memory does not grow
+/// by more than that per connection (without the bound each connection held a 32 MiB
+/// buffer per worker, and nothing stopped more connections from doing the same).
+#[test]
+fn clients_that_never_collect_replies_do_not_grow_server_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("mem.sock");
+    let child = Process::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "memory_test_server_process",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(MEMORY_SERVER_SOCKET, &sock)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let child = Child(child);
+    let pid = child.0.id();
+    let address = format!("unix:{}", sock.display());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while UnixStream::connect(&sock).is_err() {
+        assert!(Instant::now() < deadline, "server process did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Warm up (threads, buffers of a small request), then take the baseline.
+    let mut probe = RawClient::connect_at(&address, "");
+    assert_eq!(probe.read(4096, 512).unwrap(), vec![8u8; 512]);
+    std::thread::sleep(Duration::from_millis(200));
+    let base = rss_of(pid);
+
+    const CLIENTS: usize = 4;
+    const READS: u32 = 16;
+    let len = proto::MAX_PAYLOAD;
+    let mut stuck: Vec<RawClient> = (0..CLIENTS)
+        .map(|_| RawClient::connect_at(&address, ""))
+        .collect();
+    for c in &mut stuck {
+        for _ in 0..READS {
+            c.send(Command::Read, 0, 0, len);
+        }
+    }
+    // Let the server read and execute whatever it is going to, and watch its memory.
+    let mut peak = 0;
+    let until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < until {
+        peak = peak.max(rss_of(pid));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let growth = peak.saturating_sub(base);
+    eprintln!(
+        "server grew by {} MiB with {CLIENTS} stuck clients",
+        growth >> 20
+    );
+    // Per connection: its budget of bytes in flight (one maximal request), plus the
+    // buffers its workers keep between requests (4 x 4 MiB) and thread stacks; a little
+    // more for the process as a whole.
+    let allowed = CLIENTS as u64 * (MAX_BYTES_IN_FLIGHT as u64 + (16 << 20)) + (32 << 20);
+    assert!(
+        growth <= allowed,
+        "server grew by {} MiB with {CLIENTS} clients not reading (allowed {} MiB)",
+        growth >> 20,
+        allowed >> 20
+    );
+    // The server still answers others...
+    assert_eq!(probe.read(0, 512).unwrap(), vec![0u8; 512]);
+    // ...and a stuck client that starts reading gets every reply, in full.
+    let c = &mut stuck[0];
+    let mut d = vec![0u8; len as usize];
+    for _ in 0..READS {
+        let (e, _) = c.reply();
+        assert_eq!(e, 0);
+        c.s.read_exact(&mut d).unwrap();
+        assert!(d[..512].iter().all(|&x| x == 0) && d[512..1024].iter().all(|&x| x == 1));
+    }
+}
+
+/// Shutdown (what `lukskit close` does) ends within a bounded time even while a client
+/// has replies in flight and reads none of them: after a grace period its socket is shut
+/// down in both directions, which wakes the blocked writer.
+#[test]
+fn shutdown_is_bounded_while_a_client_reads_no_replies() {
+    let grace = Duration::from_secs(1);
+    for tcp in [false, true] {
+        let o = NbdOptions {
+            export_name: "vol".into(),
+            shutdown_grace: grace,
+            ..NbdOptions::default()
+        };
+        let b = mem(1 << 20, 512, false, None);
+        let r = if tcp {
+            Running::tcp(o, b)
+        } else {
+            Running::unix(o, b)
+        };
+        let mut c = RawClient::connect(&r, "");
+        for _ in 0..64 {
+            c.send(Command::Read, 0, 0, 1 << 20);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let started = Instant::now();
+        std::thread::spawn(move || {
+            let _ = tx.send(r.finish());
+        });
+        let limit = grace + Duration::from_secs(10);
+        let done = rx.recv_timeout(limit);
+        assert!(
+            done.is_ok(),
+            "tcp={tcp}: shutdown still blocked after {limit:?} by a client that reads nothing"
+        );
+        done.unwrap().unwrap();
+        let took = started.elapsed();
+        assert!(took >= grace, "tcp={tcp}: no grace period ({took:?})");
+        // The client's connection was closed: reading drains what was sent, then ends.
+        let mut sink = vec![0u8; 1 << 20];
+        let mut total = 0u64;
+        loop {
+            match c.s.read(&mut sink) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n as u64,
+            }
+        }
+        assert!(total < 64 * (1 << 20), "tcp={tcp}: every reply was sent");
+        eprintln!("tcp={tcp}: shutdown took {took:?}");
+    }
+}
+
+/// Under umask 0, binding a Unix socket creates it with mode 0777: the socket must never
+/// be seen with more than 0600 (another user could connect in that window).
+#[test]
+fn unix_socket_is_never_visible_with_a_wider_mode_than_0600() {
+    use std::os::unix::fs::MetadataExt;
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+    struct Umask(libc::mode_t);
+    impl Drop for Umask {
+        fn drop(&mut self) {
+            // SAFETY: umask only changes this process's file creation mask.
+            unsafe { libc::umask(self.0) };
+        }
+    }
+    // SAFETY: as above.
+    let _restore = Umask(unsafe { libc::umask(0) });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nbd.sock");
+    let stop = Arc::new(AtomicBool::new(false));
+    let wide = Arc::new(AtomicU32::new(0));
+    let seen = Arc::new(AtomicU64::new(0));
+    let watcher = {
+        let (stop, wide, seen, path) = (stop.clone(), wide.clone(), seen.clone(), path.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if let Ok(m) = std::fs::symlink_metadata(&path) {
+                    seen.fetch_add(1, Ordering::Relaxed);
+                    if m.mode() & 0o077 != 0 {
+                        wide.store(m.mode() & 0o7777, Ordering::Relaxed);
+                    }
+                }
+            }
+        })
+    };
+    for _ in 0..400 {
+        let s = NbdServer::bind(&NbdAddress::Unix(path.clone()), opts("")).unwrap();
+        let m = std::fs::symlink_metadata(&path).unwrap();
+        assert_eq!(m.mode() & 0o7777, 0o600);
+        drop(s);
+        if wide.load(Ordering::Relaxed) != 0 {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    watcher.join().unwrap();
+    assert_eq!(
+        wide.load(Ordering::Relaxed),
+        0,
+        "socket seen with mode {:o}",
+        wide.load(Ordering::Relaxed)
+    );
+    assert!(
+        seen.load(Ordering::Relaxed) > 0,
+        "the watcher never saw the socket"
+    );
 }
 
 // ---------------------------------------------------------------- lifecycle

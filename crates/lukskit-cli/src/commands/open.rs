@@ -58,9 +58,23 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             "Options --nbd and --no-loop cannot be combined.",
         ));
     }
+    if o.nbd_connections.is_some() && o.nbd.is_none() {
+        return Err(VolumeError::invalid(
+            "Option --nbd-connections is allowed only with --nbd.",
+        ));
+    }
+    if o.nbd_connections == Some(0) {
+        return Err(VolumeError::invalid(
+            "Option --nbd-connections must be at least 1.",
+        ));
+    }
     if let Some(a) = &o.nbd {
-        a.parse::<lukskit_expose::nbd::NbdAddress>()
+        let addr = a
+            .parse::<lukskit_expose::nbd::NbdAddress>()
             .map_err(VolumeError::invalid)?;
+        if addr.is_network() {
+            eprintln!("{}", tcp_warning(&addr));
+        }
     }
     let backend = super::kernel::choose(&o)?;
     let (config, key, digest) = match o.r#type.as_deref() {
@@ -79,6 +93,15 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         super::kernel::Backend::Kernel => super::kernel::open(&o, &config, &key, digest),
         super::kernel::Backend::Userspace => start_server(&config, &key),
     }
+}
+
+/// What `open --nbd tcp:...` says on stderr before unlocking.
+fn tcp_warning(addr: &lukskit_expose::nbd::NbdAddress) -> String {
+    format!(
+        "WARNING: NBD over TCP is neither encrypted nor authenticated. Anyone who can \
+         connect to {addr} can read and write all plaintext of this device.\n\
+         Use --nbd unix:PATH, or make sure only trusted hosts can reach this port."
+    )
 }
 
 fn absolute(path: &str) -> Result<String> {
@@ -107,6 +130,7 @@ fn base_config(o: &Opts, name: &str) -> MappingConfig {
         allow_discards: o.allow_discards,
         use_loop: !o.no_loop && o.nbd.is_none(),
         nbd: o.nbd.clone(),
+        nbd_connections: o.nbd_connections,
     }
 }
 
@@ -588,6 +612,7 @@ mod tests {
                 allow_discards: false,
                 use_loop: true,
                 nbd: None,
+                nbd_connections: None,
             },
             pid: 42,
             size: 1 << 20,

@@ -14,11 +14,24 @@
 //! Each connection gets its own threads: a few workers take turns reading one request
 //! each (so requests are read in order), execute them in parallel against the backend and
 //! send the replies one at a time over the shared write half.
+//!
+//! Limits that hold whatever clients do: at most [`NbdOptions::max_connections`]
+//! connections (further ones are closed before the greeting), at most
+//! [`MAX_BYTES_IN_FLIGHT`] per connection (then its requests are no longer read until
+//! replies drain), a failed thread start or allocation ends only the connection concerned,
+//! and shutdown takes at most [`NbdOptions::shutdown_grace`] plus the requests executing
+//! at that moment.
+//!
+//! A TCP export is neither encrypted nor authenticated: whoever can connect reads and
+//! writes the plaintext (see [`NbdAddress::is_network`]).
 
 mod handshake;
 pub mod proto;
 mod socket;
+mod threads;
 mod transmission;
+
+pub use transmission::MAX_BYTES_IN_FLIGHT;
 
 use crate::backend::BlockBackend;
 use socket::{Listener, OwnedSocketPath, Stream};
@@ -30,12 +43,21 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use threads::Threads;
 
 /// How long a client may take for each step of the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connections served at once unless told otherwise: twice what a multi-connection client
+/// such as `nbdcopy` opens (4), so one such client and a few single-connection ones
+/// (`qemu-img`, `nbdinfo`) fit.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 8;
+
+/// How long shutdown waits, unless told otherwise, for connections to finish on their own.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Where the server listens: `unix:PATH` or `tcp:HOST:PORT`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,6 +107,15 @@ impl FromStr for NbdAddress {
     }
 }
 
+impl NbdAddress {
+    /// True for a TCP address. NBD has no encryption or authentication here: anyone who
+    /// can reach the port can read and write the plaintext of the export (a Unix socket is
+    /// created with mode 0600, so only its owner can connect).
+    pub fn is_network(&self) -> bool {
+        matches!(self, NbdAddress::Tcp(_))
+    }
+}
+
 impl fmt::Display for NbdAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -94,9 +125,9 @@ impl fmt::Display for NbdAddress {
     }
 }
 
-/// What the server exports and how (the default: export name "", writable, no TRIM, no
-/// connection limit).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// What the server exports and how (the default: export name "", writable, no TRIM,
+/// [`DEFAULT_MAX_CONNECTIONS`], [`DEFAULT_SHUTDOWN_GRACE`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NbdOptions {
     /// The export's name; clients may also ask for "" (the default export).
     pub export_name: String,
@@ -104,8 +135,26 @@ pub struct NbdOptions {
     pub read_only: bool,
     /// Advertise and pass on TRIM (discard) requests.
     pub allow_trim: bool,
-    /// Most connections served at once (0 = unlimited); further ones are closed at once.
+    /// Most connections served at once (0 = unlimited); further ones are closed at once,
+    /// before the greeting. Each connection may hold up to [`MAX_BYTES_IN_FLIGHT`] of
+    /// requests and a few threads.
     pub max_connections: usize,
+    /// At shutdown, how long connections get to finish the requests they have in flight;
+    /// then their sockets are shut down in both directions (which also frees a thread
+    /// blocked writing to a client that reads nothing).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for NbdOptions {
+    fn default() -> Self {
+        NbdOptions {
+            export_name: String::new(),
+            read_only: false,
+            allow_trim: false,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
 }
 
 /// State shared by the server, its connections and its shutdown handles.
@@ -115,14 +164,41 @@ struct Shared {
     wake: UnixStream,
     /// A handle on every open connection, to shut them down.
     connections: Mutex<HashMap<u64, Stream>>,
+    /// Signalled when a connection ends.
+    ended: Condvar,
     next_id: AtomicU64,
-    active: AtomicUsize,
     socket_path: Option<OwnedSocketPath>,
+    threads: Threads,
 }
 
 impl Shared {
     fn connections(&self) -> MutexGuard<'_, HashMap<u64, Stream>> {
         self.connections.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Wait until no connection is left or `grace` has passed.
+    fn wait_for_connections(&self, grace: Duration) {
+        let deadline = Instant::now() + grace;
+        let mut conns = self.connections();
+        while !conns.is_empty() {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            conns = self
+                .ended
+                .wait_timeout(conns, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Shut every remaining connection down in both directions: blocked reads and writes
+    /// of its threads fail, so they end.
+    fn cut_connections(&self) {
+        for c in self.connections().values() {
+            c.shutdown(Shutdown::Both);
+        }
     }
 }
 
@@ -141,8 +217,10 @@ pub struct NbdShutdown {
 }
 
 impl NbdShutdown {
-    /// Stop accepting connections, let requests in flight finish, close every connection
-    /// and remove the Unix socket. [`NbdServer::serve`] then returns. Idempotent.
+    /// Stop accepting connections and remove the Unix socket; connections stop reading
+    /// requests and get [`NbdOptions::shutdown_grace`] to answer those in flight, then are
+    /// cut off. [`NbdServer::serve`] returns once all have ended. Idempotent; does not
+    /// block.
     pub fn shutdown(&self) {
         let sh = &self.shared;
         {
@@ -169,14 +247,14 @@ struct Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         self.shared.connections().remove(&self.id);
-        self.shared.active.fetch_sub(1, Ordering::SeqCst);
+        self.shared.ended.notify_all();
     }
 }
 
 impl NbdServer {
     /// Listen on `addr`; the socket accepts connections when this returns. A Unix socket
-    /// is created with mode 0600; a stale socket at the path is removed, but any other
-    /// existing file is left alone and the bind fails.
+    /// is created with mode 0600 (never visible with a wider one); a stale socket at the
+    /// path is removed, but any other existing file is left alone and the bind fails.
     pub fn bind(addr: &NbdAddress, opts: NbdOptions) -> io::Result<NbdServer> {
         let listener = Listener::bind(addr)?;
         let (wake, woken) = UnixStream::pair()?;
@@ -186,9 +264,10 @@ impl NbdServer {
             stopping: AtomicBool::new(false),
             wake,
             connections: Mutex::new(HashMap::new()),
+            ended: Condvar::new(),
             next_id: AtomicU64::new(0),
-            active: AtomicUsize::new(0),
             socket_path: listener.socket_path().cloned(),
+            threads: Threads::default(),
         });
         Ok(NbdServer {
             listener,
@@ -214,13 +293,18 @@ impl NbdServer {
     /// Serve `backend` until [`NbdShutdown::shutdown`]; then flush the backend.
     ///
     /// The export is read-only when [`NbdOptions::read_only`] is set or the backend is.
-    /// Each connection runs on its own threads; `serve` returns once all of them ended.
+    /// Each connection runs on its own threads; `serve` returns once all of them ended,
+    /// at most [`NbdOptions::shutdown_grace`] after the shutdown plus the time the
+    /// requests executing then take.
     pub fn serve(&self, backend: Arc<dyn BlockBackend>) -> io::Result<()> {
         let ctx = Arc::new(ExportContext::new(&self.opts, backend.as_ref()));
         let mut threads = Vec::new();
         let result = self.accept_loop(&backend, &ctx, &mut threads);
-        // Make sure every connection ends, also when the loop failed.
+        // Make sure every connection ends, also when the loop failed: first gently (no
+        // more requests are read), then, after the grace period, by cutting them off.
         self.shutdown_handle().shutdown();
+        self.shared.wait_for_connections(self.opts.shutdown_grace);
+        self.shared.cut_connections();
         for t in threads {
             let _ = t.join();
         }
@@ -264,29 +348,27 @@ impl NbdServer {
                 Err(e) => return Err(e),
             };
             threads.retain(|t| !t.is_finished());
-            let max = self.opts.max_connections;
-            if max > 0 && sh.active.load(Ordering::SeqCst) >= max {
-                continue; // dropping `stream` closes it
-            }
+            // Over the limit (or stopping): dropping `stream` closes it before the greeting.
             let Some(registration) = self.register(&stream) else {
                 continue;
             };
             let backend = Arc::clone(backend);
             let ctx = Arc::clone(ctx);
-            let spawned = std::thread::Builder::new()
-                .name("nbd-conn".into())
-                .spawn(move || {
-                    let _registration = registration;
-                    let _ = run_connection(stream, backend.as_ref(), &ctx, &_registration.shared);
-                });
+            let spawned = sh.threads.spawn("nbd-conn", move || {
+                let registration = registration;
+                let _ = run_connection(stream, backend.as_ref(), &ctx, &registration.shared);
+            });
             match spawned {
                 Ok(t) => threads.push(t),
-                Err(_) => continue, // out of threads: the connection was closed
+                // Out of threads: the closure, with the stream and registration, was
+                // dropped, which closed and unregistered the connection.
+                Err(_) => continue,
             }
         }
     }
 
-    /// Record a connection for shutdown; `None` when the server is already stopping.
+    /// Record a connection for shutdown; `None` when the server is already stopping or
+    /// serves [`NbdOptions::max_connections`] already.
     fn register(&self, stream: &Stream) -> Option<Registration> {
         let sh = &self.shared;
         let handle = stream.try_clone().ok()?;
@@ -294,9 +376,12 @@ impl NbdServer {
         if sh.stopping.load(Ordering::SeqCst) {
             return None;
         }
+        let max = self.opts.max_connections;
+        if max > 0 && conns.len() >= max {
+            return None;
+        }
         let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
         conns.insert(id, handle);
-        sh.active.fetch_add(1, Ordering::SeqCst);
         Some(Registration {
             shared: Arc::clone(sh),
             id,
@@ -359,7 +444,10 @@ fn run_connection(
     ctx: &ExportContext,
     shared: &Shared,
 ) -> io::Result<()> {
+    // A client that stops reading during the handshake (say, after sending many options)
+    // must not hold the thread either.
     stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
     let export = handshake::Export {
         name: &ctx.name,
         size: ctx.limits.size,
@@ -371,5 +459,9 @@ fn run_connection(
         return Ok(());
     }
     stream.set_read_timeout(None)?;
-    transmission::serve(stream, backend, ctx.limits)
+    stream.set_write_timeout(None)?;
+    transmission::serve(stream, backend, ctx.limits, &shared.threads)
 }
+
+#[cfg(test)]
+mod tests;

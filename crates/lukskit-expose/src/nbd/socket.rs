@@ -3,8 +3,9 @@
 use super::NbdAddress;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,14 +45,12 @@ impl Listener {
             })?),
             NbdAddress::Unix(path) => {
                 clear_stale_socket(path)?;
-                let l = UnixListener::bind(path).map_err(|e| {
+                let l = bind_private_unix(path).map_err(|e| {
                     io::Error::new(
                         e.kind(),
                         format!("cannot listen on unix:{}: {e}", path.display()),
                     )
                 })?;
-                // The export is plaintext of an encrypted volume: owner only.
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
                 let m = std::fs::symlink_metadata(path)?;
                 Listener::Unix(
                     l,
@@ -118,6 +117,70 @@ impl AsFd for Listener {
     }
 }
 
+/// Mode of the Unix socket file: the export is the plaintext of an encrypted volume, so
+/// only the owner may connect.
+const SOCKET_MODE: libc::mode_t = 0o600;
+
+/// Create a listening Unix socket at `path` whose file has mode [`SOCKET_MODE`] (or less,
+/// under the umask) from the instant it exists.
+///
+/// `bind` creates the socket file with the mode of the socket's own inode minus the umask
+/// (Linux's `unix_bind`: `SOCK_INODE(sock)->i_mode & ~current_umask()`), and a new socket's
+/// inode has mode 0777. Binding first and chmod'ing afterwards leaves a window in which,
+/// under a permissive umask, any user can connect and keep the connection; setting the
+/// umask around `bind` changes it for every thread of the process. Instead the socket's
+/// inode gets its final mode with `fchmod` before `bind`, so the file is created with it:
+/// there is no window and no process-wide state.
+fn bind_private_unix(path: &Path) -> io::Result<UnixListener> {
+    // SAFETY: sockaddr_un is plain old data; all zeroes is a valid (empty) value.
+    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    let bytes = path.as_os_str().as_bytes();
+    if bytes.contains(&0) || bytes.len() >= addr.sun_path.len() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "socket path longer than {} bytes or containing NUL",
+                addr.sun_path.len() - 1
+            ),
+        ));
+    }
+    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, &b) in addr.sun_path.iter_mut().zip(bytes) {
+        *d = b as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + bytes.len() + 1;
+    // SAFETY: socket() with constant arguments has no memory preconditions.
+    let raw = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if raw < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is a descriptor socket() just returned; nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: fchmod on a descriptor we own.
+    if unsafe { libc::fchmod(fd.as_raw_fd(), SOCKET_MODE) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `addr` is an initialised sockaddr_un that outlives the call, and `len` (the
+    // path, its NUL and the fields before it) is within its size.
+    let bound = unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            std::ptr::addr_of!(addr).cast::<libc::sockaddr>(),
+            len as libc::socklen_t,
+        )
+    };
+    if bound != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: listen on a bound socket we own.
+    if unsafe { libc::listen(fd.as_raw_fd(), libc::SOMAXCONN) } != 0 {
+        let e = io::Error::last_os_error();
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(UnixListener::from(fd))
+}
+
 /// Remove a stale socket at `path` (one nobody listens on); refuse to touch anything
 /// else.
 fn clear_stale_socket(path: &Path) -> io::Result<()> {
@@ -172,6 +235,13 @@ impl Stream {
         match self {
             Stream::Unix(s) => s.set_read_timeout(t),
             Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+
+    pub(crate) fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_write_timeout(t),
+            Stream::Tcp(s) => s.set_write_timeout(t),
         }
     }
 
