@@ -214,6 +214,9 @@ pub struct Opts {
     /// open: dm-crypt's `no_write_workqueue`.
     #[arg(long = "perf-no_write_workqueue", action = ArgAction::SetTrue)]
     pub perf_no_write_workqueue: bool,
+    /// resize: the new size in bytes (units K, M, G, ... as cryptsetup's `--device-size`).
+    #[arg(long = "device-size")]
+    pub device_size: Option<String>,
     /// close: remove the mapping when its last user closes it.
     #[arg(long = "deferred", action = ArgAction::SetTrue)]
     pub deferred: bool,
@@ -223,6 +226,34 @@ pub struct Opts {
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,
+}
+
+/// Parse `--device-size` as cryptsetup does: a number of bytes with an optional unit, `S` for
+/// 512-byte sectors, `K`/`KiB`, `M`/`MiB`, ... (powers of 1024) or `KB`, `MB`, ... (powers of
+/// 1000).
+pub fn parse_device_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(digits);
+    let n: u64 = num.parse().ok()?;
+    let unit = unit.to_ascii_uppercase();
+    let (prefix, base) = match unit.as_str() {
+        "" => return Some(n),
+        "S" => return n.checked_mul(512),
+        u if u.ends_with("IB") => (&u[..u.len() - 2], 1024u64),
+        u if u.ends_with('B') => (&u[..u.len() - 1], 1000u64),
+        u => (u, 1024u64),
+    };
+    let exp = match prefix {
+        "K" => 1,
+        "M" => 2,
+        "G" => 3,
+        "T" => 4,
+        "P" => 5,
+        "E" => 6,
+        _ => return None,
+    };
+    n.checked_mul(base.checked_pow(exp)?)
 }
 
 /// Parse a size like cryptsetup's metadata/keyslots sizes: bytes with an optional unit
@@ -241,6 +272,18 @@ pub fn parse_size(s: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_sizes() {
+        assert_eq!(parse_device_size("4096"), Some(4096));
+        assert_eq!(parse_device_size("8S"), Some(4096));
+        assert_eq!(parse_device_size("1M"), Some(1 << 20));
+        assert_eq!(parse_device_size("1MiB"), Some(1 << 20));
+        assert_eq!(parse_device_size("1MB"), Some(1_000_000));
+        assert_eq!(parse_device_size("2g"), Some(2 << 30));
+        assert_eq!(parse_device_size("1X"), None);
+        assert_eq!(parse_device_size("M"), None);
+    }
 
     #[test]
     fn sizes() {

@@ -6,7 +6,9 @@
 //! attributes and `cryptsetup status` text — and `lukskit status` must print what
 //! `cryptsetup status` prints. cryptsetup closes lukskit's mappings and lukskit closes
 //! cryptsetup's (refusing while mounted, exit 5); ext4 written through lukskit's mapping is
-//! fsck-clean and readable through cryptsetup's.
+//! fsck-clean and readable through cryptsetup's. luksSuspend, luksResume and resize (down
+//! with --size, then grown to the device) leave lukskit's mapping in exactly the states they
+//! leave cryptsetup's in, and each tool resumes the other's suspended mapping.
 
 mod common;
 mod refvm_common;
@@ -53,7 +55,10 @@ fn kernel_mappings_match_cryptsetup() {
             continue;
         }
         let Some(key) = cur.clone() else { continue };
-        let norm = line.replace("csmap", "NAME").replace("lkmap", "NAME");
+        let norm = line
+            .replace("csmap", "NAME")
+            .replace("lkmap", "NAME")
+            .replace("lifemap", "NAME");
         if let Some(s) = norm.strip_prefix("lkstatus: ") {
             lk_status
                 .entry(key.0.clone())
@@ -94,6 +99,43 @@ fn kernel_mappings_match_cryptsetup() {
             out.contains(&format!("{case}: cryptsetup closed lukskit's mapping")),
             "{case}: cryptsetup could not close lukskit's mapping:\n{out}"
         );
+    }
+    // luksSuspend, luksResume (by either tool), resize down and grow: every state of
+    // lukskit's mapping equals the state cryptsetup's own lifecycle leaves.
+    for state in ["suspended", "resumed", "shrunk", "grown"] {
+        let reference = blocks
+            .get(&(
+                format!("life-cryptsetup-cryptsetup-{state}"),
+                "cryptsetup".to_string(),
+            ))
+            .unwrap_or_else(|| panic!("no cryptsetup {state} block in:\n{out}"));
+        for (run, tool) in [
+            ("lukskit-lukskit", "lukskit"),
+            ("lukskit-cryptsetup", "lukskit"),
+            ("cryptsetup-lukskit", "cryptsetup"),
+        ] {
+            let got = blocks.get(&(format!("life-{run}-{state}"), tool.to_string()));
+            assert_eq!(
+                got,
+                Some(reference),
+                "life-{run} {state}: against cryptsetup's own lifecycle"
+            );
+        }
+        for run in [
+            "cryptsetup-cryptsetup",
+            "lukskit-lukskit",
+            "lukskit-cryptsetup",
+            "cryptsetup-lukskit",
+        ] {
+            for step in ["suspend", "resume", "resize", "grow"] {
+                let line = format!("life-{run} {step} rc=0");
+                assert!(out.contains(&line), "missing {line:?} in:\n{out}");
+            }
+            let line = format!("life-{run} data intact after resume");
+            assert!(out.contains(&line), "missing {line:?} in:\n{out}");
+            let line = format!("life-{run} resume-not-suspended rc=1");
+            assert!(out.contains(&line), "missing {line:?} in:\n{out}");
+        }
     }
     for expect in [
         "data: fsck clean through cryptsetup",

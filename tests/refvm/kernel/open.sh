@@ -38,6 +38,29 @@ run luks2-4k-serpent -d /tmp/k /dev/vdc
 run luks2-flags -d /tmp/k --readonly --allow-discards --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue /dev/vda
 run plain --type plain -d /tmp/k32 -c aes-cbc-essiv:sha256 -s 256 --offset 8 --skip 16 /dev/vdb
 run image -d /tmp/k /tmp/img
+# luksSuspend / luksResume / resize: the same states as cryptsetup's, each tool resuming the
+# other's suspended mapping.
+lifecycle() { # TOOL-A TOOL-B: A opens, suspends, B resumes, A resizes down, then grows
+    a=$1; b=$2; c="life-$a-$b"
+    $a open -d /tmp/k /dev/vda lifemap || { echo "== $c open failed"; return; }
+    dd if=/dev/urandom of=/tmp/blk bs=4096 count=1 2>/dev/null
+    dd if=/tmp/blk of=/dev/mapper/lifemap bs=4096 count=1 conv=fsync 2>/dev/null
+    $a luksSuspend lifemap; echo "$c suspend rc=$?"
+    capture "$c-suspended" "$a" lifemap
+    $b luksResume -d /tmp/k lifemap; echo "$c resume rc=$?"
+    capture "$c-resumed" "$a" lifemap
+    cmp -n 4096 /tmp/blk /dev/mapper/lifemap && echo "$c data intact after resume"
+    $a resize -d /tmp/k --size 65536 lifemap; echo "$c resize rc=$?"
+    capture "$c-shrunk" "$a" lifemap
+    $a resize -d /tmp/k lifemap; echo "$c grow rc=$?"
+    capture "$c-grown" "$a" lifemap
+    $a luksResume -d /tmp/k lifemap 2>&1; echo "$c resume-not-suspended rc=$?"
+    $a close lifemap
+}
+lifecycle cryptsetup cryptsetup
+lifecycle lukskit lukskit
+lifecycle lukskit cryptsetup
+lifecycle cryptsetup lukskit
 # Data: lukskit's mapping writes, cryptsetup's reads, and the other way round; ext4 + fsck.
 lukskit open -d /tmp/k /dev/vda lkmap || exit 1
 mkfs.ext4 -q /dev/mapper/lkmap && mkdir -p /m && mount /dev/mapper/lkmap /m && echo hello > /m/f && umount /m

@@ -250,11 +250,16 @@ fn print_status(name: &str, info: &lukskit_dm::DeviceInfo, targets: &[Target]) -
         s += &format!("  skipped: {} sectors\n", t.iv_offset);
     }
     s += &format!(
-        "  mode:    {}\n",
+        "  mode:    {}{}\n",
         if info.flags.readonly {
             "readonly"
         } else {
             "read/write"
+        },
+        if info.flags.suspended {
+            " (suspended)"
+        } else {
+            ""
         }
     );
     let mut flags = Vec::new();
@@ -303,14 +308,187 @@ fn loop_backing(dev: &str) -> Option<String> {
         .map(|s| s.trim_end().to_string())
 }
 
-/// Actions the kernel backend does not have yet fail clearly on a kernel mapping (instead of
-/// reporting it inactive).
-pub fn refuse_unsupported(name: &str, action: &str) -> Result<()> {
-    let is_kernel = DeviceMapper::open().is_ok_and(|dm| dm.info(mapping_name(name)).is_ok());
-    if is_kernel {
-        return Err(VolumeError::invalid(format!(
-            "{action} of a kernel dm-crypt mapping is not supported by lukskit yet."
-        )));
+/// A kernel mapping made for a LUKS volume: what luksSuspend/luksResume/resize need.
+pub struct KernelMapping {
+    dm: DeviceMapper,
+    /// The mapping name.
+    pub name: String,
+    /// `LUKS1`, `LUKS2`, `PLAIN`, ... from the DM UUID.
+    pub kind: String,
+    /// The LUKS UUID from the DM UUID (with dashes), when it carries one.
+    pub uuid: Option<String>,
+    /// The live crypt target (keys redacted).
+    pub target: CryptTarget,
+    /// Whether the mapping is suspended.
+    pub suspended: bool,
+    /// Whether the mapping is read-only.
+    pub read_only: bool,
+    /// The data device as a path (`/dev/vda`, or the image file behind a loop device).
+    pub device: String,
+}
+
+/// The kernel mapping `name` (`/dev/mapper/NAME` accepted), `None` when there is none.
+pub fn find(name: &str) -> Option<Result<KernelMapping>> {
+    let name = mapping_name(name);
+    let dm = DeviceMapper::open().ok()?;
+    let (info, targets) = dm.table(name, false).ok()?;
+    Some((|| {
+        let Some(Target::Crypt(target)) = targets.into_iter().next() else {
+            return Err(VolumeError::invalid(format!(
+                "Device {name} is not a crypt device."
+            )));
+        };
+        let parsed = info.uuid.as_deref().and_then(dm_uuid::parse_crypt_dm_uuid);
+        let kind = parsed
+            .as_ref()
+            .map_or_else(|| "n/a".to_string(), |u| u.crypt_type.clone());
+        let uuid = parsed.and_then(|u| u.uuid_hex).map(|u| with_dashes(&u));
+        let dev = device_name(target.device);
+        let device = loop_backing(&dev).unwrap_or(dev);
+        Ok(KernelMapping {
+            dm,
+            name: name.to_string(),
+            kind,
+            uuid,
+            suspended: info.flags.suspended,
+            read_only: info.flags.readonly,
+            target,
+            device,
+        })
+    })())
+}
+
+/// A UUID written without dashes (as in DM UUIDs) in its canonical form.
+fn with_dashes(u: &str) -> String {
+    if u.len() != 32 || u.contains('-') {
+        return u.to_string();
     }
-    Ok(())
+    format!(
+        "{}-{}-{}-{}-{}",
+        &u[..8],
+        &u[8..12],
+        &u[12..16],
+        &u[16..20],
+        &u[20..]
+    )
+}
+
+impl KernelMapping {
+    fn is_luks(&self) -> bool {
+        self.kind.starts_with("LUKS")
+    }
+
+    /// `luksSuspend`: suspend I/O (flushing first) and wipe the key from dm-crypt, as
+    /// cryptsetup's `dm_suspend_and_wipe_key` does.
+    pub fn suspend(&self) -> Result<()> {
+        if !self.is_luks() {
+            return Err(VolumeError::invalid(format!(
+                "Operation not supported for device type {}.",
+                self.kind
+            )));
+        }
+        if self.suspended {
+            return Err(VolumeError::busy(format!(
+                "Volume {} is already suspended.",
+                self.name
+            )));
+        }
+        self.dm
+            .suspend(&self.name, lukskit_dm::SuspendOptions::default())
+            .map_err(dm_err)?;
+        if let Err(e) = self.dm.wipe_key(&self.name, 0) {
+            let _ = self.dm.resume(&self.name);
+            return Err(dm_err(e));
+        }
+        Ok(())
+    }
+
+    /// `luksResume` with volume key `vk` (already checked against the header): give dm-crypt
+    /// the key again (through the keyring for LUKS2 where the kernel has one, as cryptsetup
+    /// does) and resume I/O.
+    pub fn resume(&self, vk: &SecretBuf, digest: Option<u32>) -> Result<()> {
+        if !self.suspended {
+            return Err(VolumeError::invalid(format!(
+                "Volume {} is not suspended.",
+                self.name
+            )));
+        }
+        let keyring = self
+            .dm
+            .crypt_features()
+            .map_err(dm_err)?
+            .is_some_and(|f| f.keyring());
+        let description = match (self.kind.as_str(), &self.uuid, digest) {
+            ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
+            _ => None,
+        };
+        let key = CryptKey::for_volume_key(vk, description.as_deref(), keyring);
+        self.dm.set_key(&self.name, 0, &key).map_err(dm_err)?;
+        self.dm.resume(&self.name).map_err(dm_err)?;
+        Ok(())
+    }
+}
+
+impl KernelMapping {
+    /// The volume key as the live table needs it for a reload: hex keys are read back from
+    /// the kernel; a keyring key (LUKS2) needs `vk`, unlocked by the caller from the header.
+    pub fn needs_volume_key(&self) -> bool {
+        self.target.key.in_keyring()
+    }
+
+    /// `resize`: reload the table with `sectors` 512-byte sectors of data (`None`: all of the
+    /// device after the data offset), as cryptsetup's resize does. `vk` and `digest` are
+    /// needed when [`KernelMapping::needs_volume_key`].
+    pub fn resize(
+        &self,
+        sectors: Option<u64>,
+        vk: Option<(&SecretBuf, Option<u32>)>,
+    ) -> Result<()> {
+        let t = &self.target;
+        let dev_path = device_name(t.device);
+        let capacity = block_size_bytes(Path::new(&dev_path))? / 512;
+        let available = capacity.checked_sub(t.offset).unwrap_or(0);
+        let per_sector = u64::from(t.sector_size / 512).max(1);
+        let want = sectors.unwrap_or(available);
+        if want == 0 || want > available {
+            return Err(VolumeError::invalid(format!(
+                "Device {} is too small (it has {available} sectors after the data offset).",
+                self.name
+            )));
+        }
+        if want % per_sector != 0 {
+            return Err(VolumeError::invalid(format!(
+                "Device size is not aligned to requested sector size ({} bytes).",
+                t.sector_size
+            )));
+        }
+        let key = match vk {
+            Some((vk, digest)) => {
+                let description = match (self.kind.as_str(), &self.uuid, digest) {
+                    ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
+                    _ => None,
+                };
+                CryptKey::for_volume_key(vk, description.as_deref(), t.key.in_keyring())
+            }
+            None => {
+                let (_, targets) = self.dm.table(&self.name, true).map_err(dm_err)?;
+                match targets.into_iter().next() {
+                    Some(Target::Crypt(live)) => live.key,
+                    _ => {
+                        return Err(VolumeError::invalid(format!(
+                            "Device {} is not a crypt device.",
+                            self.name
+                        )))
+                    }
+                }
+            }
+        };
+        let mut next = t.clone();
+        next.sectors = want;
+        next.key = key;
+        self.dm
+            .reload(&self.name, &[Target::Crypt(next)], self.read_only)
+            .map_err(dm_err)?;
+        Ok(())
+    }
 }

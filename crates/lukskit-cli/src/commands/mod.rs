@@ -60,6 +60,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "status" => open::status(o, args),
         "luksSuspend" => open::suspend(o, args),
         "luksResume" => open::resume(o, args),
+        "resize" => open::resize(o, args),
         "__serve" => open::serve_child(),
         "luksHeaderBackup" => header::backup(o, args),
         "luksHeaderRestore" => header::restore(o, args),

@@ -546,7 +546,9 @@ fn luks_state(name: &str) -> Result<State> {
 pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let name = &args[0];
-    super::kernel::refuse_unsupported(name, "luksSuspend")?;
+    if let Some(m) = super::kernel::find(name) {
+        return m?.suspend();
+    }
     luks_state(name)?;
     control(name, "suspend", &[])
 }
@@ -556,7 +558,9 @@ pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
 pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let name = &args[0];
-    super::kernel::refuse_unsupported(name, "luksResume")?;
+    if let Some(m) = super::kernel::find(name) {
+        return resume_kernel(o, &m?);
+    }
     let st = luks_state(name)?;
     let reply =
         runtime::request(name, "status", &[], Some(Duration::from_secs(5))).map_err(rt_err)?;
@@ -584,6 +588,73 @@ pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
     }
     let vk = luks_key(&vol, &ho, c.header.as_deref().unwrap_or(&c.device))?;
     control(name, &format!("resume {}", vk.len()), vk.as_bytes())
+}
+
+/// `resize NAME [--size SECTORS | --device-size BYTES]`: grow or shrink an active mapping
+/// (to the whole device when no size is given). Kernel mappings only, for now.
+pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<name>")?;
+    let name = &args[0];
+    let Some(m) = super::kernel::find(name) else {
+        if runtime::check_name(super::kernel::mapping_name(name)).is_ok()
+            && runtime::exists(super::kernel::mapping_name(name))
+        {
+            return Err(VolumeError::invalid(
+                "resize of a userspace (FUSE or NBD) mapping is not supported by lukskit yet.",
+            ));
+        }
+        return Err(VolumeError::device(format!("Device {name} is not active.")));
+    };
+    let m = m?;
+    let sectors = match (&o.size, &o.device_size) {
+        (Some(_), Some(_)) => {
+            return Err(VolumeError::invalid(
+                "Options --size and --device-size cannot be combined.",
+            ))
+        }
+        (Some(s), None) => Some(*s),
+        (None, Some(d)) => {
+            let bytes = crate::args::parse_device_size(d)
+                .ok_or_else(|| VolumeError::invalid("Invalid device size specification."))?;
+            if bytes % 512 != 0 {
+                return Err(VolumeError::invalid(
+                    "Device size must be multiple of 512 bytes sector.",
+                ));
+            }
+            Some(bytes / 512)
+        }
+        (None, None) => None,
+    };
+    if !m.needs_volume_key() {
+        return m.resize(sectors, None);
+    }
+    // The table names its key in the kernel keyring: unlock to put it there again.
+    let vol = Volume::load(&m.device, o.header.as_deref(), Access::Read)?;
+    let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(&m.device))?;
+    m.resize(sectors, Some((&vk, vol.segment_digest_id()?)))
+}
+
+/// `luksResume` of a kernel mapping: unlock from the header of the mapped device (or
+/// `--header`), check that it is the volume the mapping was made from, give dm-crypt the key.
+fn resume_kernel(o: &Opts, m: &super::kernel::KernelMapping) -> Result<()> {
+    if !m.suspended {
+        return Err(VolumeError::invalid(format!(
+            "Volume {} is not suspended.",
+            m.name
+        )));
+    }
+    let vol = Volume::load(&m.device, o.header.as_deref(), Access::Read)?;
+    if m.uuid
+        .as_deref()
+        .is_some_and(|u| !u.eq_ignore_ascii_case(vol.uuid()))
+    {
+        return Err(VolumeError::device(format!(
+            "Device {} is no longer the LUKS device {} was opened from.",
+            m.device, m.name
+        )));
+    }
+    let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(&m.device))?;
+    m.resume(&vk, vol.segment_digest_id()?)
 }
 
 #[cfg(test)]
