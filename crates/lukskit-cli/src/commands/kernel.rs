@@ -447,7 +447,7 @@ impl KernelMapping {
         let t = &self.target;
         let dev_path = device_name(t.device);
         let capacity = block_size_bytes(Path::new(&dev_path))? / 512;
-        let available = capacity.checked_sub(t.offset).unwrap_or(0);
+        let available = capacity.saturating_sub(t.offset);
         let per_sector = u64::from(t.sector_size / 512).max(1);
         let want = sectors.unwrap_or(available);
         if want == 0 || want > available {
@@ -456,7 +456,7 @@ impl KernelMapping {
                 self.name
             )));
         }
-        if want % per_sector != 0 {
+        if !want.is_multiple_of(per_sector) {
             return Err(VolumeError::invalid(format!(
                 "Device size is not aligned to requested sector size ({} bytes).",
                 t.sector_size

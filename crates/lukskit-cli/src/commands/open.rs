@@ -616,7 +616,7 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
         (None, Some(d)) => {
             let bytes = crate::args::parse_device_size(d)
                 .ok_or_else(|| VolumeError::invalid("Invalid device size specification."))?;
-            if bytes % 512 != 0 {
+            if !bytes.is_multiple_of(512) {
                 return Err(VolumeError::invalid(
                     "Device size must be multiple of 512 bytes sector.",
                 ));
