@@ -4,6 +4,8 @@
 
 pub mod mapping;
 
+pub use lukskit_testkit::skip_or_fail;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -90,6 +92,42 @@ pub fn have_cryptsetup(test: &str) -> bool {
         return false;
     }
     true
+}
+
+/// Whether util-linux `script` (for pseudo-terminal tests) is installed; otherwise
+/// [`skip_or_fail`] for `test` and false.
+pub fn have_script(test: &str) -> bool {
+    if Command::new("script").arg("--version").output().is_ok() {
+        return true;
+    }
+    skip_or_fail(
+        test,
+        "util-linux `script` is not installed (apt-get install bsdutils)",
+    );
+    false
+}
+
+/// Run `cmd` (a shell command line) on a pseudo-terminal made by util-linux `script`,
+/// typing `lines` one by one; returns the transcript, which ends with `rc=<exit code>`.
+/// Callers check [`have_script`] first.
+pub fn on_tty(cmd: &str, lines: &[&str]) -> String {
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("{cmd}; echo rc=$?"), "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn script");
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        stdin.write_all(format!("{l}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for script");
+    String::from_utf8_lossy(&out.stdout).replace('\r', "")
 }
 
 /// `../shared/testdata/cryptsetup` relative to the repository, if present.
