@@ -77,18 +77,25 @@ pub fn cryptsetup_path() -> Option<PathBuf> {
     None
 }
 
-/// Run real cryptsetup (None and a visible SKIP message when it is not installed).
+/// What to say when real cryptsetup is missing.
+pub const NO_CRYPTSETUP: &str = "cryptsetup is not installed (apt-get install cryptsetup-bin)";
+
+/// Run real cryptsetup. When it is not installed: [`skip_or_fail`], then None (the caller
+/// leaves out the comparison it wanted, which only the opt-out allows).
 pub fn cryptsetup(args: &[&str], stdin: &[u8]) -> Option<Run> {
-    let p = cryptsetup_path()?;
+    let Some(p) = cryptsetup_path() else {
+        skip_or_fail(&format!("cryptsetup {}", args.join(" ")), NO_CRYPTSETUP);
+        return None;
+    };
     let mut cmd = Command::new(p);
     cmd.args(args);
     Some(run(cmd, stdin, &[]))
 }
 
-/// True when real cryptsetup is installed; prints a SKIP line otherwise.
+/// True when real cryptsetup is installed; [`skip_or_fail`] otherwise.
 pub fn have_cryptsetup(test: &str) -> bool {
     if cryptsetup_path().is_none() {
-        eprintln!("SKIP {test}: cryptsetup is not installed (apt-get install cryptsetup-bin)");
+        skip_or_fail(test, NO_CRYPTSETUP);
         return false;
     }
     true
@@ -141,11 +148,15 @@ pub fn testdata() -> Option<PathBuf> {
     }
 }
 
-/// The test data directory, or None with a visible SKIP message.
+/// The test data directory, or None after [`skip_or_fail`].
 pub fn need_testdata(test: &str) -> Option<PathBuf> {
     let t = testdata();
     if t.is_none() {
-        eprintln!("SKIP {test}: ../shared/testdata/cryptsetup is absent");
+        skip_or_fail(
+            test,
+            "../shared/testdata/cryptsetup is absent (cryptsetup's test images, from tests/ of \
+             the cryptsetup 2.7.5 source)",
+        );
     }
     t
 }
@@ -282,8 +293,8 @@ pub fn read_direct(dev: &str, offset: u64, len: usize) -> Vec<u8> {
 
 /// Decrypt `n` sectors of `img` (data at `data_off`, IV offset `iv_off` in 512-byte
 /// sectors) with Python's `cryptography`, an implementation independent of lukskit:
-/// `mode` "xts" is aes-xts-plain64, anything else aes-cbc-essiv:sha256. None (and a SKIP
-/// line) when Python or `cryptography` is unavailable.
+/// `mode` "xts" is aes-xts-plain64, anything else aes-cbc-essiv:sha256. None (after
+/// [`skip_or_fail`]) when Python or `cryptography` is unavailable.
 pub fn python_decrypt(
     mode: &str,
     key: &[u8],
@@ -317,7 +328,11 @@ sys.stdout.buffer.write(out)
         .args(["-c", "import cryptography"])
         .output();
     if !matches!(probe, Ok(ref o) if o.status.success()) {
-        eprintln!("SKIP independent decryption: python3 with 'cryptography' is not available");
+        skip_or_fail(
+            "independent decryption",
+            "python3 with the 'cryptography' module is not available \
+             (apt-get install python3-cryptography, or pip install cryptography)",
+        );
         return None;
     }
     let o = Command::new("python3")
