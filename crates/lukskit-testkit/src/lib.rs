@@ -20,22 +20,25 @@ pub fn skip_allowed() -> bool {
 /// The failure message for `test`, which cannot run because of `reason`.
 pub fn failure_message(test: &str, reason: &str) -> String {
     format!(
-        "{test}: cannot run: {reason}. Provide it, or set {ALLOW_SKIP_ENV}=1 to let such tests \
-         skip (a skipped test is not a pass; CI never sets it)"
+        "{test}: cannot run: {reason}. Fix that, or set {ALLOW_SKIP_ENV}=1 to let tests that \
+         cannot run here skip (a skipped test is not a pass; CI never sets it)"
     )
 }
 
 /// `test` cannot run because of `reason` (which names what is missing and how to install it,
 /// e.g. "cryptsetup is not installed (apt-get install cryptsetup-bin)").
 ///
-/// With `LUKSKIT_ALLOW_SKIP=1` this prints `SKIP: {test}: {reason}` on standard error and
-/// returns, and the caller skips the test (or the part of it that needs the missing thing).
+/// With `LUKSKIT_ALLOW_SKIP=1` this prints `SKIP: {test}: {reason}` on standard error
+/// (written directly, so the test harness's output capture does not hide it) and returns,
+/// and the caller skips the test (or the part of it that needs the missing thing).
 /// Otherwise it panics: the test fails with a message saying what is missing and how to
 /// install it or opt out.
 #[track_caller]
 pub fn skip_or_fail(test: &str, reason: &str) {
     if skip_allowed() {
-        eprintln!("SKIP: {test}: {reason} ({ALLOW_SKIP_ENV}=1)");
+        use std::io::Write;
+        let line = format!("SKIP: {test}: {reason} ({ALLOW_SKIP_ENV}=1)\n");
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     } else {
         panic!("{}", failure_message(test, reason));
     }
