@@ -4,8 +4,8 @@
 //! its volume key) and an independent decryption with Python's `cryptography`.
 //!
 //! Needs root, /dev/fuse and loop devices; fails without them unless `LUKSKIT_ALLOW_SKIP=1`
-//! lets it skip with a SKIP line. Every test uses its own mapping name and closes it on the way out (a Drop guard), even when an
-//! assertion fails.
+//! lets it skip with a SKIP line. Every test uses its own mapping name and closes it on the
+//! way out (a Drop guard), even when an assertion fails.
 
 mod common;
 use common::mapping::*;
