@@ -11,8 +11,9 @@
 # messages do not: they go to a console log), and its exit status is run.sh's exit status.
 #
 # Exit statuses of the harness itself: 77 = the VM cannot be provided here (qemu not installable,
-# Debian mirror unreachable and nothing cached) — callers treat it as "skip"; 124 = timeout;
-# 125 = the VM did not report a status (boot failure, kernel panic, ...). See README.md.
+# Debian mirror unreachable and nothing cached) — the tests fail on it unless LUKSKIT_ALLOW_SKIP=1;
+# 124 = timeout; 125 = the VM did not report a status (boot failure, kernel panic, ...). See
+# README.md.
 set -euo pipefail
 
 EXIT_SKIP=77
@@ -23,7 +24,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
 
 CACHE=${LUKSKIT_REFVM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lukskit-refvm}
-TIMEOUT=${LUKSKIT_REFVM_TIMEOUT:-300}
+TIMEOUT=${LUKSKIT_REFVM_TIMEOUT:-900}
 MEM=${LUKSKIT_REFVM_MEM:-1536}
 CPUS=${LUKSKIT_REFVM_CPUS:-2}
 SHARE=${LUKSKIT_REFVM_SHARE:-}
@@ -103,7 +104,7 @@ DISKs are raw image files attached as /dev/vda, /dev/vdb, ... (read-write).
 options:
   --share DIR      mount host directory DIR read-write at /host in the guest (virtio-9p)
   --copy SRC[:DST] put host file SRC into the guest at DST (default /refvm/files/NAME)
-  --timeout SEC    kill the VM after SEC seconds (default 300; LUKSKIT_REFVM_TIMEOUT)
+  --timeout SEC    kill the VM after SEC seconds (default 900; LUKSKIT_REFVM_TIMEOUT)
   --mem MIB        guest memory (default 1536; LUKSKIT_REFVM_MEM)
   --prepare        only download and build the kernel and initramfs (exit 0, or 77 = skip)
   --verbose        show the kernel console and timings on stderr (LUKSKIT_REFVM_VERBOSE=1)
@@ -335,8 +336,9 @@ if [ "$REFVM_SHARE" = 1 ]; then
         mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,cache=none host /host ||
         echo "refvm: cannot mount the shared directory"
 fi
+# Up to 120 s for the ports and disks: probing is slow under TCG on a loaded host.
 OUT= ERR= STATUS= n=0
-while [ $n -lt 200 ]; do
+while [ $n -lt 2400 ]; do
     for p in /sys/class/virtio-ports/*; do
         [ -e "$p/name" ] || continue
         case "$(cat "$p/name")" in
@@ -351,7 +353,7 @@ while [ $n -lt 200 ]; do
     sleep 0.05
 done
 if [ -z "$STATUS" ] || [ ! -e "$STATUS" ]; then
-    echo "refvm: the output ports did not appear"
+    echo "refvm: the output ports did not appear in time (120 s or more)"
     poweroff -f
 fi
 [ "$disks" -ge "$REFVM_DISKS" ] || echo "refvm: only $disks of $REFVM_DISKS disks appeared"
@@ -601,7 +603,7 @@ if [ "$VERBOSE" = 1 ]; then
 fi
 rc=$(tr -dc '0-9' <"$RUN/status")
 if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-    say "the VM timed out after ${TIMEOUT}s; last console lines:"
+    say "the VM timed out after ${TIMEOUT}s (run.sh ran $(elapsed)s in all; --timeout or LUKSKIT_REFVM_TIMEOUT allows more); last console lines:"
     tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
     exit "$EXIT_TIMEOUT"
 fi

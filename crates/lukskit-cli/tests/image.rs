@@ -287,6 +287,113 @@ fn decrypted_output_is_sparse() {
     );
 }
 
+/// A small LUKS2 image of `plain` in `dir` (key file `key` holding "pw"); returns (image,
+/// key file).
+fn small_image(dir: &Path, plain: &[u8]) -> (String, String) {
+    let src = write_file(dir, "small.plain", plain);
+    let kf = write_file(dir, "key", b"pw");
+    let img = path_str(&dir.join("small.img"));
+    let mut args = vec!["image", "encrypt", "-q", "--type", "luks2", "-d", &kf];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&src, &img]);
+    lukskit(&args, b"").ok("encrypt");
+    (img, kf)
+}
+
+fn mode_of(p: &str) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).unwrap().permissions().mode() & 0o7777
+}
+
+/// `image decrypt` creates its plaintext output readable by its owner only (0600, whatever
+/// the umask), and leaves the mode of an existing output file as it is (never loosened).
+#[test]
+fn decrypted_output_is_private() {
+    let d = tmp();
+    let plain = plaintext(70_000, 3);
+    let (img, kf) = small_image(d.path(), &plain);
+    let out = path_str(&d.path().join("new.out"));
+    // A umask that would give 0644 (and one that would give 0666).
+    for umask in ["022", "000"] {
+        let _ = std::fs::remove_file(&out);
+        let o = Command::new("sh")
+            .args([
+                "-c",
+                &format!("umask {umask}; exec \"$0\" \"$@\""),
+                env!("CARGO_BIN_EXE_lukskit"),
+                "image",
+                "decrypt",
+                "-q",
+                "-d",
+                &kf,
+                &img,
+                &out,
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(mode_of(&out), 0o600, "umask {umask}");
+        assert!(std::fs::read(&out).unwrap()[..plain.len()] == plain[..]);
+    }
+    // Existing files keep their mode: a tighter one is not loosened, a chosen one not changed.
+    for mode in [0o400 | 0o200, 0o640, 0o604] {
+        use std::os::unix::fs::PermissionsExt;
+        let old = write_file(d.path(), &format!("old{mode:o}"), b"old content");
+        std::fs::set_permissions(&old, std::fs::Permissions::from_mode(mode)).unwrap();
+        lukskit(&["image", "decrypt", "-q", "-d", &kf, &img, &old], b"").ok("decrypt");
+        assert_eq!(mode_of(&old), mode);
+        assert!(std::fs::read(&old).unwrap()[..plain.len()] == plain[..]);
+    }
+}
+
+/// Replacing an existing non-empty output file asks for confirmation on a terminal, as
+/// `image encrypt` does for its image (and cryptsetup for luksFormat): anything but YES
+/// leaves the file alone; `-q` and the absence of a terminal proceed, as for encrypt.
+#[test]
+fn decrypt_asks_before_replacing_a_file() {
+    let d = tmp();
+    let plain = plaintext(70_000, 4);
+    let (img, kf) = small_image(d.path(), &plain);
+    let bin = env!("CARGO_BIN_EXE_lukskit");
+    let out = write_file(d.path(), "out", b"keep me");
+    if !have_script("decrypt_asks_before_replacing_a_file") {
+        return;
+    }
+    let t = on_tty(&format!("{bin} image decrypt -d {kf} {img} {out}"), &["no"]);
+    assert!(
+        t.contains(&format!("This will overwrite data on {out} irrevocably."))
+            && t.contains("Are you sure? (Type 'yes' in capital letters): no")
+            && t.contains("Operation aborted.")
+            && t.ends_with("rc=1\n"),
+        "{t}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
+    let t = on_tty(
+        &format!("{bin} image decrypt -d {kf} {img} {out}"),
+        &["YES"],
+    );
+    assert!(t.ends_with("rc=0\n"), "{t}");
+    assert!(std::fs::read(&out).unwrap()[..plain.len()] == plain[..]);
+    // -q: no question.
+    std::fs::write(&out, b"keep me").unwrap();
+    let t = on_tty(&format!("{bin} image decrypt -q -d {kf} {img} {out}"), &[]);
+    assert!(!t.contains("Are you sure") && t.ends_with("rc=0\n"), "{t}");
+    assert!(std::fs::read(&out).unwrap()[..plain.len()] == plain[..]);
+    // A new file: nothing to lose, no question.
+    let new = path_str(&d.path().join("new"));
+    let t = on_tty(&format!("{bin} image decrypt -d {kf} {img} {new}"), &[]);
+    assert!(!t.contains("Are you sure") && t.ends_with("rc=0\n"), "{t}");
+    // Without a terminal both directions proceed as cryptsetup does (no one to ask).
+    std::fs::write(&out, b"keep me").unwrap();
+    lukskit(&["image", "decrypt", "-d", &kf, &img, &out], b"").ok("decrypt, no tty");
+    assert!(std::fs::read(&out).unwrap()[..plain.len()] == plain[..]);
+    let mut args = vec!["image", "encrypt", "-d", &kf];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&out, &img]);
+    lukskit(&args, b"").ok("encrypt, no tty");
+}
+
 #[test]
 fn errors_are_clear() {
     let d = tmp();

@@ -77,7 +77,14 @@ fn af_merge(hash: &str, material: &[u8], key_len: usize, stripes: usize) -> Vec<
 fn unpack() -> Option<PathBuf> {
     let tarball = Path::new(TESTDATA).join("luks1-images.tar.xz");
     if !tarball.exists() {
-        eprintln!("SKIP: {} not present", tarball.display());
+        lukskit_testkit::skip_or_fail(
+            "engine_luks1_images",
+            &format!(
+                "{} is absent (cryptsetup's test images: tests/luks1-images.tar.xz of the \
+                 cryptsetup 2.7.5 source)",
+                tarball.display()
+            ),
+        );
         return None;
     }
     let dir = std::env::temp_dir().join(format!("lukskit-engine-luks1-{}", std::process::id()));
@@ -91,11 +98,14 @@ fn unpack() -> Option<PathBuf> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!(
-            "SKIP: could not unpack {} (tar/xz missing?)",
-            tarball.display()
-        );
         let _ = std::fs::remove_dir_all(&dir);
+        lukskit_testkit::skip_or_fail(
+            "engine_luks1_images",
+            &format!(
+                "could not unpack {}: tar or xz is missing (apt-get install tar xz-utils)",
+                tarball.display()
+            ),
+        );
         return None;
     }
     Some(dir)

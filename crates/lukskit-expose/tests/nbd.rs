@@ -1,7 +1,8 @@
 //! The NBD server against real NBD clients (libnbd's `nbdinfo`/`nbdcopy`, qemu's
 //! `qemu-img`/`qemu-io`), plus hostile-client tests over a raw socket.
 //!
-//! Tests that need a missing tool print `SKIP: ...` and return.
+//! A test whose tool is missing fails, unless `LUKSKIT_ALLOW_SKIP=1` lets it print
+//! `SKIP: ...` and return.
 
 use lukskit_expose::backend::{BlockBackend, Discards, MemBackend, VolumeBackend};
 use lukskit_expose::nbd::proto::{self, Command, InfoRequest, Request};
@@ -27,11 +28,19 @@ fn have(tool: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// True (after printing a SKIP line) when one of `tools` is missing.
+/// True (after [`lukskit_testkit::skip_or_fail`]) when one of `tools` is missing.
 fn skip_without(test: &str, tools: &[&str]) -> bool {
     for t in tools {
         if !have(t) {
-            eprintln!("SKIP: {test}: `{t}` not installed (apt-get install qemu-utils libnbd-bin)");
+            let package = if t.starts_with("qemu") {
+                "qemu-utils"
+            } else {
+                "libnbd-bin"
+            };
+            lukskit_testkit::skip_or_fail(
+                test,
+                &format!("`{t}` is not installed (apt-get install {package})"),
+            );
             return true;
         }
     }

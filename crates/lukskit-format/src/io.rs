@@ -28,19 +28,34 @@ impl Storage for std::fs::File {
     fn sync(&self) -> io::Result<()> {
         self.sync_all()
     }
+    /// `fstat` for a regular file, the `BLKGETSIZE64` ioctl for a block device: neither
+    /// moves the file position (which other users of a shared `File` rely on).
     fn size(&self) -> io::Result<u64> {
         use std::os::unix::fs::FileTypeExt;
         let md = self.metadata()?;
         if md.file_type().is_block_device() {
-            use std::io::{Seek, SeekFrom};
-            let mut f = self;
-            let end = f.seek(SeekFrom::End(0))?;
-            f.seek(SeekFrom::Start(0))?;
-            Ok(end)
+            block_device_size(self)
         } else {
             Ok(md.len())
         }
     }
+}
+
+/// Size in bytes of the open block device `f` (the kernel's `BLKGETSIZE64`).
+#[allow(unsafe_code)]
+fn block_device_size(f: &std::fs::File) -> io::Result<u64> {
+    use std::os::fd::AsRawFd;
+    /// `_IOR(0x12, 114, size_t)` from linux/fs.h, encoded for this architecture.
+    const BLKGETSIZE64: libc::Ioctl = libc::_IOR::<libc::size_t>(0x12, 114);
+    let mut size: u64 = 0;
+    // SAFETY: the descriptor belongs to `f`, which outlives the call; the kernel's
+    // BLKGETSIZE64 handler writes one u64 through the pointer, which points to a live,
+    // aligned, writable u64 owned by this frame.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(size)
 }
 
 /// An in-memory storage, for tests and for building headers before writing them.

@@ -8,6 +8,10 @@
 //! * [`luks1`] — the LUKS1 phdr, its eight keyslots and layout rules.
 //! * [`luks2`] — the LUKS2 binary headers, the JSON metadata, validation, and the
 //!   crash-safe two-copy read/write protocol.
+//!
+//! The only `unsafe` is the size ioctl of a block device in [`io`] (allowed there alone).
+
+#![deny(unsafe_code)]
 
 pub mod detect;
 mod error;

@@ -837,9 +837,13 @@ mod tests {
         )
         .unwrap();
         if direct && !dv.use_direct_io() {
-            eprintln!(
-                "SKIP: O_DIRECT unsupported in {}",
-                std::env::temp_dir().display()
+            lukskit_testkit::skip_or_fail(
+                "random_access_matches_model (direct I/O)",
+                &format!(
+                    "O_DIRECT is unsupported by the file system of {} (tmpfs before Linux \
+                     6.6); point TMPDIR at a disk file system",
+                    std::env::temp_dir().display()
+                ),
             );
             return;
         }

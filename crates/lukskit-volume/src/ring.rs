@@ -119,21 +119,7 @@ impl SectorRing {
     /// 5.6, `kernel.io_uring_disabled`, seccomp filters); callers then keep to synchronous
     /// I/O.
     pub fn new() -> std::io::Result<Self> {
-        // SAFETY: eventfd takes no pointers; a non-negative result is a new descriptor
-        // that nothing else owns.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` was just created and is owned by nothing else.
-        let wake = unsafe { OwnedFd::from_raw_fd(fd) };
-        let shared = Arc::new(Shared {
-            queue: Mutex::new(Vec::new()),
-            wake,
-            in_flight: AtomicUsize::new(0),
-            stop: AtomicBool::new(false),
-            pool: Mutex::new(Vec::new()),
-        });
+        let shared = Arc::new(Shared::new()?);
         let worker = Arc::clone(&shared);
         let (tx, rx) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -239,6 +225,25 @@ fn check(vol: &DataVolume, offset: u64, len: usize) -> Result<()> {
 }
 
 impl Shared {
+    /// Empty queue and pool, and the wakeup eventfd.
+    fn new() -> std::io::Result<Self> {
+        // SAFETY: eventfd takes no pointers; a non-negative result is a new descriptor
+        // that nothing else owns.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just created and is owned by nothing else.
+        let wake = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Shared {
+            queue: Mutex::new(Vec::new()),
+            wake,
+            in_flight: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            pool: Mutex::new(Vec::new()),
+        })
+    }
+
     fn wake(&self) {
         let one = 1u64.to_ne_bytes();
         // SAFETY: writes 8 bytes from a live local buffer to our eventfd. It cannot fail
@@ -277,6 +282,61 @@ fn entry_for(p: &mut Pending) -> squeue::Entry {
     }
 }
 
+/// The submission side of a ring as the ring thread uses it (a seam: tests give it a
+/// queue that is always full).
+trait Submit {
+    /// Append `e` to the submission queue; false when the queue is full.
+    ///
+    /// # Safety
+    /// As [`io_uring::squeue::SubmissionQueue::push`]: whatever the entry points to must stay
+    /// valid until its completion has been reaped.
+    unsafe fn push(&mut self, e: &squeue::Entry) -> bool;
+    /// Hand the queued entries to the kernel, freeing their slots.
+    fn submit(&mut self) -> std::io::Result<usize>;
+}
+
+impl Submit for IoUring {
+    unsafe fn push(&mut self, e: &squeue::Entry) -> bool {
+        // SAFETY: the caller keeps the entry's memory valid until its completion (this
+        // function's own contract).
+        unsafe { self.submission().push(e) }.is_ok()
+    }
+    fn submit(&mut self) -> std::io::Result<usize> {
+        IoUring::submit(self)
+    }
+}
+
+/// Put `p`'s transfer on the submission queue: true when it is there (its completion
+/// comes back through the ring), false when it has been finished here instead.
+///
+/// The room check in [`ring_loop`] keeps the queue from filling, but a request must never
+/// be lost if it does fill (it would hang its caller forever): the queue is then submitted
+/// to free its slots and the push tried again, and if there is still no room the transfer
+/// is done synchronously at once (as one that came back interrupted is) and its
+/// completion runs.
+fn place(sq: &mut impl Submit, shared: &Shared, p: Pending) -> bool {
+    let mut p = Box::new(p);
+    let e = entry_for(&mut p);
+    let raw = Box::into_raw(p);
+    let e = e.user_data(raw as u64);
+    for attempt in 0..2 {
+        // SAFETY: the entry's buffer and descriptor belong to the leaked `Pending` (and
+        // its `Arc<DataVolume>`), reclaimed only when its completion is reaped.
+        if unsafe { sq.push(&e) } {
+            return true;
+        }
+        if attempt == 0 {
+            // An error leaves the queue as it was; the second push then fails too.
+            let _ = sq.submit();
+        }
+    }
+    // SAFETY: `raw` came from `Box::into_raw` above and the entry naming it was never
+    // queued, so nothing else holds it.
+    let p = unsafe { Box::from_raw(raw) };
+    finish(shared, *p, -libc::EAGAIN);
+    false
+}
+
 /// The ring thread: submit what is queued, wait, finish what completed; until stopped and
 /// nothing is left in flight.
 fn ring_loop(mut ring: IoUring, shared: &Shared) {
@@ -311,14 +371,11 @@ fn ring_loop(mut ring: IoUring, shared: &Shared) {
             batch.extend(q.drain(..take));
         }
         for p in batch.drain(..) {
-            let mut p = Box::new(p);
-            let e = entry_for(&mut p).user_data(Box::into_raw(p) as u64);
-            // SAFETY: the entry's buffer and descriptor belong to the leaked `Pending` (and
-            // its `Arc<DataVolume>`), reclaimed only when its completion is reaped. The
-            // room check above keeps the queue from filling.
-            let pushed = unsafe { ring.submission().push(&e) };
-            debug_assert!(pushed.is_ok());
-            submitted += 1;
+            if place(&mut ring, shared, p) {
+                submitted += 1;
+            } else {
+                shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+            }
         }
         match ring.submit_and_wait(1) {
             Ok(_) => {}
@@ -384,5 +441,171 @@ impl Drop for SectorRing {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::DataLayout;
+
+    /// A submission queue that never has room; counts the attempts.
+    #[derive(Default)]
+    struct Full {
+        pushes: usize,
+        submits: usize,
+    }
+
+    impl Submit for Full {
+        unsafe fn push(&mut self, _: &squeue::Entry) -> bool {
+            self.pushes += 1;
+            false
+        }
+        fn submit(&mut self) -> std::io::Result<usize> {
+            self.submits += 1;
+            Ok(0)
+        }
+    }
+
+    /// A volume over a fresh temporary file; removed on drop.
+    struct TempVolume(Arc<DataVolume>, std::path::PathBuf);
+
+    impl TempVolume {
+        fn new() -> Self {
+            let mut b = [0u8; 8];
+            lukskit_crypto::random::fill(&mut b).unwrap();
+            let p = std::env::temp_dir().join(format!("lukskit-ringq-{}", hex::encode(b)));
+            std::fs::File::create(&p)
+                .unwrap()
+                .set_len(4096 + 64 * 1024)
+                .unwrap();
+            let layout = DataLayout {
+                cipher: "aes-xts-plain64".into(),
+                offset: 4096,
+                size: None,
+                sector_size: 512,
+                iv_offset: 0,
+                iv_large_sectors: false,
+            };
+            let key: Vec<u8> = (0..64u8).collect();
+            let vol = DataVolume::open(p.to_str().unwrap(), layout, &key, true).unwrap();
+            TempVolume(Arc::new(vol), p)
+        }
+    }
+
+    impl Drop for TempVolume {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.1);
+        }
+    }
+
+    /// A write as [`SectorRing::write`] prepares it; its completion sends the outcome.
+    fn write_pending(
+        shared: &Shared,
+        vol: &Arc<DataVolume>,
+        data: &[u8],
+        offset: u64,
+    ) -> (Pending, mpsc::Receiver<Result<()>>) {
+        let mut buf = shared.take_buf(data.len());
+        buf.as_mut_slice()[..data.len()].copy_from_slice(data);
+        let range = vol.sector_range(offset, data.len());
+        vol.lock_range(range);
+        vol.encrypt_sectors(&mut buf.as_mut_slice()[..data.len()], offset)
+            .unwrap();
+        let (tx, rx) = mpsc::channel();
+        let done: WriteDone = Box::new(move |r| tx.send(r).unwrap());
+        let p = Pending {
+            vol: Arc::clone(vol),
+            buf,
+            len: data.len(),
+            offset,
+            kind: Kind::Write(done, range),
+        };
+        (p, rx)
+    }
+
+    fn read_pending(
+        shared: &Shared,
+        vol: &Arc<DataVolume>,
+        offset: u64,
+        len: usize,
+    ) -> (Pending, mpsc::Receiver<Result<Vec<u8>>>) {
+        let (tx, rx) = mpsc::channel();
+        let done: ReadDone = Box::new(move |r| tx.send(r.map(<[u8]>::to_vec)).unwrap());
+        let p = Pending {
+            vol: Arc::clone(vol),
+            buf: shared.take_buf(len),
+            len,
+            offset,
+            kind: Kind::Read(done),
+        };
+        (p, rx)
+    }
+
+    /// With no room in the submission queue, a write and a read are not lost: the queue is
+    /// submitted once to make room, and when that does not help the transfer is done at
+    /// once synchronously and its completion runs with the right outcome.
+    #[test]
+    fn full_queue_finishes_the_request_synchronously() {
+        let tv = TempVolume::new();
+        let vol = &tv.0;
+        let shared = Shared::new().unwrap();
+        let data: Vec<u8> = (0..8192u32).map(|i| (i * 31 % 251) as u8).collect();
+        let mut sq = Full::default();
+        let (p, wrote) = write_pending(&shared, vol, &data, 4096);
+        assert!(!place(&mut sq, &shared, p));
+        assert_eq!((sq.pushes, sq.submits), (2, 1));
+        wrote.try_recv().expect("write completion ran").unwrap();
+        let mut back = vec![0u8; data.len()];
+        vol.read_at(&mut back, 4096).unwrap();
+        assert_eq!(back, data);
+        // The range lock was released: a synchronous write over it does not block.
+        vol.write_at(&data[..512], 4096).unwrap();
+        let (p, read) = read_pending(&shared, vol, 4096, data.len());
+        assert!(!place(&mut sq, &shared, p));
+        assert_eq!(read.try_recv().expect("read completion ran").unwrap(), data);
+    }
+
+    /// A real ring whose only slot is taken: the push fails, the submit frees the slot, the
+    /// second push succeeds and the transfer completes through the ring.
+    #[test]
+    fn full_ring_is_submitted_to_make_room() {
+        let mut ring = match IoUring::new(1) {
+            Ok(r) => r,
+            Err(e) => {
+                lukskit_testkit::skip_or_fail(
+                    "full_ring_is_submitted_to_make_room",
+                    &format!("io_uring is unavailable here ({e}); a kernel of 5.6 or later without kernel.io_uring_disabled"),
+                );
+                return;
+            }
+        };
+        let tv = TempVolume::new();
+        let vol = &tv.0;
+        let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 253) as u8).collect();
+        vol.write_at(&data, 0).unwrap();
+        let shared = Shared::new().unwrap();
+        let nop = opcode::Nop::new().build().user_data(WAKE);
+        // SAFETY: a no-op references no memory.
+        assert!(unsafe { Submit::push(&mut ring, &nop) });
+        let (p, read) = read_pending(&shared, vol, 0, data.len());
+        assert!(place(&mut ring, &shared, p), "placed after making room");
+        ring.submit_and_wait(1).unwrap();
+        let mut reaped = 0;
+        while reaped < 2 {
+            for c in ring.completion() {
+                reaped += 1;
+                if c.user_data() != WAKE {
+                    // SAFETY: the only other entry's user_data is the `Pending` leaked by
+                    // `place`, completed exactly once.
+                    let p = unsafe { Box::from_raw(c.user_data() as *mut Pending) };
+                    finish(&shared, *p, c.result());
+                }
+            }
+            if reaped < 2 {
+                ring.submit_and_wait(1).unwrap();
+            }
+        }
+        assert_eq!(read.try_recv().expect("read completion ran").unwrap(), data);
     }
 }

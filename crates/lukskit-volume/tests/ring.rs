@@ -41,11 +41,17 @@ fn layout(sector_size: u32) -> DataLayout {
     }
 }
 
-fn ring() -> Option<SectorRing> {
+fn ring(test: &str) -> Option<SectorRing> {
     match SectorRing::new() {
         Ok(r) => Some(r),
         Err(e) => {
-            eprintln!("SKIP: io_uring unavailable here: {e}");
+            lukskit_testkit::skip_or_fail(
+                test,
+                &format!(
+                    "io_uring is unavailable here ({e}): it needs Linux 5.6 or later, \
+                     sysctl kernel.io_uring_disabled=0 and no seccomp filter blocking it"
+                ),
+            );
             None
         }
     }
@@ -78,16 +84,22 @@ fn read_async(ring: &SectorRing, vol: &Arc<DataVolume>, off: u64, len: usize) ->
 /// same plaintext, and the ciphertext equals what synchronous writes of the same
 /// plaintext leave.
 fn ring_matches_sync_path(sector_size: u32, direct: bool) {
-    let Some(ring) = ring() else { return };
+    let Some(ring) = ring("ring_matches_sync_path") else {
+        return;
+    };
     let dir = TempDir::new("match");
     let key: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(7)).collect();
     let size = 2 * 1024 * 1024u64;
     let path = dir.file("a.img", size + 8192);
     let mut vol = DataVolume::open(&path, layout(sector_size), &key, true).unwrap();
     if direct && !vol.use_direct_io() {
-        eprintln!(
-            "SKIP: O_DIRECT unsupported in {}",
-            std::env::temp_dir().display()
+        lukskit_testkit::skip_or_fail(
+            "ring_matches_sync_path (direct I/O)",
+            &format!(
+                "O_DIRECT is unsupported by the file system of {} (tmpfs before Linux 6.6); \
+                 point TMPDIR at a disk file system",
+                std::env::temp_dir().display()
+            ),
         );
         return;
     }
@@ -181,7 +193,9 @@ fn ring_matches_sync_path_direct_512() {
 /// right data, before the drop returns.
 #[test]
 fn drop_finishes_every_transfer() {
-    let Some(ring) = ring() else { return };
+    let Some(ring) = ring("drop_finishes_every_transfer") else {
+        return;
+    };
     let dir = TempDir::new("drop");
     let key = [7u8; 64];
     let path = dir.file("a.img", 1024 * 1024 + 8192);
@@ -222,7 +236,9 @@ fn drop_finishes_every_transfer() {
 /// Requests the ring does not take, and errors, come back through the completion.
 #[test]
 fn refusals_reach_the_completion() {
-    let Some(ring) = ring() else { return };
+    let Some(ring) = ring("refusals_reach_the_completion") else {
+        return;
+    };
     let dir = TempDir::new("refuse");
     let key = [9u8; 64];
     let path = dir.file("a.img", 64 * 1024 + 8192);

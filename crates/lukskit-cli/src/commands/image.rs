@@ -206,6 +206,27 @@ fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
         .collect()
 }
 
+/// Open the decrypted output for writing. A block device is opened as it is. A regular file
+/// is created with mode 0600 when missing (the plaintext must not become readable by others
+/// through the umask) and otherwise cut to zero length with its mode left as it is (never
+/// loosened).
+fn open_plain_output(path: &str) -> Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let block = is_block_device(path);
+    OpenOptions::new()
+        .write(true)
+        .create(!block)
+        .truncate(!block)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                VolumeError::device(format!("Cannot create {path}: {e}."))
+            }
+            _ => VolumeError::io("Creating", path, &e),
+        })
+}
+
 /// Whether two paths name the same existing file.
 fn same_file(a: &str, b: &str) -> bool {
     use std::os::unix::fs::MetadataExt;
@@ -617,6 +638,13 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
             "The image and the plaintext must be different files.",
         ));
     }
+    // Asked before the passphrase, as `image encrypt` does: nothing is written until later.
+    if dst_path != "-" && has_content(dst_path) {
+        input::confirm(
+            &format!("This will overwrite data on {dst_path} irrevocably."),
+            o.batch_mode,
+        )?;
+    }
     let mut dv = match kind(o)? {
         Kind::Plain => {
             if o.header.is_some() {
@@ -660,17 +688,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
     let sink = if dst_path == "-" {
         Sink::Stdout
     } else {
-        if has_content(dst_path) {
-            input::confirm(
-                &format!("This will overwrite data on {dst_path} irrevocably."),
-                o.batch_mode,
-            )?;
-        }
-        create_target(dst_path)?;
-        let file = OpenOptions::new()
-            .write(true)
-            .open(dst_path)
-            .map_err(|e| VolumeError::io("Opening", dst_path, &e))?;
+        let file = open_plain_output(dst_path)?;
         let sparse = !is_block_device(dst_path);
         if !sparse {
             let have = lukskit_format::io::Storage::size(&file)

@@ -1,35 +1,61 @@
 //! Mappings made by `lukskit open` in tests: whether this machine can make them, and a
 //! guard that closes them (resuming, or killing the server as a last resort) when dropped.
 
-use super::lukskit;
+use super::{lukskit, skip_or_fail};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// True when this machine can open mappings (root, /dev/fuse, loop devices).
+/// True when this machine can open mappings (root, /dev/fuse, loop devices); otherwise
+/// [`skip_or_fail`] with what is missing.
 pub fn capable(test: &str) -> bool {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP {test}: needs root");
+        skip_or_fail(
+            test,
+            "needs root (mappings need FUSE mounts and loop devices)",
+        );
         return false;
     }
-    for p in ["/dev/fuse", "/dev/loop-control"] {
+    for (p, how) in [
+        ("/dev/fuse", "modprobe fuse (apt-get install fuse3)"),
+        ("/dev/loop-control", "modprobe loop"),
+    ] {
         if !Path::new(p).exists() {
-            eprintln!("SKIP {test}: {p} is missing");
+            skip_or_fail(test, &format!("{p} is missing ({how})"));
             return false;
         }
     }
     true
 }
 
-/// True when `tool` is on the PATH (otherwise says why the test skips).
+/// The Debian package that provides `tool`, for the message of a missing one.
+fn package_of(tool: &str) -> &str {
+    match tool {
+        "e2fsck" | "mkfs.ext4" => "e2fsprogs",
+        "losetup" => "mount",
+        "nbdcopy" | "nbdinfo" => "libnbd-bin",
+        "qemu-img" | "qemu-io" | "qemu-nbd" => "qemu-utils",
+        "openssl" => "openssl",
+        "script" => "bsdutils",
+        other => other,
+    }
+}
+
+/// True when `tool` is on the PATH; otherwise [`skip_or_fail`].
 pub fn have_tool(test: &str, tool: &str) -> bool {
     let ok = Command::new("sh")
         .args(["-c", &format!("command -v {tool}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("SKIP {test}: {tool} is not installed");
+        skip_or_fail(
+            test,
+            &format!(
+                "{tool} is not installed (apt-get install {})",
+                package_of(tool)
+            ),
+        );
     }
     ok
 }

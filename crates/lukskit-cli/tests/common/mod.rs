@@ -4,6 +4,8 @@
 
 pub mod mapping;
 
+pub use lukskit_testkit::skip_or_fail;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -75,21 +77,64 @@ pub fn cryptsetup_path() -> Option<PathBuf> {
     None
 }
 
-/// Run real cryptsetup (None and a visible SKIP message when it is not installed).
+/// What to say when real cryptsetup is missing.
+pub const NO_CRYPTSETUP: &str = "cryptsetup is not installed (apt-get install cryptsetup-bin)";
+
+/// Run real cryptsetup. When it is not installed: [`skip_or_fail`], then None (the caller
+/// leaves out the comparison it wanted, which only the opt-out allows).
 pub fn cryptsetup(args: &[&str], stdin: &[u8]) -> Option<Run> {
-    let p = cryptsetup_path()?;
+    let Some(p) = cryptsetup_path() else {
+        skip_or_fail(&format!("cryptsetup {}", args.join(" ")), NO_CRYPTSETUP);
+        return None;
+    };
     let mut cmd = Command::new(p);
     cmd.args(args);
     Some(run(cmd, stdin, &[]))
 }
 
-/// True when real cryptsetup is installed; prints a SKIP line otherwise.
+/// True when real cryptsetup is installed; [`skip_or_fail`] otherwise.
 pub fn have_cryptsetup(test: &str) -> bool {
     if cryptsetup_path().is_none() {
-        eprintln!("SKIP {test}: cryptsetup is not installed (apt-get install cryptsetup-bin)");
+        skip_or_fail(test, NO_CRYPTSETUP);
         return false;
     }
     true
+}
+
+/// Whether util-linux `script` (for pseudo-terminal tests) is installed; otherwise
+/// [`skip_or_fail`] for `test` and false.
+pub fn have_script(test: &str) -> bool {
+    if Command::new("script").arg("--version").output().is_ok() {
+        return true;
+    }
+    skip_or_fail(
+        test,
+        "util-linux `script` is not installed (apt-get install bsdutils)",
+    );
+    false
+}
+
+/// Run `cmd` (a shell command line) on a pseudo-terminal made by util-linux `script`,
+/// typing `lines` one by one; returns the transcript, which ends with `rc=<exit code>`.
+/// Callers check [`have_script`] first.
+pub fn on_tty(cmd: &str, lines: &[&str]) -> String {
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("{cmd}; echo rc=$?"), "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn script");
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        stdin.write_all(format!("{l}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for script");
+    String::from_utf8_lossy(&out.stdout).replace('\r', "")
 }
 
 /// `../shared/testdata/cryptsetup` relative to the repository, if present.
@@ -103,11 +148,15 @@ pub fn testdata() -> Option<PathBuf> {
     }
 }
 
-/// The test data directory, or None with a visible SKIP message.
+/// The test data directory, or None after [`skip_or_fail`].
 pub fn need_testdata(test: &str) -> Option<PathBuf> {
     let t = testdata();
     if t.is_none() {
-        eprintln!("SKIP {test}: ../shared/testdata/cryptsetup is absent");
+        skip_or_fail(
+            test,
+            "../shared/testdata/cryptsetup is absent (cryptsetup's test images, from tests/ of \
+             the cryptsetup 2.7.5 source)",
+        );
     }
     t
 }
@@ -244,8 +293,8 @@ pub fn read_direct(dev: &str, offset: u64, len: usize) -> Vec<u8> {
 
 /// Decrypt `n` sectors of `img` (data at `data_off`, IV offset `iv_off` in 512-byte
 /// sectors) with Python's `cryptography`, an implementation independent of lukskit:
-/// `mode` "xts" is aes-xts-plain64, anything else aes-cbc-essiv:sha256. None (and a SKIP
-/// line) when Python or `cryptography` is unavailable.
+/// `mode` "xts" is aes-xts-plain64, anything else aes-cbc-essiv:sha256. None (after
+/// [`skip_or_fail`]) when Python or `cryptography` is unavailable.
 pub fn python_decrypt(
     mode: &str,
     key: &[u8],
@@ -279,7 +328,11 @@ sys.stdout.buffer.write(out)
         .args(["-c", "import cryptography"])
         .output();
     if !matches!(probe, Ok(ref o) if o.status.success()) {
-        eprintln!("SKIP independent decryption: python3 with 'cryptography' is not available");
+        skip_or_fail(
+            "independent decryption",
+            "python3 with the 'cryptography' module is not available \
+             (apt-get install python3-cryptography, or pip install cryptography)",
+        );
         return None;
     }
     let o = Command::new("python3")

@@ -1,8 +1,43 @@
 //! Running scripts in the reference VM (`tests/refvm/run.sh`) from integration tests.
+//!
+//! Where the VM cannot be had (run.sh exits 77, or `LUKSKIT_REFVM=0` turns it off) a test
+//! fails unless `LUKSKIT_ALLOW_SKIP=1` lets it skip ([`lukskit_testkit::skip_or_fail`]):
+//! both are for people whose machine cannot run the VM, never for CI. Every VM run has an
+//! explicit timeout, generous for a loaded host; the time it took and the timeout are
+//! printed, and a run stopped by its timeout fails saying so.
 #![allow(dead_code)]
 
+use lukskit_testkit::skip_or_fail;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// run.sh's exit status when the VM cannot be provided here.
+pub const EXIT_UNAVAILABLE: i32 = 77;
+/// run.sh's exit status when it stopped the VM at its timeout.
+pub const EXIT_TIMEOUT: i32 = 124;
+/// run.sh's exit status when the VM stopped without reporting the script's status.
+pub const EXIT_HARNESS: i32 = 125;
+
+/// A line on standard error that the test harness does not capture (progress of long VM
+/// runs, their timings).
+pub fn say(s: &str) {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(s.as_bytes());
+    let _ = e.write_all(b"\n");
+}
+
+/// The timeout (seconds) for a VM run whose work is expected to take about `expected`
+/// seconds on an idle host here: four times that (a loaded host, TCG slowed down by other
+/// builds), at least 5 minutes. `LUKSKIT_REFVM_TIMEOUT=SECS` raises it.
+pub fn timeout_for(expected: u64) -> u64 {
+    let ours = (4 * expected).max(300);
+    std::env::var("LUKSKIT_REFVM_TIMEOUT")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(ours, |t| t.max(ours))
+}
 
 /// The directory of the VM harness.
 pub fn refvm_dir() -> PathBuf {
@@ -14,6 +49,69 @@ pub struct VmRun {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// The `--timeout` it was given (seconds; None = run.sh's default).
+    pub timeout: Option<u64>,
+}
+
+impl VmRun {
+    /// Whether run.sh stopped the VM at its timeout.
+    pub fn timed_out(&self) -> bool {
+        self.code == EXIT_TIMEOUT && self.stderr.contains("the VM timed out")
+    }
+
+    /// Whether the script ran to its end in the VM (its status is `code`). Fails the test
+    /// when the VM was stopped by its timeout (saying so, and how long it ran) or stopped
+    /// without a status; when the VM cannot be had here, [`skip_or_fail`] and false.
+    pub fn ran(&self, test: &str) -> bool {
+        let timeout = self
+            .timeout
+            .map_or("run.sh's default".to_string(), |t| format!("{t} s"));
+        if self.timed_out() {
+            panic!(
+                "{test}: TIMEOUT: the reference VM was stopped by its timeout ({timeout}) after \
+                 running {:.0} s; a loaded host slows TCG down: set LUKSKIT_REFVM_TIMEOUT=SECS \
+                 to allow more. stdout={} stderr={}",
+                self.elapsed.as_secs_f64(),
+                self.stdout,
+                self.stderr
+            );
+        }
+        match self.code {
+            EXIT_UNAVAILABLE => {
+                skip_or_fail(
+                    test,
+                    &format!("the reference VM is not available: {}", skip_reason(self)),
+                );
+                false
+            }
+            EXIT_HARNESS => panic!(
+                "{test}: the reference VM stopped without reporting the script's status after \
+                 {:.0} s (timeout {timeout}): stdout={} stderr={}",
+                self.elapsed.as_secs_f64(),
+                self.stdout,
+                self.stderr
+            ),
+            _ => true,
+        }
+    }
+}
+
+/// Run `tests/refvm/run.sh --timeout TIMEOUT ARGS` for `test` (see [`run_sh`]), and print
+/// how long it took against the timeout.
+pub fn run_vm(test: &str, timeout: u64, args: &[&std::ffi::OsStr], with_lukskit: bool) -> VmRun {
+    let t = timeout.to_string();
+    let mut all: Vec<&std::ffi::OsStr> = vec!["--timeout".as_ref(), t.as_ref()];
+    all.extend_from_slice(args);
+    let mut r = run_sh(&all, with_lukskit);
+    r.timeout = Some(timeout);
+    say(&format!(
+        "refvm: {test}: the VM run took {:.1} s (timeout {timeout} s, exit status {})",
+        r.elapsed.as_secs_f64(),
+        r.code
+    ));
+    r
 }
 
 /// Run `tests/refvm/run.sh ARGS`, with the lukskit binary under test in the VM when
@@ -30,11 +128,14 @@ pub fn run_sh(args: &[&std::ffi::OsStr], with_lukskit: bool) -> VmRun {
     } else {
         cmd.env_remove("LUKSKIT_BIN");
     }
+    let t0 = Instant::now();
     let out = cmd.output().expect("cannot run bash tests/refvm/run.sh");
     VmRun {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: t0.elapsed(),
+        timeout: None,
     }
 }
 
@@ -48,10 +149,24 @@ pub fn skip_reason(r: &VmRun) -> String {
         .to_string()
 }
 
-/// Download and build what the VM needs; `Err(reason)` means the caller skips.
+/// Download and build what the VM needs: true when it is ready; otherwise
+/// [`skip_or_fail`] for `test` with the reason and false.
+pub fn vm_ready(test: &str) -> bool {
+    match prepare() {
+        Ok(()) => true,
+        Err(why) => {
+            skip_or_fail(test, &why);
+            false
+        }
+    }
+}
+
+/// Download and build what the VM needs; `Err(reason)` when it cannot be had here.
 pub fn prepare() -> Result<(), String> {
     if std::env::var("LUKSKIT_REFVM").as_deref() == Ok("0") {
-        return Err("LUKSKIT_REFVM=0".into());
+        return Err(
+            "LUKSKIT_REFVM=0 turns the reference VM off (unset it to run the VM tests)".into(),
+        );
     }
     if !cfg!(all(target_os = "linux", target_arch = "x86_64")) {
         return Err("the reference VM needs an x86_64 Linux host".into());
@@ -67,7 +182,11 @@ pub fn prepare() -> Result<(), String> {
     let r = run_sh(&["--prepare".as_ref()], false);
     match r.code {
         0 => Ok(()),
-        77 => Err(skip_reason(&r)),
+        EXIT_UNAVAILABLE => Err(format!(
+            "the reference VM is not available: {} (see tests/refvm/README.md: it needs \
+             qemu-system-x86, cpio, kmod, dpkg-deb and the Debian mirror or a warm cache)",
+            skip_reason(&r)
+        )),
         _ => panic!(
             "tests/refvm/run.sh --prepare failed ({}): {}{}",
             r.code, r.stdout, r.stderr

@@ -19,6 +19,10 @@
 //! * a single `u32` for the key schedule and tails of one or two blocks.
 //!
 //! The only `unsafe` is in the thin wrappers around the SSE2/AVX2 intrinsics (no assembly).
+//! Their soundness is structural: a lane value can only be made by [`Lane::load`], which
+//! takes the lane type's evidence that the CPU runs its instructions (`()` for the portable
+//! and SSE2 lanes, which every x86-64 CPU runs; a `simd::Avx2Cpu`, made only by a run-time
+//! AVX2 check, for the AVX2 lanes), and every other operation starts from an existing value.
 //! The S-box circuits are derived at compile time from the S-box tables of the Serpent
 //! specification by the Möbius transform (algebraic normal form: each output bit is an XOR of
 //! products of input bits), so there are no hand-copied Boolean formulas to get wrong; the
@@ -102,28 +106,36 @@ const ENC_ANF: [[u16; 4]; 8] = anf_all(false);
 const DEC_ANF: [[u16; 4]; 8] = anf_all(true);
 
 /// A vector of 32-bit lanes (or one `u32`) with the operations Serpent needs.
+///
+/// Values come only from [`Lane::load`], which needs a [`Lane::Cpu`]: the evidence that this
+/// CPU runs the lane type's instructions. Every other operation takes an existing value, so
+/// its existence carries that evidence.
 trait Lane:
     Copy + BitXor<Output = Self> + BitAnd<Output = Self> + BitOr<Output = Self> + Not<Output = Self>
 {
     /// Number of lanes (blocks processed together).
     const N: usize;
-    fn splat(v: u32) -> Self;
+    /// Evidence that the CPU runs this lane type's instructions.
+    type Cpu: Copy;
+    /// Every lane set to `v` (`self` only vouches for the CPU; its lanes are not read).
+    fn splat(self, v: u32) -> Self;
     fn rotl(self, n: u32) -> Self;
     fn shl(self, n: u32) -> Self;
     /// Lanes from the first `N` words of `w`.
-    fn load(w: &[u32; 8]) -> Self;
+    fn load(cpu: Self::Cpu, w: &[u32; 8]) -> Self;
     /// Lanes into the first `N` words of `w`.
     fn store(self, w: &mut [u32; 8]);
 }
 
 impl Lane for u32 {
     const N: usize = 1;
+    type Cpu = ();
     #[inline(always)]
-    fn splat(v: u32) -> Self {
+    fn splat(self, v: u32) -> Self {
         v
     }
     #[inline(always)]
-    fn load(w: &[u32; 8]) -> Self {
+    fn load((): (), w: &[u32; 8]) -> Self {
         w[0]
     }
     #[inline(always)]
@@ -175,12 +187,13 @@ impl Not for X8 {
 
 impl Lane for X8 {
     const N: usize = 8;
+    type Cpu = ();
     #[inline(always)]
-    fn splat(v: u32) -> Self {
+    fn splat(self, v: u32) -> Self {
         X8([v; 8])
     }
     #[inline(always)]
-    fn load(w: &[u32; 8]) -> Self {
+    fn load((): (), w: &[u32; 8]) -> Self {
         X8(*w)
     }
     #[inline(always)]
@@ -200,14 +213,34 @@ impl Lane for X8 {
 #[cfg(target_arch = "x86_64")]
 mod simd {
     //! SSE2 (4 lanes, always present on x86-64) and AVX2 (8 lanes, run-time detected) lanes.
-    //! The operations are `#[inline(always)]` wrappers of the intrinsics: they are only ever
-    //! inlined into functions compiled with the matching target feature.
+    //! The operations are `#[inline(always)]` wrappers of the intrinsics, inlined into
+    //! functions compiled with the matching target feature for speed.
+    //!
+    //! Soundness does not rest on that convention: the lane types' fields are private to this
+    //! module, and a value is made only by [`Lane::load`], which takes the type's `Cpu`
+    //! evidence — `()` for SSE2 (part of the x86-64 baseline), [`Avx2Cpu`] for AVX2, which
+    //! only [`Avx2Cpu::detect`] makes after checking the CPU. Every other operation starts
+    //! from an existing value, so the CPU is known to run its instructions.
     use super::Lane;
     use core::arch::x86_64::*;
     use std::ops::{BitAnd, BitOr, BitXor, Not};
 
+    /// Evidence that this CPU runs AVX2 instructions.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(super) struct Avx2Cpu(());
+
+    impl Avx2Cpu {
+        /// The evidence, if the CPU has AVX2 (checked at run time).
+        pub(super) fn detect() -> Option<Self> {
+            std::is_x86_feature_detected!("avx2").then_some(Avx2Cpu(()))
+        }
+    }
+
+    // SSE2 is part of the x86-64 baseline: every x86-64 CPU runs it.
+    const _: () = assert!(cfg!(target_feature = "sse2"));
+
     macro_rules! simd_lane {
-        ($t:ident, $v:ty, $n:literal, $xor:ident, $and:ident, $or:ident, $set1:ident,
+        ($t:ident, $cpu:ty, $v:ty, $n:literal, $xor:ident, $and:ident, $or:ident, $set1:ident,
          $sll:ident, $srl:ident, $loadu:ident, $storeu:ident) => {
             #[derive(Clone, Copy)]
             pub(super) struct $t($v);
@@ -215,8 +248,8 @@ mod simd {
                 type Output = $t;
                 #[inline(always)]
                 fn bitxor(self, o: $t) -> $t {
-                    // SAFETY: only reached from code compiled with (and run on a CPU
-                    // supporting) the target feature of this lane type.
+                    // SAFETY: `self` exists, so `load` was shown this type's `Cpu` evidence:
+                    // the CPU runs the instruction.
                     $t(unsafe { $xor(self.0, o.0) })
                 }
             }
@@ -240,13 +273,14 @@ mod simd {
                 type Output = $t;
                 #[inline(always)]
                 fn not(self) -> $t {
-                    self ^ <$t as Lane>::splat(u32::MAX)
+                    self ^ self.splat(u32::MAX)
                 }
             }
             impl Lane for $t {
                 const N: usize = $n;
+                type Cpu = $cpu;
                 #[inline(always)]
-                fn splat(v: u32) -> Self {
+                fn splat(self, v: u32) -> Self {
                     // SAFETY: as for `bitxor`.
                     $t(unsafe { $set1(v as i32) })
                 }
@@ -265,9 +299,9 @@ mod simd {
                     $t(unsafe { $sll(self.0, _mm_cvtsi32_si128(n as i32)) })
                 }
                 #[inline(always)]
-                fn load(w: &[u32; 8]) -> Self {
-                    // SAFETY: as for `bitxor`; an unaligned load of at most 32 bytes from an
-                    // array of 32 bytes.
+                fn load(_cpu: $cpu, w: &[u32; 8]) -> Self {
+                    // SAFETY: `_cpu` is the evidence that the CPU runs the instruction; an
+                    // unaligned load of at most 32 bytes from an array of 32 bytes.
                     $t(unsafe { $loadu(w.as_ptr().cast()) })
                 }
                 #[inline(always)]
@@ -281,6 +315,7 @@ mod simd {
 
     simd_lane!(
         Sse2,
+        (),
         __m128i,
         4,
         _mm_xor_si128,
@@ -294,6 +329,7 @@ mod simd {
     );
     simd_lane!(
         Avx2,
+        Avx2Cpu,
         __m256i,
         8,
         _mm256_xor_si256,
@@ -312,7 +348,7 @@ mod simd {
 /// call site), so after inlining every `if` disappears.
 #[inline(always)]
 fn anf_bit<L: Lane>(m: u16, mono: &[L; 16]) -> L {
-    let mut acc = L::splat(0);
+    let mut acc = mono[1].splat(0);
     macro_rules! term {
         ($($i:literal)*) => { $( if m & (1 << $i) != 0 { acc = acc ^ mono[$i]; } )* };
     }
@@ -336,7 +372,7 @@ fn sbox<L: Lane, const S: usize, const INV: bool>(x: [L; 4]) -> [L; 4] {
     // Monomial i = product of the inputs whose bit is set in i (the deg-4 one never occurs:
     // the S-boxes are permutations, so their degree is at most 3).
     let mono = [
-        L::splat(0),
+        a.splat(0),
         a,
         b,
         ab,
@@ -351,7 +387,7 @@ fn sbox<L: Lane, const S: usize, const INV: bool>(x: [L; 4]) -> [L; 4] {
         c & d,
         ac & d,
         bc & d,
-        L::splat(0),
+        a.splat(0),
     ];
     macro_rules! out {
         ($o:literal) => {
@@ -419,10 +455,10 @@ fn lt_inv<L: Lane>(x: [L; 4]) -> [L; 4] {
 #[inline(always)]
 fn add_key<L: Lane>(x: [L; 4], k: &[u32; 4]) -> [L; 4] {
     [
-        x[0] ^ L::splat(k[0]),
-        x[1] ^ L::splat(k[1]),
-        x[2] ^ L::splat(k[2]),
-        x[3] ^ L::splat(k[3]),
+        x[0] ^ x[0].splat(k[0]),
+        x[1] ^ x[1].splat(k[1]),
+        x[2] ^ x[2].splat(k[2]),
+        x[3] ^ x[3].splat(k[3]),
     ]
 }
 
@@ -477,7 +513,7 @@ fn decrypt<L: Lane>(rk: &RoundKeys, mut x: [L; 4]) -> [L; 4] {
 
 /// `L::N` blocks (`16 * L::N` bytes) in place.
 #[inline(always)]
-fn crypt_group<L: Lane>(rk: &RoundKeys, b: &mut [u8], encrypt_: bool) {
+fn crypt_group<L: Lane>(cpu: L::Cpu, rk: &RoundKeys, b: &mut [u8], encrypt_: bool) {
     debug_assert_eq!(b.len(), 16 * L::N);
     let mut w = [[0u32; 8]; 4];
     for (j, blk) in b.chunks_exact(16).enumerate() {
@@ -486,10 +522,10 @@ fn crypt_group<L: Lane>(rk: &RoundKeys, b: &mut [u8], encrypt_: bool) {
         }
     }
     let x = [
-        L::load(&w[0]),
-        L::load(&w[1]),
-        L::load(&w[2]),
-        L::load(&w[3]),
+        L::load(cpu, &w[0]),
+        L::load(cpu, &w[1]),
+        L::load(cpu, &w[2]),
+        L::load(cpu, &w[3]),
     ];
     let y = if encrypt_ {
         encrypt(rk, x)
@@ -512,39 +548,40 @@ fn crypt_group<L: Lane>(rk: &RoundKeys, b: &mut [u8], encrypt_: bool) {
 /// ECB over whole groups of `L::N` blocks, then the tail (padded to a group when it is long
 /// enough for that to be faster than block-by-block scalar code).
 #[inline(always)]
-fn ecb_body<L: Lane>(rk: &RoundKeys, data: &mut [u8], encrypt_: bool) {
+fn ecb_body<L: Lane>(cpu: L::Cpu, rk: &RoundKeys, data: &mut [u8], encrypt_: bool) {
     let g = 16 * L::N;
     let mut groups = data.chunks_exact_mut(g);
     for grp in &mut groups {
-        crypt_group::<L>(rk, grp, encrypt_);
+        crypt_group::<L>(cpu, rk, grp, encrypt_);
     }
     let tail = groups.into_remainder();
     if L::N > 1 && tail.len() > 32 {
         let mut tmp = [0u8; 128];
         tmp[..tail.len()].copy_from_slice(tail);
-        crypt_group::<L>(rk, &mut tmp[..g], encrypt_);
+        crypt_group::<L>(cpu, rk, &mut tmp[..g], encrypt_);
         tail.copy_from_slice(&tmp[..tail.len()]);
         tmp.zeroize();
     } else {
         for b in tail.chunks_exact_mut(16) {
-            crypt_group::<u32>(rk, b, encrypt_);
+            crypt_group::<u32>((), rk, b, encrypt_);
         }
     }
 }
 
+/// ECB on AVX2 lanes, compiled for AVX2 so that the lane operations inline.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn ecb_avx2(rk: &RoundKeys, data: &mut [u8], encrypt_: bool) {
-    ecb_body::<simd::Avx2>(rk, data, encrypt_)
+fn ecb_avx2(cpu: simd::Avx2Cpu, rk: &RoundKeys, data: &mut [u8], encrypt_: bool) {
+    ecb_body::<simd::Avx2>(cpu, rk, data, encrypt_)
 }
 
 #[cfg(target_arch = "x86_64")]
 fn ecb_sse2(rk: &RoundKeys, data: &mut [u8], encrypt_: bool) {
-    ecb_body::<simd::Sse2>(rk, data, encrypt_)
+    ecb_body::<simd::Sse2>((), rk, data, encrypt_)
 }
 
 fn ecb_portable(rk: &RoundKeys, data: &mut [u8], encrypt_: bool) {
-    ecb_body::<X8>(rk, data, encrypt_)
+    ecb_body::<X8>((), rk, data, encrypt_)
 }
 
 /// A keyed Serpent (round keys wiped on drop).
@@ -553,16 +590,16 @@ pub(crate) struct Serpent {
     backend: Backend,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Backend {
     /// Plain Rust lanes (any CPU).
     Portable,
     /// 4 lanes of SSE2 (every x86-64 CPU).
     #[cfg(target_arch = "x86_64")]
     Sse2,
-    /// 8 lanes of AVX2 (CPU checked at construction).
+    /// 8 lanes of AVX2, with the evidence of the CPU check.
     #[cfg(target_arch = "x86_64")]
-    Avx2,
+    Avx2(simd::Avx2Cpu),
 }
 
 impl Serpent {
@@ -601,9 +638,12 @@ impl Serpent {
             Backend::Portable => ecb_portable(&self.rk, data, encrypt),
             #[cfg(target_arch = "x86_64")]
             Backend::Sse2 => ecb_sse2(&self.rk, data, encrypt),
-            // SAFETY: `Backend::Avx2` is only selected when the CPU supports AVX2.
             #[cfg(target_arch = "x86_64")]
-            Backend::Avx2 => unsafe { ecb_avx2(&self.rk, data, encrypt) },
+            Backend::Avx2(cpu) => {
+                // SAFETY: `cpu` is the evidence (made only by the run-time check) that this
+                // CPU runs AVX2, the target feature `ecb_avx2` is compiled with.
+                unsafe { ecb_avx2(cpu, &self.rk, data, encrypt) }
+            }
         }
     }
 
@@ -614,7 +654,7 @@ impl Serpent {
             #[cfg(target_arch = "x86_64")]
             Backend::Sse2 => 4,
             #[cfg(target_arch = "x86_64")]
-            Backend::Avx2 => 8,
+            Backend::Avx2(_) => 8,
         }
     }
 }
@@ -624,11 +664,7 @@ impl Backend {
     fn select(simd: bool) -> Self {
         #[cfg(target_arch = "x86_64")]
         if simd {
-            return if std::is_x86_feature_detected!("avx2") {
-                Backend::Avx2
-            } else {
-                Backend::Sse2
-            };
+            return simd::Avx2Cpu::detect().map_or(Backend::Sse2, Backend::Avx2);
         }
         let _ = simd;
         Backend::Portable
@@ -678,8 +714,8 @@ mod tests {
         #[cfg(target_arch = "x86_64")]
         {
             v.push(Backend::Sse2);
-            if std::is_x86_feature_detected!("avx2") {
-                v.push(Backend::Avx2);
+            if let Some(cpu) = simd::Avx2Cpu::detect() {
+                v.push(Backend::Avx2(cpu));
             }
         }
         v
@@ -718,7 +754,7 @@ mod tests {
                 for backend in backends() {
                     let mut s = Serpent::new(&key, false);
                     s.backend = backend;
-                    let simd = backend as u8;
+                    let simd = format!("{backend:?}");
                     let mut a = pt.clone();
                     s.ecb(&mut a, true);
                     assert_eq!(a, expect, "key {klen} blocks {nblocks} simd {simd}");

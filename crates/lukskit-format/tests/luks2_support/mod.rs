@@ -10,18 +10,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub const TESTDATA: &str = "/work/shared/testdata/cryptsetup";
 
-/// The cryptsetup test-image directory, or `None` (with a visible SKIP) when absent.
+pub use lukskit_testkit::skip_or_fail;
+
+/// What to say when [`TESTDATA`] is absent.
+pub const NO_TESTDATA: &str = "/work/shared/testdata/cryptsetup is absent (cryptsetup's test \
+                               images, from tests/ of the cryptsetup 2.7.5 source)";
+/// What to say when cryptsetup is missing.
+pub const NO_CRYPTSETUP: &str = "cryptsetup is not installed (apt-get install cryptsetup-bin)";
+
+/// The cryptsetup test-image directory, or `None` after [`skip_or_fail`] when absent.
 pub fn testdata(test: &str) -> Option<PathBuf> {
     let p = PathBuf::from(TESTDATA);
     if p.is_dir() {
         Some(p)
     } else {
-        eprintln!("SKIP {test}: {TESTDATA} is absent");
+        skip_or_fail(test, NO_TESTDATA);
         None
     }
 }
 
-/// Whether a usable `cryptsetup` binary exists (prints a SKIP otherwise).
+/// Whether a usable `cryptsetup` binary exists ([`skip_or_fail`] otherwise).
 pub fn have_cryptsetup(test: &str) -> bool {
     let ok = Command::new("cryptsetup")
         .arg("--version")
@@ -29,7 +37,7 @@ pub fn have_cryptsetup(test: &str) -> bool {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("SKIP {test}: cryptsetup is not installed");
+        skip_or_fail(test, NO_CRYPTSETUP);
     }
     ok
 }
