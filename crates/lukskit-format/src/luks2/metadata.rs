@@ -54,13 +54,40 @@ pub enum KdfParams {
         /// Salt (32 bytes in a usable keyslot).
         salt: Vec<u8>,
     },
+    /// A KDF type cryptsetup 2.6.1 cannot run: `argon2` (the pre-release name in the
+    /// headers of early cryptsetup 2.0 builds) or any other string. As in cryptsetup the
+    /// header still loads and dumps, and only this keyslot cannot be opened
+    /// ([`Keyslot::check_usable`] refuses it).
+    Unknown {
+        /// The `type` string as stored.
+        name: String,
+        /// `time`, `memory` and `cpus` as cryptsetup reads them for any type other than
+        /// `pbkdf2` (`json_object_get_int64`: a string's leading number, 0 when absent).
+        costs: UnknownKdfCosts,
+        /// Salt (empty when absent or not Base64).
+        salt: Vec<u8>,
+    },
+}
+
+/// The Argon2-style cost members of a keyslot whose KDF type is unknown, read as
+/// cryptsetup's dump reads them (`json_object_get_int64`); `None` = member absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnknownKdfCosts {
+    /// `time`.
+    pub time: Option<i64>,
+    /// `memory`.
+    pub memory: Option<i64>,
+    /// `cpus`.
+    pub cpus: Option<i64>,
 }
 
 impl KdfParams {
     /// The KDF salt.
     pub fn salt(&self) -> &[u8] {
         match self {
-            KdfParams::Pbkdf2 { salt, .. } | KdfParams::Argon2 { salt, .. } => salt,
+            KdfParams::Pbkdf2 { salt, .. }
+            | KdfParams::Argon2 { salt, .. }
+            | KdfParams::Unknown { salt, .. } => salt,
         }
     }
 
@@ -89,6 +116,19 @@ impl KdfParams {
                 m.insert("time".into(), (*time).into());
                 m.insert("memory".into(), (*memory).into());
                 m.insert("cpus".into(), (*cpus).into());
+                m.insert("salt".into(), b64_encode(salt).into());
+            }
+            KdfParams::Unknown { name, costs, salt } => {
+                m.insert("type".into(), name.as_str().into());
+                for (k, v) in [
+                    ("time", costs.time),
+                    ("memory", costs.memory),
+                    ("cpus", costs.cpus),
+                ] {
+                    if let Some(v) = v {
+                        m.insert(k.into(), v.into());
+                    }
+                }
                 m.insert("salt".into(), b64_encode(salt).into());
             }
         }
@@ -139,6 +179,12 @@ impl Keyslot {
                 self.id, self.kind
             )));
         }
+        if let KdfParams::Unknown { name, .. } = &self.kdf {
+            return Err(FormatError::Unsupported(format!(
+                "Keyslot {}: unknown KDF type {name}.",
+                self.id
+            )));
+        }
         if self.kdf.salt().len() != SALT_SIZE {
             return Err(FormatError::Invalid(format!(
                 "Keyslot {}: KDF salt is {} bytes, expected {SALT_SIZE}.",
@@ -161,6 +207,8 @@ impl Keyslot {
             KdfParams::Argon2 {
                 time, memory, cpus, ..
             } => *time == 0 || *memory == 0 || *cpus == 0,
+            // Refused above.
+            KdfParams::Unknown { .. } => false,
         };
         if zero_cost {
             return Err(FormatError::Invalid(format!(
@@ -502,11 +550,21 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
             cpus: keyslot_u32(kdf_o, "cpus"),
             salt: b64_member(kdf_o, "salt", &ctx)?,
         },
-        other => {
-            return Err(FormatError::Unsupported(format!(
-                "Keyslot {id}: KDF type {other}"
-            )))
-        }
+        // Validation does not look into the `kdf` object of a type it does not know, so
+        // nothing here may refuse the header.
+        other => KdfParams::Unknown {
+            name: other.into(),
+            costs: UnknownKdfCosts {
+                time: kdf_o.get("time").map(json_c_int64),
+                memory: kdf_o.get("memory").map(json_c_int64),
+                cpus: kdf_o.get("cpus").map(json_c_int64),
+            },
+            salt: kdf_o
+                .get("salt")
+                .and_then(Value::as_str)
+                .and_then(b64_decode)
+                .unwrap_or_default(),
+        },
     };
     Ok(Keyslot {
         id,
@@ -601,6 +659,17 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
             .and_then(b64_decode)
             .unwrap_or_default(),
     })
+}
+
+/// The bytes cryptsetup's luksDump prints for a Base64 member (`hexprint_base64`): a string
+/// decoded; an absent member or one that is not a string decodes to nothing (json-c gives
+/// it a string length of 0), printed as an empty line; `None` for a string that is not
+/// Base64, for which cryptsetup prints nothing at all, not even the line end.
+pub fn dump_base64(v: Option<&Value>) -> Option<Vec<u8>> {
+    match v {
+        Some(Value::String(s)) => b64_decode(s),
+        _ => Some(Vec::new()),
+    }
 }
 
 /// The text json-c's `json_object_get_string` gives for a value: strings as they are, other
