@@ -1,6 +1,6 @@
 //! LUKS2 keyslots and digests: unlocking, storing, wiping.
 
-use crate::error::{Result, VolumeError};
+use crate::error::{ErrorKind, Result, VolumeError};
 use crate::wipe;
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
@@ -171,7 +171,13 @@ pub fn open_keyslot(
         ))
     })?;
     let vk = af::merge(material.as_bytes(), key_len, STRIPES, af_hash)?;
-    if digest_matches(&digest, vk.as_bytes())? {
+    // A digest cryptsetup cannot use (salt or digest of the wrong size, ...) fails with
+    // -EINVAL there as well: "Keyslot open failed.".
+    let matches = digest_matches(&digest, vk.as_bytes()).map_err(|e| match e.kind {
+        ErrorKind::Invalid => keyslot_open_failed(),
+        _ => e,
+    })?;
+    if matches {
         Ok(Some(vk))
     } else {
         Ok(None)
