@@ -1466,4 +1466,68 @@ mod tests {
         assert!(!uuid_ok("28632274-8c8a-493f-835b-da802e1c576"));
         assert!(!uuid_ok("28632274x8c8a-493f-835b-da802e1c576b"));
     }
+
+    /// An unknown KDF type parses (costs as json-c's `json_object_get_int64` reads them,
+    /// absent ones `None`, a salt that is not a Base64 string empty) and is unusable.
+    #[test]
+    fn unknown_kdf_parses_and_is_unusable() {
+        let ks = |kdf: Value| {
+            let o = serde_json::json!({
+                "type": "luks2", "key_size": 64,
+                "af": {"type": "luks1", "stripes": 4000, "hash": "sha256"},
+                "area": {"type": "raw", "offset": "32768", "size": "258048",
+                         "encryption": "aes-xts-plain64", "key_size": 64},
+                "kdf": kdf,
+            });
+            parse_keyslot(3, o.as_object().unwrap()).unwrap()
+        };
+        let salt = b64_encode(&[7u8; 32]);
+        let k = ks(
+            serde_json::json!({"type": "argon2", "time": 4, "memory": 32, "cpus": 1,
+                                      "salt": salt}),
+        );
+        assert_eq!(
+            k.kdf,
+            KdfParams::Unknown {
+                name: "argon2".into(),
+                costs: UnknownKdfCosts {
+                    time: Some(4),
+                    memory: Some(32),
+                    cpus: Some(1)
+                },
+                salt: vec![7; 32],
+            }
+        );
+        let e = k.check_usable().unwrap_err().to_string();
+        assert!(e.contains("unknown KDF type argon2"), "{e}");
+        let k = ks(
+            serde_json::json!({"type": "x", "time": " 12x", "memory": -5,
+                                      "cpus": [1], "salt": 1234}),
+        );
+        let KdfParams::Unknown { costs, salt, .. } = &k.kdf else {
+            panic!("{:?}", k.kdf)
+        };
+        assert_eq!(
+            *costs,
+            UnknownKdfCosts {
+                time: Some(12),
+                memory: Some(-5),
+                cpus: Some(0)
+            }
+        );
+        assert!(salt.is_empty());
+        let k = ks(serde_json::json!({"type": "x"}));
+        assert!(
+            matches!(&k.kdf, KdfParams::Unknown { costs, .. } if *costs == UnknownKdfCosts::default())
+        );
+    }
+
+    #[test]
+    fn dump_base64_as_hexprint_base64() {
+        use serde_json::json;
+        assert_eq!(dump_base64(Some(&json!("AQID"))), Some(vec![1, 2, 3]));
+        assert_eq!(dump_base64(Some(&json!("!!not base64!!"))), None);
+        assert_eq!(dump_base64(Some(&json!(1234))), Some(vec![]));
+        assert_eq!(dump_base64(None), Some(vec![]));
+    }
 }
