@@ -1,7 +1,7 @@
 //! `luksDump` output, byte for byte as cryptsetup 2.6 prints it.
 
 use lukskit_format::luks1::Luks1Header;
-use lukskit_format::luks2::{KdfParams, Luks2Header};
+use lukskit_format::luks2::{dump_base64, KdfParams, Luks2Header};
 use lukskit_volume::Result;
 use serde_json::Value;
 use std::fmt::Write;
@@ -24,6 +24,14 @@ fn hex_lines(out: &mut String, bytes: &[u8], indent: &str) {
     }
     if bytes.is_empty() {
         out.push('\n');
+    }
+}
+
+/// cryptsetup's `hexprint_base64` of a JSON member: its bytes as [`hex_lines`] prints them,
+/// or nothing at all (not even the line end) when the text is not Base64.
+fn base64_lines(out: &mut String, member: Option<&Value>, indent: &str) {
+    if let Some(bytes) = dump_base64(member) {
+        hex_lines(out, &bytes, indent);
     }
 }
 
@@ -213,24 +221,21 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
                 .and_then(|k| k.get(ks.id.to_string()))
                 .and_then(|k| k.get("kdf"));
             let cost = |key: &str| kdf_json.and_then(|k| k.get(key)).map(json_int64_unsigned);
-            let salt = match &ks.kdf {
+            match &ks.kdf {
                 KdfParams::Pbkdf2 {
-                    hash,
-                    iterations,
-                    salt,
+                    hash, iterations, ..
                 } => {
                     o.push_str("\tPBKDF:      pbkdf2\n");
                     let _ = writeln!(o, "\tHash:       {hash}");
                     let it = cost("iterations").unwrap_or(u64::from(*iterations));
                     let _ = writeln!(o, "\tIterations: {it}");
-                    salt
                 }
                 KdfParams::Argon2 {
                     variant,
                     time,
                     memory,
                     cpus,
-                    salt,
+                    ..
                 } => {
                     let time = cost("time").unwrap_or(u64::from(*time));
                     let memory = cost("memory").unwrap_or(u64::from(*memory));
@@ -239,11 +244,19 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
                     let _ = writeln!(o, "\tTime cost:  {time}");
                     let _ = writeln!(o, "\tMemory:     {memory}");
                     let _ = writeln!(o, "\tThreads:    {cpus}");
-                    salt
                 }
-            };
+                // cryptsetup prints every type other than pbkdf2 with the Argon2 lines,
+                // `json_object_get_int64` printed unsigned (0 for an absent member).
+                KdfParams::Unknown { name, costs, .. } => {
+                    let u = |v: Option<i64>| v.unwrap_or(0) as u64;
+                    let _ = writeln!(o, "\tPBKDF:      {name}");
+                    let _ = writeln!(o, "\tTime cost:  {}", u(costs.time));
+                    let _ = writeln!(o, "\tMemory:     {}", u(costs.memory));
+                    let _ = writeln!(o, "\tThreads:    {}", u(costs.cpus));
+                }
+            }
             o.push_str("\tSalt:       ");
-            hex_lines(&mut o, salt, "            ");
+            base64_lines(&mut o, kdf_json.and_then(|k| k.get("salt")), "            ");
             let _ = writeln!(o, "\tAF stripes: {}", ks.af_stripes);
             let _ = writeln!(o, "\tAF hash:    {}", ks.af_hash);
             let _ = writeln!(o, "\tArea offset:{} [bytes]", ks.area_offset);
@@ -275,10 +288,16 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
         if d.kind == "pbkdf2" {
             let _ = writeln!(o, "\tHash:       {}", d.hash);
             let _ = writeln!(o, "\tIterations: {}", d.iterations);
+            let member = |k: &str| {
+                h.json
+                    .get("digests")
+                    .and_then(|ds| ds.get(d.id.to_string()))
+                    .and_then(|dj| dj.get(k))
+            };
             o.push_str("\tSalt:       ");
-            hex_lines(&mut o, &d.salt, "            ");
+            base64_lines(&mut o, member("salt"), "            ");
             o.push_str("\tDigest:     ");
-            hex_lines(&mut o, &d.digest, "            ");
+            base64_lines(&mut o, member("digest"), "            ");
         }
     }
     Ok(o)

@@ -599,6 +599,28 @@ fn verdicts(prog: &str, img: &str, kf: &str) -> [Option<i32>; 2] {
     ]
 }
 
+/// Write `bytes` as a sparse device of [`DEV_SIZE`] at `img`.
+fn write_device(img: &Path, bytes: &[u8]) {
+    std::fs::write(img, bytes).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(img)
+        .unwrap()
+        .set_len(DEV_SIZE)
+        .unwrap();
+}
+
+/// [`verdicts`] with the mutant written afresh before each command: cryptsetup repairs a
+/// damaged LUKS2 copy in place even for luksDump, which must not leak into the next run.
+fn fresh_verdicts(prog: &str, img: &Path, bytes: &[u8], kf: &str) -> [Option<i32>; 2] {
+    let path = img.to_str().unwrap();
+    write_device(img, bytes);
+    let dump = code_of(prog, &["luksDump", path]);
+    write_device(img, bytes);
+    let open = code_of(prog, &["open", "--test-passphrase", "-d", kf, path]);
+    [dump, open]
+}
+
 /// Base images made by real cryptsetup: (LUKS2, LUKS1), each with slot 0 = `kf0` and
 /// slot 1 = `kf1`, a LUKS2 token, low PBKDF2 costs.
 fn make_bases(dir: &Path, kf0: &str, kf1: &str) -> Option<(Vec<u8>, Vec<u8>)> {
@@ -642,13 +664,7 @@ struct Tally {
 /// Write the mutant, run both tools, compare.
 fn compare(dir: &Path, kf: &str, cs: &str, name: &str, bytes: &[u8], t: &mut Tally) {
     let img = dir.join("mutant.img");
-    std::fs::write(&img, bytes).unwrap();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&img)
-        .unwrap()
-        .set_len(DEV_SIZE)
-        .unwrap();
+    write_device(&img, bytes);
     let img = img.to_str().unwrap();
     if let Ok(keep) = std::env::var("LUKSKIT_HOSTILE_KEEP") {
         // Debugging aid: keep a copy of every mutant whose name contains this text.
@@ -662,8 +678,9 @@ fn compare(dir: &Path, kf: &str, cs: &str, name: &str, bytes: &[u8], t: &mut Tal
             );
         }
     }
-    let theirs = verdicts(cs, img, kf);
-    let ours = verdicts(env!("CARGO_BIN_EXE_lukskit"), img, kf);
+    let path = Path::new(img);
+    let theirs = fresh_verdicts(cs, path, bytes, kf);
+    let ours = fresh_verdicts(env!("CARGO_BIN_EXE_lukskit"), path, bytes, kf);
     t.tried += 1;
     if theirs.iter().any(|c| c.is_none()) {
         eprintln!("note: cryptsetup timed out on {name}; not compared");
@@ -1007,6 +1024,40 @@ fn regressions_luks2() -> Vec<(&'static str, Vec<Op>)> {
                 Op::Set("/keyslots/0/priority".into(), json!(511)),
             ],
         ),
+        // An unknown KDF type (cryptsetup 2.0's pre-release "argon2", or garbage) passes
+        // validation: the header loads and dumps, only that keyslot fails to open.
+        (
+            "kdf-type-argon2-prerelease",
+            vec![Op::Set("/keyslots/0/kdf/type".into(), json!("argon2"))],
+        ),
+        (
+            "kdf-type-garbage",
+            vec![Op::Set("/keyslots/0/kdf/type".into(), json!("%garbage%"))],
+        ),
+        // A primary binary header announcing a version other than 0, 1 and 2 makes
+        // cryptsetup refuse the device ("Unsupported LUKS version N.") although the
+        // secondary copy is intact.
+        (
+            "primary-version-3",
+            vec![Op::BinPrimary(6, 3u16.to_be_bytes().to_vec())],
+        ),
+        (
+            "primary-version-65535",
+            vec![Op::BinPrimary(6, 0xffffu16.to_be_bytes().to_vec())],
+        ),
+        // Version 0 reads as a damaged LUKS2 primary: the secondary copy is used.
+        (
+            "primary-version-0",
+            vec![Op::BinPrimary(6, 0u16.to_be_bytes().to_vec())],
+        ),
+        // A keyslot salt that is not Base64 dumps as nothing (not even a line end).
+        (
+            "keyslot-salt-not-base64",
+            vec![Op::Set(
+                "/keyslots/0/kdf/salt".into(),
+                json!("!!not base64!!"),
+            )],
+        ),
     ]
 }
 
@@ -1102,4 +1153,287 @@ fn rewritten_base_is_accepted_by_cryptsetup() {
         .set_len(DEV_SIZE)
         .unwrap();
     assert_eq!(verdicts(&cs, &img, &kf), [Some(0), Some(0)]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Detailed comparison: exit codes and output, not only the accept/reject verdict.
+
+/// Which cryptsetup-made base image a detailed case starts from.
+#[derive(Clone, Copy, Debug)]
+enum Base {
+    /// Two PBKDF2 keyslots (the base of the random test).
+    Pbkdf2,
+    /// Two Argon2id keyslots (minimal costs).
+    Argon2,
+}
+
+/// Whether a detailed case also compares the first line of stderr. Where a tool refuses the
+/// whole header, lukskit prints its own diagnosis where cryptsetup says only "Device ... is
+/// not a valid LUKS device.", so only exit codes and stdout are compared there.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Stderr {
+    FirstLine,
+    Ignored,
+}
+
+/// Named cases compared in detail. The three classes of odd headers found by differential
+/// runs (unknown KDF type, unsupported primary version, odd `hash` in an Argon2 KDF) and
+/// their near variants.
+fn detailed_cases() -> Vec<(&'static str, Base, Stderr, Vec<Op>)> {
+    use Base::*;
+    use Stderr::*;
+    let kdf1 = |k: &str| format!("/keyslots/1/kdf/{k}");
+    vec![
+        // 1. Unknown KDF type: the header loads and dumps (the Argon2 lines, whatever the
+        //    type), that keyslot fails with "Keyslot open failed." (exit 1), and as
+        //    cryptsetup stops at the first keyslot that fails that way, a failing slot 0
+        //    also hides slot 1.
+        (
+            "kdf-argon2-prerelease-slot1",
+            Argon2,
+            FirstLine,
+            vec![Op::Set(kdf1("type"), json!("argon2"))],
+        ),
+        (
+            "kdf-argon2-prerelease-slot0",
+            Argon2,
+            FirstLine,
+            vec![Op::Set("/keyslots/0/kdf/type".into(), json!("argon2"))],
+        ),
+        (
+            "kdf-type-garbage-pbkdf2-members",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::Set(kdf1("type"), json!("PBKDF2"))],
+        ),
+        (
+            "kdf-unknown-odd-members",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::Set(
+                "/keyslots/1/kdf".into(),
+                json!({"type": "scrypt", "time": "12x", "memory": -5, "cpus": [1], "salt": 1234}),
+            )],
+        ),
+        (
+            "kdf-unknown-type-only",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::Set("/keyslots/1/kdf".into(), json!({"type": "argon2"}))],
+        ),
+        // 2. Primary binary header with an unsupported version: refused without --type
+        //    ("Unsupported LUKS version N.", exit 1), read from the secondary copy with
+        //    --type luks2; version 0 reads as a damaged primary.
+        (
+            "primary-version-3",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::BinPrimary(6, 3u16.to_be_bytes().to_vec())],
+        ),
+        (
+            "primary-version-65535",
+            Argon2,
+            FirstLine,
+            vec![Op::BinPrimary(6, 0xffffu16.to_be_bytes().to_vec())],
+        ),
+        (
+            "primary-version-0",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::BinPrimary(6, 0u16.to_be_bytes().to_vec())],
+        ),
+        // Version 1: both read the LUKS2 header as LUKS1 and refuse it (exit 1), with
+        // different wording.
+        (
+            "primary-version-1",
+            Pbkdf2,
+            Ignored,
+            vec![Op::BinPrimary(6, 1u16.to_be_bytes().to_vec())],
+        ),
+        // 3. An Argon2 KDF with a `hash` member (unknown name, not a string, or left over
+        //    with PBKDF2 iterations): the repair drops members the type does not use, the
+        //    keyslot opens.
+        (
+            "argon2-kdf-hash-unknown",
+            Argon2,
+            FirstLine,
+            vec![Op::Set(kdf1("hash"), json!("no-such-hash"))],
+        ),
+        (
+            "argon2-kdf-hash-number",
+            Argon2,
+            FirstLine,
+            vec![Op::Set(kdf1("hash"), json!(0))],
+        ),
+        (
+            "argon2-kdf-hash-string-0",
+            Argon2,
+            FirstLine,
+            vec![Op::Set(kdf1("hash"), json!("0"))],
+        ),
+        (
+            "argon2-kdf-pbkdf2-leftovers",
+            Argon2,
+            FirstLine,
+            vec![
+                Op::Set(kdf1("hash"), json!("sha256")),
+                Op::Set(kdf1("iterations"), json!(1000)),
+            ],
+        ),
+        // Near variants: KDF members missing (the header is refused for a known type) ...
+        (
+            "pbkdf2-kdf-missing-hash",
+            Pbkdf2,
+            Ignored,
+            vec![Op::Del(kdf1("hash"))],
+        ),
+        (
+            "argon2-kdf-missing-cpus",
+            Argon2,
+            Ignored,
+            vec![Op::Del(kdf1("cpus"))],
+        ),
+        (
+            "argon2-kdf-hash-instead-of-cpus",
+            Argon2,
+            Ignored,
+            vec![
+                Op::Del(kdf1("cpus")),
+                Op::Set(kdf1("hash"), json!("sha256")),
+            ],
+        ),
+        // ... Base64 members that do not decode (printed as nothing at all; a digest salt
+        // that is not 32 bytes makes cryptsetup fail too, unlike a digest of the wrong
+        // length, with which it accepts any passphrase, see `accepts_any_passphrase`), an
+        // unknown AF hash.
+        (
+            "keyslot-salt-not-base64",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::Set(kdf1("salt"), json!("!!not base64!!"))],
+        ),
+        (
+            "digest-salt-not-base64",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::Set("/digests/0/salt".into(), json!("!!not base64!!"))],
+        ),
+        (
+            "af-hash-unknown",
+            Pbkdf2,
+            FirstLine,
+            vec![Op::Set("/keyslots/1/af/hash".into(), json!("0"))],
+        ),
+    ]
+}
+
+/// Exit code, stdout and the first line of stderr of `prog args`; None on a hang.
+fn run_full(prog: &str, args: &[&str]) -> Option<(i32, String, String)> {
+    let o = Command::new("timeout")
+        .args(["-k", "5", TIMEOUT])
+        .arg(prog)
+        .args(args)
+        .output()
+        .expect("spawn timeout");
+    match o.status.code() {
+        Some(124) | Some(137) | None => None,
+        Some(c) => Some((
+            c,
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string(),
+        )),
+    }
+}
+
+/// A LUKS2 base image with two Argon2id keyslots (`kf0`, `kf1`), made by cryptsetup.
+fn make_argon2_base(dir: &Path, kf0: &str, kf1: &str) -> Option<Vec<u8>> {
+    let img = sparse(dir, "base-argon2.img", DEV_SIZE);
+    let cheap = [
+        "--pbkdf",
+        "argon2id",
+        "--pbkdf-force-iterations",
+        "4",
+        "--pbkdf-memory",
+        "32",
+        "--pbkdf-parallel",
+        "1",
+    ];
+    let mut a = vec!["luksFormat", "-q", "--type", "luks2", "-d", kf0];
+    a.extend_from_slice(&cheap);
+    a.push(&img);
+    cryptsetup(&a, b"")?.ok("cryptsetup luksFormat (argon2id)");
+    let mut a = vec!["luksAddKey", "-q", "-d", kf0, &img, kf1];
+    a.extend_from_slice(&cheap);
+    cryptsetup(&a, b"")?.ok("cryptsetup luksAddKey (argon2id)");
+    let mut b = std::fs::read(&img).unwrap();
+    b.truncate(PREFIX);
+    Some(b)
+}
+
+#[test]
+fn odd_headers_match_cryptsetup_in_detail() {
+    let Some(Setup(dir, cs, kf0, l2, _)) = setup("odd headers in detail") else {
+        return;
+    };
+    let kf1 = dir.path().join("k1").to_str().unwrap().to_string();
+    let a2 = make_argon2_base(dir.path(), &kf0, &kf1).expect("argon2 base image");
+    let img = dir.path().join("detail.img");
+    let path = img.to_str().unwrap();
+    let lk = env!("CARGO_BIN_EXE_lukskit");
+    let commands: [Vec<&str>; 5] = [
+        vec!["luksDump", path],
+        vec!["open", "--test-passphrase", "-d", &kf0, path],
+        vec!["open", "--test-passphrase", "-d", &kf1, path],
+        vec!["luksDump", "--type", "luks2", path],
+        vec![
+            "open",
+            "--test-passphrase",
+            "--type",
+            "luks2",
+            "-d",
+            &kf1,
+            path,
+        ],
+    ];
+    let (mut tried, mut agree, mut failures) = (0, 0, Vec::new());
+    for (name, base, stderr, ops) in detailed_cases() {
+        let bytes = mutate_luks2(
+            match base {
+                Base::Pbkdf2 => &l2,
+                Base::Argon2 => &a2,
+            },
+            &ops,
+        );
+        tried += 1;
+        let mut ok = true;
+        for cmd in &commands {
+            // Fresh copy for every run: cryptsetup repairs a damaged copy in place.
+            write_device(&img, &bytes);
+            let theirs = run_full(&cs, cmd).expect("cryptsetup hangs");
+            write_device(&img, &bytes);
+            let ours = run_full(lk, cmd).expect("lukskit hangs");
+            let same = theirs.0 == ours.0
+                && theirs.1 == ours.1
+                && (stderr == Stderr::Ignored || theirs.2 == ours.2);
+            if !same {
+                ok = false;
+                failures.push(format!(
+                    "{name} ({base:?}) {:?}: cryptsetup {theirs:?}, lukskit {ours:?}",
+                    &cmd[..cmd.len() - 1]
+                ));
+            }
+        }
+        if ok {
+            agree += 1;
+        }
+    }
+    eprintln!("detailed named cases: {tried} tried, {agree} agree in exit codes and output");
+    for f in &failures {
+        eprintln!("DIFFERENCE {f}");
+    }
+    assert!(failures.is_empty(), "see DIFFERENCE lines");
 }

@@ -6,7 +6,7 @@ mod luks2_support;
 
 use base64::Engine;
 use luks2_support::*;
-use lukskit_format::luks2::{self, Luks2Header};
+use lukskit_format::luks2::{self, KdfParams, Luks2Header};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -364,11 +364,15 @@ fn accepted_by_both() {
     assert_eq!(back.binary.label, "relabel");
 
     // 6. An unknown KDF type passes header validation (cryptsetup only checks pbkdf2/argon2
-    //    member sets); the typed view reports it as unsupported.
+    //    member sets); the typed view parses it as Unknown, which only makes this keyslot
+    //    unusable. cryptsetup loads the header too.
     let mut j = orig.clone();
     ks0(&mut j)["kdf"]["type"] = json!("scrypt");
     let p = device_with(&b, "scrypt.img", &j);
     let out = luks2::read(&std::fs::File::open(&p).unwrap()).unwrap();
-    assert!(out.header.keyslots().is_err());
+    let ks = out.header.keyslot(0).unwrap().unwrap();
+    assert!(matches!(&ks.kdf, KdfParams::Unknown { name, .. } if name == "scrypt"));
+    assert_eq!(ks.kdf.salt().len(), 32);
+    assert!(ks.check_usable().is_err());
     assert!(cs_accepts(&p));
 }

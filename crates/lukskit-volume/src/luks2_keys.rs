@@ -1,6 +1,6 @@
 //! LUKS2 keyslots and digests: unlocking, storing, wiping.
 
-use crate::error::{Result, VolumeError};
+use crate::error::{ErrorKind, Result, VolumeError};
 use crate::wipe;
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
@@ -46,13 +46,16 @@ pub fn pbkdf_of(kdf: &KdfParams) -> Result<Pbkdf> {
             memory_kib: *memory,
             parallel: *cpus,
         },
+        KdfParams::Unknown { name, .. } => {
+            return Err(VolumeError::invalid(format!("Unknown PBKDF type {name}.")))
+        }
     })
 }
 
-fn salt_of(kdf: &KdfParams) -> &[u8] {
-    match kdf {
-        KdfParams::Pbkdf2 { salt, .. } | KdfParams::Argon2 { salt, .. } => salt,
-    }
+/// cryptsetup's message for a keyslot that fails to open for any reason other than a wrong
+/// passphrase or lack of memory (`LUKS2_keyslot_open`); exit code 1.
+fn keyslot_open_failed() -> VolumeError {
+    VolumeError::invalid("Keyslot open failed.")
 }
 
 /// Whether `vk` matches digest `d` (constant-time).
@@ -122,14 +125,11 @@ pub fn open_keyslot(
     let Some(digest) = digest_of_keyslot(hdr, ks.id)? else {
         return Ok(None);
     };
-    ks.check_usable()?;
+    // A keyslot cryptsetup cannot use (unknown KDF type, salt not 32 bytes, ...) fails
+    // with -EINVAL there: "Keyslot open failed.", and no further keyslot is tried.
+    ks.check_usable().map_err(|_| keyslot_open_failed())?;
     let pbkdf = pbkdf_of(&ks.kdf)?;
-    let dk = kdf::derive(
-        &pbkdf,
-        passphrase,
-        salt_of(&ks.kdf),
-        ks.area_key_size as usize,
-    )?;
+    let dk = kdf::derive(&pbkdf, passphrase, ks.kdf.salt(), ks.area_key_size as usize)?;
     let key_len = ks.key_size as usize;
     // cryptsetup reads and merges 4000 stripes whatever "stripes" says (`LUKS_STRIPES` in
     // `luks2_keyslot_get_key`); so does lukskit.
@@ -164,8 +164,20 @@ pub fn open_keyslot(
     crate::keyslot_cipher::check(&spec, &format!("Keyslot {}", ks.id))?;
     let cipher = SectorCipher::new(&spec, dk.as_bytes(), 512, false)?;
     cipher.decrypt(material.as_mut_bytes(), 0)?;
-    let vk = af::merge(material.as_bytes(), key_len, STRIPES, hash(&ks.af_hash)?)?;
-    if digest_matches(&digest, vk.as_bytes())? {
+    let af_hash = HashAlg::from_name(&ks.af_hash).map_err(|_| {
+        VolumeError::invalid(format!(
+            "Hash algorithm {} is not available.\nKeyslot open failed.",
+            ks.af_hash
+        ))
+    })?;
+    let vk = af::merge(material.as_bytes(), key_len, STRIPES, af_hash)?;
+    // A digest cryptsetup cannot use (salt or digest of the wrong size, ...) fails with
+    // -EINVAL there as well: "Keyslot open failed.".
+    let matches = digest_matches(&digest, vk.as_bytes()).map_err(|e| match e.kind {
+        ErrorKind::Invalid => keyslot_open_failed(),
+        _ => e,
+    })?;
+    if matches {
         Ok(Some(vk))
     } else {
         Ok(None)

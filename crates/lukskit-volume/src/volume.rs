@@ -6,7 +6,7 @@ use crate::error::{Result, VolumeError};
 use crate::pbkdf::{LuksKind, PbkdfOptions};
 use crate::{luks1_keys, luks2_keys};
 use lukskit_crypto::SecretBuf;
-use lukskit_format::detect::{detect, LuksVersion};
+use lukskit_format::detect::{detect, unsupported_version, LuksVersion};
 use lukskit_format::io::Storage;
 use lukskit_format::luks1::{Luks1Header, NUM_KEYSLOTS};
 use lukskit_format::luks2::{self, Luks2Header};
@@ -67,7 +67,19 @@ impl Volume {
     /// With `Access::Write`, a LUKS2 header with one damaged copy is first restored from the
     /// good copy (as cryptsetup does), and a concurrent update since the read is detected.
     pub fn load(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
-        let mut vol = Self::load_as_is(device, header, access)?;
+        Self::load_requested(device, header, access, None)
+    }
+
+    /// [`Self::load`] of a requested format (`--type luks1`/`luks2`). As in cryptsetup, a
+    /// primary header announcing an unsupported version is refused unless LUKS2 is
+    /// requested, which reads the secondary copy.
+    pub fn load_requested(
+        device: &str,
+        header: Option<&str>,
+        access: Access,
+        requested: Option<LuksVersion>,
+    ) -> Result<Self> {
+        let mut vol = Self::load_inner(device, header, access, requested)?;
         if access == Access::Write {
             vol.recover_copies()?;
         }
@@ -76,12 +88,28 @@ impl Volume {
 
     /// Load without any automatic recovery (for `repair`, which reports what it fixes).
     pub fn load_as_is(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
+        Self::load_inner(device, header, access, None)
+    }
+
+    fn load_inner(
+        device: &str,
+        header: Option<&str>,
+        access: Access,
+        requested: Option<LuksVersion>,
+    ) -> Result<Self> {
         let hdr_path = header.unwrap_or(device);
         let dev = Device::open(hdr_path, access)?;
         let not_luks =
             || VolumeError::invalid(format!("Device {hdr_path} is not a valid LUKS device."));
         let mut first = [0u8; 8];
         dev.read_exact_at(&mut first, 0).map_err(|_| not_luks())?;
+        if requested != Some(LuksVersion::Luks2) {
+            if let Some(v) = unsupported_version(&first) {
+                return Err(VolumeError::invalid(format!(
+                    "Unsupported LUKS version {v}."
+                )));
+            }
+        }
         let (loaded, copies) = match detect(&first) {
             Some(LuksVersion::Luks1) => {
                 let h = Luks1Header::read(&dev)?;

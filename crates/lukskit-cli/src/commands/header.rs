@@ -51,7 +51,8 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
 pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
-    let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
+    let requested = super::requested_luks(o);
+    let vol = Volume::load_requested(device, o.header.as_deref(), Access::Read, requested)?;
     if o.dump_volume_key {
         input::confirm(
             "The header dump with volume key is sensitive information\nthat allows access to encrypted partition without a passphrase.\nThis dump should be stored encrypted in a safe place.",

@@ -87,6 +87,16 @@ pub fn need_args(args: &[String], min: usize, max: usize, usage: &str) -> Result
     Ok(())
 }
 
+/// The LUKS format `--type` asks for (`luks1`, `luks2`), if any: cryptsetup's `luksType`.
+pub fn requested_luks(o: &Opts) -> Option<lukskit_format::detect::LuksVersion> {
+    use lukskit_format::detect::LuksVersion;
+    match o.r#type.as_deref() {
+        Some("luks1") => Some(LuksVersion::Luks1),
+        Some("luks2") => Some(LuksVersion::Luks2),
+        _ => None,
+    }
+}
+
 /// The PBKDF options of the command line.
 pub fn pbkdf_options(o: &Opts) -> PbkdfOptions {
     PbkdfOptions {

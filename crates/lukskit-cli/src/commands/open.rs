@@ -175,7 +175,8 @@ fn luks_key(vol: &Volume, o: &Opts, device: &str) -> Result<SecretBuf> {
 }
 
 fn load_luks(o: &Opts, device: &str) -> Result<Volume> {
-    let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
+    let requested = super::requested_luks(o);
+    let vol = Volume::load_requested(device, o.header.as_deref(), Access::Read, requested)?;
     match (o.r#type.as_deref(), vol.type_name()) {
         (Some("luks1"), "LUKS2") | (Some("luks2"), "LUKS1") => Err(VolumeError::invalid(format!(
             "Device {device} is not a valid LUKS device."

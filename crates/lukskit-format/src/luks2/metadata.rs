@@ -54,13 +54,40 @@ pub enum KdfParams {
         /// Salt (32 bytes in a usable keyslot).
         salt: Vec<u8>,
     },
+    /// A KDF type cryptsetup 2.6.1 cannot run: `argon2` (the pre-release name in the
+    /// headers of early cryptsetup 2.0 builds) or any other string. As in cryptsetup the
+    /// header still loads and dumps, and only this keyslot cannot be opened
+    /// ([`Keyslot::check_usable`] refuses it).
+    Unknown {
+        /// The `type` string as stored.
+        name: String,
+        /// `time`, `memory` and `cpus` as cryptsetup reads them for any type other than
+        /// `pbkdf2` (`json_object_get_int64`: a string's leading number, 0 when absent).
+        costs: UnknownKdfCosts,
+        /// Salt (empty when absent or not Base64).
+        salt: Vec<u8>,
+    },
+}
+
+/// The Argon2-style cost members of a keyslot whose KDF type is unknown, read as
+/// cryptsetup's dump reads them (`json_object_get_int64`); `None` = member absent.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnknownKdfCosts {
+    /// `time`.
+    pub time: Option<i64>,
+    /// `memory`.
+    pub memory: Option<i64>,
+    /// `cpus`.
+    pub cpus: Option<i64>,
 }
 
 impl KdfParams {
     /// The KDF salt.
     pub fn salt(&self) -> &[u8] {
         match self {
-            KdfParams::Pbkdf2 { salt, .. } | KdfParams::Argon2 { salt, .. } => salt,
+            KdfParams::Pbkdf2 { salt, .. }
+            | KdfParams::Argon2 { salt, .. }
+            | KdfParams::Unknown { salt, .. } => salt,
         }
     }
 
@@ -89,6 +116,19 @@ impl KdfParams {
                 m.insert("time".into(), (*time).into());
                 m.insert("memory".into(), (*memory).into());
                 m.insert("cpus".into(), (*cpus).into());
+                m.insert("salt".into(), b64_encode(salt).into());
+            }
+            KdfParams::Unknown { name, costs, salt } => {
+                m.insert("type".into(), name.as_str().into());
+                for (k, v) in [
+                    ("time", costs.time),
+                    ("memory", costs.memory),
+                    ("cpus", costs.cpus),
+                ] {
+                    if let Some(v) = v {
+                        m.insert(k.into(), v.into());
+                    }
+                }
                 m.insert("salt".into(), b64_encode(salt).into());
             }
         }
@@ -139,6 +179,12 @@ impl Keyslot {
                 self.id, self.kind
             )));
         }
+        if let KdfParams::Unknown { name, .. } = &self.kdf {
+            return Err(FormatError::Unsupported(format!(
+                "Keyslot {}: unknown KDF type {name}.",
+                self.id
+            )));
+        }
         if self.kdf.salt().len() != SALT_SIZE {
             return Err(FormatError::Invalid(format!(
                 "Keyslot {}: KDF salt is {} bytes, expected {SALT_SIZE}.",
@@ -161,6 +207,8 @@ impl Keyslot {
             KdfParams::Argon2 {
                 time, memory, cpus, ..
             } => *time == 0 || *memory == 0 || *cpus == 0,
+            // Refused above.
+            KdfParams::Unknown { .. } => false,
         };
         if zero_cost {
             return Err(FormatError::Invalid(format!(
@@ -502,11 +550,21 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
             cpus: keyslot_u32(kdf_o, "cpus"),
             salt: b64_member(kdf_o, "salt", &ctx)?,
         },
-        other => {
-            return Err(FormatError::Unsupported(format!(
-                "Keyslot {id}: KDF type {other}"
-            )))
-        }
+        // Validation does not look into the `kdf` object of a type it does not know, so
+        // nothing here may refuse the header.
+        other => KdfParams::Unknown {
+            name: other.into(),
+            costs: UnknownKdfCosts {
+                time: kdf_o.get("time").map(json_c_int64),
+                memory: kdf_o.get("memory").map(json_c_int64),
+                cpus: kdf_o.get("cpus").map(json_c_int64),
+            },
+            salt: kdf_o
+                .get("salt")
+                .and_then(Value::as_str)
+                .and_then(b64_decode)
+                .unwrap_or_default(),
+        },
     };
     Ok(Keyslot {
         id,
@@ -601,6 +659,17 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
             .and_then(b64_decode)
             .unwrap_or_default(),
     })
+}
+
+/// The bytes cryptsetup's luksDump prints for a Base64 member (`hexprint_base64`): a string
+/// decoded; an absent member or one that is not a string decodes to nothing (json-c gives
+/// it a string length of 0), printed as an empty line; `None` for a string that is not
+/// Base64, for which cryptsetup prints nothing at all, not even the line end.
+pub fn dump_base64(v: Option<&Value>) -> Option<Vec<u8>> {
+    match v {
+        Some(Value::String(s)) => b64_decode(s),
+        _ => Some(Vec::new()),
+    }
 }
 
 /// The text json-c's `json_object_get_string` gives for a value: strings as they are, other
@@ -1396,5 +1465,69 @@ mod tests {
         assert!(uuid_ok("28632274-8c8a-493f-835b-da802e1c576b"));
         assert!(!uuid_ok("28632274-8c8a-493f-835b-da802e1c576"));
         assert!(!uuid_ok("28632274x8c8a-493f-835b-da802e1c576b"));
+    }
+
+    /// An unknown KDF type parses (costs as json-c's `json_object_get_int64` reads them,
+    /// absent ones `None`, a salt that is not a Base64 string empty) and is unusable.
+    #[test]
+    fn unknown_kdf_parses_and_is_unusable() {
+        let ks = |kdf: Value| {
+            let o = serde_json::json!({
+                "type": "luks2", "key_size": 64,
+                "af": {"type": "luks1", "stripes": 4000, "hash": "sha256"},
+                "area": {"type": "raw", "offset": "32768", "size": "258048",
+                         "encryption": "aes-xts-plain64", "key_size": 64},
+                "kdf": kdf,
+            });
+            parse_keyslot(3, o.as_object().unwrap()).unwrap()
+        };
+        let salt = b64_encode(&[7u8; 32]);
+        let k = ks(
+            serde_json::json!({"type": "argon2", "time": 4, "memory": 32, "cpus": 1,
+                                      "salt": salt}),
+        );
+        assert_eq!(
+            k.kdf,
+            KdfParams::Unknown {
+                name: "argon2".into(),
+                costs: UnknownKdfCosts {
+                    time: Some(4),
+                    memory: Some(32),
+                    cpus: Some(1)
+                },
+                salt: vec![7; 32],
+            }
+        );
+        let e = k.check_usable().unwrap_err().to_string();
+        assert!(e.contains("unknown KDF type argon2"), "{e}");
+        let k = ks(
+            serde_json::json!({"type": "x", "time": " 12x", "memory": -5,
+                                      "cpus": [1], "salt": 1234}),
+        );
+        let KdfParams::Unknown { costs, salt, .. } = &k.kdf else {
+            panic!("{:?}", k.kdf)
+        };
+        assert_eq!(
+            *costs,
+            UnknownKdfCosts {
+                time: Some(12),
+                memory: Some(-5),
+                cpus: Some(0)
+            }
+        );
+        assert!(salt.is_empty());
+        let k = ks(serde_json::json!({"type": "x"}));
+        assert!(
+            matches!(&k.kdf, KdfParams::Unknown { costs, .. } if *costs == UnknownKdfCosts::default())
+        );
+    }
+
+    #[test]
+    fn dump_base64_as_hexprint_base64() {
+        use serde_json::json;
+        assert_eq!(dump_base64(Some(&json!("AQID"))), Some(vec![1, 2, 3]));
+        assert_eq!(dump_base64(Some(&json!("!!not base64!!"))), None);
+        assert_eq!(dump_base64(Some(&json!(1234))), Some(vec![]));
+        assert_eq!(dump_base64(None), Some(vec![]));
     }
 }

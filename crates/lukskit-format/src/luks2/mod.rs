@@ -38,8 +38,8 @@ mod validate;
 pub use binary::BinaryHeader;
 pub use disk::{check_sequence_id, read, write, write_copy, ReadOutcome};
 pub use metadata::{
-    Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams, Segment, Token, KNOWN_CONFIG_FLAGS,
-    KNOWN_REQUIREMENTS,
+    dump_base64, Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams, Segment, Token,
+    UnknownKdfCosts, KNOWN_CONFIG_FLAGS, KNOWN_REQUIREMENTS,
 };
 
 /// The nine allowed sizes of one metadata copy (binary header + JSON area), which are

@@ -371,6 +371,9 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
                 assert_eq!(f["Threads"], cpus.to_string());
                 assert_eq!(dump_hex(&f["Salt"]), hex::encode(salt));
             }
+            KdfParams::Unknown { name, .. } => {
+                panic!("cryptsetup-made keyslot {} has KDF type {name}", k.id)
+            }
         }
         assert_eq!(f["AF stripes"], k.af_stripes.to_string());
         assert_eq!(f["AF hash"], k.af_hash);
