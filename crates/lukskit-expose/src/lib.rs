@@ -9,13 +9,11 @@
 //! * [`nbd`] — an NBD server (fixed newstyle) over a Unix or TCP socket.
 //! * [`fuse`] — the plaintext as one file on a FUSE mount.
 //! * [`loopdev`] — loop devices on top of that file.
-//! * [`runtime`] — the state of open mappings under `/run/lukskit/NAME/` and their control
-//!   socket (status, close, suspend, resume).
-//! * [`serve`] — the serving process of an open mapping.
+//!
+//! Which of these a volume gets, and the serving process that runs them, is decided by the
+//! activation layer (crate `lukskit-activate`).
 
 pub mod backend;
 pub mod fuse;
 pub mod loopdev;
 pub mod nbd;
-pub mod runtime;
-pub mod serve;

@@ -6,7 +6,6 @@ mod convert;
 mod format;
 mod header;
 mod image;
-mod kernel;
 mod keys;
 mod open;
 
@@ -61,7 +60,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksSuspend" => open::suspend(o, args),
         "luksResume" => open::resume(o, args),
         "resize" => open::resize(o, args),
-        "__serve" => open::serve_child(),
+        lukskit_activate::userspace::launch::SERVE_ARG => open::serve_child(),
         "luksHeaderBackup" => header::backup(o, args),
         "luksHeaderRestore" => header::restore(o, args),
         "erase" | "luksErase" => header::erase(o, args),

@@ -1,37 +1,110 @@
-//! Activation without device-mapper: `open` (and `luksOpen`, `plainOpen`, `create`),
-//! `close`, `status`, `luksSuspend`, `luksResume`, and the hidden `__serve` action that is
-//! the serving process of an open mapping.
-//!
-//! `open` unlocks in the foreground, then starts `/proc/self/exe __serve` (a fresh process:
-//! nothing is forked while the engine's threads run), hands it the mapping parameters and
-//! the volume key through its standard input (never argv, the environment or a file), and
-//! waits for its one-line answer: `ok` once the device is usable, or `err CODE MESSAGE`.
+//! `open` (and `luksOpen`, `plainOpen`, `create`), `close`, `status`, `luksSuspend`,
+//! `luksResume` and `resize`: the command line of the activation layer (crate
+//! `lukskit-activate`), which decides how a volume is exposed. Here: unlocking, options, and
+//! cryptsetup's wording and exit codes for what the activation layer reports.
 
 use super::{existing_key_source, need_args};
 use crate::args::Opts;
 use crate::input;
+use lukskit_activate::{
+    self as activate, ActivateError, BackendChoice, Exposure, KernelOptions, LayoutInfo, Mapping,
+    MappingConfig, Status,
+};
 use lukskit_crypto::SecretBuf;
-use lukskit_expose::runtime::{self, LayoutInfo, MappingConfig, RuntimeError, State};
 use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
 use lukskit_volume::{ErrorKind, Result, Volume, VolumeError};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Command, Stdio};
-use std::time::Duration;
-use zeroize::Zeroizing;
 
-fn rt_err(e: RuntimeError) -> VolumeError {
-    let kind = match e.code {
-        2 => ErrorKind::Permission,
-        3 => ErrorKind::NoMemory,
-        4 => ErrorKind::Device,
-        5 => ErrorKind::Busy,
-        _ => ErrorKind::Invalid,
-    };
-    VolumeError {
-        kind,
-        message: e.message,
+/// cryptsetup's words and exit code for what the activation layer reports.
+fn activation_error(e: ActivateError) -> VolumeError {
+    match e {
+        ActivateError::InvalidName { name } => {
+            VolumeError::invalid(format!("Device name {name:?} is not valid."))
+        }
+        ActivateError::NameExists { name } => {
+            VolumeError::busy(format!("Device {name} already exists."))
+        }
+        ActivateError::NotActive { name } => inactive(&name),
+        ActivateError::DeviceInUse { device } => VolumeError::busy(format!(
+            "Cannot use device {device} which is in use (already mapped or mounted)."
+        )),
+        ActivateError::DeviceMissing { device } => {
+            VolumeError::device(format!("Device {device} does not exist or access denied."))
+        }
+        ActivateError::MappingBusy { name } => {
+            VolumeError::busy(format!("Device {name} is still in use."))
+        }
+        ActivateError::Suspended { name } => VolumeError::busy(format!(
+            "Device {name} is suspended; resume it before closing it."
+        )),
+        ActivateError::NotSuspended { name } => {
+            VolumeError::invalid(format!("Volume {name} is not suspended."))
+        }
+        ActivateError::AlreadySuspended { name } => {
+            VolumeError::invalid(format!("Volume {name} is already suspended."))
+        }
+        ActivateError::InvalidRequest(m) | ActivateError::Unsupported(m) => VolumeError::invalid(m),
+        ActivateError::NoDeviceMapper => VolumeError::invalid(
+            "The kernel has no device-mapper with dm-crypt (/dev/mapper/control, dm_crypt).",
+        ),
+        ActivateError::Volume(v) => v,
+        ActivateError::Io { context, source } => {
+            let kind = match source.raw_os_error() {
+                Some(libc::EBUSY) | Some(libc::EEXIST) => ErrorKind::Busy,
+                Some(libc::ENODEV) | Some(libc::ENXIO) => ErrorKind::Device,
+                Some(libc::EPERM) | Some(libc::EACCES) => ErrorKind::Permission,
+                _ => ErrorKind::Invalid,
+            };
+            VolumeError::new(kind, format!("{context}: {source}"))
+        }
+        ActivateError::Kernel(k) => {
+            let kind = if k.is_busy() {
+                ErrorKind::Busy
+            } else if k.is_not_found() {
+                ErrorKind::Device
+            } else {
+                ErrorKind::Invalid
+            };
+            VolumeError::new(kind, format!("device-mapper: {k}."))
+        }
+        other => VolumeError::invalid(capitalized(&other.to_string())),
     }
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str() + ".",
+        None => String::new(),
+    }
+}
+
+fn backend_choice(o: &Opts) -> Result<BackendChoice> {
+    match o.backend.as_deref() {
+        None => Ok(BackendChoice::Auto),
+        Some("kernel") => Ok(BackendChoice::Kernel),
+        Some("userspace") => Ok(BackendChoice::Userspace),
+        Some(other) => Err(VolumeError::invalid(format!(
+            "Unknown backend {other} (kernel or userspace)."
+        ))),
+    }
+}
+
+fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
+    KernelOptions {
+        same_cpu_crypt: o.perf_same_cpu_crypt,
+        submit_from_crypt_cpus: o.perf_submit_from_crypt_cpus,
+        no_read_workqueue: o.perf_no_read_workqueue,
+        no_write_workqueue: o.perf_no_write_workqueue,
+        digest,
+    }
+}
+
+/// The active mapping `name` (or `/dev/mapper/NAME`), or cryptsetup's "not active".
+fn active(name: &str) -> Result<Mapping> {
+    activate::find(name)
+        .map_err(activation_error)?
+        .ok_or_else(|| inactive(activate::mapping_name(name)))
 }
 
 /// `open`, `luksOpen`, `plainOpen`, `create`.
@@ -49,8 +122,12 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     } else {
         (&args[0], &args[1])
     };
-    runtime::check_name(name).map_err(rt_err)?;
-    if runtime::exists(name) || runtime::mapper_path(name).symlink_metadata().is_ok() {
+    if activate::find(name).map_err(activation_error)?.is_some()
+        || std::path::Path::new("/dev/mapper")
+            .join(name)
+            .symlink_metadata()
+            .is_ok()
+    {
         return Err(VolumeError::busy(format!("Device {name} already exists.")));
     }
     if o.nbd.is_some() && o.no_loop {
@@ -76,7 +153,10 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             eprintln!("{}", tcp_warning(&addr));
         }
     }
-    let backend = super::kernel::choose(&o)?;
+    // The backend is decided before anything is asked (a forced but missing kernel backend
+    // fails at once); `base_config` carries what decides it.
+    let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
+        .map_err(activation_error)?;
     let (config, key, digest) = match o.r#type.as_deref() {
         Some("plain") => {
             let (c, k) = unlock_plain(&o, device, name)?;
@@ -89,10 +169,8 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             )))
         }
     };
-    match backend {
-        super::kernel::Backend::Kernel => super::kernel::open(&o, &config, &key, digest),
-        super::kernel::Backend::Userspace => start_server(&config, &key),
-    }
+    activate::activate(backend, &config, &kernel_options(&o, digest), &key)
+        .map_err(activation_error)
 }
 
 /// What `open --nbd tcp:...` says on stderr before unlocking.
@@ -214,125 +292,11 @@ fn unlock_luks(
     Ok((c, vk, vol.segment_digest_id()?))
 }
 
-/// Start the serving process and wait until it is ready.
-fn start_server(config: &MappingConfig, key: &SecretBuf) -> Result<()> {
-    let mut child = Command::new("/proc/self/exe")
-        .arg("__serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .current_dir("/")
-        .spawn()
-        .map_err(|e| VolumeError::invalid(format!("Cannot start the serving process: {e}")))?;
-    let json = serde_json::to_vec(config)
-        .map_err(|e| VolumeError::invalid(format!("Cannot encode the mapping: {e}")))?;
-    let sent = {
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        let mut w = || -> std::io::Result<()> {
-            stdin.write_all(&(json.len() as u32).to_le_bytes())?;
-            stdin.write_all(&json)?;
-            stdin.write_all(&(key.len() as u32).to_le_bytes())?;
-            stdin.write_all(key.as_bytes())?;
-            stdin.flush()
-        };
-        w()
-    };
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    let line = line.trim_end_matches('\n');
-    if let Some(rest) = line.strip_prefix("err ") {
-        let _ = child.wait();
-        let (code, msg) = rest.split_once(' ').unwrap_or((rest, ""));
-        return Err(rt_err(RuntimeError::new(code.parse().unwrap_or(1), msg)));
-    }
-    if line != "ok" {
-        let status = child.wait();
-        return Err(VolumeError::invalid(format!(
-            "The serving process failed to start ({}{}).",
-            status.map_or_else(|e| e.to_string(), |s| s.to_string()),
-            sent.err().map_or(String::new(), |e| format!(", {e}"))
-        )));
-    }
-    // The server runs on in its own session; it is reparented when we exit.
-    Ok(())
-}
-
-/// The hidden `__serve` action: the serving process. Never returns.
+/// The hidden serving-process action ([`activate::userspace::launch::SERVE_ARG`]). Never
+/// returns.
 pub fn serve_child() -> ! {
-    use std::os::fd::AsFd;
-    // SAFETY: setsid in a fresh single-threaded child; failure (already a leader) is
-    // harmless.
-    unsafe {
-        libc::setsid();
-    }
     crate::hardening::serving_process();
-    // Read the pipe unbuffered (a duplicate of fd 0): the buffer of `std::io::stdin()`
-    // would keep a copy of the volume key for the life of the process.
-    let mut stdin = match std::io::stdin().as_fd().try_clone_to_owned() {
-        Ok(fd) => std::fs::File::from(fd),
-        Err(e) => {
-            println!("err 1 Cannot read the parameters of the serving process: {e}");
-            std::process::exit(1);
-        }
-    };
-    let read = |r: &mut dyn Read| -> std::io::Result<(MappingConfig, Zeroizing<Vec<u8>>)> {
-        let mut n = [0u8; 4];
-        r.read_exact(&mut n)?;
-        let len = u32::from_le_bytes(n) as usize;
-        if len > 1 << 20 {
-            return Err(std::io::Error::other("mapping parameters too long"));
-        }
-        let mut json = vec![0u8; len];
-        r.read_exact(&mut json)?;
-        let config: MappingConfig = serde_json::from_slice(&json).map_err(std::io::Error::other)?;
-        r.read_exact(&mut n)?;
-        let klen = u32::from_le_bytes(n) as usize;
-        if klen == 0 || klen > 1024 {
-            return Err(std::io::Error::other("bad key length"));
-        }
-        let mut key = Zeroizing::new(vec![0u8; klen]);
-        r.read_exact(&mut key)?;
-        Ok((config, key))
-    };
-    let (config, key) = match read(&mut stdin) {
-        Ok(x) => x,
-        Err(e) => {
-            println!("err 1 Bad parameters for the serving process: {e}");
-            std::process::exit(1);
-        }
-    };
-    drop(stdin);
-    let code = lukskit_expose::serve::serve(config, key, |res| {
-        let line = match res {
-            Ok(()) => "ok\n".to_string(),
-            Err(e) => format!("err {} {}\n", e.code, e.message.replace('\n', " ")),
-        };
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(line.as_bytes());
-        let _ = out.flush();
-        drop(out);
-        detach_stdio();
-    });
-    std::process::exit(code)
-}
-
-/// Point standard input, output and error at /dev/null (the parent stops reading).
-fn detach_stdio() {
-    if let Ok(null) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/null")
-    {
-        use std::os::fd::AsRawFd;
-        for fd in 0..3 {
-            // SAFETY: dup2 onto the standard descriptors with a valid open descriptor.
-            unsafe {
-                libc::dup2(null.as_raw_fd(), fd);
-            }
-        }
-    }
+    std::process::exit(activate::userspace::launch::serve_main())
 }
 
 /// `open --test-passphrase`: check a passphrase without activating.
@@ -373,240 +337,152 @@ fn inactive(name: &str) -> VolumeError {
 /// `close` (`remove`, `luksClose`, `plainClose`).
 pub fn close(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    let name = super::kernel::mapping_name(&args[0]);
-    if let Some(done) = super::kernel::close(name, o.deferred) {
-        return done;
-    }
-    runtime::check_name(name).map_err(rt_err)?;
-    if !runtime::exists(name) {
-        return Err(inactive(name));
-    }
-    let state = runtime::read_state(name).map_err(rt_err)?;
-    match runtime::request(name, "close", &[], None).map_err(rt_err)? {
-        Some(Ok(_)) => Ok(()),
-        Some(Err(e)) => Err(rt_err(e)),
-        // Nobody listens: the server died (or never finished starting). Clean up.
-        None => {
-            if let Some(st) = &state {
-                if runtime::pid_alive(st.pid) && is_our_server(st.pid) {
-                    return Err(VolumeError::busy(format!(
-                        "Device {name} is busy: its serving process (pid {}) does not answer.",
-                        st.pid
-                    )));
-                }
-            }
-            runtime::cleanup_dead(name, state.as_ref()).map_err(rt_err)
-        }
-    }
+    active(&args[0])?
+        .close(o.deferred)
+        .map_err(activation_error)
 }
 
-fn is_our_server(pid: u32) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| c.split(|&b| b == 0).any(|a| a == b"__serve"))
-        .unwrap_or(false)
-}
-
-/// `status NAME`.
+/// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).
 pub fn status(_o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    let name = super::kernel::mapping_name(&args[0]);
-    if let Some(done) = super::kernel::status(name) {
-        return done;
-    }
-    let path = runtime::mapper_path(name);
-    let state = match runtime::check_name(name)
-        .ok()
-        .and_then(|()| runtime::read_state(name).transpose())
-    {
-        Some(s) => s.map_err(rt_err)?,
-        None => {
-            println!("{} is inactive.", path.display());
-            return Err(VolumeError {
-                kind: ErrorKind::Device,
-                message: String::new(),
-            });
-        }
+    let name = activate::mapping_name(&args[0]);
+    let Some(m) = activate::find(name).map_err(activation_error)? else {
+        println!("/dev/mapper/{name} is inactive.");
+        return Err(VolumeError {
+            kind: ErrorKind::Device,
+            message: String::new(),
+        });
     };
-    let reply =
-        runtime::request(name, "status", &[], Some(Duration::from_secs(5))).map_err(rt_err)?;
-    let (alive, suspended) = match reply {
-        Some(Ok(t)) => {
-            let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
-            (true, v["suspended"].as_bool().unwrap_or(false))
-        }
-        _ => (false, false),
-    };
-    print!(
-        "{}",
-        format_status(&state, alive, suspended, in_use(&state))
-    );
+    let st = m.status().map_err(activation_error)?;
+    print!("{}", format_status(&st));
     Ok(())
 }
 
-fn in_use(st: &State) -> bool {
-    st.loop_device
-        .as_deref()
-        .is_some_and(|l| lukskit_expose::loopdev::is_busy(std::path::Path::new(l)).unwrap_or(false))
-}
-
-/// cryptsetup 2.6.1's `status` text plus lukskit's exposure lines.
-fn format_status(st: &State, alive: bool, suspended: bool, busy: bool) -> String {
-    let c = &st.config;
-    let shown = match &st.mapper_link {
-        Some(l) => l.clone(),
-        None => runtime::mapper_path(&c.name).display().to_string(),
-    };
+/// cryptsetup 2.6.1's `status` text, and for userspace mappings how they are exposed.
+fn format_status(st: &Status) -> String {
     let mut s = format!(
-        "{shown} is active{}.\n",
-        if busy { " and is in use" } else { "" }
+        "{} is active{}.\n",
+        st.path,
+        if st.in_use { " and is in use" } else { "" }
     );
-    s += &format!("  type:    {}\n", c.kind);
-    s += &format!("  cipher:  {}\n", c.layout.cipher);
-    s += &format!("  keysize: {} bits\n", c.key_bits);
-    s += "  key location: dm-crypt\n";
-    if let Some(h) = &c.header {
+    s += &format!("  type:    {}\n", st.kind);
+    s += &format!("  cipher:  {}\n", st.cipher);
+    s += &format!("  keysize: {} bits\n", st.key_bits);
+    let location = match st.exposure {
+        Exposure::Kernel if st.key_in_keyring => "keyring",
+        Exposure::Kernel => "dm-crypt",
+        _ => "lukskit serving process",
+    };
+    s += &format!("  key location: {location}\n");
+    if let Some(h) = &st.header {
         s += &format!("  header:  {h}\n");
     }
-    s += &format!("  device:  {}\n", c.device);
-    s += &format!("  sector size:  {}\n", c.layout.sector_size);
-    s += &format!("  offset:  {} sectors\n", c.layout.offset / 512);
-    s += &format!("  size:    {} sectors\n", st.size / 512);
-    if c.layout.iv_offset != 0 {
-        s += &format!("  skipped: {} sectors\n", c.layout.iv_offset);
+    s += &format!("  device:  {}\n", st.device);
+    if let Some(f) = &st.loop_file {
+        s += &format!("  loop:    {f}\n");
+    }
+    s += &format!("  sector size:  {}\n", st.sector_size);
+    s += &format!("  offset:  {} sectors\n", st.offset_sectors);
+    s += &format!("  size:    {} sectors\n", st.size_sectors);
+    if st.iv_offset_sectors != 0 || st.kind == "PLAIN" {
+        s += &format!("  skipped: {} sectors\n", st.iv_offset_sectors);
     }
     s += &format!(
         "  mode:    {}{}\n",
-        if c.read_only {
+        if st.read_only {
             "readonly"
         } else {
             "read/write"
         },
-        if suspended { " (suspended)" } else { "" }
+        if st.suspended { " (suspended)" } else { "" }
     );
-    if c.allow_discards {
-        s += "  flags:   discards\n";
+    if !st.flags.is_empty() {
+        s += &format!("  flags:   {}\n", st.flags.join(" "));
     }
-    if let Some(f) = &st.fuse_file {
-        s += &format!("  fuse file: {f}\n");
+    match &st.exposure {
+        Exposure::FuseLoop {
+            fuse_file,
+            loop_device,
+            direct_io,
+        } => {
+            s += &format!("  fuse file: {fuse_file}\n");
+            s += &format!(
+                "  loop device: {loop_device}{}\n",
+                if *direct_io { " (direct I/O)" } else { "" }
+            );
+        }
+        Exposure::FuseFile { fuse_file } => s += &format!("  fuse file: {fuse_file}\n"),
+        Exposure::Nbd { address } => s += &format!("  nbd:     {address}\n"),
+        _ => {}
     }
-    if let Some(l) = &st.loop_device {
+    if let Some((pid, alive)) = st.server {
         s += &format!(
-            "  loop device: {l}{}\n",
-            if st.loop_direct_io {
-                " (direct I/O)"
-            } else {
+            "  server:  pid {pid}{}\n",
+            if alive {
                 ""
+            } else {
+                " (not running: run close to clean up)"
             }
         );
     }
-    if let Some(n) = &st.nbd_address {
-        s += &format!("  nbd:     {n}\n");
-    }
-    s += &format!(
-        "  server:  pid {}{}\n",
-        st.pid,
-        if alive {
-            ""
-        } else {
-            " (not running: run close to clean up)"
-        }
-    );
     s
-}
-
-fn active_state(name: &str) -> Result<State> {
-    runtime::check_name(name).map_err(rt_err)?;
-    runtime::read_state(name)
-        .map_err(rt_err)?
-        .ok_or_else(|| inactive(name))
-}
-
-fn control(name: &str, line: &str, payload: &[u8]) -> Result<()> {
-    match runtime::request(name, line, payload, None).map_err(rt_err)? {
-        Some(Ok(_)) => Ok(()),
-        Some(Err(e)) => Err(rt_err(e)),
-        None => Err(VolumeError::device(format!(
-            "Device {name} is not active (its serving process is gone; run close)."
-        ))),
-    }
-}
-
-/// The state of the active mapping `name`, which must be a LUKS one (suspend and resume
-/// need a header to unlock again).
-fn luks_state(name: &str) -> Result<State> {
-    let st = active_state(name)?;
-    if st.config.kind == "PLAIN" {
-        return Err(VolumeError::invalid(format!(
-            "Device {name} is not a LUKS device."
-        )));
-    }
-    Ok(st)
 }
 
 /// `luksSuspend NAME`.
 pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    let name = &args[0];
-    if let Some(m) = super::kernel::find(name) {
-        return m?.suspend();
-    }
-    luks_state(name)?;
-    control(name, "suspend", &[])
+    active(&args[0])?.suspend().map_err(activation_error)
 }
 
-/// `luksResume NAME`: ask for a passphrase again, unlock with the header, hand the key to
-/// the server.
-pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
-    need_args(args, 1, 1, "<name>")?;
-    let name = &args[0];
-    if let Some(m) = super::kernel::find(name) {
-        return resume_kernel(o, &m?);
-    }
-    let st = luks_state(name)?;
-    let reply =
-        runtime::request(name, "status", &[], Some(Duration::from_secs(5))).map_err(rt_err)?;
-    match reply {
-        Some(Ok(t)) if t.contains("\"suspended\":true") => {}
-        Some(Ok(_)) => {
-            return Err(VolumeError::invalid(format!(
-                "Volume {name} is not suspended."
-            )))
-        }
-        Some(Err(e)) => return Err(rt_err(e)),
-        None => return Err(inactive(name)),
-    }
-    let c = &st.config;
-    let mut ho = o.clone();
-    if c.header.is_some() {
-        ho.header = c.header.clone();
-    }
-    let vol = Volume::load(&c.device, ho.header.as_deref(), Access::Read)?;
-    if Some(vol.uuid()) != c.uuid.as_deref() {
-        return Err(VolumeError::device(format!(
-            "Device {} is no longer the LUKS device {name} was opened from.",
-            c.device
+/// Unlock the volume behind mapping `m` again (passphrase, `-d`, `--volume-key-file`; the
+/// detached header from `--header` or from the mapping's record), checking it is the volume
+/// the mapping was made for. Returns the volume key and the LUKS2 segment digest.
+fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
+    let name = m.name();
+    let kind = m.kind().map_err(activation_error)?;
+    if !kind.starts_with("LUKS") {
+        return Err(VolumeError::invalid(format!(
+            "Device {name} is not a LUKS device."
         )));
     }
-    let vk = luks_key(&vol, &ho, c.header.as_deref().unwrap_or(&c.device))?;
-    control(name, &format!("resume {}", vk.len()), vk.as_bytes())
+    let device = m.device().map_err(activation_error)?;
+    let header = match &o.header {
+        Some(h) => Some(h.clone()),
+        None => m.header().map_err(activation_error)?,
+    };
+    let vol = Volume::load(&device, header.as_deref(), Access::Read)?;
+    let uuid = m.uuid().map_err(activation_error)?;
+    if uuid.is_some_and(|u| !u.eq_ignore_ascii_case(vol.uuid())) {
+        return Err(VolumeError::device(format!(
+            "Device {device} is no longer the LUKS device {name} was opened from."
+        )));
+    }
+    let mut ho = o.clone();
+    ho.header = header;
+    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device))?;
+    Ok((vk, vol.segment_digest_id()?))
+}
+
+/// `luksResume NAME`: ask for a passphrase again, unlock with the header, give the mapping
+/// its key again.
+pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<name>")?;
+    let m = active(&args[0])?;
+    if !m.is_suspended().map_err(activation_error)? {
+        return Err(VolumeError::invalid(format!(
+            "Volume {} is not suspended.",
+            m.name()
+        )));
+    }
+    let (vk, digest) = unlock_for(o, &m)?;
+    m.resume(&vk, digest).map_err(activation_error)
 }
 
 /// `resize NAME [--size SECTORS | --device-size BYTES]`: grow or shrink an active mapping
-/// (to the whole device when no size is given). Kernel mappings only, for now.
+/// (to the whole device when no size is given).
 pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    let name = &args[0];
-    let Some(m) = super::kernel::find(name) else {
-        if runtime::check_name(super::kernel::mapping_name(name)).is_ok()
-            && runtime::exists(super::kernel::mapping_name(name))
-        {
-            return Err(VolumeError::invalid(
-                "resize of a userspace (FUSE or NBD) mapping is not supported by lukskit yet.",
-            ));
-        }
-        return Err(VolumeError::device(format!("Device {name} is not active.")));
-    };
-    let m = m?;
+    let m = active(&args[0])?;
     let sectors = match (&o.size, &o.device_size) {
         (Some(_), Some(_)) => {
             return Err(VolumeError::invalid(
@@ -626,36 +502,13 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
         }
         (None, None) => None,
     };
-    if !m.needs_volume_key() {
-        return m.resize(sectors, None);
+    if !m.resize_needs_volume_key() {
+        return m.resize(sectors, None).map_err(activation_error);
     }
     // The table names its key in the kernel keyring: unlock to put it there again.
-    let vol = Volume::load(&m.device, o.header.as_deref(), Access::Read)?;
-    let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(&m.device))?;
-    m.resize(sectors, Some((&vk, vol.segment_digest_id()?)))
-}
-
-/// `luksResume` of a kernel mapping: unlock from the header of the mapped device (or
-/// `--header`), check that it is the volume the mapping was made from, give dm-crypt the key.
-fn resume_kernel(o: &Opts, m: &super::kernel::KernelMapping) -> Result<()> {
-    if !m.suspended {
-        return Err(VolumeError::invalid(format!(
-            "Volume {} is not suspended.",
-            m.name
-        )));
-    }
-    let vol = Volume::load(&m.device, o.header.as_deref(), Access::Read)?;
-    if m.uuid
-        .as_deref()
-        .is_some_and(|u| !u.eq_ignore_ascii_case(vol.uuid()))
-    {
-        return Err(VolumeError::device(format!(
-            "Device {} is no longer the LUKS device {} was opened from.",
-            m.device, m.name
-        )));
-    }
-    let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(&m.device))?;
-    m.resume(&vk, vol.segment_digest_id()?)
+    let (vk, digest) = unlock_for(o, &m)?;
+    m.resize(sectors, Some((&vk, digest)))
+        .map_err(activation_error)
 }
 
 #[cfg(test)]
@@ -664,39 +517,35 @@ mod tests {
 
     #[test]
     fn status_layout() {
-        let st = State {
-            config: MappingConfig {
-                name: "t".into(),
-                kind: "LUKS2".into(),
-                uuid: None,
-                device: "/img".into(),
-                header: None,
-                layout: LayoutInfo {
-                    cipher: "aes-xts-plain64".into(),
-                    offset: 16 << 20,
-                    size: None,
-                    sector_size: 4096,
-                    iv_offset: 0,
-                    iv_large_sectors: false,
-                },
-                key_bits: 512,
-                read_only: false,
-                allow_discards: false,
-                use_loop: true,
-                nbd: None,
-                nbd_connections: None,
+        let st = Status {
+            path: "/dev/mapper/t".into(),
+            kind: "LUKS2".into(),
+            cipher: "aes-xts-plain64".into(),
+            key_bits: 512,
+            key_in_keyring: false,
+            header: None,
+            device: "/img".into(),
+            loop_file: None,
+            sector_size: 4096,
+            offset_sectors: 32768,
+            size_sectors: 2048,
+            iv_offset_sectors: 0,
+            read_only: false,
+            suspended: true,
+            in_use: true,
+            flags: vec![],
+            exposure: Exposure::FuseLoop {
+                fuse_file: "/run/lukskit/t/device".into(),
+                loop_device: "/dev/loop3".into(),
+                direct_io: true,
             },
-            pid: 42,
-            size: 1 << 20,
-            fuse_file: Some("/run/lukskit/t/device".into()),
-            loop_device: Some("/dev/loop3".into()),
-            loop_direct_io: true,
-            nbd_address: None,
-            mapper_link: Some("/dev/mapper/t".into()),
+            server: Some((42, true)),
         };
-        let s = format_status(&st, true, true, true);
+        let s = format_status(&st);
         assert!(s.starts_with("/dev/mapper/t is active and is in use.\n  type:    LUKS2\n"));
+        assert!(s.contains("  key location: lukskit serving process\n"));
         assert!(s.contains("  offset:  32768 sectors\n  size:    2048 sectors\n"));
         assert!(s.contains("  mode:    read/write (suspended)\n"));
+        assert!(s.contains("  loop device: /dev/loop3 (direct I/O)\n  server:  pid 42\n"));
     }
 }

@@ -2,15 +2,17 @@
 //! file + loop device + `/dev/mapper/NAME` link, or an NBD server), writes the state file
 //! and then answers the control socket until `close`.
 //!
-//! It is started by `lukskit open` as a fresh process (never forked from a process with
+//! It is started by [`super::launch::start`] as a fresh process (never forked from a process with
 //! live engine threads) and receives the volume key through a pipe. Process-wide hardening
 //! (no core dumps, not dumpable, `mlockall`) is the binary's job, done before this runs.
 
-use crate::backend::{BlockBackend, Discards, VolumeBackend};
-use crate::fuse::{FuseExport, FuseOptions};
-use crate::loopdev::{LoopDevice, LoopOptions};
-use crate::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown};
-use crate::runtime::{self, Command, MappingConfig, Reply, RuntimeError, State};
+use super::runtime::{self, MappingConfig, State};
+use super::wire::{self, Command, Reply};
+use crate::error::{ActivateError, Result};
+use lukskit_expose::backend::{BlockBackend, Discards, VolumeBackend};
+use lukskit_expose::fuse::{FuseExport, FuseOptions};
+use lukskit_expose::loopdev::{LoopDevice, LoopOptions};
+use lukskit_expose::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown};
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume};
 use std::io::{BufReader, Write};
@@ -34,7 +36,7 @@ struct Exposure {
 pub fn serve(
     config: MappingConfig,
     key: Zeroizing<Vec<u8>>,
-    ready: impl FnOnce(Result<(), RuntimeError>),
+    ready: impl FnOnce(Result<()>),
 ) -> i32 {
     let name = config.name.clone();
     if let Err(e) = runtime::create_dir(&name) {
@@ -61,7 +63,7 @@ pub fn serve(
     };
     if let Err(e) = runtime::write_state(&state) {
         teardown(&name, &backend, exposure, true);
-        ready(Err(RuntimeError::io("Cannot write the state file", &e)));
+        ready(Err(ActivateError::io("Cannot write the state file", e)));
         return 1;
     }
     ready(Ok(()));
@@ -71,23 +73,19 @@ pub fn serve(
 fn setup(
     config: &MappingConfig,
     key: Zeroizing<Vec<u8>>,
-) -> Result<(Arc<VolumeBackend>, Exposure, State), RuntimeError> {
+) -> Result<(Arc<VolumeBackend>, Exposure, State)> {
     let name = &config.name;
     let layout = DataLayout::from(&config.layout);
     // Exclusive use of the device for the life of the mapping, as dm-crypt claims its device.
     let claim = Claim::acquire(&config.device).map_err(|e| match e {
-        ClaimError::InUse => RuntimeError::new(
-            5,
-            format!(
-                "Cannot use device {} which is in use (already mapped or mounted).",
-                config.device
-            ),
-        ),
-        ClaimError::Io(e) => RuntimeError::io(&format!("Cannot open {}", config.device), &e),
-        other => RuntimeError::new(1, format!("Cannot open {}: {other}", config.device)),
+        ClaimError::InUse => ActivateError::DeviceInUse {
+            device: config.device.clone(),
+        },
+        ClaimError::Io(e) => ActivateError::io(format!("Cannot open {}", config.device), e),
+        other => ActivateError::Server(format!("cannot open {}: {other}", config.device)),
     })?;
     let mut volume = DataVolume::open(&config.device, layout, &key, !config.read_only)
-        .map_err(|e| RuntimeError::new(e.kind.exit_code(), e.message))?;
+        .map_err(ActivateError::Volume)?;
     drop(key);
     // Behind the FUSE file and loop device, the kernel caches the plaintext above us:
     // the ciphertext should not sit in the page cache a second time, so bypass it where
@@ -121,7 +119,7 @@ fn setup(
         _claim: claim,
     };
     if let Some(addr) = &config.nbd {
-        let addr: NbdAddress = addr.parse().map_err(|e: String| RuntimeError::new(1, e))?;
+        let addr: NbdAddress = addr.parse().map_err(ActivateError::InvalidRequest)?;
         let server = NbdServer::bind(
             &addr,
             NbdOptions {
@@ -130,11 +128,11 @@ fn setup(
                 allow_trim: config.allow_discards,
                 max_connections: config
                     .nbd_connections
-                    .unwrap_or(crate::nbd::DEFAULT_MAX_CONNECTIONS),
+                    .unwrap_or(lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS),
                 ..NbdOptions::default()
             },
         )
-        .map_err(|e| RuntimeError::io(&format!("Cannot listen on {addr}"), &e))?;
+        .map_err(|e| ActivateError::io(format!("Cannot listen on {addr}"), e))?;
         state.nbd_address = Some(server.address());
         let stop = server.shutdown_handle();
         let t = std::thread::Builder::new()
@@ -142,7 +140,7 @@ fn setup(
             .spawn(move || {
                 let _ = server.serve(dynb);
             })
-            .map_err(|e| RuntimeError::io("Cannot start the NBD server", &e))?;
+            .map_err(|e| ActivateError::io("Cannot start the NBD server", e))?;
         exposure.nbd = Some((stop, t));
         return Ok((backend, exposure, state));
     }
@@ -156,17 +154,14 @@ fn setup(
             ..FuseOptions::default()
         },
     )
-    .map_err(|e| RuntimeError::io("Cannot mount the FUSE file (is /dev/fuse available?)", &e))?;
+    .map_err(|e| ActivateError::io("Cannot mount the FUSE file (is /dev/fuse available?)", e))?;
     state.fuse_file = Some(file.display().to_string());
     exposure.fuse = Some(fuse);
     if config.use_loop {
         let link = runtime::mapper_path(name);
         if link.symlink_metadata().is_ok() {
             teardown(name, &backend, exposure, true);
-            return Err(RuntimeError::new(
-                5,
-                format!("Device {name} already exists."),
-            ));
+            return Err(ActivateError::NameExists { name: name.clone() });
         }
         let dev = match LoopDevice::attach(
             &file,
@@ -179,7 +174,7 @@ fn setup(
             Ok(d) => d,
             Err(e) => {
                 teardown(name, &backend, exposure, true);
-                return Err(RuntimeError::io("Cannot attach a loop device", &e));
+                return Err(ActivateError::io("Cannot attach a loop device", e));
             }
         };
         state.loop_device = Some(dev.path().display().to_string());
@@ -189,9 +184,9 @@ fn setup(
         exposure.loop_dev = Some(dev);
         if let Err(e) = linked {
             teardown(name, &backend, exposure, true);
-            return Err(RuntimeError::io(
-                &format!("Cannot create {}", link.display()),
-                &e,
+            return Err(ActivateError::io(
+                format!("Cannot create {}", link.display()),
+                e,
             ));
         }
         state.mapper_link = Some(link.display().to_string());
@@ -199,7 +194,7 @@ fn setup(
     Ok((backend, exposure, state))
 }
 
-fn bind_control(name: &str) -> Result<UnixListener, RuntimeError> {
+fn bind_control(name: &str) -> Result<UnixListener> {
     let p = runtime::control_path(name);
     let _ = std::fs::remove_file(&p);
     // SAFETY: umask only changes this process's file creation mask.
@@ -207,7 +202,7 @@ fn bind_control(name: &str) -> Result<UnixListener, RuntimeError> {
     let l = UnixListener::bind(&p);
     // SAFETY: as above, restoring the previous mask.
     unsafe { libc::umask(old) };
-    let l = l.map_err(|e| RuntimeError::io(&format!("Cannot listen on {}", p.display()), &e))?;
+    let l = l.map_err(|e| ActivateError::io(format!("Cannot listen on {}", p.display()), e))?;
     let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600));
     Ok(l)
 }
@@ -258,46 +253,42 @@ fn control_loop(
             // resume request goes straight into its zeroizing buffer (a larger BufReader
             // buffer would be freed with a copy of the key in it).
             let mut r = BufReader::with_capacity(1, &mut conn);
-            runtime::read_command(&mut r)
+            wire::read_command(&mut r)
         };
         let mut closing = false;
         let reply: Reply = match cmd {
-            Err(e) => Err(RuntimeError::new(1, format!("Bad request: {e}"))),
+            Err(e) => Err(ActivateError::InvalidRequest(format!("bad request: {e}"))),
             Ok(Command::Status) => Ok(format!("{{\"suspended\":{}}}", backend.is_suspended())),
-            Ok(Command::Suspend) if config.kind == "PLAIN" => Err(RuntimeError::new(
-                1,
+            Ok(Command::Suspend) if config.kind == "PLAIN" => Err(ActivateError::Unsupported(
                 format!("Device {name} is not a LUKS device."),
             )),
             Ok(Command::Suspend) => backend
                 .suspend()
                 .map(|()| String::new())
-                .map_err(|e| RuntimeError::io("Error during suspend", &e)),
+                .map_err(|e| ActivateError::io("Error during suspend", e)),
             Ok(Command::Resume(key)) => {
                 if !backend.is_suspended() {
-                    Err(RuntimeError::new(
-                        1,
-                        format!("Volume {name} is not suspended."),
-                    ))
+                    Err(ActivateError::NotSuspended {
+                        name: name.to_string(),
+                    })
                 } else {
                     backend
                         .resume(&key)
                         .map(|()| String::new())
-                        .map_err(|e| RuntimeError::io("Error during resume", &e))
+                        .map_err(|e| ActivateError::io("Error during resume", e))
                 }
             }
-            Ok(Command::Close) if backend.is_suspended() => Err(RuntimeError::new(
-                5,
-                format!("Device {name} is suspended; resume it before closing it."),
-            )),
+            Ok(Command::Close) if backend.is_suspended() => Err(ActivateError::Suspended {
+                name: name.to_string(),
+            }),
             Ok(Command::Close) => {
                 let ex = exposure.take().expect("exposure present while serving");
                 match teardown(name, &backend, ex, false) {
                     Some(back) => {
                         exposure = Some(back);
-                        Err(RuntimeError::new(
-                            5,
-                            format!("Device {name} is still in use."),
-                        ))
+                        Err(ActivateError::MappingBusy {
+                            name: name.to_string(),
+                        })
                     }
                     None => {
                         closing = true;
@@ -306,7 +297,7 @@ fn control_loop(
                 }
             }
         };
-        let _ = conn.write_all(runtime::reply_line(&reply).as_bytes());
+        let _ = conn.write_all(wire::reply_line(&reply).as_bytes());
         if closing {
             break;
         }

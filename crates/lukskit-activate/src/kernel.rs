@@ -1,0 +1,382 @@
+//! The kernel backend of `open`, `close` and `status`: a real dm-crypt mapping through the
+//! device-mapper ioctls (crate `lukskit-dm`), made exactly as cryptsetup 2.6 makes it — the
+//! same table line (LUKS2 keys through the kernel keyring as `logon` keys), the same DM UUID,
+//! a loop device with autoclear for image files.
+
+use crate::error::{ActivateError, Result};
+use crate::request::{KernelOptions, MappingConfig};
+use crate::status::{Exposure, Status};
+use lukskit_crypto::SecretBuf;
+use lukskit_dm::{
+    dm_uuid, keyring, CryptFlags, CryptKey, CryptTarget, DevT, DeviceMapper, RemoveOptions, Target,
+};
+use lukskit_expose::loopdev::{LoopDevice, LoopOptions};
+use lukskit_volume::data::DataLayout;
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::time::Duration;
+
+/// Whether the kernel has device-mapper with dm-crypt (creating `/dev/mapper/control` and
+/// loading the modules where needed).
+pub fn available() -> bool {
+    DeviceMapper::open()
+        .and_then(|dm| dm.crypt_features())
+        .is_ok_and(|f| f.is_some())
+}
+
+/// Make the dm-crypt mapping described by `config` with volume key `key`.
+pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Result<()> {
+    let dm = DeviceMapper::open()?;
+    if dm.info(&config.name).is_ok() {
+        return Err(ActivateError::NameExists {
+            name: config.name.clone(),
+        });
+    }
+    let features = dm.crypt_features()?.ok_or(ActivateError::NoDeviceMapper)?;
+    // The device as the kernel's table names it: a block device, or a loop device (with
+    // autoclear: it goes away with the mapping) over an image file, as cryptsetup does.
+    let dev_path = Path::new(&config.device);
+    let is_block = std::fs::metadata(dev_path)
+        .map(|m| m.file_type().is_block_device())
+        .map_err(|_| ActivateError::DeviceMissing {
+            device: config.device.clone(),
+        })?;
+    // Nobody may hold the device (cryptsetup's O_EXCL check); the kernel claims it itself as
+    // the table loads, so the check's claim is released again first.
+    drop(
+        lukskit_volume::claim::Claim::acquire(&config.device).map_err(|_| {
+            ActivateError::DeviceInUse {
+                device: config.device.clone(),
+            }
+        })?,
+    );
+    let loop_dev = if is_block {
+        None
+    } else {
+        Some(
+            LoopDevice::attach(
+                dev_path,
+                LoopOptions {
+                    block_size: 512,
+                    read_only: config.read_only,
+                    direct_io: false,
+                },
+            )
+            .map_err(|e| {
+                ActivateError::io(
+                    format!("Cannot attach a loop device to {}", config.device),
+                    e,
+                )
+            })?,
+        )
+    };
+    let backing = loop_dev.as_ref().map_or(dev_path, |l| l.path());
+    let devt = DevT::of_block_device(backing)?;
+    let layout = DataLayout::from(&config.layout);
+    let device_size = block_size_bytes(backing)?;
+    let size = layout.resolve_size(device_size)?;
+    let description = match (config.kind.as_str(), &config.uuid, opts.digest) {
+        ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
+        _ => None,
+    };
+    let key = if layout.cipher.starts_with("cipher_null") {
+        CryptKey::Empty
+    } else {
+        CryptKey::for_volume_key(key, description.as_deref(), features.keyring())
+    };
+    let mut target = CryptTarget::new(size / 512, &layout.cipher, key, devt, layout.offset / 512);
+    target.iv_offset = layout.iv_offset;
+    target.sector_size = layout.sector_size;
+    target.flags = CryptFlags {
+        allow_discards: config.allow_discards,
+        same_cpu_crypt: opts.same_cpu_crypt,
+        submit_from_crypt_cpus: opts.submit_from_crypt_cpus,
+        no_read_workqueue: opts.no_read_workqueue,
+        no_write_workqueue: opts.no_write_workqueue,
+        iv_large_sectors: layout.iv_large_sectors,
+        high_priority: false,
+    };
+    let uuid = dm_uuid::crypt_dm_uuid(&config.kind, config.uuid.as_deref(), &config.name)?;
+    let made = dm.create(
+        &config.name,
+        Some(&uuid),
+        &[Target::Crypt(target)],
+        config.read_only,
+    );
+    // The mapping holds the loop device now; with autoclear it is detached on close.
+    drop(loop_dev);
+    made.map_err(|e| {
+        if e.is_busy() {
+            ActivateError::DeviceInUse {
+                device: config.device.clone(),
+            }
+        } else {
+            ActivateError::Kernel(e)
+        }
+    })?;
+    Ok(())
+}
+
+fn block_size_bytes(dev: &Path) -> Result<u64> {
+    let f = std::fs::File::open(dev)
+        .map_err(|e| ActivateError::io(format!("Cannot open {}", dev.display()), e))?;
+    lukskit_format::io::Storage::size(&f)
+        .map_err(|e| ActivateError::io(format!("Cannot read the size of {}", dev.display()), e))
+}
+
+/// `/dev/NAME` of a block device number, from sysfs.
+fn device_name(dev: DevT) -> String {
+    let raw = dev.to_raw();
+    let (maj, min) = (libc::major(raw), libc::minor(raw));
+    std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/uevent"))
+        .ok()
+        .and_then(|u| {
+            u.lines()
+                .find_map(|l| l.strip_prefix("DEVNAME=").map(|n| format!("/dev/{n}")))
+        })
+        .unwrap_or_else(|| format!("{maj}:{min}"))
+}
+
+fn loop_backing(dev: &str) -> Option<String> {
+    let n = dev.strip_prefix("/dev/")?;
+    if !n.starts_with("loop") {
+        return None;
+    }
+    std::fs::read_to_string(format!("/sys/block/{n}/loop/backing_file"))
+        .ok()
+        .map(|s| s.trim_end().to_string())
+}
+
+/// A kernel dm-crypt mapping, as read back from the kernel.
+pub struct KernelMapping {
+    dm: DeviceMapper,
+    info: lukskit_dm::DeviceInfo,
+    /// The mapping name.
+    pub name: String,
+    /// `LUKS1`, `LUKS2`, `PLAIN`, ... from the DM UUID (`n/a` without one).
+    pub kind: String,
+    /// The LUKS UUID from the DM UUID (with dashes), when it carries one.
+    pub uuid: Option<String>,
+    /// The live crypt target (keys redacted).
+    pub target: CryptTarget,
+    /// The data device as a path (`/dev/vda`, or the image file behind a loop device).
+    pub device: String,
+}
+
+/// The kernel mapping `name`: `Ok(None)` when there is none (or no device-mapper at all).
+pub fn find(name: &str) -> Result<Option<KernelMapping>> {
+    let Ok(dm) = DeviceMapper::open() else {
+        return Ok(None);
+    };
+    let Ok((info, targets)) = dm.table(name, false) else {
+        return Ok(None);
+    };
+    let Some(Target::Crypt(target)) = targets.into_iter().next() else {
+        return Err(ActivateError::Unsupported(format!(
+            "Device {name} is not a crypt device."
+        )));
+    };
+    let parsed = info.uuid.as_deref().and_then(dm_uuid::parse_crypt_dm_uuid);
+    let kind = parsed
+        .as_ref()
+        .map_or_else(|| "n/a".to_string(), |u| u.crypt_type.clone());
+    let uuid = parsed.and_then(|u| u.uuid_hex).map(|u| with_dashes(&u));
+    let dev = device_name(target.device);
+    let device = loop_backing(&dev).unwrap_or(dev);
+    Ok(Some(KernelMapping {
+        dm,
+        info,
+        name: name.to_string(),
+        kind,
+        uuid,
+        target,
+        device,
+    }))
+}
+
+/// A UUID written without dashes (as in DM UUIDs) in its canonical form.
+fn with_dashes(u: &str) -> String {
+    if u.len() != 32 || u.contains('-') {
+        return u.to_string();
+    }
+    format!(
+        "{}-{}-{}-{}-{}",
+        &u[..8],
+        &u[8..12],
+        &u[12..16],
+        &u[16..20],
+        &u[20..]
+    )
+}
+
+impl KernelMapping {
+    fn is_luks(&self) -> bool {
+        self.kind.starts_with("LUKS")
+    }
+
+    /// Whether the mapping is suspended.
+    pub fn is_suspended(&self) -> bool {
+        self.info.flags.suspended
+    }
+
+    /// What `status` shows.
+    pub fn status(&self) -> Status {
+        let t = &self.target;
+        let dev = device_name(t.device);
+        let f = &t.flags;
+        let flags = [
+            (f.allow_discards, "discards"),
+            (f.same_cpu_crypt, "same_cpu_crypt"),
+            (f.submit_from_crypt_cpus, "submit_from_crypt_cpus"),
+            (f.no_read_workqueue, "no_read_workqueue"),
+            (f.no_write_workqueue, "no_write_workqueue"),
+        ]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect();
+        Status {
+            path: lukskit_dm::node::mapper_path(&self.name)
+                .display()
+                .to_string(),
+            kind: self.kind.clone(),
+            cipher: t.cipher.clone(),
+            key_bits: (t.key.size() * 8) as u32,
+            key_in_keyring: t.key.in_keyring(),
+            header: None,
+            loop_file: loop_backing(&dev),
+            device: dev,
+            sector_size: t.sector_size,
+            offset_sectors: t.offset,
+            size_sectors: t.sectors,
+            iv_offset_sectors: t.iv_offset,
+            read_only: self.info.flags.readonly,
+            suspended: self.info.flags.suspended,
+            in_use: self.info.open_count > 0,
+            flags,
+            exposure: Exposure::Kernel,
+            server: None,
+        }
+    }
+
+    /// Remove the mapping (`deferred`: when its last user closes it); refused while it is
+    /// in use.
+    pub fn close(&self, deferred: bool) -> Result<()> {
+        let res = self.dm.remove(
+            &self.name,
+            RemoveOptions {
+                deferred,
+                retry_busy: Some(Duration::from_secs(2)),
+            },
+        );
+        match res {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_busy() => Err(ActivateError::MappingBusy {
+                name: self.name.clone(),
+            }),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `luksSuspend`: suspend I/O (flushing first) and wipe the key from dm-crypt, as
+    /// cryptsetup's `dm_suspend_and_wipe_key` does.
+    pub fn suspend(&self) -> Result<()> {
+        if !self.is_luks() {
+            return Err(ActivateError::Unsupported(format!(
+                "Operation not supported for device type {}.",
+                self.kind
+            )));
+        }
+        if self.is_suspended() {
+            return Err(ActivateError::AlreadySuspended {
+                name: self.name.clone(),
+            });
+        }
+        self.dm
+            .suspend(&self.name, lukskit_dm::SuspendOptions::default())?;
+        if let Err(e) = self.dm.wipe_key(&self.name, 0) {
+            let _ = self.dm.resume(&self.name);
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// `luksResume` with volume key `vk` (already checked against the header; `digest` is the
+    /// LUKS2 segment digest): give dm-crypt the key again (through the keyring for LUKS2
+    /// where the kernel has one, as cryptsetup does) and resume I/O.
+    pub fn resume(&self, vk: &SecretBuf, digest: Option<u32>) -> Result<()> {
+        if !self.is_suspended() {
+            return Err(ActivateError::NotSuspended {
+                name: self.name.clone(),
+            });
+        }
+        let keyring = self.dm.crypt_features()?.is_some_and(|f| f.keyring());
+        let key = self.key_for(vk, digest, keyring);
+        self.dm.set_key(&self.name, 0, &key)?;
+        self.dm.resume(&self.name)?;
+        Ok(())
+    }
+
+    fn key_for(&self, vk: &SecretBuf, digest: Option<u32>, keyring: bool) -> CryptKey {
+        let description = match (self.kind.as_str(), &self.uuid, digest) {
+            ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
+            _ => None,
+        };
+        CryptKey::for_volume_key(vk, description.as_deref(), keyring)
+    }
+
+    /// Whether reloading the table ([`KernelMapping::resize`]) needs the volume key: its key
+    /// is in the kernel keyring (LUKS2), so the key must be put there again.
+    pub fn needs_volume_key(&self) -> bool {
+        self.target.key.in_keyring()
+    }
+
+    /// `resize`: reload the table with `sectors` 512-byte sectors of data (`None`: all of the
+    /// device after the data offset), as cryptsetup's resize does. `vk` (with the LUKS2
+    /// segment digest) is needed when [`KernelMapping::needs_volume_key`].
+    pub fn resize(
+        &self,
+        sectors: Option<u64>,
+        vk: Option<(&SecretBuf, Option<u32>)>,
+    ) -> Result<()> {
+        let t = &self.target;
+        let dev_path = device_name(t.device);
+        let capacity = block_size_bytes(Path::new(&dev_path))? / 512;
+        let available = capacity.saturating_sub(t.offset);
+        let per_sector = u64::from(t.sector_size / 512).max(1);
+        let want = sectors.unwrap_or(available);
+        if want == 0 || want > available {
+            return Err(ActivateError::InvalidRequest(format!(
+                "Device {} is too small (it has {available} sectors after the data offset).",
+                self.name
+            )));
+        }
+        if !want.is_multiple_of(per_sector) {
+            return Err(ActivateError::InvalidRequest(format!(
+                "Device size is not aligned to requested sector size ({} bytes).",
+                t.sector_size
+            )));
+        }
+        let key = match vk {
+            Some((vk, digest)) => self.key_for(vk, digest, t.key.in_keyring()),
+            None => {
+                let (_, targets) = self.dm.table(&self.name, true)?;
+                match targets.into_iter().next() {
+                    Some(Target::Crypt(live)) => live.key,
+                    _ => {
+                        return Err(ActivateError::Unsupported(format!(
+                            "Device {} is not a crypt device.",
+                            self.name
+                        )))
+                    }
+                }
+            }
+        };
+        let mut next = t.clone();
+        next.sectors = want;
+        next.key = key;
+        self.dm
+            .reload(&self.name, &[Target::Crypt(next)], self.info.flags.readonly)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,205 @@
+//! # lukskit-activate — an unlocked volume made available as a block device
+//!
+//! The one place that decides how a volume is exposed, and that every command acting on an
+//! active mapping goes through:
+//!
+//! * [`kernel`] — a kernel dm-crypt mapping, made exactly as cryptsetup 2.6 makes it (through
+//!   crate `lukskit-dm`), wherever the kernel has device-mapper;
+//! * [`userspace`] — lukskit's own serving process: a FUSE file with a loop device on top
+//!   (`/dev/mapper/NAME` a link to it), a FUSE file only, or an NBD export (crate
+//!   `lukskit-expose` provides those mechanisms).
+//!
+//! [`activate`] makes a mapping with the chosen [`Backend`]; [`find`] returns an active one as
+//! a [`Mapping`], whose [`Mapping::status`], [`Mapping::close`], [`Mapping::suspend`],
+//! [`Mapping::resume`] and [`Mapping::resize`] work whatever the backend. Errors are typed
+//! ([`ActivateError`]); nothing here prints. Process-wide hardening of the serving process
+//! (no core dumps, not dumpable, locked memory) is the binary's job.
+
+mod error;
+pub mod kernel;
+mod request;
+mod status;
+pub mod userspace;
+
+pub use error::{ActivateError, Result};
+pub use request::{Backend, BackendChoice, KernelOptions, LayoutInfo, MappingConfig};
+pub use status::{Exposure, Status};
+
+use lukskit_crypto::SecretBuf;
+
+/// The backend for `choice`. A FUSE file only (`use_loop` false) or an NBD export needs the
+/// userspace backend; otherwise `Auto` takes the kernel wherever it has device-mapper with
+/// dm-crypt.
+pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<Backend> {
+    let userspace_only = !config.use_loop || config.nbd.is_some();
+    match choice {
+        BackendChoice::Kernel if userspace_only => Err(ActivateError::InvalidRequest(
+            "A FUSE file only or an NBD export needs the userspace backend.".into(),
+        )),
+        BackendChoice::Kernel if !kernel::available() => Err(ActivateError::NoDeviceMapper),
+        BackendChoice::Kernel => Ok(Backend::Kernel),
+        BackendChoice::Userspace => Ok(Backend::Userspace),
+        BackendChoice::Auto if !userspace_only && kernel::available() => Ok(Backend::Kernel),
+        BackendChoice::Auto => Ok(Backend::Userspace),
+    }
+}
+
+/// Make `config` available with `backend` and volume key `key`. The name must not be in use
+/// by a mapping of either backend.
+pub fn activate(
+    backend: Backend,
+    config: &MappingConfig,
+    kernel_opts: &KernelOptions,
+    key: &SecretBuf,
+) -> Result<()> {
+    userspace::runtime::check_name(&config.name)?;
+    if find(&config.name)?.is_some()
+        || userspace::runtime::mapper_path(&config.name)
+            .symlink_metadata()
+            .is_ok()
+    {
+        return Err(ActivateError::NameExists {
+            name: config.name.clone(),
+        });
+    }
+    match backend {
+        Backend::Kernel => kernel::open(config, kernel_opts, key),
+        Backend::Userspace => {
+            if kernel_opts.any_perf_flag() {
+                return Err(ActivateError::Unsupported(
+                    "The --perf-* options need the kernel backend.".into(),
+                ));
+            }
+            userspace::launch::start(config, key)
+        }
+    }
+}
+
+/// The mapping name of a command-line argument: cryptsetup accepts `/dev/mapper/NAME` too.
+pub fn mapping_name(arg: &str) -> &str {
+    arg.strip_prefix("/dev/mapper/").unwrap_or(arg)
+}
+
+/// An active mapping, whichever backend made it.
+pub enum Mapping {
+    /// A kernel dm-crypt mapping (made by lukskit or by cryptsetup).
+    Kernel(kernel::KernelMapping),
+    /// A mapping served by a lukskit serving process.
+    Userspace(userspace::UserspaceMapping),
+}
+
+/// The active mapping `name` (or `/dev/mapper/NAME`): `Ok(None)` when there is none.
+pub fn find(name: &str) -> Result<Option<Mapping>> {
+    let name = mapping_name(name);
+    if let Some(k) = kernel::find(name)? {
+        return Ok(Some(Mapping::Kernel(k)));
+    }
+    Ok(userspace::find(name)?.map(Mapping::Userspace))
+}
+
+impl Mapping {
+    /// The mapping name.
+    pub fn name(&self) -> &str {
+        match self {
+            Mapping::Kernel(k) => &k.name,
+            Mapping::Userspace(u) => &u.name,
+        }
+    }
+
+    /// `LUKS1`, `LUKS2`, `PLAIN`, ...
+    pub fn kind(&self) -> Result<String> {
+        Ok(match self {
+            Mapping::Kernel(k) => k.kind.clone(),
+            Mapping::Userspace(u) => u.config()?.kind.clone(),
+        })
+    }
+
+    /// The LUKS UUID the mapping was made for, where known.
+    pub fn uuid(&self) -> Result<Option<String>> {
+        Ok(match self {
+            Mapping::Kernel(k) => k.uuid.clone(),
+            Mapping::Userspace(u) => u.config()?.uuid.clone(),
+        })
+    }
+
+    /// The data device (image files by their path).
+    pub fn device(&self) -> Result<String> {
+        Ok(match self {
+            Mapping::Kernel(k) => k.device.clone(),
+            Mapping::Userspace(u) => u.config()?.device.clone(),
+        })
+    }
+
+    /// The detached header the mapping was opened with, where the backend records it.
+    pub fn header(&self) -> Result<Option<String>> {
+        Ok(match self {
+            Mapping::Kernel(_) => None,
+            Mapping::Userspace(u) => u.config()?.header.clone(),
+        })
+    }
+
+    /// What `status` shows.
+    pub fn status(&self) -> Result<Status> {
+        match self {
+            Mapping::Kernel(k) => Ok(k.status()),
+            Mapping::Userspace(u) => u.status(),
+        }
+    }
+
+    /// Remove the mapping (refused while it is in use). `deferred` (kernel only): remove it
+    /// when its last user closes it.
+    pub fn close(&self, deferred: bool) -> Result<()> {
+        match self {
+            Mapping::Kernel(k) => k.close(deferred),
+            Mapping::Userspace(_) if deferred => Err(ActivateError::Unsupported(
+                "--deferred needs a kernel mapping.".into(),
+            )),
+            Mapping::Userspace(u) => u.close(),
+        }
+    }
+
+    /// Whether the mapping is suspended.
+    pub fn is_suspended(&self) -> Result<bool> {
+        match self {
+            Mapping::Kernel(k) => Ok(k.is_suspended()),
+            Mapping::Userspace(u) => u.is_suspended(),
+        }
+    }
+
+    /// `luksSuspend`: hold I/O and wipe the volume key from memory.
+    pub fn suspend(&self) -> Result<()> {
+        match self {
+            Mapping::Kernel(k) => k.suspend(),
+            Mapping::Userspace(u) => u.suspend(),
+        }
+    }
+
+    /// `luksResume` with the volume key `vk` (checked against the header by the caller;
+    /// `digest` is the LUKS2 segment digest).
+    pub fn resume(&self, vk: &SecretBuf, digest: Option<u32>) -> Result<()> {
+        match self {
+            Mapping::Kernel(k) => k.resume(vk, digest),
+            Mapping::Userspace(u) => u.resume(vk),
+        }
+    }
+
+    /// Whether [`Mapping::resize`] needs the volume key.
+    pub fn resize_needs_volume_key(&self) -> bool {
+        matches!(self, Mapping::Kernel(k) if k.needs_volume_key())
+    }
+
+    /// Change the data size to `sectors` (512-byte sectors; `None`: the whole device).
+    pub fn resize(
+        &self,
+        sectors: Option<u64>,
+        vk: Option<(&SecretBuf, Option<u32>)>,
+    ) -> Result<()> {
+        match self {
+            Mapping::Kernel(k) => k.resize(sectors, vk),
+            Mapping::Userspace(_) => Err(ActivateError::Unsupported(
+                "resize of a userspace (FUSE or NBD) mapping is not supported by lukskit yet."
+                    .into(),
+            )),
+        }
+    }
+}

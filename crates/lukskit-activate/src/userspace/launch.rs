@@ -1,0 +1,109 @@
+//! Starting a serving process, and the serving process's side of the start.
+//!
+//! [`start`] runs the current executable with [`SERVE_ARG`] (a fresh process: nothing is
+//! forked while the engine's threads run), hands it the mapping and the volume key through
+//! its standard input ([`super::wire::write_launch`]: never argv, the environment or a file)
+//! and waits for its one reply line. The executable must call [`serve_main`] when it is
+//! started with [`SERVE_ARG`], after its own process-wide hardening.
+
+use super::runtime::MappingConfig;
+use super::wire;
+use crate::error::{ActivateError, Result};
+use lukskit_crypto::SecretBuf;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsFd;
+use std::process::{Command, Stdio};
+
+/// The first argument that makes the executable a serving process.
+pub const SERVE_ARG: &str = "__serve";
+
+/// Start the serving process for `config` and wait until the device is usable (or the
+/// serving process says why not).
+pub fn start(config: &MappingConfig, key: &SecretBuf) -> Result<()> {
+    let mut child = Command::new("/proc/self/exe")
+        .arg(SERVE_ARG)
+        .arg(&config.name)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .current_dir("/")
+        .spawn()
+        .map_err(|e| ActivateError::io("Cannot start the serving process", e))?;
+    let sent = {
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        wire::write_launch(&mut stdin, config, key.as_bytes())
+    };
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    let line = line.trim_end_matches('\n');
+    if line.is_empty() {
+        let status = child.wait();
+        return Err(ActivateError::Server(format!(
+            "the serving process failed to start ({}{})",
+            status.map_or_else(|e| e.to_string(), |s| s.to_string()),
+            sent.err().map_or(String::new(), |e| format!(", {e}"))
+        )));
+    }
+    match wire::parse_reply(line) {
+        Ok(_) => Ok(()), // it runs on in its own session; it is reparented when we exit
+        Err(e) => {
+            let _ = child.wait();
+            Err(e)
+        }
+    }
+}
+
+/// The serving process: read the launch message from standard input, set the mapping up,
+/// answer on standard output, detach from both and serve until `close`. Returns the exit
+/// status for the process.
+pub fn serve_main() -> i32 {
+    // SAFETY: setsid has no memory effects; failing (already a session leader) is harmless.
+    unsafe {
+        libc::setsid();
+    }
+    // Read the pipe unbuffered (a duplicate of fd 0): the buffer of `std::io::stdin()`
+    // would keep a copy of the volume key for the life of the process.
+    let launch = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|mut f| wire::read_launch(&mut f));
+    let (config, key) = match launch {
+        Ok(x) => x,
+        Err(e) => {
+            answer(&Err(ActivateError::Server(format!(
+                "bad parameters for the serving process: {e}"
+            ))));
+            return 1;
+        }
+    };
+    super::serve::serve(config, key, |res| {
+        answer(&res.map(|()| String::new()));
+        detach_stdio();
+    })
+}
+
+fn answer(reply: &wire::Reply) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(wire::reply_line(reply).as_bytes());
+    let _ = out.flush();
+}
+
+/// Point standard input, output and error at /dev/null (the parent stops reading).
+fn detach_stdio() {
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        use std::os::fd::AsRawFd;
+        for fd in 0..3 {
+            // SAFETY: dup2 onto the standard descriptors with a valid open descriptor.
+            unsafe {
+                libc::dup2(null.as_raw_fd(), fd);
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The userspace backend: a serving process of lukskit's own exposes the plaintext as a FUSE
+//! file with a loop device on top (and the `/dev/mapper/NAME` link), as a FUSE file only, or
+//! as an NBD export. Its state lives in `/run/lukskit/NAME/` ([`runtime`]), it is started and
+//! spoken to through one codec ([`wire`], [`launch`]).
+
+pub mod launch;
+pub mod runtime;
+mod serve;
+pub mod wire;
+
+use crate::error::{ActivateError, Result};
+use crate::status::{Exposure, Status};
+use lukskit_crypto::SecretBuf;
+use runtime::State;
+use std::time::Duration;
+use wire::Command;
+use zeroize::Zeroizing;
+
+/// How long `status` waits for the serving process.
+const STATUS_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A mapping served by a lukskit serving process.
+pub struct UserspaceMapping {
+    /// The mapping name.
+    pub name: String,
+    /// Its state file (`None` when the server died before writing it).
+    pub state: Option<State>,
+}
+
+/// The userspace mapping `name`: `Ok(None)` when there is none.
+pub fn find(name: &str) -> Result<Option<UserspaceMapping>> {
+    runtime::check_name(name)?;
+    if !runtime::exists(name) {
+        return Ok(None);
+    }
+    Ok(Some(UserspaceMapping {
+        name: name.to_string(),
+        state: runtime::read_state(name)?,
+    }))
+}
+
+impl UserspaceMapping {
+    fn not_active(&self) -> ActivateError {
+        ActivateError::NotActive {
+            name: self.name.clone(),
+        }
+    }
+
+    /// The state, which a live mapping always has.
+    pub fn config(&self) -> Result<&runtime::MappingConfig> {
+        self.state
+            .as_ref()
+            .map(|s| &s.config)
+            .ok_or_else(|| self.not_active())
+    }
+
+    /// Send `cmd`; a dead server reads as "not active".
+    fn control(&self, cmd: &Command, timeout: Option<Duration>) -> Result<String> {
+        match runtime::request(&self.name, cmd, timeout)? {
+            Some(reply) => reply,
+            None => Err(self.not_active()),
+        }
+    }
+
+    /// Whether the serving process reports the mapping suspended.
+    pub fn is_suspended(&self) -> Result<bool> {
+        let t = self.control(&Command::Status, Some(STATUS_TIMEOUT))?;
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
+        Ok(v["suspended"].as_bool().unwrap_or(false))
+    }
+
+    /// What `status` shows (a server that died is reported, with its pid, as not running).
+    pub fn status(&self) -> Result<Status> {
+        let st = self.state.as_ref().ok_or_else(|| self.not_active())?;
+        let (alive, suspended) = match self.is_suspended() {
+            Ok(s) => (true, s),
+            Err(ActivateError::NotActive { .. }) => (false, false),
+            Err(e) => return Err(e),
+        };
+        let c = &st.config;
+        let in_use = st.loop_device.as_deref().is_some_and(|l| {
+            lukskit_expose::loopdev::is_busy(std::path::Path::new(l)).unwrap_or(false)
+        });
+        let exposure = match (&st.nbd_address, &st.fuse_file, &st.loop_device) {
+            (Some(a), _, _) => Exposure::Nbd { address: a.clone() },
+            (None, Some(f), Some(l)) => Exposure::FuseLoop {
+                fuse_file: f.clone(),
+                loop_device: l.clone(),
+                direct_io: st.loop_direct_io,
+            },
+            (None, Some(f), None) => Exposure::FuseFile {
+                fuse_file: f.clone(),
+            },
+            (None, None, _) => return Err(self.not_active()),
+        };
+        let path = match (&st.mapper_link, &exposure) {
+            (Some(l), _) => l.clone(),
+            (None, Exposure::Nbd { .. }) => c.name.clone(),
+            (None, Exposure::FuseFile { fuse_file }) => fuse_file.clone(),
+            (None, _) => runtime::mapper_path(&c.name).display().to_string(),
+        };
+        Ok(Status {
+            path,
+            kind: c.kind.clone(),
+            cipher: c.layout.cipher.clone(),
+            key_bits: c.key_bits,
+            key_in_keyring: false,
+            header: c.header.clone(),
+            device: c.device.clone(),
+            loop_file: None,
+            sector_size: c.layout.sector_size,
+            offset_sectors: c.layout.offset / 512,
+            size_sectors: st.size / 512,
+            iv_offset_sectors: c.layout.iv_offset,
+            read_only: c.read_only,
+            suspended,
+            in_use,
+            flags: if c.allow_discards {
+                vec!["discards"]
+            } else {
+                Vec::new()
+            },
+            exposure,
+            server: Some((st.pid, alive)),
+        })
+    }
+
+    /// Flush, detach, unmount, stop the serving process (refused while the device is in
+    /// use or suspended). A mapping whose server died is cleaned up.
+    pub fn close(&self) -> Result<()> {
+        match runtime::request(&self.name, &Command::Close, None)? {
+            Some(reply) => reply.map(|_| ()),
+            // Nobody listens: the server died (or never finished starting). Clean up.
+            None => {
+                if let Some(st) = &self.state {
+                    if runtime::pid_alive(st.pid) && is_serving_process(st.pid) {
+                        return Err(ActivateError::Server(format!(
+                            "Device {} is busy: its serving process (pid {}) does not answer.",
+                            self.name, st.pid
+                        )));
+                    }
+                }
+                runtime::cleanup_dead(&self.name, self.state.as_ref())
+            }
+        }
+    }
+
+    fn luks_only(&self) -> Result<()> {
+        if self.config()?.kind == "PLAIN" {
+            return Err(ActivateError::Unsupported(format!(
+                "Device {} is not a LUKS device.",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// `luksSuspend`: wait for requests in flight, flush, wipe the key schedules.
+    pub fn suspend(&self) -> Result<()> {
+        self.luks_only()?;
+        self.control(&Command::Suspend, None).map(|_| ())
+    }
+
+    /// `luksResume` with volume key `vk` (already checked against the header).
+    pub fn resume(&self, vk: &SecretBuf) -> Result<()> {
+        self.luks_only()?;
+        if !self.is_suspended()? {
+            return Err(ActivateError::NotSuspended {
+                name: self.name.clone(),
+            });
+        }
+        let key = Zeroizing::new(vk.as_bytes().to_vec());
+        self.control(&Command::Resume(key), None).map(|_| ())
+    }
+}
+
+fn is_serving_process(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| {
+            c.split(|&b| b == 0)
+                .any(|a| a == launch::SERVE_ARG.as_bytes())
+        })
+        .unwrap_or(false)
+}

@@ -1,0 +1,265 @@
+//! The one codec between `lukskit` and its serving processes.
+//!
+//! * **Launch** (the parent writes to the child's standard input, once): a little-endian
+//!   `u32` length and the JSON [`MappingConfig`], then a `u32` length and the raw volume key.
+//!   The child answers one [`Reply`] line on its standard output when the device is usable
+//!   (or not).
+//! * **Control** (a connection to `/run/lukskit/NAME/control`): one [`Command`] line — `status`,
+//!   `close`, `suspend`, or `resume LEN` followed by LEN raw key bytes — and one reply line.
+//! * **Replies**: `ok [TEXT]`, or `err KIND DETAIL` where KIND names the [`ActivateError`]
+//!   variant, so errors cross the process boundary typed.
+
+use super::runtime::MappingConfig;
+use crate::error::ActivateError;
+use lukskit_volume::{ErrorKind, VolumeError};
+use std::io::{self, BufRead, Read, Write};
+use zeroize::Zeroizing;
+
+/// Most bytes of mapping parameters a serving process accepts.
+const MAX_CONFIG: usize = 1 << 20;
+/// Most bytes of a volume key.
+const MAX_KEY: usize = 1024;
+
+/// An answer of the serving process.
+pub type Reply = Result<String, ActivateError>;
+
+/// Write the launch message: parameters, then the key.
+pub fn write_launch(w: &mut impl Write, config: &MappingConfig, key: &[u8]) -> io::Result<()> {
+    let json = serde_json::to_vec(config).map_err(io::Error::other)?;
+    w.write_all(&(json.len() as u32).to_le_bytes())?;
+    w.write_all(&json)?;
+    w.write_all(&(key.len() as u32).to_le_bytes())?;
+    w.write_all(key)?;
+    w.flush()
+}
+
+/// Read the launch message (bounded sizes; the key lands in zeroizing memory).
+pub fn read_launch(r: &mut impl Read) -> io::Result<(MappingConfig, Zeroizing<Vec<u8>>)> {
+    let mut n = [0u8; 4];
+    r.read_exact(&mut n)?;
+    let len = u32::from_le_bytes(n) as usize;
+    if len > MAX_CONFIG {
+        return Err(io::Error::other("mapping parameters too long"));
+    }
+    let mut json = vec![0u8; len];
+    r.read_exact(&mut json)?;
+    let config: MappingConfig = serde_json::from_slice(&json).map_err(io::Error::other)?;
+    r.read_exact(&mut n)?;
+    let klen = u32::from_le_bytes(n) as usize;
+    if klen == 0 || klen > MAX_KEY {
+        return Err(io::Error::other("bad key length"));
+    }
+    let mut key = Zeroizing::new(vec![0u8; klen]);
+    r.read_exact(&mut key)?;
+    Ok((config, key))
+}
+
+/// A control request as the server reads it.
+pub enum Command {
+    /// Report `{"suspended": bool}`.
+    Status,
+    /// Flush, detach, unmount and exit.
+    Close,
+    /// luksSuspend.
+    Suspend,
+    /// luksResume with this key.
+    Resume(Zeroizing<Vec<u8>>),
+}
+
+/// The request line (and payload) of a command.
+pub fn command_bytes(cmd: &Command) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::new());
+    match cmd {
+        Command::Status => out.extend_from_slice(b"status\n"),
+        Command::Close => out.extend_from_slice(b"close\n"),
+        Command::Suspend => out.extend_from_slice(b"suspend\n"),
+        Command::Resume(key) => {
+            out.extend_from_slice(format!("resume {}\n", key.len()).as_bytes());
+            out.extend_from_slice(key);
+        }
+    }
+    out
+}
+
+/// Read one request from a control connection.
+pub fn read_command(r: &mut impl BufRead) -> io::Result<Command> {
+    let mut line = String::new();
+    r.read_line(&mut line)?;
+    let line = line.trim_end_matches('\n');
+    let bad = || io::Error::new(io::ErrorKind::InvalidData, "bad request");
+    match line.split_once(' ') {
+        None if line == "status" => Ok(Command::Status),
+        None if line == "close" => Ok(Command::Close),
+        None if line == "suspend" => Ok(Command::Suspend),
+        Some(("resume", n)) => {
+            let n: usize = n.parse().map_err(|_| bad())?;
+            if n == 0 || n > MAX_KEY {
+                return Err(bad());
+            }
+            let mut key = Zeroizing::new(vec![0u8; n]);
+            r.read_exact(&mut key)?;
+            Ok(Command::Resume(key))
+        }
+        _ => Err(bad()),
+    }
+}
+
+/// Format a reply line.
+pub fn reply_line(r: &Reply) -> String {
+    match r {
+        Ok(t) if t.is_empty() => "ok\n".into(),
+        Ok(t) => format!("ok {}\n", t.replace('\n', " ")),
+        Err(e) => {
+            let (kind, detail) = encode_error(e);
+            format!("err {kind} {}\n", detail.replace('\n', " "))
+        }
+    }
+}
+
+/// Parse a reply line.
+pub fn parse_reply(line: &str) -> Reply {
+    if let Some(rest) = line.strip_prefix("ok") {
+        return Ok(rest.trim_start().to_string());
+    }
+    if let Some(rest) = line.strip_prefix("err ") {
+        let (kind, detail) = rest.split_once(' ').unwrap_or((rest, ""));
+        return Err(decode_error(kind, detail));
+    }
+    Err(ActivateError::Server(format!(
+        "unexpected answer from the serving process: {line:?}"
+    )))
+}
+
+fn volume_class(k: ErrorKind) -> &'static str {
+    match k {
+        ErrorKind::Invalid => "invalid",
+        ErrorKind::Permission => "permission",
+        ErrorKind::NoMemory => "nomem",
+        ErrorKind::Device => "device",
+        ErrorKind::Busy => "busy",
+    }
+}
+
+fn encode_error(e: &ActivateError) -> (String, String) {
+    let s = |k: &str, d: &str| (k.to_string(), d.to_string());
+    match e {
+        ActivateError::InvalidName { name } => s("invalid-name", name),
+        ActivateError::NameExists { name } => s("name-exists", name),
+        ActivateError::NotActive { name } => s("not-active", name),
+        ActivateError::DeviceInUse { device } => s("device-in-use", device),
+        ActivateError::DeviceMissing { device } => s("device-missing", device),
+        ActivateError::MappingBusy { name } => s("mapping-busy", name),
+        ActivateError::Suspended { name } => s("suspended", name),
+        ActivateError::NotSuspended { name } => s("not-suspended", name),
+        ActivateError::AlreadySuspended { name } => s("already-suspended", name),
+        ActivateError::InvalidRequest(m) => s("invalid", m),
+        ActivateError::Unsupported(m) => s("unsupported", m),
+        ActivateError::NoDeviceMapper => s("no-device-mapper", ""),
+        ActivateError::Volume(v) => (
+            format!("volume:{}", volume_class(v.kind)),
+            v.message.clone(),
+        ),
+        ActivateError::Io { context, source } => (
+            format!("io:{}", source.raw_os_error().unwrap_or(0)),
+            context.clone(),
+        ),
+        ActivateError::Kernel(k) => s("server", &format!("device-mapper: {k}")),
+        ActivateError::Server(m) => s("server", m),
+    }
+}
+
+fn decode_error(kind: &str, detail: &str) -> ActivateError {
+    let d = detail.to_string();
+    match kind {
+        "invalid-name" => ActivateError::InvalidName { name: d },
+        "name-exists" => ActivateError::NameExists { name: d },
+        "not-active" => ActivateError::NotActive { name: d },
+        "device-in-use" => ActivateError::DeviceInUse { device: d },
+        "device-missing" => ActivateError::DeviceMissing { device: d },
+        "mapping-busy" => ActivateError::MappingBusy { name: d },
+        "suspended" => ActivateError::Suspended { name: d },
+        "not-suspended" => ActivateError::NotSuspended { name: d },
+        "already-suspended" => ActivateError::AlreadySuspended { name: d },
+        "invalid" => ActivateError::InvalidRequest(d),
+        "unsupported" => ActivateError::Unsupported(d),
+        "no-device-mapper" => ActivateError::NoDeviceMapper,
+        k => {
+            if let Some(class) = k.strip_prefix("volume:") {
+                let kind = match class {
+                    "permission" => ErrorKind::Permission,
+                    "nomem" => ErrorKind::NoMemory,
+                    "device" => ErrorKind::Device,
+                    "busy" => ErrorKind::Busy,
+                    _ => ErrorKind::Invalid,
+                };
+                return ActivateError::Volume(VolumeError::new(kind, d));
+            }
+            if let Some(errno) = k.strip_prefix("io:") {
+                let errno = errno.parse().unwrap_or(0);
+                return ActivateError::io(d, io::Error::from_raw_os_error(errno));
+            }
+            ActivateError::Server(d)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(e: ActivateError) -> ActivateError {
+        let line = reply_line(&Err(e));
+        parse_reply(line.trim_end_matches('\n')).unwrap_err()
+    }
+
+    #[test]
+    fn errors_cross_the_wire_typed() {
+        assert!(matches!(
+            round_trip(ActivateError::DeviceInUse { device: "/dev/vda".into() }),
+            ActivateError::DeviceInUse { device } if device == "/dev/vda"
+        ));
+        assert!(matches!(
+            round_trip(ActivateError::MappingBusy { name: "x".into() }),
+            ActivateError::MappingBusy { name } if name == "x"
+        ));
+        let io = round_trip(ActivateError::io(
+            "Cannot mount",
+            io::Error::from_raw_os_error(libc::ENODEV),
+        ));
+        assert!(matches!(&io, ActivateError::Io { context, source }
+            if context == "Cannot mount" && source.raw_os_error() == Some(libc::ENODEV)));
+        let v = round_trip(ActivateError::Volume(VolumeError::permission("no")));
+        assert!(matches!(&v, ActivateError::Volume(e) if e.kind == ErrorKind::Permission));
+        assert_eq!(parse_reply("ok {\"a\":1}").unwrap(), "{\"a\":1}");
+        assert!(matches!(parse_reply("what"), Err(ActivateError::Server(_))));
+    }
+
+    #[test]
+    fn launch_message_round_trips_and_is_bounded() {
+        let config: MappingConfig = serde_json::from_str(
+            r#"{"name":"n","kind":"PLAIN","uuid":null,"device":"/d","header":null,
+               "layout":{"cipher":"aes-xts-plain64","offset":0,"size":null,"sector_size":512,
+               "iv_offset":0,"iv_large_sectors":false},"key_bits":512,"read_only":false,
+               "allow_discards":false,"use_loop":true,"nbd":null}"#,
+        )
+        .unwrap();
+        let mut buf = Vec::new();
+        write_launch(&mut buf, &config, &[7u8; 64]).unwrap();
+        let (c, k) = read_launch(&mut buf.as_slice()).unwrap();
+        assert_eq!(c, config);
+        assert_eq!(&k[..], &[7u8; 64]);
+        let mut huge = Vec::new();
+        huge.extend_from_slice(&((MAX_CONFIG as u32) + 1).to_le_bytes());
+        assert!(read_launch(&mut huge.as_slice()).is_err());
+    }
+
+    #[test]
+    fn commands_round_trip() {
+        let bytes = command_bytes(&Command::Resume(Zeroizing::new(vec![1, 2, 3])));
+        let mut r = std::io::BufReader::new(&bytes[..]);
+        assert!(matches!(read_command(&mut r).unwrap(), Command::Resume(k) if k[..] == [1, 2, 3]));
+        let bytes = command_bytes(&Command::Close);
+        let mut r = std::io::BufReader::new(&bytes[..]);
+        assert!(matches!(read_command(&mut r).unwrap(), Command::Close));
+    }
+}
