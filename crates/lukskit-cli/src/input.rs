@@ -381,8 +381,17 @@ pub fn get_secret(
 /// type exactly `YES`; without a terminal (or with `-q`) the answer is yes. The answer is read
 /// unbuffered, so nothing after its line is consumed.
 pub fn confirm(message: &str, batch: bool) -> Result<(), VolumeError> {
+    if confirmed(message, batch)? {
+        Ok(())
+    } else {
+        Err(VolumeError::invalid("Operation aborted."))
+    }
+}
+
+/// [`confirm`]'s question: true when the user typed `YES` (or no question was asked).
+pub fn confirmed(message: &str, batch: bool) -> Result<bool, VolumeError> {
     if batch || !interactive() {
-        return Ok(());
+        return Ok(true);
     }
     eprint!("\nWARNING!\n========\n{message}\n\nAre you sure? (Type 'yes' in capital letters): ");
     let mut stdin = raw_stdin()?;
@@ -404,11 +413,7 @@ pub fn confirm(message: &str, batch: bool) -> Result<(), VolumeError> {
             }
         }
     }
-    if answer == b"YES" {
-        Ok(())
-    } else {
-        Err(VolumeError::invalid("Operation aborted."))
-    }
+    Ok(answer == b"YES")
 }
 
 #[cfg(test)]

@@ -379,3 +379,72 @@ fn concurrent_updates_are_serialised() {
         assert!(cs_opens(&img, k, &[]), "a concurrent luksAddKey was lost");
     }
 }
+
+/// LUKS1 has only PBKDF2: luksFormat warns and uses it, luksAddKey refuses — both as real
+/// cryptsetup does (same messages and exit codes).
+#[test]
+fn luks1_with_another_pbkdf_behaves_as_cryptsetup() {
+    if !have_cryptsetup("luks1 pbkdf") {
+        return;
+    }
+    let dir = tmp();
+    let kf = write_file(dir.path(), "k", b"secret");
+    let run = |tool: &str, args: &[&str]| -> (i32, String) {
+        let r = if tool == "cryptsetup" {
+            cryptsetup(args, b"").unwrap()
+        } else {
+            lukskit(args, b"")
+        };
+        (r.code, r.stderr)
+    };
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let fmt = run(
+            tool,
+            &[
+                "luksFormat",
+                "-q",
+                "--type",
+                "luks1",
+                "--pbkdf",
+                "argon2i",
+                "--pbkdf-force-iterations",
+                "1000",
+                "-d",
+                &kf,
+                &img,
+            ],
+        );
+        assert_eq!(
+            fmt,
+            (
+                0,
+                "Requested PBKDF type is not supported for LUKS1.\n".to_string()
+            ),
+            "{tool} luksFormat"
+        );
+        let add = run(
+            tool,
+            &[
+                "luksAddKey",
+                "-q",
+                "--pbkdf",
+                "argon2id",
+                "-d",
+                &kf,
+                &img,
+                &kf,
+            ],
+        );
+        assert_eq!(
+            add,
+            (
+                1,
+                "Requested PBKDF type is not supported for LUKS1.\nFailed to set pbkdf parameters.\n"
+                    .to_string()
+            ),
+            "{tool} luksAddKey"
+        );
+        assert!(cs_opens(&img, &kf, &[]), "{tool}'s image opens with PBKDF2");
+    }
+}

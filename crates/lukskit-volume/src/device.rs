@@ -13,18 +13,23 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
+#[cfg(feature = "crash-injection")]
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Environment variable for crash injection, `write:N` or `sync:N`: the process exits
-/// abruptly (status 86, no cleanup) just before its Nth metadata write or Nth sync.
+/// abruptly (status 86, no cleanup) just before its Nth metadata write or Nth sync. Only
+/// builds with the `crash-injection` feature (the test suite's) look at it.
 pub const CRASH_ENV: &str = "LUKSKIT_CRASH_AT";
 
 /// Exit status used by an injected crash.
 pub const CRASH_EXIT_STATUS: i32 = 86;
 
+#[cfg(feature = "crash-injection")]
 static WRITES: AtomicU64 = AtomicU64::new(0);
+#[cfg(feature = "crash-injection")]
 static SYNCS: AtomicU64 = AtomicU64::new(0);
 
+#[cfg(feature = "crash-injection")]
 fn crash_point(kind: &str, counter: &AtomicU64) {
     let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
     if let Ok(spec) = std::env::var(CRASH_ENV) {
@@ -37,6 +42,15 @@ fn crash_point(kind: &str, counter: &AtomicU64) {
         }
     }
 }
+
+/// Without the `crash-injection` feature (every build but the test suite's) there is no
+/// crash point: the environment is never read.
+#[cfg(not(feature = "crash-injection"))]
+fn crash_point(_kind: &str, _counter: &()) {}
+#[cfg(not(feature = "crash-injection"))]
+static WRITES: () = ();
+#[cfg(not(feature = "crash-injection"))]
+static SYNCS: () = ();
 
 /// How a device is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

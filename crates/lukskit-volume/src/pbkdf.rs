@@ -41,6 +41,19 @@ pub enum LuksKind {
 }
 
 impl PbkdfOptions {
+    /// For formatting a LUKS1 volume: when another PBKDF than PBKDF2 was asked for, the same
+    /// options with PBKDF2 (cryptsetup's luksFormat warns "Requested PBKDF type is not
+    /// supported for LUKS1." and goes on with PBKDF2); `None` when nothing changes.
+    pub fn luks1_fallback(&self) -> Option<PbkdfOptions> {
+        match self.kind.as_deref() {
+            Some(k) if k != "pbkdf2" => Some(PbkdfOptions {
+                kind: Some("pbkdf2".into()),
+                ..self.clone()
+            }),
+            _ => None,
+        }
+    }
+
     /// The hash to use for PBKDF2, the AF splitter and new digests (default sha256).
     pub fn hash(&self) -> Result<HashAlg> {
         let name = self.hash.as_deref().unwrap_or("sha256");
@@ -56,11 +69,13 @@ impl PbkdfOptions {
             LuksKind::Luks1 => "pbkdf2",
             LuksKind::Luks2 => "argon2id",
         };
-        let mut name = self.kind.as_deref().unwrap_or(default);
+        let name = self.kind.as_deref().unwrap_or(default);
         if kind == LuksKind::Luks1 && name != "pbkdf2" {
-            // cryptsetup warns and uses PBKDF2 for LUKS1.
-            eprintln!("Requested PBKDF type is not supported for LUKS1.");
-            name = "pbkdf2";
+            // As cryptsetup's crypt_set_pbkdf_type for a LUKS1 device (luksAddKey and friends);
+            // luksFormat falls back to PBKDF2 first (see `luks1_fallback`).
+            return Err(VolumeError::invalid(
+                "Requested PBKDF type is not supported for LUKS1.\nFailed to set pbkdf parameters.",
+            ));
         }
         let iter_time = match self.iter_time_ms {
             None | Some(0) => DEFAULT_ITER_TIME_MS,

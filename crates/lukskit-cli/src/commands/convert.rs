@@ -26,19 +26,17 @@ pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
     conv::check_target(&vol, target)?;
     let shown = o.header.as_deref().unwrap_or(&args[0]);
     // cryptsetup's message ends with a newline of its own.
-    input::confirm(
+    let go = input::confirmed(
         &format!(
             "This operation will convert {shown} to {} format.\n",
             type_name(target)
         ),
         o.batch_mode,
-    )
-    .map_err(|e| {
-        if e.message == "Operation aborted." {
-            VolumeError::invalid("Operation aborted, device was NOT converted.")
-        } else {
-            e
-        }
-    })?;
+    )?;
+    if !go {
+        return Err(VolumeError::invalid(
+            "Operation aborted, device was NOT converted.",
+        ));
+    }
     conv::convert(&mut vol, target)
 }

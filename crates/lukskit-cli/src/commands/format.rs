@@ -34,7 +34,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         Some(p) => Some(input::read_keyfile(p, 0, None)?),
         None => None,
     };
-    let params = FormatParams {
+    let mut params = FormatParams {
         kind,
         device: device.clone(),
         header: o.header.clone(),
@@ -77,6 +77,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     }
     let verify = o.verify_passphrase || !o.batch_mode;
     let pass = input::get_secret(&src, &format!("Enter passphrase for {target}: "), verify)?;
+    super::luks1_pbkdf_fallback(&mut params);
     let out = format(&params, pass.as_bytes())?;
     if let Some(w) = out.warning {
         eprintln!("{w}");

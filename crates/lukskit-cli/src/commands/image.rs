@@ -321,7 +321,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                     }),
                 }
             };
-            let params = FormatParams {
+            let mut params = FormatParams {
                 kind: t.unwrap_or(FormatType::Luks2),
                 device: image.clone(),
                 header: o.header.clone(),
@@ -351,6 +351,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             if claims.is_empty() {
                 claims = format::claim_devices(&params)?;
             }
+            super::luks1_pbkdf_fallback(&mut params);
             format::format_claimed(&params, &claims, pass.as_bytes())?;
             let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
             (DataLayout::from_volume(&vol)?, vk)

@@ -110,6 +110,17 @@ pub fn pbkdf_options(o: &Opts) -> PbkdfOptions {
     }
 }
 
+/// luksFormat of a LUKS1 volume with another PBKDF than PBKDF2: cryptsetup's warning, then
+/// PBKDF2 (the volume layer refuses other PBKDFs for LUKS1).
+pub fn luks1_pbkdf_fallback(params: &mut lukskit_volume::format::FormatParams) {
+    if params.kind == lukskit_volume::format::FormatType::Luks1 {
+        if let Some(p) = params.pbkdf.luks1_fallback() {
+            eprintln!("Requested PBKDF type is not supported for LUKS1.");
+            params.pbkdf = p;
+        }
+    }
+}
+
 /// Source of the existing passphrase: `--key-file` or a prompt.
 pub fn existing_key_source(o: &Opts, positional_keyfile: Option<&String>) -> KeySource {
     match positional_keyfile.or(o.key_file.as_ref()) {
