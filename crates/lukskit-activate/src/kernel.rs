@@ -325,6 +325,31 @@ impl KernelMapping {
         CryptKey::for_volume_key(vk, description.as_deref(), keyring)
     }
 
+    /// `refresh`: reload the table with the same size and the dm-crypt flags asked for now
+    /// (`allow_discards` and `opts`'s performance flags replace the live ones), giving the key
+    /// again from `vk` as cryptsetup's refresh does.
+    pub fn refresh(
+        &self,
+        vk: &SecretBuf,
+        allow_discards: bool,
+        opts: &KernelOptions,
+    ) -> Result<()> {
+        let keyring = self.target.key.in_keyring();
+        let mut next = self.target.clone();
+        next.key = self.key_for(vk, opts.digest, keyring);
+        next.flags = CryptFlags {
+            allow_discards,
+            same_cpu_crypt: opts.same_cpu_crypt,
+            submit_from_crypt_cpus: opts.submit_from_crypt_cpus,
+            no_read_workqueue: opts.no_read_workqueue,
+            no_write_workqueue: opts.no_write_workqueue,
+            ..self.target.flags
+        };
+        self.dm
+            .reload(&self.name, &[Target::Crypt(next)], self.info.flags.readonly)?;
+        Ok(())
+    }
+
     /// Whether reloading the table ([`KernelMapping::resize`]) needs the volume key: its key
     /// is in the kernel keyring (LUKS2), so the key must be put there again.
     pub fn needs_volume_key(&self) -> bool {

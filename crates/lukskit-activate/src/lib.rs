@@ -183,6 +183,22 @@ impl Mapping {
         }
     }
 
+    /// `refresh`: the same mapping with the dm-crypt flags asked for now (kernel mappings).
+    pub fn refresh(
+        &self,
+        vk: &SecretBuf,
+        allow_discards: bool,
+        opts: &KernelOptions,
+    ) -> Result<()> {
+        match self {
+            Mapping::Kernel(k) => k.refresh(vk, allow_discards, opts),
+            Mapping::Userspace(_) => Err(ActivateError::Unsupported(
+                "refresh of a userspace (FUSE or NBD) mapping is not supported by lukskit yet."
+                    .into(),
+            )),
+        }
+    }
+
     /// Whether [`Mapping::resize`] needs the volume key.
     pub fn resize_needs_volume_key(&self) -> bool {
         matches!(self, Mapping::Kernel(k) if k.needs_volume_key())

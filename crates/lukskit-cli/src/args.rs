@@ -217,6 +217,10 @@ pub struct Opts {
     /// resize: the new size in bytes (units K, M, G, ... as cryptsetup's `--device-size`).
     #[arg(long = "device-size")]
     pub device_size: Option<String>,
+    /// open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2
+    /// header, where every later open applies them.
+    #[arg(long = "persistent", action = ArgAction::SetTrue)]
+    pub persistent: bool,
     /// close: remove the mapping when its last user closes it.
     #[arg(long = "deferred", action = ArgAction::SetTrue)]
     pub deferred: bool,

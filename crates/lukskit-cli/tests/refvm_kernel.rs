@@ -8,7 +8,9 @@
 //! cryptsetup's (refusing while mounted, exit 5); ext4 written through lukskit's mapping is
 //! fsck-clean and readable through cryptsetup's. luksSuspend, luksResume and resize (down
 //! with --size, then grown to the device) leave lukskit's mapping in exactly the states they
-//! leave cryptsetup's in, and each tool resumes the other's suspended mapping.
+//! leave cryptsetup's in, and each tool resumes the other's suspended mapping. `open
+//! --persistent` and `refresh` (with and without --persistent) store the same LUKS2 flags
+//! and give the same tables as cryptsetup's, and cryptsetup applies the flags lukskit stored.
 
 mod common;
 mod refvm_common;
@@ -139,6 +141,59 @@ fn kernel_mappings_match_cryptsetup() {
             let line = format!("life-{run} data intact after resume");
             assert!(out.contains(&line), "missing {line:?} in:\n{out}");
             let line = format!("life-{run} resume-not-suspended rc=1");
+            assert!(out.contains(&line), "missing {line:?} in:\n{out}");
+        }
+    }
+    // --persistent and refresh: lukskit stores the flags cryptsetup stores, opens and
+    // refreshes to the same tables, and cryptsetup applies the flags lukskit stored. The
+    // volumes were formatted separately: their UUIDs are masked.
+    let mask = |l: &String| -> String {
+        let mut out = String::new();
+        let mut rest = l.as_str();
+        while let Some(i) = rest.find("CRYPT-LUKS2-") {
+            out.push_str(&rest[..i + 12]);
+            out.push('U');
+            rest = &rest[(i + 12 + 32).min(rest.len())..];
+        }
+        out.push_str(rest);
+        match out.find("cryptsetup:") {
+            Some(i) if out.len() >= i + 11 + 36 => {
+                format!("{}U{}", &out[..i + 11], &out[i + 11 + 36..])
+            }
+            _ => out,
+        }
+    };
+    for state in ["opened", "reopened", "refreshed", "refreshed2"] {
+        let get = |tool: &str| -> Vec<String> {
+            blocks
+                .get(&(format!("persist-{tool}-{state}"), tool.to_string()))
+                .unwrap_or_else(|| panic!("no persist-{tool}-{state} block in:\n{out}"))
+                .iter()
+                .map(mask)
+                .collect()
+        };
+        assert_eq!(
+            get("lukskit"),
+            get("cryptsetup"),
+            "--persistent/refresh, {state}: lukskit against cryptsetup"
+        );
+    }
+    for what in ["stored", "restored"] {
+        let line = |tool: &str| {
+            out.lines()
+                .find_map(|l| l.strip_prefix(&format!("persist-{tool} {what}: ")))
+                .unwrap_or_else(|| panic!("no {what} flags for {tool} in:\n{out}"))
+                .to_string()
+        };
+        assert_eq!(
+            line("lukskit"),
+            line("cryptsetup"),
+            "{what} persistent flags"
+        );
+    }
+    for tool in ["cryptsetup", "lukskit"] {
+        for step in ["open", "refresh", "refresh2"] {
+            let line = format!("persist-{tool} {step} rc=0");
             assert!(out.contains(&line), "missing {line:?} in:\n{out}");
         }
     }

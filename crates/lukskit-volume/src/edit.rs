@@ -47,6 +47,23 @@ impl Volume {
         self.write_header()
     }
 
+    /// Store persistent activation flags (`open --persistent`, `refresh --persistent`): the
+    /// LUKS2 `config.flags` array becomes exactly `flags` (cryptsetup's names:
+    /// `allow-discards`, `same-cpu-crypt`, ...).
+    pub fn set_persistent_flags(&mut self, flags: &[&str]) -> Result<()> {
+        self.check_requirements_for_write()?;
+        self.luks2_mut()?.set_config_flags(flags)?;
+        self.write_header()
+    }
+
+    /// The persistent activation flags stored in a LUKS2 header (none for LUKS1).
+    pub fn persistent_flags(&self) -> Vec<String> {
+        match &self.header {
+            Header::Luks2(h) => h.config_flags(),
+            Header::Luks1(_) => Vec::new(),
+        }
+    }
+
     /// Set a keyslot's priority (`config --priority … --key-slot N`).
     pub fn set_priority(&mut self, slot: u32, priority: u32) -> Result<()> {
         self.check_requirements_for_write()?;

@@ -61,6 +61,26 @@ lifecycle cryptsetup cryptsetup
 lifecycle lukskit lukskit
 lifecycle lukskit cryptsetup
 lifecycle cryptsetup lukskit
+# --persistent and refresh: the flags each tool stores in the LUKS2 header (luksDump's Flags
+# line), the mappings they give, and the other tool applying them on its next open.
+persist() { # TOOL OTHER
+    t=$1; u=$2; c="persist-$t"
+    $cs luksFormat --type luks2 /dev/vdc -d /tmp/k || return
+    $t open --persistent --allow-discards --perf-same_cpu_crypt -d /tmp/k /dev/vdc pmap
+    echo "$c open rc=$?"
+    capture "$c-opened" "$t" pmap
+    cryptsetup luksDump /dev/vdc | grep '^Flags' | sed "s/^/$c stored: /"
+    $t close pmap
+    $u open -d /tmp/k /dev/vdc pmap; capture "$c-reopened" "$t" pmap
+    $t refresh --persistent --perf-no_read_workqueue -d /tmp/k pmap; echo "$c refresh rc=$?"
+    capture "$c-refreshed" "$t" pmap
+    cryptsetup luksDump /dev/vdc | grep '^Flags' | sed "s/^/$c restored: /"
+    $t refresh --allow-discards -d /tmp/k pmap; echo "$c refresh2 rc=$?"
+    capture "$c-refreshed2" "$t" pmap
+    $t close pmap
+}
+persist cryptsetup cryptsetup
+persist lukskit cryptsetup
 # Data: lukskit's mapping writes, cryptsetup's reads, and the other way round; ext4 + fsck.
 lukskit open -d /tmp/k /dev/vda lkmap || exit 1
 mkfs.ext4 -q /dev/mapper/lkmap && mkdir -p /m && mount /dev/mapper/lkmap /m && echo hello > /m/f && umount /m

@@ -60,6 +60,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksSuspend" => open::suspend(o, args),
         "luksResume" => open::resume(o, args),
         "resize" => open::resize(o, args),
+        "refresh" => open::refresh(o, args),
         lukskit_activate::userspace::launch::SERVE_ARG => open::serve_child(),
         "luksHeaderBackup" => header::backup(o, args),
         "luksHeaderRestore" => header::restore(o, args),

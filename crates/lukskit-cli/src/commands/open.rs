@@ -169,8 +169,61 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             )))
         }
     };
-    activate::activate(backend, &config, &kernel_options(&o, digest), &key)
-        .map_err(activation_error)
+    let mut config = config;
+    let mut kopts = kernel_options(&o, digest);
+    // LUKS2 persistent flags apply to every activation (for the userspace backend only
+    // allow-discards means anything; the performance flags are the kernel's) — except one
+    // with --persistent, whose own flags become the whole set, as in cryptsetup.
+    let stored = match config.kind.as_str() {
+        "LUKS2" if !o.persistent => stored_flags(&o, &config)?,
+        _ => Vec::new(),
+    };
+    config.allow_discards |= stored.iter().any(|f| f == "allow-discards");
+    if backend == activate::Backend::Kernel {
+        apply_stored_perf_flags(&stored, &mut kopts);
+    }
+    activate::activate(backend, &config, &kopts, &key).map_err(activation_error)?;
+    if o.persistent {
+        store_flags(&o, &config.device, config.header.as_deref()).map_err(|_| {
+            VolumeError::invalid("Device activated but cannot make flags persistent.")
+        })?;
+    }
+    Ok(())
+}
+
+/// The dm-crypt flags of the command line in LUKS2's persistent-flag names.
+fn flag_names(o: &Opts) -> Vec<&'static str> {
+    [
+        (o.allow_discards, "allow-discards"),
+        (o.perf_same_cpu_crypt, "same-cpu-crypt"),
+        (o.perf_submit_from_crypt_cpus, "submit-from-crypt-cpus"),
+        (o.perf_no_read_workqueue, "no-read-workqueue"),
+        (o.perf_no_write_workqueue, "no-write-workqueue"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, n)| *n)
+    .collect()
+}
+
+fn apply_stored_perf_flags(stored: &[String], k: &mut KernelOptions) {
+    let has = |n: &str| stored.iter().any(|f| f == n);
+    k.same_cpu_crypt |= has("same-cpu-crypt");
+    k.submit_from_crypt_cpus |= has("submit-from-crypt-cpus");
+    k.no_read_workqueue |= has("no-read-workqueue");
+    k.no_write_workqueue |= has("no-write-workqueue");
+}
+
+/// The persistent flags in the header of the volume `config` describes.
+fn stored_flags(o: &Opts, config: &MappingConfig) -> Result<Vec<String>> {
+    let header = config.header.as_deref().or(o.header.as_deref());
+    Ok(Volume::load(&config.device, header, Access::Read)?.persistent_flags())
+}
+
+/// `--persistent`: the command line's flags become the header's persistent flags.
+fn store_flags(o: &Opts, device: &str, header: Option<&str>) -> Result<()> {
+    let mut vol = Volume::load(device, header.or(o.header.as_deref()), Access::Write)?;
+    vol.set_persistent_flags(&flag_names(o))
 }
 
 /// What `open --nbd tcp:...` says on stderr before unlocking.
@@ -476,6 +529,36 @@ pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
     }
     let (vk, digest) = unlock_for(o, &m)?;
     m.resume(&vk, digest).map_err(activation_error)
+}
+
+/// `refresh NAME`: unlock again and reload the mapping with the dm-crypt flags of this
+/// command line and the header's persistent ones; with `--persistent` the command line's
+/// flags alone, which are then stored.
+pub fn refresh(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<name>")?;
+    let m = active(&args[0])?;
+    let (vk, digest) = unlock_for(o, &m)?;
+    let device = m.device().map_err(activation_error)?;
+    let header = match &o.header {
+        Some(h) => Some(h.clone()),
+        None => m.header().map_err(activation_error)?,
+    };
+    let stored = if o.persistent {
+        // The flags of this command line become the whole set, as in cryptsetup.
+        Vec::new()
+    } else {
+        Volume::load(&device, header.as_deref(), Access::Read)?.persistent_flags()
+    };
+    let mut kopts = kernel_options(o, digest);
+    apply_stored_perf_flags(&stored, &mut kopts);
+    let discards = o.allow_discards || stored.iter().any(|f| f == "allow-discards");
+    m.refresh(&vk, discards, &kopts).map_err(activation_error)?;
+    if o.persistent {
+        store_flags(o, &device, header.as_deref()).map_err(|_| {
+            VolumeError::invalid("Device activated but cannot make flags persistent.")
+        })?;
+    }
+    Ok(())
 }
 
 /// `resize NAME [--size SECTORS | --device-size BYTES]`: grow or shrink an active mapping

@@ -946,6 +946,20 @@ impl Luks2Header {
             .unwrap_or_default()
     }
 
+    /// Replace (or add, at the end of `config`) the persistent activation flags: the known
+    /// ones among `flags`, in cryptsetup's table order ([`KNOWN_CONFIG_FLAGS`]), as
+    /// `LUKS2_config_set_flags` stores them (an empty array when there are none).
+    pub fn set_config_flags(&mut self, flags: &[&str]) -> Result<()> {
+        let ordered: Vec<Value> = KNOWN_CONFIG_FLAGS
+            .iter()
+            .filter(|k| flags.contains(k))
+            .map(|k| Value::String((*k).to_string()))
+            .collect();
+        self.section_mut("config")?
+            .insert("flags".into(), Value::Array(ordered));
+        Ok(())
+    }
+
     /// `config.requirements.mandatory`, in stored order.
     pub fn requirements(&self) -> Vec<String> {
         self.json
