@@ -1,5 +1,6 @@
 //! The actions, by cryptsetup's names.
 
+mod align;
 mod benchmark;
 mod config;
 mod convert;
@@ -9,6 +10,8 @@ mod image;
 mod kernel;
 mod keys;
 mod open;
+mod signature;
+mod volume_key;
 
 use crate::args::Opts;
 use crate::input::KeySource;
@@ -59,6 +62,32 @@ fn generate_docs(args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<directory>")?;
     crate::help::write_docs(&args[0])
         .map_err(|e| VolumeError::invalid(format!("Cannot write documentation: {e}.")))
+}
+
+/// Load the LUKS header of `device` (or of `o.header`), logging it for `--debug`.
+pub fn load_volume(
+    o: &Opts,
+    device: &str,
+    access: lukskit_volume::device::Access,
+) -> Result<lukskit_volume::Volume> {
+    let from = o.header.as_deref().unwrap_or(device);
+    crate::debug::log(format_args!(
+        "Trying to load any crypt type from device {from}."
+    ));
+    let vol = lukskit_volume::Volume::load(device, o.header.as_deref(), access);
+    match &vol {
+        Ok(v) => crate::debug::log(format_args!(
+            "Loaded {} header of device {from} (UUID {}, {} keyslots active).",
+            v.type_name(),
+            v.uuid(),
+            v.active_keyslots().map_or(0, |s| s.len())
+        )),
+        Err(e) => crate::debug::log(format_args!(
+            "Loading a LUKS header from {from} failed: {}",
+            e.message
+        )),
+    }
+    vol
 }
 
 /// Require exactly `n` (or between `n` and `max`) action arguments.
