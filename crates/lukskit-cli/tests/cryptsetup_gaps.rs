@@ -81,6 +81,12 @@ fn kill_slot_requires_a_passphrase_of_another_slot() {
         (&["0", "-q", "-d", "KB"], b"", false),
         (&["0"], b"b", false),
         (&["0"], b"a", false),
+        // Nothing on standard input: cryptsetup says so, ignores the passphrase and wipes.
+        (&["0"], b"", true),
+        (&["0", "-q"], b"", true),
+        (&["0", "-d", "-"], b"", true),
+        (&["0", "-q", "-d", "/dev/null"], b"", true),
+        (&["0"], b"", false),
     ];
     let mut bad = Vec::new();
     for (i, (args, stdin, second)) in cases.iter().enumerate() {

@@ -235,7 +235,21 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
             )?;
         }
         let src = existing_key_source(o, None);
-        let pass = input::get_secret(&src, "Enter any remaining passphrase: ", false)?;
+        let from_stdin = match &src {
+            KeySource::Prompt => true,
+            KeySource::File { path, .. } => path == "-",
+        };
+        let pass = match input::get_secret(&src, "Enter any remaining passphrase: ", false) {
+            Ok(p) => p,
+            // cryptsetup ignores a passphrase that standard input could not give ("Failed
+            // read from input, ignoring passphrase.") and wipes the keyslot.
+            Err(e) if from_stdin && e.message == "Nothing to read on input." => {
+                eprintln!("{}", e.message);
+                crate::debug::log("Failed read from input, ignoring passphrase.");
+                return kill(&mut vol, o, slot);
+            }
+            Err(e) => return Err(e),
+        };
         let candidates: Vec<u32> = if last {
             vec![slot]
         } else {
@@ -258,6 +272,10 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
         };
         crate::debug::log(format_args!("Keyslot {s} unlocked."));
     }
+    kill(&mut vol, o, slot)
+}
+
+fn kill(vol: &mut Volume, o: &Opts, slot: u32) -> Result<()> {
     if o.verbose {
         println!("Keyslot {slot} is selected for deletion.");
     }
