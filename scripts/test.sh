@@ -22,6 +22,11 @@ command -v script >/dev/null 2>&1 || need_pkgs+=(bsdutils)
 command -v fusermount3 >/dev/null 2>&1 || need_pkgs+=(fuse3)
 command -v losetup >/dev/null 2>&1 || need_pkgs+=(mount)
 command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ] || need_pkgs+=(e2fsprogs)
+# luksFormat's warning on an existing file system is compared with cryptsetup on images made
+# by mkfs.vfat and mkfs.xfs (cryptsetup_gaps.rs); the man page test renders with man.
+command -v mkfs.vfat >/dev/null 2>&1 || [ -x /sbin/mkfs.vfat ] || need_pkgs+=(dosfstools)
+command -v mkfs.xfs >/dev/null 2>&1 || [ -x /sbin/mkfs.xfs ] || need_pkgs+=(xfsprogs)
+command -v man >/dev/null 2>&1 || need_pkgs+=(man-db)
 command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)
 command -v nbdcopy >/dev/null 2>&1 || need_pkgs+=(libnbd-bin)
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -230,6 +230,19 @@ pub struct Opts {
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,
+    /// Display brief usage.
+    #[arg(long = "usage", action = ArgAction::SetTrue)]
+    pub usage: bool,
+    /// Do not run the action, only check the command line (cryptsetup's `--test-args`).
+    #[arg(long = "test-args", action = ArgAction::SetTrue)]
+    pub test_args: bool,
+    /// luksFormat: align the data at a multiple of this many 512-byte sectors (deprecated
+    /// in cryptsetup, use --offset).
+    #[arg(long = "align-payload", value_name = "SECTORS")]
+    pub align_payload: Option<u32>,
+    /// Accepted for compatibility: lukskit has no password quality check to disable.
+    #[arg(long = "force-password", action = ArgAction::SetTrue)]
+    pub force_password: bool,
 }
 
 /// Parse `--device-size` as cryptsetup does: a number of bytes with an optional unit, `S` for

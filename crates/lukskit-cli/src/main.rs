@@ -4,12 +4,15 @@
 
 mod args;
 mod commands;
+mod debug;
+mod definition;
 mod dump;
 mod hardening;
+mod help;
 mod input;
+mod startup;
 
 use args::Opts;
-use clap::Parser;
 use lukskit_volume::{ErrorKind, VolumeError};
 
 fn exit_text(kind: ErrorKind) -> &'static str {
@@ -25,15 +28,18 @@ fn exit_text(kind: ErrorKind) -> &'static str {
 fn main() {
     // Before anything is parsed or read: no core dumps, no ptrace by the same user.
     hardening::protect_secrets();
-    let opts = match Opts::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let opts = match startup::parse(&argv) {
         Ok(o) => o,
-        Err(e) => {
-            let msg = e.to_string();
-            let first = msg.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{}", first.trim_start_matches("error: "));
+        Err(msg) => {
+            eprintln!("{msg}");
             std::process::exit(1);
         }
     };
+    if opts.debug {
+        debug::enable();
+        debug::log(startup::debug_header(&argv));
+    }
     if opts.version {
         // Scripts that check `cryptsetup --version` see the version lukskit mirrors.
         if invoked_as_cryptsetup() {
@@ -46,15 +52,20 @@ fn main() {
         }
         return;
     }
-    if opts.help || opts.positional.is_empty() {
-        print!("{}", commands::USAGE);
-        if opts.positional.is_empty() && !opts.help {
-            std::process::exit(1);
-        }
+    if opts.usage {
+        print!("{}", help::usage());
         return;
     }
+    if let Some(code) = startup::help(&opts) {
+        std::process::exit(code);
+    }
+    if let Some(code) = startup::before_action(&opts) {
+        std::process::exit(code);
+    }
     input::set_prompt_timeout(opts.timeout.unwrap_or(0));
-    let verbose = opts.verbose;
+    // cryptsetup's --debug implies --verbose.
+    let verbose = opts.verbose || opts.debug;
+    debug::log(format_args!("Running command {}.", opts.positional[0]));
     match commands::run(&opts) {
         Ok(()) => {
             if verbose {
@@ -62,7 +73,7 @@ fn main() {
             }
         }
         Err(e) => {
-            report(&e, verbose);
+            report(&e, verbose, &opts);
             std::process::exit(e.kind.exit_code());
         }
     }
@@ -80,9 +91,12 @@ fn invoked_as_cryptsetup() -> bool {
         .unwrap_or(false)
 }
 
-fn report(e: &VolumeError, verbose: bool) {
+fn report(e: &VolumeError, verbose: bool, opts: &Opts) {
     if !e.message.is_empty() {
         eprintln!("{}", e.message);
+        if let Some(hint) = startup::input_hint(&e.message, opts) {
+            eprintln!("{hint}");
+        }
     }
     if verbose {
         eprintln!(

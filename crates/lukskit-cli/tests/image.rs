@@ -685,7 +685,13 @@ fn benchmark_one_cipher_and_json() {
     )
     .ok("benchmark --cipher");
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "{}", r.stdout);
+    assert_eq!(lines.len(), 4, "{}", r.stdout);
+    // Measured with the default 4096-byte sectors: a note says so (cryptsetup's are 512).
+    assert_eq!(
+        lines[3],
+        "# Ciphers measured with 4096-byte sectors; cryptsetup's table is for 512-byte \
+         sectors (--sector-size 512 to compare)."
+    );
     // cryptsetup's one-cipher table is only as wide as the name (at least 11 columns):
     // "#%*s Algorithm |…" with width − 11 spaces, then "%*s-%s  %9db  %10.1f MiB/s  …".
     assert_eq!(
@@ -768,7 +774,9 @@ fn benchmark_full_output_format() {
     )
     .ok("benchmark");
     let l: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(l.len(), 1 + 5 + 2 + 1 + 12, "{}", r.stdout);
+    // The last line is the note on the 4096-byte sectors.
+    assert_eq!(l.len(), 1 + 5 + 2 + 1 + 12 + 1, "{}", r.stdout);
+    assert!(l[21].starts_with("# Ciphers measured with 4096-byte sectors"));
     assert_eq!(l[0], HEADER_LINE);
     for (i, h) in ["sha1", "sha256", "sha512", "ripemd160", "whirlpool"]
         .iter()

@@ -70,7 +70,8 @@ pub struct FormatOutcome {
     pub warning: Option<String>,
 }
 
-fn default_key_bits(spec: &CipherSpec) -> u32 {
+/// cryptsetup's default volume key size in bits for `spec` (without `--key-size`).
+pub fn default_key_bits(spec: &CipherSpec) -> u32 {
     // cryptsetup doubles the 256-bit default for XTS (two keys).
     if spec.chainmode == "xts" {
         512

@@ -143,6 +143,13 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
         }
         Ok(())
     };
+    let measured_ciphers = !(o.pbkdf.is_some() || o.hash.is_some());
+    if measured_ciphers && sector_size != 512 && result.is_ok() {
+        out.line(&format!(
+            "# Ciphers measured with {sector_size}-byte sectors; cryptsetup's table is for \
+             512-byte sectors (--sector-size 512 to compare)."
+        ));
+    }
     if o.json {
         let v = json!({
             "threads": threads,

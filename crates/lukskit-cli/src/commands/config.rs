@@ -11,7 +11,7 @@ use std::io::Read;
 /// `config <device> [--label L] [--subsystem S] [--priority P --key-slot N]`.
 pub fn config(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
-    let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, &args[0], Access::Write)?;
     if o.priority.is_none() && o.label.is_none() && o.subsystem.is_none() {
         return Err(VolumeError::invalid(
             "Option --priority, --label or --subsystem is missing.",
@@ -59,7 +59,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                     "--key-description parameter is mandatory for token add action.",
                 )
             })?;
-            let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+            let mut vol = super::load_volume(o, device, Access::Write)?;
             let mut token = serde_json::json!({
                 "type": "luks2-keyring",
                 "keyslots": [],
@@ -84,7 +84,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let id = o.token_id.ok_or_else(|| {
                 VolumeError::invalid("Action requires specific token. Use --token-id parameter.")
             })?;
-            let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+            let mut vol = super::load_volume(o, device, Access::Write)?;
             vol.token_remove(id)?;
             if o.verbose {
                 println!("Token {id} removed.");
@@ -122,7 +122,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                     }
                 }
             }
-            let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+            let mut vol = super::load_volume(o, device, Access::Write)?;
             let id = vol.token_add(o.token_id, token, o.token_replace)?;
             if o.verbose {
                 println!("Token {id} created.");
@@ -133,7 +133,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let id = o.token_id.ok_or_else(|| {
                 VolumeError::invalid("Action requires specific token. Use --token-id parameter.")
             })?;
-            let vol = Volume::load(device, o.header.as_deref(), Access::Read)?;
+            let vol = super::load_volume(o, device, Access::Read)?;
             let json = vol.token_export(id)?;
             match &o.json_file {
                 // cryptsetup writes the JSON without a final newline.

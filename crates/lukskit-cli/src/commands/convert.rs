@@ -6,7 +6,7 @@ use crate::input;
 use lukskit_volume::convert::{self as conv, type_name};
 use lukskit_volume::device::Access;
 use lukskit_volume::format::FormatType;
-use lukskit_volume::{Result, Volume, VolumeError};
+use lukskit_volume::{Result, VolumeError};
 
 /// `convert <device> --type luks1|luks2` (cryptsetup's `action_luksConvert`): the target type
 /// is checked first, then the header is loaded, a conversion to the current type is refused,
@@ -22,7 +22,7 @@ pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
             ))
         }
     };
-    let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, &args[0], Access::Write)?;
     conv::check_target(&vol, target)?;
     let shown = o.header.as_deref().unwrap_or(&args[0]);
     // cryptsetup's message ends with a newline of its own.

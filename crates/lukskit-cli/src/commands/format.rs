@@ -30,18 +30,24 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
                 .ok_or_else(|| VolumeError::invalid(format!("Invalid {what} specification."))),
         }
     };
+    let cipher = o.cipher.clone().unwrap_or_else(|| DEFAULT_CIPHER.into());
+    let key_size_bits = super::volume_key::luks_key_bits(o.key_size);
     let volume_key = match &o.volume_key_file {
-        Some(p) => Some(input::read_keyfile(p, 0, None)?),
+        Some(p) => Some(super::volume_key::read_volume_key_file(
+            p,
+            super::volume_key::format_key_bytes(&cipher, key_size_bits)?,
+        )?),
         None => None,
     };
+    let offset_sectors = super::align::payload_offset(o, kind, &cipher, key_size_bits)?;
     let mut params = FormatParams {
         kind,
         device: device.clone(),
         header: o.header.clone(),
-        cipher: o.cipher.clone().unwrap_or_else(|| DEFAULT_CIPHER.into()),
-        key_size_bits: o.key_size,
+        cipher,
+        key_size_bits,
         sector_size: o.sector_size,
-        offset_sectors: o.offset,
+        offset_sectors,
         label: o.label.clone(),
         subsystem: o.subsystem.clone(),
         uuid: o.uuid.clone(),
@@ -55,10 +61,11 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     // Fail before any question when a mapping or a mount holds the device (format claims it
     // again, for the whole operation).
     drop(lukskit_volume::format::claim_devices(&params)?);
-    if !o.batch_mode && matches!(lukskit_volume::volume::probe(target), Ok(Some(_))) {
-        eprintln!(
-            "WARNING: Device {target} already contains a 'crypto_LUKS' superblock signature."
-        );
+    if !o.batch_mode {
+        if let Some(kind) = super::signature::detect(target) {
+            // cryptsetup prints this warning on standard output.
+            println!("WARNING: Device {target} already contains a '{kind}' superblock signature.");
+        }
     }
     input::confirm(
         &format!("This will overwrite data on {target} irrevocably."),

@@ -8,7 +8,7 @@ use lukskit_format::detect::LuksVersion;
 use lukskit_volume::backup;
 use lukskit_volume::device::Access;
 use lukskit_volume::volume::probe;
-use lukskit_volume::{Header, Result, Volume, VolumeError};
+use lukskit_volume::{Header, Result, VolumeError};
 
 /// `isLuks <device>`: exit 0 for a LUKS header (of `--type` if given), else 1.
 pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
@@ -35,12 +35,12 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     match &o.uuid {
         None => {
-            let vol = Volume::load(&args[0], o.header.as_deref(), Access::Read)?;
+            let vol = super::load_volume(o, &args[0], Access::Read)?;
             println!("{}", vol.uuid());
             Ok(())
         }
         Some(u) => {
-            let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+            let mut vol = super::load_volume(o, &args[0], Access::Write)?;
             input::confirm("Do you really want to change UUID of device?", o.batch_mode)?;
             vol.set_uuid(u)
         }
@@ -51,8 +51,7 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
 pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
-    let requested = super::requested_luks(o);
-    let vol = Volume::load_requested(device, o.header.as_deref(), Access::Read, requested)?;
+    let vol = super::load_volume(o, device, Access::Read)?;
     if o.dump_volume_key {
         input::confirm(
             "The header dump with volume key is sensitive information\nthat allows access to encrypted partition without a passphrase.\nThis dump should be stored encrypted in a safe place.",
@@ -163,7 +162,7 @@ pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
 /// `erase <device>`: destroy every keyslot.
 pub fn erase(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
-    let mut vol = Volume::load(&args[0], o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, &args[0], Access::Write)?;
     input::confirm(
         &format!("WARNING: Device {} will be erased.\nAll key slots will be wiped, the data will no longer be accessible.", vol.dev.path()),
         o.batch_mode,

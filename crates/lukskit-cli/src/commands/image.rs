@@ -77,7 +77,8 @@ pub(super) fn plain_params(o: &Opts) -> Result<PlainParams> {
     let d = PlainParams::default();
     let p = PlainParams {
         cipher: o.cipher.clone().unwrap_or(d.cipher),
-        key_bits: o.key_size.unwrap_or(d.key_bits),
+        // cryptsetup takes `-s 0` as "not given": the default key size.
+        key_bits: o.key_size.filter(|&b| b != 0).unwrap_or(d.key_bits),
         hash: o.hash.clone().unwrap_or(d.hash),
         offset_sectors: o.offset.unwrap_or(0),
         skip_sectors: o.skip.unwrap_or(0),
@@ -301,16 +302,15 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         Kind::Luks(t) => {
             let spec =
                 CipherSpec::parse(o.cipher.as_deref().unwrap_or(super::format::DEFAULT_CIPHER))?;
-            let key_bits = o
-                .key_size
-                .unwrap_or(if spec.chainmode == "xts" { 512 } else { 256 });
+            let key_bits = super::volume_key::luks_key_bits(o.key_size)
+                .unwrap_or_else(|| lukskit_volume::format::default_key_bits(&spec));
             if key_bits == 0 || !key_bits.is_multiple_of(8) {
                 return Err(VolumeError::invalid(
                     "Key size in bits must be a multiple of 8 bits",
                 ));
             }
             let vk = match &o.volume_key_file {
-                Some(p) => input::read_keyfile(p, 0, None)?,
+                Some(p) => super::volume_key::read_volume_key_file(p, (key_bits / 8) as usize)?,
                 None => SecretBuf::random((key_bits / 8) as usize)?,
             };
             let size = |s: &Option<String>, what: &str| -> Result<Option<u64>> {
@@ -605,7 +605,7 @@ enum Sink {
 /// Ask for the LUKS passphrase (with `--tries` on a terminal) until a keyslot opens.
 fn unlock_luks(vol: &Volume, o: &Opts, device: &str) -> Result<SecretBuf> {
     if let Some(p) = &o.volume_key_file {
-        let vk = input::read_keyfile(p, 0, None)?;
+        let vk = super::volume_key::read_volume_key_file(p, vol.volume_key_size()?)?;
         vol.verify_volume_key(vk.as_bytes())?;
         return Ok(vk);
     }

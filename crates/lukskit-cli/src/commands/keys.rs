@@ -21,7 +21,13 @@ pub(super) fn unlock_with_tries(
     let n = tries(o, src);
     for attempt in 0..n {
         let pass = input::get_secret(src, prompt, false)?;
-        match vol.unlock(pass.as_bytes(), slot, unbound) {
+        crate::debug::log(format_args!(
+            "Checking volume passphrase [keyslot {}] using passphrase.",
+            slot.map_or(-1, i64::from)
+        ));
+        let res = vol.unlock(pass.as_bytes(), slot, unbound);
+        log_unlock(&res);
+        match res {
             Ok((s, vk)) => return Ok((s, vk, pass)),
             Err(e) if e.kind == ErrorKind::Permission && attempt + 1 < n => {
                 eprintln!("{}", e.message);
@@ -30,6 +36,14 @@ pub(super) fn unlock_with_tries(
         }
     }
     Err(VolumeError::wrong_passphrase())
+}
+
+/// `--debug`: which keyslot a passphrase opened, or why none did.
+fn log_unlock<T>(res: &Result<(u32, T)>) {
+    match res {
+        Ok((s, _)) => crate::debug::log(format_args!("Keyslot {s} unlocked.")),
+        Err(e) => crate::debug::log(format_args!("No keyslot unlocked: {}", e.message)),
+    }
 }
 
 fn new_key_source(o: &Opts, positional: Option<&String>) -> KeySource {
@@ -47,7 +61,7 @@ fn new_key_source(o: &Opts, positional: Option<&String>) -> KeySource {
 pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;
     let device = &args[0];
-    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
     // cryptsetup 2.6: --key-slot names the new keyslot for luksAddKey (with a warning);
     // --new-key-slot is the explicit spelling.
     let new_slot = match (o.new_key_slot, o.key_slot) {
@@ -64,7 +78,11 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         vol.free_keyslot()?;
     }
     let key: SecretBuf = if let Some(vkf) = &o.volume_key_file {
-        let vk = input::read_keyfile(vkf, 0, None)?;
+        let bytes = match (o.unbound, o.key_size) {
+            (true, Some(bits)) => (bits / 8) as usize,
+            _ => vol.volume_key_size()?,
+        };
+        let vk = super::volume_key::read_volume_key_file(vkf, bytes)?;
         if !o.unbound {
             vol.verify_volume_key(vk.as_bytes())?;
         }
@@ -106,7 +124,7 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
 pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<key file>]")?;
     let device = &args[0];
-    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
     let src = existing_key_source(o, args.get(1));
     let (slot, _vk, _) = unlock_with_tries(
         &vol,
@@ -139,7 +157,7 @@ pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
 pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;
     let device = &args[0];
-    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
     let src = existing_key_source(o, None);
     let (old_slot, vk, _) = unlock_with_tries(
         &vol,
@@ -166,7 +184,7 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
 pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<key file>]")?;
     let device = &args[0];
-    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
     if vol.type_name() != "LUKS2" {
         return Err(VolumeError::invalid(
             "Invalid LUKS type, only luks2 is supported.",
@@ -195,7 +213,7 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
     let slot: u32 = args[1]
         .parse()
         .map_err(|_| VolumeError::invalid(format!("Key slot {} is invalid.", args[1])))?;
-    let mut vol = Volume::load(device, o.header.as_deref(), Access::Write)?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
     if slot >= vol.max_keyslots() {
         return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
     }
@@ -204,27 +222,60 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
             "Keyslot {slot} is not active."
         )));
     }
-    let last = vol.active_keyslots()?.len() == 1;
-    // Without -q cryptsetup asks for a remaining passphrase (or key file) first, so that a
-    // user cannot lock themselves out by mistake.
-    if !o.batch_mode || o.key_file.is_some() {
+    let active = vol.active_keyslots()?;
+    let last = active.len() == 1;
+    // As cryptsetup's verify_keyslot: unless -q is given with a terminal on standard input and
+    // no key file, a passphrase must be supplied that opens ANOTHER keyslot (the slot itself
+    // when it is the last one, after a confirmation).
+    if !o.batch_mode || o.key_file.is_some() || !input::interactive() {
         if last {
             input::confirm(
                 "This is the last keyslot. Device will become unusable after purging this key.",
-                o.batch_mode,
-            )?;
-        } else {
-            let src = existing_key_source(o, None);
-            unlock_with_tries(
-                &vol,
-                o,
-                &src,
-                "Enter any remaining passphrase: ",
-                None,
-                false,
+                o.batch_mode || o.key_file.is_some(),
             )?;
         }
+        let src = existing_key_source(o, None);
+        let from_stdin = match &src {
+            KeySource::Prompt => true,
+            KeySource::File { path, .. } => path == "-",
+        };
+        let pass = match input::get_secret(&src, "Enter any remaining passphrase: ", false) {
+            Ok(p) => p,
+            // cryptsetup ignores a passphrase that standard input could not give ("Failed
+            // read from input, ignoring passphrase.") and wipes the keyslot.
+            Err(e) if from_stdin && e.message == "Nothing to read on input." => {
+                eprintln!("{}", e.message);
+                crate::debug::log("Failed read from input, ignoring passphrase.");
+                return kill(&mut vol, o, slot);
+            }
+            Err(e) => return Err(e),
+        };
+        let candidates: Vec<u32> = if last {
+            vec![slot]
+        } else {
+            active.into_iter().filter(|&s| s != slot).collect()
+        };
+        let mut opened = None;
+        for s in candidates {
+            crate::debug::log(format_args!("Trying to open keyslot {s}."));
+            match vol.unlock(pass.as_bytes(), Some(s), false) {
+                Ok(_) => {
+                    opened = Some(s);
+                    break;
+                }
+                Err(e) if e.kind == ErrorKind::Permission => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let Some(s) = opened else {
+            return Err(VolumeError::wrong_passphrase());
+        };
+        crate::debug::log(format_args!("Keyslot {s} unlocked."));
     }
+    kill(&mut vol, o, slot)
+}
+
+fn kill(vol: &mut Volume, o: &Opts, slot: u32) -> Result<()> {
     if o.verbose {
         println!("Keyslot {slot} is selected for deletion.");
     }

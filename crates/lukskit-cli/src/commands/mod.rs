@@ -1,5 +1,6 @@
 //! The actions, by cryptsetup's names.
 
+mod align;
 mod benchmark;
 mod config;
 mod convert;
@@ -8,37 +9,16 @@ mod header;
 mod image;
 mod keys;
 mod open;
+mod signature;
+mod volume_key;
 
 use crate::args::Opts;
 use crate::input::KeySource;
 use lukskit_volume::pbkdf::PbkdfOptions;
 use lukskit_volume::{Result, VolumeError};
 
-/// The text of `--help`.
-pub const USAGE: &str = "\
-Usage: lukskit [OPTION...] <action> <action-specific>
-
-<action> is one of:
-\tluksFormat <device> [<new key file>] - formats a LUKS device
-\topen <device> [<name>] --test-passphrase - checks a passphrase
-\tisLuks <device> - tests <device> for LUKS partition header
-\tluksUUID <device> - print UUID of LUKS device (set it with --uuid)
-\tluksDump <device> - dump LUKS partition information
-\tluksAddKey <device> [<new key file>] - add key to LUKS device
-\tluksRemoveKey <device> [<key file>] - removes supplied key or key file from LUKS device
-\tluksChangeKey <device> [<key file>] - changes supplied key or key file of LUKS device
-\tluksConvertKey <device> [<key file>] - converts a key to new pbkdf parameters
-\tluksKillSlot <device> <key slot> - wipes key with number <key slot> from LUKS device
-\tluksHeaderBackup <device> - Backup LUKS device header and keyslots
-\tluksHeaderRestore <device> - Restore LUKS device header and keyslots
-\terase <device> - erase all keyslots (remove encryption key)
-\tbenchmark [--cipher <cipher>] - benchmarks ciphers and KDF
-\timage encrypt <plaintext> <image> - writes a new LUKS1/LUKS2/plain image holding a file
-\timage decrypt <image> <plaintext> - writes the plaintext of an image to a file
-
-Installed as (or symlinked to) `cryptsetup`, lukskit accepts the same command lines.
-See the README for every option.
-";
+/// cryptsetup's default LUKS cipher (for the help text).
+pub use format::DEFAULT_CIPHER as DEFAULT_LUKS_CIPHER;
 
 /// Run the action named by the first positional argument.
 pub fn run(o: &Opts) -> Result<()> {
@@ -62,6 +42,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "resize" => open::resize(o, args),
         "refresh" => open::refresh(o, args),
         lukskit_activate::userspace::launch::SERVE_ARG => open::serve_child(),
+        "__generate-docs" => generate_docs(args),
         "luksHeaderBackup" => header::backup(o, args),
         "luksHeaderRestore" => header::restore(o, args),
         "erase" | "luksErase" => header::erase(o, args),
@@ -73,6 +54,45 @@ pub fn run(o: &Opts) -> Result<()> {
         "image" => image::image(o, args),
         other => Err(VolumeError::invalid(format!("Unknown action {other}."))),
     }
+}
+
+/// `lukskit __generate-docs DIR`: the man page and shell completions under DIR (see
+/// `scripts/gen-docs.sh`).
+fn generate_docs(args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<directory>")?;
+    crate::help::write_docs(&args[0])
+        .map_err(|e| VolumeError::invalid(format!("Cannot write documentation: {e}.")))
+}
+
+/// Load the LUKS header of `device` (or of `o.header`), logging it for `--debug`.
+pub fn load_volume(
+    o: &Opts,
+    device: &str,
+    access: lukskit_volume::device::Access,
+) -> Result<lukskit_volume::Volume> {
+    let from = o.header.as_deref().unwrap_or(device);
+    crate::debug::log(format_args!(
+        "Trying to load any crypt type from device {from}."
+    ));
+    let vol = lukskit_volume::Volume::load_requested(
+        device,
+        o.header.as_deref(),
+        access,
+        requested_luks(o),
+    );
+    match &vol {
+        Ok(v) => crate::debug::log(format_args!(
+            "Loaded {} header of device {from} (UUID {}, {} keyslots active).",
+            v.type_name(),
+            v.uuid(),
+            v.active_keyslots().map_or(0, |s| s.len())
+        )),
+        Err(e) => crate::debug::log(format_args!(
+            "Loading a LUKS header from {from} failed: {}",
+            e.message
+        )),
+    }
+    vol
 }
 
 /// Require exactly `n` (or between `n` and `max`) action arguments.

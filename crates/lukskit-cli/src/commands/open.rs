@@ -5,7 +5,6 @@
 
 use super::{existing_key_source, need_args};
 use crate::args::Opts;
-use crate::input;
 use lukskit_activate::{
     self as activate, ActivateError, BackendChoice, Exposure, KernelOptions, LayoutInfo, Mapping,
     MappingConfig, Status,
@@ -286,7 +285,7 @@ fn unlock_plain(o: &Opts, device: &str, name: &str) -> Result<(MappingConfig, Se
 /// Unlock a LUKS volume as `open` does: `--volume-key-file`, or passphrases with `--tries`.
 fn luks_key(vol: &Volume, o: &Opts, device: &str) -> Result<SecretBuf> {
     if let Some(p) = &o.volume_key_file {
-        let vk = input::read_keyfile(p, 0, None)?;
+        let vk = super::volume_key::read_volume_key_file(p, vol.volume_key_size()?)?;
         vol.verify_volume_key(vk.as_bytes())?;
         return Ok(vk);
     }

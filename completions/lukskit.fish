@@ -1,0 +1,729 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_lukskit_global_optspecs
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred test-args align-payload= force-password c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version no-loop nbd= nbd-connections= threads= json M/type= pbkdf= priority= backend=
+end
+
+function __fish_lukskit_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_lukskit_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_lukskit_using_subcommand
+    set -l cmd (__fish_lukskit_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c lukskit -n "__fish_lukskit_needs_command" -l align-payload -d 'luksFormat: align the data at a multiple of this many 512-byte sectors (deprecated in cryptsetup, use --offset)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s i -l iter-time -d 'PBKDF benchmark time in ms' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l pbkdf-memory -d 'Argon2 maximum memory in KiB' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l pbkdf-force-iterations -d 'Fixed PBKDF iterations / Argon2 time cost (no benchmark)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile-offset -d 'Bytes to skip in the new key file' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile-size -d 'Bytes to read from the new key file' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l new-key-slot -d 'Keyslot number for the new key' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l label -d 'LUKS2 label' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l subsystem -d 'LUKS2 subsystem' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l uuid -d 'UUID' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l luks2-metadata-size -d 'LUKS2 metadata size (bytes, with optional k/m suffix)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l luks2-keyslots-size -d 'LUKS2 keyslots area size (bytes, with optional k/m suffix)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l key-description -d 'Keyring key description (token add)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l device-size -d 'resize: the new size in bytes (units K, M, G, ... as cryptsetup\'s `--device-size`)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile -d 'New key file (luksAddKey, luksChangeKey)' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l header-backup-file -d 'Header backup file' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l json-file -d 'Token JSON file (token import/export)' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_needs_command" -l pbkdf -d 'PBKDF algorithm: pbkdf2, argon2i, argon2id' -r -f -a "pbkdf2\t''
+argon2i\t''
+argon2id\t''"
+complete -c lukskit -n "__fish_lukskit_needs_command" -l priority -d 'Keyslot priority: ignore, normal, prefer' -r -f -a "ignore\t''
+normal\t''
+prefer\t''"
+complete -c lukskit -n "__fish_lukskit_needs_command" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_needs_command" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_needs_command" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l dump-volume-key -d 'Print the volume key (luksDump)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l dump-json-metadata -d 'Print the LUKS2 JSON metadata (luksDump)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l unbound -d 'Unbound keyslot (no data segment)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l token-replace -d 'Replace an existing token'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-keyring -d 'Accepted for compatibility: lukskit never uses the kernel keyring'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-blkid -d 'Accepted for compatibility: lukskit does not call blkid'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-external-tokens -d 'Accepted for compatibility: lukskit has no external token plugins'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
+complete -c lukskit -n "__fish_lukskit_needs_command" -s ? -l help -d 'Show help'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l usage -d 'Display brief usage'
+complete -c lukskit -n "__fish_lukskit_needs_command" -s V -l version -d 'Print the version'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l json -d 'Machine-readable output (benchmark)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "open" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "create" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "plainOpen" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksOpen" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "close" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "remove" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "plainClose" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksClose" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "resize" -d 'resize active device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "refresh" -d 'refresh parameters of an active device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "status" -d 'show device status'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "benchmark" -d 'benchmark cipher'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "repair" -d 'try to repair on-disk metadata'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "erase" -d 'erase all keyslots (remove encryption key)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksErase" -d 'erase all keyslots (remove encryption key)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "convert" -d 'convert LUKS from/to LUKS2 format'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "config" -d 'set permanent configuration options for LUKS2'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksFormat" -d 'formats a LUKS device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksAddKey" -d 'add key to LUKS device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksRemoveKey" -d 'removes supplied key or key file from LUKS device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksChangeKey" -d 'changes supplied key or key file of LUKS device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksConvertKey" -d 'converts a key to new pbkdf parameters'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksKillSlot" -d 'wipes key with number <key slot> from LUKS device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksUUID" -d 'print UUID of LUKS device (set it with --uuid)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "isLuks" -d 'tests <device> for LUKS partition header'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksDump" -d 'dump LUKS partition information'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksSuspend" -d 'Suspend LUKS device and wipe key (all IOs are frozen)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksResume" -d 'Resume suspended LUKS device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksHeaderBackup" -d 'Backup LUKS device header and keyslots'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksHeaderRestore" -d 'Restore LUKS device header and keyslots'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "token" -d 'Manipulate LUKS2 tokens'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "image" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand close" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand close" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -l device-size -d 'resize: the new size in bytes (units K, M, G, ... as cryptsetup\'s `--device-size`)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand refresh" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand status" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand status" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand status" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand status" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand status" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l pbkdf -d 'PBKDF algorithm: pbkdf2, argon2i, argon2id' -r -f -a "pbkdf2\t''
+argon2i\t''
+argon2id\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -s i -l iter-time -d 'PBKDF benchmark time in ms' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l json -d 'Machine-readable output (benchmark)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand benchmark" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand repair" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand repair" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand repair" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand repair" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand repair" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand repair" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand erase" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand erase" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand erase" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand erase" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand erase" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand erase" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksErase" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksErase" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksErase" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksErase" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksErase" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksErase" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand convert" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand convert" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand convert" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand convert" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand convert" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand convert" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand convert" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -l label -d 'LUKS2 label' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -l subsystem -d 'LUKS2 subsystem' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -l priority -d 'Keyslot priority: ignore, normal, prefer' -r -f -a "ignore\t''
+normal\t''
+prefer\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand config" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l label -d 'LUKS2 label' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l subsystem -d 'LUKS2 subsystem' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l uuid -d 'UUID' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l luks2-metadata-size -d 'LUKS2 metadata size (bytes, with optional k/m suffix)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l luks2-keyslots-size -d 'LUKS2 keyslots area size (bytes, with optional k/m suffix)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l pbkdf -d 'PBKDF algorithm: pbkdf2, argon2i, argon2id' -r -f -a "pbkdf2\t''
+argon2i\t''
+argon2id\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s i -l iter-time -d 'PBKDF benchmark time in ms' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l pbkdf-memory -d 'Argon2 maximum memory in KiB' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l pbkdf-force-iterations -d 'Fixed PBKDF iterations / Argon2 time cost (no benchmark)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l align-payload -d 'luksFormat: align the data at a multiple of this many 512-byte sectors (deprecated in cryptsetup, use --offset)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l pbkdf -d 'PBKDF algorithm: pbkdf2, argon2i, argon2id' -r -f -a "pbkdf2\t''
+argon2i\t''
+argon2id\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s i -l iter-time -d 'PBKDF benchmark time in ms' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l pbkdf-memory -d 'Argon2 maximum memory in KiB' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l pbkdf-force-iterations -d 'Fixed PBKDF iterations / Argon2 time cost (no benchmark)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-keyfile -d 'New key file (luksAddKey, luksChangeKey)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-keyfile-offset -d 'Bytes to skip in the new key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-keyfile-size -d 'Bytes to read from the new key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-key-slot -d 'Keyslot number for the new key' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l unbound -d 'Unbound keyslot (no data segment)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksRemoveKey" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l pbkdf -d 'PBKDF algorithm: pbkdf2, argon2i, argon2id' -r -f -a "pbkdf2\t''
+argon2i\t''
+argon2id\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s i -l iter-time -d 'PBKDF benchmark time in ms' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l pbkdf-memory -d 'Argon2 maximum memory in KiB' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l pbkdf-force-iterations -d 'Fixed PBKDF iterations / Argon2 time cost (no benchmark)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l new-keyfile -d 'New key file (luksAddKey, luksChangeKey)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l new-keyfile-offset -d 'Bytes to skip in the new key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l new-keyfile-size -d 'Bytes to read from the new key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksChangeKey" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l pbkdf -d 'PBKDF algorithm: pbkdf2, argon2i, argon2id' -r -f -a "pbkdf2\t''
+argon2i\t''
+argon2id\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s i -l iter-time -d 'PBKDF benchmark time in ms' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l pbkdf-memory -d 'Argon2 maximum memory in KiB' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l pbkdf-force-iterations -d 'Fixed PBKDF iterations / Argon2 time cost (no benchmark)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksConvertKey" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksKillSlot" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksUUID" -l uuid -d 'UUID' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksUUID" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksUUID" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksUUID" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksUUID" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksUUID" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksUUID" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand isLuks" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand isLuks" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand isLuks" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand isLuks" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand isLuks" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand isLuks" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand isLuks" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l dump-volume-key -d 'Print the volume key (luksDump)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l dump-json-metadata -d 'Print the LUKS2 JSON metadata (luksDump)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l unbound -d 'Unbound keyslot (no data segment)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksDump" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksSuspend" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksSuspend" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksSuspend" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksSuspend" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksSuspend" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksSuspend" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksResume" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderBackup" -l header-backup-file -d 'Header backup file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderBackup" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderBackup" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderBackup" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderBackup" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderBackup" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderBackup" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l header-backup-file -d 'Header backup file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l json-file -d 'Token JSON file (token import/export)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l key-description -d 'Keyring key description (token add)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l token-replace -d 'Replace an existing token'
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l unbound -d 'Unbound keyslot (no data segment)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and not __fish_seen_subcommand_from encrypt decrypt help" -f -a "encrypt" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and not __fish_seen_subcommand_from encrypt decrypt help" -f -a "decrypt" -d 'writes the plaintext of an image to a file (lukskit)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and not __fish_seen_subcommand_from encrypt decrypt help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l label -d 'LUKS2 label' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l subsystem -d 'LUKS2 subsystem' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l uuid -d 'UUID' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l luks2-metadata-size -d 'LUKS2 metadata size (bytes, with optional k/m suffix)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l luks2-keyslots-size -d 'LUKS2 keyslots area size (bytes, with optional k/m suffix)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l pbkdf -d 'PBKDF algorithm: pbkdf2, argon2i, argon2id' -r -f -a "pbkdf2\t''
+argon2i\t''
+argon2id\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s i -l iter-time -d 'PBKDF benchmark time in ms' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l pbkdf-memory -d 'Argon2 maximum memory in KiB' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l pbkdf-force-iterations -d 'Fixed PBKDF iterations / Argon2 time cost (no benchmark)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from encrypt" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from decrypt" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "encrypt" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "decrypt" -d 'writes the plaintext of an image to a file (lukskit)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand image; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "open" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "close" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "resize" -d 'resize active device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "refresh" -d 'refresh parameters of an active device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "status" -d 'show device status'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "benchmark" -d 'benchmark cipher'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "repair" -d 'try to repair on-disk metadata'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "erase" -d 'erase all keyslots (remove encryption key)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "convert" -d 'convert LUKS from/to LUKS2 format'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "config" -d 'set permanent configuration options for LUKS2'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksFormat" -d 'formats a LUKS device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksAddKey" -d 'add key to LUKS device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksRemoveKey" -d 'removes supplied key or key file from LUKS device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksChangeKey" -d 'changes supplied key or key file of LUKS device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksConvertKey" -d 'converts a key to new pbkdf parameters'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksKillSlot" -d 'wipes key with number <key slot> from LUKS device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksUUID" -d 'print UUID of LUKS device (set it with --uuid)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "isLuks" -d 'tests <device> for LUKS partition header'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksDump" -d 'dump LUKS partition information'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksSuspend" -d 'Suspend LUKS device and wipe key (all IOs are frozen)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksResume" -d 'Resume suspended LUKS device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksHeaderBackup" -d 'Backup LUKS device header and keyslots'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "luksHeaderRestore" -d 'Restore LUKS device header and keyslots'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "token" -d 'Manipulate LUKS2 tokens'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "image" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "encrypt" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and __fish_seen_subcommand_from image" -f -a "decrypt" -d 'writes the plaintext of an image to a file (lukskit)'

@@ -1,0 +1,47 @@
+//! `--volume-key-file`: cryptsetup reads exactly the volume key size from it (so
+//! `/dev/urandom` works and longer files are cut), and fails with its own words when the file
+//! cannot be opened or is shorter.
+
+use lukskit_crypto::SecretBuf;
+use lukskit_volume::{Result, VolumeError};
+use std::io::Read;
+
+/// Read exactly `bytes` bytes of `path` into a locked buffer.
+pub fn read_volume_key_file(path: &str, bytes: usize) -> Result<SecretBuf> {
+    let mut f = std::fs::File::open(path)
+        .map_err(|_| VolumeError::invalid(format!("Cannot read keyfile {path}.")))?;
+    let short = || VolumeError::invalid(format!("Cannot read {bytes} bytes from keyfile {path}."));
+    let mut key = SecretBuf::zeroed(bytes);
+    let mut got = 0;
+    while got < bytes {
+        match f.read(&mut key.as_mut_bytes()[got..]) {
+            Ok(0) => return Err(short()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(short()),
+        }
+    }
+    Ok(key)
+}
+
+/// `--key-size` for a new LUKS volume as cryptsetup reads it: `-s 0` is its 256-bit default
+/// before the doubling for XTS (which applies only when no size is given).
+pub fn luks_key_bits(key_size: Option<u32>) -> Option<u32> {
+    match key_size {
+        Some(0) => Some(256),
+        k => k,
+    }
+}
+
+/// The volume key size in bytes that luksFormat uses: `--key-size` (see [`luks_key_bits`]) or
+/// the default for the cipher.
+pub fn format_key_bytes(cipher: &str, key_size_bits: Option<u32>) -> Result<usize> {
+    let bits = match luks_key_bits(key_size_bits) {
+        Some(b) => b,
+        None => {
+            let spec = lukskit_crypto::spec::CipherSpec::parse(cipher)?;
+            lukskit_volume::format::default_key_bits(&spec)
+        }
+    };
+    Ok((bits / 8) as usize)
+}

@@ -1,0 +1,203 @@
+//! What happens between parsing the command line and running an action, as cryptsetup 2.6.1
+//! does it: option checks (`-d` given twice), help and usage, `--test-args`, actions lukskit
+//! does not have, and the `--debug` header.
+
+use crate::args::Opts;
+use crate::definition::{self, canonical, lines_of, UNSUPPORTED};
+use crate::help::{self, program_name};
+use clap::{ArgAction, FromArgMatches};
+use std::ffi::OsString;
+use std::io::IsTerminal;
+
+/// Parse `argv` with [`definition::command`]; an error is the message to print (exit 1).
+pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
+    let matches = definition::command()
+        .try_get_matches_from(argv)
+        .map_err(|e| first_line(&e.to_string()))?;
+    let opts = Opts::from_arg_matches(&matches).map_err(|e| first_line(&e.to_string()))?;
+    if key_file_count(argv) > 1 {
+        // cryptsetup prints its usage, then this line.
+        return Err(format!(
+            "{}{}: Only one --key-file argument is allowed.",
+            help::usage(),
+            program_name()
+        ));
+    }
+    Ok(opts)
+}
+
+fn first_line(msg: &str) -> String {
+    msg.lines()
+        .next()
+        .unwrap_or("invalid arguments")
+        .trim_start_matches("error: ")
+        .to_string()
+}
+
+/// How often `-d`/`--key-file` is on the command line (clap keeps only the last).
+fn key_file_count(argv: &[OsString]) -> usize {
+    definition::command()
+        .mut_arg("key_file", |a| a.action(ArgAction::Append))
+        .try_get_matches_from(argv)
+        .ok()
+        .and_then(|m| m.get_many::<String>("key_file").map(|v| v.count()))
+        .unwrap_or(0)
+}
+
+/// The first `--debug` line, as cryptsetup's `# cryptsetup 2.6.1 processing "..."`.
+pub fn debug_header(argv: &[OsString]) -> String {
+    let line: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    format!(
+        "lukskit {} (cryptsetup 2.6.1) processing \"{}\"",
+        env!("CARGO_PKG_VERSION"),
+        line.join(" ")
+    )
+}
+
+/// `--help`, `help [ACTION]`, `ACTION --help` and no action at all: Some(exit code) when
+/// handled here.
+pub fn help(o: &Opts) -> Option<i32> {
+    let first = o.positional.first().map(String::as_str);
+    let topic = match first {
+        Some("help") => Some(o.positional.get(1).map(String::as_str)),
+        Some(a) if o.help => Some(Some(a)),
+        None if o.help => Some(None),
+        None => {
+            eprint!("{}", help::usage());
+            eprintln!("{}: Argument <action> missing.", program_name());
+            return Some(1);
+        }
+        Some(_) => None,
+    }?;
+    match topic {
+        None => print!("{}", help::main_help()),
+        Some(a) => match help::action_help(a) {
+            Some(text) => print!("{text}"),
+            None => {
+                eprintln!("{}", unknown_action(a));
+                return Some(1);
+            }
+        },
+    }
+    Some(0)
+}
+
+/// What lukskit says of an action it does not run: cryptsetup's actions it lacks are named
+/// as such, anything else is unknown.
+pub fn unknown_action(a: &str) -> String {
+    if UNSUPPORTED.contains(&a) {
+        format!(
+            "Action {a} is not supported by lukskit yet (cryptsetup 2.6.1 has it). \
+             See '{} --help' for the actions lukskit has.",
+            program_name()
+        )
+    } else {
+        format!("Unknown action {a}.")
+    }
+}
+
+/// Number of arguments an action line requires (its words after the first, then every
+/// `<...>` outside brackets).
+fn required_args(name: &str, args: &str) -> usize {
+    let mut depth = 0usize;
+    let mut n = name.split(' ').count() - 1;
+    for c in args.chars() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '<' if depth == 0 => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
+/// Checks before the action runs: an action lukskit lacks (exit 1) and `--test-args` (check the
+/// action and its argument count, then exit without doing anything). Some(exit code) when the
+/// action must not run.
+pub fn before_action(o: &Opts) -> Option<i32> {
+    let action = o.positional[0].as_str();
+    if action.starts_with("__") {
+        return None;
+    }
+    let Some(canon) = canonical(action) else {
+        eprintln!("{}", unknown_action(action));
+        return Some(1);
+    };
+    if !o.test_args {
+        return None;
+    }
+    let given = o.positional.len() - 1;
+    let lines = lines_of(canon);
+    let fits = lines.iter().any(|l| {
+        let word = l.name.split(' ').nth(1);
+        let matches_word = word.is_none_or(|w| o.positional.get(1).map(String::as_str) == Some(w));
+        matches_word && given >= required_args(l.name, l.args)
+    });
+    if !fits {
+        let l = lines[0];
+        eprint!("{}", help::usage());
+        eprintln!(
+            "{}: {action}: requires {} as arguments",
+            program_name(),
+            l.args
+        );
+        return Some(1);
+    }
+    println!("No action taken. Invoked with --test-args option.");
+    Some(0)
+}
+
+/// A hint after "Nothing to read on input." for a person at a terminal: standard input is
+/// not a terminal (so no prompt could be shown) and no key file was named. Only when standard
+/// error is a terminal, so that scripts see exactly cryptsetup's message.
+pub fn input_hint(message: &str, o: &Opts) -> Option<String> {
+    if message != "Nothing to read on input." {
+        return None;
+    }
+    let key_file_named = o.key_file.is_some()
+        || o.new_keyfile.is_some()
+        || (o.positional.len() > 2
+            && matches!(
+                o.positional[0].as_str(),
+                "luksFormat" | "luksAddKey" | "luksRemoveKey" | "luksChangeKey" | "luksConvertKey"
+            ));
+    if key_file_named || std::io::stdin().is_terminal() || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(format!(
+        "Standard input is not a terminal and gave no passphrase: type it at a terminal, or \
+         pass a key file with -d FILE (see '{} help {}').",
+        program_name(),
+        o.positional[0]
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_argument_counts() {
+        assert_eq!(
+            required_args("open", "<device> [--type <type>] [<name>]"),
+            1
+        );
+        assert_eq!(required_args("luksKillSlot", "<device> <key slot>"), 2);
+        assert_eq!(required_args("benchmark", "[--cipher <cipher>]"), 0);
+        assert_eq!(required_args("image encrypt", "<plaintext> <image>"), 3);
+    }
+
+    #[test]
+    fn key_file_twice_is_counted() {
+        let argv: Vec<OsString> = ["lukskit", "luksDump", "img", "-d", "a", "--key-file=b"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(key_file_count(&argv), 2);
+        assert_eq!(key_file_count(&argv[..5]), 1);
+    }
+}
