@@ -219,9 +219,21 @@ impl KernelMapping {
         self.info.flags.suspended
     }
 
-    /// What `status` shows.
-    pub fn status(&self) -> Status {
+    /// What `status` shows. Like cryptsetup, the type (and the sector size) come from the
+    /// LUKS header, read from `header` or the mapped device: where it cannot be read (a
+    /// detached header not given) the type is `n/a` and the sector size 512.
+    pub fn status(&self, header: Option<&str>) -> Status {
         let t = &self.target;
+        let header_read = !self.is_luks()
+            || matches!(
+                lukskit_volume::volume::probe(header.unwrap_or(&self.device)),
+                Ok(Some(_))
+            );
+        let (kind, sector_size) = if header_read {
+            (self.kind.clone(), t.sector_size)
+        } else {
+            ("n/a".to_string(), 512)
+        };
         let dev = device_name(t.device);
         let f = &t.flags;
         let flags = [
@@ -239,14 +251,14 @@ impl KernelMapping {
             path: lukskit_dm::node::mapper_path(&self.name)
                 .display()
                 .to_string(),
-            kind: self.kind.clone(),
+            kind,
             cipher: t.cipher.clone(),
             key_bits: (t.key.size() * 8) as u32,
             key_in_keyring: t.key.in_keyring(),
             header: None,
             loop_file: loop_backing(&dev),
             device: dev,
-            sector_size: t.sector_size,
+            sector_size,
             offset_sectors: t.offset,
             size_sectors: t.sectors,
             iv_offset_sectors: t.iv_offset,

@@ -138,10 +138,10 @@ impl Mapping {
         })
     }
 
-    /// What `status` shows.
-    pub fn status(&self) -> Result<Status> {
+    /// What `status` shows (`header`: a detached header to read the type from).
+    pub fn status(&self, header: Option<&str>) -> Result<Status> {
         match self {
-            Mapping::Kernel(k) => Ok(k.status()),
+            Mapping::Kernel(k) => Ok(k.status(header)),
             Mapping::Userspace(u) => u.status(),
         }
     }

@@ -1,7 +1,8 @@
 //! The kernel backend against cryptsetup 2.6.1 and real dm-crypt (reference VM, script
 //! tests/refvm/kernel/open.sh): for LUKS2 (keyring key), LUKS1 (hex key), LUKS2 with
 //! Serpent and 4096-byte sectors, read-only with discards and every --perf-* flag, plain mode
-//! with --offset/--skip, and an image file (loop device), `lukskit open` must make the mapping
+//! with --offset/--skip, an image file (loop device) and a LUKS2 image with a detached header,
+//! `lukskit open` must make the mapping
 //! cryptsetup makes — the same `dmsetup table --showkeys` line, DM UUID (but for the name),
 //! attributes and `cryptsetup status` text — and `lukskit status` must print what
 //! `cryptsetup status` prints. cryptsetup closes lukskit's mappings and lukskit closes
@@ -17,13 +18,14 @@ mod refvm_common;
 
 use std::collections::BTreeMap;
 
-const CASES: [&str; 6] = [
+const CASES: [&str; 7] = [
     "luks2",
     "luks1",
     "luks2-4k-serpent",
     "luks2-flags",
     "plain",
     "image",
+    "detached",
 ];
 
 #[test]

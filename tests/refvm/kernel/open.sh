@@ -14,6 +14,8 @@ $cs luksFormat --type luks2 /dev/vda -d /tmp/k || exit 1
 $cs luksFormat --type luks1 /dev/vdb -d /tmp/k || exit 1
 $cs luksFormat --type luks2 --sector-size 4096 -c serpent-xts-plain64 /dev/vdc -d /tmp/k || exit 1
 $cs luksFormat --type luks2 /tmp/img -d /tmp/k || exit 1
+dd if=/dev/zero of=/tmp/img2 bs=1M count=24 2>/dev/null
+$cs luksFormat --type luks2 --header /tmp/hdr2 /tmp/img2 -d /tmp/k || exit 1
 capture() { # CASE TOOL NAME
     echo "== $1 $2"
     echo "table: $(dmsetup table --showkeys "$3" | sed 's/ [0-9]*:[0-9]* / DEV /')"
@@ -38,6 +40,7 @@ run luks2-4k-serpent -d /tmp/k /dev/vdc
 run luks2-flags -d /tmp/k --readonly --allow-discards --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue /dev/vda
 run plain --type plain -d /tmp/k32 -c aes-cbc-essiv:sha256 -s 256 --offset 8 --skip 16 /dev/vdb
 run image -d /tmp/k /tmp/img
+run detached --header /tmp/hdr2 -d /tmp/k /tmp/img2
 # luksSuspend / luksResume / resize: the same states as cryptsetup's, each tool resuming the
 # other's suspended mapping.
 lifecycle() { # TOOL-A TOOL-B: A opens, suspends, B resumes, A resizes down, then grows

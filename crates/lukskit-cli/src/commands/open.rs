@@ -395,7 +395,7 @@ pub fn close(o: &Opts, args: &[String]) -> Result<()> {
 }
 
 /// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).
-pub fn status(_o: &Opts, args: &[String]) -> Result<()> {
+pub fn status(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let name = activate::mapping_name(&args[0]);
     let Some(m) = activate::find(name).map_err(activation_error)? else {
@@ -405,7 +405,7 @@ pub fn status(_o: &Opts, args: &[String]) -> Result<()> {
             message: String::new(),
         });
     };
-    let st = m.status().map_err(activation_error)?;
+    let st = m.status(o.header.as_deref()).map_err(activation_error)?;
     print!("{}", format_status(&st));
     Ok(())
 }
