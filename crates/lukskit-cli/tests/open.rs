@@ -397,6 +397,14 @@ fn no_loop_serves_only_the_fuse_file() {
     open(&m, &img, &key, &["--no-loop"]);
     assert!(!Path::new(&m.dev()).exists());
     let fuse = format!("/run/lukskit/{}/device", m.name);
+    // The serving process is named after the volume in `ps`.
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", m.pid())).unwrap();
+    let argv0 = cmdline.split(|&b| b == 0).next().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(argv0),
+        format!("lukskit: {}", m.name),
+        "name of the serving process"
+    );
     let size = std::fs::metadata(&fuse).unwrap().len();
     assert_eq!(
         size,

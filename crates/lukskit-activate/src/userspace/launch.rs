@@ -20,7 +20,10 @@ pub const SERVE_ARG: &str = "__serve";
 /// Start the serving process for `config` and wait until the device is usable (or the
 /// serving process says why not).
 pub fn start(config: &MappingConfig, key: &SecretBuf) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    // `ps` shows the serving process as `lukskit: NAME`.
     let mut child = Command::new("/proc/self/exe")
+        .arg0(format!("lukskit: {}", config.name))
         .arg(SERVE_ARG)
         .arg(&config.name)
         .stdin(Stdio::piped())
