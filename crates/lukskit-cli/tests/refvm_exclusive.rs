@@ -11,27 +11,13 @@ use std::collections::BTreeMap;
 #[test]
 fn lukskit_and_cryptsetup_refuse_each_others_devices_alike() {
     const T: &str = "refvm_exclusive";
-    if !refvm_common::vm_ready(T) {
-        return;
-    }
     let dir = common::tmp();
-    let disks: Vec<String> = ["a", "b", "c"]
-        .iter()
-        .map(|n| common::sparse(dir.path(), &format!("{n}.img"), 64 << 20))
-        .collect();
-    let script = refvm_common::refvm_dir().join("exclusive/exclusive.sh");
-    let mut args = vec![script.as_os_str()];
-    args.extend(disks.iter().map(|d| std::ffi::OsStr::new(d.as_str())));
     // About 90 s on an idle host here (one boot).
-    let r = refvm_common::run_vm(T, refvm_common::timeout_for(90), &args, true);
-    if !r.ran(T) {
+    let Some(r) =
+        refvm_common::run_script_on_blank_disks(T, "exclusive/exclusive.sh", dir.path(), 3, 90)
+    else {
         return;
-    }
-    assert_eq!(
-        r.code, 0,
-        "exclusive.sh in the VM: {}{}",
-        r.stdout, r.stderr
-    );
+    };
     assert!(r.stdout.contains("exclusive: done"), "{}", r.stdout);
     assert!(
         !r.stdout.contains("mount of a claimed device succeeded"),

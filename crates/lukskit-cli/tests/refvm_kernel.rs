@@ -31,24 +31,13 @@ const CASES: [&str; 7] = [
 #[test]
 fn kernel_mappings_match_cryptsetup() {
     const T: &str = "refvm_kernel";
-    if !refvm_common::vm_ready(T) {
-        return;
-    }
     let dir = common::tmp();
-    let disks: Vec<String> = ["a", "b", "c"]
-        .iter()
-        .map(|n| common::sparse(dir.path(), &format!("{n}.img"), 64 << 20))
-        .collect();
-    let script = refvm_common::refvm_dir().join("kernel/open.sh");
-    let mut args = vec![script.as_os_str()];
-    args.extend(disks.iter().map(|d| std::ffi::OsStr::new(d.as_str())));
     // About 150 s on an idle host here (one boot).
-    let r = refvm_common::run_vm(T, refvm_common::timeout_for(150), &args, true);
-    if !r.ran(T) {
+    let Some(r) = refvm_common::run_script_on_blank_disks(T, "kernel/open.sh", dir.path(), 3, 150)
+    else {
         return;
-    }
+    };
     let out = &r.stdout;
-    assert_eq!(r.code, 0, "open.sh in the VM: {out}{}", r.stderr);
     assert!(out.contains("kernel: done"), "{out}");
     // (case, tool) -> lines of its block, with the mapping name normalised.
     let mut blocks: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();

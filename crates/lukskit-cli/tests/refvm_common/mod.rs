@@ -193,3 +193,41 @@ pub fn prepare() -> Result<(), String> {
         ),
     }
 }
+
+/// Run `tests/refvm/SCRIPT` in the VM with lukskit and `disks` blank 64 MiB disks (made in
+/// `dir`), with the timeout for a run of about `expected` seconds. `None` when the VM cannot
+/// be had here and [`skip_or_fail`] allowed a skip; otherwise the run, which must have
+/// exited 0.
+pub fn run_script_on_blank_disks(
+    test: &str,
+    script: &str,
+    dir: &Path,
+    disks: usize,
+    expected: u64,
+) -> Option<VmRun> {
+    if !vm_ready(test) {
+        return None;
+    }
+    let images: Vec<String> = (0..disks)
+        .map(|i| {
+            let p = dir.join(format!("disk{i}.img"));
+            std::fs::File::create(&p)
+                .and_then(|f| f.set_len(64 << 20))
+                .expect("blank disk image");
+            p.display().to_string()
+        })
+        .collect();
+    let script = refvm_dir().join(script);
+    let mut args = vec![script.as_os_str()];
+    args.extend(images.iter().map(|d| std::ffi::OsStr::new(d.as_str())));
+    let r = run_vm(test, timeout_for(expected), &args, true);
+    if !r.ran(test) {
+        return None;
+    }
+    assert_eq!(
+        r.code, 0,
+        "{test}: {script:?} in the VM: {}{}",
+        r.stdout, r.stderr
+    );
+    Some(r)
+}
