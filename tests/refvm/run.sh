@@ -83,7 +83,7 @@ MODULES=(
     drivers/char/hw_random/virtio-rng.ko
     drivers/block/loop.ko drivers/block/nbd.ko
     fs/ext4 fs/fuse fs/fat fs/9p net/9p/9pnet_virtio.ko
-    drivers/scsi/scsi_debug.ko drivers/scsi/sd_mod.ko
+    drivers/scsi/scsi_debug.ko drivers/scsi/sd_mod.ko fs/nls fs/xfs
 )
 # Never included: tcrypt is the kernel's self-test module (loading it always fails).
 MODULES_EXCLUDE=(crypto/tcrypt.ko drivers/md/md-cluster.ko)
