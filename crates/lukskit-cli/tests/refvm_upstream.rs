@@ -146,6 +146,8 @@ struct Outcome {
     out: Vec<String>,
     /// The last commands of the tool (command line, standard error, exit status).
     cmds: Vec<String>,
+    /// Lines of the output that report a failed check.
+    fails: Vec<String>,
 }
 
 impl Outcome {
@@ -227,13 +229,13 @@ fn parse(stdout: &str) -> (BTreeMap<(String, String), Outcome>, bool) {
                 }
                 res.insert((script, tool), o);
             }
-            "out" | "cmd" => {
+            "out" | "cmd" | "fail" => {
                 let text = rest.strip_prefix("| ").unwrap_or(rest).to_string();
                 if let Some(o) = res.get_mut(&(script, tool)) {
-                    if kind == "out" {
-                        o.out.push(text);
-                    } else {
-                        o.cmds.push(text);
+                    match kind {
+                        "out" => o.out.push(text),
+                        "fail" => o.fails.push(text),
+                        _ => o.cmds.push(text),
                     }
                 }
             }
@@ -403,6 +405,9 @@ fn print_report(sel: &[(String, u64)], res: &BTreeMap<(String, String), Outcome>
             l.summary(s),
             c.summary(s)
         ));
+        for o in &l.fails {
+            say(&format!("    ! {o}"));
+        }
         for o in l.out.iter().rev().take(6).rev() {
             say(&format!("    | {o}"));
         }
@@ -553,6 +558,7 @@ fn parses_the_records() {
         suite: result a-test lukskit rc=2 secs=3 lines=7 skips=0 timeout=0 limit=60\n\
         suite: out a-test lukskit | FAILED backtrace:\n\
         suite: out a-test lukskit | 128 ./a-test\n\
+        suite: fail a-test lukskit | x.img...Validation rejected correct value\n\
         suite: cmd a-test lukskit | $ cryptsetup luksDump x\n\
         suite: cmd a-test lukskit |   Device x is not a valid LUKS device.\n\
         suite: cmd a-test lukskit | => exit 1\n\
@@ -565,5 +571,6 @@ fn parses_the_records() {
     assert!(!l.passed());
     assert_eq!(l.stop_line("a-test"), Some(128));
     assert_eq!(l.cmds.len(), 3);
+    assert_eq!(l.fails, ["x.img...Validation rejected correct value"]);
     assert_eq!(l.summary("a-test"), "FAIL rc=2 line 128 3s (7 lines)");
 }

@@ -22,6 +22,7 @@
 #   suite: env KEY VALUE
 #   suite: result SCRIPT TOOL rc=N secs=S lines=L skips=K timeout=0|1
 #   suite: out SCRIPT TOOL | LINE           (the last lines of the script's output)
+#   suite: fail SCRIPT TOOL | LINE          (lines of the output that report a failed check)
 #   suite: cmd SCRIPT TOOL | LINE           (the last commands of the command log)
 #   suite: done
 # rc is the script's exit status (0 pass, 77 skipped, 124 stopped by the time limit); lines the
@@ -170,6 +171,9 @@ run_one() { # script tool limit
     skips=$(grep -ciE 'skip|N/A|not supported|unsupported|not available' "$out")
     say "result $s $tool rc=$rc secs=$secs lines=$lines skips=$skips timeout=$to limit=$limit"
     grep -v '^[[:space:]]*$' "$out" | tail -n "$OUT_TAIL" | sed "s|^|suite: out $s $tool \| |"
+    # Every line that reports a failed check (some scripts go on after one and fail at the end).
+    grep -iE 'fail|wrong|mismatch' "$out" | grep -vE '^FAILED backtrace|\.\.\.(done|OK|PASSED)$' | head -n 40 | cut -c1-300 |
+        sed "s|^|suite: fail $s $tool \| |"
     # The last commands: each starts with "$ cryptsetup", then its stderr, then "=> exit N".
     awk -v n="$CMD_TAIL" '/^\$ cryptsetup/ { c++ } { line[NR] = $0; cmd[NR] = c }
         END { for (i = 1; i <= NR; i++) if (cmd[i] > c - n) print line[i] }' "$CMDLOG" |
