@@ -47,6 +47,9 @@ PACKAGES=(
     e2fsprogs libext2fs2 libcom-err2 libss2
     mdadm
     util-linux mount
+    # cryptsetup's own test scripts (tests/refvm/upstream): bash, keyctl, jq and GNU_PACKAGES.
+    bash keyutils libkeyutils1 jq libjq1 libonig5
+    coreutils grep sed findutils diffutils sharutils xz-utils
 )
 # Programs installed from those packages (they win over busybox applets of the same name).
 BINARIES=(
@@ -57,10 +60,15 @@ BINARIES=(
     mke2fs e2fsck tune2fs dumpe2fs resize2fs debugfs
     mdadm
     mount umount losetup blkid wipefs blockdev lsblk
+    bash keyctl jq
 )
+# Every program of these packages goes into /opt/gnu/bin, which is not on PATH: scripts written
+# for a GNU userland rather than busybox (cryptsetup's own tests) put it first in theirs.
+GNU_PACKAGES=(coreutils grep sed findutils diffutils sharutils xz-utils util-linux mount)
 # name=target symlinks next to the binaries above.
 LINKS=(
     sh=dash
+    dmstats=dmsetup
     modprobe=kmod insmod=kmod rmmod=kmod lsmod=kmod modinfo=kmod depmod=kmod
     mkfs.ext2=mke2fs mkfs.ext3=mke2fs mkfs.ext4=mke2fs
     fsck.ext2=e2fsck fsck.ext3=e2fsck fsck.ext4=e2fsck
@@ -75,6 +83,7 @@ MODULES=(
     drivers/char/hw_random/virtio-rng.ko
     drivers/block/loop.ko drivers/block/nbd.ko
     fs/ext4 fs/fuse fs/fat fs/9p net/9p/9pnet_virtio.ko
+    drivers/scsi/scsi_debug.ko drivers/scsi/sd_mod.ko fs/nls fs/xfs
 )
 # Never included: tcrypt is the kernel's self-test module (loading it always fails).
 MODULES_EXCLUDE=(crypto/tcrypt.ko drivers/md/md-cluster.ko)
@@ -441,6 +450,18 @@ build() {
         [ -n "$src" ] || die "$bin not found in the packages"
         rm -f "$R/usr/bin/$bin" "$R/usr/sbin/$bin"
         case "$src" in */sbin/*) install_elf "$src" "$R" "usr/sbin/$bin" ;; *) install_elf "$src" "$R" "usr/bin/$bin" ;; esac
+    done
+    local gpkg gdeb
+    for gpkg in "${GNU_PACKAGES[@]}"; do
+        gdeb=
+        for f in "${DEBS[@]}"; do
+            case "$(basename "$f")" in "${gpkg}_"*) gdeb=$f ;; esac
+        done
+        [ -n "$gdeb" ] || die "GNU_PACKAGES: $gpkg is not in PACKAGES"
+        dpkg-deb -c "$gdeb" | awk '$1 ~ /^-/ { print $6 }' | grep -E '^\./(usr/)?s?bin/[^/]+$' |
+            while read -r src; do
+                install_elf "$U/${src#./}" "$R" "opt/gnu/bin/$(basename "$src")"
+            done
     done
     # OpenSSL's legacy provider: cryptsetup needs it for whirlpool (and other legacy hashes).
     for f in "$U"/usr/lib/x86_64-linux-gnu/ossl-modules/*.so; do

@@ -1,0 +1,576 @@
+//! cryptsetup 2.6.1's own test scripts (`../shared/cryptsetup-2.6.1-tests`, upstream's
+//! `tests/`) in the reference VM, against real cryptsetup 2.6.1 and against lukskit.
+//!
+//! The scripts are read from `../shared` at run time (never copied into the repository), packed
+//! with a `differ` compiled from their `differ.c`, and shipped into the VM, where
+//! `tests/refvm/upstream/run-suite.sh` runs each selected script from a fresh copy, first with
+//! the reference cryptsetup and then with lukskit as `$CRYPTSETUP_PATH/cryptsetup`, under the
+//! same time limit, and reports how far each got. This test prints the per-script table and,
+//! for every script lukskit does not pass yet, where it stopped and the last commands it ran
+//! with their messages (the list of gaps).
+//!
+//! What it asserts: every script on [`RATCHET`] (each verified to pass with lukskit) passes
+//! with real cryptsetup in the VM (otherwise the environment is broken and nothing can be
+//! checked) and passes with lukskit — exit status 0 and no more "skip" lines than real
+//! cryptsetup printed (a skipped part is not a pass). A ratchet script that regresses, is
+//! skipped or does not run fails the test. The others are reported as "not yet".
+//!
+//! Selection: [`DEFAULT`] fits the CI budget (about 20-25 minutes of VM time); [`SLOW`] is left
+//! out for time; `LUKSKIT_UPSTREAM=all` runs both; `LUKSKIT_UPSTREAM_SCRIPTS="a b"` runs the
+//! named scripts (plus the ratchet list). [`NOT_RUN`] lists the scripts that cannot run here and
+//! why. `LUKSKIT_UPSTREAM_TESTS=DIR` reads the scripts from elsewhere.
+
+mod common;
+mod refvm_common;
+
+use lukskit_testkit::skip_or_fail;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Scripts run by default, with their time limit in seconds (the same for both tools; about
+/// 2.5 times what the slower of real cryptsetup and lukskit takes in the VM here, so that a
+/// loaded host does not cut a run short). Together about 20 minutes of VM time.
+const DEFAULT: &[(&str, u64)] = &[
+    ("00modules-test", 60),
+    ("discards-test", 120),
+    ("keyring-compat-test", 120),
+    ("password-hash-test", 180),
+    ("compat-args-test", 360),
+    ("device-test", 360),
+    ("luks1-compat-test", 480),
+    ("luks2-validation-test", 360),
+    ("align-test", 600),
+];
+
+/// Scripts left out of the default run for time (run them with `LUKSKIT_UPSTREAM=all`), with
+/// their time limit and why (times of real cryptsetup in the VM on the 2-core development
+/// host, which is about what CI has).
+const SLOW: &[(&str, u64, &str)] = &[
+    (
+        "align-test2",
+        900,
+        "LUKS2 alignment on scsi_debug disks: over 200 s with real cryptsetup",
+    ),
+    (
+        "luks2-integrity-test",
+        1200,
+        "dm-integrity formats wipe the device: over 200 s with real cryptsetup",
+    ),
+    (
+        "luks2-reencryption-mangle-test",
+        1200,
+        "over 200 s with real cryptsetup",
+    ),
+    (
+        "reencryption-compat-test",
+        1200,
+        "over 200 s with real cryptsetup",
+    ),
+    (
+        "compat-test",
+        1800,
+        "LUKS1 end to end, many PBKDF runs: well over 200 s with real cryptsetup",
+    ),
+    (
+        "compat-test2",
+        2400,
+        "LUKS2 end to end, Argon2 keyslots: well over 200 s with real cryptsetup",
+    ),
+    (
+        "mode-test",
+        1800,
+        "~55 cipher modes x plain/LUKS1/LUKS2: about 15 minutes with real cryptsetup",
+    ),
+    (
+        "luks2-reencryption-test",
+        3600,
+        "reencryption of many layouts: well over 200 s with real cryptsetup",
+    ),
+];
+
+/// Scripts of the directory that are not run, and why.
+const NOT_RUN: &[(&str, &str)] = &[
+    (
+        "api-test, api-test-2",
+        "C programs against libcryptsetup's API, not the command line",
+    ),
+    (
+        "blockwise-compat-test",
+        "needs unit-utils-io, built from cryptsetup's lib/ sources",
+    ),
+    (
+        "unit-wipe-test",
+        "needs unit-wipe, built against libcryptsetup's internals",
+    ),
+    ("run-all-symbols", "checks libcryptsetup's exported symbols"),
+    (
+        "keyring-test",
+        "exercises dm-crypt and the kernel keyring with dmsetup only, no cryptsetup",
+    ),
+    (
+        "verity-compat-test",
+        "veritysetup, which lukskit does not provide",
+    ),
+    (
+        "integrity-compat-test",
+        "integritysetup, which lukskit does not provide",
+    ),
+    (
+        "ssh-test-plugin",
+        "needs an SSH server and the cryptsetup-ssh token plugin",
+    ),
+    (
+        "systemd-test-plugin",
+        "needs systemd-cryptenroll, a TPM simulator and a build tree",
+    ),
+];
+
+/// Scripts lukskit passes today, each verified in the VM (exit status 0 and no more skipped
+/// parts than real cryptsetup). A regression of any of them fails the test; add a script here
+/// once it passes.
+const RATCHET: &[&str] = &["00modules-test", "discards-test", "luks1-compat-test"];
+
+const TOOLS: [&str; 2] = ["cryptsetup", "lukskit"];
+
+/// One script run with one tool, as run-suite.sh reported it.
+#[derive(Debug, Default, Clone)]
+struct Outcome {
+    rc: i32,
+    secs: u64,
+    lines: u64,
+    skips: u64,
+    timed_out: bool,
+    limit: u64,
+    /// The last lines of the script's output.
+    out: Vec<String>,
+    /// The last commands of the tool (command line, standard error, exit status).
+    cmds: Vec<String>,
+    /// Lines of the output that report a failed check.
+    fails: Vec<String>,
+}
+
+impl Outcome {
+    fn passed(&self) -> bool {
+        self.rc == 0 && !self.timed_out
+    }
+
+    /// The line of the script where it stopped, from the backtrace its `fail` prints
+    /// ("NNN main ./script" or "NNN ./script").
+    fn stop_line(&self, script: &str) -> Option<u64> {
+        let me = format!("./{script}");
+        self.out.iter().rev().find_map(|l| {
+            let mut it = l.split_whitespace();
+            let n = it.next()?.parse::<u64>().ok()?;
+            let rest: Vec<&str> = it.collect();
+            (rest.last() == Some(&me.as_str())).then_some(n)
+        })
+    }
+
+    /// Short description: "pass 34s", "FAIL rc=2 line 128 (5 lines) 3s", "TIMEOUT 180s", ...
+    fn summary(&self, script: &str) -> String {
+        if self.timed_out {
+            return format!("TIMEOUT {}s ({} lines)", self.limit, self.lines);
+        }
+        match self.rc {
+            0 => format!(
+                "pass {}s ({} lines, {} skip)",
+                self.secs, self.lines, self.skips
+            ),
+            77 => format!("SKIP {}s ({} lines)", self.secs, self.lines),
+            125 => "not installed in the VM".to_string(),
+            126 => "script missing".to_string(),
+            rc => {
+                let at = self
+                    .stop_line(script)
+                    .map_or(String::new(), |n| format!(" line {n}"));
+                format!("FAIL rc={rc}{at} {}s ({} lines)", self.secs, self.lines)
+            }
+        }
+    }
+}
+
+/// Parse run-suite.sh's records: (script, tool) -> outcome, and whether it reached its end.
+fn parse(stdout: &str) -> (BTreeMap<(String, String), Outcome>, bool) {
+    let mut res: BTreeMap<(String, String), Outcome> = BTreeMap::new();
+    let mut done = false;
+    for line in stdout.lines() {
+        let Some(rec) = line.strip_prefix("suite: ") else {
+            continue;
+        };
+        if rec == "done" {
+            done = true;
+            continue;
+        }
+        let mut it = rec.splitn(4, ' ');
+        let (kind, script, tool, rest) = (
+            it.next().unwrap_or(""),
+            it.next().unwrap_or("").to_string(),
+            it.next().unwrap_or("").to_string(),
+            it.next().unwrap_or(""),
+        );
+        match kind {
+            "result" => {
+                let mut o = Outcome::default();
+                for kv in rest.split(' ') {
+                    let Some((k, v)) = kv.split_once('=') else {
+                        continue;
+                    };
+                    let n = v.parse::<i64>().unwrap_or(-1);
+                    match k {
+                        "rc" => o.rc = n as i32,
+                        "secs" => o.secs = n.max(0) as u64,
+                        "lines" => o.lines = n.max(0) as u64,
+                        "skips" => o.skips = n.max(0) as u64,
+                        "timeout" => o.timed_out = n == 1,
+                        "limit" => o.limit = n.max(0) as u64,
+                        _ => {}
+                    }
+                }
+                res.insert((script, tool), o);
+            }
+            "out" | "cmd" | "fail" => {
+                let text = rest.strip_prefix("| ").unwrap_or(rest).to_string();
+                if let Some(o) = res.get_mut(&(script, tool)) {
+                    match kind {
+                        "out" => o.out.push(text),
+                        "fail" => o.fails.push(text),
+                        _ => o.cmds.push(text),
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    (res, done)
+}
+
+/// The selected scripts with their time limits.
+fn selection() -> Vec<(String, u64)> {
+    let limit_of = |name: &str| {
+        DEFAULT
+            .iter()
+            .map(|&(n, l)| (n, l))
+            .chain(SLOW.iter().map(|&(n, l, _)| (n, l)))
+            .find(|&(n, _)| n == name)
+            .map_or(600, |(_, l)| l)
+    };
+    let mut names: Vec<String> = if let Ok(list) = std::env::var("LUKSKIT_UPSTREAM_SCRIPTS") {
+        list.split_whitespace().map(str::to_string).collect()
+    } else if std::env::var("LUKSKIT_UPSTREAM").as_deref() == Ok("all") {
+        DEFAULT
+            .iter()
+            .map(|&(n, _)| n)
+            .chain(SLOW.iter().map(|&(n, _, _)| n))
+            .map(str::to_string)
+            .collect()
+    } else {
+        DEFAULT.iter().map(|&(n, _)| n.to_string()).collect()
+    };
+    // The ratchet list always runs.
+    for r in RATCHET {
+        if !names.iter().any(|n| n == r) {
+            names.insert(0, r.to_string());
+        }
+    }
+    names
+        .into_iter()
+        .map(|n| {
+            let l = limit_of(&n);
+            (n, l)
+        })
+        .collect()
+}
+
+/// The upstream test directory: `LUKSKIT_UPSTREAM_TESTS` or `../shared/cryptsetup-2.6.1-tests`
+/// next to the repository.
+fn upstream_dir() -> PathBuf {
+    std::env::var_os("LUKSKIT_UPSTREAM_TESTS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/cryptsetup-2.6.1-tests"),
+        PathBuf::from,
+    )
+}
+
+/// Pack `src` as `tests/` with a compiled `tests/differ` into `dir/upstream-tests.tar`;
+/// `Err(reason)` when a host tool is missing.
+fn pack(src: &Path, dir: &Path) -> Result<PathBuf, String> {
+    let build = dir.join("build/tests");
+    std::fs::create_dir_all(&build).unwrap();
+    let differ = build.join("differ");
+    let cc = |extra: &[&str]| {
+        Command::new("cc")
+            .args(["-O2", "-o"])
+            .arg(&differ)
+            .arg(src.join("differ.c"))
+            .args(extra)
+            .output()
+    };
+    match cc(&["-static"]) {
+        Ok(o) if o.status.success() => {}
+        Ok(_) => {
+            // No static libc: the VM has the host's libc.
+            let o = cc(&[]).map_err(|e| format!("cc: {e}"))?;
+            assert!(
+                o.status.success(),
+                "cc differ.c: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        Err(e) => {
+            return Err(format!(
+                "cannot run cc to compile differ.c ({e}): install gcc (apt-get install gcc)"
+            ))
+        }
+    }
+    let tar = dir.join("upstream-tests.tar");
+    let parent = src.parent().expect("the test directory has a parent");
+    let name = src.file_name().expect("the test directory has a name");
+    let transform = format!("s,^{},tests,", name.to_string_lossy());
+    let st = Command::new("tar")
+        .args(["--mode=u+w", "--transform", &transform, "-cf"])
+        .arg(&tar)
+        .arg("-C")
+        .arg(parent)
+        .arg(name)
+        .status()
+        .map_err(|e| format!("cannot run tar: {e}"))?;
+    assert!(st.success(), "tar of {} failed", src.display());
+    let st = Command::new("tar")
+        .args(["--mode=u+w", "-rf"])
+        .arg(&tar)
+        .arg("-C")
+        .arg(dir.join("build"))
+        .arg("tests/differ")
+        .status()
+        .map_err(|e| format!("cannot run tar: {e}"))?;
+    assert!(st.success(), "tar -r differ failed");
+    Ok(tar)
+}
+
+fn print_report(sel: &[(String, u64)], res: &BTreeMap<(String, String), Outcome>) {
+    let say = refvm_common::say;
+    let get = |s: &str, t: &str| res.get(&(s.to_string(), t.to_string()));
+    say("refvm_upstream: cryptsetup 2.6.1's test scripts in the reference VM");
+    say(&format!(
+        "{:<32} {:<44} {:<44} {}",
+        "script", "cryptsetup 2.6.1", "lukskit", "verdict"
+    ));
+    for (s, _) in sel {
+        let c = get(s, "cryptsetup");
+        let l = get(s, "lukskit");
+        let sum = |o: Option<&Outcome>| o.map_or("not run".to_string(), |o| o.summary(s));
+        let verdict = match (c, l) {
+            (Some(c), Some(l)) if c.passed() && l.passed() && l.skips <= c.skips => {
+                if RATCHET.contains(&s.as_str()) {
+                    "pass (ratchet)"
+                } else {
+                    "PASS: add it to RATCHET"
+                }
+            }
+            (Some(c), Some(l)) if c.passed() && l.passed() => "more skipped parts than cryptsetup",
+            (Some(c), _) if !c.passed() => "reference fails in the VM",
+            (Some(_), Some(_)) => "not yet",
+            _ => "not run",
+        };
+        say(&format!(
+            "{:<32} {:<44} {:<44} {}",
+            s,
+            sum(c),
+            sum(l),
+            verdict
+        ));
+    }
+    for (s, why) in NOT_RUN {
+        say(&format!("{s:<32} not run: {why}"));
+    }
+    if std::env::var("LUKSKIT_UPSTREAM").as_deref() != Ok("all") {
+        for (s, _, why) in SLOW {
+            if !sel.iter().any(|(n, _)| n == s) {
+                say(&format!(
+                    "{s:<32} left out for time (LUKSKIT_UPSTREAM=all): {why}"
+                ));
+            }
+        }
+    }
+    say("refvm_upstream: where lukskit stops (last output lines, then its last commands):");
+    for (s, _) in sel {
+        let (Some(c), Some(l)) = (get(s, "cryptsetup"), get(s, "lukskit")) else {
+            continue;
+        };
+        if l.passed() && l.skips <= c.skips {
+            continue;
+        }
+        say(&format!(
+            "--- {s}: lukskit {} / cryptsetup {}",
+            l.summary(s),
+            c.summary(s)
+        ));
+        for o in &l.fails {
+            say(&format!("    ! {o}"));
+        }
+        for o in l.out.iter().rev().take(6).rev() {
+            say(&format!("    | {o}"));
+        }
+        for o in &l.cmds {
+            say(&format!("    $ {}", o.trim_start_matches("$ ")));
+        }
+    }
+}
+
+#[test]
+fn upstream_scripts_against_cryptsetup_and_lukskit() {
+    const T: &str = "refvm_upstream";
+    let src = upstream_dir();
+    if !src.join("compat-test").is_file() {
+        skip_or_fail(
+            T,
+            &format!(
+                "cryptsetup 2.6.1's test scripts are not at {} (../shared/cryptsetup-2.6.1-tests \
+                 next to the repository, or LUKSKIT_UPSTREAM_TESTS=DIR)",
+                src.display()
+            ),
+        );
+        return;
+    }
+    if !refvm_common::vm_ready(T) {
+        return;
+    }
+    let dir = common::tmp();
+    let tar = match pack(&src, dir.path()) {
+        Ok(t) => t,
+        Err(why) => {
+            skip_or_fail(T, &why);
+            return;
+        }
+    };
+    let sel = selection();
+    let entries: Vec<String> = sel.iter().map(|(n, l)| format!("{n}:{l}")).collect();
+    let conf = common::write_file(
+        dir.path(),
+        "suite.conf",
+        format!(
+            "SUITE_SCRIPTS=\"{}\"\nSUITE_TOOLS=\"{}\"\n",
+            entries.join(" "),
+            TOOLS.join(" ")
+        )
+        .as_bytes(),
+    );
+    // A scratch disk for the scripts' images (sparse; the guest formats it).
+    let work = common::sparse(dir.path(), "work.img", 6 << 30);
+    let script = refvm_common::refvm_dir().join("upstream/run-suite.sh");
+    let tar_s = tar.to_string_lossy().into_owned();
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "--mem".as_ref(),
+        "2048".as_ref(),
+        "--copy".as_ref(),
+        tar_s.as_ref(),
+        "--copy".as_ref(),
+        conf.as_ref(),
+        script.as_os_str(),
+        work.as_ref(),
+    ];
+    // Each script run is stopped by its own limit inside the VM; the VM's timeout only has to
+    // cover all of them at their limits plus the boot.
+    let budget: u64 = sel.iter().map(|(_, l)| 2 * l + 10).sum::<u64>() + 300;
+    let r = refvm_common::run_vm(
+        T,
+        refvm_common::timeout_for(budget / 4).max(budget),
+        &args,
+        true,
+    );
+    if !r.ran(T) {
+        return;
+    }
+    let (res, done) = parse(&r.stdout);
+    print_report(&sel, &res);
+    assert!(
+        r.code == 0 && done,
+        "run-suite.sh did not finish (exit status {}): {}{}",
+        r.code,
+        r.stdout,
+        r.stderr
+    );
+    let mut bad = Vec::new();
+    for name in RATCHET {
+        let get = |t: &str| res.get(&(name.to_string(), t.to_string()));
+        match (get("cryptsetup"), get("lukskit")) {
+            (Some(c), Some(l)) => {
+                if !c.passed() {
+                    bad.push(format!(
+                        "{name}: real cryptsetup does not pass it in the VM ({}): the \
+                         environment is broken, lukskit cannot be checked",
+                        c.summary(name)
+                    ));
+                } else if !l.passed() {
+                    bad.push(format!(
+                        "{name}: lukskit regressed: {} (last output: {:?}; last commands: {:?})",
+                        l.summary(name),
+                        l.out,
+                        l.cmds
+                    ));
+                } else if l.skips > c.skips {
+                    bad.push(format!(
+                        "{name}: lukskit skipped parts real cryptsetup ran ({} skip lines \
+                         against {}): {:?}",
+                        l.skips, c.skips, l.out
+                    ));
+                }
+            }
+            _ => bad.push(format!("{name}: not run in the VM")),
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "ratchet scripts that no longer pass:\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The lists are consistent: every ratchet script runs by default, no script is in two lists.
+#[test]
+fn lists_are_consistent() {
+    for r in RATCHET {
+        assert!(
+            DEFAULT.iter().any(|&(n, _)| n == *r),
+            "{r} is on the ratchet list but not in DEFAULT"
+        );
+    }
+    for (n, _, _) in SLOW {
+        assert!(
+            !DEFAULT.iter().any(|&(d, _)| d == *n),
+            "{n} is in DEFAULT and SLOW"
+        );
+    }
+    let default_time: u64 = DEFAULT.iter().map(|&(_, l)| 2 * l).sum();
+    // The limits are upper bounds; the default run must still fit CI at its worst.
+    assert!(
+        default_time <= 90 * 60,
+        "DEFAULT's worst case is {default_time} s of VM time"
+    );
+}
+
+/// run-suite.sh's records are parsed as written.
+#[test]
+fn parses_the_records() {
+    let out = "suite: env kernel x\n\
+        suite: result a-test cryptsetup rc=0 secs=12 lines=40 skips=1 timeout=0 limit=60\n\
+        suite: out a-test cryptsetup | [1] ok\n\
+        suite: result a-test lukskit rc=2 secs=3 lines=7 skips=0 timeout=0 limit=60\n\
+        suite: out a-test lukskit | FAILED backtrace:\n\
+        suite: out a-test lukskit | 128 ./a-test\n\
+        suite: fail a-test lukskit | x.img...Validation rejected correct value\n\
+        suite: cmd a-test lukskit | $ cryptsetup luksDump x\n\
+        suite: cmd a-test lukskit |   Device x is not a valid LUKS device.\n\
+        suite: cmd a-test lukskit | => exit 1\n\
+        suite: done\n";
+    let (res, done) = parse(out);
+    assert!(done);
+    let c = &res[&("a-test".to_string(), "cryptsetup".to_string())];
+    assert!(c.passed() && c.skips == 1 && c.secs == 12 && c.limit == 60);
+    let l = &res[&("a-test".to_string(), "lukskit".to_string())];
+    assert!(!l.passed());
+    assert_eq!(l.stop_line("a-test"), Some(128));
+    assert_eq!(l.cmds.len(), 3);
+    assert_eq!(l.fails, ["x.img...Validation rejected correct value"]);
+    assert_eq!(l.summary("a-test"), "FAIL rc=2 line 128 3s (7 lines)");
+}
