@@ -1,7 +1,7 @@
 //! LUKS2 metadata edits that need no key: label, subsystem, keyslot priority, tokens;
 //! and `repair` of damaged header copies.
 
-use crate::error::{Result, VolumeError};
+use crate::error::{DeviceOp, KeyslotError, ParamError, Result, TokenError, VolumeError};
 use crate::luks1_keys;
 use crate::volume::{Header, Volume};
 use lukskit_format::luks2::{self, Luks2Header};
@@ -13,9 +13,7 @@ pub fn parse_priority(s: &str) -> Result<u32> {
         "ignore" => Ok(0),
         "normal" => Ok(1),
         "prefer" => Ok(2),
-        _ => Err(VolumeError::invalid(
-            "Option --priority can be only ignore/normal/prefer.".to_string(),
-        )),
+        _ => Err(ParamError::Priority.into()),
     }
 }
 
@@ -24,9 +22,9 @@ impl Volume {
         let path = self.dev.path().to_string();
         match &mut self.header {
             Header::Luks2(h) => Ok(h),
-            Header::Luks1(_) => Err(VolumeError::invalid(format!(
-                "Device {path} is not a valid LUKS2 device."
-            ))),
+            Header::Luks1(_) => Err(VolumeError::NotLuks2 {
+                path: path.to_string(),
+            }),
         }
     }
 
@@ -69,9 +67,7 @@ impl Volume {
         self.check_requirements_for_write()?;
         let h = self.luks2_mut()?;
         if h.keyslot(slot)?.is_none() {
-            return Err(VolumeError::invalid(format!(
-                "Keyslot {slot} is not active."
-            )));
+            return Err(KeyslotError::NotActive { slot }.into());
         }
         h.set_keyslot_priority(slot, priority)?;
         self.write_header()
@@ -84,15 +80,13 @@ impl Volume {
         if let Some(i) = id {
             let exists = h.tokens()?.iter().any(|t| t.id == i);
             if exists && !replace {
-                return Err(VolumeError::invalid(format!("Token {i} in use.")));
+                return Err(TokenError::InUse { id: i }.into());
             }
             if !exists && replace {
-                return Err(VolumeError::invalid(format!("Token {i} is not in use.")));
+                return Err(TokenError::NotInUse { id: i }.into());
             }
         } else if replace {
-            return Err(VolumeError::invalid(
-                "Option --token-replace requires --token-id.",
-            ));
+            return Err(ParamError::TokenReplaceNeedsId.into());
         }
         let id = h.add_token(id, token)?;
         self.write_header()?;
@@ -104,7 +98,7 @@ impl Volume {
         self.check_requirements_for_write()?;
         let h = self.luks2_mut()?;
         if !h.tokens()?.iter().any(|t| t.id == id) {
-            return Err(VolumeError::invalid(format!("Token {id} is not in use.")));
+            return Err(TokenError::NotInUse { id }.into());
         }
         h.remove_token(id)?;
         self.write_header()
@@ -118,13 +112,10 @@ impl Volume {
                 .into_iter()
                 .find(|t| t.id == id)
                 .map(|t| serde_json::to_string(&t.json).unwrap_or_default())
-                .ok_or_else(|| {
-                    VolumeError::invalid(format!("Failed to get token {id} for export."))
-                }),
-            Header::Luks1(_) => Err(VolumeError::invalid(format!(
-                "Device {} is not a valid LUKS2 device.",
-                self.dev.path()
-            ))),
+                .ok_or_else(|| VolumeError::from(TokenError::Export { id })),
+            Header::Luks1(_) => Err(VolumeError::NotLuks2 {
+                path: self.dev.path().to_string(),
+            }),
         }
     }
 
@@ -147,7 +138,7 @@ impl Volume {
                 use lukskit_format::io::Storage;
                 self.dev
                     .sync()
-                    .map_err(|e| VolumeError::device(format!("Cannot sync device: {e}.")))?;
+                    .map_err(|e| VolumeError::device_io(DeviceOp::Sync, e))?;
             }
             Header::Luks1(h) => {
                 let check = |name: &str,

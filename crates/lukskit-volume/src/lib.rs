@@ -33,5 +33,8 @@ pub mod ring;
 pub mod volume;
 mod wipe;
 
-pub use error::{ErrorKind, Result, VolumeError};
+pub use error::{
+    BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
+    ParamError, PlainValue, RequirementsError, Result, TokenError, VolumeError,
+};
 pub use volume::{Header, Volume};
