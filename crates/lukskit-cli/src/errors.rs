@@ -5,6 +5,8 @@
 use lukskit_activate::ActivateError;
 use lukskit_crypto::CryptoError;
 use lukskit_format::FormatError;
+use lukskit_volume::edit::RepairNote;
+use lukskit_volume::format::FormatWarning;
 use lukskit_volume::{
     BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
     ParamError, PlainValue, RequirementsError, TokenError, VolumeError,
@@ -540,6 +542,30 @@ fn with_period(mut s: String) -> String {
     s
 }
 
+/// cryptsetup's words for a warning of a successful format.
+pub fn format_warning(w: &FormatWarning) -> String {
+    match w {
+        FormatWarning::TooSmallForActivation { path } => format!(
+            "Device {path} is too small for activation, there is no remaining space for data."
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// cryptsetup's words for what `repair` did.
+pub fn repair_note(n: &RepairNote) -> String {
+    match n {
+        RepairNote::PrimaryRestored => "Primary LUKS2 header was damaged and has been restored \
+             from the secondary copy."
+            .into(),
+        RepairNote::SecondaryRestored => "Secondary LUKS2 header was damaged and has been \
+             restored from the primary copy."
+            .into(),
+        RepairNote::Luks1(line) => line.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
 impl From<CryptoError> for CliError {
     fn from(e: CryptoError) -> Self {
         crypto(&e)
@@ -802,6 +828,22 @@ mod tests {
         assert!(is_wrong_passphrase(&VolumeError::WrongPassphrase));
         assert!(!is_wrong_passphrase(&VolumeError::NoUsableKeyslot));
         assert!(!is_wrong_passphrase(&VolumeError::VolumeKeyMismatch));
+    }
+
+    #[test]
+    fn warnings_and_repair_notes_get_cryptsetups_words() {
+        assert_eq!(
+            format_warning(&FormatWarning::TooSmallForActivation { path: "a".into() }),
+            "Device a is too small for activation, there is no remaining space for data."
+        );
+        assert_eq!(
+            repair_note(&RepairNote::PrimaryRestored),
+            "Primary LUKS2 header was damaged and has been restored from the secondary copy."
+        );
+        assert_eq!(
+            repair_note(&RepairNote::SecondaryRestored),
+            "Secondary LUKS2 header was damaged and has been restored from the primary copy."
+        );
     }
 
     #[test]

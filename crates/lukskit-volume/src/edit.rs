@@ -17,6 +17,19 @@ pub fn parse_priority(s: &str) -> Result<u32> {
     }
 }
 
+/// What `repair` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepairNote {
+    /// The damaged primary LUKS2 header was rewritten from the secondary copy.
+    PrimaryRestored,
+    /// The damaged secondary LUKS2 header was rewritten from the primary copy.
+    SecondaryRestored,
+    /// A line of the LUKS1 repair report of the on-disk layer (`Luks1RepairReport`), which
+    /// words what it found and fixed in the header there.
+    Luks1(String),
+}
+
 impl Volume {
     fn luks2_mut(&mut self) -> Result<&mut Luks2Header> {
         let path = self.dev.path().to_string();
@@ -120,18 +133,18 @@ impl Volume {
     }
 
     /// `repair`: rewrite damaged LUKS2 copies from the valid one, or fix what cryptsetup
-    /// fixes in a LUKS1 header. Returns the messages to show.
-    pub fn repair(&mut self) -> Result<Vec<String>> {
+    /// fixes in a LUKS1 header. Returns what was repaired, in order.
+    pub fn repair(&mut self) -> Result<Vec<RepairNote>> {
         let mut msgs = Vec::new();
         match &mut self.header {
             Header::Luks2(h) => {
                 if !self.copies.primary_ok {
                     luks2::write_copy(&self.dev, h, false)?;
-                    msgs.push("Primary LUKS2 header was damaged and has been restored from the secondary copy.".into());
+                    msgs.push(RepairNote::PrimaryRestored);
                 }
                 if !self.copies.secondary_ok {
                     luks2::write_copy(&self.dev, h, true)?;
-                    msgs.push("Secondary LUKS2 header was damaged and has been restored from the primary copy.".into());
+                    msgs.push(RepairNote::SecondaryRestored);
                 }
                 self.copies.primary_ok = true;
                 self.copies.secondary_ok = true;
@@ -150,7 +163,7 @@ impl Volume {
                     Ok(())
                 };
                 let report = h.repair(&check);
-                msgs.extend(report.messages);
+                msgs.extend(report.messages.into_iter().map(RepairNote::Luks1));
                 if report.result? {
                     luks1_keys::write_header(&self.dev, h)?;
                 }

@@ -66,8 +66,20 @@ pub struct FormatParams {
 pub struct FormatOutcome {
     /// The keyslot holding the passphrase.
     pub keyslot: u32,
-    /// A warning to show (device too small for data, …).
-    pub warning: Option<String>,
+    /// Something the user should be told although the format succeeded.
+    pub warning: Option<FormatWarning>,
+}
+
+/// A warning of a successful format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FormatWarning {
+    /// The data offset lies at or beyond the end of the device: the volume has no room for
+    /// data and cannot be activated.
+    TooSmallForActivation {
+        /// The data device.
+        path: String,
+    },
 }
 
 /// cryptsetup's default volume key size in bits for `spec` (without `--key-size`).
@@ -184,14 +196,19 @@ pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
         .collect()
 }
 
-fn too_small_warning(dev: &Device, path: &str, data_offset: u64, detached: bool) -> Option<String> {
+fn too_small_warning(
+    dev: &Device,
+    path: &str,
+    data_offset: u64,
+    detached: bool,
+) -> Option<FormatWarning> {
     if detached {
         return None;
     }
     match dev.size() {
-        Ok(size) if size <= data_offset => Some(format!(
-            "Device {path} is too small for activation, there is no remaining space for data."
-        )),
+        Ok(size) if size <= data_offset => Some(FormatWarning::TooSmallForActivation {
+            path: path.to_string(),
+        }),
         _ => None,
     }
 }

@@ -42,8 +42,8 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
             println!("No known problems detected for LUKS header.");
         }
     } else {
-        for m in msgs {
-            eprintln!("{m}");
+        for m in &msgs {
+            eprintln!("{}", crate::errors::repair_note(m));
         }
     }
     Ok(())

@@ -87,7 +87,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     super::luks1_pbkdf_fallback(&mut params);
     let out = format(&params, pass.as_bytes())?;
     if let Some(w) = out.warning {
-        eprintln!("{w}");
+        eprintln!("{}", crate::errors::format_warning(&w));
     }
     if o.verbose {
         println!("Key slot {} created.", out.keyslot);
