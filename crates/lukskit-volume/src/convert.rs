@@ -55,7 +55,7 @@ pub fn type_name(t: FormatType) -> &'static str {
     }
 }
 
-/// Refuse a conversion to the type the volume already has: "Device is already LUKS2 type."
+/// Refuse a conversion to the type the volume already has ([`ConvertError::AlreadyType`]).
 pub fn check_target(vol: &Volume, target: FormatType) -> Result<()> {
     let same = matches!(
         (&vol.header, target),
@@ -71,8 +71,8 @@ pub fn check_target(vol: &Volume, target: FormatType) -> Result<()> {
 }
 
 /// Convert `vol` in place to `target`. All preconditions are checked before anything is
-/// written; on success `vol.header` holds the new header. Errors use cryptsetup's wording
-/// and exit-code classes (1 for every refusal, 5 when the volume is active).
+/// written; on success `vol.header` holds the new header. A refusal is a
+/// [`ConvertError`] ([`ConvertError::InUse`] when the volume is active).
 pub fn convert(vol: &mut Volume, target: FormatType) -> Result<()> {
     check_target(vol, target)?;
     // As cryptsetup: never convert the header of a volume that is open (its mapping would go

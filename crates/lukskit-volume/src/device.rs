@@ -70,8 +70,8 @@ pub struct Device {
 }
 
 impl Device {
-    /// Open an existing device or file. Errors as cryptsetup words them:
-    /// "Device X does not exist or access denied." (exit 4).
+    /// Open an existing device or file: [`VolumeError::NotFound`] when it is missing or not
+    /// accessible, [`VolumeError::Io`] for any other OS error.
     pub fn open(path: &str, access: Access) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)

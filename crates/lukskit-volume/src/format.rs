@@ -153,7 +153,7 @@ fn format_inner(
         .into());
     }
     let uuid = check_uuid(&p.uuid)?;
-    // Refuse to use the data device if it cannot be opened (exit 4), as cryptsetup does.
+    // Refuse to use the data device if it cannot be opened, as cryptsetup does.
     let data_dev = Device::open(&p.device, Access::Write)?;
     // Never format under a live mapping or a mount: held until the new header is written.
     let _own_claims = match held {
@@ -172,8 +172,8 @@ fn format_inner(
 }
 
 /// Claim the data device and the detached header (when it exists already) for exclusive use,
-/// as cryptsetup's luksFormat opens them with `O_EXCL`: "Cannot exclusively open X, device in
-/// use." (exit 1) while a mapping, a mount or another exclusive user holds one of them.
+/// as cryptsetup's luksFormat opens them with `O_EXCL`: [`VolumeError::InUse`] while a
+/// mapping, a mount or another exclusive user holds one of them.
 /// `format` does this itself; callers may call it first to fail before asking for anything.
 pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
     let mut paths = vec![p.device.as_str()];

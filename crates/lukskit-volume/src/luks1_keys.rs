@@ -100,7 +100,7 @@ pub fn open_slot(
 }
 
 /// Unlock with a passphrase: try `slot` or every active slot in order. Returns the slot and
-/// the volume key, or "No key available with this passphrase." (exit 2).
+/// the volume key, or [`VolumeError::WrongPassphrase`].
 pub fn unlock(
     dev: &dyn Storage,
     hdr: &Luks1Header,
