@@ -1,8 +1,9 @@
 //! `luksDump` output, byte for byte as cryptsetup 2.6 prints it.
 
+use crate::errors::Result;
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2::{dump_base64, KdfParams, Luks2Header};
-use lukskit_volume::Result;
+
 use serde_json::Value;
 use std::fmt::Write;
 

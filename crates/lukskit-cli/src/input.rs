@@ -13,8 +13,9 @@
 //! a locked, zeroizing [`SecretBuf`] ([`SecretAccumulator`] grows by moving into a new locked
 //! buffer and wiping the old one): no `Vec` reallocation and no `BufReader` ever holds a copy.
 
+use crate::errors::{CliError, Result};
 use lukskit_crypto::SecretBuf;
-use lukskit_volume::VolumeError;
+
 use std::fs::File;
 use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::os::fd::AsFd;
@@ -124,18 +125,18 @@ fn read_retrying(r: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 /// Standard input as an unbuffered file (a duplicate of descriptor 0 sharing its offset):
 /// `std::io::stdin()`'s buffer would keep a copy of what it reads for the life of the process
 /// and would read ahead past the line that is ours.
-fn raw_stdin() -> Result<File, VolumeError> {
+fn raw_stdin() -> Result<File> {
     std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
         .map(File::from)
-        .map_err(|e| VolumeError::invalid(format!("Error reading passphrase: {e}.")))
+        .map_err(|e| CliError::invalid(format!("Error reading passphrase: {e}.")))
 }
 
 /// Read a key file as cryptsetup's `crypt_keyfile_device_read` does: `size` of None or 0 reads
 /// to the end (failing beyond [`MAX_KEYFILE_SIZE`]), otherwise exactly `size` bytes.
-pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<SecretBuf, VolumeError> {
-    let fail = |what: &str| VolumeError::invalid(what.to_string());
+pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<SecretBuf> {
+    let fail = |what: &str| CliError::invalid(what.to_string());
     let mut file = if path == "-" {
         raw_stdin()?
     } else {
@@ -176,7 +177,7 @@ pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<Secret
         }
     }
     if acc.len() == 0 && !regular {
-        return Err(fail(&nothing_to_read()));
+        return Err(CliError::nothing_to_read());
     }
     if requested.is_none() && acc.len() == max_bytes {
         // cryptsetup 2.6.1's words exactly.
@@ -188,19 +189,14 @@ pub fn read_keyfile(path: &str, offset: u64, size: Option<u64>) -> Result<Secret
     Ok(acc.finish())
 }
 
-/// cryptsetup's message for input that ends before anything was read.
-fn nothing_to_read() -> String {
-    "Nothing to read on input.".to_string()
-}
-
 /// Discard `offset` bytes of a pipe or device (which cannot seek).
-fn skip_bytes(file: &mut File, mut offset: u64) -> Result<(), VolumeError> {
+fn skip_bytes(file: &mut File, mut offset: u64) -> Result<()> {
     let mut scratch = SecretBuf::zeroed(4096);
     while offset > 0 {
         let want = offset.min(scratch.len() as u64) as usize;
         match read_retrying(file, &mut scratch.as_mut_bytes()[..want]) {
             Ok(0) | Err(_) => {
-                return Err(VolumeError::invalid(
+                return Err(CliError::invalid(
                     "Cannot seek to requested keyfile offset.",
                 ))
             }
@@ -212,7 +208,7 @@ fn skip_bytes(file: &mut File, mut offset: u64) -> Result<(), VolumeError> {
 
 /// Read one line from standard input (not a terminal), byte by byte so that later reads see
 /// the following lines (luksAddKey reads the old passphrase, then the new one).
-fn read_stdin_line() -> Result<SecretBuf, VolumeError> {
+fn read_stdin_line() -> Result<SecretBuf> {
     let mut stdin = raw_stdin()?;
     let mut acc = SecretAccumulator::new(64, MAX_KEYFILE_SIZE as usize);
     let mut b = SecretBuf::zeroed(1);
@@ -226,18 +222,14 @@ fn read_stdin_line() -> Result<SecretBuf, VolumeError> {
             }
             Ok(_) => {
                 if !acc.push(b.as_bytes()[0]) {
-                    return Err(VolumeError::invalid("Maximum keyfile size exceeded."));
+                    return Err(CliError::invalid("Maximum keyfile size exceeded."));
                 }
             }
-            Err(e) => {
-                return Err(VolumeError::invalid(format!(
-                    "Error reading passphrase: {e}."
-                )))
-            }
+            Err(e) => return Err(CliError::invalid(format!("Error reading passphrase: {e}."))),
         }
     }
     if acc.len() == 0 && !newline {
-        return Err(VolumeError::invalid(nothing_to_read()));
+        return Err(CliError::nothing_to_read());
     }
     Ok(acc.finish())
 }
@@ -306,12 +298,12 @@ impl Drop for EchoOff {
 
 /// Prompt on the terminal with echo off and read one line (bytes past
 /// [`MAX_PASSPHRASE`] are dropped, as cryptsetup does).
-fn read_tty(prompt: &str) -> Result<SecretBuf, VolumeError> {
+fn read_tty(prompt: &str) -> Result<SecretBuf> {
     let mut tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .open("/dev/tty")
-        .map_err(|e| VolumeError::invalid(format!("Cannot open terminal: {e}.")))?;
+        .map_err(|e| CliError::invalid(format!("Cannot open terminal: {e}.")))?;
     let fd = tty.as_raw_fd();
     let echo = EchoOff::new(&tty);
     {
@@ -341,7 +333,7 @@ fn read_tty(prompt: &str) -> Result<SecretBuf, VolumeError> {
     drop(echo);
     match res {
         Ok(()) => Ok(acc.finish()),
-        Err(e) => Err(VolumeError::invalid(format!(
+        Err(e) => Err(CliError::invalid(format!(
             "Error reading passphrase from terminal: {e}."
         ))),
     }
@@ -354,11 +346,7 @@ pub fn interactive() -> bool {
 
 /// Obtain a secret from `source`. For prompts on a terminal `verify` asks a second time
 /// ("Verify passphrase: ") and fails with "Passphrases do not match." on a mismatch.
-pub fn get_secret(
-    source: &KeySource,
-    prompt: &str,
-    verify: bool,
-) -> Result<SecretBuf, VolumeError> {
+pub fn get_secret(source: &KeySource, prompt: &str, verify: bool) -> Result<SecretBuf> {
     match source {
         KeySource::File { path, offset, size } => read_keyfile(path, *offset, *size),
         KeySource::Prompt => {
@@ -369,7 +357,7 @@ pub fn get_secret(
             if verify {
                 let second = read_tty("Verify passphrase: ")?;
                 if !first.ct_eq(second.as_bytes()) {
-                    return Err(VolumeError::permission("Passphrases do not match."));
+                    return Err(CliError::permission("Passphrases do not match."));
                 }
             }
             Ok(first)
@@ -380,16 +368,16 @@ pub fn get_secret(
 /// Ask for confirmation before destroying data, as cryptsetup: on a terminal the user must
 /// type exactly `YES`; without a terminal (or with `-q`) the answer is yes. The answer is read
 /// unbuffered, so nothing after its line is consumed.
-pub fn confirm(message: &str, batch: bool) -> Result<(), VolumeError> {
+pub fn confirm(message: &str, batch: bool) -> Result<()> {
     if confirmed(message, batch)? {
         Ok(())
     } else {
-        Err(VolumeError::invalid("Operation aborted."))
+        Err(CliError::invalid("Operation aborted."))
     }
 }
 
 /// [`confirm`]'s question: true when the user typed `YES` (or no question was asked).
-pub fn confirmed(message: &str, batch: bool) -> Result<bool, VolumeError> {
+pub fn confirmed(message: &str, batch: bool) -> Result<bool> {
     if batch || !interactive() {
         return Ok(true);
     }
@@ -407,7 +395,7 @@ pub fn confirmed(message: &str, batch: bool) -> Result<bool, VolumeError> {
                 }
             }
             Err(e) => {
-                return Err(VolumeError::invalid(format!(
+                return Err(CliError::invalid(format!(
                     "Error reading response from terminal: {e}."
                 )))
             }

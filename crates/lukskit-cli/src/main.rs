@@ -7,23 +7,14 @@ mod commands;
 mod debug;
 mod definition;
 mod dump;
+mod errors;
 mod hardening;
 mod help;
 mod input;
 mod startup;
 
 use args::Opts;
-use lukskit_volume::{ErrorKind, VolumeError};
-
-fn exit_text(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::Invalid => "wrong or missing parameters",
-        ErrorKind::Permission => "no permission or bad passphrase",
-        ErrorKind::NoMemory => "out of memory",
-        ErrorKind::Device => "wrong device or file specified",
-        ErrorKind::Busy => "device already exists or device is busy",
-    }
-}
+use errors::CliError;
 
 fn main() {
     // Before anything is parsed or read: no core dumps, no ptrace by the same user.
@@ -74,7 +65,7 @@ fn main() {
         }
         Err(e) => {
             report(&e, verbose, &opts);
-            std::process::exit(e.kind.exit_code());
+            std::process::exit(e.class.exit_code());
         }
     }
 }
@@ -91,18 +82,18 @@ fn invoked_as_cryptsetup() -> bool {
         .unwrap_or(false)
 }
 
-fn report(e: &VolumeError, verbose: bool, opts: &Opts) {
+fn report(e: &CliError, verbose: bool, opts: &Opts) {
     if !e.message.is_empty() {
         eprintln!("{}", e.message);
-        if let Some(hint) = startup::input_hint(&e.message, opts) {
+        if let Some(hint) = startup::input_hint(e, opts) {
             eprintln!("{hint}");
         }
     }
     if verbose {
         eprintln!(
             "Command failed with code -{} ({}).",
-            e.kind.exit_code(),
-            exit_text(e.kind)
+            e.class.exit_code(),
+            e.class.text()
         );
     }
 }

@@ -154,8 +154,8 @@ pub fn before_action(o: &Opts) -> Option<i32> {
 /// A hint after "Nothing to read on input." for a person at a terminal: standard input is
 /// not a terminal (so no prompt could be shown) and no key file was named. Only when standard
 /// error is a terminal, so that scripts see exactly cryptsetup's message.
-pub fn input_hint(message: &str, o: &Opts) -> Option<String> {
-    if message != "Nothing to read on input." {
+pub fn input_hint(e: &crate::errors::CliError, o: &Opts) -> Option<String> {
+    if !e.is_nothing_to_read() {
         return None;
     }
     let key_file_named = o.key_file.is_some()

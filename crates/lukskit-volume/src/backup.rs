@@ -1,7 +1,7 @@
 //! `luksHeaderBackup` and `luksHeaderRestore`.
 
 use crate::device::{Access, Device};
-use crate::error::{Result, VolumeError};
+use crate::error::{BackupError, DeviceOp, IoOp, Result, VolumeError};
 use crate::volume::{Header, Volume};
 use lukskit_format::detect::{detect, LuksVersion};
 use lukskit_format::io::{MemStorage, Storage};
@@ -30,7 +30,12 @@ pub fn header_backup(device: &str, header: Option<&str>, backup: &str) -> Result
     vol.dev
         .read_exact_at(&mut buf[..avail as usize], 0)
         .map_err(|e| {
-            VolumeError::device(format!("Cannot read header from {}: {e}.", vol.dev.path()))
+            VolumeError::device_io(
+                DeviceOp::ReadHeader {
+                    path: vol.dev.path().to_string(),
+                },
+                e,
+            )
         })?;
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -38,14 +43,15 @@ pub fn header_backup(device: &str, header: Option<&str>, backup: &str) -> Result
         .mode(0o400)
         .open(backup)
         .map_err(|e| match e.kind() {
-            std::io::ErrorKind::AlreadyExists => VolumeError::busy(format!(
-                "Requested header backup file {backup} already exists."
-            )),
-            _ => VolumeError::io("Creating header backup file", backup, &e),
+            std::io::ErrorKind::AlreadyExists => BackupError::Exists {
+                path: backup.to_string(),
+            }
+            .into(),
+            _ => VolumeError::io(IoOp::CreateBackup, backup, e),
         })?;
     f.write_all(&buf)
         .and_then(|_| f.sync_all())
-        .map_err(|e| VolumeError::io("Writing header backup file", backup, &e))?;
+        .map_err(|e| VolumeError::io(IoOp::WriteBackup, backup, e))?;
     Ok(())
 }
 
@@ -62,14 +68,14 @@ pub struct BackupImage {
 /// Read and validate a header backup file.
 pub fn read_backup(backup: &str) -> Result<BackupImage> {
     let bytes = std::fs::read(backup).map_err(|_| {
-        VolumeError::invalid(format!(
-            "Device {backup} does not exist or access denied.\nHeader backup file does not contain compatible LUKS header."
-        ))
+        VolumeError::from(BackupError::NoHeader {
+            path: backup.to_string(),
+        })
     })?;
     let invalid = || {
-        VolumeError::invalid(format!(
-            "Backup file {backup} doesn't contain valid LUKS header."
-        ))
+        VolumeError::from(BackupError::Invalid {
+            path: backup.to_string(),
+        })
     };
     let version = detect(&bytes).ok_or_else(invalid)?;
     let mem = MemStorage::from_vec(bytes.clone());
@@ -84,9 +90,7 @@ pub fn read_backup(backup: &str) -> Result<BackupImage> {
             let h = out.header;
             for r in h.requirements() {
                 if r.starts_with("online-reencrypt") {
-                    return Err(VolumeError::invalid(
-                        "Header backup with an online reencryption in progress cannot be restored.",
-                    ));
+                    return Err(BackupError::Reencryption.into());
                 }
             }
             (h.hdr_and_areas_size()?, h.data_offset()?)
@@ -114,19 +118,22 @@ pub fn header_restore(device: &str, header: Option<&str>, img: &BackupImage) -> 
             (Header::Luks1(_), LuksVersion::Luks1) | (Header::Luks2(_), LuksVersion::Luks2)
         );
         if same_version && !same_offset {
-            return Err(VolumeError::invalid(
-                "Data offset differ on device and backup, restore failed.",
-            ));
+            return Err(BackupError::DataOffset.into());
         }
         if same_version && !same_size {
-            return Err(VolumeError::invalid(
-                "Binary header with keyslot areas size differ on device and backup, restore failed.",
-            ));
+            return Err(BackupError::KeyslotsSize.into());
         }
     }
     let dev = Device::open(target, Access::Write)?;
     dev.write_all_at(&img.bytes, 0)
         .and_then(|_| dev.sync())
-        .map_err(|e| VolumeError::device(format!("Cannot write header to {target}: {e}.")))?;
+        .map_err(|e| {
+            VolumeError::device_io(
+                DeviceOp::WriteHeaderTo {
+                    path: target.to_string(),
+                },
+                e,
+            )
+        })?;
     Ok(())
 }

@@ -23,7 +23,7 @@
 
 use crate::claim::{Claim, ClaimError};
 use crate::device::Device;
-use crate::error::{Result, VolumeError};
+use crate::error::{ConvertError, IoOp, Luks1Incompatibility, Result, VolumeError};
 use crate::format::FormatType;
 use crate::volume::{CopyState, Header, Volume};
 use crate::{luks1_keys, wipe};
@@ -55,34 +55,34 @@ pub fn type_name(t: FormatType) -> &'static str {
     }
 }
 
-/// Refuse a conversion to the type the volume already has: "Device is already LUKS2 type."
+/// Refuse a conversion to the type the volume already has ([`ConvertError::AlreadyType`]).
 pub fn check_target(vol: &Volume, target: FormatType) -> Result<()> {
     let same = matches!(
         (&vol.header, target),
         (Header::Luks1(_), FormatType::Luks1) | (Header::Luks2(_), FormatType::Luks2)
     );
     if same {
-        return Err(VolumeError::invalid(format!(
-            "Device is already {} type.",
-            type_name(target)
-        )));
+        return Err(ConvertError::AlreadyType {
+            target: type_name(target),
+        }
+        .into());
     }
     Ok(())
 }
 
 /// Convert `vol` in place to `target`. All preconditions are checked before anything is
-/// written; on success `vol.header` holds the new header. Errors use cryptsetup's wording
-/// and exit-code classes (1 for every refusal, 5 when the volume is active).
+/// written; on success `vol.header` holds the new header. A refusal is a
+/// [`ConvertError`] ([`ConvertError::InUse`] when the volume is active).
 pub fn convert(vol: &mut Volume, target: FormatType) -> Result<()> {
     check_target(vol, target)?;
     // As cryptsetup: never convert the header of a volume that is open (its mapping would go
     // on with metadata that no longer describes it).
     let _claim = Claim::acquire(&vol.data_path).map_err(|e| match e {
-        ClaimError::InUse => VolumeError::busy(format!(
-            "Cannot convert device {} which is still in use.",
-            vol.data_path
-        )),
-        ClaimError::Io(e) => VolumeError::io("Opening", &vol.data_path, &e),
+        ClaimError::InUse => ConvertError::InUse {
+            path: vol.data_path.clone(),
+        }
+        .into(),
+        ClaimError::Io(e) => VolumeError::io(IoOp::Open, &vol.data_path, e),
     })?;
     let new_header = match &vol.header {
         Header::Luks1(h1) => Header::Luks2(luks1_to_luks2(&vol.dev, h1)?),
@@ -134,10 +134,10 @@ fn in_use(kind: &str, uuid: &str) -> bool {
 
 fn check_not_in_use(dev: &Device, kind: &str, uuid: &str) -> Result<()> {
     if in_use(kind, uuid) {
-        return Err(VolumeError::busy(format!(
-            "Cannot convert device {} which is still in use.",
-            dev.path()
-        )));
+        return Err(ConvertError::InUse {
+            path: dev.path().to_string(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -145,7 +145,7 @@ fn check_not_in_use(dev: &Device, kind: &str, uuid: &str) -> Result<()> {
 /// `move_keyslot_areas`: check that the target region can be read (a trimmed header backup
 /// fails here), read the source region, write it to the target, sync.
 fn move_keyslot_areas(dev: &Device, from: u64, to: u64, len: u64) -> Result<()> {
-    let fail = || VolumeError::invalid("Unable to move keyslot area.");
+    let fail = || VolumeError::from(ConvertError::MoveArea);
     let n = usize::try_from(len).map_err(|_| fail())?;
     let mut buf = Zeroizing::new(vec![0u8; n]);
     dev.read_exact_at(&mut buf, to).map_err(|_| fail())?;
@@ -291,11 +291,11 @@ fn luks1_to_luks2(dev: &Device, h: &Luks1Header) -> Result<Luks2Header> {
     if max_size == 0 {
         max_size = dev
             .size()
-            .map_err(|e| VolumeError::io("Reading size of", dev.path(), &e))?;
+            .map_err(|e| VolumeError::io(IoOp::ReadSize, dev.path(), e))?;
     }
     let luks1_size = round_up(h.keyslots_end_bytes(), LUKS1_KEYSLOTS_OFFSET);
     if luks1_size == 0 {
-        return Err(VolumeError::invalid("Invalid LUKS1 header size."));
+        return Err(ConvertError::Luks1HeaderSize.into());
     }
     let first = h
         .keyslots
@@ -305,9 +305,7 @@ fn luks1_to_luks2(dev: &Device, h: &Luks1Header) -> Result<Luks2Header> {
         .unwrap_or(0);
     if first * SECTOR != LUKS1_KEYSLOTS_OFFSET {
         // cryptsetup refuses this silently ("Unsupported keyslots material offset").
-        return Err(VolumeError::invalid(format!(
-            "Unable to convert header with unsupported keyslots material offset {first}."
-        )));
+        return Err(ConvertError::MaterialOffset { offset: first }.into());
     }
     let spec = CipherSpec::from_luks1(&h.cipher_name, &h.cipher_mode);
     let usable = spec
@@ -315,50 +313,41 @@ fn luks1_to_luks2(dev: &Device, h: &Luks1Header) -> Result<Luks2Header> {
         .map(|s| SectorCipher::check(s, h.key_bytes as usize, 512).is_ok())
         .unwrap_or(false);
     if !usable {
-        return Err(VolumeError::invalid(format!(
-            "Unable to use cipher specification {}-{} for LUKS2.",
-            h.cipher_name, h.cipher_mode
-        )));
+        return Err(ConvertError::CipherForLuks2 {
+            cipher: h.cipher_name.clone(),
+            mode: h.cipher_mode.clone(),
+        }
+        .into());
     }
     // Foreign metadata of the luksmeta package right after the LUKS1 keyslots.
     let mut magic = [0u8; 8];
     if dev.read_exact_at(&mut magic, luks1_size).is_ok() && &magic == b"LUKSMETA" {
-        return Err(VolumeError::invalid(
-            "Unable to convert header with LUKSMETA additional metadata.",
-        ));
+        return Err(ConvertError::LuksMeta.into());
     }
     let required = luks1_size + KEYSLOTS_SHIFT;
     if max_size < required {
         // cryptsetup preallocates the missing space; only regular files can grow.
         if !can_extend(dev) {
-            return Err(VolumeError::invalid(
-                "Unable to move keyslot area. Not enough space.",
-            ));
+            return Err(ConvertError::NoSpace.into());
         }
         max_size = required;
     }
     if max_size < 2 * CONVERT_METADATA_SIZE {
-        return Err(VolumeError::invalid("Invalid LUKS1 header size."));
+        return Err(ConvertError::Luks1HeaderSize.into());
     }
     let mut hdr = luks2_shell()?;
     hdr.json = luks1_json(h, max_size - 2 * CONVERT_METADATA_SIZE);
     hdr.binary.uuid = h.uuid.clone();
     if max_size < hdr.hdr_and_areas_size()? {
-        return Err(VolumeError::invalid(
-            "Unable to move keyslot area. Not enough space.",
-        ));
+        return Err(ConvertError::NoSpace.into());
     }
     if hdr.validate().is_err() {
-        return Err(VolumeError::invalid(
-            "Cannot convert to LUKS2 format - invalid metadata.",
-        ));
+        return Err(ConvertError::InvalidMetadata.into());
     }
     check_not_in_use(dev, "LUKS1", &h.uuid)?;
     let len = luks1_size - LUKS1_KEYSLOTS_OFFSET;
     if len > hdr.keyslots_size()? {
-        return Err(VolumeError::invalid(
-            "Unable to move keyslot area. LUKS2 keyslots area too small.",
-        ));
+        return Err(ConvertError::AreaTooSmall.into());
     }
     // posix_fallocate of the new area: grows a regular file when needed.
     if can_extend(dev) {
@@ -383,14 +372,14 @@ fn check_requirements(h: &Luks2Header) -> Result<()> {
     let other = reqs
         .iter()
         .any(|r| r != "offline-reencrypt" && !r.starts_with("online-reencrypt"));
-    let msg = if !h.unknown_requirements().is_empty() || other {
-        "Unmet LUKS2 requirements detected."
+    let e = if !h.unknown_requirements().is_empty() || other {
+        ConvertError::UnmetRequirements
     } else if legacy {
-        "Operation incompatible with device marked for legacy reencryption. Aborting."
+        ConvertError::LegacyReencryption
     } else {
-        "Operation incompatible with device marked for LUKS2 reencryption. Aborting."
+        ConvertError::Reencryption
     };
-    Err(VolumeError::invalid(msg))
+    Err(e.into())
 }
 
 /// `crypt_parse_name_and_mode` for the cipher specs LUKS1 can hold: ("aes", "xts-plain64").
@@ -440,8 +429,8 @@ fn keyslot_luks1_compatible(ks: &Keyslot, key_size: u32, hash: &str, data_cipher
     ks.area_size == round_up(material, 4096)
 }
 
-fn not_luks1(msg: impl Into<String>) -> VolumeError {
-    VolumeError::invalid(format!("Cannot convert to LUKS1 format - {}", msg.into()))
+fn not_luks1(why: Luks1Incompatibility) -> VolumeError {
+    ConvertError::NotLuks1(why).into()
 }
 
 /// The checks of `LUKS2_luks2_to_luks1` and the LUKS1 header they lead to (nothing written).
@@ -452,44 +441,39 @@ fn luks1_from_luks2(dev: &Device, h: &Luks2Header, detached: bool) -> Result<Luk
     let digest = digests
         .iter()
         .find(|d| d.id == 0)
-        .ok_or_else(|| not_luks1("key slot digests are not LUKS1 compatible."))?;
+        .ok_or_else(|| not_luks1(Luks1Incompatibility::Digests))?;
     let segment: &Segment = segments
         .iter()
         .find(|s| s.id == 0)
-        .ok_or_else(|| not_luks1("device uses more segments."))?;
+        .ok_or_else(|| not_luks1(Luks1Incompatibility::Segments))?;
     if segment.sector_size != 512 {
-        return Err(not_luks1(
-            "default segment encryption sector size is not 512 bytes.",
-        ));
+        return Err(not_luks1(Luks1Incompatibility::SectorSize));
     }
     if digest.kind != "pbkdf2" || digests.len() != 1 {
-        return Err(not_luks1("key slot digests are not LUKS1 compatible."));
+        return Err(not_luks1(Luks1Incompatibility::Digests));
     }
     let hash = digest.hash.as_str();
     if HashAlg::from_name(hash).is_err() {
-        return Err(VolumeError::invalid(format!(
-            "Hash algorithm {hash} not supported."
-        )));
+        return Err(VolumeError::HashUnsupported {
+            hash: hash.to_string(),
+        });
     }
     let (seg_name, seg_mode) = parse_name_and_mode(&segment.encryption).ok_or_else(|| {
-        VolumeError::invalid(format!(
-            "Cannot convert to LUKS1 format - unsupported cipher specification {}.",
-            segment.encryption
-        ))
+        not_luks1(Luks1Incompatibility::CipherSpec {
+            cipher: segment.encryption.clone(),
+        })
     })?;
     if wrapped_key_cipher(&seg_name, &seg_mode) {
-        return Err(not_luks1(format!(
-            "device uses wrapped key cipher {seg_name}."
-        )));
+        return Err(not_luks1(Luks1Incompatibility::WrappedKey {
+            cipher: seg_name.clone(),
+        }));
     }
     if segments.len() != 1 {
-        return Err(not_luks1("device uses more segments."));
+        return Err(not_luks1(Luks1Incompatibility::Segments));
     }
     let tokens = h.tokens()?.len();
     if tokens > 0 {
-        return Err(not_luks1(format!(
-            "LUKS2 header contains {tokens} token(s)."
-        )));
+        return Err(not_luks1(Luks1Incompatibility::Tokens { count: tokens }));
     }
     let keyslots = h.keyslots()?;
     // LUKS2_get_volume_key_size(hdr, 0): the key size of a keyslot of digest 0.
@@ -497,25 +481,19 @@ fn luks1_from_luks2(dev: &Device, h: &Luks2Header, detached: bool) -> Result<Luk
         .iter()
         .find(|k| digest.segments.contains(&0) && digest.keyslots.contains(&k.id))
         .map(|k| k.key_size)
-        .ok_or_else(|| not_luks1("there are no active keyslots."))?;
+        .ok_or_else(|| not_luks1(Luks1Incompatibility::NoActiveKeyslots))?;
     for ks in &keyslots {
         let bound = digests
             .iter()
             .any(|d| d.keyslots.contains(&ks.id) && !d.segments.is_empty());
         if !bound {
-            return Err(not_luks1(format!("keyslot {} is unbound.", ks.id)));
+            return Err(not_luks1(Luks1Incompatibility::Unbound { slot: ks.id }));
         }
         if ks.id as usize >= NUM_KEYSLOTS {
-            return Err(not_luks1(format!(
-                "slot {} (over maximum slots) is still active.",
-                ks.id
-            )));
+            return Err(not_luks1(Luks1Incompatibility::OverMaximum { slot: ks.id }));
         }
         if !keyslot_luks1_compatible(ks, key_size, hash, &segment.encryption) {
-            return Err(not_luks1(format!(
-                "keyslot {} is not LUKS1 compatible.",
-                ks.id
-            )));
+            return Err(not_luks1(Luks1Incompatibility::Keyslot { slot: ks.id }));
         }
     }
 
@@ -528,9 +506,9 @@ fn luks1_from_luks2(dev: &Device, h: &Luks2Header, detached: bool) -> Result<Luk
         let area_offset = match keyslots.iter().find(|k| k.id as usize == i) {
             Some(ks) => ks.area_offset,
             None => {
-                let gap = scratch.find_keyslot_area(area_size)?.ok_or_else(|| {
-                    not_luks1(format!("no space in the keyslots area for keyslot {i}."))
-                })?;
+                let gap = scratch
+                    .find_keyslot_area(area_size)?
+                    .ok_or_else(|| not_luks1(Luks1Incompatibility::NoSpace { slot: i as u32 }))?;
                 let placeholder = obj(vec![
                     ("type", "placeholder".into()),
                     (
@@ -548,22 +526,22 @@ fn luks1_from_luks2(dev: &Device, h: &Luks2Header, detached: bool) -> Result<Luk
         *off = u32::try_from(sectors)
             .ok()
             .and_then(|s| s.checked_sub((KEYSLOTS_SHIFT / SECTOR) as u32))
-            .ok_or_else(|| not_luks1(format!("keyslot {i} area offset is out of range.")))?;
+            .ok_or_else(|| not_luks1(Luks1Incompatibility::AreaOffset { slot: i as u32 }))?;
     }
 
     let (name, mode) = (seg_name, seg_mode);
     let mut mk_digest = [0u8; luks1::DIGEST_SIZE];
     if digest.digest.len() < luks1::DIGEST_SIZE {
-        return Err(not_luks1("key slot digests are not LUKS1 compatible."));
+        return Err(not_luks1(Luks1Incompatibility::Digests));
     }
     mk_digest.copy_from_slice(&digest.digest[..luks1::DIGEST_SIZE]);
     let mk_salt: [u8; luks1::SALT_SIZE] = digest
         .salt
         .as_slice()
         .try_into()
-        .map_err(|_| not_luks1("key slot digests are not LUKS1 compatible."))?;
+        .map_err(|_| not_luks1(Luks1Incompatibility::Digests))?;
     let payload = u32::try_from(segment.offset / SECTOR)
-        .map_err(|_| not_luks1("data offset is too large for LUKS1."))?;
+        .map_err(|_| not_luks1(Luks1Incompatibility::DataOffset))?;
     let mut h1 = Luks1Header::new(
         &name,
         &mode,
@@ -596,16 +574,14 @@ fn luks1_from_luks2(dev: &Device, h: &Luks2Header, detached: bool) -> Result<Luk
     // cryptsetup finds a broken result only when it re-reads the phdr after overwriting the
     // LUKS2 metadata; check it first.
     let size = if detached { None } else { dev.size().ok() };
-    h1.validate(size).map_err(|e| not_luks1(e.to_string()))?;
+    h1.validate(size)
+        .map_err(|e| not_luks1(Luks1Incompatibility::Header(e)))?;
     // Only `keyslots_size` bytes from 32 KiB are moved: every active keyslot must lie inside.
     let moved_end = LUKS1_KEYSLOTS_OFFSET + h.keyslots_size()?;
     for ks in &keyslots {
         let (off, len) = h1.keyslot_area(ks.id as usize);
         if off + len > moved_end {
-            return Err(not_luks1(format!(
-                "keyslot {} lies outside the movable keyslots area.",
-                ks.id
-            )));
+            return Err(not_luks1(Luks1Incompatibility::OutsideArea { slot: ks.id }));
         }
     }
     Ok(h1)

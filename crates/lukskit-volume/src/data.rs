@@ -20,7 +20,7 @@
 //! reused (or in the caller's buffer with [`DataVolume::write_at_in_place`]).
 
 use crate::device::Access;
-use crate::error::{Result, VolumeError};
+use crate::error::{DataError, IoOp, ParamError, RequirementsError, Result, VolumeError};
 use crate::volume::{Header, Volume};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
@@ -114,10 +114,7 @@ impl DataLayout {
             Header::Luks2(h) => {
                 let reqs = h.requirements();
                 if !reqs.is_empty() {
-                    return Err(VolumeError::invalid(format!(
-                        "Data access is not supported on a device with requirements ({}).",
-                        reqs.join(", ")
-                    )));
+                    return Err(RequirementsError::DataAccess(reqs).into());
                 }
                 let crypt: Vec<_> = h
                     .segments()?
@@ -127,22 +124,16 @@ impl DataLayout {
                 let seg = match crypt.as_slice() {
                     [s] if s.kind == "crypt" => s,
                     [s] => {
-                        return Err(VolumeError::invalid(format!(
-                            "Unsupported LUKS2 segment type {}.",
-                            s.kind
-                        )))
+                        return Err(DataError::SegmentType {
+                            kind: s.kind.clone(),
+                        }
+                        .into())
                     }
-                    [] => return Err(VolumeError::invalid("LUKS2 header has no data segment.")),
-                    _ => {
-                        return Err(VolumeError::invalid(
-                            "LUKS2 devices with several data segments are not supported.",
-                        ))
-                    }
+                    [] => return Err(DataError::NoSegment.into()),
+                    _ => return Err(DataError::SeveralSegments.into()),
                 };
                 if seg.has_integrity {
-                    return Err(VolumeError::invalid(
-                        "LUKS2 data integrity protection (dm-integrity) is not supported.",
-                    ));
+                    return Err(DataError::Integrity.into());
                 }
                 Ok(DataLayout {
                     cipher: seg.encryption.clone(),
@@ -161,26 +152,23 @@ impl DataLayout {
     pub fn validate(&self) -> Result<()> {
         let ss = self.sector_size;
         if !(512..=4096).contains(&ss) || !ss.is_power_of_two() {
-            return Err(VolumeError::invalid("Unsupported encryption sector size."));
+            return Err(ParamError::SectorSize.into());
         }
         CipherSpec::parse(&self.cipher)?;
         let step = u64::from(ss / 512);
         if !self.iv_offset.is_multiple_of(step) {
-            return Err(VolumeError::invalid(format!(
-                "IV offset {} is not a multiple of the encryption sector size ({ss} bytes).",
-                self.iv_offset
-            )));
+            return Err(DataError::IvOffsetAlignment {
+                iv_offset: self.iv_offset,
+                sector_size: ss,
+            }
+            .into());
         }
         if !self.offset.is_multiple_of(512) {
-            return Err(VolumeError::invalid(
-                "Data offset is not a multiple of 512 bytes.",
-            ));
+            return Err(DataError::OffsetAlignment.into());
         }
         if let Some(size) = self.size {
             if !size.is_multiple_of(u64::from(ss)) {
-                return Err(VolumeError::invalid(
-                    "Device size is not aligned to requested sector size.",
-                ));
+                return Err(DataError::SizeAlignment.into());
             }
         }
         Ok(())
@@ -190,20 +178,21 @@ impl DataLayout {
     /// must fit), or everything after the offset in whole 512-byte sectors, which must then
     /// be a multiple of the sector size (as the kernel requires).
     pub fn resolve_size(&self, device_size: u64) -> Result<u64> {
-        let avail = device_size.checked_sub(self.offset).ok_or_else(|| {
-            VolumeError::device("Device is too small: no data after the data offset.")
-        })? / 512
+        let avail = device_size
+            .checked_sub(self.offset)
+            .ok_or(DataError::NoData)?
+            / 512
             * 512;
         match self.size {
-            Some(s) if s > avail => Err(VolumeError::device(format!(
-                "Device is too small: the data area needs {s} bytes after offset {}, {avail} available.",
-                self.offset
-            ))),
+            Some(s) if s > avail => Err(DataError::TooSmall {
+                needed: s,
+                offset: self.offset,
+                available: avail,
+            }
+            .into()),
             Some(s) => Ok(s),
             None if avail.is_multiple_of(u64::from(self.sector_size)) => Ok(avail),
-            None => Err(VolumeError::invalid(
-                "Device size is not aligned to requested sector size.",
-            )),
+            None => Err(DataError::SizeAlignment.into()),
         }
     }
 }
@@ -305,9 +294,9 @@ impl DataVolume {
             .open(path)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                    VolumeError::device(format!("Device {path} does not exist or access denied."))
+                    VolumeError::not_found(path)
                 }
-                _ => VolumeError::io("Opening", path, &e),
+                _ => VolumeError::io(IoOp::Open, path, e),
             })?;
         Self::from_file(file, path, layout, key, writable)
     }
@@ -325,7 +314,7 @@ impl DataVolume {
         let spec = CipherSpec::parse(&layout.cipher)?;
         let cipher = SectorCipher::new(&spec, key, layout.sector_size, layout.iv_large_sectors)?;
         let dev_size = lukskit_format::io::Storage::size(&file)
-            .map_err(|e| VolumeError::io("Reading", path, &e))?;
+            .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
         let size = layout.resolve_size(dev_size)?;
         Ok(DataVolume {
             file,
@@ -427,10 +416,12 @@ impl DataVolume {
     fn crypt(&self, buf: &mut [u8], offset: u64, encrypt: bool) -> Result<()> {
         let ss = self.layout.sector_size as usize;
         if !offset.is_multiple_of(ss as u64) || !buf.len().is_multiple_of(ss) {
-            return Err(VolumeError::invalid(format!(
-                "Request at {offset} of {} bytes is not aligned to the {ss}-byte sector size.",
-                buf.len()
-            )));
+            return Err(DataError::Unaligned {
+                offset,
+                len: buf.len(),
+                sector_size: self.layout.sector_size,
+            }
+            .into());
         }
         let sector = (offset / 512).wrapping_add(self.layout.iv_offset);
         let c = &self.cipher;
@@ -462,8 +453,7 @@ impl DataVolume {
                         })
                         .collect();
                     for h in handles {
-                        h.join()
-                            .map_err(|_| VolumeError::invalid("Encryption thread panicked."))??;
+                        h.join().map_err(|_| DataError::ThreadPanicked)??;
                     }
                     Ok(())
                 })?
@@ -475,10 +465,12 @@ impl DataVolume {
     pub(crate) fn check_range(&self, offset: u64, len: usize) -> Result<()> {
         match offset.checked_add(len as u64) {
             Some(end) if end <= self.size => Ok(()),
-            _ => Err(VolumeError::invalid(format!(
-                "Access beyond the end of the volume ({len} bytes at offset {offset}, size {}).",
-                self.size
-            ))),
+            _ => Err(DataError::BeyondEnd {
+                offset,
+                len,
+                size: self.size,
+            }
+            .into()),
         }
     }
 
@@ -487,7 +479,7 @@ impl DataVolume {
         let at = self.device_offset(offset);
         self.file_for(buf, at)
             .read_exact_at(buf, at)
-            .map_err(|e| VolumeError::io("Reading", &self.path, &e))
+            .map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))
     }
 
     /// Write ciphertext at plaintext `offset`.
@@ -495,7 +487,7 @@ impl DataVolume {
         let at = self.device_offset(offset);
         self.file_for(buf, at)
             .write_all_at(buf, at)
-            .map_err(|e| VolumeError::io("Writing", &self.path, &e))
+            .map_err(|e| VolumeError::io(IoOp::Write, &self.path, e))
     }
 
     /// Read and decrypt one whole sector at (aligned) plaintext offset `sec_off`.
@@ -547,10 +539,9 @@ impl DataVolume {
         if self.writable {
             Ok(())
         } else {
-            Err(VolumeError::invalid(format!(
-                "Device {} is opened read-only.",
-                self.path
-            )))
+            Err(VolumeError::ReadOnly {
+                path: self.path.clone(),
+            })
         }
     }
 
@@ -660,11 +651,7 @@ impl DataVolume {
         self.check_writable()?;
         match offset.checked_add(len) {
             Some(end) if end <= self.size => {}
-            _ => {
-                return Err(VolumeError::invalid(
-                    "Discard beyond the end of the volume.",
-                ))
-            }
+            _ => return Err(DataError::DiscardBeyondEnd.into()),
         }
         let ss = u64::from(self.layout.sector_size);
         let start = offset.div_ceil(ss) * ss;
@@ -677,7 +664,7 @@ impl DataVolume {
             libc::off_t::try_from(self.device_offset(start)),
             libc::off_t::try_from(end - start),
         ) else {
-            return Err(VolumeError::invalid("Discard range too large."));
+            return Err(DataError::DiscardTooLarge.into());
         };
         use std::os::fd::AsRawFd;
         // SAFETY: fallocate on a file descriptor we own; no memory is passed.
@@ -691,7 +678,7 @@ impl DataVolume {
         };
         if rc != 0 {
             let e = std::io::Error::last_os_error();
-            return Err(VolumeError::io("Discarding on", &self.path, &e));
+            return Err(VolumeError::io(IoOp::Discard, &self.path, e));
         }
         Ok(())
     }
@@ -700,7 +687,7 @@ impl DataVolume {
     pub fn flush(&self) -> Result<()> {
         self.file
             .sync_data()
-            .map_err(|e| VolumeError::io("Syncing", &self.path, &e))
+            .map_err(|e| VolumeError::io(IoOp::Sync, &self.path, e))
     }
 }
 

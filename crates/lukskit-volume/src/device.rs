@@ -7,7 +7,7 @@
 //! * counts writes and syncs so tests can stop the process at the Nth one (crash injection,
 //!   enabled only when the environment variable [`CRASH_ENV`] is set).
 
-use crate::error::{Result, VolumeError};
+use crate::error::{IoOp, Result, VolumeError};
 use lukskit_format::io::Storage;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -70,8 +70,8 @@ pub struct Device {
 }
 
 impl Device {
-    /// Open an existing device or file. Errors as cryptsetup words them:
-    /// "Device X does not exist or access denied." (exit 4).
+    /// Open an existing device or file: [`VolumeError::NotFound`] when it is missing or not
+    /// accessible, [`VolumeError::Io`] for any other OS error.
     pub fn open(path: &str, access: Access) -> Result<Self> {
         let file = OpenOptions::new()
             .read(true)
@@ -80,9 +80,9 @@ impl Device {
             .open(path)
             .map_err(|e| match e.kind() {
                 io::ErrorKind::NotFound | io::ErrorKind::PermissionDenied => {
-                    VolumeError::device(format!("Device {path} does not exist or access denied."))
+                    VolumeError::not_found(path)
                 }
-                _ => VolumeError::io("Opening", path, &e),
+                _ => VolumeError::io(IoOp::Open, path, e),
             })?;
         Self::locked(file, path, access)
     }
@@ -98,14 +98,14 @@ impl Device {
             .mode(0o600)
             .custom_flags(libc::O_CLOEXEC)
             .open(path)
-            .map_err(|e| VolumeError::io("Creating", path, &e))?;
+            .map_err(|e| VolumeError::io(IoOp::Create, path, e))?;
         Self::locked(file, path, Access::Write)
     }
 
     fn locked(file: File, path: &str, access: Access) -> Result<Self> {
         let md = file
             .metadata()
-            .map_err(|e| VolumeError::io("Reading", path, &e))?;
+            .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
         let op = match access {
             Access::Read => libc::LOCK_SH,
             Access::Write => libc::LOCK_EX,
@@ -166,11 +166,11 @@ impl Device {
     pub fn ensure_len(&self, len: u64) -> Result<()> {
         let cur = self
             .size()
-            .map_err(|e| VolumeError::io("Reading", &self.path, &e))?;
+            .map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))?;
         if cur < len && !self.is_block_device() {
             self.file
                 .set_len(len)
-                .map_err(|e| VolumeError::io("Resizing", &self.path, &e))?;
+                .map_err(|e| VolumeError::io(IoOp::Resize, &self.path, e))?;
         }
         Ok(())
     }
@@ -185,7 +185,7 @@ fn flock(f: &File, op: libc::c_int, path: &str) -> Result<()> {
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {
-            return Err(VolumeError::io("Locking", path, &e));
+            return Err(VolumeError::io(IoOp::Lock, path, e));
         }
     }
 }

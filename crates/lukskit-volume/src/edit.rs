@@ -1,7 +1,7 @@
 //! LUKS2 metadata edits that need no key: label, subsystem, keyslot priority, tokens;
 //! and `repair` of damaged header copies.
 
-use crate::error::{Result, VolumeError};
+use crate::error::{DeviceOp, KeyslotError, ParamError, Result, TokenError, VolumeError};
 use crate::luks1_keys;
 use crate::volume::{Header, Volume};
 use lukskit_format::luks2::{self, Luks2Header};
@@ -13,10 +13,21 @@ pub fn parse_priority(s: &str) -> Result<u32> {
         "ignore" => Ok(0),
         "normal" => Ok(1),
         "prefer" => Ok(2),
-        _ => Err(VolumeError::invalid(
-            "Option --priority can be only ignore/normal/prefer.".to_string(),
-        )),
+        _ => Err(ParamError::Priority.into()),
     }
+}
+
+/// What `repair` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepairNote {
+    /// The damaged primary LUKS2 header was rewritten from the secondary copy.
+    PrimaryRestored,
+    /// The damaged secondary LUKS2 header was rewritten from the primary copy.
+    SecondaryRestored,
+    /// A line of the LUKS1 repair report of the on-disk layer (`Luks1RepairReport`), which
+    /// words what it found and fixed in the header there.
+    Luks1(String),
 }
 
 impl Volume {
@@ -24,9 +35,9 @@ impl Volume {
         let path = self.dev.path().to_string();
         match &mut self.header {
             Header::Luks2(h) => Ok(h),
-            Header::Luks1(_) => Err(VolumeError::invalid(format!(
-                "Device {path} is not a valid LUKS2 device."
-            ))),
+            Header::Luks1(_) => Err(VolumeError::NotLuks2 {
+                path: path.to_string(),
+            }),
         }
     }
 
@@ -69,9 +80,7 @@ impl Volume {
         self.check_requirements_for_write()?;
         let h = self.luks2_mut()?;
         if h.keyslot(slot)?.is_none() {
-            return Err(VolumeError::invalid(format!(
-                "Keyslot {slot} is not active."
-            )));
+            return Err(KeyslotError::NotActive { slot }.into());
         }
         h.set_keyslot_priority(slot, priority)?;
         self.write_header()
@@ -84,15 +93,13 @@ impl Volume {
         if let Some(i) = id {
             let exists = h.tokens()?.iter().any(|t| t.id == i);
             if exists && !replace {
-                return Err(VolumeError::invalid(format!("Token {i} in use.")));
+                return Err(TokenError::InUse { id: i }.into());
             }
             if !exists && replace {
-                return Err(VolumeError::invalid(format!("Token {i} is not in use.")));
+                return Err(TokenError::NotInUse { id: i }.into());
             }
         } else if replace {
-            return Err(VolumeError::invalid(
-                "Option --token-replace requires --token-id.",
-            ));
+            return Err(ParamError::TokenReplaceNeedsId.into());
         }
         let id = h.add_token(id, token)?;
         self.write_header()?;
@@ -104,7 +111,7 @@ impl Volume {
         self.check_requirements_for_write()?;
         let h = self.luks2_mut()?;
         if !h.tokens()?.iter().any(|t| t.id == id) {
-            return Err(VolumeError::invalid(format!("Token {id} is not in use.")));
+            return Err(TokenError::NotInUse { id }.into());
         }
         h.remove_token(id)?;
         self.write_header()
@@ -118,36 +125,33 @@ impl Volume {
                 .into_iter()
                 .find(|t| t.id == id)
                 .map(|t| serde_json::to_string(&t.json).unwrap_or_default())
-                .ok_or_else(|| {
-                    VolumeError::invalid(format!("Failed to get token {id} for export."))
-                }),
-            Header::Luks1(_) => Err(VolumeError::invalid(format!(
-                "Device {} is not a valid LUKS2 device.",
-                self.dev.path()
-            ))),
+                .ok_or_else(|| VolumeError::from(TokenError::Export { id })),
+            Header::Luks1(_) => Err(VolumeError::NotLuks2 {
+                path: self.dev.path().to_string(),
+            }),
         }
     }
 
     /// `repair`: rewrite damaged LUKS2 copies from the valid one, or fix what cryptsetup
-    /// fixes in a LUKS1 header. Returns the messages to show.
-    pub fn repair(&mut self) -> Result<Vec<String>> {
+    /// fixes in a LUKS1 header. Returns what was repaired, in order.
+    pub fn repair(&mut self) -> Result<Vec<RepairNote>> {
         let mut msgs = Vec::new();
         match &mut self.header {
             Header::Luks2(h) => {
                 if !self.copies.primary_ok {
                     luks2::write_copy(&self.dev, h, false)?;
-                    msgs.push("Primary LUKS2 header was damaged and has been restored from the secondary copy.".into());
+                    msgs.push(RepairNote::PrimaryRestored);
                 }
                 if !self.copies.secondary_ok {
                     luks2::write_copy(&self.dev, h, true)?;
-                    msgs.push("Secondary LUKS2 header was damaged and has been restored from the primary copy.".into());
+                    msgs.push(RepairNote::SecondaryRestored);
                 }
                 self.copies.primary_ok = true;
                 self.copies.secondary_ok = true;
                 use lukskit_format::io::Storage;
                 self.dev
                     .sync()
-                    .map_err(|e| VolumeError::device(format!("Cannot sync device: {e}.")))?;
+                    .map_err(|e| VolumeError::device_io(DeviceOp::Sync, e))?;
             }
             Header::Luks1(h) => {
                 let check = |name: &str,
@@ -159,7 +163,7 @@ impl Volume {
                     Ok(())
                 };
                 let report = h.repair(&check);
-                msgs.extend(report.messages);
+                msgs.extend(report.messages.into_iter().map(RepairNote::Luks1));
                 if report.result? {
                     luks1_keys::write_header(&self.dev, h)?;
                 }

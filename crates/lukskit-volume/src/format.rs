@@ -2,7 +2,7 @@
 
 use crate::claim::{Claim, ClaimError};
 use crate::device::{Access, Device};
-use crate::error::{Result, VolumeError};
+use crate::error::{IoOp, KeyslotError, ParamError, Result, VolumeError};
 use crate::pbkdf::PbkdfOptions;
 use crate::{luks1_keys, luks2_keys, wipe};
 use lukskit_crypto::engine::SectorCipher;
@@ -66,8 +66,20 @@ pub struct FormatParams {
 pub struct FormatOutcome {
     /// The keyslot holding the passphrase.
     pub keyslot: u32,
-    /// A warning to show (device too small for data, …).
-    pub warning: Option<String>,
+    /// Something the user should be told although the format succeeded.
+    pub warning: Option<FormatWarning>,
+}
+
+/// A warning of a successful format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FormatWarning {
+    /// The data offset lies at or beyond the end of the device: the volume has no room for
+    /// data and cannot be activated.
+    TooSmallForActivation {
+        /// The data device.
+        path: String,
+    },
 }
 
 /// cryptsetup's default volume key size in bits for `spec` (without `--key-size`).
@@ -84,7 +96,7 @@ fn check_uuid(uuid: &Option<String>) -> Result<String> {
     match uuid {
         Some(u) => uuid::Uuid::parse_str(u)
             .map(|u| u.hyphenated().to_string())
-            .map_err(|_| VolumeError::invalid("Wrong LUKS UUID format provided.")),
+            .map_err(|_| ParamError::Uuid.into()),
         None => Ok(uuid::Uuid::new_v4().hyphenated().to_string()),
     }
 }
@@ -113,19 +125,17 @@ fn format_inner(
     let spec = CipherSpec::parse(&p.cipher)?;
     let key_bits = p.key_size_bits.unwrap_or_else(|| default_key_bits(&spec));
     if key_bits == 0 || !key_bits.is_multiple_of(8) {
-        return Err(VolumeError::invalid(
-            "Key size in bits must be a multiple of 8 bits",
-        ));
+        return Err(ParamError::KeySizeNotBytes.into());
     }
     let key_len = (key_bits / 8) as usize;
     let vk = match &p.volume_key {
         Some(k) => {
             if k.len() != key_len {
-                return Err(VolumeError::invalid(format!(
-                    "Volume key file has {} bytes, {} bytes expected.",
-                    k.len(),
-                    key_len
-                )));
+                return Err(ParamError::VolumeKeySize {
+                    got: k.len(),
+                    expected: key_len,
+                }
+                .into());
             }
             k.clone()
         }
@@ -136,13 +146,14 @@ fn format_inner(
         FormatType::Luks2 => luks2::MAX_KEYSLOTS,
     };
     if let Some(slot) = p.key_slot.filter(|&s| s >= max_slot) {
-        return Err(VolumeError::invalid(format!(
-            "Key slot {slot} is invalid, please select between 0 and {}.",
-            max_slot - 1
-        )));
+        return Err(KeyslotError::OutOfRange {
+            slot,
+            count: max_slot,
+        }
+        .into());
     }
     let uuid = check_uuid(&p.uuid)?;
-    // Refuse to use the data device if it cannot be opened (exit 4), as cryptsetup does.
+    // Refuse to use the data device if it cannot be opened, as cryptsetup does.
     let data_dev = Device::open(&p.device, Access::Write)?;
     // Never format under a live mapping or a mount: held until the new header is written.
     let _own_claims = match held {
@@ -161,8 +172,8 @@ fn format_inner(
 }
 
 /// Claim the data device and the detached header (when it exists already) for exclusive use,
-/// as cryptsetup's luksFormat opens them with `O_EXCL`: "Cannot exclusively open X, device in
-/// use." (exit 1) while a mapping, a mount or another exclusive user holds one of them.
+/// as cryptsetup's luksFormat opens them with `O_EXCL`: [`VolumeError::InUse`] while a
+/// mapping, a mount or another exclusive user holds one of them.
 /// `format` does this itself; callers may call it first to fail before asking for anything.
 pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
     let mut paths = vec![p.device.as_str()];
@@ -173,26 +184,31 @@ pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
         .into_iter()
         .map(|path| {
             Claim::acquire(path).map_err(|e| match e {
-                ClaimError::InUse => {
-                    VolumeError::invalid(format!("Cannot exclusively open {path}, device in use."))
-                }
+                ClaimError::InUse => VolumeError::InUse {
+                    path: path.to_string(),
+                },
                 ClaimError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    VolumeError::device(format!("Device {path} does not exist or access denied."))
+                    VolumeError::not_found(path)
                 }
-                ClaimError::Io(e) => VolumeError::io("Opening", path, &e),
+                ClaimError::Io(e) => VolumeError::io(IoOp::Open, path, e),
             })
         })
         .collect()
 }
 
-fn too_small_warning(dev: &Device, path: &str, data_offset: u64, detached: bool) -> Option<String> {
+fn too_small_warning(
+    dev: &Device,
+    path: &str,
+    data_offset: u64,
+    detached: bool,
+) -> Option<FormatWarning> {
     if detached {
         return None;
     }
     match dev.size() {
-        Ok(size) if size <= data_offset => Some(format!(
-            "Device {path} is too small for activation, there is no remaining space for data."
-        )),
+        Ok(size) if size <= data_offset => Some(FormatWarning::TooSmallForActivation {
+            path: path.to_string(),
+        }),
         _ => None,
     }
 }
@@ -206,22 +222,18 @@ fn format_luks1(
     passphrase: &[u8],
 ) -> Result<FormatOutcome> {
     if p.label.is_some() || p.subsystem.is_some() {
-        return Err(VolumeError::invalid(
-            "Label and subsystem are supported only for LUKS2.",
-        ));
+        return Err(ParamError::LabelNeedsLuks2.into());
     }
     if let Some(s) = p.sector_size {
         if s != 512 {
-            return Err(VolumeError::invalid("Unsupported encryption sector size."));
+            return Err(ParamError::SectorSize.into());
         }
     }
     SectorCipher::check(spec, vk.len(), 512)?;
     let (name, mode) = spec.luks1_parts()?;
     let hash = p.pbkdf.hash()?;
     let offset = match p.offset_sectors {
-        Some(o) => Some(
-            u32::try_from(o).map_err(|_| VolumeError::invalid("Offset is too large for LUKS1."))?,
-        ),
+        Some(o) => Some(u32::try_from(o).map_err(|_| ParamError::OffsetTooLargeForLuks1)?),
         None => None,
     };
     let detached = p.header.is_some();
@@ -244,9 +256,7 @@ fn format_luks1(
     if !detached && payload != 0 {
         let end = hdr.keyslots_end_bytes();
         if u64::from(payload) * 512 < end {
-            return Err(VolumeError::invalid(
-                "Data offset is too small for the LUKS1 keyslots.",
-            ));
+            return Err(ParamError::OffsetTooSmallForLuks1.into());
         }
     }
     let header_end = if detached {
@@ -266,9 +276,7 @@ fn format_luks1(
     luks1_keys::write_header(dev, &hdr)?;
     let slot = p.key_slot.unwrap_or(0);
     if slot as usize >= lukskit_format::luks1::NUM_KEYSLOTS {
-        return Err(VolumeError::invalid(format!(
-            "Key slot {slot} is invalid, please select between 0 and 7."
-        )));
+        return Err(KeyslotError::OutOfRange { slot, count: 8 }.into());
     }
     let iterations = match p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks1, vk.len())? {
         lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
@@ -311,22 +319,20 @@ fn format_luks2(
     let detached = p.header.is_some();
     let metadata_size = p.metadata_size.unwrap_or(luks2::DEFAULT_METADATA_SIZE);
     if !luks2::METADATA_SIZES.contains(&metadata_size) {
-        return Err(VolumeError::invalid("Unsupported LUKS2 metadata size."));
+        return Err(ParamError::MetadataSize.into());
     }
     let max_keyslots_size =
         |data_offset: u64| data_offset.saturating_sub(2 * metadata_size) / 4096 * 4096;
     let offset_bytes = p.offset_sectors.map(|o| o * 512);
     if let Some(o) = offset_bytes {
         if o % 4096 != 0 && !p.offset_sectors.unwrap().is_multiple_of(8) {
-            return Err(VolumeError::invalid(
-                "Data offset is not multiple of 4096 bytes.",
-            ));
+            return Err(ParamError::OffsetNot4096.into());
         }
     }
     let mut keyslots_size = match p.keyslots_size {
         Some(k) => {
             if k % 4096 != 0 || k > luks2::MAX_KEYSLOTS_SIZE {
-                return Err(VolumeError::invalid("Unsupported LUKS2 keyslots size."));
+                return Err(ParamError::KeyslotsSize.into());
             }
             k
         }
@@ -339,7 +345,7 @@ fn format_luks2(
                     keyslots_size = keyslots_size.min(max_keyslots_size(o));
                 }
                 if 2 * metadata_size + keyslots_size > o {
-                    return Err(VolumeError::invalid("Requested data offset is too small."));
+                    return Err(ParamError::OffsetTooSmall.into());
                 }
             }
             o
@@ -353,12 +359,10 @@ fn format_luks2(
     let sector_size = match p.sector_size {
         Some(s) => {
             if !(512..=4096).contains(&s) || !s.is_power_of_two() {
-                return Err(VolumeError::invalid("Unsupported encryption sector size."));
+                return Err(ParamError::SectorSize.into());
             }
             if data_offset % u64::from(s) != 0 {
-                return Err(VolumeError::invalid(
-                    "Requested data offset is not aligned to the encryption sector size.",
-                ));
+                return Err(ParamError::OffsetNotAligned.into());
             }
             s
         }
@@ -408,9 +412,7 @@ fn format_luks2(
     luks2_keys::write_header(dev, &mut hdr)?;
     let slot = p.key_slot.unwrap_or(0);
     if slot >= luks2::MAX_KEYSLOTS {
-        return Err(VolumeError::invalid(format!(
-            "Key slot {slot} is invalid, please select between 0 and 31."
-        )));
+        return Err(KeyslotError::OutOfRange { slot, count: 32 }.into());
     }
     let kdf = p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks2, vk.len())?;
     luks2_keys::store(

@@ -6,15 +6,14 @@
 //! (`plain64:sha256`) are refused there, although the kernel's dm-crypt ignores them on data;
 //! lukskit refuses them for keyslots too, so both tools accept the same keyslots.
 
-use crate::error::{Result, VolumeError};
+use crate::error::{KeyslotError, Result};
 use lukskit_crypto::spec::CipherSpec;
 
 /// Refuse a keyslot cipher that cryptsetup's keyslot code cannot use.
-pub(crate) fn check(spec: &CipherSpec, what: &str) -> Result<()> {
+/// `slot` is the LUKS2 keyslot, `None` for a LUKS1 header's cipher.
+pub(crate) fn check(spec: &CipherSpec, slot: Option<u32>) -> Result<()> {
     if spec.ivopts.is_some() && spec.ivmode.as_deref() != Some("essiv") {
-        return Err(VolumeError::invalid(format!(
-            "{what}: IV options are only supported with essiv in keyslots."
-        )));
+        return Err(KeyslotError::IvOptions { slot }.into());
     }
     Ok(())
 }
@@ -32,7 +31,7 @@ mod tests {
             ("aes-cbc-benbi:sha1", false),
         ] {
             let spec = CipherSpec::parse(s).unwrap();
-            assert_eq!(check(&spec, "Keyslot 0").is_ok(), ok, "{s}");
+            assert_eq!(check(&spec, Some(0)).is_ok(), ok, "{s}");
         }
     }
 }

@@ -15,6 +15,10 @@
 //! * [`convert`] — in-place LUKS1 ↔ LUKS2 conversion (`cryptsetup convert`).
 //! * [`edit`] — label, subsystem, priority, tokens, repair.
 //! * [`pbkdf`] — choosing PBKDF parameters from command-line options.
+//!
+//! Errors are typed ([`VolumeError`] and its per-concern enums): they say what went wrong
+//! with the slots, paths, sizes and OS errors involved. The library prints nothing and does
+//! not decide exit codes or wording; the command line does.
 
 pub mod backup;
 pub mod claim;
@@ -33,5 +37,8 @@ pub mod ring;
 pub mod volume;
 mod wipe;
 
-pub use error::{ErrorKind, Result, VolumeError};
+pub use error::{
+    BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
+    ParamError, PlainValue, RequirementsError, Result, TokenError, VolumeError,
+};
 pub use volume::{Header, Volume};

@@ -1,6 +1,6 @@
 //! LUKS1 keyslots: unlocking, storing and wiping key material, the volume-key digest.
 
-use crate::error::{Result, VolumeError};
+use crate::error::{DeviceOp, KeyslotError, Result, VolumeError};
 use crate::wipe;
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
@@ -11,8 +11,8 @@ use lukskit_format::io::Storage;
 use lukskit_format::luks1::{Luks1Header, DIGEST_SIZE, NUM_KEYSLOTS, SALT_SIZE, STRIPES};
 
 fn hash_of(hdr: &Luks1Header) -> Result<HashAlg> {
-    HashAlg::from_name(&hdr.hash_spec).map_err(|_| {
-        VolumeError::invalid(format!("Hash algorithm {} not supported.", hdr.hash_spec))
+    HashAlg::from_name(&hdr.hash_spec).map_err(|_| VolumeError::HashUnsupported {
+        hash: hdr.hash_spec.clone(),
     })
 }
 
@@ -23,14 +23,14 @@ fn hash_of(hdr: &Luks1Header) -> Result<HashAlg> {
 fn spec_of(hdr: &Luks1Header) -> Result<CipherSpec> {
     let name = hdr.cipher_name.to_ascii_lowercase();
     let spec = CipherSpec::from_luks1(&name, &hdr.cipher_mode)?;
-    crate::keyslot_cipher::check(&spec, "Keyslot cipher")?;
+    crate::keyslot_cipher::check(&spec, None)?;
     Ok(spec)
 }
 
 /// cryptsetup refuses to fill or kill a keyslot whose state word is unknown.
 fn refuse_invalid_slot(hdr: &Luks1Header, i: usize) -> Result<()> {
     if hdr.keyslots[i].invalid_state.is_some() {
-        return Err(VolumeError::invalid(format!("Key slot {i} is invalid.")));
+        return Err(KeyslotError::Invalid { slot: i as u32 }.into());
     }
     Ok(())
 }
@@ -88,7 +88,7 @@ pub fn open_slot(
         material.as_mut_bytes(),
         u64::from(ks.key_material_offset) * 512,
     )
-    .map_err(|e| VolumeError::device(format!("Cannot read keyslot {slot} key material: {e}.")))?;
+    .map_err(|e| VolumeError::device_io(DeviceOp::ReadKeyMaterial { slot: slot as u32 }, e))?;
     let cipher = SectorCipher::new(&spec_of(hdr)?, dk.as_bytes(), 512, false)?;
     cipher.decrypt(material.as_mut_bytes(), 0)?;
     let vk = af::merge(material.as_bytes(), key_len, ks.stripes, hash)?;
@@ -100,7 +100,7 @@ pub fn open_slot(
 }
 
 /// Unlock with a passphrase: try `slot` or every active slot in order. Returns the slot and
-/// the volume key, or "No key available with this passphrase." (exit 2).
+/// the volume key, or [`VolumeError::WrongPassphrase`].
 pub fn unlock(
     dev: &dyn Storage,
     hdr: &Luks1Header,
@@ -111,29 +111,25 @@ pub fn unlock(
         Some(s) => {
             let i = s as usize;
             if i >= NUM_KEYSLOTS {
-                return Err(VolumeError::invalid(
-                    "No usable keyslot is available.".to_string(),
-                ));
+                return Err(VolumeError::NoUsableKeyslot);
             }
             if !hdr.keyslots[i].active {
-                return Err(VolumeError::invalid(
-                    "No usable keyslot is available.".to_string(),
-                ));
+                return Err(VolumeError::NoUsableKeyslot);
             }
             open_slot(dev, hdr, i, passphrase)?
                 .map(|vk| (s, vk))
-                .ok_or_else(VolumeError::wrong_passphrase)
+                .ok_or(VolumeError::WrongPassphrase)
         }
         None => {
             if !hdr.keyslots.iter().any(|k| k.active) {
-                return Err(VolumeError::invalid("No usable keyslot is available."));
+                return Err(VolumeError::NoUsableKeyslot);
             }
             for i in 0..NUM_KEYSLOTS {
                 if let Some(vk) = open_slot(dev, hdr, i, passphrase)? {
                     return Ok((i as u32, vk));
                 }
             }
-            Err(VolumeError::wrong_passphrase())
+            Err(VolumeError::WrongPassphrase)
         }
     }
 }
@@ -168,7 +164,7 @@ pub fn store(
     let off = u64::from(hdr.keyslots[i].key_material_offset) * 512;
     dev.write_all_at(material.as_bytes(), off)
         .and_then(|_| dev.sync())
-        .map_err(|e| VolumeError::device(format!("Cannot write to device: {e}.")))?;
+        .map_err(|e| VolumeError::device_io(DeviceOp::WriteKeyMaterial, e))?;
     let ks = &mut hdr.keyslots[i];
     ks.active = true;
     ks.iterations = iterations;
@@ -195,5 +191,5 @@ pub fn kill(dev: &dyn Storage, hdr: &mut Luks1Header, slot: u32) -> Result<()> {
 pub fn write_header(dev: &dyn Storage, hdr: &Luks1Header) -> Result<()> {
     dev.write_all_at(&hdr.to_bytes(), 0)
         .and_then(|_| dev.sync())
-        .map_err(|e| VolumeError::device(format!("Cannot write LUKS header: {e}.")))
+        .map_err(|e| VolumeError::device_io(DeviceOp::WriteHeader, e))
 }

@@ -1,11 +1,12 @@
 //! LUKS2 keyslots and digests: unlocking, storing, wiping.
 
-use crate::error::{ErrorKind, Result, VolumeError};
+use crate::error::{DeviceOp, KeyslotError, ParamError, Result, VolumeError};
 use crate::wipe;
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::kdf::{self, Argon2Variant, Pbkdf};
 use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::CryptoError;
 use lukskit_crypto::{af, SecretBuf};
 use lukskit_format::io::Storage;
 use lukskit_format::luks2::{self, Digest, KdfParams, Keyslot, Luks2Header};
@@ -19,8 +20,9 @@ pub const FALLBACK_KEYSLOT_KEY_SIZE: u32 = 64;
 pub const STRIPES: u32 = 4000;
 
 fn hash(name: &str) -> Result<HashAlg> {
-    HashAlg::from_name(name)
-        .map_err(|_| VolumeError::invalid(format!("Hash algorithm {name} not supported.")))
+    HashAlg::from_name(name).map_err(|_| VolumeError::HashUnsupported {
+        hash: name.to_string(),
+    })
 }
 
 /// Convert keyslot KDF parameters from the header to the crypto layer's form.
@@ -47,25 +49,16 @@ pub fn pbkdf_of(kdf: &KdfParams) -> Result<Pbkdf> {
             parallel: *cpus,
         },
         KdfParams::Unknown { name, .. } => {
-            return Err(VolumeError::invalid(format!("Unknown PBKDF type {name}.")))
+            return Err(ParamError::UnknownPbkdf { name: name.clone() }.into())
         }
     })
-}
-
-/// cryptsetup's message for a keyslot that fails to open for any reason other than a wrong
-/// passphrase or lack of memory (`LUKS2_keyslot_open`); exit code 1.
-fn keyslot_open_failed() -> VolumeError {
-    VolumeError::invalid("Keyslot open failed.")
 }
 
 /// Whether `vk` matches digest `d` (constant-time).
 pub fn digest_matches(d: &Digest, vk: &[u8]) -> Result<bool> {
     let h = hash(&d.hash)?;
     if d.iterations == 0 {
-        return Err(VolumeError::invalid(format!(
-            "Digest {} has invalid iterations.",
-            d.id
-        )));
+        return Err(KeyslotError::DigestIterations { digest: d.id }.into());
     }
     // Every check comes before the PBKDF2 run, as in cryptsetup's `PBKDF2_digest_verify`: a
     // hostile header must not make us compute (up to 2^32 - 1 iterations) for a digest that
@@ -127,7 +120,8 @@ pub fn open_keyslot(
     };
     // A keyslot cryptsetup cannot use (unknown KDF type, salt not 32 bytes, ...) fails
     // with -EINVAL there: "Keyslot open failed.", and no further keyslot is tried.
-    ks.check_usable().map_err(|_| keyslot_open_failed())?;
+    ks.check_usable()
+        .map_err(|_| VolumeError::from(KeyslotError::OpenFailed))?;
     let pbkdf = pbkdf_of(&ks.kdf)?;
     let dk = kdf::derive(&pbkdf, passphrase, ks.kdf.salt(), ks.area_key_size as usize)?;
     let key_len = ks.key_size as usize;
@@ -138,44 +132,42 @@ pub fn open_keyslot(
     let size = af::split_size_bytes(key_len, STRIPES);
     let dev_size = dev
         .size()
-        .map_err(|e| VolumeError::device(format!("Cannot get device size: {e}.")))?;
+        .map_err(|e| VolumeError::device_io(DeviceOp::GetSize, e))?;
     if ks
         .area_offset
         .checked_add(size as u64)
         .is_none_or(|end| end > dev_size)
     {
-        return Err(VolumeError::invalid(format!(
-            "Keyslot {} area lies outside the device.",
-            ks.id
-        )));
+        return Err(KeyslotError::AreaOutsideDevice { slot: ks.id }.into());
     }
     let mut material = SecretBuf::zeroed(size);
     dev.read_exact_at(material.as_mut_bytes(), ks.area_offset)
-        .map_err(|e| VolumeError::device(format!("Cannot read keyslot {} area: {e}.", ks.id)))?;
+        .map_err(|e| VolumeError::device_io(DeviceOp::ReadKeyslotArea { slot: ks.id }, e))?;
     // cryptsetup splits the area cipher with `crypt_parse_name_and_mode`, which has no
     // kernel-API form: a "capi:" area cipher is unusable there, and so here.
     if ks.area_encryption.starts_with("capi:") {
-        return Err(VolumeError::invalid(format!(
-            "Keyslot {} area cipher {} is not supported.",
-            ks.id, ks.area_encryption
-        )));
+        return Err(KeyslotError::AreaCipherUnsupported {
+            slot: ks.id,
+            cipher: ks.area_encryption.clone(),
+        }
+        .into());
     }
     let spec = CipherSpec::parse(&ks.area_encryption)?;
-    crate::keyslot_cipher::check(&spec, &format!("Keyslot {}", ks.id))?;
+    crate::keyslot_cipher::check(&spec, Some(ks.id))?;
     let cipher = SectorCipher::new(&spec, dk.as_bytes(), 512, false)?;
     cipher.decrypt(material.as_mut_bytes(), 0)?;
     let af_hash = HashAlg::from_name(&ks.af_hash).map_err(|_| {
-        VolumeError::invalid(format!(
-            "Hash algorithm {} is not available.\nKeyslot open failed.",
-            ks.af_hash
-        ))
+        VolumeError::from(KeyslotError::AfHashUnavailable {
+            hash: ks.af_hash.clone(),
+        })
     })?;
     let vk = af::merge(material.as_bytes(), key_len, STRIPES, af_hash)?;
     // A digest cryptsetup cannot use (salt or digest of the wrong size, ...) fails with
     // -EINVAL there as well: "Keyslot open failed.".
-    let matches = digest_matches(&digest, vk.as_bytes()).map_err(|e| match e.kind {
-        ErrorKind::Invalid => keyslot_open_failed(),
-        _ => e,
+    let matches = digest_matches(&digest, vk.as_bytes()).map_err(|e| match e {
+        // Out of memory stays what it is; anything else is "keyslot open failed".
+        VolumeError::Crypto(CryptoError::Limit(_)) => e,
+        _ => KeyslotError::OpenFailed.into(),
     })?;
     if matches {
         Ok(Some(vk))
@@ -218,26 +210,20 @@ pub fn unlock(
     let keyslots = hdr.keyslots()?;
     if let Some(s) = slot {
         if s >= luks2::MAX_KEYSLOTS {
-            return Err(VolumeError::invalid(
-                "No usable keyslot is available.".to_string(),
-            ));
+            return Err(VolumeError::NoUsableKeyslot);
         }
         let Some(ks) = keyslots.iter().find(|k| k.id == s) else {
-            return Err(VolumeError::invalid(
-                "No usable keyslot is available.".to_string(),
-            ));
+            return Err(VolumeError::NoUsableKeyslot);
         };
         if unbound && !is_unbound(s) {
-            return Err(VolumeError::invalid(format!("Keyslot {s} is not unbound.")));
+            return Err(KeyslotError::NotUnbound { slot: s }.into());
         }
         if !unbound && !is_bound(s) {
-            return Err(VolumeError::invalid(format!(
-                "Keyslot {s} is not assigned to the data segment (use --unbound)."
-            )));
+            return Err(KeyslotError::NotBound { slot: s }.into());
         }
         return open_keyslot(dev, hdr, ks, passphrase)?
             .map(|vk| (s, vk))
-            .ok_or_else(VolumeError::wrong_passphrase);
+            .ok_or(VolumeError::WrongPassphrase);
     }
     let mut candidates: Vec<&Keyslot> = keyslots
         .iter()
@@ -253,7 +239,7 @@ pub fn unlock(
         .filter(|k| matches!(priority(k), 1 | 2))
         .collect();
     if candidates.is_empty() {
-        return Err(VolumeError::invalid("No usable keyslot is available."));
+        return Err(VolumeError::NoUsableKeyslot);
     }
     candidates.sort_by_key(|k| (std::cmp::Reverse(priority(k)), k.id));
     for ks in candidates {
@@ -261,7 +247,7 @@ pub fn unlock(
             return Ok((ks.id, vk));
         }
     }
-    Err(VolumeError::wrong_passphrase())
+    Err(VolumeError::WrongPassphrase)
 }
 
 /// The cipher (spec, key bytes) used to encrypt a new keyslot's area: the data segment's
@@ -310,7 +296,7 @@ fn write_material(dev: &dyn Storage, hdr: &Luks2Header, p: NewKeyslot<'_>) -> Re
     let area_size = Luks2Header::keyslot_area_size(key_len as u32);
     let area_offset = hdr
         .find_keyslot_area(area_size)?
-        .ok_or_else(|| VolumeError::invalid("No space for new keyslot."))?;
+        .ok_or(KeyslotError::NoSpace)?;
     let salt = lukskit_crypto::random::bytes(32)?;
     let kdf_params = match &p.pbkdf {
         Pbkdf::Pbkdf2 { hash, iterations } => KdfParams::Pbkdf2 {
@@ -340,7 +326,7 @@ fn write_material(dev: &dyn Storage, hdr: &Luks2Header, p: NewKeyslot<'_>) -> Re
     cipher.encrypt(material.as_mut_bytes(), 0)?;
     dev.write_all_at(material.as_bytes(), area_offset)
         .and_then(|_| dev.sync())
-        .map_err(|e| VolumeError::device(format!("Cannot write keyslot area: {e}.")))?;
+        .map_err(|e| VolumeError::device_io(DeviceOp::WriteKeyslotArea, e))?;
     let ks = Keyslot {
         id: p.id,
         kind: "luks2".into(),
@@ -374,7 +360,7 @@ pub fn store(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Res
 pub fn replace(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Result<()> {
     let old = hdr
         .keyslot(p.id)?
-        .ok_or_else(|| VolumeError::invalid(format!("Keyslot {} is not active.", p.id)))?;
+        .ok_or(KeyslotError::NotActive { slot: p.id })?;
     let mut ks = write_material(dev, hdr, p)?;
     ks.priority = old.priority;
     hdr.replace_keyslot(&ks)?;
@@ -386,7 +372,7 @@ pub fn replace(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> R
 pub fn kill(dev: &dyn Storage, hdr: &mut Luks2Header, id: u32) -> Result<()> {
     let ks = hdr
         .keyslot(id)?
-        .ok_or_else(|| VolumeError::invalid(format!("Keyslot {id} is not active.")))?;
+        .ok_or(KeyslotError::NotActive { slot: id })?;
     wipe::random(dev, ks.area_offset, ks.area_size)?;
     hdr.remove_keyslot(id)?;
     write_header(dev, hdr)

@@ -1,6 +1,6 @@
 //! Choosing PBKDF parameters for a new keyslot from cryptsetup's options.
 
-use crate::error::{Result, VolumeError};
+use crate::error::{ParamError, Result, VolumeError};
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::kdf::{self, Argon2Variant, Pbkdf};
 
@@ -57,8 +57,9 @@ impl PbkdfOptions {
     /// The hash to use for PBKDF2, the AF splitter and new digests (default sha256).
     pub fn hash(&self) -> Result<HashAlg> {
         let name = self.hash.as_deref().unwrap_or("sha256");
-        HashAlg::from_name(name)
-            .map_err(|_| VolumeError::invalid(format!("Hash algorithm {name} not supported.")))
+        HashAlg::from_name(name).map_err(|_| VolumeError::HashUnsupported {
+            hash: name.to_string(),
+        })
     }
 
     /// Resolve to concrete KDF parameters for a key of `key_len` bytes, benchmarking as
@@ -73,9 +74,7 @@ impl PbkdfOptions {
         if kind == LuksKind::Luks1 && name != "pbkdf2" {
             // As cryptsetup's crypt_set_pbkdf_type for a LUKS1 device (luksAddKey and friends);
             // luksFormat falls back to PBKDF2 first (see `luks1_fallback`).
-            return Err(VolumeError::invalid(
-                "Requested PBKDF type is not supported for LUKS1.\nFailed to set pbkdf parameters.",
-            ));
+            return Err(ParamError::PbkdfForLuks1.into());
         }
         let iter_time = match self.iter_time_ms {
             None | Some(0) => DEFAULT_ITER_TIME_MS,
@@ -85,10 +84,11 @@ impl PbkdfOptions {
             "pbkdf2" => {
                 let iterations = match self.force_iterations {
                     Some(i) if i < kdf::PBKDF2_MIN_ITERATIONS => {
-                        return Err(VolumeError::invalid(format!(
-                            "Forced iteration count is too low for pbkdf2 (minimum is {}).\nFailed to set pbkdf parameters.",
-                            kdf::PBKDF2_MIN_ITERATIONS
-                        )))
+                        return Err(ParamError::IterationsTooLow {
+                            pbkdf: "pbkdf2".into(),
+                            min: kdf::PBKDF2_MIN_ITERATIONS,
+                        }
+                        .into())
                     }
                     Some(i) => i,
                     None => kdf::pbkdf2_iterations_for(hash, key_len, iter_time)?,
@@ -107,17 +107,19 @@ impl PbkdfOptions {
                     .unwrap_or_else(kdf::default_argon2_parallel)
                     .min(kdf::ARGON2_MAX_PARALLEL);
                 if max_memory < kdf::ARGON2_MIN_MEMORY_KIB {
-                    return Err(VolumeError::invalid(format!(
-                        "Forced memory cost is too low for {name} (minimum is {} kilobytes).\nFailed to set pbkdf parameters.",
-                        kdf::ARGON2_MIN_MEMORY_KIB
-                    )));
+                    return Err(ParamError::MemoryTooLow {
+                        pbkdf: name.into(),
+                        min_kib: kdf::ARGON2_MIN_MEMORY_KIB,
+                    }
+                    .into());
                 }
                 let (time, memory_kib) = match self.force_iterations {
                     Some(t) if t < kdf::ARGON2_MIN_TIME => {
-                        return Err(VolumeError::invalid(format!(
-                            "Forced iteration count is too low for {name} (minimum is {}).\nFailed to set pbkdf parameters.",
-                            kdf::ARGON2_MIN_TIME
-                        )))
+                        return Err(ParamError::IterationsTooLow {
+                            pbkdf: name.into(),
+                            min: kdf::ARGON2_MIN_TIME,
+                        }
+                        .into())
                     }
                     Some(t) => (t, max_memory),
                     None => {
@@ -132,12 +134,12 @@ impl PbkdfOptions {
                 }
             }
             other => {
-                return Err(VolumeError::invalid(format!("Unknown PBKDF type {other}.")));
+                return Err(ParamError::UnknownPbkdf { name: other.into() }.into());
             }
         };
         pbkdf
             .check_create_limits()
-            .map_err(|e| VolumeError::invalid(format!("Invalid PBKDF parameters: {e}.")))?;
+            .map_err(ParamError::PbkdfLimits)?;
         Ok(pbkdf)
     }
 
@@ -145,26 +147,18 @@ impl PbkdfOptions {
     pub fn keyslot_cipher(&self) -> Result<Option<(String, u32)>> {
         match (&self.keyslot_cipher, self.keyslot_key_size_bits) {
             (None, None) => Ok(None),
-            (None, Some(_)) => Err(VolumeError::invalid(
-                "Option --keyslot-key-size requires --keyslot-cipher.",
-            )),
+            (None, Some(_)) => Err(ParamError::KeyslotKeySizeNeedsCipher.into()),
             (Some(c), bits) => {
                 let spec = lukskit_crypto::spec::CipherSpec::parse(c)?;
                 let bytes = match bits {
                     Some(b) if b % 8 == 0 && b > 0 => b / 8,
-                    Some(_) => {
-                        return Err(VolumeError::invalid(
-                            "Key size in bits must be a multiple of 8 bits",
-                        ))
-                    }
+                    Some(_) => return Err(ParamError::KeySizeNotBytes.into()),
                     None if spec.chainmode == "xts" => 64,
                     None => 32,
                 };
                 lukskit_crypto::engine::SectorCipher::check(&spec, bytes as usize, 512)?;
                 if spec.capi || spec.cipher == "cipher_null" {
-                    return Err(VolumeError::invalid(format!(
-                        "Cipher {c} cannot be used for keyslot encryption."
-                    )));
+                    return Err(ParamError::KeyslotCipher { cipher: c.clone() }.into());
                 }
                 Ok(Some((spec.to_string(), bytes)))
             }

@@ -18,7 +18,7 @@
 //! them to aes-xts-plain64/sha256, lukskit mirrors 2.6.1.
 
 use crate::data::DataLayout;
-use crate::error::{Result, VolumeError};
+use crate::error::{ParamError, PlainValue, Result, VolumeError};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::spec::CipherSpec;
@@ -39,12 +39,14 @@ pub fn hash_passphrase(hash_spec: &str, passphrase: &[u8], key_len: usize) -> Re
     let (name, hash_len) = match hash_spec.split_once(':') {
         Some((name, n)) => {
             let len = parse_c_size(n).ok_or_else(|| {
-                VolumeError::invalid(format!("Key processing error (using hash {hash_spec})."))
+                VolumeError::from(ParamError::KeyProcessing {
+                    hash: hash_spec.to_string(),
+                })
             })?;
             if len > key_len {
-                return Err(VolumeError::invalid(format!(
-                    "Key processing error (using hash {hash_spec})."
-                )));
+                return Err(VolumeError::from(ParamError::KeyProcessing {
+                    hash: hash_spec.to_string(),
+                }));
             }
             (name, len)
         }
@@ -53,15 +55,16 @@ pub fn hash_passphrase(hash_spec: &str, passphrase: &[u8], key_len: usize) -> Re
     let mut key = SecretBuf::zeroed(key_len);
     if name == "plain" {
         if passphrase.len() < hash_len {
-            return Err(VolumeError::invalid(format!(
-                "Key processing error (using hash {hash_spec})."
-            )));
+            return Err(VolumeError::from(ParamError::KeyProcessing {
+                hash: hash_spec.to_string(),
+            }));
         }
         key.as_mut_bytes()[..hash_len].copy_from_slice(&passphrase[..hash_len]);
         return Ok(key);
     }
-    let alg = HashAlg::from_name(name)
-        .map_err(|_| VolumeError::invalid(format!("Hash algorithm {name} not supported.")))?;
+    let alg = HashAlg::from_name(name).map_err(|_| VolumeError::HashUnsupported {
+        hash: name.to_string(),
+    })?;
     let out = &mut key.as_mut_bytes()[..hash_len];
     let mut prefix: Vec<u8> = Vec::new();
     let mut filled = 0;
@@ -99,7 +102,7 @@ fn parse_c_size(s: &str) -> Option<usize> {
 /// to `key_len`; otherwise [`hash_passphrase`].
 pub fn key_from_secret(hash: Option<&str>, secret: &[u8], key_len: usize) -> Result<SecretBuf> {
     if key_len == 0 {
-        return Err(VolumeError::invalid("Key size must be non-zero."));
+        return Err(ParamError::KeySizeZero.into());
     }
     match hash {
         Some(h) if h != "plain" => hash_passphrase(h, secret, key_len),
@@ -152,9 +155,7 @@ impl PlainParams {
     /// Volume key length in bytes.
     pub fn key_len(&self) -> Result<usize> {
         if self.key_bits == 0 || !self.key_bits.is_multiple_of(8) {
-            return Err(VolumeError::invalid(
-                "Key size in bits must be a multiple of 8 bits",
-            ));
+            return Err(ParamError::KeySizeNotBytes.into());
         }
         Ok((self.key_bits / 8) as usize)
     }
@@ -163,15 +164,12 @@ impl PlainParams {
     /// key size, alignment of `--skip`/`--size`).
     pub fn check(&self) -> Result<()> {
         if self.iv_large_sectors && self.sector_size <= 512 {
-            return Err(VolumeError::invalid(
-                "Large IV sectors option is supported only for opening plain type device with sector size larger than 512 bytes.",
-            ));
+            return Err(ParamError::LargeIvSectors.into());
         }
-        let spec = CipherSpec::parse(&self.cipher)
-            .map_err(|_| VolumeError::invalid("No known cipher specification pattern detected."))?;
+        let spec = CipherSpec::parse(&self.cipher).map_err(|_| ParamError::CipherPattern)?;
         let ss = self.sector_size;
         if !(512..=4096).contains(&ss) || !ss.is_power_of_two() {
-            return Err(VolumeError::invalid("Unsupported encryption sector size."));
+            return Err(ParamError::SectorSize.into());
         }
         SectorCipher::check(&spec, self.key_len()?, ss)?;
         self.layout()?.validate()
@@ -179,15 +177,13 @@ impl PlainParams {
 
     /// The data layout these options describe.
     pub fn layout(&self) -> Result<DataLayout> {
-        let bytes = |s: u64, what: &str| {
-            s.checked_mul(512)
-                .ok_or_else(|| VolumeError::invalid(format!("Invalid {what} specification.")))
-        };
+        let bytes =
+            |s: u64, what: PlainValue| s.checked_mul(512).ok_or(ParamError::Overflow { what });
         Ok(DataLayout {
             cipher: CipherSpec::parse(&self.cipher)?.to_string(),
-            offset: bytes(self.offset_sectors, "offset")?,
+            offset: bytes(self.offset_sectors, PlainValue::Offset)?,
             size: match self.size_sectors {
-                Some(s) => Some(bytes(s, "size")?),
+                Some(s) => Some(bytes(s, PlainValue::Size)?),
                 None => None,
             },
             sector_size: self.sector_size,

@@ -23,7 +23,7 @@
 //! a volume is never dropped (its key wiped) under a transfer in flight.
 
 use crate::data::{AlignedBuf, DataVolume};
-use crate::error::{Result, VolumeError};
+use crate::error::{DataError, IoOp, Result, VolumeError};
 use io_uring::{opcode, squeue, types, IoUring};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -90,8 +90,8 @@ impl std::fmt::Debug for SectorRing {
     }
 }
 
-fn io_err(what: &str, vol: &DataVolume, errno: i32) -> VolumeError {
-    VolumeError::io(what, vol.path(), &std::io::Error::from_raw_os_error(errno))
+fn io_err(op: IoOp, vol: &DataVolume, errno: i32) -> VolumeError {
+    VolumeError::io(op, vol.path(), std::io::Error::from_raw_os_error(errno))
 }
 
 /// A ring for one thread: single issuer with deferred completion work where the kernel
@@ -217,9 +217,7 @@ impl SectorRing {
 
 fn check(vol: &DataVolume, offset: u64, len: usize) -> Result<()> {
     if !SectorRing::accepts(vol, offset, len) {
-        return Err(VolumeError::invalid(format!(
-            "Request at {offset} of {len} bytes cannot be queued."
-        )));
+        return Err(DataError::NotQueued { offset, len }.into());
     }
     vol.check_range(offset, len)
 }
@@ -412,21 +410,21 @@ fn finish(shared: &Shared, p: Pending, res: i32) {
     // transfers and retries interrupted ones); a failed one reports its error.
     let complete = usize::try_from(res).is_ok_and(|n| n == len);
     let retry = res >= 0 || res == -libc::EINTR || res == -libc::EAGAIN;
-    let outcome = |what: &str, redo: &mut dyn FnMut() -> Result<()>| match (complete, retry) {
+    let outcome = |what: IoOp, redo: &mut dyn FnMut() -> Result<()>| match (complete, retry) {
         (true, _) => Ok(()),
         (false, true) => redo(),
         (false, false) => Err(io_err(what, &vol, -res)),
     };
     match kind {
         Kind::Read(done) => {
-            let r = outcome("Reading", &mut || vol.pread(data, offset));
+            let r = outcome(IoOp::Read, &mut || vol.pread(data, offset));
             match r.and_then(|()| vol.decrypt_sectors(data, offset)) {
                 Ok(()) => done(Ok(data)),
                 Err(e) => done(Err(e)),
             }
         }
         Kind::Write(done, range) => {
-            let r = outcome("Writing", &mut || vol.pwrite(data, offset));
+            let r = outcome(IoOp::Write, &mut || vol.pwrite(data, offset));
             vol.unlock_range(range);
             done(r);
         }

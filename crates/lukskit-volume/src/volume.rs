@@ -2,7 +2,7 @@
 //! the operations cryptsetup's key-management commands need.
 
 use crate::device::{Access, Device};
-use crate::error::{Result, VolumeError};
+use crate::error::{KeyslotError, ParamError, RequirementsError, Result, VolumeError};
 use crate::pbkdf::{LuksKind, PbkdfOptions};
 use crate::{luks1_keys, luks2_keys};
 use lukskit_crypto::SecretBuf;
@@ -99,15 +99,14 @@ impl Volume {
     ) -> Result<Self> {
         let hdr_path = header.unwrap_or(device);
         let dev = Device::open(hdr_path, access)?;
-        let not_luks =
-            || VolumeError::invalid(format!("Device {hdr_path} is not a valid LUKS device."));
+        let not_luks = || VolumeError::NotLuks {
+            path: hdr_path.to_string(),
+        };
         let mut first = [0u8; 8];
         dev.read_exact_at(&mut first, 0).map_err(|_| not_luks())?;
         if requested != Some(LuksVersion::Luks2) {
             if let Some(v) = unsupported_version(&first) {
-                return Err(VolumeError::invalid(format!(
-                    "Unsupported LUKS version {v}."
-                )));
+                return Err(VolumeError::UnsupportedVersion { version: v });
             }
         }
         let (loaded, copies) = match detect(&first) {
@@ -185,9 +184,7 @@ impl Volume {
                 });
                 match from_slot {
                     Some(n) => n,
-                    None => return Err(VolumeError::invalid(
-                        "Cannot determine volume key size: no keyslot is bound to the data segment.",
-                    )),
+                    None => return Err(KeyslotError::NoBoundKeyslot.into()),
                 }
             }
         })
@@ -222,16 +219,10 @@ impl Volume {
         if let Header::Luks2(h) = &self.header {
             let unknown = h.unknown_requirements();
             if !unknown.is_empty() {
-                return Err(VolumeError::invalid(format!(
-                    "Operation incompatible with device marked for unknown requirements ({}).",
-                    unknown.join(", ")
-                )));
+                return Err(RequirementsError::Unknown(unknown).into());
             }
             if !h.requirements().is_empty() {
-                return Err(VolumeError::invalid(format!(
-                    "Operation not supported on a device with requirements ({}).",
-                    h.requirements().join(", ")
-                )));
+                return Err(RequirementsError::Unsupported(h.requirements()).into());
             }
         }
         Ok(())
@@ -247,7 +238,7 @@ impl Volume {
         match &self.header {
             Header::Luks1(h) => {
                 if unbound {
-                    return Err(VolumeError::invalid("LUKS1 has no unbound keyslots."));
+                    return Err(KeyslotError::NoUnboundInLuks1.into());
                 }
                 luks1_keys::unlock(&self.dev, h, passphrase, slot)
             }
@@ -276,9 +267,7 @@ impl Volume {
         if ok {
             Ok(())
         } else {
-            Err(VolumeError::permission(
-                "Volume key does not match the volume.",
-            ))
+            Err(VolumeError::VolumeKeyMismatch)
         }
     }
 
@@ -295,21 +284,20 @@ impl Volume {
         }
         (0..self.max_keyslots())
             .find(|i| !used.contains(i))
-            .ok_or_else(|| VolumeError::invalid("All key slots full."))
+            .ok_or(KeyslotError::AllFull.into())
     }
 
     /// Check a requested new keyslot id.
     pub fn check_new_keyslot(&self, slot: u32) -> Result<()> {
         if slot >= self.max_keyslots() {
-            return Err(VolumeError::invalid(format!(
-                "Key slot {slot} is invalid, please select between 0 and {}.",
-                self.max_keyslots() - 1
-            )));
+            return Err(KeyslotError::OutOfRange {
+                slot,
+                count: self.max_keyslots(),
+            }
+            .into());
         }
         if self.keyslot_active(slot)? {
-            return Err(VolumeError::invalid(format!(
-                "Key slot {slot} is full, please select another one."
-            )));
+            return Err(KeyslotError::Full { slot }.into());
         }
         Ok(())
     }
@@ -335,7 +323,7 @@ impl Volume {
         match &mut self.header {
             Header::Luks1(h) => {
                 if unbound {
-                    return Err(VolumeError::invalid("LUKS1 has no unbound keyslots."));
+                    return Err(KeyslotError::NoUnboundInLuks1.into());
                 }
                 // LUKS1 keyslots always use the header's hash: benchmark with that one.
                 let with_header_hash = PbkdfOptions {
@@ -352,9 +340,9 @@ impl Volume {
             Header::Luks2(h) => {
                 let digest = if unbound {
                     let used: Vec<u32> = h.digests()?.iter().map(|d| d.id).collect();
-                    let id = (0..8).find(|i| !used.contains(i)).ok_or_else(|| {
-                        VolumeError::invalid("No free digest slot for an unbound key.")
-                    })?;
+                    let id = (0..8)
+                        .find(|i| !used.contains(i))
+                        .ok_or(KeyslotError::NoFreeDigest)?;
                     let iters = pbkdf.digest_iterations(key.len())?;
                     let d =
                         luks2_keys::make_digest(id, pbkdf.hash()?, key.as_bytes(), iters, vec![])?;
@@ -362,7 +350,7 @@ impl Volume {
                     id
                 } else {
                     luks2_keys::segment_digest(h)?
-                        .ok_or_else(|| VolumeError::invalid("Volume has no data segment digest."))?
+                        .ok_or(KeyslotError::NoSegmentDigest)?
                         .id
                 };
                 let kdf = pbkdf.resolve(LuksKind::Luks2, key.len())?;
@@ -399,13 +387,11 @@ impl Volume {
     ) -> Result<u32> {
         self.check_requirements_for_write()?;
         if !self.keyslot_active(slot)? {
-            return Err(VolumeError::invalid(format!(
-                "Keyslot {slot} is not active."
-            )));
+            return Err(KeyslotError::NotActive { slot }.into());
         }
         if let Header::Luks2(h) = &mut self.header {
             let digest = luks2_keys::digest_of_keyslot(h, slot)?
-                .ok_or_else(|| VolumeError::invalid(format!("Keyslot {slot} has no digest.")))?
+                .ok_or(KeyslotError::NoDigest { slot })?
                 .id;
             let kdf = pbkdf.resolve(LuksKind::Luks2, key.len())?;
             luks2_keys::replace(
@@ -439,15 +425,14 @@ impl Volume {
     /// Destroy keyslot `slot` (wipe its key material, remove it from the header).
     pub fn kill_keyslot(&mut self, slot: u32) -> Result<()> {
         if slot >= self.max_keyslots() {
-            return Err(VolumeError::invalid(format!(
-                "Key slot {slot} is invalid, please select between 0 and {}.",
-                self.max_keyslots() - 1
-            )));
+            return Err(KeyslotError::OutOfRange {
+                slot,
+                count: self.max_keyslots(),
+            }
+            .into());
         }
         if !self.keyslot_active(slot)? {
-            return Err(VolumeError::invalid(format!(
-                "Keyslot {slot} is not active."
-            )));
+            return Err(KeyslotError::NotActive { slot }.into());
         }
         // Revoking a keyslot is allowed even with unknown requirements, as in cryptsetup:
         // a compromised passphrase must always be removable.
@@ -467,8 +452,7 @@ impl Volume {
 
     /// Set the UUID (`luksUUID --uuid`).
     pub fn set_uuid(&mut self, uuid: &str) -> Result<()> {
-        let parsed = uuid::Uuid::parse_str(uuid)
-            .map_err(|_| VolumeError::invalid("Wrong LUKS UUID format provided.".to_string()))?;
+        let parsed = uuid::Uuid::parse_str(uuid).map_err(|_| ParamError::Uuid)?;
         let text = parsed.hyphenated().to_string();
         match &mut self.header {
             Header::Luks1(h) => h.uuid = text,

@@ -1,6 +1,6 @@
 //! Overwriting areas of a device (keyslot revocation, format).
 
-use crate::error::{Result, VolumeError};
+use crate::error::{DeviceOp, Result, VolumeError};
 use lukskit_format::io::Storage;
 
 const CHUNK: u64 = 1 << 20;
@@ -14,11 +14,11 @@ fn fill(dev: &dyn Storage, offset: u64, len: u64, random: bool) -> Result<()> {
             lukskit_crypto::random::fill(&mut buf[..n])?;
         }
         dev.write_all_at(&buf[..n], offset + done)
-            .map_err(|e| VolumeError::device(format!("Cannot wipe device: {e}.")))?;
+            .map_err(|e| VolumeError::device_io(DeviceOp::Wipe, e))?;
         done += n as u64;
     }
     dev.sync()
-        .map_err(|e| VolumeError::device(format!("Cannot wipe device: {e}.")))
+        .map_err(|e| VolumeError::device_io(DeviceOp::Wipe, e))
 }
 
 /// Overwrite `[offset, offset+len)` with random data and sync (keyslot revocation on

@@ -11,7 +11,8 @@
 
 use super::runtime::MappingConfig;
 use crate::error::ActivateError;
-use lukskit_volume::{ErrorKind, VolumeError};
+use lukskit_crypto::CryptoError;
+use lukskit_volume::{DataError, IoOp, ParamError, VolumeError};
 use std::io::{self, BufRead, Read, Write};
 use zeroize::Zeroizing;
 
@@ -130,14 +131,105 @@ pub fn parse_reply(line: &str) -> Reply {
     )))
 }
 
-fn volume_class(k: ErrorKind) -> &'static str {
-    match k {
-        ErrorKind::Invalid => "invalid",
-        ErrorKind::Permission => "permission",
-        ErrorKind::NoMemory => "nomem",
-        ErrorKind::Device => "device",
-        ErrorKind::Busy => "busy",
+/// The names of the I/O operations on the wire.
+const IO_OPS: [(IoOp, &str); 11] = [
+    (IoOp::Open, "open"),
+    (IoOp::Create, "create"),
+    (IoOp::Read, "read"),
+    (IoOp::Write, "write"),
+    (IoOp::Resize, "resize"),
+    (IoOp::Lock, "lock"),
+    (IoOp::Sync, "sync"),
+    (IoOp::Discard, "discard"),
+    (IoOp::ReadSize, "read-size"),
+    (IoOp::CreateBackup, "create-backup"),
+    (IoOp::WriteBackup, "write-backup"),
+];
+
+/// A volume error as (KIND, DETAIL). The serving process only opens the data device
+/// (`DataVolume::open`), so the errors that can happen there cross typed: a missing device,
+/// an OS error with its errno, a layout the device cannot hold, an unusable cipher or key.
+/// Any other volume error (none is reachable there) crosses as [`ActivateError::Server`]
+/// with its description.
+fn encode_volume(v: &VolumeError) -> (String, String) {
+    let s = |k: &str, d: &str| (format!("volume:{k}"), d.to_string());
+    match v {
+        VolumeError::NotFound { path } => s("not-found", path),
+        VolumeError::Io { op, path, source } => {
+            if let Some((_, name)) = IO_OPS.iter().find(|(o, _)| o == op) {
+                let errno = source.raw_os_error().unwrap_or(0);
+                return s(&format!("io:{name}:{errno}"), path);
+            }
+            ("server".into(), v.to_string())
+        }
+        VolumeError::Param(ParamError::SectorSize) => s("sector-size", ""),
+        VolumeError::Data(DataError::NoData) => s("no-data", ""),
+        VolumeError::Data(DataError::OffsetAlignment) => s("offset-alignment", ""),
+        VolumeError::Data(DataError::SizeAlignment) => s("size-alignment", ""),
+        VolumeError::Data(DataError::IvOffsetAlignment {
+            iv_offset,
+            sector_size,
+        }) => s(
+            &format!("iv-offset-alignment:{iv_offset}:{sector_size}"),
+            "",
+        ),
+        VolumeError::Data(DataError::TooSmall {
+            needed,
+            offset,
+            available,
+        }) => s(&format!("too-small:{needed}:{offset}:{available}"), ""),
+        VolumeError::Crypto(c) => match c {
+            CryptoError::Unsupported(m) => s("crypto:unsupported", m),
+            CryptoError::InvalidKey(m) => s("crypto:invalid-key", m),
+            CryptoError::InvalidInput(m) => s("crypto:invalid-input", m),
+            CryptoError::Limit(m) => s("crypto:limit", m),
+            CryptoError::Random => s("crypto:random", ""),
+        },
+        other => ("server".into(), other.to_string()),
     }
+}
+
+/// The inverse of [`encode_volume`] (`kind` without its `volume:` prefix).
+fn decode_volume(kind: &str, detail: String) -> Option<VolumeError> {
+    let mut f = kind.split(':');
+    let num = |x: Option<&str>| x.and_then(|n| n.parse::<u64>().ok());
+    Some(match f.next()? {
+        "not-found" => VolumeError::NotFound { path: detail },
+        "io" => {
+            let name = f.next()?;
+            let op = IO_OPS.iter().find(|(_, n)| *n == name)?.0;
+            let errno = f.next()?.parse().ok()?;
+            VolumeError::Io {
+                op,
+                path: detail,
+                source: io::Error::from_raw_os_error(errno),
+            }
+        }
+        "sector-size" => ParamError::SectorSize.into(),
+        "no-data" => DataError::NoData.into(),
+        "offset-alignment" => DataError::OffsetAlignment.into(),
+        "size-alignment" => DataError::SizeAlignment.into(),
+        "iv-offset-alignment" => DataError::IvOffsetAlignment {
+            iv_offset: num(f.next())?,
+            sector_size: u32::try_from(num(f.next())?).ok()?,
+        }
+        .into(),
+        "too-small" => DataError::TooSmall {
+            needed: num(f.next())?,
+            offset: num(f.next())?,
+            available: num(f.next())?,
+        }
+        .into(),
+        "crypto" => VolumeError::Crypto(match f.next()? {
+            "unsupported" => CryptoError::Unsupported(detail),
+            "invalid-key" => CryptoError::InvalidKey(detail),
+            "invalid-input" => CryptoError::InvalidInput(detail),
+            "limit" => CryptoError::Limit(detail),
+            "random" => CryptoError::Random,
+            _ => return None,
+        }),
+        _ => return None,
+    })
 }
 
 fn encode_error(e: &ActivateError) -> (String, String) {
@@ -155,10 +247,7 @@ fn encode_error(e: &ActivateError) -> (String, String) {
         ActivateError::InvalidRequest(m) => s("invalid", m),
         ActivateError::Unsupported(m) => s("unsupported", m),
         ActivateError::NoDeviceMapper => s("no-device-mapper", ""),
-        ActivateError::Volume(v) => (
-            format!("volume:{}", volume_class(v.kind)),
-            v.message.clone(),
-        ),
+        ActivateError::Volume(v) => encode_volume(v),
         ActivateError::Io { context, source } => (
             format!("io:{}", source.raw_os_error().unwrap_or(0)),
             context.clone(),
@@ -184,15 +273,11 @@ fn decode_error(kind: &str, detail: &str) -> ActivateError {
         "unsupported" => ActivateError::Unsupported(d),
         "no-device-mapper" => ActivateError::NoDeviceMapper,
         k => {
-            if let Some(class) = k.strip_prefix("volume:") {
-                let kind = match class {
-                    "permission" => ErrorKind::Permission,
-                    "nomem" => ErrorKind::NoMemory,
-                    "device" => ErrorKind::Device,
-                    "busy" => ErrorKind::Busy,
-                    _ => ErrorKind::Invalid,
+            if let Some(v) = k.strip_prefix("volume:") {
+                return match decode_volume(v, d.clone()) {
+                    Some(v) => ActivateError::Volume(v),
+                    None => ActivateError::Server(d),
                 };
-                return ActivateError::Volume(VolumeError::new(kind, d));
             }
             if let Some(errno) = k.strip_prefix("io:") {
                 let errno = errno.parse().unwrap_or(0);
@@ -228,8 +313,45 @@ mod tests {
         ));
         assert!(matches!(&io, ActivateError::Io { context, source }
             if context == "Cannot mount" && source.raw_os_error() == Some(libc::ENODEV)));
-        let v = round_trip(ActivateError::Volume(VolumeError::permission("no")));
-        assert!(matches!(&v, ActivateError::Volume(e) if e.kind == ErrorKind::Permission));
+        let v = round_trip(ActivateError::Volume(VolumeError::NotFound {
+            path: "/dev/vdb x".into(),
+        }));
+        assert!(
+            matches!(&v, ActivateError::Volume(VolumeError::NotFound { path })
+            if path == "/dev/vdb x")
+        );
+        let v = round_trip(ActivateError::Volume(VolumeError::io(
+            IoOp::Read,
+            "/img",
+            io::Error::from_raw_os_error(libc::EIO),
+        )));
+        assert!(
+            matches!(&v, ActivateError::Volume(VolumeError::Io { op: IoOp::Read, path, source })
+            if path == "/img" && source.raw_os_error() == Some(libc::EIO))
+        );
+        let v = round_trip(ActivateError::Volume(
+            DataError::TooSmall {
+                needed: 4096,
+                offset: 512,
+                available: 1024,
+            }
+            .into(),
+        ));
+        assert!(matches!(
+            &v,
+            ActivateError::Volume(VolumeError::Data(DataError::TooSmall {
+                needed: 4096,
+                offset: 512,
+                available: 1024
+            }))
+        ));
+        let v = round_trip(ActivateError::Volume(VolumeError::Crypto(
+            CryptoError::Unsupported("cipher foo".into()),
+        )));
+        assert!(
+            matches!(&v, ActivateError::Volume(VolumeError::Crypto(CryptoError::Unsupported(m)))
+            if m == "cipher foo")
+        );
         assert_eq!(parse_reply("ok {\"a\":1}").unwrap(), "{\"a\":1}");
         assert!(matches!(parse_reply("what"), Err(ActivateError::Server(_))));
     }

@@ -2,10 +2,10 @@
 //! starts at the end of the header area rounded up to a multiple of SECTORS.
 
 use crate::args::{parse_size, Opts};
+use crate::errors::{CliError, Result};
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2;
 use lukskit_volume::format::FormatType;
-use lukskit_volume::{Result, VolumeError};
 
 /// The data offset in 512-byte sectors to format with: `--offset`, or the one
 /// `--align-payload` gives, or None for the default.
@@ -19,7 +19,7 @@ pub fn payload_offset(
         return Ok(o.offset);
     };
     if o.offset.is_some() {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Options --align-payload and --offset cannot be combined.",
         ));
     }
@@ -31,7 +31,7 @@ pub fn payload_offset(
         FormatType::Luks1 => {
             let key_bytes = super::volume_key::format_key_bytes(cipher, key_size_bits)?;
             let key_bytes =
-                u32::try_from(key_bytes).map_err(|_| VolumeError::invalid("Invalid key size."))?;
+                u32::try_from(key_bytes).map_err(|_| CliError::invalid("Invalid key size."))?;
             u64::from(Luks1Header::layout(key_bytes, align, None, false).1)
         }
         FormatType::Luks2 => {

@@ -11,12 +11,13 @@
 //! least one second per direction, and reports MiB/s of wall-clock time.
 
 use crate::args::Opts;
+use crate::errors::{CliError, Result};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::kdf::{self, Argon2Variant};
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
-use lukskit_volume::{Result, VolumeError};
+
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -80,11 +81,11 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
     };
     let sector_size = o.sector_size.unwrap_or(4096);
     if !(512..=4096).contains(&sector_size) || !sector_size.is_power_of_two() {
-        return Err(VolumeError::invalid("Unsupported encryption sector size."));
+        return Err(CliError::invalid("Unsupported encryption sector size."));
     }
     let key_bits = o.key_size.unwrap_or(DEFAULT_KEY_BITS);
     if key_bits == 0 || !key_bits.is_multiple_of(8) {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Key size in bits must be a multiple of 8 bits",
         ));
     }
@@ -189,8 +190,8 @@ fn cipher_json(
 fn bench_kdf(o: &Opts, out: &mut Out, kdf_name: &str, hash: &str, key_len: usize) -> Result<()> {
     if kdf_name == "pbkdf2" {
         let res = HashAlg::from_name(hash)
-            .map_err(VolumeError::from)
-            .and_then(|h| kdf::benchmark_pbkdf2(h, key_len).map_err(VolumeError::from));
+            .map_err(CliError::from)
+            .and_then(|h| kdf::benchmark_pbkdf2(h, key_len).map_err(CliError::from));
         match res {
             Ok(iters) => {
                 out.line(&format!(
@@ -211,7 +212,7 @@ fn bench_kdf(o: &Opts, out: &mut Out, kdf_name: &str, hash: &str, key_len: usize
         return Ok(());
     }
     let variant = Argon2Variant::from_name(kdf_name)
-        .map_err(|_| VolumeError::invalid(format!("Unknown PBKDF type {kdf_name}.")))?;
+        .map_err(|_| CliError::invalid(format!("Unknown PBKDF type {kdf_name}.")))?;
     let time_ms = o.iter_time.filter(|&t| t > 0).unwrap_or(DEFAULT_ARGON2_MS);
     let memory = o
         .pbkdf_memory
@@ -253,14 +254,14 @@ fn bench_one_cipher(
     threads: usize,
 ) -> Result<()> {
     let not_available = || {
-        VolumeError::invalid(format!(
+        CliError::invalid(format!(
             "Cipher {given} (with {key_bits} bits key) is not available."
         ))
     };
     let spec = match CipherSpec::parse(given) {
         Ok(s) => s,
         Err(_) => CipherSpec::parse(&format!("{given}-plain64"))
-            .map_err(|_| VolumeError::invalid("No known cipher specification pattern detected."))?,
+            .map_err(|_| CliError::invalid("No known cipher specification pattern detected."))?,
     };
     let (cipher, mode) = (spec.cipher.clone(), spec.chainmode.clone());
     let spec_text = spec.to_string();
@@ -345,7 +346,7 @@ fn run_timed(c: &SectorCipher, bufs: &mut [Vec<u8>], encrypt: bool) -> Result<f6
         for h in handles {
             total += h
                 .join()
-                .map_err(|_| VolumeError::invalid("Benchmark thread panicked."))??;
+                .map_err(|_| CliError::invalid("Benchmark thread panicked."))??;
         }
         Ok(total)
     })?;

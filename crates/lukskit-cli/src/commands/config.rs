@@ -2,10 +2,11 @@
 
 use super::need_args;
 use crate::args::Opts;
+use crate::errors::{CliError, Result};
 use crate::input;
 use lukskit_volume::device::Access;
 use lukskit_volume::edit::parse_priority;
-use lukskit_volume::{Result, Volume, VolumeError};
+use lukskit_volume::Volume;
 use std::io::Read;
 
 /// `config <device> [--label L] [--subsystem S] [--priority P --key-slot N]`.
@@ -13,7 +14,7 @@ pub fn config(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let mut vol = super::load_volume(o, &args[0], Access::Write)?;
     if o.priority.is_none() && o.label.is_none() && o.subsystem.is_none() {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Option --priority, --label or --subsystem is missing.",
         ));
     }
@@ -21,7 +22,7 @@ pub fn config(o: &Opts, args: &[String]) -> Result<()> {
         let prio = parse_priority(p)?;
         let slot = o
             .key_slot
-            .ok_or_else(|| VolumeError::invalid("Keyslot specification is required."))?;
+            .ok_or_else(|| CliError::invalid("Keyslot specification is required."))?;
         vol.set_priority(slot, prio)?;
     }
     if o.label.is_some() || o.subsystem.is_some() {
@@ -41,8 +42,8 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
             println!("No known problems detected for LUKS header.");
         }
     } else {
-        for m in msgs {
-            eprintln!("{m}");
+        for m in &msgs {
+            eprintln!("{}", crate::errors::repair_note(m));
         }
     }
     Ok(())
@@ -55,9 +56,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
     match args[0].as_str() {
         "add" => {
             let desc = o.key_description.as_deref().ok_or_else(|| {
-                VolumeError::invalid(
-                    "--key-description parameter is mandatory for token add action.",
-                )
+                CliError::invalid("--key-description parameter is mandatory for token add action.")
             })?;
             let mut vol = super::load_volume(o, device, Access::Write)?;
             let mut token = serde_json::json!({
@@ -82,7 +81,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
         }
         "remove" => {
             let id = o.token_id.ok_or_else(|| {
-                VolumeError::invalid("Action requires specific token. Use --token-id parameter.")
+                CliError::invalid("Action requires specific token. Use --token-id parameter.")
             })?;
             let mut vol = super::load_volume(o, device, Access::Write)?;
             vol.token_remove(id)?;
@@ -96,21 +95,19 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             match &o.json_file {
                 Some(f) if f != "-" => {
                     text = std::fs::read_to_string(f)
-                        .map_err(|e| VolumeError::io("Reading JSON file", f, &e))?;
+                        .map_err(|e| CliError::io("Reading JSON file", f, &e))?;
                 }
                 _ => {
                     std::io::stdin().read_to_string(&mut text).map_err(|e| {
-                        VolumeError::invalid(format!(
-                            "Failed to read JSON from standard input: {e}."
-                        ))
+                        CliError::invalid(format!("Failed to read JSON from standard input: {e}."))
                     })?;
                 }
             }
             if text.len() > 4 * 1024 * 1024 {
-                return Err(VolumeError::invalid("JSON file is too large."));
+                return Err(CliError::invalid("JSON file is too large."));
             }
             let mut token: serde_json::Value = serde_json::from_str(text.trim_end())
-                .map_err(|_| VolumeError::invalid("Failed to import token from file."))?;
+                .map_err(|_| CliError::invalid("Failed to import token from file."))?;
             if let (Some(slot), Some(obj)) = (o.key_slot, token.as_object_mut()) {
                 let ks = obj
                     .entry("keyslots")
@@ -131,22 +128,21 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
         }
         "export" => {
             let id = o.token_id.ok_or_else(|| {
-                VolumeError::invalid("Action requires specific token. Use --token-id parameter.")
+                CliError::invalid("Action requires specific token. Use --token-id parameter.")
             })?;
             let vol = super::load_volume(o, device, Access::Read)?;
             let json = vol.token_export(id)?;
             match &o.json_file {
                 // cryptsetup writes the JSON without a final newline.
-                Some(f) if f != "-" => std::fs::write(f, &json)
-                    .map_err(|e| VolumeError::io("Writing JSON file", f, &e)),
+                Some(f) if f != "-" => {
+                    std::fs::write(f, &json).map_err(|e| CliError::io("Writing JSON file", f, &e))
+                }
                 _ => {
                     print!("{json}");
                     Ok(())
                 }
             }
         }
-        other => Err(VolumeError::invalid(format!(
-            "Invalid token action {other}."
-        ))),
+        other => Err(CliError::invalid(format!("Invalid token action {other}."))),
     }
 }

@@ -2,11 +2,11 @@
 
 use super::need_args;
 use crate::args::Opts;
+use crate::errors::{CliError, Result};
 use crate::input;
 use lukskit_volume::convert::{self as conv, type_name};
 use lukskit_volume::device::Access;
 use lukskit_volume::format::FormatType;
-use lukskit_volume::{Result, VolumeError};
 
 /// `convert <device> --type luks1|luks2` (cryptsetup's `action_luksConvert`): the target type
 /// is checked first, then the header is loaded, a conversion to the current type is refused,
@@ -17,7 +17,7 @@ pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
         Some("luks1") => FormatType::Luks1,
         Some("luks2") => FormatType::Luks2,
         _ => {
-            return Err(VolumeError::invalid(
+            return Err(CliError::invalid(
                 "Invalid LUKS type, only luks1 and luks2 are supported.",
             ))
         }
@@ -34,9 +34,9 @@ pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
         o.batch_mode,
     )?;
     if !go {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Operation aborted, device was NOT converted.",
         ));
     }
-    conv::convert(&mut vol, target)
+    conv::convert(&mut vol, target).map_err(CliError::from)
 }

@@ -2,9 +2,9 @@
 
 use super::{need_args, pbkdf_options};
 use crate::args::{parse_size, Opts};
+use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_volume::format::{format, FormatParams, FormatType};
-use lukskit_volume::{Result, VolumeError};
 
 /// cryptsetup's default LUKS cipher.
 pub const DEFAULT_CIPHER: &str = "aes-xts-plain64";
@@ -17,7 +17,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         None | Some("luks2") | Some("luks") => FormatType::Luks2,
         Some("luks1") => FormatType::Luks1,
         Some(t) => {
-            return Err(VolumeError::invalid(format!(
+            return Err(CliError::invalid(format!(
                 "Unknown or unsupported LUKS type {t} for luksFormat."
             )))
         }
@@ -27,7 +27,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
             None => Ok(None),
             Some(v) => parse_size(v)
                 .map(Some)
-                .ok_or_else(|| VolumeError::invalid(format!("Invalid {what} specification."))),
+                .ok_or_else(|| CliError::invalid(format!("Invalid {what} specification."))),
         }
     };
     let cipher = o.cipher.clone().unwrap_or_else(|| DEFAULT_CIPHER.into());
@@ -87,7 +87,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     super::luks1_pbkdf_fallback(&mut params);
     let out = format(&params, pass.as_bytes())?;
     if let Some(w) = out.warning {
-        eprintln!("{w}");
+        eprintln!("{}", crate::errors::format_warning(&w));
     }
     if o.verbose {
         println!("Key slot {} created.", out.keyslot);

@@ -3,12 +3,13 @@
 use super::{existing_key_source, need_args, tries};
 use crate::args::Opts;
 use crate::dump;
+use crate::errors::{self, CliError, Result};
 use crate::input;
 use lukskit_format::detect::LuksVersion;
 use lukskit_volume::backup;
 use lukskit_volume::device::Access;
 use lukskit_volume::volume::probe;
-use lukskit_volume::{Header, Result, VolumeError};
+use lukskit_volume::Header;
 
 /// `isLuks <device>`: exit 0 for a LUKS header (of `--type` if given), else 1.
 pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
@@ -26,7 +27,7 @@ pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         // cryptsetup prints nothing here unless -v.
         // cryptsetup prints no message here (with -v only the exit status line).
-        Err(VolumeError::invalid(String::new()))
+        Err(CliError::invalid(String::new()))
     }
 }
 
@@ -42,7 +43,7 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
         Some(u) => {
             let mut vol = super::load_volume(o, &args[0], Access::Write)?;
             input::confirm("Do you really want to change UUID of device?", o.batch_mode)?;
-            vol.set_uuid(u)
+            vol.set_uuid(u).map_err(CliError::from)
         }
     }
 }
@@ -80,22 +81,20 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
                     }
                     return Ok(());
                 }
-                Err(e) if e.kind == lukskit_volume::ErrorKind::Permission => {
+                Err(e) if errors::is_wrong_passphrase(&e) => {
+                    let e = CliError::from(e);
                     eprintln!("{}", e.message);
                     last = Some(e);
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(e.into()),
             }
         }
-        return Err(VolumeError {
-            message: String::new(),
-            ..last.unwrap_or_else(VolumeError::wrong_passphrase)
-        });
+        return Err(last.unwrap_or_else(CliError::wrong_passphrase).silenced());
     }
     match &vol.header {
         Header::Luks1(h) => {
             if o.dump_json_metadata {
-                return Err(VolumeError::invalid(
+                return Err(CliError::invalid(
                     "Dump operation is not supported for this device type.",
                 ));
             }
@@ -125,10 +124,10 @@ fn write_key_file(path: &str, key: &[u8]) -> Result<()> {
         .create_new(true)
         .mode(0o400)
         .open(path)
-        .map_err(|e| VolumeError::io("Creating volume key file", path, &e))?;
+        .map_err(|e| CliError::io("Creating volume key file", path, &e))?;
     f.write_all(key)
         .and_then(|_| f.sync_all())
-        .map_err(|e| VolumeError::io("Writing volume key file", path, &e))
+        .map_err(|e| CliError::io("Writing volume key file", path, &e))
 }
 
 /// `luksHeaderBackup <device> --header-backup-file <file>`.
@@ -137,8 +136,8 @@ pub fn backup(o: &Opts, args: &[String]) -> Result<()> {
     let file = o
         .header_backup_file
         .as_deref()
-        .ok_or_else(|| VolumeError::invalid("Option --header-backup-file is required."))?;
-    backup::header_backup(&args[0], o.header.as_deref(), file)
+        .ok_or_else(|| CliError::invalid("Option --header-backup-file is required."))?;
+    backup::header_backup(&args[0], o.header.as_deref(), file).map_err(CliError::from)
 }
 
 /// `luksHeaderRestore <device> --header-backup-file <file>`.
@@ -147,7 +146,7 @@ pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
     let file = o
         .header_backup_file
         .as_deref()
-        .ok_or_else(|| VolumeError::invalid("Option --header-backup-file is required."))?;
+        .ok_or_else(|| CliError::invalid("Option --header-backup-file is required."))?;
     let img = backup::read_backup(file)?;
     let target = o.header.as_deref().unwrap_or(&args[0]);
     let msg = if probe(target).ok().flatten().is_some() {
@@ -156,7 +155,7 @@ pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
         format!("Device {target} does not contain LUKS header. Replacing header can destroy data on that device.")
     };
     input::confirm(&msg, o.batch_mode)?;
-    backup::header_restore(&args[0], o.header.as_deref(), &img)
+    backup::header_restore(&args[0], o.header.as_deref(), &img).map_err(CliError::from)
 }
 
 /// `erase <device>`: destroy every keyslot.

@@ -12,6 +12,7 @@
 
 use super::{need_args, pbkdf_options};
 use crate::args::{parse_size, Opts};
+use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
@@ -20,7 +21,7 @@ use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
 use lukskit_volume::format::{self, FormatParams, FormatType};
 use lukskit_volume::plain::{self, PlainParams};
-use lukskit_volume::{ErrorKind, Result, Volume, VolumeError};
+use lukskit_volume::Volume;
 use std::fs::{File, OpenOptions};
 use std::io::{IsTerminal, Read, Write};
 use std::os::unix::fs::{FileExt, FileTypeExt};
@@ -39,7 +40,7 @@ pub fn image(o: &Opts, args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("encrypt") => encrypt(o, &args[1..]),
         Some("decrypt") => decrypt(o, &args[1..]),
-        _ => Err(VolumeError::invalid(
+        _ => Err(CliError::invalid(
             "Command requires encrypt <plaintext> <image> or decrypt <image> <plaintext> as argument.",
         )),
     }
@@ -59,7 +60,7 @@ fn kind(o: &Opts) -> Result<Kind> {
         Some("luks1") => Kind::Luks(Some(FormatType::Luks1)),
         Some("plain") => Kind::Plain,
         Some(t) => {
-            return Err(VolumeError::invalid(format!(
+            return Err(CliError::invalid(format!(
                 "Unknown or unsupported device type {t} for image (luks, luks1, luks2 or plain)."
             )))
         }
@@ -118,14 +119,14 @@ pub(super) fn plain_key(
                 Some(_) => o.keyfile_size,
             };
             let secret = input::read_keyfile("-", offset, size)?;
-            plain::key_from_secret(hash, secret.as_bytes(), key_len)
+            plain::key_from_secret(hash, secret.as_bytes(), key_len).map_err(CliError::from)
         }
         None => {
             let secret = input::get_secret(&KeySource::Prompt, prompt, verify)?;
             let n = o
                 .keyfile_size
                 .map_or(secret.len(), |l| (l as usize).min(secret.len()));
-            plain::key_from_secret(hash, &secret.as_bytes()[..n], key_len)
+            plain::key_from_secret(hash, &secret.as_bytes()[..n], key_len).map_err(CliError::from)
         }
     }
 }
@@ -142,18 +143,18 @@ fn open_source(path: &str) -> Result<Source> {
     }
     let f = File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-            VolumeError::device(format!("Cannot open {path}: {e}."))
+            CliError::device(format!("Cannot open {path}: {e}."))
         }
-        _ => VolumeError::io("Opening", path, &e),
+        _ => CliError::io("Opening", path, &e),
     })?;
     let md = f
         .metadata()
-        .map_err(|e| VolumeError::io("Reading", path, &e))?;
+        .map_err(|e| CliError::io("Reading", path, &e))?;
     if md.is_dir() {
-        return Err(VolumeError::device(format!("{path} is a directory.")));
+        return Err(CliError::device(format!("{path} is a directory.")));
     }
     let size =
-        lukskit_format::io::Storage::size(&f).map_err(|e| VolumeError::io("Reading", path, &e))?;
+        lukskit_format::io::Storage::size(&f).map_err(|e| CliError::io("Reading", path, &e))?;
     Ok(Source::File(f, size))
 }
 
@@ -183,9 +184,9 @@ fn create_target(path: &str) -> Result<()> {
         .map(|_| ())
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                VolumeError::device(format!("Cannot create {path}: {e}."))
+                CliError::device(format!("Cannot create {path}: {e}."))
             }
-            _ => VolumeError::io("Creating", path, &e),
+            _ => CliError::io("Creating", path, &e),
         })
 }
 
@@ -198,10 +199,10 @@ fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
         .map(|p| {
             Claim::acquire(p).map_err(|e| match e {
                 ClaimError::InUse => {
-                    VolumeError::invalid(format!("Cannot exclusively open {p}, device in use."))
+                    CliError::invalid(format!("Cannot exclusively open {p}, device in use."))
                 }
-                ClaimError::Io(e) => VolumeError::io("Opening", p, &e),
-                other => VolumeError::invalid(format!("Cannot exclusively open {p}: {other}.")),
+                ClaimError::Io(e) => CliError::io("Opening", p, &e),
+                other => CliError::invalid(format!("Cannot exclusively open {p}: {other}.")),
             })
         })
         .collect()
@@ -222,9 +223,9 @@ fn open_plain_output(path: &str) -> Result<File> {
         .open(path)
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                VolumeError::device(format!("Cannot create {path}: {e}."))
+                CliError::device(format!("Cannot create {path}: {e}."))
             }
-            _ => VolumeError::io("Creating", path, &e),
+            _ => CliError::io("Creating", path, &e),
         })
 }
 
@@ -247,7 +248,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     let (src_path, image) = (&args[0], &args[1]);
     let kind = kind(o)?;
     if src_path != "-" && same_file(src_path, image) {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "The plaintext and the image must be different files.",
         ));
     }
@@ -258,12 +259,12 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     };
     if kind == Kind::Plain {
         if o.header.is_some() {
-            return Err(VolumeError::invalid(
+            return Err(CliError::invalid(
                 "Option --header is not allowed with plain mode.",
             ));
         }
     } else if o.skip.is_some() || o.iv_large_sectors || o.size.is_some() {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Options --skip, --size and --iv-large-sectors are supported only with --type plain.",
         ));
     }
@@ -271,7 +272,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         && o.volume_key_file.is_none()
         && (o.key_file.as_deref().is_none_or(|k| k == "-") && !input::interactive())
     {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "The plaintext comes from standard input: give the passphrase with --key-file.",
         ));
     }
@@ -305,7 +306,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             let key_bits = super::volume_key::luks_key_bits(o.key_size)
                 .unwrap_or_else(|| lukskit_volume::format::default_key_bits(&spec));
             if key_bits == 0 || !key_bits.is_multiple_of(8) {
-                return Err(VolumeError::invalid(
+                return Err(CliError::invalid(
                     "Key size in bits must be a multiple of 8 bits",
                 ));
             }
@@ -316,9 +317,9 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             let size = |s: &Option<String>, what: &str| -> Result<Option<u64>> {
                 match s {
                     None => Ok(None),
-                    Some(v) => parse_size(v).map(Some).ok_or_else(|| {
-                        VolumeError::invalid(format!("Invalid {what} specification."))
-                    }),
+                    Some(v) => parse_size(v)
+                        .map(Some)
+                        .ok_or_else(|| CliError::invalid(format!("Invalid {what} specification."))),
                 }
             };
             let mut params = FormatParams {
@@ -362,7 +363,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     let ss = u64::from(layout.sector_size);
     let data_len = match (plain_len, layout.size) {
         (Some(n), Some(fixed)) if n > fixed => {
-            return Err(VolumeError::invalid(format!(
+            return Err(CliError::invalid(format!(
                 "The plaintext ({n} bytes) does not fit the requested data size ({fixed} bytes)."
             )))
         }
@@ -374,25 +375,25 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         .read(true)
         .write(true)
         .open(image)
-        .map_err(|e| VolumeError::io("Opening", image, &e))?;
+        .map_err(|e| CliError::io("Opening", image, &e))?;
     let block = is_block_device(image);
     if let Some(len) = data_len {
         let need = layout.offset + len;
         let have = lukskit_format::io::Storage::size(&out)
-            .map_err(|e| VolumeError::io("Reading", image, &e))?;
+            .map_err(|e| CliError::io("Reading", image, &e))?;
         if block {
             if have < need {
-                return Err(VolumeError::device(format!(
+                return Err(CliError::device(format!(
                     "Device {image} is too small ({have} bytes, {need} needed)."
                 )));
             }
         } else {
             out.set_len(need)
-                .map_err(|e| VolumeError::io("Resizing", image, &e))?;
+                .map_err(|e| CliError::io("Resizing", image, &e))?;
         }
     } else if !block {
         out.set_len(layout.offset)
-            .map_err(|e| VolumeError::io("Resizing", image, &e))?;
+            .map_err(|e| CliError::io("Resizing", image, &e))?;
     }
     let mut dv = if block {
         // A block device may be larger than the data: use only what the plaintext needs.
@@ -415,7 +416,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         // Plaintext from a pipe: the image ends after the last sector written.
         dv.file()
             .set_len(layout.offset + round_up(written, ss))
-            .map_err(|e| VolumeError::io("Resizing", image, &e))?;
+            .map_err(|e| CliError::io("Resizing", image, &e))?;
     }
     dv.flush()?;
     // The image is complete and durable: others may use it now.
@@ -442,8 +443,8 @@ struct Chunk {
     offset: u64,
 }
 
-fn pipe_error(what: &str) -> VolumeError {
-    VolumeError::invalid(format!("Internal error: {what} stopped unexpectedly."))
+fn pipe_error(what: &str) -> CliError {
+    CliError::invalid(format!("Internal error: {what} stopped unexpectedly."))
 }
 
 /// Fill `buf` from `r` until it is full or the input ends; returns the bytes read.
@@ -518,7 +519,7 @@ where
                 } else {
                     dv.decrypt_sectors(&mut c.buf[..c.len], c.offset)
                 };
-                if done_tx.send(r.map(|()| c)).is_err() {
+                if done_tx.send(r.map(|()| c).map_err(CliError::from)).is_err() {
                     break;
                 }
             });
@@ -569,8 +570,7 @@ fn stream_encrypt(
             if ended {
                 return Ok(None);
             }
-            let n =
-                read_full(&mut *input, buf).map_err(|e| VolumeError::io("Reading", name, &e))?;
+            let n = read_full(&mut *input, buf).map_err(|e| CliError::io("Reading", name, &e))?;
             if n == 0 {
                 return Ok(None);
             }
@@ -584,7 +584,7 @@ fn stream_encrypt(
         |c| {
             dv.file()
                 .write_all_at(&c.buf[..c.len], dv.device_offset(c.offset))
-                .map_err(|e| VolumeError::io("Writing", dv.path(), &e))?;
+                .map_err(|e| CliError::io("Writing", dv.path(), &e))?;
             progress.add(c.len as u64);
             Ok(())
         },
@@ -621,13 +621,13 @@ fn unlock_luks(vol: &Volume, o: &Opts, device: &str) -> Result<SecretBuf> {
                 }
                 return Ok(vk);
             }
-            Err(e) if e.kind == ErrorKind::Permission && attempt + 1 < n => {
-                eprintln!("{}", e.message);
+            Err(e) if errors::is_wrong_passphrase(&e) && attempt + 1 < n => {
+                eprintln!("{}", errors::volume(&e).message);
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
-    Err(VolumeError::wrong_passphrase())
+    Err(CliError::wrong_passphrase())
 }
 
 /// `image decrypt IMAGE PLAIN`.
@@ -635,7 +635,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 2, 2, "<image> <plaintext>")?;
     let (image, dst_path) = (&args[0], &args[1]);
     if dst_path != "-" && same_file(dst_path, image) {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "The image and the plaintext must be different files.",
         ));
     }
@@ -649,7 +649,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
     let mut dv = match kind(o)? {
         Kind::Plain => {
             if o.header.is_some() {
-                return Err(VolumeError::invalid(
+                return Err(CliError::invalid(
                     "Option --header is not allowed with plain mode.",
                 ));
             }
@@ -659,14 +659,14 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
         }
         Kind::Luks(t) => {
             if o.skip.is_some() || o.iv_large_sectors {
-                return Err(VolumeError::invalid(
+                return Err(CliError::invalid(
                     "Options --skip and --iv-large-sectors are supported only with --type plain.",
                 ));
             }
             let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
             match (t, vol.type_name()) {
                 (Some(FormatType::Luks1), "LUKS2") | (Some(FormatType::Luks2), "LUKS1") => {
-                    return Err(VolumeError::invalid(format!(
+                    return Err(CliError::invalid(format!(
                         "Device {image} is not a valid LUKS device."
                     )))
                 }
@@ -677,7 +677,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
             if let Some(s) = o.size {
                 layout.size = Some(
                     s.checked_mul(512)
-                        .ok_or_else(|| VolumeError::invalid("Invalid size specification."))?,
+                        .ok_or_else(|| CliError::invalid("Invalid size specification."))?,
                 );
             }
             DataVolume::open(&vol.data_path, layout, vk.as_bytes(), false)?
@@ -693,9 +693,9 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
         let sparse = !is_block_device(dst_path);
         if !sparse {
             let have = lukskit_format::io::Storage::size(&file)
-                .map_err(|e| VolumeError::io("Reading", dst_path, &e))?;
+                .map_err(|e| CliError::io("Reading", dst_path, &e))?;
             if have < total {
-                return Err(VolumeError::device(format!(
+                return Err(CliError::device(format!(
                     "Device {dst_path} is too small ({have} bytes, {total} needed)."
                 )));
             }
@@ -709,14 +709,14 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
         Sink::File { file, sparse } => {
             if *sparse {
                 file.set_len(total)
-                    .map_err(|e| VolumeError::io("Resizing", dst_path, &e))?;
+                    .map_err(|e| CliError::io("Resizing", dst_path, &e))?;
             }
             file.sync_data()
-                .map_err(|e| VolumeError::io("Syncing", dst_path, &e))?;
+                .map_err(|e| CliError::io("Syncing", dst_path, &e))?;
         }
         Sink::Stdout => std::io::stdout()
             .flush()
-            .map_err(|e| VolumeError::io("Writing", "standard output", &e))?,
+            .map_err(|e| CliError::io("Writing", "standard output", &e))?,
     }
     if o.verbose && dst_path != "-" {
         println!("Decrypted {total} bytes into {dst_path}.");
@@ -783,14 +783,14 @@ fn stream_decrypt(
             let n = (total - offset).min(buf.len() as u64) as usize;
             dv.file()
                 .read_exact_at(&mut buf[..n], dv.device_offset(offset))
-                .map_err(|e| VolumeError::io("Reading", dv.path(), &e))?;
+                .map_err(|e| CliError::io("Reading", dv.path(), &e))?;
             let at = offset;
             offset += n as u64;
             Ok(Some((n, at)))
         },
         |c| {
             let data = &c.buf[..c.len];
-            let io = |e: std::io::Error| VolumeError::io("Writing", dst_name, &e);
+            let io = |e: std::io::Error| CliError::io("Writing", dst_name, &e);
             match sink {
                 Sink::File { file, sparse: true } => {
                     write_sparse(file, data, c.offset).map_err(io)?

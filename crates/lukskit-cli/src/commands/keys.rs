@@ -3,10 +3,11 @@
 
 use super::{existing_key_source, need_args, pbkdf_options, tries};
 use crate::args::Opts;
+use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::device::Access;
-use lukskit_volume::{ErrorKind, Result, Volume, VolumeError};
+use lukskit_volume::Volume;
 
 /// Ask for a passphrase (with `--tries` attempts on a terminal) until one unlocks.
 /// Returns the keyslot, the volume key and the passphrase.
@@ -29,20 +30,23 @@ pub(super) fn unlock_with_tries(
         log_unlock(&res);
         match res {
             Ok((s, vk)) => return Ok((s, vk, pass)),
-            Err(e) if e.kind == ErrorKind::Permission && attempt + 1 < n => {
-                eprintln!("{}", e.message);
+            Err(e) if errors::is_wrong_passphrase(&e) && attempt + 1 < n => {
+                eprintln!("{}", errors::volume(&e).message);
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
     }
-    Err(VolumeError::wrong_passphrase())
+    Err(CliError::wrong_passphrase())
 }
 
 /// `--debug`: which keyslot a passphrase opened, or why none did.
-fn log_unlock<T>(res: &Result<(u32, T)>) {
+fn log_unlock<T>(res: &lukskit_volume::Result<(u32, T)>) {
     match res {
         Ok((s, _)) => crate::debug::log(format_args!("Keyslot {s} unlocked.")),
-        Err(e) => crate::debug::log(format_args!("No keyslot unlocked: {}", e.message)),
+        Err(e) => crate::debug::log(format_args!(
+            "No keyslot unlocked: {}",
+            errors::volume(e).message
+        )),
     }
 }
 
@@ -89,7 +93,7 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         vk
     } else if o.unbound {
         let bits = o.key_size.ok_or_else(|| {
-            VolumeError::invalid("Cannot determine volume key size for LUKS without keyslots, please use --key-size option.")
+            CliError::invalid("Cannot determine volume key size for LUKS without keyslots, please use --key-size option.")
         })?;
         SecretBuf::random((bits / 8) as usize)?
     } else {
@@ -186,7 +190,7 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
     let device = &args[0];
     let mut vol = super::load_volume(o, device, Access::Write)?;
     if vol.type_name() != "LUKS2" {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Invalid LUKS type, only luks2 is supported.",
         ));
     }
@@ -212,15 +216,13 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
     let device = &args[0];
     let slot: u32 = args[1]
         .parse()
-        .map_err(|_| VolumeError::invalid(format!("Key slot {} is invalid.", args[1])))?;
+        .map_err(|_| CliError::invalid(format!("Key slot {} is invalid.", args[1])))?;
     let mut vol = super::load_volume(o, device, Access::Write)?;
     if slot >= vol.max_keyslots() {
-        return Err(VolumeError::invalid(format!("Key slot {slot} is invalid.")));
+        return Err(CliError::invalid(format!("Key slot {slot} is invalid.")));
     }
     if !vol.keyslot_active(slot)? {
-        return Err(VolumeError::invalid(format!(
-            "Keyslot {slot} is not active."
-        )));
+        return Err(CliError::invalid(format!("Keyslot {slot} is not active.")));
     }
     let active = vol.active_keyslots()?;
     let last = active.len() == 1;
@@ -243,7 +245,7 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
             Ok(p) => p,
             // cryptsetup ignores a passphrase that standard input could not give ("Failed
             // read from input, ignoring passphrase.") and wipes the keyslot.
-            Err(e) if from_stdin && e.message == "Nothing to read on input." => {
+            Err(e) if from_stdin && e.is_nothing_to_read() => {
                 eprintln!("{}", e.message);
                 crate::debug::log("Failed read from input, ignoring passphrase.");
                 return kill(&mut vol, o, slot);
@@ -263,12 +265,12 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
                     opened = Some(s);
                     break;
                 }
-                Err(e) if e.kind == ErrorKind::Permission => {}
-                Err(e) => return Err(e),
+                Err(e) if errors::is_wrong_passphrase(&e) => {}
+                Err(e) => return Err(e.into()),
             }
         }
         let Some(s) = opened else {
-            return Err(VolumeError::wrong_passphrase());
+            return Err(CliError::wrong_passphrase());
         };
         crate::debug::log(format_args!("Keyslot {s} unlocked."));
     }

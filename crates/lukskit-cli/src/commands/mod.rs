@@ -13,9 +13,9 @@ mod signature;
 mod volume_key;
 
 use crate::args::Opts;
+use crate::errors::{CliError, Result};
 use crate::input::KeySource;
 use lukskit_volume::pbkdf::PbkdfOptions;
-use lukskit_volume::{Result, VolumeError};
 
 /// cryptsetup's default LUKS cipher (for the help text).
 pub use format::DEFAULT_CIPHER as DEFAULT_LUKS_CIPHER;
@@ -52,7 +52,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "token" => config::token(o, args),
         "benchmark" => benchmark::benchmark(o, args),
         "image" => image::image(o, args),
-        other => Err(VolumeError::invalid(format!("Unknown action {other}."))),
+        other => Err(CliError::invalid(format!("Unknown action {other}."))),
     }
 }
 
@@ -61,7 +61,7 @@ pub fn run(o: &Opts) -> Result<()> {
 fn generate_docs(args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<directory>")?;
     crate::help::write_docs(&args[0])
-        .map_err(|e| VolumeError::invalid(format!("Cannot write documentation: {e}.")))
+        .map_err(|e| CliError::invalid(format!("Cannot write documentation: {e}.")))
 }
 
 /// Load the LUKS header of `device` (or of `o.header`), logging it for `--debug`.
@@ -89,10 +89,10 @@ pub fn load_volume(
         )),
         Err(e) => crate::debug::log(format_args!(
             "Loading a LUKS header from {from} failed: {}",
-            e.message
+            crate::errors::volume(e).message
         )),
     }
-    vol
+    vol.map_err(CliError::from)
 }
 
 /// Require exactly `n` (or between `n` and `max`) action arguments.
@@ -100,7 +100,7 @@ pub fn need_args(args: &[String], min: usize, max: usize, usage: &str) -> Result
     // cryptsetup checks only the minimum; extra arguments are ignored.
     let _ = max;
     if args.len() < min {
-        return Err(VolumeError::invalid(format!(
+        return Err(CliError::invalid(format!(
             "Command requires {usage} as argument."
         )));
     }

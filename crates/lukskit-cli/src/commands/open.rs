@@ -5,85 +5,22 @@
 
 use super::{existing_key_source, need_args};
 use crate::args::Opts;
+use crate::errors::{self, CliError, Result};
 use lukskit_activate::{
-    self as activate, ActivateError, BackendChoice, Exposure, KernelOptions, LayoutInfo, Mapping,
-    MappingConfig, Status,
+    self as activate, BackendChoice, Exposure, KernelOptions, LayoutInfo, Mapping, MappingConfig,
+    Status,
 };
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
-use lukskit_volume::{ErrorKind, Result, Volume, VolumeError};
-
-/// cryptsetup's words and exit code for what the activation layer reports.
-fn activation_error(e: ActivateError) -> VolumeError {
-    match e {
-        ActivateError::InvalidName { name } => {
-            VolumeError::invalid(format!("Device name {name:?} is not valid."))
-        }
-        ActivateError::NameExists { name } => {
-            VolumeError::busy(format!("Device {name} already exists."))
-        }
-        ActivateError::NotActive { name } => inactive(&name),
-        ActivateError::DeviceInUse { device } => VolumeError::busy(format!(
-            "Cannot use device {device} which is in use (already mapped or mounted)."
-        )),
-        ActivateError::DeviceMissing { device } => {
-            VolumeError::device(format!("Device {device} does not exist or access denied."))
-        }
-        ActivateError::MappingBusy { name } => {
-            VolumeError::busy(format!("Device {name} is still in use."))
-        }
-        ActivateError::Suspended { name } => VolumeError::busy(format!(
-            "Device {name} is suspended; resume it before closing it."
-        )),
-        ActivateError::NotSuspended { name } => {
-            VolumeError::invalid(format!("Volume {name} is not suspended."))
-        }
-        ActivateError::AlreadySuspended { name } => {
-            VolumeError::invalid(format!("Volume {name} is already suspended."))
-        }
-        ActivateError::InvalidRequest(m) | ActivateError::Unsupported(m) => VolumeError::invalid(m),
-        ActivateError::NoDeviceMapper => VolumeError::invalid(
-            "The kernel has no device-mapper with dm-crypt (/dev/mapper/control, dm_crypt).",
-        ),
-        ActivateError::Volume(v) => v,
-        ActivateError::Io { context, source } => {
-            let kind = match source.raw_os_error() {
-                Some(libc::EBUSY) | Some(libc::EEXIST) => ErrorKind::Busy,
-                Some(libc::ENODEV) | Some(libc::ENXIO) => ErrorKind::Device,
-                Some(libc::EPERM) | Some(libc::EACCES) => ErrorKind::Permission,
-                _ => ErrorKind::Invalid,
-            };
-            VolumeError::new(kind, format!("{context}: {source}"))
-        }
-        ActivateError::Kernel(k) => {
-            let kind = if k.is_busy() {
-                ErrorKind::Busy
-            } else if k.is_not_found() {
-                ErrorKind::Device
-            } else {
-                ErrorKind::Invalid
-            };
-            VolumeError::new(kind, format!("device-mapper: {k}."))
-        }
-        other => VolumeError::invalid(capitalized(&other.to_string())),
-    }
-}
-
-fn capitalized(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().collect::<String>() + c.as_str() + ".",
-        None => String::new(),
-    }
-}
+use lukskit_volume::Volume;
 
 fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     match o.backend.as_deref() {
         None => Ok(BackendChoice::Auto),
         Some("kernel") => Ok(BackendChoice::Kernel),
         Some("userspace") => Ok(BackendChoice::Userspace),
-        Some(other) => Err(VolumeError::invalid(format!(
+        Some(other) => Err(CliError::invalid(format!(
             "Unknown backend {other} (kernel or userspace)."
         ))),
     }
@@ -102,8 +39,8 @@ fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
 /// The active mapping `name` (or `/dev/mapper/NAME`), or cryptsetup's "not active".
 fn active(name: &str) -> Result<Mapping> {
     activate::find(name)
-        .map_err(activation_error)?
-        .ok_or_else(|| inactive(activate::mapping_name(name)))
+        .map_err(CliError::from)?
+        .ok_or_else(|| errors::inactive(activate::mapping_name(name)))
 }
 
 /// `open`, `luksOpen`, `plainOpen`, `create`.
@@ -121,33 +58,33 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     } else {
         (&args[0], &args[1])
     };
-    if activate::find(name).map_err(activation_error)?.is_some()
+    if activate::find(name).map_err(CliError::from)?.is_some()
         || std::path::Path::new("/dev/mapper")
             .join(name)
             .symlink_metadata()
             .is_ok()
     {
-        return Err(VolumeError::busy(format!("Device {name} already exists.")));
+        return Err(CliError::busy(format!("Device {name} already exists.")));
     }
     if o.nbd.is_some() && o.no_loop {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Options --nbd and --no-loop cannot be combined.",
         ));
     }
     if o.nbd_connections.is_some() && o.nbd.is_none() {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Option --nbd-connections is allowed only with --nbd.",
         ));
     }
     if o.nbd_connections == Some(0) {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Option --nbd-connections must be at least 1.",
         ));
     }
     if let Some(a) = &o.nbd {
         let addr = a
             .parse::<lukskit_expose::nbd::NbdAddress>()
-            .map_err(VolumeError::invalid)?;
+            .map_err(CliError::invalid)?;
         if addr.is_network() {
             eprintln!("{}", tcp_warning(&addr));
         }
@@ -155,7 +92,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     // The backend is decided before anything is asked (a forced but missing kernel backend
     // fails at once); `base_config` carries what decides it.
     let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
-        .map_err(activation_error)?;
+        .map_err(CliError::from)?;
     let (config, key, digest) = match o.r#type.as_deref() {
         Some("plain") => {
             let (c, k) = unlock_plain(&o, device, name)?;
@@ -163,7 +100,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         }
         None | Some("luks") | Some("luks1") | Some("luks2") => unlock_luks(&o, device, name)?,
         Some(t) => {
-            return Err(VolumeError::invalid(format!(
+            return Err(CliError::invalid(format!(
                 "Device type {t} is not supported."
             )))
         }
@@ -181,11 +118,10 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     if backend == activate::Backend::Kernel {
         apply_stored_perf_flags(&stored, &mut kopts);
     }
-    activate::activate(backend, &config, &kopts, &key).map_err(activation_error)?;
+    activate::activate(backend, &config, &kopts, &key).map_err(CliError::from)?;
     if o.persistent {
-        store_flags(&o, &config.device, config.header.as_deref()).map_err(|_| {
-            VolumeError::invalid("Device activated but cannot make flags persistent.")
-        })?;
+        store_flags(&o, &config.device, config.header.as_deref())
+            .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
     }
     Ok(())
 }
@@ -223,6 +159,7 @@ fn stored_flags(o: &Opts, config: &MappingConfig) -> Result<Vec<String>> {
 fn store_flags(o: &Opts, device: &str, header: Option<&str>) -> Result<()> {
     let mut vol = Volume::load(device, header.or(o.header.as_deref()), Access::Write)?;
     vol.set_persistent_flags(&flag_names(o))
+        .map_err(CliError::from)
 }
 
 /// What `open --nbd tcp:...` says on stderr before unlocking.
@@ -237,7 +174,7 @@ fn tcp_warning(addr: &lukskit_expose::nbd::NbdAddress) -> String {
 fn absolute(path: &str) -> Result<String> {
     std::fs::canonicalize(path)
         .map(|p| p.display().to_string())
-        .map_err(|_| VolumeError::device(format!("Device {path} does not exist or access denied.")))
+        .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }
 
 fn base_config(o: &Opts, name: &str) -> MappingConfig {
@@ -266,7 +203,7 @@ fn base_config(o: &Opts, name: &str) -> MappingConfig {
 
 fn unlock_plain(o: &Opts, device: &str, name: &str) -> Result<(MappingConfig, SecretBuf)> {
     if o.header.is_some() {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Option --header is not allowed with plain mode.",
         ));
     }
@@ -308,7 +245,7 @@ fn load_luks(o: &Opts, device: &str) -> Result<Volume> {
     let requested = super::requested_luks(o);
     let vol = Volume::load_requested(device, o.header.as_deref(), Access::Read, requested)?;
     match (o.r#type.as_deref(), vol.type_name()) {
-        (Some("luks1"), "LUKS2") | (Some("luks2"), "LUKS1") => Err(VolumeError::invalid(format!(
+        (Some("luks1"), "LUKS2") | (Some("luks2"), "LUKS1") => Err(CliError::invalid(format!(
             "Device {device} is not a valid LUKS device."
         ))),
         _ => Ok(vol),
@@ -321,7 +258,7 @@ fn unlock_luks(
     name: &str,
 ) -> Result<(MappingConfig, SecretBuf, Option<u32>)> {
     if o.skip.is_some() || o.iv_large_sectors {
-        return Err(VolumeError::invalid(
+        return Err(CliError::invalid(
             "Options --skip and --iv-large-sectors are supported only with --type plain.",
         ));
     }
@@ -356,7 +293,7 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<name>]")?;
     if let Some(t) = o.r#type.as_deref() {
         if !matches!(t, "luks" | "luks1" | "luks2") {
-            return Err(VolumeError::invalid(format!(
+            return Err(CliError::invalid(format!(
                 "Device type {t} is not supported yet."
             )));
         }
@@ -382,30 +319,21 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-fn inactive(name: &str) -> VolumeError {
-    VolumeError::device(format!("Device {name} is not active."))
-}
-
 /// `close` (`remove`, `luksClose`, `plainClose`).
 pub fn close(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    active(&args[0])?
-        .close(o.deferred)
-        .map_err(activation_error)
+    active(&args[0])?.close(o.deferred).map_err(CliError::from)
 }
 
 /// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).
 pub fn status(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let name = activate::mapping_name(&args[0]);
-    let Some(m) = activate::find(name).map_err(activation_error)? else {
+    let Some(m) = activate::find(name).map_err(CliError::from)? else {
         println!("/dev/mapper/{name} is inactive.");
-        return Err(VolumeError {
-            kind: ErrorKind::Device,
-            message: String::new(),
-        });
+        return Err(CliError::device(""));
     };
-    let st = m.status(o.header.as_deref()).map_err(activation_error)?;
+    let st = m.status(o.header.as_deref()).map_err(CliError::from)?;
     print!("{}", format_status(&st));
     Ok(())
 }
@@ -483,7 +411,7 @@ fn format_status(st: &Status) -> String {
 /// `luksSuspend NAME`.
 pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    active(&args[0])?.suspend().map_err(activation_error)
+    active(&args[0])?.suspend().map_err(CliError::from)
 }
 
 /// Unlock the volume behind mapping `m` again (passphrase, `-d`, `--volume-key-file`; the
@@ -491,21 +419,21 @@ pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
 /// the mapping was made for. Returns the volume key and the LUKS2 segment digest.
 fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
     let name = m.name();
-    let kind = m.kind().map_err(activation_error)?;
+    let kind = m.kind().map_err(CliError::from)?;
     if !kind.starts_with("LUKS") {
-        return Err(VolumeError::invalid(format!(
+        return Err(CliError::invalid(format!(
             "Device {name} is not a LUKS device."
         )));
     }
-    let device = m.device().map_err(activation_error)?;
+    let device = m.device().map_err(CliError::from)?;
     let header = match &o.header {
         Some(h) => Some(h.clone()),
-        None => m.header().map_err(activation_error)?,
+        None => m.header().map_err(CliError::from)?,
     };
     let vol = Volume::load(&device, header.as_deref(), Access::Read)?;
-    let uuid = m.uuid().map_err(activation_error)?;
+    let uuid = m.uuid().map_err(CliError::from)?;
     if uuid.is_some_and(|u| !u.eq_ignore_ascii_case(vol.uuid())) {
-        return Err(VolumeError::device(format!(
+        return Err(CliError::device(format!(
             "Device {device} is no longer the LUKS device {name} was opened from."
         )));
     }
@@ -520,14 +448,14 @@ fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
 pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let m = active(&args[0])?;
-    if !m.is_suspended().map_err(activation_error)? {
-        return Err(VolumeError::invalid(format!(
+    if !m.is_suspended().map_err(CliError::from)? {
+        return Err(CliError::invalid(format!(
             "Volume {} is not suspended.",
             m.name()
         )));
     }
     let (vk, digest) = unlock_for(o, &m)?;
-    m.resume(&vk, digest).map_err(activation_error)
+    m.resume(&vk, digest).map_err(CliError::from)
 }
 
 /// `refresh NAME`: unlock again and reload the mapping with the dm-crypt flags of this
@@ -537,10 +465,10 @@ pub fn refresh(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let m = active(&args[0])?;
     let (vk, digest) = unlock_for(o, &m)?;
-    let device = m.device().map_err(activation_error)?;
+    let device = m.device().map_err(CliError::from)?;
     let header = match &o.header {
         Some(h) => Some(h.clone()),
-        None => m.header().map_err(activation_error)?,
+        None => m.header().map_err(CliError::from)?,
     };
     let stored = if o.persistent {
         // The flags of this command line become the whole set, as in cryptsetup.
@@ -551,11 +479,10 @@ pub fn refresh(o: &Opts, args: &[String]) -> Result<()> {
     let mut kopts = kernel_options(o, digest);
     apply_stored_perf_flags(&stored, &mut kopts);
     let discards = o.allow_discards || stored.iter().any(|f| f == "allow-discards");
-    m.refresh(&vk, discards, &kopts).map_err(activation_error)?;
+    m.refresh(&vk, discards, &kopts).map_err(CliError::from)?;
     if o.persistent {
-        store_flags(o, &device, header.as_deref()).map_err(|_| {
-            VolumeError::invalid("Device activated but cannot make flags persistent.")
-        })?;
+        store_flags(o, &device, header.as_deref())
+            .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
     }
     Ok(())
 }
@@ -567,16 +494,16 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
     let m = active(&args[0])?;
     let sectors = match (&o.size, &o.device_size) {
         (Some(_), Some(_)) => {
-            return Err(VolumeError::invalid(
+            return Err(CliError::invalid(
                 "Options --size and --device-size cannot be combined.",
             ))
         }
         (Some(s), None) => Some(*s),
         (None, Some(d)) => {
             let bytes = crate::args::parse_device_size(d)
-                .ok_or_else(|| VolumeError::invalid("Invalid device size specification."))?;
+                .ok_or_else(|| CliError::invalid("Invalid device size specification."))?;
             if !bytes.is_multiple_of(512) {
-                return Err(VolumeError::invalid(
+                return Err(CliError::invalid(
                     "Device size must be multiple of 512 bytes sector.",
                 ));
             }
@@ -585,12 +512,12 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
         (None, None) => None,
     };
     if !m.resize_needs_volume_key() {
-        return m.resize(sectors, None).map_err(activation_error);
+        return m.resize(sectors, None).map_err(CliError::from);
     }
     // The table names its key in the kernel keyring: unlock to put it there again.
     let (vk, digest) = unlock_for(o, &m)?;
     m.resize(sectors, Some((&vk, digest)))
-        .map_err(activation_error)
+        .map_err(CliError::from)
 }
 
 #[cfg(test)]

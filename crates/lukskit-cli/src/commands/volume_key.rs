@@ -2,15 +2,16 @@
 //! `/dev/urandom` works and longer files are cut), and fails with its own words when the file
 //! cannot be opened or is shorter.
 
+use crate::errors::{CliError, Result};
 use lukskit_crypto::SecretBuf;
-use lukskit_volume::{Result, VolumeError};
+
 use std::io::Read;
 
 /// Read exactly `bytes` bytes of `path` into a locked buffer.
 pub fn read_volume_key_file(path: &str, bytes: usize) -> Result<SecretBuf> {
     let mut f = std::fs::File::open(path)
-        .map_err(|_| VolumeError::invalid(format!("Cannot read keyfile {path}.")))?;
-    let short = || VolumeError::invalid(format!("Cannot read {bytes} bytes from keyfile {path}."));
+        .map_err(|_| CliError::invalid(format!("Cannot read keyfile {path}.")))?;
+    let short = || CliError::invalid(format!("Cannot read {bytes} bytes from keyfile {path}."));
     let mut key = SecretBuf::zeroed(bytes);
     let mut got = 0;
     while got < bytes {

@@ -1,0 +1,856 @@
+//! The one place that decides what the user sees when a command fails: cryptsetup's exit
+//! code and cryptsetup's exact wording, for the command line's own errors and for every
+//! typed error of the libraries (volume, activation).
+
+use lukskit_activate::ActivateError;
+use lukskit_crypto::CryptoError;
+use lukskit_format::FormatError;
+use lukskit_volume::edit::RepairNote;
+use lukskit_volume::format::FormatWarning;
+use lukskit_volume::{
+    BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
+    ParamError, PlainValue, RequirementsError, TokenError, VolumeError,
+};
+
+/// cryptsetup's exit-code classes (its `translate_errno`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitClass {
+    /// Wrong or missing parameters, unusable header, inactive keyslot (exit 1).
+    Invalid,
+    /// No permission or bad passphrase (exit 2).
+    Permission,
+    /// Out of memory (exit 3).
+    NoMemory,
+    /// Wrong device or file specified (exit 4).
+    Device,
+    /// Device already exists or is busy (exit 5).
+    Busy,
+}
+
+impl ExitClass {
+    /// The process exit code.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ExitClass::Invalid => 1,
+            ExitClass::Permission => 2,
+            ExitClass::NoMemory => 3,
+            ExitClass::Device => 4,
+            ExitClass::Busy => 5,
+        }
+    }
+
+    /// The words of cryptsetup's "Command failed with code -N (...)." line.
+    pub fn text(self) -> &'static str {
+        match self {
+            ExitClass::Invalid => "wrong or missing parameters",
+            ExitClass::Permission => "no permission or bad passphrase",
+            ExitClass::NoMemory => "out of memory",
+            ExitClass::Device => "wrong device or file specified",
+            ExitClass::Busy => "device already exists or device is busy",
+        }
+    }
+
+    /// The class of an operating-system error, as cryptsetup's errno translation gives it
+    /// for a failed device or file operation.
+    pub fn of_io(e: &std::io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(libc::ENOMEM) => ExitClass::NoMemory,
+            Some(libc::EBUSY) | Some(libc::EEXIST) => ExitClass::Busy,
+            Some(libc::EACCES) | Some(libc::EPERM) => ExitClass::Permission,
+            _ => ExitClass::Device,
+        }
+    }
+}
+
+/// A failed command as the user sees it: an exit class and cryptsetup's message (one or
+/// more lines, no trailing newline; empty when everything was printed already).
+#[derive(Debug)]
+pub struct CliError {
+    /// The exit class.
+    pub class: ExitClass,
+    /// The message.
+    pub message: String,
+    /// Standard input ended before anything was read ("Nothing to read on input.").
+    nothing_to_read: bool,
+}
+
+/// Result type of the command line.
+pub type Result<T> = std::result::Result<T, CliError>;
+
+impl CliError {
+    /// A new error.
+    pub fn new(class: ExitClass, message: impl Into<String>) -> Self {
+        CliError {
+            class,
+            message: message.into(),
+            nothing_to_read: false,
+        }
+    }
+    /// Wrong or missing parameters (exit 1).
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ExitClass::Invalid, message)
+    }
+    /// No permission / bad passphrase (exit 2).
+    pub fn permission(message: impl Into<String>) -> Self {
+        Self::new(ExitClass::Permission, message)
+    }
+    /// Wrong device (exit 4).
+    pub fn device(message: impl Into<String>) -> Self {
+        Self::new(ExitClass::Device, message)
+    }
+    /// Busy or existing (exit 5).
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self::new(ExitClass::Busy, message)
+    }
+    /// cryptsetup's "No key available with this passphrase." (exit 2).
+    pub fn wrong_passphrase() -> Self {
+        Self::permission(WRONG_PASSPHRASE)
+    }
+    /// An I/O error on `path` while doing `what` ("Opening", "Reading", ...).
+    pub fn io(what: &str, path: &str, e: &std::io::Error) -> Self {
+        Self::new(ExitClass::of_io(e), format!("{what} {path} failed: {e}."))
+    }
+    /// Standard input gave nothing (exit 1, "Nothing to read on input.").
+    pub fn nothing_to_read() -> Self {
+        CliError {
+            nothing_to_read: true,
+            ..Self::invalid("Nothing to read on input.")
+        }
+    }
+    /// Whether standard input ended before anything was read.
+    pub fn is_nothing_to_read(&self) -> bool {
+        self.nothing_to_read
+    }
+    /// The same error, its message already printed.
+    pub fn silenced(self) -> Self {
+        CliError {
+            message: String::new(),
+            ..self
+        }
+    }
+}
+
+const WRONG_PASSPHRASE: &str = "No key available with this passphrase.";
+
+impl From<VolumeError> for CliError {
+    fn from(e: VolumeError) -> Self {
+        volume(&e)
+    }
+}
+
+/// Whether a volume error is a passphrase that opened no keyslot (the one error a
+/// passphrase prompt asks again for).
+pub fn is_wrong_passphrase(e: &VolumeError) -> bool {
+    matches!(e, VolumeError::WrongPassphrase)
+}
+
+/// cryptsetup's exit class and words for an error of the volume layer: the one place that
+/// words them.
+pub fn volume(e: &VolumeError) -> CliError {
+    use ExitClass::{Device, Invalid, Permission};
+    let (class, message) = match e {
+        VolumeError::WrongPassphrase => (Permission, WRONG_PASSPHRASE.to_string()),
+        VolumeError::VolumeKeyMismatch => {
+            (Permission, "Volume key does not match the volume.".into())
+        }
+        VolumeError::NoUsableKeyslot => (Invalid, "No usable keyslot is available.".into()),
+        VolumeError::Keyslot(k) => (Invalid, keyslot(k)),
+        VolumeError::NotFound { path } => (
+            Device,
+            format!("Device {path} does not exist or access denied."),
+        ),
+        VolumeError::Io { op, path, source } => {
+            return CliError::io(io_verb(*op), path, source);
+        }
+        VolumeError::DeviceIo { op, source } => (Device, device_io(op, source)),
+        VolumeError::InUse { path } => (
+            Invalid,
+            format!("Cannot exclusively open {path}, device in use."),
+        ),
+        VolumeError::ReadOnly { path } => (Invalid, format!("Device {path} is opened read-only.")),
+        VolumeError::NotLuks { path } => (
+            Invalid,
+            format!("Device {path} is not a valid LUKS device."),
+        ),
+        VolumeError::NotLuks2 { path } => (
+            Invalid,
+            format!("Device {path} is not a valid LUKS2 device."),
+        ),
+        VolumeError::UnsupportedVersion { version } => {
+            (Invalid, format!("Unsupported LUKS version {version}."))
+        }
+        VolumeError::HashUnsupported { hash } => {
+            (Invalid, format!("Hash algorithm {hash} not supported."))
+        }
+        VolumeError::Requirements(r) => (Invalid, requirements(r)),
+        VolumeError::Param(p) => (Invalid, param(p)),
+        VolumeError::Data(d) => return data(d),
+        VolumeError::Token(t) => (
+            Invalid,
+            match t {
+                TokenError::InUse { id } => format!("Token {id} in use."),
+                TokenError::NotInUse { id } => format!("Token {id} is not in use."),
+                TokenError::Export { id } => format!("Failed to get token {id} for export."),
+                other => sentence(&other.to_string()),
+            },
+        ),
+        VolumeError::Convert(c) => return convert(c),
+        VolumeError::Backup(b) => return backup(b),
+        VolumeError::Format(f) => return format_error(f),
+        VolumeError::Crypto(c) => return crypto(c),
+        other => (Invalid, sentence(&other.to_string())),
+    };
+    CliError::new(class, message)
+}
+
+/// The verb of cryptsetup-style "VERB PATH failed: ERROR." lines.
+fn io_verb(op: IoOp) -> &'static str {
+    match op {
+        IoOp::Open => "Opening",
+        IoOp::Create => "Creating",
+        IoOp::Read => "Reading",
+        IoOp::Write => "Writing",
+        IoOp::Resize => "Resizing",
+        IoOp::Lock => "Locking",
+        IoOp::Sync => "Syncing",
+        IoOp::Discard => "Discarding on",
+        IoOp::ReadSize => "Reading size of",
+        IoOp::CreateBackup => "Creating header backup file",
+        IoOp::WriteBackup => "Writing header backup file",
+        _ => "Accessing",
+    }
+}
+
+fn device_io(op: &DeviceOp, e: &std::io::Error) -> String {
+    match op {
+        DeviceOp::Wipe => format!("Cannot wipe device: {e}."),
+        DeviceOp::WriteKeyMaterial => format!("Cannot write to device: {e}."),
+        DeviceOp::WriteHeader => format!("Cannot write LUKS header: {e}."),
+        DeviceOp::ReadKeyMaterial { slot } => {
+            format!("Cannot read keyslot {slot} key material: {e}.")
+        }
+        DeviceOp::ReadKeyslotArea { slot } => format!("Cannot read keyslot {slot} area: {e}."),
+        DeviceOp::WriteKeyslotArea => format!("Cannot write keyslot area: {e}."),
+        DeviceOp::GetSize => format!("Cannot get device size: {e}."),
+        DeviceOp::Sync => format!("Cannot sync device: {e}."),
+        DeviceOp::ReadHeader { path } => format!("Cannot read header from {path}: {e}."),
+        DeviceOp::WriteHeaderTo { path } => format!("Cannot write header to {path}: {e}."),
+        _ => format!("Device I/O failed: {e}."),
+    }
+}
+
+fn keyslot(k: &KeyslotError) -> String {
+    match k {
+        KeyslotError::NotActive { slot } => format!("Keyslot {slot} is not active."),
+        KeyslotError::Invalid { slot } => format!("Key slot {slot} is invalid."),
+        KeyslotError::OutOfRange { slot, count } => format!(
+            "Key slot {slot} is invalid, please select between 0 and {}.",
+            count.saturating_sub(1)
+        ),
+        KeyslotError::Full { slot } => {
+            format!("Key slot {slot} is full, please select another one.")
+        }
+        KeyslotError::AllFull => "All key slots full.".into(),
+        KeyslotError::NotUnbound { slot } => format!("Keyslot {slot} is not unbound."),
+        KeyslotError::NotBound { slot } => {
+            format!("Keyslot {slot} is not assigned to the data segment (use --unbound).")
+        }
+        KeyslotError::NoUnboundInLuks1 => "LUKS1 has no unbound keyslots.".into(),
+        KeyslotError::NoDigest { slot } => format!("Keyslot {slot} has no digest."),
+        KeyslotError::OpenFailed => "Keyslot open failed.".into(),
+        KeyslotError::AfHashUnavailable { hash } => {
+            format!("Hash algorithm {hash} is not available.\nKeyslot open failed.")
+        }
+        KeyslotError::AreaOutsideDevice { slot } => {
+            format!("Keyslot {slot} area lies outside the device.")
+        }
+        KeyslotError::AreaCipherUnsupported { slot, cipher } => {
+            format!("Keyslot {slot} area cipher {cipher} is not supported.")
+        }
+        KeyslotError::IvOptions { slot } => {
+            let what = match slot {
+                Some(s) => format!("Keyslot {s}"),
+                None => "Keyslot cipher".into(),
+            };
+            format!("{what}: IV options are only supported with essiv in keyslots.")
+        }
+        KeyslotError::NoSpace => "No space for new keyslot.".into(),
+        KeyslotError::NoFreeDigest => "No free digest slot for an unbound key.".into(),
+        KeyslotError::NoSegmentDigest => "Volume has no data segment digest.".into(),
+        KeyslotError::DigestIterations { digest } => {
+            format!("Digest {digest} has invalid iterations.")
+        }
+        KeyslotError::NoBoundKeyslot => {
+            "Cannot determine volume key size: no keyslot is bound to the data segment.".into()
+        }
+        other => sentence(&other.to_string()),
+    }
+}
+
+fn requirements(r: &RequirementsError) -> String {
+    match r {
+        RequirementsError::Unknown(r) => format!(
+            "Operation incompatible with device marked for unknown requirements ({}).",
+            r.join(", ")
+        ),
+        RequirementsError::Unsupported(r) => format!(
+            "Operation not supported on a device with requirements ({}).",
+            r.join(", ")
+        ),
+        RequirementsError::DataAccess(r) => format!(
+            "Data access is not supported on a device with requirements ({}).",
+            r.join(", ")
+        ),
+        other => sentence(&other.to_string()),
+    }
+}
+
+const PBKDF_FAILED: &str = "Failed to set pbkdf parameters.";
+
+fn param(p: &ParamError) -> String {
+    match p {
+        ParamError::Priority => "Option --priority can be only ignore/normal/prefer.".into(),
+        ParamError::TokenReplaceNeedsId => "Option --token-replace requires --token-id.".into(),
+        ParamError::KeyslotKeySizeNeedsCipher => {
+            "Option --keyslot-key-size requires --keyslot-cipher.".into()
+        }
+        // cryptsetup 2.6.1 prints this one without a period.
+        ParamError::KeySizeNotBytes => "Key size in bits must be a multiple of 8 bits".into(),
+        ParamError::KeySizeZero => "Key size must be non-zero.".into(),
+        ParamError::KeyslotCipher { cipher } => {
+            format!("Cipher {cipher} cannot be used for keyslot encryption.")
+        }
+        ParamError::PbkdfForLuks1 => {
+            format!("Requested PBKDF type is not supported for LUKS1.\n{PBKDF_FAILED}")
+        }
+        ParamError::IterationsTooLow { pbkdf, min } => format!(
+            "Forced iteration count is too low for {pbkdf} (minimum is {min}).\n{PBKDF_FAILED}"
+        ),
+        ParamError::MemoryTooLow { pbkdf, min_kib } => format!(
+            "Forced memory cost is too low for {pbkdf} (minimum is {min_kib} kilobytes).\n{PBKDF_FAILED}"
+        ),
+        ParamError::UnknownPbkdf { name } => format!("Unknown PBKDF type {name}."),
+        ParamError::PbkdfLimits(e) => format!("Invalid PBKDF parameters: {e}."),
+        ParamError::Uuid => "Wrong LUKS UUID format provided.".into(),
+        ParamError::VolumeKeySize { got, expected } => {
+            format!("Volume key file has {got} bytes, {expected} bytes expected.")
+        }
+        ParamError::LabelNeedsLuks2 => "Label and subsystem are supported only for LUKS2.".into(),
+        ParamError::SectorSize => "Unsupported encryption sector size.".into(),
+        ParamError::OffsetTooLargeForLuks1 => "Offset is too large for LUKS1.".into(),
+        ParamError::OffsetTooSmallForLuks1 => {
+            "Data offset is too small for the LUKS1 keyslots.".into()
+        }
+        ParamError::MetadataSize => "Unsupported LUKS2 metadata size.".into(),
+        ParamError::OffsetNot4096 => "Data offset is not multiple of 4096 bytes.".into(),
+        ParamError::KeyslotsSize => "Unsupported LUKS2 keyslots size.".into(),
+        ParamError::OffsetTooSmall => "Requested data offset is too small.".into(),
+        ParamError::OffsetNotAligned => {
+            "Requested data offset is not aligned to the encryption sector size.".into()
+        }
+        ParamError::LargeIvSectors => "Large IV sectors option is supported only for opening \
+             plain type device with sector size larger than 512 bytes."
+            .into(),
+        ParamError::CipherPattern => "No known cipher specification pattern detected.".into(),
+        ParamError::Overflow { what } => match what {
+            PlainValue::Offset => "Invalid offset specification.".into(),
+            PlainValue::Size => "Invalid size specification.".into(),
+        },
+        ParamError::KeyProcessing { hash } => format!("Key processing error (using hash {hash})."),
+        other => sentence(&other.to_string()),
+    }
+}
+
+fn data(d: &DataError) -> CliError {
+    let m = match d {
+        DataError::SegmentType { kind } => format!("Unsupported LUKS2 segment type {kind}."),
+        DataError::NoSegment => "LUKS2 header has no data segment.".into(),
+        DataError::SeveralSegments => {
+            "LUKS2 devices with several data segments are not supported.".into()
+        }
+        DataError::Integrity => {
+            "LUKS2 data integrity protection (dm-integrity) is not supported.".into()
+        }
+        DataError::IvOffsetAlignment {
+            iv_offset,
+            sector_size,
+        } => format!(
+            "IV offset {iv_offset} is not a multiple of the encryption sector size ({sector_size} bytes)."
+        ),
+        DataError::OffsetAlignment => "Data offset is not a multiple of 512 bytes.".into(),
+        DataError::SizeAlignment => "Device size is not aligned to requested sector size.".into(),
+        DataError::NoData => {
+            return CliError::device("Device is too small: no data after the data offset.")
+        }
+        DataError::TooSmall {
+            needed,
+            offset,
+            available,
+        } => {
+            return CliError::device(format!(
+                "Device is too small: the data area needs {needed} bytes after offset {offset}, \
+                 {available} available."
+            ))
+        }
+        DataError::Unaligned {
+            offset,
+            len,
+            sector_size,
+        } => format!(
+            "Request at {offset} of {len} bytes is not aligned to the {sector_size}-byte sector size."
+        ),
+        DataError::BeyondEnd { offset, len, size } => format!(
+            "Access beyond the end of the volume ({len} bytes at offset {offset}, size {size})."
+        ),
+        DataError::DiscardBeyondEnd => "Discard beyond the end of the volume.".into(),
+        DataError::DiscardTooLarge => "Discard range too large.".into(),
+        DataError::NotQueued { offset, len } => {
+            format!("Request at {offset} of {len} bytes cannot be queued.")
+        }
+        DataError::ThreadPanicked => "Encryption thread panicked.".into(),
+        other => sentence(&other.to_string()),
+    };
+    CliError::invalid(m)
+}
+
+fn convert(c: &ConvertError) -> CliError {
+    let m = match c {
+        ConvertError::AlreadyType { target } => format!("Device is already {target} type."),
+        ConvertError::InUse { path } => {
+            return CliError::busy(format!(
+                "Cannot convert device {path} which is still in use."
+            ))
+        }
+        ConvertError::MoveArea => "Unable to move keyslot area.".into(),
+        ConvertError::NoSpace => "Unable to move keyslot area. Not enough space.".into(),
+        ConvertError::AreaTooSmall => {
+            "Unable to move keyslot area. LUKS2 keyslots area too small.".into()
+        }
+        ConvertError::Luks1HeaderSize => "Invalid LUKS1 header size.".into(),
+        ConvertError::MaterialOffset { offset } => {
+            format!("Unable to convert header with unsupported keyslots material offset {offset}.")
+        }
+        ConvertError::CipherForLuks2 { cipher, mode } => {
+            format!("Unable to use cipher specification {cipher}-{mode} for LUKS2.")
+        }
+        ConvertError::LuksMeta => {
+            "Unable to convert header with LUKSMETA additional metadata.".into()
+        }
+        ConvertError::InvalidMetadata => {
+            "Cannot convert to LUKS2 format - invalid metadata.".into()
+        }
+        ConvertError::UnmetRequirements => "Unmet LUKS2 requirements detected.".into(),
+        ConvertError::LegacyReencryption => {
+            "Operation incompatible with device marked for legacy reencryption. Aborting.".into()
+        }
+        ConvertError::Reencryption => {
+            "Operation incompatible with device marked for LUKS2 reencryption. Aborting.".into()
+        }
+        ConvertError::NotLuks1(why) => {
+            format!("Cannot convert to LUKS1 format - {}", not_luks1(why))
+        }
+        other => sentence(&other.to_string()),
+    };
+    CliError::invalid(m)
+}
+
+fn not_luks1(why: &Luks1Incompatibility) -> String {
+    use Luks1Incompatibility as I;
+    match why {
+        I::Digests => "key slot digests are not LUKS1 compatible.".into(),
+        I::Segments => "device uses more segments.".into(),
+        I::SectorSize => "default segment encryption sector size is not 512 bytes.".into(),
+        I::CipherSpec { cipher } => format!("unsupported cipher specification {cipher}."),
+        I::WrappedKey { cipher } => format!("device uses wrapped key cipher {cipher}."),
+        I::Tokens { count } => format!("LUKS2 header contains {count} token(s)."),
+        I::NoActiveKeyslots => "there are no active keyslots.".into(),
+        I::Unbound { slot } => format!("keyslot {slot} is unbound."),
+        I::OverMaximum { slot } => format!("slot {slot} (over maximum slots) is still active."),
+        I::Keyslot { slot } => format!("keyslot {slot} is not LUKS1 compatible."),
+        I::NoSpace { slot } => format!("no space in the keyslots area for keyslot {slot}."),
+        I::AreaOffset { slot } => format!("keyslot {slot} area offset is out of range."),
+        I::DataOffset => "data offset is too large for LUKS1.".into(),
+        I::OutsideArea { slot } => {
+            format!("keyslot {slot} lies outside the movable keyslots area.")
+        }
+        // The on-disk layer's own description of what is wrong with the header.
+        I::Header(e) => e.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn backup(b: &BackupError) -> CliError {
+    let m = match b {
+        BackupError::Exists { path } => {
+            return CliError::busy(format!(
+                "Requested header backup file {path} already exists."
+            ))
+        }
+        BackupError::NoHeader { path } => format!(
+            "Device {path} does not exist or access denied.\n\
+             Header backup file does not contain compatible LUKS header."
+        ),
+        BackupError::Invalid { path } => {
+            format!("Backup file {path} doesn't contain valid LUKS header.")
+        }
+        BackupError::Reencryption => {
+            "Header backup with an online reencryption in progress cannot be restored.".into()
+        }
+        BackupError::DataOffset => {
+            "Data offset differ on device and backup, restore failed.".into()
+        }
+        BackupError::KeyslotsSize => "Binary header with keyslot areas size differ on device \
+             and backup, restore failed."
+            .into(),
+        other => sentence(&other.to_string()),
+    };
+    CliError::invalid(m)
+}
+
+/// Errors of the on-disk layer. Its variants carry their own description of what is wrong
+/// with a header (text made there, from the header's contents); it is shown as a sentence.
+fn format_error(e: &FormatError) -> CliError {
+    match e {
+        FormatError::Io { context, source } => {
+            CliError::device(with_period(format!("{context}: {source}")))
+        }
+        FormatError::Crypto(c) => crypto(c),
+        other => CliError::invalid(with_period(other.to_string())),
+    }
+}
+
+/// Errors of the crypto layer (unsupported ciphers and hashes, bad keys, limits), shown as
+/// a sentence; limits are cryptsetup's "out of memory" (exit 3).
+fn crypto(e: &CryptoError) -> CliError {
+    let class = match e {
+        CryptoError::Limit(_) => ExitClass::NoMemory,
+        _ => ExitClass::Invalid,
+    };
+    let s = e.to_string();
+    let mut c = s.chars();
+    let capital = match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str(),
+        None => s,
+    };
+    CliError::new(class, with_period(capital))
+}
+
+fn with_period(mut s: String) -> String {
+    if !s.ends_with('.') {
+        s.push('.');
+    }
+    s
+}
+
+/// cryptsetup's words for a warning of a successful format.
+pub fn format_warning(w: &FormatWarning) -> String {
+    match w {
+        FormatWarning::TooSmallForActivation { path } => format!(
+            "Device {path} is too small for activation, there is no remaining space for data."
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// cryptsetup's words for what `repair` did.
+pub fn repair_note(n: &RepairNote) -> String {
+    match n {
+        RepairNote::PrimaryRestored => "Primary LUKS2 header was damaged and has been restored \
+             from the secondary copy."
+            .into(),
+        RepairNote::SecondaryRestored => "Secondary LUKS2 header was damaged and has been \
+             restored from the primary copy."
+            .into(),
+        RepairNote::Luks1(line) => line.clone(),
+        other => format!("{other:?}"),
+    }
+}
+
+impl From<CryptoError> for CliError {
+    fn from(e: CryptoError) -> Self {
+        crypto(&e)
+    }
+}
+
+impl From<FormatError> for CliError {
+    fn from(e: FormatError) -> Self {
+        format_error(&e)
+    }
+}
+
+impl From<ActivateError> for CliError {
+    fn from(e: ActivateError) -> Self {
+        activation_error(e)
+    }
+}
+
+/// cryptsetup's words and exit code for what the activation layer reports.
+fn activation_error(e: ActivateError) -> CliError {
+    match e {
+        ActivateError::InvalidName { name } => {
+            CliError::invalid(format!("Device name {name:?} is not valid."))
+        }
+        ActivateError::NameExists { name } => {
+            CliError::busy(format!("Device {name} already exists."))
+        }
+        ActivateError::NotActive { name } => inactive(&name),
+        ActivateError::DeviceInUse { device } => CliError::busy(format!(
+            "Cannot use device {device} which is in use (already mapped or mounted)."
+        )),
+        ActivateError::DeviceMissing { device } => {
+            CliError::device(format!("Device {device} does not exist or access denied."))
+        }
+        ActivateError::MappingBusy { name } => {
+            CliError::busy(format!("Device {name} is still in use."))
+        }
+        ActivateError::Suspended { name } => CliError::busy(format!(
+            "Device {name} is suspended; resume it before closing it."
+        )),
+        ActivateError::NotSuspended { name } => {
+            CliError::invalid(format!("Volume {name} is not suspended."))
+        }
+        ActivateError::AlreadySuspended { name } => {
+            CliError::invalid(format!("Volume {name} is already suspended."))
+        }
+        ActivateError::InvalidRequest(m) | ActivateError::Unsupported(m) => CliError::invalid(m),
+        ActivateError::NoDeviceMapper => CliError::invalid(
+            "The kernel has no device-mapper with dm-crypt (/dev/mapper/control, dm_crypt).",
+        ),
+        ActivateError::Volume(v) => v.into(),
+        ActivateError::Io { context, source } => {
+            let class = match source.raw_os_error() {
+                Some(libc::EBUSY) | Some(libc::EEXIST) => ExitClass::Busy,
+                Some(libc::ENODEV) | Some(libc::ENXIO) => ExitClass::Device,
+                Some(libc::EPERM) | Some(libc::EACCES) => ExitClass::Permission,
+                _ => ExitClass::Invalid,
+            };
+            CliError::new(class, format!("{context}: {source}"))
+        }
+        ActivateError::Kernel(k) => {
+            let class = if k.is_busy() {
+                ExitClass::Busy
+            } else if k.is_not_found() {
+                ExitClass::Device
+            } else {
+                ExitClass::Invalid
+            };
+            CliError::new(class, format!("device-mapper: {k}."))
+        }
+        other => CliError::invalid(sentence(&other.to_string())),
+    }
+}
+
+/// cryptsetup's "Device NAME is not active." (exit 4).
+pub fn inactive(name: &str) -> CliError {
+    CliError::device(format!("Device {name} is not active."))
+}
+
+/// `s` with a capital first letter and a final period.
+fn sentence(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().collect::<String>() + c.as_str() + ".",
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    fn shown(e: VolumeError) -> (i32, String) {
+        let c = CliError::from(e);
+        (c.class.exit_code(), c.message)
+    }
+
+    #[test]
+    fn volume_errors_get_cryptsetups_words_and_exit_codes() {
+        let cases: Vec<(VolumeError, i32, &str)> = vec![
+            (
+                VolumeError::WrongPassphrase,
+                2,
+                "No key available with this passphrase.",
+            ),
+            (
+                VolumeError::VolumeKeyMismatch,
+                2,
+                "Volume key does not match the volume.",
+            ),
+            (
+                VolumeError::NoUsableKeyslot,
+                1,
+                "No usable keyslot is available.",
+            ),
+            (
+                KeyslotError::OutOfRange { slot: 9, count: 8 }.into(),
+                1,
+                "Key slot 9 is invalid, please select between 0 and 7.",
+            ),
+            (
+                KeyslotError::NotActive { slot: 3 }.into(),
+                1,
+                "Keyslot 3 is not active.",
+            ),
+            (
+                KeyslotError::IvOptions { slot: None }.into(),
+                1,
+                "Keyslot cipher: IV options are only supported with essiv in keyslots.",
+            ),
+            (
+                VolumeError::not_found("/dev/nope"),
+                4,
+                "Device /dev/nope does not exist or access denied.",
+            ),
+            (
+                VolumeError::io(IoOp::Read, "/img", io::Error::from_raw_os_error(libc::EIO)),
+                4,
+                "Reading /img failed: Input/output error (os error 5).",
+            ),
+            (
+                VolumeError::io(
+                    IoOp::Lock,
+                    "/img",
+                    io::Error::from_raw_os_error(libc::EBUSY),
+                ),
+                5,
+                "Locking /img failed: Device or resource busy (os error 16).",
+            ),
+            (
+                VolumeError::io(
+                    IoOp::Open,
+                    "/img",
+                    io::Error::from_raw_os_error(libc::EACCES),
+                ),
+                2,
+                "Opening /img failed: Permission denied (os error 13).",
+            ),
+            (
+                VolumeError::device_io(
+                    DeviceOp::ReadKeyMaterial { slot: 1 },
+                    io::Error::from_raw_os_error(libc::EIO),
+                ),
+                4,
+                "Cannot read keyslot 1 key material: Input/output error (os error 5).",
+            ),
+            (
+                VolumeError::InUse {
+                    path: "/dev/sdb".into(),
+                },
+                1,
+                "Cannot exclusively open /dev/sdb, device in use.",
+            ),
+            (
+                VolumeError::NotLuks {
+                    path: "/dev/sdb".into(),
+                },
+                1,
+                "Device /dev/sdb is not a valid LUKS device.",
+            ),
+            (
+                RequirementsError::Unknown(vec!["a".into(), "b".into()]).into(),
+                1,
+                "Operation incompatible with device marked for unknown requirements (a, b).",
+            ),
+            (
+                ParamError::KeySizeNotBytes.into(),
+                1,
+                "Key size in bits must be a multiple of 8 bits",
+            ),
+            (
+                ParamError::MemoryTooLow {
+                    pbkdf: "argon2id".into(),
+                    min_kib: 32,
+                }
+                .into(),
+                1,
+                "Forced memory cost is too low for argon2id (minimum is 32 kilobytes).\n\
+                 Failed to set pbkdf parameters.",
+            ),
+            (
+                DataError::TooSmall {
+                    needed: 4096,
+                    offset: 512,
+                    available: 1024,
+                }
+                .into(),
+                4,
+                "Device is too small: the data area needs 4096 bytes after offset 512, 1024 \
+                 available.",
+            ),
+            (TokenError::InUse { id: 2 }.into(), 1, "Token 2 in use."),
+            (
+                ConvertError::InUse {
+                    path: "/dev/sdb".into(),
+                }
+                .into(),
+                5,
+                "Cannot convert device /dev/sdb which is still in use.",
+            ),
+            (
+                ConvertError::NotLuks1(Luks1Incompatibility::Tokens { count: 1 }).into(),
+                1,
+                "Cannot convert to LUKS1 format - LUKS2 header contains 1 token(s).",
+            ),
+            (
+                BackupError::Exists { path: "/b".into() }.into(),
+                5,
+                "Requested header backup file /b already exists.",
+            ),
+            (
+                VolumeError::Crypto(CryptoError::Limit("argon2 memory".into())),
+                3,
+                "Limit exceeded: argon2 memory.",
+            ),
+            (
+                FormatError::Invalid("LUKS2 header checksum mismatch".into()).into(),
+                1,
+                "LUKS2 header checksum mismatch.",
+            ),
+            (
+                FormatError::io(
+                    "Cannot read header",
+                    io::Error::from_raw_os_error(libc::EIO),
+                )
+                .into(),
+                4,
+                "Cannot read header: Input/output error (os error 5).",
+            ),
+        ];
+        for (e, code, text) in cases {
+            let desc = format!("{e:?}");
+            assert_eq!(shown(e), (code, text.to_string()), "{desc}");
+        }
+    }
+
+    #[test]
+    fn only_a_wrong_passphrase_is_asked_again() {
+        assert!(is_wrong_passphrase(&VolumeError::WrongPassphrase));
+        assert!(!is_wrong_passphrase(&VolumeError::NoUsableKeyslot));
+        assert!(!is_wrong_passphrase(&VolumeError::VolumeKeyMismatch));
+    }
+
+    #[test]
+    fn warnings_and_repair_notes_get_cryptsetups_words() {
+        assert_eq!(
+            format_warning(&FormatWarning::TooSmallForActivation { path: "a".into() }),
+            "Device a is too small for activation, there is no remaining space for data."
+        );
+        assert_eq!(
+            repair_note(&RepairNote::PrimaryRestored),
+            "Primary LUKS2 header was damaged and has been restored from the secondary copy."
+        );
+        assert_eq!(
+            repair_note(&RepairNote::SecondaryRestored),
+            "Secondary LUKS2 header was damaged and has been restored from the primary copy."
+        );
+    }
+
+    #[test]
+    fn nothing_to_read_is_typed() {
+        let e = CliError::nothing_to_read();
+        assert!(e.is_nothing_to_read());
+        assert_eq!(e.message, "Nothing to read on input.");
+        assert!(!CliError::invalid("Nothing to read on input.").is_nothing_to_read());
+    }
+}
