@@ -171,7 +171,9 @@ fn mount_read_only(dev: &Path) -> Result<Mounted> {
     let base = Path::new("/run/lukskit");
     std::fs::create_dir_all(base)
         .map_err(|e| VolumeError::invalid(format!("Cannot create {}: {e}.", base.display())))?;
-    let dir = base.join(format!("crypttab-key-{}", std::process::id()));
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = base.join(format!("crypttab-key-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir(&dir);
     std::fs::create_dir(&dir)
         .map_err(|e| VolumeError::invalid(format!("Cannot create {}: {e}.", dir.display())))?;
