@@ -300,6 +300,26 @@ fn open_argv(
     a
 }
 
+/// Where systemd-cryptsetup looks for the key of an entry whose key field is `none`, `-` or
+/// absent: `NAME.key` in these directories.
+const KEY_DIRS: [&str; 2] = ["/etc/cryptsetup-keys.d", "/run/cryptsetup-keys.d"];
+
+/// The key of an entry: its key file, else systemd's `/etc/cryptsetup-keys.d/NAME.key` (or
+/// `/run/…`) for an entry that asks for a passphrase; `None` to ask.
+fn key_file(e: &CrypttabEntry) -> Option<FileRef> {
+    match &e.key {
+        KeySpec::File(f) => Some(f.clone()),
+        KeySpec::Prompt => KEY_DIRS
+            .iter()
+            .map(|d| Path::new(d).join(format!("{}.key", e.name)))
+            .find(|p| p.is_file())
+            .map(|p| FileRef {
+                path: p.display().to_string(),
+                device: None,
+            }),
+    }
+}
+
 /// Open one entry.
 fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
     check_options(e)?;
@@ -311,9 +331,9 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
     let source = resolve(&e.source)
         .ok_or_else(|| VolumeError::device(format!("Device {} not found.", e.source)))?;
     let mut mounts = Vec::new();
-    let key = match &e.key {
-        KeySpec::Prompt => None,
-        KeySpec::File(f) => Some(file_path(f, &mut mounts)?),
+    let key = match key_file(e) {
+        None => None,
+        Some(f) => Some(file_path(&f, &mut mounts)?),
     };
     let header = match &e.options.header {
         Some(h) => Some(file_path(h, &mut mounts)?),
@@ -400,15 +420,15 @@ fn list_entry(e: &CrypttabEntry) {
         Some(d) => format!("<{d} mounted read-only>/{}", f.path.trim_start_matches('/')),
         None => f.path.clone(),
     };
-    let (key_text, key) = match &e.key {
-        KeySpec::Prompt => {
+    let (key_text, key) = match key_file(e) {
+        None => {
             let t = match o.tries {
                 Some(0) => "until right".to_string(),
                 t => format!("{} tries", t.unwrap_or(3)),
             };
             (format!("passphrase asked on the console ({t})"), None)
         }
-        KeySpec::File(f) => (format!("key file {f}"), Some(key_path(f))),
+        Some(f) => (format!("key file {f}"), Some(key_path(&f))),
     };
     println!("  key:     {key_text}");
     let header = o.header.as_ref().map(key_path);
