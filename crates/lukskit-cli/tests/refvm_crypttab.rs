@@ -12,8 +12,9 @@
 //! systemd-cryptsetup does). `cryptdisks_stop` and `lukskit crypttab close` must leave no
 //! mapping. The systemd dialect: key files on another device by `UUID=`/`LABEL=`, an ignored
 //! token option (warned), a refused `tcrypt` entry and a missing device without `nofail`
-//! (exit status 4, the other entries opened all the same). `lukskit rename` renames lukskit's
-//! and cryptsetup's kernel mappings.
+//! (exit status 4, the other entries opened all the same). `UUID=` of LUKS on an md RAID-1
+//! with metadata 1.0 (whose legs start with the LUKS header too) finds the array, never a leg,
+//! assembled or stopped. `lukskit rename` renames lukskit's and cryptsetup's kernel mappings.
 
 mod common;
 mod refvm_common;
@@ -54,6 +55,11 @@ fn crypttab_matches_debian_cryptdisks() {
         "rename: renames cryptsetup's mapping",
         "rename: closes",
         "B2: everything closed",
+        "raid: a leg shows the array's LUKS header",
+        "raid: opens on the assembled array",
+        "raid: the mapping is on md0",
+        "raid: closes",
+        "raid: a stopped array's legs are not the source",
         "C: /sbin/cryptsetup is lukskit",
         "C: cryptdisks_stop closed every mapping",
     ] {

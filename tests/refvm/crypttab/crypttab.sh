@@ -117,6 +117,26 @@ check "rename: renames cryptsetup's mapping" lukskit rename other other2
 check "rename: closes" sh -c 'lukskit close ctrenamed && lukskit close other2'
 none_left "B2: everything closed"
 
+# RAID-1: LUKS on an md array with metadata 1.0 (at the end, so each leg starts with the
+# LUKS header too): UUID= must find the array, never a leg, assembled or not.
+dd if=/dev/zero of=/tmp/leg0 bs=1M count=40 2>/dev/null
+dd if=/dev/zero of=/tmp/leg1 bs=1M count=40 2>/dev/null
+L0=$(losetup -f --show /tmp/leg0); L1=$(losetup -f --show /tmp/leg1)
+mdadm --create /dev/md0 --run --level=1 --metadata=1.0 --raid-devices=2 --assume-clean \
+    "$L0" "$L1" > /tmp/md.log 2>&1 || { echo "FAIL: mdadm --create"; cat /tmp/md.log; }
+$cs luksFormat --type luks2 /dev/md0 -d /etc/keys/ka || echo "FAIL: luksFormat md0"
+UR=$($REAL luksUUID /dev/md0)
+echo "ctraid UUID=$UR /etc/keys/ka luks" > /tmp/crypttab.md
+check "raid: a leg shows the array's LUKS header" $REAL isLuks "$L0"
+check "raid: opens on the assembled array" lukskit crypttab open --crypttab /tmp/crypttab.md
+check "raid: the mapping is on md0" sh -c '[ "$(dmsetup table ctraid | cut -d" " -f7)" = "$(cat /sys/block/md0/dev)" ]'
+check "raid: closes" lukskit crypttab close --crypttab /tmp/crypttab.md
+mdadm --stop /dev/md0 > /tmp/md.log 2>&1 || { echo "FAIL: mdadm --stop"; cat /tmp/md.log; }
+lukskit crypttab list --crypttab /tmp/crypttab.md > /tmp/md-list.txt 2>&1
+sed 's/^/raid list: /' /tmp/md-list.txt
+check "raid: a stopped array's legs are not the source" grep -q "fails: device UUID=$UR not found" /tmp/md-list.txt
+losetup -d "$L0" "$L1"
+
 # C: Debian's cryptdisks_start and cryptdisks_stop with lukskit as /sbin/cryptsetup.
 rm -f "$CS" && ln -s /usr/bin/lukskit "$CS"
 check "C: /sbin/cryptsetup is lukskit" sh -c '/sbin/cryptsetup --version | grep -q lukskit'

@@ -589,11 +589,36 @@ fn scan_block_devices(spec: &DeviceSpec) -> Option<PathBuf> {
                 .is_some_and(|l| &l == want),
             _ => false,
         };
-        if hit {
+        // A leg of an md array (held by it, or with an md superblock at its end where the
+        // array is not assembled) shows the array's header too: never the device meant.
+        if hit && !held(&sys) && !md_member(&dev, size) {
             return Some(dev);
         }
     }
     None
+}
+
+/// Whether another device (md, dm) is built on this one.
+fn held(sys: &Path) -> bool {
+    std::fs::read_dir(sys.join("holders")).is_ok_and(|mut d| d.next().is_some())
+}
+
+/// md's superblock magic (little-endian on disk).
+const MD_MAGIC: u32 = 0xa92b_4efc;
+
+/// Whether `dev` (of `sectors` 512-byte sectors) carries an md superblock of format 0.90 or
+/// 1.0 (at its end, where the data starts at sector 0 and so looks like the array's content).
+fn md_member(dev: &Path, sectors: u64) -> bool {
+    use std::os::unix::fs::FileExt;
+    let Ok(f) = std::fs::File::open(dev) else {
+        return false;
+    };
+    let at = |sector: u64| {
+        let mut b = [0u8; 4];
+        f.read_exact_at(&mut b, sector * 512).is_ok() && u32::from_le_bytes(b) == MD_MAGIC
+    };
+    // 0.90: the last 64 KiB-aligned 64 KiB block; 1.0: 8 KiB from the end, 4 KiB aligned.
+    (sectors >= 128 && at((sectors & !127) - 128)) || (sectors >= 16 && at((sectors - 16) & !7))
 }
 
 /// `blkid -l -o device -t SPEC`, where blkid is installed (for what lukskit does not probe
