@@ -10,9 +10,9 @@
 //! Debian's scripts open as `NAME_unformatted` and rename (`dmsetup rename`), which leaves
 //! `_unformatted` in the DM UUID, while `lukskit crypttab` opens as NAME (as
 //! systemd-cryptsetup does). `cryptdisks_stop` and `lukskit crypttab close` must leave no
-//! mapping. The systemd dialect: key files on another device by `UUID=`/`LABEL=`, an ignored
-//! token option (warned), a refused `tcrypt` entry and a missing device without `nofail`
-//! (exit status 4, the other entries opened all the same). `UUID=` of LUKS on an md RAID-1
+//! mapping. The systemd dialect: key files and a detached header on another device by
+//! `UUID=`/`LABEL=`, an ignored token option (warned), a refused `tcrypt` entry and a missing
+//! device without `nofail` (exit status 4, the other entries opened all the same). `UUID=` of LUKS on an md RAID-1
 //! with metadata 1.0 (whose legs start with the LUKS header too) finds the array, never a leg,
 //! assembled or stopped. `lukskit rename` renames lukskit's and cryptsetup's kernel mappings.
 
@@ -48,6 +48,9 @@ fn crypttab_matches_debian_cryptdisks() {
         "B2: refused entry not opened",
         "B2: key file on a device by LABEL=",
         "B2: same table by LABEL=",
+        "B2: detached header on a device by UUID=",
+        "B2: same table as cryptdisks_start's for the detached header",
+        "B2: closes",
         "rename: lukskit renames",
         "rename: the new name is active",
         "rename: cryptsetup status of the new name",

@@ -34,7 +34,7 @@ $cs luksFormat --type luks2 --header /etc/keys/hdr /dev/vde -d /etc/keys/ka || e
 $cs luksAddKey --header /etc/keys/hdr /dev/vde -d /etc/keys/ka --new-key-slot 1 \
     --new-keyfile-offset 4 --new-keyfile-size 16 /etc/keys/kb || exit 1
 mkfs.ext4 -q -L keydev /dev/vdf || exit 1
-mkdir -p /mnt/k && mount /dev/vdf /mnt/k && mkdir /mnt/k/keys && cp /etc/keys/ka /mnt/k/keys/k && umount /mnt/k
+mkdir -p /mnt/k && mount /dev/vdf /mnt/k && mkdir /mnt/k/keys && cp /etc/keys/ka /mnt/k/keys/k && cp /etc/keys/hdr /mnt/k/keys/hdr && umount /mnt/k
 UA=$($REAL luksUUID /dev/vda)
 FSUUID=$(blkid -s UUID -o value /dev/vdf)
 MISSING=0badc0de-0000-4000-8000-000000000000
@@ -73,6 +73,7 @@ cryptdisks_start $NAMES > /tmp/a.log 2>&1; echo "A start rc=$?"
 cryptdisks_start ctmissing > /tmp/a2.log 2>&1; echo "A missing rc=$?"
 for n in $NAMES; do capture A $n; done
 REF_NOAUTO=$(dmsetup table --showkeys ctnoauto)
+REF_DETACHED=$(dmsetup table --showkeys ctdetached)
 cryptdisks_stop $NAMES > /tmp/a3.log 2>&1; echo "A stop rc=$?"
 none_left "A: cryptdisks_stop closed every mapping"
 sed 's/^/A log: /' /tmp/a.log /tmp/a2.log /tmp/a3.log
@@ -96,6 +97,7 @@ none_left "B: crypttab close closed every mapping"
 cat > /tmp/crypttab.sd <<TAB
 ctkeydev  /dev/vdc  /keys/k:UUID=$FSUUID  tpm2-device=auto
 ctlabel   /dev/vdc  /keys/k:LABEL=keydev  luks,noauto
+cthdr     /dev/vde  /etc/keys/kb  header=/keys/hdr:UUID=$FSUUID,key-slot=1,keyfile-offset=4,keyfile-size=16,read-only,noauto
 ctgone    UUID=$MISSING  /etc/keys/ka
 ctvc      /dev/vdb  none  tcrypt
 TAB
@@ -108,6 +110,10 @@ check "B2: refused entry not opened" sh -c '! dmsetup info ctvc >/dev/null 2>&1'
 lukskit crypttab close --crypttab /tmp/crypttab.sd ctkeydev >/dev/null 2>&1
 check "B2: key file on a device by LABEL=" lukskit crypttab open --crypttab /tmp/crypttab.sd ctlabel
 check "B2: same table by LABEL=" sh -c "[ \"\$(dmsetup table --showkeys ctlabel)\" = \"$REF_NOAUTO\" ]"
+check "B2: detached header on a device by UUID=" lukskit crypttab open --crypttab /tmp/crypttab.sd cthdr
+check "B2: same table as cryptdisks_start's for the detached header" \
+    sh -c "[ \"\$(dmsetup table --showkeys cthdr)\" = \"$REF_DETACHED\" ] && dmsetup info -c --noheadings -o attr cthdr | grep -q '^L--r'"
+check "B2: closes" lukskit crypttab close --crypttab /tmp/crypttab.sd cthdr
 # rename: what dmsetup rename does, for a lukskit and a cryptsetup mapping.
 check "rename: lukskit renames" lukskit rename ctlabel ctrenamed
 check "rename: the new name is active" sh -c 'dmsetup info ctrenamed >/dev/null 2>&1 && [ -b /dev/mapper/ctrenamed ] && [ ! -e /dev/mapper/ctlabel ]'
