@@ -221,6 +221,14 @@ fn file_path(f: &FileRef, mounts: &mut Vec<Mounted>) -> Result<String> {
     let Some(dev) = &f.device else {
         return Ok(f.path.clone());
     };
+    if Path::new(&f.path)
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return Err(VolumeError::invalid(format!(
+            "{f}: a file on another device may not name a parent directory (..)."
+        )));
+    }
     let path = resolve(dev).ok_or_else(|| {
         VolumeError::device(format!("Device {dev} holding {} not found.", f.path))
     })?;
@@ -254,11 +262,14 @@ fn open_argv(
 ) -> Vec<String> {
     let o = &e.options;
     let mut a: Vec<String> = vec!["open".into(), "--type".into(), kind.into()];
-    let mut opt = |name: &str, v: Option<String>| {
-        if let Some(v) = v {
+    let mut opt = |name: &str, v: Option<String>| match v {
+        // A value that starts with '-' must not read as an option.
+        Some(v) if v.starts_with('-') => a.push(format!("--{name}={v}")),
+        Some(v) => {
             a.push(format!("--{name}"));
             a.push(v);
         }
+        None => {}
     };
     if kind == "luks" {
         opt("header", header.map(str::to_string));
@@ -294,6 +305,9 @@ fn open_argv(
         if on {
             a.push(flag.into());
         }
+    }
+    if source.starts_with('-') || e.name.starts_with('-') {
+        a.push("--".into());
     }
     a.push(source.into());
     a.push(e.name.clone());
@@ -689,6 +703,14 @@ mod tests {
             shell_words(&a),
             "open --type plain --cipher aes-xts-plain64 --key-size 512 --hash sha256 --offset 8 \
              --skip 4 --sector-size 4096 --tries 4294967295 --timeout 30 /dev/vdc p"
+        );
+        let e = entry("-n -dev none cipher=-c,plain");
+        let a = open_argv(&e, "-dev", "plain", Some("-k"), None);
+        let o = Opts::try_parse_from(std::iter::once("lukskit".to_string()).chain(a)).unwrap();
+        assert_eq!(o.positional, ["open", "-dev", "-n"]);
+        assert_eq!(
+            (o.cipher.as_deref(), o.key_file.as_deref()),
+            (Some("-c"), Some("-k"))
         );
         let e = entry("q /dev/vdc - tries=5");
         assert!(
