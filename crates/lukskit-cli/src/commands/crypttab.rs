@@ -251,6 +251,30 @@ fn crypt_type(e: &CrypttabEntry, source: Option<&Path>, header: Option<&str>) ->
     }
 }
 
+/// Options of the entry that do not apply to its kind (dropped, as Debian's and systemd's
+/// tools drop them), for a warning.
+fn not_for_kind(e: &CrypttabEntry, kind: &str) -> Vec<&'static str> {
+    let o = &e.options;
+    let luks_only: [(bool, &str); 3] = [
+        (o.header.is_some(), "header="),
+        (o.key_slot.is_some(), "key-slot="),
+        (o.keyfile_size.is_some(), "keyfile-size="),
+    ];
+    let plain_only: [(bool, &str); 5] = [
+        (o.cipher.is_some(), "cipher="),
+        (o.key_size.is_some(), "size="),
+        (o.hash.is_some(), "hash="),
+        (o.offset.is_some(), "offset="),
+        (o.skip.is_some(), "skip="),
+    ];
+    let list: &[(bool, &str)] = if kind == "luks" {
+        &plain_only
+    } else {
+        &luks_only
+    };
+    list.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
+}
+
 /// The `open` command line for an entry (without the program name): the options Debian's
 /// `unlock_mapping` passes to cryptsetup, as lukskit spells them.
 fn open_argv(
@@ -354,6 +378,12 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
         None => None,
     };
     let kind = crypt_type(e, Some(&source), header.as_deref());
+    for n in not_for_kind(e, kind) {
+        eprintln!(
+            "{}: WARNING: option {n} has no effect on a {kind} volume; ignored.",
+            e.name
+        );
+    }
     let src = source.display().to_string();
     let argv = open_argv(e, &src, kind, key.as_deref(), header.as_deref());
     let mut eo = Opts::try_parse_from(std::iter::once("lukskit".to_string()).chain(argv))
@@ -467,6 +497,9 @@ fn list_entry(e: &CrypttabEntry) {
     println!("  command: lukskit {}", shell_words(&argv));
     for i in &o.ignored {
         println!("  warning: option '{}' ignored: {}", i.option, i.reason);
+    }
+    for n in not_for_kind(e, kind) {
+        println!("  warning: option {n} has no effect on a {kind} volume; ignored");
     }
     for r in &o.refused {
         println!("  error:   option '{}': {}", r.option, r.reason);
@@ -715,6 +748,16 @@ mod tests {
         let e = entry("q /dev/vdc - tries=5");
         assert!(
             shell_words(&open_argv(&e, "/x y", "luks", None, None)).ends_with("--tries 5 '/x y' q")
+        );
+    }
+
+    #[test]
+    fn options_of_the_other_kind() {
+        let e = entry("a /dev/x - cipher=x,size=256,keyslot=1,keyfile-size=8,header=/h");
+        assert_eq!(not_for_kind(&e, "luks"), ["cipher=", "size="]);
+        assert_eq!(
+            not_for_kind(&e, "plain"),
+            ["header=", "key-slot=", "keyfile-size="]
         );
     }
 
