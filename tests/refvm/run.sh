@@ -50,9 +50,10 @@ PACKAGES=(
     # cryptsetup's own test scripts (tests/refvm/upstream): bash, keyctl, jq and GNU_PACKAGES.
     bash keyutils libkeyutils1 jq libjq1 libonig5
     coreutils grep sed findutils diffutils sharutils xz-utils
-    # Debian's cryptdisks_start/stop (tests/refvm/crypttab): the cryptsetup package's scripts
-    # and /lib/lsb/init-functions, see SCRIPT_TREES.
-    cryptsetup sysvinit-utils
+    # Debian's cryptdisks_start/stop and initramfs boot script (tests/refvm/crypttab): the
+    # scripts of cryptsetup and cryptsetup-initramfs, /lib/lsb/init-functions and
+    # initramfs-tools' /scripts/functions, see SCRIPT_TREES.
+    cryptsetup sysvinit-utils cryptsetup-initramfs initramfs-tools-core
 )
 # Programs installed from those packages (they win over busybox applets of the same name).
 BINARIES=(
@@ -72,6 +73,7 @@ GNU_PACKAGES=(coreutils grep sed findutils diffutils sharutils xz-utils util-lin
 # libraries): Debian's cryptdisks_start/stop with their functions, askpass and checks.
 SCRIPT_TREES=(
     lib/cryptsetup sbin/cryptdisks_start sbin/cryptdisks_stop lib/lsb
+    usr/share/initramfs-tools/scripts/functions usr/share/initramfs-tools/scripts/local-top/cryptroot
 )
 # name=target symlinks next to the binaries above.
 LINKS=(

@@ -10,7 +10,10 @@
 //! Debian's scripts open as `NAME_unformatted` and rename (`dmsetup rename`), which leaves
 //! `_unformatted` in the DM UUID, while `lukskit crypttab` opens as NAME (as
 //! systemd-cryptsetup does). `cryptdisks_stop` and `lukskit crypttab close` must leave no
-//! mapping. The systemd dialect: key files and a detached header on another device by
+//! mapping. Debian's initramfs boot script (`scripts/local-top/cryptroot` of
+//! cryptsetup-initramfs, which opens as NAME) run on the same entries with cryptsetup and
+//! with lukskit as `/sbin/cryptsetup` must make exactly the mappings `lukskit crypttab open`
+//! makes. The systemd dialect: key files and a detached header on another device by
 //! `UUID=`/`LABEL=`, an ignored token option (warned), a refused `tcrypt` entry and a missing
 //! device without `nofail` (exit status 4, the other entries opened all the same). `UUID=` of LUKS on an md RAID-1
 //! with metadata 1.0 (whose legs start with the LUKS header too) finds the array, never a leg,
@@ -22,14 +25,16 @@ mod refvm_common;
 use std::collections::BTreeMap;
 
 const NAMES: [&str; 5] = ["ctkey", "ctprompt", "ctnoauto", "ctplain", "ctdetached"];
+/// The entries given to Debian's initramfs boot script (a root has no noauto entries).
+const BOOT_NAMES: [&str; 4] = ["ctkey", "ctprompt", "ctplain", "ctdetached"];
 
 #[test]
 fn crypttab_matches_debian_cryptdisks() {
     const T: &str = "refvm_crypttab";
     let dir = common::tmp();
-    // About 35 s of VM time on an idle host here (one boot).
+    // 40 to 105 s of VM time here (one boot), depending on the host's load.
     let Some(r) =
-        refvm_common::run_script_on_blank_disks(T, "crypttab/crypttab.sh", dir.path(), 6, 60)
+        refvm_common::run_script_on_blank_disks(T, "crypttab/crypttab.sh", dir.path(), 6, 100)
     else {
         return;
     };
@@ -65,6 +70,8 @@ fn crypttab_matches_debian_cryptdisks() {
         "raid: a stopped array's legs are not the source",
         "C: /sbin/cryptsetup is lukskit",
         "C: cryptdisks_stop closed every mapping",
+        "DR: every boot mapping closed",
+        "DL: every boot mapping closed",
     ] {
         assert!(
             out.lines().any(|l| l == format!("ok: {ok}")),
@@ -84,6 +91,8 @@ fn crypttab_matches_debian_cryptdisks() {
         "C start rc=0",
         "C missing rc=1",
         "C stop rc=0",
+        "DR boot rc=0",
+        "DL boot rc=0",
     ] {
         assert!(out.lines().any(|l| l == rc), "expected {rc:?}:\n{out}");
     }
@@ -165,6 +174,33 @@ fn crypttab_matches_debian_cryptdisks() {
             "{name}: cryptdisks_start with lukskit as /sbin/cryptsetup differs from it with \
              cryptsetup"
         );
+    }
+    // Debian's initramfs boot script opens each entry as NAME: with lukskit as
+    // /sbin/cryptsetup the same mappings as with cryptsetup, and the same as lukskit crypttab.
+    for name in BOOT_NAMES {
+        let dr = block("DR", name);
+        assert!(
+            dr.iter().any(|l| l.starts_with("table: 0 ")),
+            "{name}: Debian's boot script made no mapping: {dr:#?}\n{out}"
+        );
+        assert_eq!(
+            block("DL", name),
+            dr,
+            "{name}: Debian's boot script with lukskit as /sbin/cryptsetup differs from it \
+             with cryptsetup"
+        );
+        assert_eq!(
+            block("B", name),
+            dr,
+            "{name}: lukskit crypttab open differs from Debian's boot script"
+        );
+        for way in ["DR", "DL"] {
+            assert!(
+                out.lines()
+                    .any(|l| l == format!("{way} log: cryptsetup: {name}: set up successfully")),
+                "{way} {name}:\n{out}"
+            );
+        }
     }
     // The cases cover what they claim: a UUID= source, a LUKS1 passphrase, flags, read-only.
     let a_plain = block("A", "ctplain").join("\n");

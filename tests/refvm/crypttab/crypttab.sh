@@ -7,6 +7,8 @@
 #   A  Debian's cryptdisks_start with Debian's cryptsetup 2.6.1 (the reference)
 #   B  lukskit crypttab open
 #   C  Debian's cryptdisks_start with lukskit installed as /sbin/cryptsetup
+#   DR, DL  Debian's initramfs boot script (cryptroot) with cryptsetup, then with lukskit as
+#      /sbin/cryptsetup, for the entries a root would have (not noauto or missing ones)
 #   == WAY NAME
 #   table: <dmsetup table --showkeys>   uuid: <DM UUID>   attr: <dmsetup attributes>
 #   status: <each line of real cryptsetup's status>
@@ -77,6 +79,26 @@ REF_DETACHED=$(dmsetup table --showkeys ctdetached)
 cryptdisks_stop $NAMES > /tmp/a3.log 2>&1; echo "A stop rc=$?"
 none_left "A: cryptdisks_stop closed every mapping"
 sed 's/^/A log: /' /tmp/a.log /tmp/a2.log /tmp/a3.log
+
+# D: Debian's initramfs boot script (scripts/local-top/cryptroot of cryptsetup-initramfs,
+# which opens each /cryptroot/crypttab entry as NAME) with /sbin/cryptsetup as it is now.
+BOOT_NAMES="ctkey ctprompt ctplain ctdetached"
+mkdir -p /scripts/local-top /cryptroot
+cp /usr/share/initramfs-tools/scripts/functions /scripts/functions
+cp /usr/share/initramfs-tools/scripts/local-top/cryptroot /scripts/local-top/cryptroot
+grep -E '^(ctkey|ctprompt|ctplain|ctdetached) ' /etc/crypttab > /cryptroot/crypttab
+boot() { # WAY
+    rm -f /run/cryptroot.initrd.cnt
+    quiet=n panic= sh /scripts/local-top/cryptroot > /tmp/boot.log 2>&1; echo "$1 boot rc=$?"
+    sed "s/^/$1 log: /" /tmp/boot.log
+    for n in $BOOT_NAMES; do capture "$1" $n; done
+    for n in $BOOT_NAMES; do /sbin/cryptsetup close $n; done
+    none_left "$1: every boot mapping closed"
+}
+# The boot script refuses a plain mapping without a file system in it: give ctplain one.
+$REAL open --type plain -c aes-xts-plain64 -s 512 --offset 2048 --skip 16 -d /etc/keys/k64 /dev/vdd mk &&
+    mkfs.ext4 -q /dev/mapper/mk && $REAL close mk || echo "FAIL: mkfs in ctplain"
+boot DR
 
 # B: lukskit crypttab.
 lukskit crypttab list --crypttab /tmp/crypttab.lk > /tmp/list.txt 2>&1; echo "B list rc=$?"
@@ -152,5 +174,6 @@ for n in $NAMES; do capture C $n; done
 cryptdisks_stop $NAMES > /tmp/c3.log 2>&1; echo "C stop rc=$?"
 none_left "C: cryptdisks_stop closed every mapping"
 sed 's/^/C log: /' /tmp/c.log /tmp/c2.log /tmp/c3.log
+boot DL
 rm -f "$CS" && cp "$REAL" "$CS"
 echo "crypttab: done"
