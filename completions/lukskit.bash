@@ -31,6 +31,9 @@ _lukskit() {
             lukskit,create)
                 cmd="lukskit__subcmd__open"
                 ;;
+            lukskit,crypttab)
+                cmd="lukskit__subcmd__crypttab"
+                ;;
             lukskit,erase)
                 cmd="lukskit__subcmd__erase"
                 ;;
@@ -103,6 +106,9 @@ _lukskit() {
             lukskit,remove)
                 cmd="lukskit__subcmd__close"
                 ;;
+            lukskit,rename)
+                cmd="lukskit__subcmd__rename"
+                ;;
             lukskit,repair)
                 cmd="lukskit__subcmd__repair"
                 ;;
@@ -126,6 +132,9 @@ _lukskit() {
                 ;;
             lukskit__subcmd__help,convert)
                 cmd="lukskit__subcmd__help__subcmd__convert"
+                ;;
+            lukskit__subcmd__help,crypttab)
+                cmd="lukskit__subcmd__help__subcmd__crypttab"
                 ;;
             lukskit__subcmd__help,erase)
                 cmd="lukskit__subcmd__help__subcmd__erase"
@@ -181,6 +190,9 @@ _lukskit() {
             lukskit__subcmd__help,refresh)
                 cmd="lukskit__subcmd__help__subcmd__refresh"
                 ;;
+            lukskit__subcmd__help,rename)
+                cmd="lukskit__subcmd__help__subcmd__rename"
+                ;;
             lukskit__subcmd__help,repair)
                 cmd="lukskit__subcmd__help__subcmd__repair"
                 ;;
@@ -224,7 +236,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -c -s -h -i -l -S -o -T -t -p -b -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --disable-locks --disable-keyring --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --test-args --align-payload --force-password --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --no-loop --nbd --nbd-connections --threads --json --type --pbkdf --priority --backend open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help"
+            opts="-v -q -y -r -c -s -h -i -l -S -o -T -t -p -b -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --disable-locks --disable-keyring --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --test-args --align-payload --force-password --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --no-loop --nbd --nbd-connections --threads --json --crypttab --type --pbkdf --priority --backend open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -511,6 +523,21 @@ _lukskit() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --crypttab)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
                 --type)
                     COMPREPLY=($(compgen -W "luks luks1 luks2 plain" -- "${cur}"))
                     return 0
@@ -700,6 +727,39 @@ _lukskit() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lukskit__subcmd__crypttab)
+            opts="-v -q --crypttab --backend --verbose --debug --batch-mode --test-args --disable-locks"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --crypttab)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --backend)
+                    COMPREPLY=($(compgen -W "kernel userspace" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lukskit__subcmd__erase)
             opts="-v -q --header --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -730,7 +790,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help)
-            opts="open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token image help"
+            opts="open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -786,6 +846,20 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help__subcmd__convert)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__help__subcmd__crypttab)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1066,6 +1140,20 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help__subcmd__refresh)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__help__subcmd__rename)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3113,6 +3201,20 @@ _lukskit() {
                     fi
                     return 0
                     ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__rename)
+            opts="-v -q --verbose --debug --batch-mode --test-args --disable-locks"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -50,6 +50,10 @@ PACKAGES=(
     # cryptsetup's own test scripts (tests/refvm/upstream): bash, keyctl, jq and GNU_PACKAGES.
     bash keyutils libkeyutils1 jq libjq1 libonig5
     coreutils grep sed findutils diffutils sharutils xz-utils
+    # Debian's cryptdisks_start/stop and initramfs boot script (tests/refvm/crypttab): the
+    # scripts of cryptsetup and cryptsetup-initramfs, /lib/lsb/init-functions and
+    # initramfs-tools' /scripts/functions, see SCRIPT_TREES.
+    cryptsetup sysvinit-utils cryptsetup-initramfs initramfs-tools-core
 )
 # Programs installed from those packages (they win over busybox applets of the same name).
 BINARIES=(
@@ -65,6 +69,12 @@ BINARIES=(
 # Every program of these packages goes into /opt/gnu/bin, which is not on PATH: scripts written
 # for a GNU userland rather than busybox (cryptsetup's own tests) put it first in theirs.
 GNU_PACKAGES=(coreutils grep sed findutils diffutils sharutils xz-utils util-linux mount)
+# Script trees copied from the unpacked packages as they are (ELF files among them get their
+# libraries): Debian's cryptdisks_start/stop with their functions, askpass and checks.
+SCRIPT_TREES=(
+    lib/cryptsetup sbin/cryptdisks_start sbin/cryptdisks_stop lib/lsb
+    usr/share/initramfs-tools/scripts/functions usr/share/initramfs-tools/scripts/local-top/cryptroot
+)
 # name=target symlinks next to the binaries above.
 LINKS=(
     sh=dash
@@ -462,6 +472,19 @@ build() {
             while read -r src; do
                 install_elf "$U/${src#./}" "$R" "opt/gnu/bin/$(basename "$src")"
             done
+    done
+    local tree t
+    for tree in "${SCRIPT_TREES[@]}"; do
+        [ -e "$U/$tree" ] || [ -e "$U/usr/$tree" ] || die "SCRIPT_TREES: $tree not in the packages"
+        [ -e "$U/$tree" ] || tree=usr/$tree
+        (cd "$U" && find "$tree" -type f) | while read -r t; do
+            if [ "$(head -c 4 "$U/$t" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
+                install_elf "$U/$t" "$R" "usr/${t#usr/}"
+            else
+                mkdir -p "$R/usr/$(dirname "${t#usr/}")"
+                cp -p "$U/$t" "$R/usr/${t#usr/}"
+            fi
+        done
     done
     # OpenSSL's legacy provider: cryptsetup needs it for whirlpool (and other legacy hashes).
     for f in "$U"/usr/lib/x86_64-linux-gnu/ossl-modules/*.so; do

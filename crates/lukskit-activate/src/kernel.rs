@@ -290,6 +290,12 @@ impl KernelMapping {
         }
     }
 
+    /// Rename the mapping to `new_name` (`DM_DEV_RENAME`; the nodes in `/dev/mapper` follow).
+    pub fn rename(&self, new_name: &str) -> Result<()> {
+        self.dm.rename(&self.name, new_name)?;
+        Ok(())
+    }
+
     /// `luksSuspend`: suspend I/O (flushing first) and wipe the key from dm-crypt, as
     /// cryptsetup's `dm_suspend_and_wipe_key` does.
     pub fn suspend(&self) -> Result<()> {

@@ -199,6 +199,28 @@ impl Mapping {
         }
     }
 
+    /// Give the mapping another name (kernel mappings: `DM_DEV_RENAME`, as `dmsetup
+    /// rename`, `/dev/mapper` nodes moved along). The name must not be in use.
+    pub fn rename(&self, new_name: &str) -> Result<()> {
+        userspace::runtime::check_name(new_name)?;
+        if find(new_name)?.is_some()
+            || userspace::runtime::mapper_path(new_name)
+                .symlink_metadata()
+                .is_ok()
+        {
+            return Err(ActivateError::NameExists {
+                name: new_name.to_string(),
+            });
+        }
+        match self {
+            Mapping::Kernel(k) => k.rename(new_name),
+            Mapping::Userspace(_) => Err(ActivateError::Unsupported(
+                "rename of a userspace (FUSE or NBD) mapping is not supported by lukskit yet."
+                    .into(),
+            )),
+        }
+    }
+
     /// Whether [`Mapping::resize`] needs the volume key.
     pub fn resize_needs_volume_key(&self) -> bool {
         matches!(self, Mapping::Kernel(k) if k.needs_volume_key())

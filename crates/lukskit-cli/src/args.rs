@@ -240,6 +240,9 @@ pub struct Opts {
     /// in cryptsetup, use --offset).
     #[arg(long = "align-payload", value_name = "SECTORS")]
     pub align_payload: Option<u32>,
+    /// crypttab: the table to read instead of /etc/crypttab.
+    #[arg(long = "crypttab")]
+    pub crypttab: Option<String>,
     /// Accepted for compatibility: lukskit has no password quality check to disable.
     #[arg(long = "force-password", action = ArgAction::SetTrue)]
     pub force_password: bool,

@@ -323,6 +323,18 @@ pub const ACTIONS: &[Action] = &[
         ]],
     },
     Action {
+        name: "crypttab",
+        args: "<open|close|list> [<name>...]",
+        about: "open, close or list the volumes of /etc/crypttab (lukskit)",
+        options: &[&["crypttab", "backend"]],
+    },
+    Action {
+        name: "rename",
+        args: "<name> <new name>",
+        about: "rename an active kernel mapping (lukskit)",
+        options: &[],
+    },
+    Action {
         name: "image encrypt",
         args: "<plaintext> <image>",
         about: "writes a new LUKS1/LUKS2/plain image holding a file (lukskit)",
@@ -452,6 +464,7 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("backend", "STRING"),
     ("device_size", "bytes"),
     ("nbd_connections", "INT"),
+    ("crypttab", "FILE"),
 ];
 
 /// Options that name files (completed as paths).
@@ -462,6 +475,7 @@ const FILE_OPTIONS: &[&str] = &[
     "header",
     "header_backup_file",
     "json_file",
+    "crypttab",
 ];
 
 /// Heading of `--help`, `--usage` and `--version`, as cryptsetup's.
@@ -476,6 +490,7 @@ const LUKSKIT_ONLY: &[&str] = &[
     "nbd_connections",
     "threads",
     "json",
+    "crypttab",
 ];
 
 /// The command line lukskit parses: [`Opts`] with cryptsetup's value names and groups.

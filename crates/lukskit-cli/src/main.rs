@@ -4,6 +4,7 @@
 
 mod args;
 mod commands;
+mod crypttab;
 mod debug;
 mod definition;
 mod dump;

@@ -4,6 +4,7 @@ mod align;
 mod benchmark;
 mod config;
 mod convert;
+mod crypttab;
 mod format;
 mod header;
 mod image;
@@ -52,6 +53,8 @@ pub fn run(o: &Opts) -> Result<()> {
         "token" => config::token(o, args),
         "benchmark" => benchmark::benchmark(o, args),
         "image" => image::image(o, args),
+        "crypttab" => crypttab::crypttab(o, args),
+        "rename" => crypttab::rename(o, args),
         other => Err(CliError::invalid(format!("Unknown action {other}."))),
     }
 }

@@ -1,0 +1,868 @@
+//! crypttab(5): the table of encrypted volumes to set up at boot, read into typed entries.
+//!
+//! Both dialects are read: systemd-cryptsetup's (2 to 4 fields, the key field may be absent,
+//! `-` or `none`; `key-slot=`, `nofail`, `_netdev`, `x-initrd.attach`, keyfiles and headers
+//! on another device as `PATH:UUID=…`) and Debian's (always 4 fields, octal escapes `\0NNN`,
+//! `keyslot=`, `initramfs`, `noearly`). Each line becomes a [`CrypttabEntry`] whose options
+//! are typed ([`CrypttabOptions`]); options lukskit cannot honour are kept as
+//! [`OptionIssue`]s, either ignored with a warning (tokens such as `tpm2-device=`, which fall
+//! back to the passphrase as in systemd) or refusing the entry (`tcrypt`, `swap`,
+//! `keyscript=`, …: they change what would be opened). Nothing here touches a device.
+//!
+//! Hostile input is bounded: at most [`MAX_TABLE_BYTES`] are read, lines longer than
+//! [`MAX_LINE`] and entries past [`MAX_ENTRIES`] are reported and skipped, quotes have no
+//! meaning (as in both dialects), and escapes that decode to NUL or to invalid UTF-8 reject
+//! the line.
+
+use std::fmt;
+
+/// Most bytes of a crypttab that are read.
+pub const MAX_TABLE_BYTES: u64 = 1 << 20;
+/// Longest line accepted, in bytes.
+pub const MAX_LINE: usize = 4096;
+/// Most entries in one table.
+pub const MAX_ENTRIES: usize = 1024;
+/// Most options on one line.
+pub const MAX_OPTIONS: usize = 64;
+
+/// A block device named in a crypttab field.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceSpec {
+    /// A path (a block device, or an image file).
+    Path(String),
+    /// `UUID=`: a LUKS or file-system UUID.
+    Uuid(String),
+    /// `PARTUUID=`: a GPT/MBR partition UUID.
+    PartUuid(String),
+    /// `LABEL=`: a LUKS2 or file-system label.
+    Label(String),
+    /// `PARTLABEL=`: a GPT partition name.
+    PartLabel(String),
+}
+
+impl DeviceSpec {
+    /// Parse `UUID=…`, `PARTUUID=…`, `LABEL=…`, `PARTLABEL=…` or a path.
+    pub fn parse(s: &str) -> DeviceSpec {
+        for (prefix, make) in [
+            ("UUID=", DeviceSpec::Uuid as fn(String) -> DeviceSpec),
+            ("PARTUUID=", DeviceSpec::PartUuid),
+            ("LABEL=", DeviceSpec::Label),
+            ("PARTLABEL=", DeviceSpec::PartLabel),
+        ] {
+            if let Some(v) = s.strip_prefix(prefix) {
+                return make(v.to_string());
+            }
+        }
+        DeviceSpec::Path(s.to_string())
+    }
+
+    /// Whether `s` reads as a device specifier (`UUID=`… or `/dev/…`), as after the `:` of
+    /// `PATH:DEVICE`.
+    fn is_device_like(s: &str) -> bool {
+        ["UUID=", "PARTUUID=", "LABEL=", "PARTLABEL=", "/dev/"]
+            .iter()
+            .any(|p| s.starts_with(p) && s.len() > p.len())
+    }
+}
+
+impl fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceSpec::Path(p) => write!(f, "{p}"),
+            DeviceSpec::Uuid(v) => write!(f, "UUID={v}"),
+            DeviceSpec::PartUuid(v) => write!(f, "PARTUUID={v}"),
+            DeviceSpec::Label(v) => write!(f, "LABEL={v}"),
+            DeviceSpec::PartLabel(v) => write!(f, "PARTLABEL={v}"),
+        }
+    }
+}
+
+/// A file named in a crypttab field: a path, or a path on another device (`PATH:UUID=…`),
+/// which is read with that device mounted read-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileRef {
+    /// The path (on `device`, relative to its root, when there is one).
+    pub path: String,
+    /// The device holding the file.
+    pub device: Option<DeviceSpec>,
+}
+
+impl FileRef {
+    fn parse(s: &str) -> FileRef {
+        if let Some((path, dev)) = s.split_once(':') {
+            if !path.is_empty() && DeviceSpec::is_device_like(dev) {
+                return FileRef {
+                    path: path.to_string(),
+                    device: Some(DeviceSpec::parse(dev)),
+                };
+            }
+        }
+        FileRef {
+            path: s.to_string(),
+            device: None,
+        }
+    }
+}
+
+impl fmt::Display for FileRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.device {
+            Some(d) => write!(f, "{}:{d}", self.path),
+            None => write!(f, "{}", self.path),
+        }
+    }
+}
+
+/// The third field: where the passphrase or key comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySpec {
+    /// `none`, `-` or no field: ask on the console.
+    Prompt,
+    /// A key file.
+    File(FileRef),
+}
+
+/// What kind of volume the entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CryptKind {
+    /// Neither `luks` nor `plain`: LUKS if the device (or `header=`) has a LUKS header,
+    /// plain dm-crypt otherwise (both dialects fall back to plain).
+    #[default]
+    Auto,
+    /// `luks`.
+    Luks,
+    /// `plain`.
+    Plain,
+}
+
+/// An option lukskit does not honour.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OptionIssue {
+    /// The option as written.
+    pub option: String,
+    /// Why, in a sentence for a warning.
+    pub reason: String,
+}
+
+/// The fourth field, typed.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CrypttabOptions {
+    /// `luks` / `plain`.
+    pub kind: CryptKind,
+    /// `discard`: pass discards through (`--allow-discards`).
+    pub discard: bool,
+    /// `readonly` / `read-only`.
+    pub readonly: bool,
+    /// `noauto`: only opened when named.
+    pub noauto: bool,
+    /// `nofail`: a failure does not make the command fail.
+    pub nofail: bool,
+    /// `initramfs` (Debian) / `x-initrd.attach` (systemd): needed in the initramfs.
+    pub initramfs: bool,
+    /// `_netdev`: needs the network (ordering only; no effect on the command).
+    pub netdev: bool,
+    /// `verify`: ask for the passphrase twice.
+    pub verify: bool,
+    /// `tries=N`: passphrase attempts (0: unlimited).
+    pub tries: Option<u32>,
+    /// `timeout=`: prompt timeout in seconds (0: none).
+    pub timeout: Option<u64>,
+    /// `header=`: detached LUKS header.
+    pub header: Option<FileRef>,
+    /// `offset=`: data offset in 512-byte sectors.
+    pub offset: Option<u64>,
+    /// `skip=`: IV offset in 512-byte sectors (plain).
+    pub skip: Option<u64>,
+    /// `cipher=` (plain).
+    pub cipher: Option<String>,
+    /// `size=`: key size in bits (plain).
+    pub key_size: Option<u32>,
+    /// `hash=` (plain).
+    pub hash: Option<String>,
+    /// `sector-size=`.
+    pub sector_size: Option<u32>,
+    /// `keyfile-offset=`.
+    pub keyfile_offset: Option<u64>,
+    /// `keyfile-size=`.
+    pub keyfile_size: Option<u64>,
+    /// `key-slot=` / `keyslot=`.
+    pub key_slot: Option<u32>,
+    /// `same-cpu-crypt`.
+    pub same_cpu_crypt: bool,
+    /// `submit-from-crypt-cpus`.
+    pub submit_from_crypt_cpus: bool,
+    /// `no-read-workqueue`.
+    pub no_read_workqueue: bool,
+    /// `no-write-workqueue`.
+    pub no_write_workqueue: bool,
+    /// Options ignored with a warning (the entry is still set up without them).
+    pub ignored: Vec<OptionIssue>,
+    /// Options lukskit cannot honour that change what would be set up: the entry fails.
+    pub refused: Vec<OptionIssue>,
+}
+
+/// One line of the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CrypttabEntry {
+    /// Line number (1-based).
+    pub line: usize,
+    /// Mapping name.
+    pub name: String,
+    /// The encrypted device.
+    pub source: DeviceSpec,
+    /// The key.
+    pub key: KeySpec,
+    /// The options.
+    pub options: CrypttabOptions,
+}
+
+/// A line that is not an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineProblem {
+    /// Line number (1-based).
+    pub line: usize,
+    /// The first field, when it could be read (for `crypttab open NAME`).
+    pub name: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A parsed table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Crypttab {
+    /// The entries, in order.
+    pub entries: Vec<CrypttabEntry>,
+    /// Lines that could not be read.
+    pub problems: Vec<LineProblem>,
+}
+
+/// Parse a whole table (at most [`MAX_TABLE_BYTES`] of it should be passed in).
+pub fn parse(text: &[u8]) -> Crypttab {
+    let mut t = Crypttab::default();
+    for (i, raw) in text.split(|&b| b == b'\n').enumerate() {
+        let line = i + 1;
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        let problem = |name: Option<String>, message: String| LineProblem {
+            line,
+            name,
+            message,
+        };
+        if raw.len() > MAX_LINE {
+            t.problems.push(problem(
+                None,
+                format!("line longer than {MAX_LINE} bytes, skipped"),
+            ));
+            continue;
+        }
+        let Ok(s) = std::str::from_utf8(raw) else {
+            t.problems
+                .push(problem(None, "line is not valid UTF-8, skipped".into()));
+            continue;
+        };
+        match parse_line(s) {
+            Ok(None) => {}
+            Ok(Some(_)) if t.entries.len() >= MAX_ENTRIES => {
+                t.problems.push(problem(
+                    None,
+                    format!("more than {MAX_ENTRIES} entries, the rest is skipped"),
+                ));
+                break;
+            }
+            Ok(Some(mut e)) => {
+                e.line = line;
+                t.entries.push(e);
+            }
+            Err((name, message)) => t.problems.push(problem(name, message)),
+        }
+    }
+    t
+}
+
+/// Parse one line: `Ok(None)` for blank lines and comments, the first field (when readable)
+/// and a message for lines that are not entries.
+pub fn parse_line(s: &str) -> Result<Option<CrypttabEntry>, (Option<String>, String)> {
+    let t = s.trim_matches([' ', '\t']);
+    if t.is_empty() || t.starts_with('#') {
+        return Ok(None);
+    }
+    let fields: Vec<&str> = t.split([' ', '\t']).filter(|f| !f.is_empty()).collect();
+    let name = unescape(fields[0]).map_err(|m| (None, format!("name: {m}")))?;
+    let named = |m: String| (Some(name.clone()), m);
+    if name.contains('/') || name == "." || name == ".." {
+        return Err(named(format!("invalid mapping name {name:?}")));
+    }
+    if fields.len() < 2 {
+        return Err(named("no source device (see crypttab(5))".into()));
+    }
+    if fields.len() > 4 {
+        return Err(named(format!(
+            "{} fields, at most 4 (name, device, key, options)",
+            fields.len()
+        )));
+    }
+    let source = unescape(fields[1]).map_err(|m| named(format!("device: {m}")))?;
+    let key = match fields.get(2) {
+        None => KeySpec::Prompt,
+        Some(&"none") | Some(&"-") => KeySpec::Prompt,
+        Some(k) => KeySpec::File(FileRef::parse(
+            &unescape(k).map_err(|m| named(format!("key file: {m}")))?,
+        )),
+    };
+    let options = match fields.get(3) {
+        None | Some(&"-") | Some(&"none") => CrypttabOptions::default(),
+        Some(o) => parse_options(o).map_err(named)?,
+    };
+    Ok(Some(CrypttabEntry {
+        line: 0,
+        name,
+        source: DeviceSpec::parse(&source),
+        key,
+        options,
+    }))
+}
+
+/// Decode the escapes of a field: `\0NNN` (Debian), `\NNN` (three octal digits), `\xHH`,
+/// `\\`. Other backslashes stay as they are.
+pub fn unescape(s: &str) -> Result<String, String> {
+    if !s.contains('\\') {
+        return Ok(s.to_string());
+    }
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let octal = |c: u8| (b'0'..=b'7').contains(&c);
+    while i < b.len() {
+        if b[i] != b'\\' || i + 1 == b.len() {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let rest = &b[i + 1..];
+        let (value, used) = if rest[0] == b'\\' {
+            (b'\\' as u32, 1)
+        } else if rest[0] == b'x'
+            && rest.len() >= 3
+            && rest[1].is_ascii_hexdigit()
+            && rest[2].is_ascii_hexdigit()
+        {
+            let v = u32::from_str_radix(std::str::from_utf8(&rest[1..3]).unwrap_or("0"), 16)
+                .unwrap_or(0);
+            (v, 3)
+        } else if rest[0] == b'0' {
+            // printf %b: \0 followed by up to three octal digits.
+            let n = rest[1..].iter().take(3).take_while(|c| octal(**c)).count();
+            let v = rest[1..1 + n]
+                .iter()
+                .fold(0u32, |a, c| a * 8 + u32::from(c - b'0'));
+            (v, 1 + n)
+        } else if rest.len() >= 3 && rest[..3].iter().all(|c| octal(*c)) {
+            let v = rest[..3]
+                .iter()
+                .fold(0u32, |a, c| a * 8 + u32::from(c - b'0'));
+            (v, 3)
+        } else {
+            out.push(b'\\');
+            i += 1;
+            continue;
+        };
+        if value == 0 || value > 255 {
+            return Err("escape decodes to NUL or past one byte".into());
+        }
+        out.push(value as u8);
+        i += 1 + used;
+    }
+    String::from_utf8(out).map_err(|_| "escapes decode to invalid UTF-8".into())
+}
+
+/// Split the options field at commas not escaped with a backslash (systemd's `\,`).
+fn split_options(s: &str) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut cur = String::new();
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&',') => {
+                cur.push(',');
+                chars.next();
+            }
+            ',' => v.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    v.push(cur);
+    v
+}
+
+fn number<T>(opt: &str, v: Option<&str>, min: T) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + Copy,
+{
+    let v = v.ok_or_else(|| format!("option {opt}= needs a value"))?;
+    match v.parse::<T>() {
+        Ok(n) if n >= min && v.bytes().all(|b| b.is_ascii_digit()) => Ok(n),
+        _ => Err(format!("invalid value for option {opt}: {v:?}")),
+    }
+}
+
+/// systemd's time span for `timeout=`: seconds, or a number with `s`, `sec`, `m`, `min`,
+/// `h` or `ms` (rounded up to seconds).
+fn timespan(v: Option<&str>) -> Result<u64, String> {
+    let v = v.ok_or("option timeout= needs a value")?;
+    let bad = || format!("invalid value for option timeout: {v:?}");
+    let d = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let n: u64 = v[..d].parse().map_err(|_| bad())?;
+    let mul = match v[d..].trim() {
+        "" | "s" | "sec" => 1,
+        "m" | "min" => 60,
+        "h" => 3600,
+        "ms" => return Ok(n.div_ceil(1000)),
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mul).ok_or_else(bad)
+}
+
+fn nonempty(opt: &str, v: Option<&str>) -> Result<String, String> {
+    match v {
+        Some(s) if !s.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("option {opt}= needs a value")),
+    }
+}
+
+/// Options that change what would be set up, which lukskit does not have.
+const REFUSED: &[(&str, &str)] = &[
+    ("tcrypt", "TrueCrypt volumes are not supported by lukskit"),
+    (
+        "tcrypt-hidden",
+        "TrueCrypt volumes are not supported by lukskit",
+    ),
+    (
+        "tcrypthidden",
+        "TrueCrypt volumes are not supported by lukskit",
+    ),
+    (
+        "tcrypt-system",
+        "TrueCrypt volumes are not supported by lukskit",
+    ),
+    (
+        "tcrypt-veracrypt",
+        "VeraCrypt volumes are not supported by lukskit",
+    ),
+    (
+        "tcrypt-keyfile",
+        "TrueCrypt volumes are not supported by lukskit",
+    ),
+    (
+        "veracrypt",
+        "VeraCrypt volumes are not supported by lukskit",
+    ),
+    (
+        "veracrypt-pim",
+        "VeraCrypt volumes are not supported by lukskit",
+    ),
+    ("bitlk", "BitLocker volumes are not supported by lukskit"),
+    ("fvault2", "FileVault2 volumes are not supported by lukskit"),
+    (
+        "swap",
+        "lukskit does not make swap areas (mkswap) on mappings",
+    ),
+    ("tmp", "lukskit does not make file systems on mappings"),
+    ("keyscript", "key scripts are not run by lukskit"),
+    ("check", "check scripts are not run by lukskit"),
+    ("checkargs", "check scripts are not run by lukskit"),
+    ("integrity", "LUKS2 integrity is not supported by lukskit"),
+];
+
+/// Options lukskit ignores with a warning: tokens (systemd falls back to the passphrase too)
+/// and systemd's ordering and prompt tweaks.
+const IGNORED: &[(&str, &str)] = &[
+    (
+        "tpm2-device",
+        "TPM2 tokens are not supported by lukskit; the key field is used",
+    ),
+    ("tpm2-pcrs", "TPM2 tokens are not supported by lukskit"),
+    ("tpm2-pin", "TPM2 tokens are not supported by lukskit"),
+    ("tpm2-signature", "TPM2 tokens are not supported by lukskit"),
+    (
+        "tpm2-public-key",
+        "TPM2 tokens are not supported by lukskit",
+    ),
+    (
+        "tpm2-public-key-pcrs",
+        "TPM2 tokens are not supported by lukskit",
+    ),
+    ("tpm2-pcrlock", "TPM2 tokens are not supported by lukskit"),
+    (
+        "tpm2-measure-pcr",
+        "TPM2 measurement is not supported by lukskit",
+    ),
+    (
+        "tpm2-measure-bank",
+        "TPM2 measurement is not supported by lukskit",
+    ),
+    (
+        "fido2-device",
+        "FIDO2 tokens are not supported by lukskit; the key field is used",
+    ),
+    ("fido2-cid", "FIDO2 tokens are not supported by lukskit"),
+    ("fido2-rp", "FIDO2 tokens are not supported by lukskit"),
+    (
+        "pkcs11-uri",
+        "PKCS#11 tokens are not supported by lukskit; the key field is used",
+    ),
+    ("token-timeout", "tokens are not supported by lukskit"),
+    (
+        "try-empty-password",
+        "lukskit does not try an empty passphrase",
+    ),
+    (
+        "headless",
+        "lukskit asks on the console whenever the key field is none",
+    ),
+    ("password-echo", "lukskit never echoes passphrases"),
+    (
+        "keyfile-timeout",
+        "lukskit does not wait for key file devices",
+    ),
+    ("keyfile-erase", "lukskit does not erase key files"),
+    (
+        "link-volume-key",
+        "lukskit does not link volume keys into a keyring",
+    ),
+    ("silent", "no effect in lukskit"),
+];
+
+/// Parse the options field.
+pub fn parse_options(field: &str) -> Result<CrypttabOptions, String> {
+    let mut o = CrypttabOptions::default();
+    let parts = split_options(field);
+    if parts.len() > MAX_OPTIONS {
+        return Err(format!("more than {MAX_OPTIONS} options"));
+    }
+    for raw in parts {
+        if raw.is_empty() {
+            continue;
+        }
+        let (key, value) = match raw.split_once('=') {
+            Some((k, v)) => (k.to_string(), Some(unescape(v)?)),
+            None => (raw.clone(), None),
+        };
+        let v = value.as_deref();
+        let flag = |o: &mut bool| -> Result<(), String> {
+            match v {
+                None => {
+                    *o = true;
+                    Ok(())
+                }
+                Some(_) => Err(format!("option {key} takes no value")),
+            }
+        };
+        match key.as_str() {
+            "luks" => {
+                flag(&mut false)?;
+                if o.kind == CryptKind::Plain {
+                    return Err("options luks and plain cannot be combined".into());
+                }
+                o.kind = CryptKind::Luks;
+            }
+            "plain" => {
+                flag(&mut false)?;
+                if o.kind == CryptKind::Luks {
+                    return Err("options luks and plain cannot be combined".into());
+                }
+                o.kind = CryptKind::Plain;
+            }
+            "discard" => flag(&mut o.discard)?,
+            "readonly" | "read-only" => flag(&mut o.readonly)?,
+            "noauto" => flag(&mut o.noauto)?,
+            "nofail" => flag(&mut o.nofail)?,
+            "initramfs" | "x-initrd.attach" => flag(&mut o.initramfs)?,
+            "_netdev" => flag(&mut o.netdev)?,
+            "verify" => flag(&mut o.verify)?,
+            "same-cpu-crypt" => flag(&mut o.same_cpu_crypt)?,
+            "submit-from-crypt-cpus" => flag(&mut o.submit_from_crypt_cpus)?,
+            "no-read-workqueue" => flag(&mut o.no_read_workqueue)?,
+            "no-write-workqueue" => flag(&mut o.no_write_workqueue)?,
+            // Debian's: only about when (early boot, messages); nothing to do here.
+            "noearly" | "loud" | "quiet" => flag(&mut false)?,
+            "tries" => o.tries = Some(number("tries", v, 0u32)?),
+            "timeout" => o.timeout = Some(timespan(v)?),
+            "header" => o.header = Some(FileRef::parse(&nonempty("header", v)?)),
+            "offset" => o.offset = Some(number("offset", v, 0u64)?),
+            "skip" => o.skip = Some(number("skip", v, 0u64)?),
+            "cipher" => o.cipher = Some(nonempty("cipher", v)?),
+            "hash" => o.hash = Some(nonempty("hash", v)?),
+            "size" => o.key_size = Some(number("size", v, 1u32)?),
+            "sector-size" => o.sector_size = Some(number("sector-size", v, 1u32)?),
+            "keyfile-offset" => o.keyfile_offset = Some(number("keyfile-offset", v, 0u64)?),
+            "keyfile-size" => o.keyfile_size = Some(number("keyfile-size", v, 1u64)?),
+            "key-slot" | "keyslot" => o.key_slot = Some(number("key-slot", v, 0u32)?),
+            k => {
+                let issue = |reason: &str| OptionIssue {
+                    option: raw.clone(),
+                    reason: reason.to_string(),
+                };
+                if let Some((_, r)) = REFUSED.iter().find(|(n, _)| *n == k) {
+                    o.refused.push(issue(r));
+                } else if let Some((_, r)) = IGNORED.iter().find(|(n, _)| *n == k) {
+                    o.ignored.push(issue(r));
+                } else if k.starts_with("x-systemd.") || k.starts_with("x-") {
+                    o.ignored
+                        .push(issue("no effect in lukskit (ordering for systemd)"));
+                } else {
+                    o.ignored.push(issue("unknown option, ignored"));
+                }
+            }
+        }
+    }
+    Ok(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> CrypttabEntry {
+        parse_line(line).unwrap().unwrap()
+    }
+
+    // The examples of systemd's crypttab(5) (systemd 252).
+    #[test]
+    fn systemd_examples() {
+        let e = one("luks       UUID=2505567a-9e27-4efe-a4d5-15ad146c258b");
+        assert_eq!(e.name, "luks");
+        assert_eq!(
+            e.source,
+            DeviceSpec::Uuid("2505567a-9e27-4efe-a4d5-15ad146c258b".into())
+        );
+        assert_eq!(e.key, KeySpec::Prompt);
+        assert_eq!(e.options, CrypttabOptions::default());
+
+        let e = one("swap       /dev/sda7       /dev/urandom             swap");
+        assert_eq!(e.source, DeviceSpec::Path("/dev/sda7".into()));
+        assert_eq!(
+            e.key,
+            KeySpec::File(FileRef {
+                path: "/dev/urandom".into(),
+                device: None
+            })
+        );
+        assert_eq!(e.options.refused.len(), 1);
+        assert_eq!(e.options.refused[0].option, "swap");
+
+        let e = one("truecrypt  /dev/sda2       /etc/container_password  tcrypt");
+        assert_eq!(e.options.refused[0].option, "tcrypt");
+        let e = one(
+            "hidden     /mnt/tc_hidden  /dev/null    tcrypt-hidden,tcrypt-keyfile=/etc/keyfile",
+        );
+        assert_eq!(e.options.refused.len(), 2);
+
+        let e = one("external   /dev/sda3       keyfile:LABEL=keydev keyfile-timeout=10s");
+        assert_eq!(
+            e.key,
+            KeySpec::File(FileRef {
+                path: "keyfile".into(),
+                device: Some(DeviceSpec::Label("keydev".into()))
+            })
+        );
+        assert_eq!(e.options.ignored[0].option, "keyfile-timeout=10s");
+
+        let e = one("cryptroot  /dev/sda2       none                     tpm2-device=auto");
+        assert_eq!(e.key, KeySpec::Prompt);
+        assert!(e.options.refused.is_empty());
+        assert_eq!(e.options.ignored[0].option, "tpm2-device=auto");
+
+        let e =
+            one("mytoken    /dev/sdb1       -                        fido2-device=auto,discard");
+        assert_eq!(e.key, KeySpec::Prompt);
+        assert!(e.options.discard);
+
+        let e = one("data /dev/sda4 - key-slot=3,header=/boot/hdr.img:UUID=1234-ABCD,nofail,_netdev,timeout=1min,tries=0");
+        let o = &e.options;
+        assert_eq!(o.key_slot, Some(3));
+        assert_eq!(
+            o.header,
+            Some(FileRef {
+                path: "/boot/hdr.img".into(),
+                device: Some(DeviceSpec::Uuid("1234-ABCD".into()))
+            })
+        );
+        assert!(o.nofail && o.netdev);
+        assert_eq!(o.timeout, Some(60));
+        assert_eq!(o.tries, Some(0));
+    }
+
+    // The examples of Debian's crypttab(5) (cryptsetup 2:2.6.1-4).
+    #[test]
+    fn debian_examples() {
+        let t = parse(
+            b"# Encrypted swap device\n\
+cswap /dev/sda6 /dev/urandom plain,cipher=aes-xts-plain64,size=256,hash=sha1,swap\n\
+\n\
+# Encrypted LUKS disk with interactive password, identified by UUID, discarding\n\
+cdisk0 UUID=12345678-9abc-def0-fedc-ba9876543210 none luks,discard\n\
+\n\
+# Encrypted TrueCrypt disk with interactive password, discarding\n\
+tdisk0 /dev/sr0 none tcrypt,discard\n\
+\n\
+# Encrypted ext4 disk with interactive password, discarding\n\
+# - retry 5 times if the check fails\n\
+cdisk1 /dev/sda2 none luks,discard,tries=5\n\
+\n\
+# Encrypted disk with a keyfile and a detached header\n\
+cdisk2 /dev/sdb1 /etc/keys/cdisk2.key luks,header=/etc/keys/cdisk2.hdr,keyslot=1,keyfile-size=512,keyfile-offset=16\n\
+# Plain mode with the old defaults spelled out\n\
+cdisk3 /dev/sdc /etc/keys/plain.key plain,cipher=aes-cbc-essiv:sha256,size=256,hash=sha256,offset=2048,skip=8,sector-size=4096,readonly,noauto,initramfs\n",
+        );
+        assert!(t.problems.is_empty(), "{:?}", t.problems);
+        assert_eq!(t.entries.len(), 6);
+        let sw = &t.entries[0];
+        assert_eq!(sw.line, 2);
+        assert_eq!(sw.options.kind, CryptKind::Plain);
+        assert_eq!(sw.options.cipher.as_deref(), Some("aes-xts-plain64"));
+        assert_eq!(sw.options.key_size, Some(256));
+        assert_eq!(sw.options.refused[0].option, "swap");
+        let c0 = &t.entries[1];
+        assert_eq!(c0.options.kind, CryptKind::Luks);
+        assert!(c0.options.discard);
+        assert_eq!(t.entries[2].options.refused[0].option, "tcrypt");
+        assert_eq!(t.entries[3].options.tries, Some(5));
+        let c2 = t.entries.iter().find(|e| e.name == "cdisk2").unwrap();
+        assert_eq!(c2.options.key_slot, Some(1));
+        assert_eq!(c2.options.keyfile_size, Some(512));
+        assert_eq!(c2.options.keyfile_offset, Some(16));
+        assert_eq!(
+            c2.options.header.as_ref().unwrap().path,
+            "/etc/keys/cdisk2.hdr"
+        );
+        let c3 = t.entries.iter().find(|e| e.name == "cdisk3").unwrap();
+        let o = &c3.options;
+        assert_eq!(
+            (
+                o.offset,
+                o.skip,
+                o.sector_size,
+                o.readonly,
+                o.noauto,
+                o.initramfs
+            ),
+            (Some(2048), Some(8), Some(4096), true, true, true)
+        );
+        assert_eq!(o.hash.as_deref(), Some("sha256"));
+    }
+
+    // Debian crypttab(5) EXAMPLES, verbatim (cryptsetup 2:2.6.1-4~deb12u2).
+    #[test]
+    fn debian_man_page_lines() {
+        let e = one("cdisk0 UUID=12345678-9abc-def012345-6789abcdef01 none luks,discard");
+        assert_eq!(
+            e.source,
+            DeviceSpec::Uuid("12345678-9abc-def012345-6789abcdef01".into())
+        );
+        assert_eq!((e.options.kind, e.options.discard), (CryptKind::Luks, true));
+        let e = one("cdisk1 /dev/sda2 none plain,cipher=aes-xts-plain64,size=256,hash=sha1,check,checkargs=ext4,tries=5,discard");
+        assert_eq!(e.options.tries, Some(5));
+        let refused: Vec<&str> = e
+            .options
+            .refused
+            .iter()
+            .map(|r| r.option.as_str())
+            .collect();
+        assert_eq!(refused, ["check", "checkargs=ext4"]);
+        let e = one("cdisk2 /dev/sdc1 none plain,cipher=aes-xts-plain64,size=256,hash=sha1,check=customscript,tries=1,discard");
+        assert_eq!(e.options.refused[0].option, "check=customscript");
+        let e = one("cdisk3 /dev/sda3 none plain,cipher=twofish,size=256,hash=ripemd160,discard");
+        let o = &e.options;
+        assert!(o.refused.is_empty() && o.ignored.is_empty());
+        assert_eq!(
+            (o.kind, o.cipher.as_deref(), o.key_size, o.hash.as_deref()),
+            (
+                CryptKind::Plain,
+                Some("twofish"),
+                Some(256),
+                Some("ripemd160")
+            )
+        );
+    }
+
+    #[test]
+    fn escapes() {
+        // Debian's octal escapes: a name with a space, a comma inside an option value.
+        let e = one(r"my\0040disk /dev/disk/by-id/usb\x2dX none luks,header=/etc/a\054b");
+        assert_eq!(e.name, "my disk");
+        assert_eq!(e.source, DeviceSpec::Path("/dev/disk/by-id/usb-X".into()));
+        assert_eq!(e.options.header.unwrap().path, "/etc/a,b");
+        assert_eq!(unescape(r"a\040b").unwrap(), "a b");
+        assert_eq!(unescape(r"a\\b").unwrap(), r"a\b");
+        assert_eq!(unescape(r"a\qb").unwrap(), r"a\qb");
+        assert_eq!(unescape(r"trailing\").unwrap(), r"trailing\");
+        assert!(unescape(r"nul\000").is_err());
+        assert!(unescape(r"nul\0").is_err());
+        assert!(unescape(r"bad\377").is_err()); // a lone 0xff is not UTF-8
+                                                // systemd's escaped comma.
+        let o = parse_options(r"cipher=a\,b,discard").unwrap();
+        assert_eq!(o.cipher.as_deref(), Some("a,b"));
+        assert!(o.discard);
+    }
+
+    #[test]
+    fn bad_lines() {
+        assert_eq!(parse_line("   ").unwrap(), None);
+        assert_eq!(parse_line("  # comment").unwrap(), None);
+        let (n, m) = parse_line("onlyname").unwrap_err();
+        assert_eq!(n.as_deref(), Some("onlyname"));
+        assert!(m.contains("no source"));
+        assert!(parse_line("a b c d e").unwrap_err().1.contains("5 fields"));
+        assert!(parse_line("a/b /dev/x").is_err());
+        assert!(parse_line("a /dev/x none tries=x").is_err());
+        assert!(parse_line("a /dev/x none tries=-1").is_err());
+        assert!(parse_line("a /dev/x none size=0").is_err());
+        assert!(parse_line("a /dev/x none keyfile-size=0").is_err());
+        assert!(parse_line("a /dev/x none cipher=").is_err());
+        assert!(parse_line("a /dev/x none luks,plain").is_err());
+        assert!(parse_line("a /dev/x none discard=yes").is_err());
+        assert!(parse_line("a /dev/x none timeout=5years").is_err());
+        assert!(parse_line("a /dev/x none tries=99999999999").is_err());
+        let e = one("a /dev/x none frobnicate,x-systemd.device-timeout=5");
+        assert_eq!(e.options.ignored.len(), 2);
+        assert!(e.options.ignored[0].reason.contains("unknown"));
+    }
+
+    #[test]
+    fn quotes_are_literal() {
+        // Neither dialect has quoting: quotes are part of the field.
+        let e = one(r#""my disk" /dev/x"#);
+        assert_eq!(e.name, "\"my");
+        assert_eq!(e.source, DeviceSpec::Path("disk\"".into()));
+        let e = one("a '/dev/x' \"key\" 'luks'");
+        assert_eq!(e.source, DeviceSpec::Path("'/dev/x'".into()));
+        assert_eq!(e.options.ignored[0].option, "'luks'");
+    }
+
+    #[test]
+    fn hostile_input_is_bounded() {
+        let mut t = Vec::new();
+        t.extend(std::iter::repeat_n(b'a', MAX_LINE + 1));
+        t.extend(b"\nok /dev/x\n");
+        t.extend(b"b /dev/x none ");
+        t.extend(std::iter::repeat_n(b',', 3_000));
+        t.extend(b"\n\xff\xfe /dev/x\n");
+        let p = parse(&t);
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(p.entries[0].name, "ok");
+        assert_eq!(p.entries[0].line, 2);
+        assert_eq!(p.problems.len(), 3);
+        assert!(p.problems[0].message.contains("longer"));
+        assert!(p.problems[1].message.contains("options"));
+        assert!(p.problems[2].message.contains("UTF-8"));
+        // Too many entries.
+        let many: Vec<u8> = (0..MAX_ENTRIES + 5)
+            .flat_map(|i| format!("n{i} /dev/x\n").into_bytes())
+            .collect();
+        let p = parse(&many);
+        assert_eq!(p.entries.len(), MAX_ENTRIES);
+        assert_eq!(p.problems.len(), 1);
+        // CRLF line ends and tabs.
+        let p = parse(b"a\t/dev/x\t-\tluks\r\n");
+        assert_eq!(p.entries[0].options.kind, CryptKind::Luks);
+    }
+}
