@@ -16,9 +16,9 @@ use crate::args::Opts;
 use crate::crypttab::{
     self, CryptKind, Crypttab, CrypttabEntry, DeviceSpec, FileRef, KeySpec, MAX_TABLE_BYTES,
 };
+use crate::errors::{inactive, CliError, ExitClass, Result};
 use clap::Parser;
 use lukskit_activate as activate;
-use crate::errors::{inactive, CliError, ExitClass, Result};
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -229,9 +229,8 @@ fn file_path(f: &FileRef, mounts: &mut Vec<Mounted>) -> Result<String> {
             "{f}: a file on another device may not name a parent directory (..)."
         )));
     }
-    let path = resolve(dev).ok_or_else(|| {
-        CliError::device(format!("Device {dev} holding {} not found.", f.path))
-    })?;
+    let path = resolve(dev)
+        .ok_or_else(|| CliError::device(format!("Device {dev} holding {} not found.", f.path)))?;
     let m = mount_read_only(&path)?;
     let p = m.dir.join(f.path.trim_start_matches('/'));
     mounts.push(m);
