@@ -671,7 +671,9 @@ impl DataVolume {
     /// [`DataVolume::encrypt_sectors`]. The parts in zero segments are dropped; past the end
     /// of the volume the last segment continues (an image file grows).
     pub fn pwrite(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.for_each_piece(offset, buf.len(), |s, rel, r| self.pwrite_in(s, &buf[r], rel))
+        self.for_each_piece(offset, buf.len(), |s, rel, r| {
+            self.pwrite_in(s, &buf[r], rel)
+        })
     }
 
     fn pread_in(&self, s: &SegIo, buf: &mut [u8], rel: u64) -> Result<()> {
@@ -760,7 +762,14 @@ impl DataVolume {
 
     /// Patch the bytes `data` into the sector at aligned offset `sec_off` of crypt segment
     /// `s`, starting `at` bytes into it (read-modify-write).
-    fn patch_sector(&self, s: &SegIo, ss: usize, sec_off: u64, at: usize, data: &[u8]) -> Result<()> {
+    fn patch_sector(
+        &self,
+        s: &SegIo,
+        ss: usize,
+        sec_off: u64,
+        at: usize,
+        data: &[u8],
+    ) -> Result<()> {
         let mut sector = [0u8; MAX_SECTOR];
         let sector = &mut sector[..ss];
         self.read_sector(s, sector, sec_off)?;
@@ -1164,7 +1173,16 @@ mod tests {
             }),
         };
         SegmentTable::new(vec![
-            crypt(0, 64 << 10, "aes-xts-plain64", key_a, 4096, 8, true, 160 << 10),
+            crypt(
+                0,
+                64 << 10,
+                "aes-xts-plain64",
+                key_a,
+                4096,
+                8,
+                true,
+                160 << 10,
+            ),
             Segment {
                 start: 64 << 10,
                 len: 32 << 10,
@@ -1211,7 +1229,10 @@ mod tests {
         let mut model = vec![0u8; size as usize];
         dv.read_at(&mut model, 0).unwrap();
         assert!(model[zero.clone()].iter().all(|&b| b == 0));
-        assert!(model[64 << 10..96 << 10].iter().all(|&b| b == 0xee), "linear");
+        assert!(
+            model[64 << 10..96 << 10].iter().all(|&b| b == 0xee),
+            "linear"
+        );
         let mut rng = 0x0bad_cafe_f00d_1234u64;
         let mut next = |m: u64| {
             rng ^= rng << 13;
@@ -1243,7 +1264,10 @@ mod tests {
             } else {
                 let mut got = vec![0u8; len];
                 dv.read_at(&mut got, off).unwrap();
-                assert!(got == model[off as usize..off as usize + len], "round {round}");
+                assert!(
+                    got == model[off as usize..off as usize + len],
+                    "round {round}"
+                );
             }
         }
         let mut all = vec![0u8; size as usize];
@@ -1257,18 +1281,35 @@ mod tests {
                 SectorCipher::new(&CipherSpec::parse(cipher).unwrap(), key, ss, large).unwrap();
             let mut out = plain.to_vec();
             for (i, unit) in out.chunks_mut(ss as usize).enumerate() {
-                eng.encrypt(unit, i as u64 * u64::from(ss) / 512 + iv).unwrap();
+                eng.encrypt(unit, i as u64 * u64::from(ss) / 512 + iv)
+                    .unwrap();
             }
             out
         };
         let a = enc("aes-xts-plain64", &key_a, 4096, 8, true, &model[..64 << 10]);
         assert!(disk[160 << 10..224 << 10] == a[..], "crypt segment A");
-        assert!(disk[8 << 10..40 << 10] == model[64 << 10..96 << 10], "linear");
-        let b = enc("aes-cbc-essiv:sha256", &key_b, 512, 3, false, &model[112 << 10..]);
+        assert!(
+            disk[8 << 10..40 << 10] == model[64 << 10..96 << 10],
+            "linear"
+        );
+        let b = enc(
+            "aes-cbc-essiv:sha256",
+            &key_b,
+            512,
+            3,
+            false,
+            &model[112 << 10..],
+        );
         assert!(disk[48 << 10..96 << 10] == b[..], "crypt segment B");
         assert!(disk[..8 << 10].iter().all(|&x| x == 0xee), "untouched");
-        assert!(disk[40 << 10..48 << 10].iter().all(|&x| x == 0xee), "untouched");
-        assert!(disk[96 << 10..160 << 10].iter().all(|&x| x == 0xee), "untouched");
+        assert!(
+            disk[40 << 10..48 << 10].iter().all(|&x| x == 0xee),
+            "untouched"
+        );
+        assert!(
+            disk[96 << 10..160 << 10].iter().all(|&x| x == 0xee),
+            "untouched"
+        );
         // Encrypting in place and storing gives the same bytes as write_at.
         let mut stored = model.clone();
         dv.encrypt_sectors(&mut stored, 0).unwrap();

@@ -18,13 +18,12 @@
 //! The table is checked once, when it is built ([`SegmentTable::new`]): segments contiguous
 //! from 0, every boundary aligned to the largest encryption sector size of the table (the
 //! logical block size the kernel gives the mapping, to which it requires every target to be
-//! aligned), sector sizes, IV offsets and device offsets aligned, keys of the length their
-//! cipher needs. Code that holds a `SegmentTable` can rely on all of that.
+//! aligned), sector sizes, IV offsets and device offsets aligned. Code that holds a
+//! `SegmentTable` can rely on all of that.
 
 use crate::data::DataLayout;
 use crate::error::{Result, VolumeError};
 use crate::volume::{Header, Volume};
-use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::luks2::Segment as Luks2Segment;
@@ -108,9 +107,10 @@ impl SegmentTable {
     /// Check `segments` and make them a table: at least one segment, the first starting at
     /// 0, each starting where the previous ends (a gap or an overlap is refused), none
     /// empty, every boundary a multiple of the table's block size (the largest crypt sector
-    /// size, at least 512), and for crypt segments a valid sector size, an IV offset that is
-    /// a multiple of it (in 512-byte units), a key of the length the cipher needs; device
-    /// offsets must be multiples of 512.
+    /// size, at least 512), and for crypt segments a valid sector size and an IV offset that
+    /// is a multiple of it (in 512-byte units); device offsets must be multiples of 512.
+    /// Whether lukskit's engine can run a cipher with its key is decided where the data
+    /// path keys it ([`crate::data::DataVolume`]): the kernel may map ciphers it cannot.
     pub fn new(segments: Vec<Segment>) -> Result<Self> {
         if segments.is_empty() {
             return Err(bad("A segment table needs at least one segment."));
@@ -130,7 +130,6 @@ impl SegmentTable {
                             c.iv_offset
                         )));
                     }
-                    SectorCipher::check(&c.cipher, c.key.len(), ss)?;
                     if !c.device_offset.is_multiple_of(512) {
                         return Err(bad("Data offset is not a multiple of 512 bytes."));
                     }
@@ -402,13 +401,19 @@ mod tests {
         let z = SegmentTable::new(vec![zero(0, 512), linear(512, 512, 0)]).unwrap();
         assert_eq!((z.size(), z.block_size()), (1024, 512));
         assert!(t.check_device(2 << 20).is_ok());
-        assert!(t.check_device((1 << 20) + 4096).is_err(), "crypt data past the end");
+        assert!(
+            t.check_device((1 << 20) + 4096).is_err(),
+            "crypt data past the end"
+        );
     }
 
     #[test]
     fn gaps_overlaps_and_misalignment_are_refused() {
         assert!(err(vec![]).contains("at least one"));
-        assert!(err(vec![zero(512, 512)]).contains("gap"), "not starting at 0");
+        assert!(
+            err(vec![zero(512, 512)]).contains("gap"),
+            "not starting at 0"
+        );
         assert!(err(vec![zero(0, 512), zero(1024, 512)]).contains("gap"));
         assert!(err(vec![zero(0, 1024), zero(512, 512)]).contains("overlapping"));
         assert!(err(vec![zero(0, 512), zero(512, 0)]).contains("empty"));
@@ -418,18 +423,27 @@ mod tests {
         assert!(err(vec![zero(0, 1000)]).contains("aligned"));
         assert!(err(vec![crypt(0, 4096, 4096, 1, 64)]).contains("IV offset"));
         assert!(err(vec![crypt(0, 4096, 1000, 0, 64)]).contains("sector size"));
-        assert!(SegmentTable::new(vec![crypt(0, 4096, 512, 0, 20)]).is_err(), "key length");
         assert!(err(vec![linear(0, 512, 100)]).contains("multiple of 512"));
         assert!(err(vec![linear(0, 1024, u64::MAX - 511)]).contains("beyond"));
     }
 
-    fn luks2_seg(id: u32, kind: &str, offset: u64, size: Option<u64>, flags: &[&str]) -> Luks2Segment {
+    fn luks2_seg(
+        id: u32,
+        kind: &str,
+        offset: u64,
+        size: Option<u64>,
+        flags: &[&str],
+    ) -> Luks2Segment {
         Luks2Segment {
             id,
             kind: kind.into(),
             offset,
             size,
-            iv_tweak: if kind == "crypt" { u64::from(id) * 8 } else { 0 },
+            iv_tweak: if kind == "crypt" {
+                u64::from(id) * 8
+            } else {
+                0
+            },
             encryption: if kind == "crypt" {
                 "aes-xts-plain64".into()
             } else {
