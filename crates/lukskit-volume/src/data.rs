@@ -12,7 +12,15 @@
 //! * plain mode ([`crate::plain`]): `--offset` is the data offset, `--skip` the IV offset,
 //!   `--size`, `--sector-size` and `--iv-large-sectors` as given.
 //!
-//! A [`DataVolume`] combines a layout, the volume key and the data device. Aligned requests go
+//! A [`DataVolume`] reads and writes through a [`SegmentTable`] ([`crate::segment`]): a layout
+//! with its key is a table of one crypt segment ([`SegmentTable::from_layout`]); a LUKS2 header
+//! may describe several segments, and a table may also be built directly (crypt segments with
+//! their own cipher, key, sector size and IV offset; linear segments passed through
+//! unencrypted; zero segments reading zeros and dropping writes, as dm-zero does). A request
+//! is split at segment boundaries, each part handled as its segment says; with one segment
+//! that is one comparison and the path below.
+//!
+//! Within a crypt segment, aligned requests go
 //! straight to the sector engine in large batches spread over all cores (or a fixed number of
 //! threads); unaligned head and tail sectors are read, patched and rewritten under a lock that
 //! covers only the sectors a write touches. Nothing is allocated per sector: aligned reads are
