@@ -29,7 +29,12 @@ const SIZE: u64 = 768 * K;
 /// The zero segment's plaintext bytes.
 const ZERO: std::ops::Range<usize> = (384 * K) as usize..(448 * K) as usize;
 /// The device bytes no segment uses: `[0, 64K)`, `[384K, 512K)`, `[768K, 800K)`, `[928K, 1M)`.
-const UNUSED: [(u64, u64); 4] = [(0, 64 * K), (384 * K, 512 * K), (768 * K, 800 * K), (928 * K, DEVICE)];
+const UNUSED: [(u64, u64); 4] = [
+    (0, 64 * K),
+    (384 * K, 512 * K),
+    (768 * K, 800 * K),
+    (928 * K, DEVICE),
+];
 
 fn random(n: usize) -> Vec<u8> {
     let mut v = vec![0u8; n];
@@ -38,7 +43,16 @@ fn random(n: usize) -> Vec<u8> {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn crypt(start: u64, len: u64, cipher: &str, key: &[u8], ss: u32, iv: u64, large: bool, dev: u64) -> Segment {
+fn crypt(
+    start: u64,
+    len: u64,
+    cipher: &str,
+    key: &[u8],
+    ss: u32,
+    iv: u64,
+    large: bool,
+    dev: u64,
+) -> Segment {
     Segment {
         start,
         len,
@@ -56,7 +70,16 @@ fn crypt(start: u64, len: u64, cipher: &str, key: &[u8], ss: u32, iv: u64, large
 
 fn table(keys: &[Vec<u8>; 3]) -> SegmentTable {
     SegmentTable::new(vec![
-        crypt(0, 256 * K, "aes-xts-plain64", &keys[0], 4096, 8, true, 512 * K),
+        crypt(
+            0,
+            256 * K,
+            "aes-xts-plain64",
+            &keys[0],
+            4096,
+            8,
+            true,
+            512 * K,
+        ),
         Segment {
             start: 256 * K,
             len: 128 * K,
@@ -69,8 +92,26 @@ fn table(keys: &[Vec<u8>; 3]) -> SegmentTable {
             len: 64 * K,
             kind: SegmentKind::Zero,
         },
-        crypt(448 * K, 192 * K, "aes-cbc-essiv:sha256", &keys[1], 512, 3, false, 192 * K),
-        crypt(640 * K, 128 * K, "serpent-xts-plain64", &keys[2], 1024, 2, false, 800 * K),
+        crypt(
+            448 * K,
+            192 * K,
+            "aes-cbc-essiv:sha256",
+            &keys[1],
+            512,
+            3,
+            false,
+            192 * K,
+        ),
+        crypt(
+            640 * K,
+            128 * K,
+            "serpent-xts-plain64",
+            &keys[2],
+            1024,
+            2,
+            false,
+            800 * K,
+        ),
     ])
     .unwrap()
 }
@@ -112,7 +153,11 @@ fn kernel_reads_and_writes_lukskit_segment_tables() {
         CryptKey::for_volume_key(&c.key, None, false)
     });
     let lines: Vec<String> = targets.iter().map(|x| x.to_line().to_string()).collect();
-    let table_txt = file(dir.path(), "table.txt", (lines.join("\n") + "\n").as_bytes());
+    let table_txt = file(
+        dir.path(),
+        "table.txt",
+        (lines.join("\n") + "\n").as_bytes(),
+    );
     let kread = file(dir.path(), "kread.img", &vec![0u8; SIZE as usize]);
     let p2 = random(SIZE as usize);
     let kwrite = file(dir.path(), "kwrite.img", &p2);
@@ -159,7 +204,9 @@ fn kernel_reads_and_writes_lukskit_segment_tables() {
     assert!(back == m2, "lukskit reads what the kernel wrote");
     // The linear segment holds the plaintext itself; bytes of no segment are untouched.
     let disk = std::fs::read(&data).unwrap();
-    assert!(disk[(64 * K) as usize..(192 * K) as usize] == p2[(256 * K) as usize..(384 * K) as usize]);
+    assert!(
+        disk[(64 * K) as usize..(192 * K) as usize] == p2[(256 * K) as usize..(384 * K) as usize]
+    );
     for (a, b) in UNUSED {
         assert!(
             disk[a as usize..b as usize] == noise[a as usize..b as usize],
