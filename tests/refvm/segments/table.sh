@@ -10,7 +10,8 @@ sed "s/4095:4095/$majmin/g" /refvm/files/table.txt > /tmp/table
 dmsetup create segt < /tmp/table
 # The table as the kernel reports it, device normalised back.
 dmsetup table --showkeys segt | sed "s/ $majmin / 4095:4095 /" | sed 's/^/table: /'
-echo "sectors: $(cat /sys/block/$(basename "$(readlink -f /dev/mapper/segt)")/size)"
+mm=$(dmsetup info -c --noheadings --separator : -o major,minor segt | tr -d ' ')
+echo "sectors: $(cat "/sys/dev/block/$mm/size")"
 # The kernel reads what lukskit wrote ...
 dd if=/dev/mapper/segt of=/dev/vdb bs=64k iflag=direct oflag=direct 2>/dev/null
 # ... and writes what lukskit then reads.
