@@ -106,9 +106,10 @@ fn bad(msg: impl Into<String>) -> VolumeError {
 impl SegmentTable {
     /// Check `segments` and make them a table: at least one segment, the first starting at
     /// 0, each starting where the previous ends (a gap or an overlap is refused), none
-    /// empty, every boundary a multiple of the table's block size (the largest crypt sector
-    /// size, at least 512), and for crypt segments a valid sector size and an IV offset that
-    /// is a multiple of it (in 512-byte units); device offsets must be multiples of 512.
+    /// empty (but for a table of one segment: an empty data area), every boundary a multiple
+    /// of the table's block size (the largest crypt sector size, at least 512), and for
+    /// crypt segments a valid sector size and an IV offset that is a multiple of it (in
+    /// 512-byte units); device offsets must be multiples of 512.
     /// Whether lukskit's engine can run a cipher with its key is decided where the data
     /// path keys it ([`crate::data::DataVolume`]): the kernel may map ciphers it cannot.
     pub fn new(segments: Vec<Segment>) -> Result<Self> {
@@ -158,7 +159,8 @@ impl SegmentTable {
                     s.start
                 )));
             }
-            if s.len == 0 {
+            // An empty data area (an image that is only a header) is one empty segment.
+            if s.len == 0 && segments.len() > 1 {
                 return Err(bad(format!("Segment {i} is empty.")));
             }
             if !s.start.is_multiple_of(u64::from(block)) || !s.len.is_multiple_of(u64::from(block))
@@ -417,6 +419,7 @@ mod tests {
         assert!(err(vec![zero(0, 512), zero(1024, 512)]).contains("gap"));
         assert!(err(vec![zero(0, 1024), zero(512, 512)]).contains("overlapping"));
         assert!(err(vec![zero(0, 512), zero(512, 0)]).contains("empty"));
+        assert_eq!(SegmentTable::new(vec![zero(0, 0)]).unwrap().size(), 0);
         // A 4096-byte crypt segment makes every boundary a multiple of 4096.
         assert!(err(vec![crypt(0, 4096, 4096, 0, 64), zero(4096, 512)]).contains("aligned"));
         assert!(err(vec![zero(0, 512), crypt(512, 4096, 4096, 0, 64)]).contains("aligned"));
