@@ -526,6 +526,10 @@ impl DataVolume {
         len: usize,
         mut f: impl FnMut(&SegIo, u64, std::ops::Range<usize>) -> Result<()>,
     ) -> Result<()> {
+        if let [only] = self.segs.as_slice() {
+            // The common case: one segment, starting at 0, that continues past the end.
+            return f(only, offset, 0..len);
+        }
         let end = offset
             .checked_add(len as u64)
             .ok_or_else(|| self.range_error(offset, len))?;
