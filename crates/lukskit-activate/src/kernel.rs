@@ -8,10 +8,12 @@ use crate::request::{KernelOptions, MappingConfig};
 use crate::status::{Exposure, Status};
 use lukskit_crypto::SecretBuf;
 use lukskit_dm::{
-    dm_uuid, keyring, CryptFlags, CryptKey, CryptTarget, DevT, DeviceMapper, RemoveOptions, Target,
+    dm_uuid, keyring, CryptFlags, CryptKey, CryptTarget, DevT, DeviceMapper, LinearTarget,
+    RemoveOptions, Target,
 };
 use lukskit_expose::loopdev::{LoopDevice, LoopOptions};
 use lukskit_volume::data::DataLayout;
+use lukskit_volume::segment::{CryptSegment, SegmentKind, SegmentTable};
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 use std::time::Duration;
@@ -74,35 +76,26 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
     let devt = DevT::of_block_device(backing)?;
     let layout = DataLayout::from(&config.layout);
     let device_size = block_size_bytes(backing)?;
-    let size = layout.resolve_size(device_size)?;
-    let description = match (config.kind.as_str(), &config.uuid, opts.digest) {
-        ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
-        _ => None,
-    };
-    let key = if layout.cipher.starts_with("cipher_null") {
-        CryptKey::Empty
-    } else {
-        CryptKey::for_volume_key(key, description.as_deref(), features.keyring())
-    };
-    let mut target = CryptTarget::new(size / 512, &layout.cipher, key, devt, layout.offset / 512);
-    target.iv_offset = layout.iv_offset;
-    target.sector_size = layout.sector_size;
-    target.flags = CryptFlags {
+    let table = SegmentTable::from_layout(&layout, key.as_bytes(), device_size)?;
+    let flags = CryptFlags {
         allow_discards: config.allow_discards,
         same_cpu_crypt: opts.same_cpu_crypt,
         submit_from_crypt_cpus: opts.submit_from_crypt_cpus,
         no_read_workqueue: opts.no_read_workqueue,
         no_write_workqueue: opts.no_write_workqueue,
-        iv_large_sectors: layout.iv_large_sectors,
+        iv_large_sectors: false,
         high_priority: false,
     };
+    let targets = dm_targets(&table, devt, flags, |c| {
+        // LUKS2 keys go through the kernel keyring, named after their digest.
+        let description = match (config.kind.as_str(), &config.uuid, c.digest.or(opts.digest)) {
+            ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
+            _ => None,
+        };
+        CryptKey::for_volume_key(&c.key, description.as_deref(), features.keyring())
+    });
     let uuid = dm_uuid::crypt_dm_uuid(&config.kind, config.uuid.as_deref(), &config.name)?;
-    let made = dm.create(
-        &config.name,
-        Some(&uuid),
-        &[Target::Crypt(target)],
-        config.read_only,
-    );
+    let made = dm.create(&config.name, Some(&uuid), &targets, config.read_only);
     // The mapping holds the loop device now; with autoclear it is detached on close.
     drop(loop_dev);
     made.map_err(|e| {
@@ -115,6 +108,58 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
         }
     })?;
     Ok(())
+}
+
+/// The device-mapper table of segment table `table` over `device`: one target per segment,
+/// in order (crypt, linear, zero), each starting where the previous ends (in 512-byte
+/// sectors). Crypt targets get the boolean `flags` (their own `iv_large_sectors`), their
+/// sector size and IV offset, and the key field `key` makes for the segment (`-` for
+/// `cipher_null`). A table of one crypt segment gives exactly cryptsetup's single-target
+/// table.
+pub fn dm_targets(
+    table: &SegmentTable,
+    device: DevT,
+    flags: CryptFlags,
+    mut key: impl FnMut(&CryptSegment) -> CryptKey,
+) -> Vec<Target> {
+    table
+        .segments()
+        .iter()
+        .map(|s| {
+            let (start, sectors) = (s.start / 512, s.len / 512);
+            match &s.kind {
+                SegmentKind::Crypt(c) => {
+                    let k = if c.cipher.cipher == "cipher_null" {
+                        CryptKey::Empty
+                    } else {
+                        key(c)
+                    };
+                    let mut t = CryptTarget::new(
+                        sectors,
+                        &c.cipher.to_string(),
+                        k,
+                        device,
+                        c.device_offset / 512,
+                    );
+                    t.start = start;
+                    t.iv_offset = c.iv_offset;
+                    t.sector_size = c.sector_size;
+                    t.flags = CryptFlags {
+                        iv_large_sectors: c.iv_large_sectors,
+                        ..flags
+                    };
+                    Target::Crypt(t)
+                }
+                SegmentKind::Linear { device_offset } => Target::Linear(LinearTarget {
+                    start,
+                    sectors,
+                    device,
+                    offset: device_offset / 512,
+                }),
+                SegmentKind::Zero => Target::Zero { start, sectors },
+            }
+        })
+        .collect()
 }
 
 fn block_size_bytes(dev: &Path) -> Result<u64> {
@@ -421,5 +466,142 @@ impl KernelMapping {
         self.dm
             .reload(&self.name, &[Target::Crypt(next)], self.info.flags.readonly)?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lukskit_crypto::spec::CipherSpec;
+    use lukskit_volume::segment::Segment;
+
+    #[allow(clippy::too_many_arguments)]
+    fn crypt(
+        start: u64,
+        len: u64,
+        cipher: &str,
+        key: &[u8],
+        ss: u32,
+        iv: u64,
+        large: bool,
+        dev: u64,
+    ) -> Segment {
+        Segment {
+            start,
+            len,
+            kind: SegmentKind::Crypt(CryptSegment {
+                cipher: CipherSpec::parse(cipher).unwrap(),
+                key: SecretBuf::from_slice(key),
+                sector_size: ss,
+                iv_offset: iv,
+                iv_large_sectors: large,
+                device_offset: dev,
+                digest: None,
+            }),
+        }
+    }
+
+    fn lines(targets: &[Target]) -> Vec<String> {
+        targets.iter().map(|t| t.to_line().to_string()).collect()
+    }
+
+    /// One crypt segment renders the single target the kernel backend made before segment
+    /// tables (the line cryptsetup makes; checked against cryptsetup in refvm_kernel.rs).
+    #[test]
+    fn single_segment_is_the_plain_crypt_target() {
+        let layout = DataLayout {
+            cipher: "aes-xts-plain64".into(),
+            offset: 16 << 20,
+            size: None,
+            sector_size: 4096,
+            iv_offset: 0,
+            iv_large_sectors: false,
+        };
+        let key = SecretBuf::from_slice(&[0x11; 64]);
+        let table = SegmentTable::from_layout(&layout, key.as_bytes(), 48 << 20).unwrap();
+        let flags = CryptFlags {
+            allow_discards: true,
+            no_read_workqueue: true,
+            ..CryptFlags::default()
+        };
+        let t = dm_targets(&table, DevT::new(254, 0), flags, |c| {
+            CryptKey::for_volume_key(&c.key, None, false)
+        });
+        assert_eq!(
+            lines(&t),
+            [format!(
+                "0 65536 crypt aes-xts-plain64 {} 0 254:0 32768 3 allow_discards \
+                 no_read_workqueue sector_size:4096",
+                "11".repeat(64)
+            )]
+        );
+        // cipher_null gets the empty key field.
+        let null = DataLayout {
+            cipher: "cipher_null-ecb".into(),
+            sector_size: 512,
+            ..layout
+        };
+        let table = SegmentTable::from_layout(&null, &[], 48 << 20).unwrap();
+        let t = dm_targets(&table, DevT::new(7, 3), CryptFlags::default(), |_| {
+            unreachable!("no key for cipher_null")
+        });
+        assert_eq!(lines(&t), ["0 65536 crypt cipher_null-ecb - 0 7:3 32768"]);
+    }
+
+    /// Several segments: one target each, contiguous, with their own cipher, key, IV offset,
+    /// sector size and `iv_large_sectors`.
+    #[test]
+    fn segments_render_one_target_each() {
+        let table = SegmentTable::new(vec![
+            crypt(
+                0,
+                64 << 10,
+                "aes-xts-plain64",
+                &[0xaa; 64],
+                4096,
+                8,
+                true,
+                160 << 10,
+            ),
+            Segment {
+                start: 64 << 10,
+                len: 32 << 10,
+                kind: SegmentKind::Linear {
+                    device_offset: 8 << 10,
+                },
+            },
+            Segment {
+                start: 96 << 10,
+                len: 16 << 10,
+                kind: SegmentKind::Zero,
+            },
+            crypt(
+                112 << 10,
+                48 << 10,
+                "aes-cbc-essiv:sha256",
+                &[0xbb; 32],
+                512,
+                3,
+                false,
+                48 << 10,
+            ),
+        ])
+        .unwrap();
+        let t = dm_targets(&table, DevT::new(254, 16), CryptFlags::default(), |c| {
+            CryptKey::for_volume_key(&c.key, None, false)
+        });
+        assert_eq!(
+            lines(&t),
+            [
+                format!(
+                    "0 128 crypt aes-xts-plain64 {} 8 254:16 320 2 iv_large_sectors sector_size:4096",
+                    "aa".repeat(64)
+                ),
+                "128 64 linear 254:16 16".to_string(),
+                "192 32 zero ".to_string(),
+                format!("224 96 crypt aes-cbc-essiv:sha256 {} 3 254:16 96", "bb".repeat(32)),
+            ]
+        );
+        assert_eq!(lukskit_dm::table::check_contiguous(&t).unwrap(), 320);
     }
 }

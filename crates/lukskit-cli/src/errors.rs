@@ -9,7 +9,7 @@ use lukskit_volume::edit::RepairNote;
 use lukskit_volume::format::FormatWarning;
 use lukskit_volume::{
     BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
-    ParamError, PlainValue, RequirementsError, TokenError, VolumeError,
+    ParamError, PlainValue, RequirementsError, SegmentError, TokenError, VolumeError,
 };
 
 /// cryptsetup's exit-code classes (its `translate_errno`).
@@ -408,6 +408,17 @@ fn data(d: &DataError) -> CliError {
             format!("Request at {offset} of {len} bytes cannot be queued.")
         }
         DataError::ThreadPanicked => "Encryption thread panicked.".into(),
+        DataError::Segment(SegmentError::BeyondDevice {
+            offset,
+            len,
+            device_size,
+        }) => {
+            return CliError::device(format!(
+                "Device is too small: a segment needs {len} bytes at offset {offset}, the \
+                 device has {device_size}."
+            ))
+        }
+        DataError::Segment(seg) => sentence(&seg.to_string()),
         other => sentence(&other.to_string()),
     };
     CliError::invalid(m)

@@ -109,8 +109,12 @@ pub struct VolumeBackend {
     state: Mutex<State>,
     resumed: Condvar,
     path: String,
-    layout: DataLayout,
+    /// What `resume` reopens the volume with (`None` for a volume opened from a segment
+    /// table of its own: it cannot be resumed with one key).
+    layout: Option<DataLayout>,
     size: u64,
+    /// The volume's sector size (its segment table's block size).
+    block_size: u32,
     writable: bool,
     discards: Discards,
     threads: Threads,
@@ -126,8 +130,9 @@ impl VolumeBackend {
     pub fn new(volume: DataVolume, writable: bool, discards: Discards) -> Self {
         VolumeBackend {
             path: volume.path().to_string(),
-            layout: volume.layout().clone(),
+            layout: volume.layout().cloned(),
             size: volume.size(),
+            block_size: volume.sector_size(),
             writable,
             discards,
             threads: Threads::All,
@@ -180,9 +185,9 @@ impl VolumeBackend {
         &self.path
     }
 
-    /// The layout the volume was opened with.
-    pub fn layout(&self) -> &DataLayout {
-        &self.layout
+    /// The layout the volume was opened with (`None` for a segment table of its own).
+    pub fn layout(&self) -> Option<&DataLayout> {
+        self.layout.as_ref()
     }
 
     /// Whether the volume is suspended.
@@ -223,8 +228,12 @@ impl VolumeBackend {
         if st.volume.is_some() {
             return Err(io::Error::other("Volume is not suspended."));
         }
-        let mut v = DataVolume::open(&self.path, self.layout.clone(), key, self.writable)
-            .map_err(io_error)?;
+        let Some(layout) = self.layout.clone() else {
+            return Err(io::Error::other(
+                "A volume opened from a segment table cannot be resumed with one key.",
+            ));
+        };
+        let mut v = DataVolume::open(&self.path, layout, key, self.writable).map_err(io_error)?;
         v.set_threads(self.threads);
         if self.direct_io {
             v.use_direct_io();
@@ -242,7 +251,7 @@ impl BlockBackend for VolumeBackend {
     }
 
     fn block_size(&self) -> u32 {
-        self.layout.sector_size
+        self.block_size
     }
 
     fn read_only(&self) -> bool {

@@ -12,7 +12,15 @@
 //! * plain mode ([`crate::plain`]): `--offset` is the data offset, `--skip` the IV offset,
 //!   `--size`, `--sector-size` and `--iv-large-sectors` as given.
 //!
-//! A [`DataVolume`] combines a layout, the volume key and the data device. Aligned requests go
+//! A [`DataVolume`] reads and writes through a [`SegmentTable`] ([`crate::segment`]): a layout
+//! with its key is a table of one crypt segment ([`SegmentTable::from_layout`]); a LUKS2 header
+//! may describe several segments, and a table may also be built directly (crypt segments with
+//! their own cipher, key, sector size and IV offset; linear segments passed through
+//! unencrypted; zero segments reading zeros and dropping writes, as dm-zero does). A request
+//! is split at segment boundaries, each part handled as its segment says; with one segment
+//! that is one comparison and the path below.
+//!
+//! Within a crypt segment, aligned requests go
 //! straight to the sector engine in large batches spread over all cores (or a fixed number of
 //! threads); unaligned head and tail sectors are read, patched and rewritten under a lock that
 //! covers only the sectors a write touches. Nothing is allocated per sector: aligned reads are
@@ -21,6 +29,7 @@
 
 use crate::device::Access;
 use crate::error::{DataError, IoOp, ParamError, RequirementsError, Result, VolumeError};
+use crate::segment::{SegmentKind, SegmentTable};
 use crate::volume::{Header, Volume};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
@@ -269,25 +278,83 @@ pub struct DataVolume {
     /// The same device opened with `O_DIRECT` (see [`DataVolume::use_direct_io`]).
     direct: Option<File>,
     path: String,
-    layout: DataLayout,
+    /// The single-segment layout this volume was opened with, if it was.
+    layout: Option<DataLayout>,
+    /// The segments of the table, keyed (their raw keys are not kept).
+    segs: Vec<SegIo>,
     size: u64,
-    cipher: SectorCipher,
+    /// The table's block size: the alignment of every segment boundary.
+    block: u32,
     writable: bool,
     threads: Threads,
     locks: RangeLocks,
+}
+
+/// One segment as the data path uses it.
+#[derive(Debug)]
+struct SegIo {
+    start: u64,
+    end: u64,
+    kind: IoKind,
+}
+
+#[derive(Debug)]
+enum IoKind {
+    Crypt {
+        cipher: SectorCipher,
+        sector_size: u32,
+        iv_offset: u64,
+        device_offset: u64,
+    },
+    Linear {
+        device_offset: u64,
+    },
+    Zero,
+}
+
+impl SegIo {
+    /// The device byte offset of segment-relative byte `rel`; `None` in a zero segment.
+    fn device(&self, rel: u64) -> Option<u64> {
+        match self.kind {
+            IoKind::Crypt { device_offset, .. } | IoKind::Linear { device_offset } => {
+                Some(device_offset + rel)
+            }
+            IoKind::Zero => None,
+        }
+    }
 }
 
 impl DataVolume {
     /// The data of an unlocked LUKS volume, opened from `vol.data_path` (the data device even
     /// when the header is detached). `key` must be the volume key.
     pub fn from_volume(vol: &Volume, key: &[u8], writable: bool) -> Result<Self> {
-        let layout = DataLayout::from_volume(vol)?;
-        Self::open(&vol.data_path, layout, key, writable)
+        let file = Self::open_file(&vol.data_path, writable)?;
+        let dev_size = lukskit_format::io::Storage::size(&file)
+            .map_err(|e| VolumeError::io(IoOp::Read, &vol.data_path, e))?;
+        let table = SegmentTable::from_volume(vol, key, dev_size)?;
+        let layout = match table.segments() {
+            [_] => DataLayout::from_volume(vol).ok(),
+            _ => None,
+        };
+        Self::build(file, &vol.data_path, table, layout, writable, dev_size)
     }
 
     /// Open `path` (an image file or block device) with `layout` and `key`.
     pub fn open(path: &str, layout: DataLayout, key: &[u8], writable: bool) -> Result<Self> {
-        let file = OpenOptions::new()
+        let file = Self::open_file(path, writable)?;
+        Self::from_file(file, path, layout, key, writable)
+    }
+
+    /// Open `path` (an image file or block device) with the segment table `table`.
+    pub fn open_table(path: &str, table: SegmentTable, writable: bool) -> Result<Self> {
+        let file = Self::open_file(path, writable)?;
+        let dev_size = lukskit_format::io::Storage::size(&file)
+            .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
+        Self::build(file, path, table, None, writable, dev_size)
+    }
+
+    fn open_file(path: &str, writable: bool) -> Result<File> {
+        OpenOptions::new()
             .read(true)
             .write(writable)
             .custom_flags(libc::O_CLOEXEC)
@@ -297,8 +364,7 @@ impl DataVolume {
                     VolumeError::not_found(path)
                 }
                 _ => VolumeError::io(IoOp::Open, path, e),
-            })?;
-        Self::from_file(file, path, layout, key, writable)
+            })
     }
 
     /// Use an already open data device. Its current size decides the size of a dynamic
@@ -310,19 +376,54 @@ impl DataVolume {
         key: &[u8],
         writable: bool,
     ) -> Result<Self> {
-        layout.validate()?;
-        let spec = CipherSpec::parse(&layout.cipher)?;
-        let cipher = SectorCipher::new(&spec, key, layout.sector_size, layout.iv_large_sectors)?;
         let dev_size = lukskit_format::io::Storage::size(&file)
             .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
-        let size = layout.resolve_size(dev_size)?;
+        let table = SegmentTable::from_layout(&layout, key, dev_size)?;
+        Self::build(file, path, table, Some(layout), writable, dev_size)
+    }
+
+    fn build(
+        file: File,
+        path: &str,
+        table: SegmentTable,
+        layout: Option<DataLayout>,
+        writable: bool,
+        dev_size: u64,
+    ) -> Result<Self> {
+        table.check_device(dev_size)?;
+        let mut segs = Vec::with_capacity(table.segments().len());
+        for s in table.segments() {
+            let kind = match &s.kind {
+                SegmentKind::Crypt(c) => IoKind::Crypt {
+                    cipher: SectorCipher::new(
+                        &c.cipher,
+                        c.key.as_bytes(),
+                        c.sector_size,
+                        c.iv_large_sectors,
+                    )?,
+                    sector_size: c.sector_size,
+                    iv_offset: c.iv_offset,
+                    device_offset: c.device_offset,
+                },
+                SegmentKind::Linear { device_offset } => IoKind::Linear {
+                    device_offset: *device_offset,
+                },
+                SegmentKind::Zero => IoKind::Zero,
+            };
+            segs.push(SegIo {
+                start: s.start,
+                end: s.end(),
+                kind,
+            });
+        }
         Ok(DataVolume {
             file,
             direct: None,
             path: path.to_string(),
             layout,
-            size,
-            cipher,
+            segs,
+            size: table.size(),
+            block: table.block_size(),
             writable,
             threads: Threads::All,
             locks: RangeLocks::default(),
@@ -370,9 +471,10 @@ impl DataVolume {
         self.threads = threads;
     }
 
-    /// The layout this volume was opened with.
-    pub fn layout(&self) -> &DataLayout {
-        &self.layout
+    /// The layout this volume was opened with, when it has one crypt segment described by
+    /// a [`DataLayout`] (`None` for a volume opened from a segment table of its own).
+    pub fn layout(&self) -> Option<&DataLayout> {
+        self.layout.as_ref()
     }
 
     /// Plaintext size in bytes.
@@ -380,9 +482,11 @@ impl DataVolume {
         self.size
     }
 
-    /// Encryption sector size in bytes.
+    /// The alignment of sector-aligned requests in bytes: the encryption sector size of a
+    /// single-segment volume, the segment table's block size in general (the largest
+    /// encryption sector size of its segments).
     pub fn sector_size(&self) -> u32 {
-        self.layout.sector_size
+        self.block
     }
 
     /// The data device path.
@@ -396,35 +500,113 @@ impl DataVolume {
         &self.file
     }
 
-    /// The device byte offset of plaintext byte `offset`.
-    pub fn device_offset(&self, offset: u64) -> u64 {
-        self.layout.offset + offset
+    /// The index of the segment holding plaintext byte `offset` (`segs.len()` at or past
+    /// the end). One comparison for a single-segment volume.
+    fn seg_index(&self, offset: u64) -> usize {
+        self.segs.partition_point(|s| s.end <= offset)
+    }
+
+    /// Call `f(segment, offset in the segment, range of the request)` for each part of the
+    /// request `[offset, offset + len)` that lies in one segment, in order; bytes past the
+    /// end belong to the last segment. No allocation.
+    fn for_each_piece(
+        &self,
+        offset: u64,
+        len: usize,
+        mut f: impl FnMut(&SegIo, u64, std::ops::Range<usize>) -> Result<()>,
+    ) -> Result<()> {
+        if let [only] = self.segs.as_slice() {
+            // The common case: one segment, starting at 0, that continues past the end.
+            return f(only, offset, 0..len);
+        }
+        let end = offset
+            .checked_add(len as u64)
+            .ok_or_else(|| self.range_error(offset, len))?;
+        let mut pos = offset;
+        let mut i = self.seg_index(offset).min(self.segs.len() - 1);
+        while pos < end {
+            let Some(s) = self.segs.get(i) else {
+                return Err(self.range_error(offset, len));
+            };
+            // The last segment continues past the end (an image file written as a stream
+            // grows with what is written; requests are range-checked before).
+            let n = if i + 1 == self.segs.len() {
+                end - pos
+            } else {
+                s.end.min(end) - pos
+            };
+            let at = (pos - offset) as usize;
+            f(s, pos - s.start, at..at + n as usize)?;
+            pos += n;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// The device byte offset of plaintext byte `offset`: `None` in a zero segment (which
+    /// has no device bytes) or at or past the end.
+    pub fn device_offset(&self, offset: u64) -> Option<u64> {
+        let s = self.segs.get(self.seg_index(offset))?;
+        s.device(offset - s.start)
+    }
+
+    /// Whether `[offset, offset + len)` (not empty) lies inside one crypt or linear segment,
+    /// so that it is one run of device bytes from [`DataVolume::device_offset`] on.
+    pub fn is_contiguous(&self, offset: u64, len: usize) -> bool {
+        let Some(s) = self.segs.get(self.seg_index(offset)) else {
+            return false;
+        };
+        len > 0
+            && offset.checked_add(len as u64).is_some_and(|e| e <= s.end)
+            && !matches!(s.kind, IoKind::Zero)
     }
 
     /// Encrypt whole sectors in place without any I/O: `buf` holds the plaintext that
-    /// belongs at plaintext byte `offset` (sector aligned, length a multiple of the sector
-    /// size).
+    /// belongs at plaintext byte `offset` (aligned to the sector size of every segment it
+    /// touches, length likewise). Parts in linear segments are left as they are (they are
+    /// stored unencrypted), parts in zero segments too (their writes are dropped). Past the
+    /// end of the volume the last segment continues (a growing image file).
     pub fn encrypt_sectors(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.crypt(buf, offset, true)
+        self.for_each_piece(offset, buf.len(), |s, rel, r| match &s.kind {
+            IoKind::Crypt { .. } => self.crypt(s, &mut buf[r], rel, true),
+            IoKind::Linear { .. } | IoKind::Zero => Ok(()),
+        })
     }
 
-    /// Decrypt whole sectors in place without any I/O (see [`DataVolume::encrypt_sectors`]).
+    /// Decrypt whole sectors in place without any I/O (see [`DataVolume::encrypt_sectors`]);
+    /// parts in zero segments become zeros.
     pub fn decrypt_sectors(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.crypt(buf, offset, false)
+        self.for_each_piece(offset, buf.len(), |s, rel, r| match &s.kind {
+            IoKind::Crypt { .. } => self.crypt(s, &mut buf[r], rel, false),
+            IoKind::Linear { .. } => Ok(()),
+            IoKind::Zero => {
+                buf[r].fill(0);
+                Ok(())
+            }
+        })
     }
 
-    fn crypt(&self, buf: &mut [u8], offset: u64, encrypt: bool) -> Result<()> {
-        let ss = self.layout.sector_size as usize;
-        if !offset.is_multiple_of(ss as u64) || !buf.len().is_multiple_of(ss) {
+    /// En- or decrypt whole sectors of crypt segment `s` at segment-relative offset `rel`.
+    fn crypt(&self, s: &SegIo, buf: &mut [u8], rel: u64, encrypt: bool) -> Result<()> {
+        let IoKind::Crypt {
+            cipher: c,
+            sector_size,
+            iv_offset,
+            ..
+        } = &s.kind
+        else {
+            return Ok(());
+        };
+        let ss = *sector_size as usize;
+        if !rel.is_multiple_of(ss as u64) || !buf.len().is_multiple_of(ss) {
             return Err(DataError::Unaligned {
-                offset,
+                offset: s.start + rel,
                 len: buf.len(),
-                sector_size: self.layout.sector_size,
+                sector_size: *sector_size,
             }
             .into());
         }
-        let sector = (offset / 512).wrapping_add(self.layout.iv_offset);
-        let c = &self.cipher;
+        let sector = (rel / 512).wrapping_add(*iv_offset);
         let run = |b: &mut [u8], s: u64| {
             if encrypt {
                 c.encrypt(b, s)
@@ -462,45 +644,80 @@ impl DataVolume {
         Ok(())
     }
 
+    fn range_error(&self, offset: u64, len: usize) -> VolumeError {
+        DataError::BeyondEnd {
+            offset,
+            len,
+            size: self.size,
+        }
+        .into()
+    }
+
     pub(crate) fn check_range(&self, offset: u64, len: usize) -> Result<()> {
         match offset.checked_add(len as u64) {
             Some(end) if end <= self.size => Ok(()),
-            _ => Err(DataError::BeyondEnd {
-                offset,
-                len,
-                size: self.size,
-            }
-            .into()),
+            _ => Err(self.range_error(offset, len)),
         }
     }
 
-    /// Read ciphertext at plaintext `offset` (no decryption).
-    pub(crate) fn pread(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let at = self.device_offset(offset);
+    /// Read the stored bytes (ciphertext, or plaintext of linear segments; zeros for zero
+    /// segments) at plaintext `offset`, without decryption (for callers doing their own
+    /// pipelining with [`DataVolume::decrypt_sectors`]). Past the end of the volume the last
+    /// segment continues.
+    pub fn pread(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.for_each_piece(offset, buf.len(), |s, rel, r| {
+            self.pread_in(s, &mut buf[r], rel)
+        })
+    }
+
+    /// Write stored bytes (see [`DataVolume::pread`]) at plaintext `offset`: the output of
+    /// [`DataVolume::encrypt_sectors`]. The parts in zero segments are dropped; past the end
+    /// of the volume the last segment continues (an image file grows).
+    pub fn pwrite(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.for_each_piece(offset, buf.len(), |s, rel, r| {
+            self.pwrite_in(s, &buf[r], rel)
+        })
+    }
+
+    fn pread_in(&self, s: &SegIo, buf: &mut [u8], rel: u64) -> Result<()> {
+        let Some(at) = s.device(rel) else {
+            buf.fill(0);
+            return Ok(());
+        };
         self.file_for(buf, at)
             .read_exact_at(buf, at)
             .map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))
     }
 
-    /// Write ciphertext at plaintext `offset`.
-    pub(crate) fn pwrite(&self, buf: &[u8], offset: u64) -> Result<()> {
-        let at = self.device_offset(offset);
+    fn pwrite_in(&self, s: &SegIo, buf: &[u8], rel: u64) -> Result<()> {
+        let Some(at) = s.device(rel) else {
+            return Ok(());
+        };
         self.file_for(buf, at)
             .write_all_at(buf, at)
             .map_err(|e| VolumeError::io(IoOp::Write, &self.path, e))
     }
 
-    /// Read and decrypt one whole sector at (aligned) plaintext offset `sec_off`.
-    fn read_sector(&self, sector: &mut [u8], sec_off: u64) -> Result<()> {
-        self.pread(sector, sec_off)?;
-        self.crypt(sector, sec_off, false)
+    /// Read and decrypt one whole sector at (aligned) offset `sec_off` of crypt segment `s`.
+    fn read_sector(&self, s: &SegIo, sector: &mut [u8], sec_off: u64) -> Result<()> {
+        self.pread_in(s, sector, sec_off)?;
+        self.crypt(s, sector, sec_off, false)
     }
 
     /// Read `buf.len()` plaintext bytes at plaintext byte `offset`.
     pub fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.check_range(offset, buf.len())?;
-        let ss = self.layout.sector_size as u64;
-        let mut pos = offset;
+        self.for_each_piece(offset, buf.len(), |s, rel, r| match &s.kind {
+            IoKind::Crypt { sector_size, .. } => {
+                self.read_crypt(s, u64::from(*sector_size), &mut buf[r], rel)
+            }
+            IoKind::Linear { .. } | IoKind::Zero => self.pread_in(s, &mut buf[r], rel),
+        })
+    }
+
+    /// Read plaintext at offset `rel` of crypt segment `s` (sector size `ss`).
+    fn read_crypt(&self, s: &SegIo, ss: u64, buf: &mut [u8], rel: u64) -> Result<()> {
+        let mut pos = rel;
         let mut done = 0usize;
         // Unaligned head (or a request inside one sector). The sector buffer is only set up
         // (zeroed) for partial sectors: aligned requests, the common case, skip it.
@@ -509,7 +726,7 @@ impl DataVolume {
             let mut sector = [0u8; MAX_SECTOR];
             let sector = &mut sector[..ss as usize];
             let base = pos - head;
-            self.read_sector(sector, base)?;
+            self.read_sector(s, sector, base)?;
             let n = ((ss - head) as usize).min(buf.len());
             buf[..n].copy_from_slice(&sector[head as usize..head as usize + n]);
             pos += n as u64;
@@ -519,8 +736,8 @@ impl DataVolume {
         let mid = (buf.len() - done) / ss as usize * ss as usize;
         if mid > 0 {
             let part = &mut buf[done..done + mid];
-            self.pread(part, pos)?;
-            self.crypt(part, pos, false)?;
+            self.pread_in(s, part, pos)?;
+            self.crypt(s, part, pos, false)?;
             pos += mid as u64;
             done += mid;
         }
@@ -528,7 +745,7 @@ impl DataVolume {
         if done < buf.len() {
             let mut sector = [0u8; MAX_SECTOR];
             let sector = &mut sector[..ss as usize];
-            self.read_sector(sector, pos)?;
+            self.read_sector(s, sector, pos)?;
             let n = buf.len() - done;
             buf[done..].copy_from_slice(&sector[..n]);
         }
@@ -545,21 +762,28 @@ impl DataVolume {
         }
     }
 
-    /// Patch the bytes `data` into the sector at aligned plaintext offset `sec_off`, starting
-    /// `at` bytes into it (read-modify-write).
-    fn patch_sector(&self, sec_off: u64, at: usize, data: &[u8]) -> Result<()> {
-        let ss = self.layout.sector_size as usize;
+    /// Patch the bytes `data` into the sector at aligned offset `sec_off` of crypt segment
+    /// `s`, starting `at` bytes into it (read-modify-write).
+    fn patch_sector(
+        &self,
+        s: &SegIo,
+        ss: usize,
+        sec_off: u64,
+        at: usize,
+        data: &[u8],
+    ) -> Result<()> {
         let mut sector = [0u8; MAX_SECTOR];
         let sector = &mut sector[..ss];
-        self.read_sector(sector, sec_off)?;
+        self.read_sector(s, sector, sec_off)?;
         sector[at..at + data.len()].copy_from_slice(data);
-        self.crypt(sector, sec_off, true)?;
-        self.pwrite(sector, sec_off)
+        self.crypt(s, sector, sec_off, true)?;
+        self.pwrite_in(s, sector, sec_off)
     }
 
-    /// The sectors covering `[offset, offset + len)`, as a range of sector numbers.
+    /// The blocks covering `[offset, offset + len)`, as a range of block numbers (blocks of
+    /// [`DataVolume::sector_size`] bytes: they cover whole sectors of every segment).
     pub(crate) fn sector_range(&self, offset: u64, len: usize) -> (u64, u64) {
-        let ss = u64::from(self.layout.sector_size);
+        let ss = u64::from(self.block);
         (offset / ss, (offset + len as u64).div_ceil(ss))
     }
 
@@ -580,7 +804,8 @@ impl DataVolume {
     }
 
     /// Write `buf.len()` plaintext bytes at plaintext byte `offset`. Partial sectors at the
-    /// edges are read, patched and rewritten; `buf` is left untouched.
+    /// edges are read, patched and rewritten; `buf` is left untouched. Bytes in zero
+    /// segments are dropped (as dm-zero does), bytes in linear segments stored as they are.
     pub fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.check_writable()?;
         self.check_range(offset, buf.len())?;
@@ -588,13 +813,22 @@ impl DataVolume {
             return Ok(());
         }
         let _guard = self.lock_sectors(offset, buf.len());
-        let ss = self.layout.sector_size as u64;
-        let mut pos = offset;
+        self.for_each_piece(offset, buf.len(), |s, rel, r| match &s.kind {
+            IoKind::Crypt { sector_size, .. } => {
+                self.write_crypt(s, u64::from(*sector_size), &buf[r], rel)
+            }
+            IoKind::Linear { .. } | IoKind::Zero => self.pwrite_in(s, &buf[r], rel),
+        })
+    }
+
+    /// Encrypt and write plaintext at offset `rel` of crypt segment `s` (sector size `ss`).
+    fn write_crypt(&self, s: &SegIo, ss: u64, buf: &[u8], rel: u64) -> Result<()> {
+        let mut pos = rel;
         let mut done = 0usize;
         let head = pos % ss;
         if head != 0 {
             let n = ((ss - head) as usize).min(buf.len());
-            self.patch_sector(pos - head, head as usize, &buf[..n])?;
+            self.patch_sector(s, ss as usize, pos - head, head as usize, &buf[..n])?;
             pos += n as u64;
             done = n;
         }
@@ -612,8 +846,8 @@ impl DataVolume {
                     let chunk = &mut bounce[..n];
                     chunk.copy_from_slice(&src[at..at + n]);
                     let p = pos + at as u64;
-                    self.crypt(chunk, p, true)?;
-                    self.pwrite(chunk, p)?;
+                    self.crypt(s, chunk, p, true)?;
+                    self.pwrite_in(s, chunk, p)?;
                     at += n;
                 }
                 Ok(())
@@ -622,48 +856,66 @@ impl DataVolume {
             done += mid;
         }
         if done < buf.len() {
-            self.patch_sector(pos, 0, &buf[done..])?;
+            self.patch_sector(s, ss as usize, pos, 0, &buf[done..])?;
         }
         Ok(())
     }
 
     /// Like [`DataVolume::write_at`] but encrypts in the caller's buffer when the request is
-    /// sector aligned (no copy); `buf` then holds ciphertext afterwards. Unaligned requests
-    /// take the copying path and leave `buf` unchanged.
+    /// aligned to [`DataVolume::sector_size`] (no copy); `buf` then holds what was stored
+    /// afterwards (ciphertext in crypt segments). Unaligned requests take the copying path
+    /// and leave `buf` unchanged.
     pub fn write_at_in_place(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        let ss = self.layout.sector_size as usize;
+        let ss = self.block as usize;
         if !offset.is_multiple_of(ss as u64) || !buf.len().is_multiple_of(ss) {
             return self.write_at(buf, offset);
         }
         self.check_writable()?;
         self.check_range(offset, buf.len())?;
         let _guard = self.lock_sectors(offset, buf.len());
-        self.crypt(buf, offset, true)?;
-        self.pwrite(buf, offset)
+        self.for_each_piece(offset, buf.len(), |s, rel, r| {
+            let part = &mut buf[r];
+            self.crypt(s, part, rel, true)?;
+            self.pwrite_in(s, part, rel)
+        })
     }
 
-    /// Discard the whole encryption sectors inside `[offset, offset + len)`: their
-    /// ciphertext is punched out of the data file (`fallocate(PUNCH_HOLE)`), so they read
-    /// back as the decryption of zeroes, as after a discard through dm-crypt. Partial
-    /// sectors at the edges are left alone. Block devices and file systems without hole
-    /// punching give an `Unsupported` error.
+    /// Discard `[offset, offset + len)`: in crypt segments the whole encryption sectors
+    /// inside the range have their ciphertext punched out of the data file
+    /// (`fallocate(PUNCH_HOLE)`), so they read back as the decryption of zeroes, as after a
+    /// discard through dm-crypt (partial sectors at the edges are left alone); in linear
+    /// segments the bytes are punched out (they read back as zeros); in zero segments
+    /// nothing happens. Block devices and file systems without hole punching give an
+    /// `Unsupported` error.
     pub fn discard(&self, offset: u64, len: u64) -> Result<()> {
         self.check_writable()?;
         match offset.checked_add(len) {
             Some(end) if end <= self.size => {}
             _ => return Err(DataError::DiscardBeyondEnd.into()),
         }
-        let ss = u64::from(self.layout.sector_size);
-        let start = offset.div_ceil(ss) * ss;
-        let end = (offset + len) / ss * ss;
-        if end <= start {
-            return Ok(());
-        }
-        let _guard = self.lock_sectors(start, (end - start) as usize);
-        let (Ok(at), Ok(n)) = (
-            libc::off_t::try_from(self.device_offset(start)),
-            libc::off_t::try_from(end - start),
-        ) else {
+        let Ok(n) = usize::try_from(len) else {
+            return Err(DataError::DiscardTooLarge.into());
+        };
+        let _guard = self.lock_sectors(offset, n);
+        self.for_each_piece(offset, n, |s, rel, r| {
+            let (start, end) = match s.kind {
+                IoKind::Crypt { sector_size, .. } => {
+                    let ss = u64::from(sector_size);
+                    (rel.div_ceil(ss) * ss, (rel + r.len() as u64) / ss * ss)
+                }
+                IoKind::Linear { .. } => (rel, rel + r.len() as u64),
+                IoKind::Zero => return Ok(()),
+            };
+            match s.device(start) {
+                Some(at) if end > start => self.punch(at, end - start),
+                _ => Ok(()),
+            }
+        })
+    }
+
+    /// Punch `[at, at + n)` out of the data file.
+    fn punch(&self, at: u64, n: u64) -> Result<()> {
+        let (Ok(at), Ok(n)) = (libc::off_t::try_from(at), libc::off_t::try_from(n)) else {
             return Err(DataError::DiscardTooLarge.into());
         };
         use std::os::fd::AsRawFd;
@@ -898,6 +1150,190 @@ mod tests {
         .unwrap();
         dv2.write_at(&model, 0).unwrap();
         assert!(std::fs::read(&p).unwrap() == std::fs::read(&p2).unwrap());
+    }
+
+    /// A four-segment table as the VM interop test uses: crypt (key A, 4096-byte sectors,
+    /// IV offset 8, `iv_large_sectors`) / linear / zero / crypt (key B, another cipher,
+    /// 512-byte sectors, IV offset 3), with device extents out of order.
+    pub(crate) fn mixed_table(key_a: &[u8], key_b: &[u8]) -> SegmentTable {
+        use crate::segment::{CryptSegment, Segment};
+        let crypt = |start, len, cipher: &str, key: &[u8], ss, iv, large, dev| Segment {
+            start,
+            len,
+            kind: SegmentKind::Crypt(CryptSegment {
+                cipher: CipherSpec::parse(cipher).unwrap(),
+                key: lukskit_crypto::SecretBuf::from_slice(key),
+                sector_size: ss,
+                iv_offset: iv,
+                iv_large_sectors: large,
+                device_offset: dev,
+                digest: None,
+            }),
+        };
+        SegmentTable::new(vec![
+            crypt(
+                0,
+                64 << 10,
+                "aes-xts-plain64",
+                key_a,
+                4096,
+                8,
+                true,
+                160 << 10,
+            ),
+            Segment {
+                start: 64 << 10,
+                len: 32 << 10,
+                kind: SegmentKind::Linear {
+                    device_offset: 8 << 10,
+                },
+            },
+            Segment {
+                start: 96 << 10,
+                len: 16 << 10,
+                kind: SegmentKind::Zero,
+            },
+            crypt(
+                112 << 10,
+                48 << 10,
+                "aes-cbc-essiv:sha256",
+                key_b,
+                512,
+                3,
+                false,
+                48 << 10,
+            ),
+        ])
+        .unwrap()
+    }
+
+    /// Random unaligned reads and writes crossing segment boundaries against a model in which
+    /// the zero segment stays zero; then the bytes on the device: each crypt segment holds the
+    /// engine's output with its own key, IV offset and sector size, the linear segment the
+    /// plaintext, and nothing was written for the zero segment. Discards across boundaries
+    /// leave the zero segment zero and the linear bytes zero.
+    #[test]
+    fn segment_table_io_matches_model() {
+        let (key_a, key_b) = (pattern(64, 11), pattern(32, 12));
+        let dev_len = 224u64 << 10;
+        let (_d, p) = tmpfile(dev_len);
+        // Mark the device so that stray writes show.
+        std::fs::write(&p, vec![0xeeu8; dev_len as usize]).unwrap();
+        let dv = DataVolume::open_table(&p, mixed_table(&key_a, &key_b), true).unwrap();
+        let size = dv.size();
+        assert_eq!((size, dv.sector_size()), (160 << 10, 4096));
+        assert!(dv.layout().is_none());
+        let zero = (96usize << 10)..(112usize << 10);
+        let mut model = vec![0u8; size as usize];
+        dv.read_at(&mut model, 0).unwrap();
+        assert!(model[zero.clone()].iter().all(|&b| b == 0));
+        assert!(
+            model[64 << 10..96 << 10].iter().all(|&b| b == 0xee),
+            "linear"
+        );
+        let mut rng = 0x0bad_cafe_f00d_1234u64;
+        let mut next = |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        for round in 0..400 {
+            // Bias towards boundaries: start near one of them.
+            let b = [0u64, 64 << 10, 96 << 10, 112 << 10][round % 4];
+            let off = (b + next(16 << 10)).saturating_sub(8 << 10).min(size - 1);
+            let len = next((size - off).min(70_000) + 1) as usize;
+            if round % 2 == 0 {
+                let data = pattern(len, round as u8);
+                if round % 4 == 0 {
+                    dv.write_at(&data, off).unwrap();
+                } else {
+                    let (o, l) = (off / 4096 * 4096, len.div_ceil(4096) * 4096);
+                    let l = l.min((size - o) as usize);
+                    let data = pattern(l, round as u8);
+                    let mut d = data.clone();
+                    dv.write_at_in_place(&mut d, o).unwrap();
+                    model[o as usize..o as usize + l].copy_from_slice(&data);
+                    model[zero.clone()].fill(0);
+                    continue;
+                }
+                model[off as usize..off as usize + len].copy_from_slice(&data);
+                model[zero.clone()].fill(0);
+            } else {
+                let mut got = vec![0u8; len];
+                dv.read_at(&mut got, off).unwrap();
+                assert!(
+                    got == model[off as usize..off as usize + len],
+                    "round {round}"
+                );
+            }
+        }
+        let mut all = vec![0u8; size as usize];
+        dv.read_at(&mut all, 0).unwrap();
+        assert!(all == model);
+        dv.flush().unwrap();
+        // The device bytes, segment by segment.
+        let disk = std::fs::read(&p).unwrap();
+        let enc = |cipher: &str, key: &[u8], ss: u32, iv: u64, large: bool, plain: &[u8]| {
+            let eng =
+                SectorCipher::new(&CipherSpec::parse(cipher).unwrap(), key, ss, large).unwrap();
+            let mut out = plain.to_vec();
+            for (i, unit) in out.chunks_mut(ss as usize).enumerate() {
+                eng.encrypt(unit, i as u64 * u64::from(ss) / 512 + iv)
+                    .unwrap();
+            }
+            out
+        };
+        let a = enc("aes-xts-plain64", &key_a, 4096, 8, true, &model[..64 << 10]);
+        assert!(disk[160 << 10..224 << 10] == a[..], "crypt segment A");
+        assert!(
+            disk[8 << 10..40 << 10] == model[64 << 10..96 << 10],
+            "linear"
+        );
+        let b = enc(
+            "aes-cbc-essiv:sha256",
+            &key_b,
+            512,
+            3,
+            false,
+            &model[112 << 10..],
+        );
+        assert!(disk[48 << 10..96 << 10] == b[..], "crypt segment B");
+        assert!(disk[..8 << 10].iter().all(|&x| x == 0xee), "untouched");
+        assert!(
+            disk[40 << 10..48 << 10].iter().all(|&x| x == 0xee),
+            "untouched"
+        );
+        assert!(
+            disk[96 << 10..160 << 10].iter().all(|&x| x == 0xee),
+            "untouched"
+        );
+        // Encrypting in place and storing gives the same bytes as write_at.
+        let mut stored = model.clone();
+        dv.encrypt_sectors(&mut stored, 0).unwrap();
+        let mut back = vec![0u8; size as usize];
+        dv.pread(&mut back, 0).unwrap();
+        assert!(back[..96 << 10] == stored[..96 << 10] && back[112 << 10..] == stored[112 << 10..]);
+        assert!(back[zero.clone()].iter().all(|&x| x == 0));
+        dv.decrypt_sectors(&mut back, 0).unwrap();
+        assert!(back == model);
+        // Not every request is one run of device bytes.
+        assert!(dv.is_contiguous(0, 64 << 10));
+        assert!(!dv.is_contiguous(60 << 10, 8 << 10), "crosses crypt/linear");
+        assert!(!dv.is_contiguous(96 << 10, 4096), "zero segment");
+        assert_eq!(dv.device_offset(64 << 10), Some(8 << 10));
+        assert_eq!(dv.device_offset(100 << 10), None);
+        // A discard over linear / zero / crypt B: whole B sectors become the decryption of
+        // zeros, linear bytes zeros (partial 512-byte sectors of B untouched).
+        if dv.discard((80 << 10) + 100, 40 << 10).is_ok() {
+            dv.read_at(&mut all, 0).unwrap();
+            assert!(all[(80 << 10) + 100..96 << 10].iter().all(|&x| x == 0));
+            assert!(all[zero.clone()].iter().all(|&x| x == 0));
+            let b_end = (80 << 10) + 100 + (40 << 10);
+            let whole = (b_end / 512 * 512) as usize;
+            assert!(all[whole..] == model[whole..], "after the discard");
+            assert!(all[..(80 << 10) + 100] == model[..(80 << 10) + 100]);
+        }
     }
 
     #[test]

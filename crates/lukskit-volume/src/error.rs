@@ -531,6 +531,91 @@ pub enum DataError {
     /// An encryption worker thread panicked.
     #[error("encryption thread panicked")]
     ThreadPanicked,
+    /// A segment table that cannot describe a data area.
+    #[error(transparent)]
+    Segment(#[from] SegmentError),
+}
+
+/// A segment table (crate::segment) that is not a valid description of a data area.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SegmentError {
+    /// No segment at all.
+    #[error("a segment table needs at least one segment")]
+    Empty,
+    /// Segment `index` starts after the end of the previous one.
+    #[error("segment {index} starts at {start} after a gap (the previous one ends at {expected})")]
+    Gap {
+        /// The segment.
+        index: usize,
+        /// Where it starts (plaintext byte).
+        start: u64,
+        /// Where the previous one ends.
+        expected: u64,
+    },
+    /// Segment `index` starts before the end of the previous one.
+    #[error("segment {index} starts at {start}, overlapping the previous one (which ends at {expected})")]
+    Overlap {
+        /// The segment.
+        index: usize,
+        /// Where it starts (plaintext byte).
+        start: u64,
+        /// Where the previous one ends.
+        expected: u64,
+    },
+    /// An empty segment in a table of several.
+    #[error("segment {index} is empty")]
+    EmptySegment {
+        /// The segment.
+        index: usize,
+    },
+    /// A segment whose start or length is not a multiple of the table's block size.
+    #[error("segment {index} ({len} bytes at {start}) is not aligned to the {block}-byte block size of the table")]
+    Unaligned {
+        /// The segment.
+        index: usize,
+        /// Its length.
+        len: u64,
+        /// Its start.
+        start: u64,
+        /// The table's block size.
+        block: u32,
+    },
+    /// A crypt segment whose IV offset is not a multiple of its sector size.
+    #[error("segment {index}: IV offset {iv_offset} is not a multiple of the encryption sector size ({sector_size} bytes)")]
+    IvOffsetAlignment {
+        /// The segment.
+        index: usize,
+        /// The IV offset (512-byte sectors).
+        iv_offset: u64,
+        /// The sector size.
+        sector_size: u32,
+    },
+    /// Offsets or lengths that overflow 64 bits.
+    #[error("the segment table is too large")]
+    TooLarge,
+    /// A LUKS2 segment of dynamic size that is not the last one.
+    #[error("LUKS2 segment {id} has a dynamic size but is not the last one")]
+    DynamicNotLast {
+        /// The segment's id in the header.
+        id: u32,
+    },
+    /// A LUKS2 crypt segment no digest is assigned to.
+    #[error("no digest for LUKS2 segment {id}")]
+    NoDigest {
+        /// The segment's id in the header.
+        id: u32,
+    },
+    /// A segment whose device bytes lie beyond the end of the device.
+    #[error("a segment needs {len} bytes at offset {offset}, the device has {device_size}")]
+    BeyondDevice {
+        /// The segment's device offset.
+        offset: u64,
+        /// Its length.
+        len: u64,
+        /// The device size.
+        device_size: u64,
+    },
 }
 
 /// A token operation failed.
@@ -732,3 +817,9 @@ pub enum BackupError {
 
 /// Result type of the volume layer.
 pub type Result<T> = std::result::Result<T, VolumeError>;
+
+impl From<SegmentError> for VolumeError {
+    fn from(e: SegmentError) -> Self {
+        VolumeError::Data(DataError::Segment(e))
+    }
+}

@@ -10,6 +10,7 @@
 //! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
 //! * [`data`] — the data path: plaintext reads/writes of an unlocked volume.
 //! * [`ring`] — asynchronous sector I/O on io_uring (for the FUSE exposure).
+//! * [`segment`] — the segment table of the data area (crypt / linear / zero segments).
 //! * [`plain`] — cryptsetup plain mode (no header): key derivation and layout.
 //! * [`backup`] — header backup and restore.
 //! * [`convert`] — in-place LUKS1 ↔ LUKS2 conversion (`cryptsetup convert`).
@@ -34,11 +35,12 @@ mod luks2_keys;
 pub mod pbkdf;
 pub mod plain;
 pub mod ring;
+pub mod segment;
 pub mod volume;
 mod wipe;
 
 pub use error::{
     BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
-    ParamError, PlainValue, RequirementsError, Result, TokenError, VolumeError,
+    ParamError, PlainValue, RequirementsError, Result, SegmentError, TokenError, VolumeError,
 };
 pub use volume::{Header, Volume};

@@ -150,10 +150,15 @@ impl SectorRing {
     }
 
     /// Whether a request of `len` bytes at plaintext `offset` may go through the ring
-    /// (whole sectors, at most [`MAX_ASYNC`] bytes).
+    /// (whole sectors, at most [`MAX_ASYNC`] bytes, inside one crypt or linear segment: one
+    /// transfer of device bytes). Other requests take the synchronous path.
     pub fn accepts(vol: &DataVolume, offset: u64, len: usize) -> bool {
         let ss = vol.sector_size() as usize;
-        len > 0 && len <= MAX_ASYNC && len.is_multiple_of(ss) && offset.is_multiple_of(ss as u64)
+        len > 0
+            && len <= MAX_ASYNC
+            && len.is_multiple_of(ss)
+            && offset.is_multiple_of(ss as u64)
+            && vol.is_contiguous(offset, len)
     }
 
     /// Start reading `len` plaintext bytes at `offset` (see [`SectorRing::accepts`]);
@@ -268,16 +273,21 @@ impl Shared {
     }
 }
 
-fn entry_for(p: &mut Pending) -> squeue::Entry {
-    let at = p.vol.device_offset(p.offset);
+/// The transfer of `p`; `None` when it is not one run of device bytes (never for a request
+/// [`SectorRing::accepts`]; it is then done synchronously).
+fn entry_for(p: &mut Pending) -> Option<squeue::Entry> {
+    if !p.vol.is_contiguous(p.offset, p.len) {
+        return None;
+    }
+    let at = p.vol.device_offset(p.offset)?;
     let len = p.len;
     let buf = &mut p.buf.as_mut_slice()[..len];
     let ptr = buf.as_mut_ptr();
     let fd = types::Fd(p.vol.file_for(buf, at).as_raw_fd());
-    match p.kind {
+    Some(match p.kind {
         Kind::Read(_) => opcode::Read::new(fd, ptr, len as u32).offset(at).build(),
         Kind::Write(..) => opcode::Write::new(fd, ptr, len as u32).offset(at).build(),
-    }
+    })
 }
 
 /// The submission side of a ring as the ring thread uses it (a seam: tests give it a
@@ -314,7 +324,10 @@ impl Submit for IoUring {
 /// completion runs.
 fn place(sq: &mut impl Submit, shared: &Shared, p: Pending) -> bool {
     let mut p = Box::new(p);
-    let e = entry_for(&mut p);
+    let Some(e) = entry_for(&mut p) else {
+        finish(shared, *p, -libc::EAGAIN);
+        return false;
+    };
     let raw = Box::into_raw(p);
     let e = e.user_data(raw as u64);
     for attempt in 0..2 {

@@ -582,9 +582,7 @@ fn stream_encrypt(
             Ok(Some((padded, at)))
         },
         |c| {
-            dv.file()
-                .write_all_at(&c.buf[..c.len], dv.device_offset(c.offset))
-                .map_err(|e| CliError::io("Writing", dv.path(), &e))?;
+            dv.pwrite(&c.buf[..c.len], c.offset)?;
             progress.add(c.len as u64);
             Ok(())
         },
@@ -781,9 +779,7 @@ fn stream_decrypt(
                 return Ok(None);
             }
             let n = (total - offset).min(buf.len() as u64) as usize;
-            dv.file()
-                .read_exact_at(&mut buf[..n], dv.device_offset(offset))
-                .map_err(|e| CliError::io("Reading", dv.path(), &e))?;
+            dv.pread(&mut buf[..n], offset)?;
             let at = offset;
             offset += n as u64;
             Ok(Some((n, at)))
