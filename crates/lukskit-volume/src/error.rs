@@ -594,6 +594,12 @@ pub enum SegmentError {
     /// Offsets or lengths that overflow 64 bits.
     #[error("the segment table is too large")]
     TooLarge,
+    /// A segment whose device extent ends past 2^64 bytes.
+    #[error("segment {index} ends beyond any device")]
+    BeyondAnyDevice {
+        /// The segment.
+        index: usize,
+    },
     /// A LUKS2 segment of dynamic size that is not the last one.
     #[error("LUKS2 segment {id} has a dynamic size but is not the last one")]
     DynamicNotLast {

@@ -176,7 +176,7 @@ impl SegmentTable {
             if s.device_extent()
                 .is_some_and(|(o, l)| o.checked_add(l).is_none())
             {
-                return Err(SegmentError::TooLarge.into());
+                return Err(SegmentError::BeyondAnyDevice { index: i }.into());
             }
             next = s.start.checked_add(s.len).ok_or(SegmentError::TooLarge)?;
         }
