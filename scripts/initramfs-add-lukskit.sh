@@ -13,7 +13,8 @@
 #   3. unlocks it with `lukskit open` (the key file, or a passphrase typed on the console),
 #   4. mounts /dev/mapper/NAME on /newroot and `switch_root`s into the real root's init.
 # When the unlock or the mount fails it says so on the console and starts a shell (or the
-# ramdisk's own /init, kept as /init.board, with --fallback-board-init).
+# ramdisk's own /init, kept as /init.board, with --fallback-board-init; lukskit.fallback=
+# shell|board|halt on the kernel command line chooses too).
 # OUT is compressed like IN (--compress gzip|xz|zstd|none to choose); wrap it for U-Boot as
 # before, e.g. `mkimage -A arm64 -O linux -T ramdisk -C none -d OUT uramdisk.img` or in a FIT.
 #
@@ -26,7 +27,7 @@
 #                        it; without it lukskit asks for the passphrase on the console
 #   --fstype TYPE        root file system type (default ext4), --mount-options OPTS (default ro)
 #   --init PATH          the real root's init (default /sbin/init; init= on the command line wins)
-#   --modules "M ..."    kernel modules to load first (e.g. "dm_mod dm_crypt xts aes_ce_blk ext4")
+#   --modules "M ..."    kernel modules to load first (e.g. "dm_mod dm_crypt xts aes_ce_blk crc32c_generic ext4")
 #   --open-options "..." more `lukskit open` options (e.g. "--allow-discards --tries 5")
 #   --wait SECONDS       how long to wait for the root device (default 30)
 #   --fallback-board-init  on failure run the ramdisk's own /init instead of a shell
@@ -34,7 +35,7 @@
 set -euo pipefail
 
 usage() {
-    sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
@@ -151,6 +152,11 @@ fail() {
         msg "starting the ramdisk's own init (/init.board)"
         exec /init.board
     fi
+    if [ "$LUKSKIT_FALLBACK" = halt ]; then
+        msg "powering off (lukskit.fallback=halt)"
+        sync
+        poweroff -f
+    fi
     msg "starting a shell; unlock and mount the root on /newroot, then: exec switch_root /newroot $LUKSKIT_INIT"
     exec sh
 }
@@ -158,14 +164,15 @@ for arg in $(cat /proc/cmdline); do
     case "$arg" in
     lukskit.root=*) LUKSKIT_ROOT=${arg#lukskit.root=} ;;
     lukskit.name=*) LUKSKIT_NAME=${arg#lukskit.name=} ;;
+    lukskit.fallback=*) LUKSKIT_FALLBACK=${arg#lukskit.fallback=} ;;
     init=*) LUKSKIT_INIT=${arg#init=} ;;
     esac
 done
 if command -v mdev >/dev/null; then
-    echo "$(command -v mdev)" >/proc/sys/kernel/hotplug 2>/dev/null
+    [ -e /proc/sys/kernel/hotplug ] && command -v mdev >/proc/sys/kernel/hotplug
     mdev -s
 fi
-command -v modprobe >/dev/null && command -v modprobe >/proc/sys/kernel/modprobe 2>/dev/null
+command -v modprobe >/dev/null && command -v modprobe >/proc/sys/kernel/modprobe
 for m in $LUKSKIT_MODULES; do modprobe "$m" || msg "modprobe $m failed"; done
 # Wait for the root device (a path, UUID=... or LABEL=...).
 dev= n=0

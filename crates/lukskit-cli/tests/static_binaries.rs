@@ -432,8 +432,8 @@ fn aarch64_static_binary_opens_cryptsetup_volume_in_arm64_vm() {
     assert_eq!(sha256_hex(&p[8 << 20..12 << 20]), b);
 }
 
-/// The arm64 VM's cache (kernel, busybox, module tree) after `run-arm64.sh --prepare`, with the
-/// kernel version; `None` after [`skip_or_fail`] when the VM cannot be had here.
+/// The arm64 VM's build directory (`$CACHE/vm`: kernel, busybox, module tree) after
+/// `run-arm64.sh --prepare`, with the kernel version; `None` after [`skip_or_fail`] when the VM cannot be had here.
 fn arm64_vm_cache(test: &str) -> Option<(PathBuf, String)> {
     let o = Command::new("bash")
         .arg(repo().join("tests/refvm/run-arm64.sh"))
@@ -513,11 +513,11 @@ fn board_ramdisk_unlocks_luks2_root_and_switches_root() {
          cp {bb} {board}/bin/busybox
          for a in sh mount umount mkdir cat echo ls sleep modprobe mdev findfs grep rm \
                   switch_root poweroff; do ln -s busybox {board}/bin/$a; done
-         cp -a {cache}/vm/modules/lib/modules/{kver} {board}/lib/modules/
+         cp -a {cache}/modules/lib/modules/{kver} {board}/lib/modules/
          mknod -m 600 {board}/dev/console c 5 1
          printf '#!/bin/sh\\necho board init; exec sh\\n' >{board}/init; chmod 755 {board}/init
          (cd {board} && find . -mindepth 1 | cpio -o -H newc -R 0:0 --quiet) | gzip -9n >{out}",
-        bb = cache.join("vm/busybox").display(),
+        bb = cache.join("busybox").display(),
         cache = cache.display(),
         out = p("board.cpio.gz"),
     ));
@@ -542,8 +542,8 @@ echo \"REAL-ROOT-MOUNT: $(/bin/busybox grep ' / ' /proc/mounts | /bin/busybox cu
 /bin/busybox poweroff -f
 INIT
          chmod 755 {root}/sbin/init
-         mkfs.ext4 -q -F -d {root} {img} 24M",
-        bb = cache.join("vm/busybox").display(),
+         mkfs.ext4 -q -F -b 4096 -d {root} {img} 24M",
+        bb = cache.join("busybox").display(),
         img = p("root.raw"),
     ));
 
@@ -597,7 +597,7 @@ INIT
         .arg("--lukskit")
         .arg(arm)
         .args(["--root", "/dev/vda", "--key-file", &key, "--modules"])
-        .arg("virtio_pci virtio_blk dm_mod dm_crypt xts aes_ce_blk ext4")
+        .arg("virtio_pci virtio_blk dm_mod dm_crypt xts aes_ce_blk crc32c_generic ext4")
         .args([&p("board.cpio.gz"), &p("ramdisk.cpio.gz")])
         .output()
         .unwrap();
@@ -617,6 +617,10 @@ INIT
             &timeout.to_string(),
             "--initrd",
             &p("ramdisk.cpio.gz"),
+            // A failed unlock powers off at once rather than waiting in a shell until the
+            // timeout.
+            "--append",
+            "lukskit.fallback=halt",
             &vol,
         ])
         .env_remove("LUKSKIT_BIN")
