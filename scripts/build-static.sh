@@ -17,8 +17,8 @@
 #
 # Environment: LUKSKIT_STATIC_OUT (output directory, default target/static-bin),
 # LUKSKIT_STATIC_TARGET_DIR (cargo's target directory for these builds, default
-# target/static-build: a directory of its own, so that a build here never waits for the lock of
-# a cargo command running in target/, e.g. the test that calls this script).
+# target/static-build: a directory of its own, so that these builds never share cargo's lock
+# with a build or test running in target/, e.g. the test that calls this script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -31,7 +31,7 @@ case "${1:-all}" in
 all) arches=(x86_64 aarch64) ;;
 x86_64 | amd64) arches=(x86_64) ;;
 aarch64 | arm64) arches=(aarch64) ;;
--h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 *) usage ;;
 esac
 [ $# -le 1 ] || usage

@@ -39,8 +39,8 @@ usage() {
     exit "${1:-2}"
 }
 
-LUKSKIT= ROOT= NAME=cryptroot KEY= FSTYPE=ext4 MOUNT_OPTS=ro INIT=/sbin/init MODULES=
-OPEN_OPTS= WAIT=30 FALLBACK=shell COMPRESS=
+LUKSKIT='' ROOT='' NAME=cryptroot KEY='' FSTYPE=ext4 MOUNT_OPTS=ro INIT=/sbin/init MODULES=''
+OPEN_OPTS='' WAIT=30 FALLBACK=shell COMPRESS=
 while [ $# -gt 0 ]; do
     case "$1" in
     --lukskit) LUKSKIT=$2; shift 2 ;;

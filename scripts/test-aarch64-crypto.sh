@@ -29,7 +29,9 @@ pkgs=()
 command -v qemu-aarch64 >/dev/null || pkgs+=(qemu-user)
 command -v aarch64-linux-gnu-gcc >/dev/null || pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 if [ ${#pkgs[@]} -gt 0 ]; then
-    [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null || skip "missing ${pkgs[*]} (apt-get install them as root)"
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+        skip "missing ${pkgs[*]} (apt-get install them as root)"
+    fi
     echo "==> installing ${pkgs[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1 || {
         apt-get update -qq >/dev/null 2>&1 || true

@@ -471,6 +471,7 @@ QEMU=(
     -kernel "$RUN/kernel" -initrd "$RUN/initrd"
     -device virtio-rng-pci
 )
+# shellcheck disable=SC2054 # qemu options are comma-separated
 if [ -n "$INITRD" ]; then
     QEMU+=(-append "console=ttyAMA0 panic=-1 $APPEND" -serial "file:$RUN/console.log")
 else

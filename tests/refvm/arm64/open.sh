@@ -41,5 +41,7 @@ lukskit open --backend kernel --readonly -d "$K" /dev/vda k
 echo "kernel B: $(dd if=/dev/mapper/k bs=1M skip=8 count=4 2>/dev/null | sha256sum | cut -d' ' -f1)"
 echo "kernel A again: $(dd if=/dev/mapper/k bs=1M count=8 2>/dev/null | sha256sum | cut -d' ' -f1)"
 lukskit close k
-echo "left in /dev/mapper: $(ls /dev/mapper | grep -v '^control$' | tr '\n' ' ')."
+left=
+for m in /dev/mapper/*; do [ "$m" = /dev/mapper/control ] || left="$left${m#/dev/mapper/} "; done
+echo "left in /dev/mapper: $left."
 echo "arm64: done"
