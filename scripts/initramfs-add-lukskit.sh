@@ -193,7 +193,12 @@ msg "unlocking $dev as $LUKSKIT_NAME"
 if [ -n "$LUKSKIT_KEY" ]; then
     lukskit open $LUKSKIT_OPEN_OPTS -d "$LUKSKIT_KEY" "$dev" "$LUKSKIT_NAME" || fail "lukskit open failed (exit $?)"
 else
-    lukskit open $LUKSKIT_OPEN_OPTS "$dev" "$LUKSKIT_NAME" || fail "lukskit open failed (exit $?)"
+    # The prompt needs a controlling terminal, which /dev/console never is: busybox's cttyhack
+    # runs lukskit on the real console device (ttyS0, ttyAMA0, ...) in a session of its own
+    # (busybox's setsid does not fork here: a child of this script leads no process group).
+    ctty=
+    command -v setsid >/dev/null && command -v cttyhack >/dev/null && ctty="setsid cttyhack"
+    $ctty lukskit open $LUKSKIT_OPEN_OPTS "$dev" "$LUKSKIT_NAME" || fail "lukskit open failed (exit $?)"
 fi
 mount -t "$LUKSKIT_FSTYPE" -o "$LUKSKIT_MOUNT_OPTS" "/dev/mapper/$LUKSKIT_NAME" /newroot ||
     fail "cannot mount /dev/mapper/$LUKSKIT_NAME ($LUKSKIT_FSTYPE) on /newroot"
