@@ -83,6 +83,8 @@ options:
   --copy SRC[:DST] put host file SRC into the guest at DST (default /refvm/files/NAME)
   --initrd CPIO    boot this initramfs instead (no SCRIPT; the serial console is stdout)
   --append ARGS    extra kernel command line (LUKSKIT_REFVM_APPEND)
+  --answer PROMPT=FILE  (with --initrd) when the console shows PROMPT, type FILE's bytes and
+                   Enter on it (several --answer are answered in order)
   --timeout SEC    kill the VM after SEC seconds (default 1200; LUKSKIT_REFVM_TIMEOUT)
   --mem MIB        guest memory (default 1024; LUKSKIT_REFVM_MEM)
   --prepare        only download and build the kernel and initramfs (exit 0, or 77 = skip)
@@ -100,12 +102,14 @@ PREPARE=0
 INITRD=
 DOWNLOAD=
 COPIES=()
+ANSWERS=()
 while [ $# -gt 0 ]; do
     case "$1" in
     --copy) COPIES+=("$2"); shift 2 ;;
     --initrd) INITRD=$2; shift 2 ;;
     --download) DOWNLOAD=$2; shift 2; break ;;
     --append) APPEND="$APPEND $2"; shift 2 ;;
+    --answer) ANSWERS+=("$2"); shift 2 ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --mem) MEM=$2; shift 2 ;;
     --prepare) PREPARE=1; shift ;;
@@ -208,7 +212,9 @@ resolve() {
     local fresh=0
     if [ -f "$CACHE/resolved" ] && [ -z "$(find "$CACHE/resolved" -mmin +1440 2>/dev/null)" ]; then
         fresh=1
-        while read -r _ f; do [ -f "$CACHE/debs/$f" ] || fresh=0; done <"$CACHE/resolved"
+        while read -r pkg f; do
+            [ "$pkg" = kernel-pin ] || [ -f "$CACHE/debs/$f" ] || fresh=0
+        done <"$CACHE/resolved"
         [ "$(head -n 1 "$CACHE/resolved")" = "kernel-pin ${KERNEL_PIN:-none}" ] || fresh=0
     fi
     [ "$fresh" = 1 ] && return 0
@@ -472,7 +478,11 @@ QEMU=(
     -device virtio-rng-pci
 )
 # shellcheck disable=SC2054 # qemu options are comma-separated
-if [ -n "$INITRD" ]; then
+if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
+    # The serial line both ways: qemu reads $RUN/serial.in and writes $RUN/serial.out (FIFOs).
+    mkfifo "$RUN/serial.in" "$RUN/serial.out"
+    QEMU+=(-append "console=ttyAMA0 panic=-1 $APPEND" -serial "pipe:$RUN/serial")
+elif [ -n "$INITRD" ]; then
     QEMU+=(-append "console=ttyAMA0 panic=-1 $APPEND" -serial "file:$RUN/console.log")
 else
     QEMU+=(-append "console=ttyAMA0 panic=-1 quiet rdinit=/init $APPEND" -serial "file:$RUN/console.log"
@@ -491,6 +501,29 @@ set +e
 : >"$RUN/console.log"
 timeout -k 10 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$RUN/qemu.log" 2>&1 &
 qpid=$!
+apid=
+if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
+    cat "$RUN/serial.out" >>"$RUN/console.log" &
+    # Types each answer once its prompt is on the console (after what was already answered).
+    (
+        exec 8>"$RUN/serial.in"
+        seen=0
+        for a in "${ANSWERS[@]}"; do
+            prompt=${a%%=*} file=${a#*=}
+            while kill -0 "$qpid" 2>/dev/null; do
+                n=$(tail -c +$((seen + 1)) "$RUN/console.log" | grep -cF -- "$prompt" || true)
+                [ "$n" -gt 0 ] && break
+                sleep 0.2
+            done
+            seen=$(stat -c %s "$RUN/console.log")
+            sleep 0.5
+            cat "$file" >&8
+            printf '\r' >&8
+        done
+        exec 8>&-
+    ) &
+    apid=$!
+fi
 if [ -n "$INITRD" ]; then
     tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/console.log" &
     tpid1=$!
@@ -504,6 +537,7 @@ fi
 wait "$qpid"
 qrc=$?
 wait $tpid1 $tpid2
+if [ -n "$apid" ]; then kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null; fi
 set -e
 verbose "VM finished in $(elapsed)s (qemu status $qrc)"
 if [ "$VERBOSE" = 1 ] && [ -z "$INITRD" ]; then

@@ -480,7 +480,20 @@ fn sh(cmd: &str) {
 /// only that file system holds, that it runs as PID 1 and what `/` is.
 #[test]
 fn board_ramdisk_unlocks_luks2_root_and_switches_root() {
-    let t = "board ramdisk with lukskit (arm64 VM)";
+    board_ramdisk("board ramdisk with lukskit, key file (arm64 VM)", false);
+}
+
+/// The same with no key file in the ramdisk: the passphrase is typed on the serial console
+/// when lukskit's prompt appears there.
+#[test]
+fn board_ramdisk_unlocks_with_passphrase_typed_on_console() {
+    board_ramdisk(
+        "board ramdisk with lukskit, typed passphrase (arm64 VM)",
+        true,
+    );
+}
+
+fn board_ramdisk(t: &str, typed: bool) {
     let (x86, arm) = binaries();
     if std::env::var("LUKSKIT_REFVM").as_deref() == Ok("0") {
         skip_or_fail(t, "LUKSKIT_REFVM=0 turns the VMs off");
@@ -549,7 +562,12 @@ INIT
 
     // LUKS2 by cryptsetup; the x86_64 static binary copies the file system into it.
     let (vol, key) = (p("vol.img"), p("key"));
-    std::fs::write(&key, pattern(64, 3)).unwrap();
+    if typed {
+        // What is typed: one line, which lukskit reads without its end of line.
+        std::fs::write(&key, b"board passphrase 42").unwrap();
+    } else {
+        std::fs::write(&key, pattern(64, 3)).unwrap();
+    }
     std::fs::File::create(&vol)
         .unwrap()
         .set_len(48 << 20)
@@ -596,7 +614,13 @@ INIT
         .arg(repo().join("scripts/initramfs-add-lukskit.sh"))
         .arg("--lukskit")
         .arg(arm)
-        .args(["--root", "/dev/vda", "--key-file", &key, "--modules"])
+        .args(["--root", "/dev/vda"])
+        .args(if typed {
+            vec![]
+        } else {
+            vec!["--key-file", &key]
+        })
+        .arg("--modules")
         .arg("virtio_pci virtio_blk dm_mod dm_crypt xts aes_ce_blk crc32c_generic ext4")
         .args([&p("board.cpio.gz"), &p("ramdisk.cpio.gz")])
         .output()
@@ -621,8 +645,16 @@ INIT
             // timeout.
             "--append",
             "lukskit.fallback=halt",
-            &vol,
         ])
+        .args(if typed {
+            vec![
+                "--answer".to_string(),
+                format!("Enter passphrase for /dev/vda: ={key}"),
+            ]
+        } else {
+            vec![]
+        })
+        .arg(&vol)
         .env_remove("LUKSKIT_BIN")
         .stdin(Stdio::null())
         .output()
@@ -657,4 +689,9 @@ INIT
         "{console}"
     );
     assert!(!console.contains("board init"), "{console}");
+    assert_eq!(
+        console.contains("Enter passphrase for /dev/vda:"),
+        typed,
+        "a prompt exactly when no key file is in the ramdisk: {console}"
+    );
 }
