@@ -29,6 +29,14 @@ command -v mkfs.xfs >/dev/null 2>&1 || [ -x /sbin/mkfs.xfs ] || need_pkgs+=(xfsp
 command -v man >/dev/null 2>&1 || need_pkgs+=(man-db)
 command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)
 command -v nbdcopy >/dev/null 2>&1 || need_pkgs+=(libnbd-bin)
+# Static binaries (static_binaries.rs): the aarch64 one runs under qemu-user and in
+# qemu-system-aarch64 (tests/refvm/run-arm64.sh); scripts/test-aarch64-crypto.sh links the
+# crypto tests for aarch64 with Debian's cross gcc. (scripts/build-static.sh adds the Rust
+# musl targets itself.)
+command -v qemu-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-user)
+command -v qemu-system-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-arm)
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v cpio >/dev/null 2>&1 || need_pkgs+=(cpio)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"
@@ -60,6 +68,21 @@ set +e
 cargo test --workspace 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
+# lukskit-crypto's tests compiled for aarch64, run under qemu-user (LUKSKIT_AARCH64_CRYPTO=0
+# leaves them out; exit 77 = the tools could not be had here).
+if [ "${LUKSKIT_AARCH64_CRYPTO:-1}" != 0 ]; then
+    echo "==> crypto tests on aarch64 (scripts/test-aarch64-crypto.sh)"
+    set +e
+    bash scripts/test-aarch64-crypto.sh 2>&1 | tee -a "$log"
+    arc=${PIPESTATUS[0]}
+    set -e
+    if [ "$arc" = 77 ] && [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
+        echo "SKIP: crypto tests on aarch64 (LUKSKIT_ALLOW_SKIP=1)" | tee -a "$log"
+    elif [ "$arc" != 0 ]; then
+        echo "lukskit: the crypto tests on aarch64 failed (exit $arc)" >&2
+        [ "$status" != 0 ] || status=1
+    fi
+fi
 # A short fuzzing run (15 s per cargo-fuzz target; installs nightly + cargo-fuzz the first
 # time; LUKSKIT_FUZZ=0 skips it).
 if [ "${LUKSKIT_FUZZ:-1}" != 0 ]; then

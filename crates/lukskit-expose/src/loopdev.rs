@@ -12,9 +12,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
-const LOOP_CONFIGURE: libc::c_ulong = 0x4C0A;
-const LOOP_CTL_GET_FREE: libc::c_ulong = 0x4C82;
+const LOOP_CLR_FD: libc::Ioctl = 0x4C01;
+const LOOP_CONFIGURE: libc::Ioctl = 0x4C0A;
+const LOOP_CTL_GET_FREE: libc::Ioctl = 0x4C82;
 
 const LO_FLAGS_READ_ONLY: u32 = 1;
 const LO_FLAGS_AUTOCLEAR: u32 = 4;

@@ -710,6 +710,8 @@ mod tests {
 
     /// Every backend this CPU can run.
     pub(super) fn backends() -> Vec<Backend> {
+        // Only x86_64 adds SIMD backends.
+        #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
         let mut v = vec![Backend::Portable];
         #[cfg(target_arch = "x86_64")]
         {
