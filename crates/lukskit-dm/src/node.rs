@@ -45,6 +45,14 @@ pub fn mapper_path(name: &str) -> PathBuf {
     Path::new(MAPPER_DIR).join(name)
 }
 
+/// Whether `/dev/mapper/NAME` is a block node itself (not a symlink). When no mapping named
+/// NAME exists such a node is a leftover (a crashed tool, a deferred remove that a dead udevd
+/// never cleaned up): [`ensure_node`] replaces it, as libdevmapper does (cryptsetup 2.6.1
+/// opens over a stale `/dev/mapper/NAME` of another device number).
+pub fn is_block_node(name: &str) -> bool {
+    fs::symlink_metadata(mapper_path(name)).is_ok_and(|m| m.file_type().is_block_device())
+}
+
 /// How [`ensure_node`] made the node usable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeOutcome {

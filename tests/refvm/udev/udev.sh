@@ -115,7 +115,17 @@ timed none lukskit open lukskit open -d /tmp/k /dev/vda lkmap && report none luk
 timed none lukskit close lukskit close lkmap && after none lukskit lkmap
 deferred none-deferred cryptsetup csmap
 deferred none-deferred lukskit lkmap
-# A node a deferred remove left behind does not stop the next open of that name.
-timed reopen lukskit open lukskit open -d /tmp/k /dev/vda lkmap && report reopen lukskit lkmap
-lukskit close lkmap && after reopen lukskit lkmap
+# A stale node (what a dead udevd leaves after a deferred remove, or a crashed tool): a block
+# node of a device number no mapping has. Does each tool open over it?
+stale() { # TOOL NAME
+    rm -f "/dev/mapper/$2"
+    mknod -m 660 "/dev/mapper/$2" b 253 250
+    t0=$(up)
+    $1 open -d /tmp/k /dev/vda "$2"
+    echo "stale $1 open rc=$? node=$(node "$2")"
+    $1 close "$2"
+    echo "stale $1 close rc=$? node=$(node "$2")"
+}
+stale cryptsetup csmap
+stale lukskit lkmap
 echo "udev: done"
