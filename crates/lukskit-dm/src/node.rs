@@ -1,15 +1,18 @@
 //! Device nodes: `/dev/mapper/NAME` and `/dev/mapper/control`.
 //!
 //! Where udev runs (`/run/udev/control` exists) it makes `/dev/mapper/NAME` (a symlink to
-//! `../dm-N`) when the kernel announces the mapping; we wait for it, for a bounded time, and
-//! create the node ourselves if it does not come. Where no udev runs (containers, initramfs,
-//! the reference VM) we create the node ourselves, as libdevmapper does without udev: a block
-//! node with the mapping's `dev_t`. Observed with cryptsetup 2.6.1 and `DM_DISABLE_UDEV=1` on
-//! Debian 12: `brw-rw---- root disk 253,0 /dev/mapper/l2`, i.e. mode 0660, group `disk`.
+//! `../dm-N`) when the kernel announces the mapping (the resume's uevent, which carries
+//! libdevmapper's rule flags, see [`crate::ioctl::udev_flags`]); we wait for it, for a bounded
+//! time, and create the node ourselves if it does not come. Where no udev runs (containers,
+//! initramfs, the reference VM unless a script starts udevd) we create the node ourselves, as
+//! libdevmapper does without udev: a block node with the mapping's `dev_t`. Observed with
+//! cryptsetup 2.6.1 and `DM_DISABLE_UDEV=1` on Debian 12: `brw-rw---- root disk 253,0
+//! /dev/mapper/l2`, i.e. mode 0660, group `disk`. Both cases are checked against cryptsetup
+//! with Debian's systemd-udevd in the reference VM (tests/refvm/udev).
 //!
-//! Nothing here needs a udev cookie: libdevmapper's cookie wait is the best-known source of
-//! hangs (containers without the IPC namespace, udevd stopped), so we never block on udev
-//! beyond [`UDEV_WAIT`].
+//! Nothing here needs a udev cookie semaphore: libdevmapper's cookie wait is the best-known
+//! source of hangs (containers without the IPC namespace, udevd stopped), so we never block on
+//! udev beyond [`UDEV_WAIT`].
 
 use std::ffi::CString;
 use std::fs;
