@@ -84,6 +84,7 @@ cryptsetup open -d /tmp/k /dev/vda csmap && timed cross lukskit close lukskit cl
 # --deferred: closed once the holder lets go; udevd removes the symlink then.
 deferred() { # CASE TOOL NAME
     $2 open -d /tmp/k /dev/vda "$3" || return
+    # shellcheck disable=SC2217 # the redirection is the point: it holds the mapping open
     sleep 600 <"/dev/mapper/$3" &
     holder=$!
     sleep 1
@@ -120,7 +121,6 @@ deferred none-deferred lukskit lkmap
 stale() { # TOOL NAME
     rm -f "/dev/mapper/$2"
     mknod -m 660 "/dev/mapper/$2" b 253 250
-    t0=$(up)
     $1 open -d /tmp/k /dev/vda "$2"
     echo "stale $1 open rc=$? node=$(node "$2")"
     $1 close "$2"
