@@ -54,6 +54,9 @@ PACKAGES=(
     # scripts of cryptsetup and cryptsetup-initramfs, /lib/lsb/init-functions and
     # initramfs-tools' /scripts/functions, see SCRIPT_TREES.
     cryptsetup sysvinit-utils cryptsetup-initramfs initramfs-tools-core
+    # systemd-udevd and udevadm (tests/refvm/udev): started only by a script that runs
+    # /refvm/start-udev, with the device-mapper rules of dmsetup (UDEV_RULES).
+    udev
 )
 # Programs installed from those packages (they win over busybox applets of the same name).
 BINARIES=(
@@ -65,6 +68,7 @@ BINARIES=(
     mdadm
     mount umount losetup blkid wipefs blockdev lsblk
     bash keyctl jq
+    udevadm
 )
 # Every program of these packages goes into /opt/gnu/bin, which is not on PATH: scripts written
 # for a GNU userland rather than busybox (cryptsetup's own tests) put it first in theirs.
@@ -82,6 +86,13 @@ LINKS=(
     modprobe=kmod insmod=kmod rmmod=kmod lsmod=kmod modinfo=kmod depmod=kmod
     mkfs.ext2=mke2fs mkfs.ext3=mke2fs mkfs.ext4=mke2fs
     fsck.ext2=e2fsck fsck.ext3=e2fsck fsck.ext4=e2fsck
+    systemd-udevd=udevadm
+)
+# The only udev rules in the guest (udev's own 50-udev-default.rules etc. are left out: the
+# device-mapper rules are what /dev/mapper and /dev/disk/by-* of dm devices come from).
+UDEV_RULES=(
+    lib/udev/rules.d/55-dm.rules lib/udev/rules.d/60-persistent-storage-dm.rules
+    lib/udev/rules.d/95-dm-notify.rules
 )
 # Kernel modules (paths under /lib/modules/KVER/kernel, files or whole directories); their
 # dependencies are added from modules.dep. To add more, extend this list or set
@@ -388,6 +399,36 @@ INIT
     chmod 755 "$1"
 }
 
+# /refvm/start-udev and /refvm/stop-udev: udevd runs only in scripts that start it (every other
+# script sees no /run/udev/control, as before, and libdevmapper there needs DM_DISABLE_UDEV=1).
+write_udev_helpers() {
+    cat >"$1/start-udev" <<'START'
+#!/bin/sh
+# Start systemd-udevd (device-mapper rules only) and wait until it is listening and idle.
+[ -e /run/udev/control ] && { echo "start-udev: udevd already runs" >&2; exit 1; }
+/usr/bin/systemd-udevd --daemon --resolve-names=never || exit 1
+n=0
+while [ ! -e /run/udev/control ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+[ -e /run/udev/control ] || { echo "start-udev: no /run/udev/control after 30 s" >&2; exit 1; }
+udevadm trigger --action=add --subsystem-match=block >/dev/null 2>&1
+udevadm settle --timeout=120
+START
+    cat >"$1/stop-udev" <<'STOP'
+#!/bin/sh
+# Stop udevd. With --leave-control, leave /run/udev/control behind as a crashed udevd does.
+udevadm control --exit || exit 1
+n=0
+while pidof systemd-udevd >/dev/null && [ $n -lt 600 ]; do sleep 0.05; n=$((n + 1)); done
+pidof systemd-udevd >/dev/null && { echo "stop-udev: udevd still runs" >&2; exit 1; }
+if [ "${1:-}" = --leave-control ]; then
+    [ -e /run/udev/control ] || : >/run/udev/control
+else
+    rm -f /run/udev/control
+fi
+STOP
+    chmod 755 "$1/start-udev" "$1/stop-udev"
+}
+
 # Copies ELF binary $1 (and the libraries ldd finds for it) into the root $2, as /usr/$3.
 # Libraries are searched first in the unpacked packages ($U), then on the host.
 install_elf() {
@@ -490,6 +531,13 @@ build() {
     for f in "$U"/usr/lib/x86_64-linux-gnu/ossl-modules/*.so; do
         [ -f "$f" ] && install_elf "$f" "$R" "usr/lib/x86_64-linux-gnu/ossl-modules/$(basename "$f")"
     done
+    local r
+    mkdir -p "$R/usr/lib/udev/rules.d" "$R/etc/udev/rules.d"
+    for r in "${UDEV_RULES[@]}"; do
+        [ -f "$U/$r" ] || die "UDEV_RULES: $r not in the packages"
+        cp "$U/$r" "$R/usr/lib/udev/rules.d/"
+    done
+    write_udev_helpers "$R/refvm"
     local l dir
     for l in "${LINKS[@]}"; do
         rm -f "$R/usr/bin/${l%%=*}" "$R/usr/sbin/${l%%=*}"

@@ -53,10 +53,14 @@ pub fn activate(
     key: &SecretBuf,
 ) -> Result<()> {
     userspace::runtime::check_name(&config.name)?;
+    // A block node at /dev/mapper/NAME with no mapping of that name is stale: the kernel
+    // backend replaces it (as cryptsetup does); the userspace backend's link cannot.
+    let stale_node = backend == Backend::Kernel && lukskit_dm::node::is_block_node(&config.name);
     if find(&config.name)?.is_some()
-        || userspace::runtime::mapper_path(&config.name)
-            .symlink_metadata()
-            .is_ok()
+        || (!stale_node
+            && userspace::runtime::mapper_path(&config.name)
+                .symlink_metadata()
+                .is_ok())
     {
         return Err(ActivateError::NameExists {
             name: config.name.clone(),
@@ -73,6 +77,12 @@ pub fn activate(
             userspace::launch::start(config, key)
         }
     }
+}
+
+/// Whether `/dev/mapper/NAME` is a block node itself (not a symlink). With no mapping of
+/// that name it is a leftover that [`activate`] with the kernel backend replaces.
+pub fn mapper_block_node(name: &str) -> bool {
+    lukskit_dm::node::is_block_node(mapping_name(name))
 }
 
 /// The mapping name of a command-line argument: cryptsetup accepts `/dev/mapper/NAME` too.

@@ -55,6 +55,30 @@ const _: () = assert!(OFF_UUID + UUID_LEN + 7 == HEADER_SIZE);
 /// The interface version we speak: any 4.x kernel accepts a request that says 4.0.0.
 const VERSION: [u32; 3] = [4, 0, 0];
 
+/// Flags for the device-mapper udev rules (Debian's dmsetup: 55-dm.rules,
+/// 60-persistent-storage-dm.rules, 95-dm-notify.rules), passed as libdevmapper passes them: in
+/// the upper 16 bits of `dm_ioctl.event_nr`, which the kernel hands to udev as `DM_COOKIE` with
+/// the uevent of a resume or remove. We put no semaphore in the lower 16 bits (the "cookie"
+/// libdevmapper waits on, the usual source of its hangs): `dmsetup udevcomplete` returns at
+/// once for such a flags-only cookie, exactly as for libdevmapper's own when it does not
+/// synchronise with udev.
+pub mod udev_flags {
+    /// `DM_UDEV_DISABLE_LIBRARY_FALLBACK`: udev owns the nodes (cryptsetup sets it for every
+    /// mapping).
+    pub const DISABLE_LIBRARY_FALLBACK: u16 = 0x0020;
+    /// `DM_UDEV_PRIMARY_SOURCE_FLAG`: this event comes from the tool that made the change.
+    /// Without it 55-dm.rules takes the flags of the first (`add`) event from udev's database,
+    /// which disable the disk rules: `/dev/mapper/NAME` is made but no `/dev/disk/by-id/dm-*`
+    /// or `/dev/disk/by-uuid/*` link.
+    pub const PRIMARY_SOURCE: u16 = 0x0040;
+    /// Where the flags go in `event_nr` (`DM_UDEV_FLAGS_SHIFT`).
+    pub const SHIFT: u32 = 16;
+    /// The `event_nr` of our resume and remove requests: the flags libdevmapper sets for a
+    /// cryptsetup mapping (`DM_UDEV_DISABLE_LIBRARY_FALLBACK | DM_UDEV_PRIMARY_SOURCE_FLAG`),
+    /// no semaphore.
+    pub const COOKIE: u32 = ((DISABLE_LIBRARY_FALLBACK | PRIMARY_SOURCE) as u32) << SHIFT;
+}
+
 /// `dm_ioctl.flags` bits.
 pub mod flags {
     /// In/out: read-only table / device.
@@ -397,12 +421,19 @@ impl Control {
 
     /// A command on mapping `name` with no payload.
     fn simple(&self, cmd: Cmd, name: &str, fl: u32) -> Result<Buffer> {
+        self.simple_event(cmd, name, fl, 0)
+    }
+
+    /// A command on mapping `name` with no payload and `event_nr` set to `event` (the udev
+    /// cookie of a resume or remove, see [`udev_flags`]).
+    fn simple_event(&self, cmd: Cmd, name: &str, fl: u32, event: u32) -> Result<Buffer> {
         self.run(cmd, name, HEADER_SIZE, &|size| {
             let mut b = Buffer::new(size);
             if !name.is_empty() {
                 b.set_name(name)?;
             }
             b.set_flags(fl);
+            put_u32(&mut b.bytes, OFF_EVENT_NR, event);
             Ok(b)
         })
     }
@@ -549,17 +580,22 @@ impl Control {
     /// `DM_DEV_SUSPEND` without `DM_SUSPEND_FLAG`: resume `name`, making a loaded inactive
     /// table live. `secure` sets `DM_SECURE_DATA_FLAG` (libdevmapper sets it on the resume of
     /// a crypt mapping too).
+    /// Its uevent carries [`udev_flags::COOKIE`].
     pub fn resume(&self, name: &str, secure: bool) -> Result<DeviceInfo> {
         let fl = if secure { flags::SECURE_DATA } else { 0 };
-        Ok(self.simple(Cmd::DevSuspend, name, fl)?.info())
+        Ok(self
+            .simple_event(Cmd::DevSuspend, name, fl, udev_flags::COOKIE)?
+            .info())
     }
 
     /// `DM_DEV_REMOVE`. With `deferred`, a mapping that is still open is marked for removal
     /// when its last opener closes (the reply's flags then show `deferred_remove`) instead of
-    /// failing with [`DmError::Busy`].
+    /// failing with [`DmError::Busy`]. Its uevent carries [`udev_flags::COOKIE`].
     pub fn remove(&self, name: &str, deferred: bool) -> Result<DeviceInfo> {
         let fl = if deferred { flags::DEFERRED_REMOVE } else { 0 };
-        Ok(self.simple(Cmd::DevRemove, name, fl)?.info())
+        Ok(self
+            .simple_event(Cmd::DevRemove, name, fl, udev_flags::COOKIE)?
+            .info())
     }
 
     /// Cancel a pending deferred remove (the `@cancel_deferred_remove` message).
@@ -860,6 +896,14 @@ fn cstr_field(f: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn udev_cookie_is_libdevmapper_flags_only() {
+        // libdevmapper.h: DM_UDEV_DISABLE_LIBRARY_FALLBACK 0x0020, DM_UDEV_PRIMARY_SOURCE_FLAG
+        // 0x0040, DM_UDEV_FLAGS_SHIFT 16; no semaphore in the low half.
+        assert_eq!(udev_flags::COOKIE, 0x0060_0000);
+        assert_eq!(udev_flags::COOKIE & 0xffff, 0);
+    }
 
     #[test]
     fn request_numbers_match_linux_headers() {

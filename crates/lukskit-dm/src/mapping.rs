@@ -236,6 +236,13 @@ impl DeviceMapper {
             }
         };
         if opts.deferred && info.flags.deferred_remove {
+            // Where no udev runs nobody would remove the node once the kernel drops the
+            // mapping: remove it now, as libdevmapper does (cryptsetup 2.6.1 with
+            // DM_DISABLE_UDEV=1 leaves no /dev/mapper/NAME after `close --deferred`, the
+            // holder keeps its open file). Where udev runs, its remove event does it later.
+            if !node::udev_running() {
+                node::remove_node(name, dev, Duration::ZERO)?;
+            }
             return Ok(RemoveOutcome::Deferred);
         }
         node::remove_node(name, dev, self.udev_wait)?;

@@ -1,15 +1,18 @@
 //! Device nodes: `/dev/mapper/NAME` and `/dev/mapper/control`.
 //!
 //! Where udev runs (`/run/udev/control` exists) it makes `/dev/mapper/NAME` (a symlink to
-//! `../dm-N`) when the kernel announces the mapping; we wait for it, for a bounded time, and
-//! create the node ourselves if it does not come. Where no udev runs (containers, initramfs,
-//! the reference VM) we create the node ourselves, as libdevmapper does without udev: a block
-//! node with the mapping's `dev_t`. Observed with cryptsetup 2.6.1 and `DM_DISABLE_UDEV=1` on
-//! Debian 12: `brw-rw---- root disk 253,0 /dev/mapper/l2`, i.e. mode 0660, group `disk`.
+//! `../dm-N`) when the kernel announces the mapping (the resume's uevent, which carries
+//! libdevmapper's rule flags, see [`crate::ioctl::udev_flags`]); we wait for it, for a bounded
+//! time, and create the node ourselves if it does not come. Where no udev runs (containers,
+//! initramfs, the reference VM unless a script starts udevd) we create the node ourselves, as
+//! libdevmapper does without udev: a block node with the mapping's `dev_t`. Observed with
+//! cryptsetup 2.6.1 and `DM_DISABLE_UDEV=1` on Debian 12: `brw-rw---- root disk 253,0
+//! /dev/mapper/l2`, i.e. mode 0660, group `disk`. Both cases are checked against cryptsetup
+//! with Debian's systemd-udevd in the reference VM (tests/refvm/udev).
 //!
-//! Nothing here needs a udev cookie: libdevmapper's cookie wait is the best-known source of
-//! hangs (containers without the IPC namespace, udevd stopped), so we never block on udev
-//! beyond [`UDEV_WAIT`].
+//! Nothing here needs a udev cookie semaphore: libdevmapper's cookie wait is the best-known
+//! source of hangs (containers without the IPC namespace, udevd stopped), so we never block on
+//! udev beyond [`UDEV_WAIT`].
 
 use std::ffi::CString;
 use std::fs;
@@ -43,6 +46,14 @@ pub fn udev_running() -> bool {
 /// The path of mapping `name`'s node.
 pub fn mapper_path(name: &str) -> PathBuf {
     Path::new(MAPPER_DIR).join(name)
+}
+
+/// Whether `/dev/mapper/NAME` is a block node itself (not a symlink). When no mapping named
+/// NAME exists such a node is a leftover (a crashed tool, a deferred remove that a dead udevd
+/// never cleaned up): [`ensure_node`] replaces it, as libdevmapper does (cryptsetup 2.6.1
+/// opens over a stale `/dev/mapper/NAME` of another device number).
+pub fn is_block_node(name: &str) -> bool {
+    fs::symlink_metadata(mapper_path(name)).is_ok_and(|m| m.file_type().is_block_device())
 }
 
 /// How [`ensure_node`] made the node usable.

@@ -58,11 +58,14 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     } else {
         (&args[0], &args[1])
     };
+    // A block node there without a mapping of that name is stale: the activation layer
+    // decides (the kernel backend replaces it, as cryptsetup does).
     if activate::find(name).map_err(CliError::from)?.is_some()
-        || std::path::Path::new("/dev/mapper")
-            .join(name)
-            .symlink_metadata()
-            .is_ok()
+        || (!activate::mapper_block_node(name)
+            && std::path::Path::new("/dev/mapper")
+                .join(name)
+                .symlink_metadata()
+                .is_ok())
     {
         return Err(CliError::busy(format!("Device {name} already exists.")));
     }
