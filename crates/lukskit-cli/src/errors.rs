@@ -4,7 +4,10 @@
 
 use lukskit_activate::ActivateError;
 use lukskit_crypto::CryptoError;
-use lukskit_format::FormatError;
+use lukskit_format::{
+    CopyProblem, FormatError, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote,
+    Luks2Error, NotLuks,
+};
 use lukskit_volume::edit::RepairNote;
 use lukskit_volume::format::FormatWarning;
 use lukskit_volume::{
@@ -484,8 +487,8 @@ fn not_luks1(why: &Luks1Incompatibility) -> String {
         I::OutsideArea { slot } => {
             format!("keyslot {slot} lies outside the movable keyslots area.")
         }
-        // The on-disk layer's own description of what is wrong with the header.
-        I::Header(e) => e.to_string(),
+        // What is wrong with the header, in the on-disk layer's words below.
+        I::Header(e) => format_text(e),
         other => other.to_string(),
     }
 }
@@ -518,15 +521,189 @@ fn backup(b: &BackupError) -> CliError {
     CliError::invalid(m)
 }
 
-/// Errors of the on-disk layer. Its variants carry their own description of what is wrong
-/// with a header (text made there, from the header's contents); it is shown as a sentence.
+/// Errors of the on-disk layer: I/O is a device error (exit 4), the crypto layer's errors are
+/// worded as such, and what is wrong with a header is an invalid-argument error (exit 1).
 fn format_error(e: &FormatError) -> CliError {
     match e {
         FormatError::Io { context, source } => {
             CliError::device(with_period(format!("{context}: {source}")))
         }
         FormatError::Crypto(c) => crypto(c),
-        other => CliError::invalid(with_period(other.to_string())),
+        other => CliError::invalid(format_text(other)),
+    }
+}
+
+/// The sentence for an error of the on-disk layer (cryptsetup's wording where cryptsetup has
+/// one, else a description of what is wrong with the header).
+fn format_text(e: &FormatError) -> String {
+    match e {
+        FormatError::NotLuks(n) => match n {
+            NotLuks::NoMagic => "LUKS header not detected.".into(),
+            NotLuks::TooSmall => "Device is too small to contain a LUKS header.".into(),
+            NotLuks::NoLuks2Magic { secondary } => format!(
+                "No LUKS2 {} header magic.",
+                if *secondary { "secondary" } else { "primary" }
+            ),
+            NotLuks::NoLuks2Copy => "Device is not a valid LUKS device.".into(),
+            other => with_period(other.to_string()),
+        },
+        FormatError::Luks1(l) => luks1_text(l),
+        FormatError::Luks2(l) => luks2_text(l),
+        FormatError::Io { context, source } => with_period(format!("{context}: {source}")),
+        FormatError::Crypto(c) => crypto(c).message,
+        other => with_period(other.to_string()),
+    }
+}
+
+/// The sentence for what is wrong with a LUKS1 header.
+fn luks1_text(e: &Luks1Error) -> String {
+    match e {
+        Luks1Error::NotUtf8 { field } => {
+            let field = match field {
+                Luks1Field::CipherName => "cipher name",
+                Luks1Field::CipherMode => "cipher mode",
+                Luks1Field::HashSpec => "hash spec",
+                Luks1Field::Uuid => "UUID",
+                _ => "field",
+            };
+            format!("LUKS header {field} is not valid UTF-8.")
+        }
+        Luks1Error::Truncated { len, need } => {
+            format!("LUKS header is truncated ({len} bytes, need {need}).")
+        }
+        Luks1Error::UnsupportedVersion { version } => {
+            format!("Unsupported LUKS version {version}.")
+        }
+        Luks1Error::KeySizeZero => "LUKS header has invalid key size 0.".into(),
+        Luks1Error::KeySizeTooLarge { key_bytes, max } => {
+            format!("LUKS key size {key_bytes} bytes is too large (at most {max} bytes supported).")
+        }
+        Luks1Error::InvalidKeySize { key_bytes } => {
+            format!("Invalid LUKS key size {key_bytes} bytes.")
+        }
+        Luks1Error::DeviceTooSmall { need } => {
+            format!("Device is too small. (LUKS1 requires at least {need} bytes.)")
+        }
+        Luks1Error::UnsupportedHash { hash } => {
+            format!("Requested LUKS hash {hash} is not supported.")
+        }
+        Luks1Error::Keyslot { slot, problem } => {
+            let why = match problem {
+                Luks1KeyslotProblem::Stripes { stripes } => {
+                    format!(
+                        "stripes {stripes}, must be {}",
+                        lukskit_format::luks1::STRIPES
+                    )
+                }
+                Luks1KeyslotProblem::InsideHeader { offset } => {
+                    format!("key material offset {offset} is inside the header")
+                }
+                Luks1KeyslotProblem::StartBeyondData { offset, payload } => {
+                    format!("key material offset {offset} beyond data area offset {payload}")
+                }
+                Luks1KeyslotProblem::EndBeyondData {
+                    offset,
+                    end,
+                    payload,
+                } => format!(
+                    "key material sectors {offset}..{end} beyond data area offset {payload}"
+                ),
+                Luks1KeyslotProblem::Overlaps { other } => {
+                    format!("key material overlaps keyslot {other}")
+                }
+                other => other.to_string(),
+            };
+            format!("LUKS keyslot {slot} is invalid ({why}).")
+        }
+        Luks1Error::OffsetBeyondDevice => "Requested offset is beyond real size of device.".into(),
+        Luks1Error::DataOffsetInsideHeader => {
+            "Data offset for LUKS header must be either 0 or higher than header size.".into()
+        }
+        Luks1Error::BadUuid => "Wrong LUKS UUID format provided.".into(),
+        Luks1Error::RepairKeySize => "Non standard key size, manual repair required.".into(),
+        Luks1Error::RepairAlignment => {
+            "Non standard keyslots alignment, manual repair required.".into()
+        }
+        Luks1Error::RepairFailed => "Repair failed.".into(),
+        other => with_period(other.to_string()),
+    }
+}
+
+/// The sentence for what is wrong with a LUKS2 header.
+fn luks2_text(e: &Luks2Error) -> String {
+    match e {
+        Luks2Error::BinaryTruncated => "LUKS2 binary header is truncated.".into(),
+        Luks2Error::UnsupportedVersion { version } => {
+            format!("Unsupported LUKS2 header version {version}.")
+        }
+        Luks2Error::WriteUnsupportedVersion { version } => {
+            format!("Unsupported LUKS2 header version ({version}).")
+        }
+        Luks2Error::OffsetMismatch { found, expected } => format!(
+            "LUKS2 offset 0x{found:04x} on device differs to expected offset 0x{expected:04x}."
+        ),
+        Luks2Error::BogusSize { size } => format!("LUKS2 header has bogus size 0x{size:04x}."),
+        Luks2Error::UnsupportedChecksum { alg } => {
+            format!("Unsupported LUKS2 checksum algorithm {alg}.")
+        }
+        Luks2Error::NoValidCopy { primary, secondary } => format!(
+            "Device is not a valid LUKS device (primary header: {}; secondary header: {}).",
+            copy_text(primary),
+            copy_text(secondary)
+        ),
+        Luks2Error::DeviceTooSmall { need } => {
+            format!("Device is too small. Need at least {need} bytes.")
+        }
+        Luks2Error::JsonTooLarge { len, max } => {
+            format!("JSON is too large ({len} > {max} bytes).")
+        }
+        Luks2Error::ConcurrentUpdate => {
+            "Detected attempt for concurrent LUKS2 metadata update. Aborting operation.".into()
+        }
+        Luks2Error::Validation(rule) => {
+            with_period(format!("LUKS2 metadata validation failed: {rule}"))
+        }
+        Luks2Error::Metadata(what) => with_period(what.clone()),
+        other => with_period(other.to_string()),
+    }
+}
+
+/// What is wrong with one LUKS2 header copy (a diagnostic inside the message above).
+fn copy_text(p: &CopyProblem) -> String {
+    match p {
+        CopyProblem::Header(e) => format_text(e),
+        CopyProblem::NoUsableSecondary(last) => {
+            format!(
+                "no usable secondary header found (last: {})",
+                copy_text(last)
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The line `repair` prints for a note of the LUKS1 repair report.
+fn luks1_repair_text(n: &Luks1RepairNote) -> String {
+    match n {
+        Luks1RepairNote::Problem(e) => luks1_text(e),
+        Luks1RepairNote::InvalidCipherMode { mode } => {
+            format!("LUKS cipher mode {mode} is invalid.")
+        }
+        Luks1RepairNote::CipherModeRepaired { from } => {
+            format!("Cipher mode repaired ({from} -> ecb).")
+        }
+        Luks1RepairNote::OffsetRepaired { slot, from, to } => {
+            format!("Keyslot {slot}: offset repaired ({from} -> {to}).")
+        }
+        Luks1RepairNote::StripesRepaired { slot, from } => format!(
+            "Keyslot {slot}: stripes repaired ({from} -> {}).",
+            lukskit_format::luks1::STRIPES
+        ),
+        Luks1RepairNote::BogusPartitionSignature { slot } => {
+            format!("Keyslot {slot}: bogus partition signature.")
+        }
+        Luks1RepairNote::SaltWiped { slot } => format!("Keyslot {slot}: salt wiped."),
+        other => format!("{other:?}"),
     }
 }
 
@@ -572,7 +749,7 @@ pub fn repair_note(n: &RepairNote) -> String {
         RepairNote::SecondaryRestored => "Secondary LUKS2 header was damaged and has been \
              restored from the primary copy."
             .into(),
-        RepairNote::Luks1(line) => line.clone(),
+        RepairNote::Luks1(n) => luks1_repair_text(n),
         other => format!("{other:?}"),
     }
 }
@@ -814,9 +991,9 @@ mod tests {
                 "Limit exceeded: argon2 memory.",
             ),
             (
-                FormatError::Invalid("LUKS2 header checksum mismatch".into()).into(),
+                FormatError::from(Luks2Error::BogusSize { size: 0x1000 }).into(),
                 1,
-                "LUKS2 header checksum mismatch.",
+                "LUKS2 header has bogus size 0x1000.",
             ),
             (
                 FormatError::io(

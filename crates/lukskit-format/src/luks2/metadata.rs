@@ -6,7 +6,7 @@ use super::{
     BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
     SALT_SIZE,
 };
-use crate::{FormatError, Result};
+use crate::{FormatError, Luks2Error, Result};
 use serde_json::{Map, Value};
 
 /// Requirement names known to cryptsetup 2.6 / 2.7 (`requirements_flags[]`).
@@ -174,19 +174,19 @@ impl Keyslot {
     /// cryptsetup); only this keyslot is unusable.
     pub fn check_usable(&self) -> Result<()> {
         if self.kind != "luks2" {
-            return Err(FormatError::Unsupported(format!(
+            return Err(metadata_error(format!(
                 "Keyslot {} has type {}.",
                 self.id, self.kind
             )));
         }
         if let KdfParams::Unknown { name, .. } = &self.kdf {
-            return Err(FormatError::Unsupported(format!(
+            return Err(metadata_error(format!(
                 "Keyslot {}: unknown KDF type {name}.",
                 self.id
             )));
         }
         if self.kdf.salt().len() != SALT_SIZE {
-            return Err(FormatError::Invalid(format!(
+            return Err(metadata_error(format!(
                 "Keyslot {}: KDF salt is {} bytes, expected {SALT_SIZE}.",
                 self.id,
                 self.kdf.salt().len()
@@ -195,7 +195,7 @@ impl Keyslot {
         // cryptsetup ignores the "stripes" value when it opens a keyslot (it always uses
         // 4000, `LUKS_STRIPES`), so only the sizes are checked here.
         if self.key_size == 0 || self.area_key_size == 0 {
-            return Err(FormatError::Invalid(format!(
+            return Err(metadata_error(format!(
                 "Keyslot {}: invalid key size.",
                 self.id
             )));
@@ -211,7 +211,7 @@ impl Keyslot {
             KdfParams::Unknown { .. } => false,
         };
         if zero_cost {
-            return Err(FormatError::Invalid(format!(
+            return Err(metadata_error(format!(
                 "Keyslot {}: invalid KDF cost parameters.",
                 self.id
             )));
@@ -295,13 +295,13 @@ impl Digest {
     /// 32-byte salt and a digest of 20 bytes (LUKS1-converted) or of the hash's size.
     pub fn check_usable(&self) -> Result<()> {
         if self.kind != "pbkdf2" {
-            return Err(FormatError::Unsupported(format!(
+            return Err(metadata_error(format!(
                 "Digest {} has type {}.",
                 self.id, self.kind
             )));
         }
         if self.salt.len() != SALT_SIZE {
-            return Err(FormatError::Invalid(format!(
+            return Err(metadata_error(format!(
                 "Digest {}: salt is {} bytes, expected {SALT_SIZE}.",
                 self.id,
                 self.salt.len()
@@ -310,7 +310,7 @@ impl Digest {
         let hash = lukskit_crypto::hash::HashAlg::from_name(&self.hash)?;
         let n = self.digest.len();
         if n != 20 && n != hash.digest_size() {
-            return Err(FormatError::Invalid(format!(
+            return Err(metadata_error(format!(
                 "Digest {}: digest is {n} bytes.",
                 self.id
             )));
@@ -385,7 +385,11 @@ pub struct Luks2Header {
 }
 
 fn invalid(msg: impl Into<String>) -> FormatError {
-    FormatError::Invalid(msg.into())
+    metadata_error(msg)
+}
+
+fn metadata_error(msg: impl Into<String>) -> FormatError {
+    Luks2Error::Metadata(msg.into()).into()
 }
 
 /// Members of a section object with their numeric ids, sorted by id.
@@ -1039,10 +1043,7 @@ impl Luks2Header {
             return Err(invalid(format!("Key slot {} is invalid.", ks.id)));
         }
         if ks.kind != "luks2" {
-            return Err(FormatError::Unsupported(format!(
-                "keyslot type {}",
-                ks.kind
-            )));
+            return Err(metadata_error(format!("keyslot type {}", ks.kind)));
         }
         if let Some(p) = ks.priority {
             if p > 2 {
