@@ -5,8 +5,8 @@
 use lukskit_activate::ActivateError;
 use lukskit_crypto::CryptoError;
 use lukskit_format::{
-    CopyProblem, FormatError, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote,
-    Luks2Error, NotLuks,
+    CopyProblem, DigestProblem, FormatError, KeyslotProblem, Luks1Error, Luks1Field,
+    Luks1KeyslotProblem, Luks1RepairNote, Luks2Error, NotLuks,
 };
 use lukskit_volume::edit::RepairNote;
 use lukskit_volume::format::FormatWarning;
@@ -660,6 +660,59 @@ fn luks2_text(e: &Luks2Error) -> String {
         Luks2Error::ConcurrentUpdate => {
             "Detected attempt for concurrent LUKS2 metadata update. Aborting operation.".into()
         }
+        Luks2Error::KeyslotUnusable { id, problem } => match problem {
+            KeyslotProblem::Type { kind } => format!("Keyslot {id} has type {kind}."),
+            KeyslotProblem::UnknownKdf { name } => {
+                format!("Keyslot {id}: unknown KDF type {name}.")
+            }
+            KeyslotProblem::KdfSaltSize { len } => {
+                format!(
+                    "Keyslot {id}: KDF salt is {len} bytes, expected {}.",
+                    lukskit_format::luks2::SALT_SIZE
+                )
+            }
+            KeyslotProblem::KeySize => format!("Keyslot {id}: invalid key size."),
+            KeyslotProblem::KdfCost => format!("Keyslot {id}: invalid KDF cost parameters."),
+            KeyslotProblem::NotObject => format!("Keyslot {id} is not an object."),
+            other => format!("Keyslot {id}: {other}."),
+        },
+        Luks2Error::DigestUnusable { id, problem } => match problem {
+            DigestProblem::Type { kind } => format!("Digest {id} has type {kind}."),
+            DigestProblem::SaltSize { len } => {
+                format!(
+                    "Digest {id}: salt is {len} bytes, expected {}.",
+                    lukskit_format::luks2::SALT_SIZE
+                )
+            }
+            DigestProblem::DigestSize { len } => format!("Digest {id}: digest is {len} bytes."),
+            other => format!("Digest {id}: {other}."),
+        },
+        Luks2Error::UnsupportedMetadataSize { size } => {
+            format!("Unsupported LUKS2 metadata size {size}.")
+        }
+        Luks2Error::UnsupportedKeyslotsSize { size } => {
+            format!("Unsupported LUKS2 keyslots size {size}.")
+        }
+        Luks2Error::DataOffsetTooSmall => "Requested data offset is too small.".into(),
+        Luks2Error::LabelTooLong => "Label is too long.".into(),
+        Luks2Error::BadUuid => "Wrong LUKS UUID format provided.".into(),
+        Luks2Error::DigestIdInvalid { id } => format!("Invalid digest id {id}."),
+        Luks2Error::MissingSection { name } => format!("Missing {name} section."),
+        Luks2Error::HeaderSizeOverflow => "Header size overflow.".into(),
+        Luks2Error::JsonAreaFull { len, max } => {
+            format!("Not enough space in header JSON area ({len} > {max} bytes).")
+        }
+        Luks2Error::KeyslotIdInvalid { id } => format!("Key slot {id} is invalid."),
+        Luks2Error::UnsupportedKeyslotType { kind } => format!("keyslot type {kind}."),
+        Luks2Error::InvalidPriority { priority } => format!("Invalid keyslot priority {priority}."),
+        Luks2Error::KeyslotActive { id } => format!("Cannot modify already active keyslot {id}."),
+        Luks2Error::KeyslotInactive { id } => format!("Keyslot {id} is not active."),
+        Luks2Error::DigestMissing { id } => format!("Digest {id} does not exist."),
+        Luks2Error::DigestNoKeyslots { id } => format!("Digest {id} has no keyslots array."),
+        Luks2Error::DigestExists { id } => format!("Digest {id} already exists."),
+        Luks2Error::NoFreeToken => "No free token slot.".into(),
+        Luks2Error::TokenIdInvalid { id } => format!("Token {id} is invalid."),
+        Luks2Error::TokenNotInUse { id } => format!("Token {id} is not in use."),
         Luks2Error::Validation(rule) => {
             with_period(format!("LUKS2 metadata validation failed: {rule}"))
         }

@@ -319,10 +319,134 @@ pub enum Luks2Error {
     /// The on-disk sequence id changed under an update.
     #[error("concurrent metadata update")]
     ConcurrentUpdate,
+    /// A keyslot that cannot be used (`luks2_keyslot_get_pbkdf_params`, `luks2_keyslot_validate`).
+    #[error("keyslot {id}: {problem}")]
+    KeyslotUnusable {
+        /// The keyslot.
+        id: u32,
+        /// What is wrong.
+        problem: KeyslotProblem,
+    },
+    /// A digest that cannot be used (`PBKDF2_digest_verify`).
+    #[error("digest {id}: {problem}")]
+    DigestUnusable {
+        /// The digest.
+        id: u32,
+        /// What is wrong.
+        problem: DigestProblem,
+    },
+    /// A keyslot id out of range.
+    #[error("keyslot id {id} out of range")]
+    KeyslotIdInvalid {
+        /// The id.
+        id: u32,
+    },
+    /// A keyslot type that cannot be added.
+    #[error("keyslot type {kind} not supported")]
+    UnsupportedKeyslotType {
+        /// The type.
+        kind: String,
+    },
+    /// A keyslot priority other than 0, 1, 2.
+    #[error("invalid keyslot priority {priority}")]
+    InvalidPriority {
+        /// The priority.
+        priority: u32,
+    },
+    /// A keyslot to add is in use.
+    #[error("keyslot {id} in use")]
+    KeyslotActive {
+        /// The keyslot.
+        id: u32,
+    },
+    /// A keyslot to change is not in use.
+    #[error("keyslot {id} not in use")]
+    KeyslotInactive {
+        /// The keyslot.
+        id: u32,
+    },
+    /// A digest id out of range.
+    #[error("digest id {id} out of range")]
+    DigestIdInvalid {
+        /// The id.
+        id: u32,
+    },
+    /// A digest that does not exist.
+    #[error("digest {id} does not exist")]
+    DigestMissing {
+        /// The digest.
+        id: u32,
+    },
+    /// A digest without its keyslots array.
+    #[error("digest {id} has no keyslots array")]
+    DigestNoKeyslots {
+        /// The digest.
+        id: u32,
+    },
+    /// A digest to add exists already.
+    #[error("digest {id} exists")]
+    DigestExists {
+        /// The digest.
+        id: u32,
+    },
+    /// All token ids are taken.
+    #[error("no free token id")]
+    NoFreeToken,
+    /// A token id out of range.
+    #[error("token id {id} out of range")]
+    TokenIdInvalid {
+        /// The id.
+        id: u32,
+    },
+    /// A token to remove is not in use.
+    #[error("token {id} not in use")]
+    TokenNotInUse {
+        /// The token.
+        id: u32,
+    },
+    /// The JSON would not fit its area after an edit.
+    #[error("JSON area full ({len} > {max} bytes)")]
+    JsonAreaFull {
+        /// Serialised length.
+        len: u64,
+        /// Size of the area.
+        max: u64,
+    },
+    /// A metadata area size that is not one of LUKS2's.
+    #[error("unsupported metadata size {size}")]
+    UnsupportedMetadataSize {
+        /// The size (bytes).
+        size: u64,
+    },
+    /// A keyslots area size that is not allowed.
+    #[error("unsupported keyslots size {size}")]
+    UnsupportedKeyslotsSize {
+        /// The size (bytes).
+        size: u64,
+    },
+    /// A data offset inside the metadata and keyslots areas.
+    #[error("data offset too small")]
+    DataOffsetTooSmall,
+    /// A label or subsystem of 48 bytes or more.
+    #[error("label too long")]
+    LabelTooLong,
+    /// A UUID not in the canonical form.
+    #[error("malformed UUID")]
+    BadUuid,
+    /// A top-level JSON section missing.
+    #[error("missing {name} section")]
+    MissingSection {
+        /// The section.
+        name: String,
+    },
+    /// Metadata plus keyslots sizes overflow.
+    #[error("header size overflow")]
+    HeaderSizeOverflow,
     /// The JSON metadata breaks one of cryptsetup's validation rules (the rule, as text).
     #[error("metadata validation failed: {0}")]
     Validation(String),
-    /// A JSON metadata object that cannot be used or edited as asked (what is wrong, as text).
+    /// A JSON metadata object of a shape that cannot be read or added (which member of which
+    /// object, as text).
     #[error("{0}")]
     Metadata(String),
 }
@@ -350,4 +474,61 @@ pub enum CopyProblem {
     /// diagnostic description (cryptsetup prints these only in its debug log).
     #[error("{0}")]
     Other(String),
+}
+
+/// What makes a LUKS2 keyslot unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyslotProblem {
+    /// A keyslot type other than `luks2`.
+    #[error("type {kind}")]
+    Type {
+        /// The type.
+        kind: String,
+    },
+    /// A KDF type that is not known.
+    #[error("unknown KDF {name}")]
+    UnknownKdf {
+        /// The KDF type.
+        name: String,
+    },
+    /// A KDF salt of the wrong size.
+    #[error("KDF salt of {len} bytes")]
+    KdfSaltSize {
+        /// The salt length.
+        len: usize,
+    },
+    /// A key size of 0.
+    #[error("invalid key size")]
+    KeySize,
+    /// A KDF cost of 0 or beyond 32 bits.
+    #[error("invalid KDF cost")]
+    KdfCost,
+    /// The keyslot is not a JSON object.
+    #[error("not an object")]
+    NotObject,
+}
+
+/// What makes a LUKS2 digest unusable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DigestProblem {
+    /// A digest type other than `pbkdf2`.
+    #[error("type {kind}")]
+    Type {
+        /// The type.
+        kind: String,
+    },
+    /// A salt of the wrong size.
+    #[error("salt of {len} bytes")]
+    SaltSize {
+        /// The salt length.
+        len: usize,
+    },
+    /// A digest of the wrong size.
+    #[error("digest of {len} bytes")]
+    DigestSize {
+        /// The digest length.
+        len: usize,
+    },
 }

@@ -20,8 +20,8 @@ pub mod luks1;
 pub mod luks2;
 
 pub use error::{
-    CopyProblem, FormatError, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote,
-    Luks2Error, NotLuks,
+    CopyProblem, DigestProblem, FormatError, KeyslotProblem, Luks1Error, Luks1Field,
+    Luks1KeyslotProblem, Luks1RepairNote, Luks2Error, NotLuks,
 };
 
 /// Result type of this crate.

@@ -6,7 +6,7 @@ use super::{
     BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
     SALT_SIZE,
 };
-use crate::{FormatError, Luks2Error, Result};
+use crate::{DigestProblem, FormatError, KeyslotProblem, Luks2Error, Result};
 use serde_json::{Map, Value};
 
 /// Requirement names known to cryptsetup 2.6 / 2.7 (`requirements_flags[]`).
@@ -174,31 +174,38 @@ impl Keyslot {
     /// cryptsetup); only this keyslot is unusable.
     pub fn check_usable(&self) -> Result<()> {
         if self.kind != "luks2" {
-            return Err(metadata_error(format!(
-                "Keyslot {} has type {}.",
-                self.id, self.kind
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::Type {
+                    kind: self.kind.clone(),
+                },
+            }
+            .into());
         }
         if let KdfParams::Unknown { name, .. } = &self.kdf {
-            return Err(metadata_error(format!(
-                "Keyslot {}: unknown KDF type {name}.",
-                self.id
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::UnknownKdf { name: name.clone() },
+            }
+            .into());
         }
         if self.kdf.salt().len() != SALT_SIZE {
-            return Err(metadata_error(format!(
-                "Keyslot {}: KDF salt is {} bytes, expected {SALT_SIZE}.",
-                self.id,
-                self.kdf.salt().len()
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::KdfSaltSize {
+                    len: self.kdf.salt().len(),
+                },
+            }
+            .into());
         }
         // cryptsetup ignores the "stripes" value when it opens a keyslot (it always uses
         // 4000, `LUKS_STRIPES`), so only the sizes are checked here.
         if self.key_size == 0 || self.area_key_size == 0 {
-            return Err(metadata_error(format!(
-                "Keyslot {}: invalid key size.",
-                self.id
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::KeySize,
+            }
+            .into());
         }
         // A KDF cost outside u32 (e.g. -1) reads as 0. cryptsetup would truncate it into a
         // cost of billions of iterations (or fail on 0); this keyslot is refused instead.
@@ -211,10 +218,11 @@ impl Keyslot {
             KdfParams::Unknown { .. } => false,
         };
         if zero_cost {
-            return Err(metadata_error(format!(
-                "Keyslot {}: invalid KDF cost parameters.",
-                self.id
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::KdfCost,
+            }
+            .into());
         }
         Ok(())
     }
@@ -295,25 +303,31 @@ impl Digest {
     /// 32-byte salt and a digest of 20 bytes (LUKS1-converted) or of the hash's size.
     pub fn check_usable(&self) -> Result<()> {
         if self.kind != "pbkdf2" {
-            return Err(metadata_error(format!(
-                "Digest {} has type {}.",
-                self.id, self.kind
-            )));
+            return Err(Luks2Error::DigestUnusable {
+                id: self.id,
+                problem: DigestProblem::Type {
+                    kind: self.kind.clone(),
+                },
+            }
+            .into());
         }
         if self.salt.len() != SALT_SIZE {
-            return Err(metadata_error(format!(
-                "Digest {}: salt is {} bytes, expected {SALT_SIZE}.",
-                self.id,
-                self.salt.len()
-            )));
+            return Err(Luks2Error::DigestUnusable {
+                id: self.id,
+                problem: DigestProblem::SaltSize {
+                    len: self.salt.len(),
+                },
+            }
+            .into());
         }
         let hash = lukskit_crypto::hash::HashAlg::from_name(&self.hash)?;
         let n = self.digest.len();
         if n != 20 && n != hash.digest_size() {
-            return Err(metadata_error(format!(
-                "Digest {}: digest is {n} bytes.",
-                self.id
-            )));
+            return Err(Luks2Error::DigestUnusable {
+                id: self.id,
+                problem: DigestProblem::DigestSize { len: n },
+            }
+            .into());
         }
         Ok(())
     }
@@ -743,28 +757,28 @@ impl Luks2Header {
     /// validated.
     pub fn new(p: &NewHeaderParams) -> Result<Self> {
         if !METADATA_SIZES.contains(&p.metadata_size) {
-            return Err(invalid(format!(
-                "Unsupported LUKS2 metadata size {}.",
-                p.metadata_size
-            )));
+            return Err(Luks2Error::UnsupportedMetadataSize {
+                size: p.metadata_size,
+            }
+            .into());
         }
         if !p.keyslots_size.is_multiple_of(4096) || p.keyslots_size > MAX_KEYSLOTS_SIZE {
-            return Err(invalid(format!(
-                "Unsupported LUKS2 keyslots size {}.",
-                p.keyslots_size
-            )));
+            return Err(Luks2Error::UnsupportedKeyslotsSize {
+                size: p.keyslots_size,
+            }
+            .into());
         }
         if p.data_offset != 0 && p.data_offset < 2 * p.metadata_size {
-            return Err(invalid("Requested data offset is too small."));
+            return Err(Luks2Error::DataOffsetTooSmall.into());
         }
         if p.label.len() >= 48 || p.subsystem.len() >= 48 {
-            return Err(invalid("Label is too long."));
+            return Err(Luks2Error::LabelTooLong.into());
         }
         if !uuid_ok(&p.uuid) {
-            return Err(invalid("Wrong LUKS UUID format provided."));
+            return Err(Luks2Error::BadUuid.into());
         }
         if p.digest.id >= MAX_DIGESTS {
-            return Err(invalid(format!("Invalid digest id {}.", p.digest.id)));
+            return Err(Luks2Error::DigestIdInvalid { id: p.digest.id }.into());
         }
         let mut salt1 = [0u8; 64];
         let mut salt2 = [0u8; 64];
@@ -857,14 +871,14 @@ impl Luks2Header {
         self.json
             .get(name)
             .and_then(Value::as_object)
-            .ok_or_else(|| invalid(format!("Missing {name} section.")))
+            .ok_or_else(|| Luks2Error::MissingSection { name: name.into() }.into())
     }
 
     fn section_mut(&mut self, name: &str) -> Result<&mut Map<String, Value>> {
         self.json
             .get_mut(name)
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| invalid(format!("Missing {name} section.")))
+            .ok_or_else(|| Luks2Error::MissingSection { name: name.into() }.into())
     }
 
     /// `config.keyslots_size`.
@@ -876,7 +890,7 @@ impl Luks2Header {
     pub fn hdr_and_areas_size(&self) -> Result<u64> {
         self.keyslots_size()?
             .checked_add(2 * self.metadata_size())
-            .ok_or_else(|| invalid("Header size overflow."))
+            .ok_or_else(|| FormatError::from(Luks2Error::HeaderSizeOverflow))
     }
 
     /// All keyslots (any type), sorted by id.
@@ -900,7 +914,11 @@ impl Luks2Header {
         match self.section("keyslots")?.get(&id.to_string()) {
             None => Ok(None),
             Some(Value::Object(o)) => parse_keyslot(id, o).map(Some),
-            Some(_) => Err(invalid(format!("Keyslot {id} is not an object."))),
+            Some(_) => Err(Luks2Error::KeyslotUnusable {
+                id,
+                problem: KeyslotProblem::NotObject,
+            }
+            .into()),
         }
     }
 
@@ -1027,10 +1045,11 @@ impl Luks2Header {
     fn check_json_size(&self) -> Result<()> {
         let len = self.to_json_string().len() as u64;
         if len > self.json_area_size() {
-            return Err(invalid(format!(
-                "Not enough space in header JSON area ({len} > {} bytes).",
-                self.json_area_size()
-            )));
+            return Err(Luks2Error::JsonAreaFull {
+                len,
+                max: self.json_area_size(),
+            }
+            .into());
         }
         Ok(())
     }
@@ -1040,23 +1059,23 @@ impl Luks2Header {
     /// out of range, or the JSON would no longer fit its area.
     pub fn add_keyslot(&mut self, ks: &Keyslot) -> Result<()> {
         if ks.id >= MAX_KEYSLOTS {
-            return Err(invalid(format!("Key slot {} is invalid.", ks.id)));
+            return Err(Luks2Error::KeyslotIdInvalid { id: ks.id }.into());
         }
         if ks.kind != "luks2" {
-            return Err(metadata_error(format!("keyslot type {}", ks.kind)));
+            return Err(Luks2Error::UnsupportedKeyslotType {
+                kind: ks.kind.clone(),
+            }
+            .into());
         }
         if let Some(p) = ks.priority {
             if p > 2 {
-                return Err(invalid(format!("Invalid keyslot priority {p}.")));
+                return Err(Luks2Error::InvalidPriority { priority: p }.into());
             }
         }
         let key = ks.id.to_string();
         let keyslots = self.section_mut("keyslots")?;
         if keyslots.contains_key(&key) {
-            return Err(invalid(format!(
-                "Cannot modify already active keyslot {}.",
-                ks.id
-            )));
+            return Err(Luks2Error::KeyslotActive { id: ks.id }.into());
         }
         keyslots.insert(key.clone(), ks.to_json());
         if let Err(e) = self.check_json_size() {
@@ -1072,7 +1091,7 @@ impl Luks2Header {
         let key = ks.id.to_string();
         let keyslots = self.section_mut("keyslots")?;
         let Some(old) = keyslots.get(&key).cloned() else {
-            return Err(invalid(format!("Keyslot {} is not active.", ks.id)));
+            return Err(Luks2Error::KeyslotInactive { id: ks.id }.into());
         };
         keyslots.insert(key.clone(), ks.to_json());
         if let Err(e) = self.check_json_size() {
@@ -1089,7 +1108,7 @@ impl Luks2Header {
     pub fn remove_keyslot(&mut self, id: u32) -> Result<()> {
         let key = id.to_string();
         if !self.section("keyslots")?.contains_key(&key) {
-            return Err(invalid(format!("Keyslot {id} is not active.")));
+            return Err(Luks2Error::KeyslotInactive { id }.into());
         }
         for sec in ["digests", "tokens"] {
             if let Ok(m) = self.section_mut(sec) {
@@ -1125,17 +1144,17 @@ impl Luks2Header {
     pub fn assign_keyslot_to_digest(&mut self, keyslot: u32, digest: u32) -> Result<()> {
         let ks = keyslot.to_string();
         if !self.section("keyslots")?.contains_key(&ks) {
-            return Err(invalid(format!("Keyslot {keyslot} is not active.")));
+            return Err(Luks2Error::KeyslotInactive { id: keyslot }.into());
         }
         let d = self
             .section_mut("digests")?
             .get_mut(&digest.to_string())
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| invalid(format!("Digest {digest} does not exist.")))?;
+            .ok_or_else(|| FormatError::from(Luks2Error::DigestMissing { id: digest }))?;
         let arr = d
             .get_mut("keyslots")
             .and_then(Value::as_array_mut)
-            .ok_or_else(|| invalid(format!("Digest {digest} has no keyslots array.")))?;
+            .ok_or_else(|| FormatError::from(Luks2Error::DigestNoKeyslots { id: digest }))?;
         if !arr.iter().any(|v| v.as_str() == Some(ks.as_str())) {
             arr.push(Value::String(ks));
         }
@@ -1145,12 +1164,12 @@ impl Luks2Header {
     /// Add a digest object (appended, `PBKDF2_digest_store` member order).
     pub fn add_digest(&mut self, d: &Digest) -> Result<()> {
         if d.id >= MAX_DIGESTS {
-            return Err(invalid(format!("Invalid digest id {}.", d.id)));
+            return Err(Luks2Error::DigestIdInvalid { id: d.id }.into());
         }
         let key = d.id.to_string();
         let digests = self.section_mut("digests")?;
         if digests.contains_key(&key) {
-            return Err(invalid(format!("Digest {} already exists.", d.id)));
+            return Err(Luks2Error::DigestExists { id: d.id }.into());
         }
         digests.insert(key.clone(), d.to_json());
         if let Err(e) = self.check_json_size() {
@@ -1164,13 +1183,13 @@ impl Luks2Header {
     /// normal removes the member, anything else sets it (appended if new).
     pub fn set_keyslot_priority(&mut self, id: u32, priority: u32) -> Result<()> {
         if priority > 2 {
-            return Err(invalid(format!("Invalid keyslot priority {priority}.")));
+            return Err(Luks2Error::InvalidPriority { priority }.into());
         }
         let ks = self
             .section_mut("keyslots")?
             .get_mut(&id.to_string())
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| invalid(format!("Keyslot {id} is not active.")))?;
+            .ok_or(Luks2Error::KeyslotInactive { id })?;
         if priority == 1 {
             ks.shift_remove("priority");
         } else {
@@ -1238,11 +1257,11 @@ impl Luks2Header {
                 let tokens = self.section("tokens")?;
                 (0..MAX_TOKENS)
                     .find(|i| !tokens.contains_key(&i.to_string()))
-                    .ok_or_else(|| invalid("No free token slot."))?
+                    .ok_or_else(|| FormatError::from(Luks2Error::NoFreeToken))?
             }
         };
         if id >= MAX_TOKENS {
-            return Err(invalid(format!("Token {id} is invalid.")));
+            return Err(Luks2Error::TokenIdInvalid { id }.into());
         }
         let obj = token
             .as_object()
@@ -1299,7 +1318,7 @@ impl Luks2Header {
         self.section_mut("tokens")?
             .shift_remove(&id.to_string())
             .map(|_| ())
-            .ok_or_else(|| invalid(format!("Token {id} is not in use.")))
+            .ok_or_else(|| FormatError::from(Luks2Error::TokenNotInUse { id }))
     }
 }
 
@@ -1513,8 +1532,13 @@ mod tests {
                 salt: vec![7; 32],
             }
         );
-        let e = k.check_usable().unwrap_err().to_string();
-        assert!(e.contains("unknown KDF type argon2"), "{e}");
+        assert!(matches!(
+            k.check_usable(),
+            Err(FormatError::Luks2(Luks2Error::KeyslotUnusable {
+                id: 3,
+                problem: KeyslotProblem::UnknownKdf { name },
+            })) if name == "argon2"
+        ));
         let k = ks(
             serde_json::json!({"type": "x", "time": " 12x", "memory": -5,
                                       "cpus": [1], "salt": 1234}),
