@@ -5,8 +5,9 @@
 use lukskit_activate::ActivateError;
 use lukskit_crypto::CryptoError;
 use lukskit_format::{
-    CopyProblem, DigestProblem, FormatError, KeyslotProblem, Luks1Error, Luks1Field,
-    Luks1KeyslotProblem, Luks1RepairNote, Luks2Error, NotLuks,
+    CopyProblem, DigestProblem, FormatError, JsonKind, JsonObject, JsonProblem, JsonType,
+    KeyslotProblem, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote, Luks2Error,
+    NotLuks,
 };
 use lukskit_volume::edit::RepairNote;
 use lukskit_volume::format::FormatWarning;
@@ -716,8 +717,58 @@ fn luks2_text(e: &Luks2Error) -> String {
         Luks2Error::Validation(rule) => {
             with_period(format!("LUKS2 metadata validation failed: {rule}"))
         }
-        Luks2Error::Metadata(what) => with_period(what.clone()),
+        Luks2Error::Json { object, problem } => json_text(object, problem),
+        Luks2Error::TokenNotObject => "Token JSON must be an object.".into(),
+        Luks2Error::Internal => "internal error: chosen copy has no metadata.".into(),
         other => with_period(other.to_string()),
+    }
+}
+
+/// What is wrong with the shape of a LUKS2 JSON object.
+fn json_text(object: &JsonObject, problem: &JsonProblem) -> String {
+    let kind = match object.kind {
+        JsonKind::Keyslot => "Keyslot",
+        JsonKind::Segment => "Segment",
+        JsonKind::Digest => "Digest",
+        JsonKind::Token => "Token",
+        JsonKind::Config => "Config",
+        _ => "Object",
+    };
+    let ctx = match object.id {
+        Some(id) => format!("{kind} {id}"),
+        None => kind.to_owned(),
+    };
+    match problem {
+        JsonProblem::NotNumbered { key } => format!("{kind} \"{key}\" is not in numbered form."),
+        JsonProblem::NotAnObject { key } => format!("{kind} {key} is not an object."),
+        JsonProblem::Missing { member, kind } => {
+            let t = match kind {
+                JsonType::Array => "array",
+                JsonType::String => "string",
+                JsonType::Uint64String => "uint64 string",
+                JsonType::Object => "object",
+                _ => "value",
+            };
+            format!("{ctx} is missing \"{member}\" ({t}).")
+        }
+        JsonProblem::IllegalArrayValue { member } => {
+            format!("{ctx}: illegal value in \"{member}\" array.")
+        }
+        JsonProblem::IllegalFlags => format!("{ctx}: illegal flags."),
+        JsonProblem::EmptyType => format!("{ctx} has an empty type."),
+        JsonProblem::IllegalKeyslotsValue => {
+            format!("{ctx}: illegal value type in keyslots array.")
+        }
+        JsonProblem::MissingKeyslot { keyslot } => {
+            format!("{ctx} references missing keyslot {keyslot}.")
+        }
+        JsonProblem::ReservedType { kind } => {
+            format!("{ctx}: {kind} is a reserved built-in token type.")
+        }
+        JsonProblem::KeyringShape => {
+            format!("{ctx}: luks2-keyring token needs exactly type, keyslots and key_description.")
+        }
+        other => format!("{ctx}: {other}."),
     }
 }
 
@@ -1047,6 +1098,42 @@ mod tests {
                 FormatError::from(Luks2Error::BogusSize { size: 0x1000 }).into(),
                 1,
                 "LUKS2 header has bogus size 0x1000.",
+            ),
+            (
+                FormatError::from(Luks1Error::Keyslot {
+                    slot: 4,
+                    problem: Luks1KeyslotProblem::Stripes { stripes: 3999 },
+                })
+                .into(),
+                1,
+                "LUKS keyslot 4 is invalid (stripes 3999, must be 4000).",
+            ),
+            (
+                FormatError::from(Luks2Error::Json {
+                    object: JsonObject::numbered(JsonKind::Segment, 0),
+                    problem: JsonProblem::Missing {
+                        member: "offset".into(),
+                        kind: JsonType::Uint64String,
+                    },
+                })
+                .into(),
+                1,
+                "Segment 0 is missing \"offset\" (uint64 string).",
+            ),
+            (
+                FormatError::from(Luks2Error::NoValidCopy {
+                    primary: CopyProblem::Header(Box::new(
+                        NotLuks::NoLuks2Magic { secondary: false }.into(),
+                    )),
+                    secondary: CopyProblem::NoUsableSecondary(Box::new(CopyProblem::Header(
+                        Box::new(Luks2Error::UnsupportedVersion { version: 3 }.into()),
+                    ))),
+                })
+                .into(),
+                1,
+                "Device is not a valid LUKS device (primary header: No LUKS2 primary header \
+                 magic.; secondary header: no usable secondary header found (last: \
+                 Unsupported LUKS2 header version 3.)).",
             ),
             (
                 FormatError::io(

@@ -445,10 +445,20 @@ pub enum Luks2Error {
     /// The JSON metadata breaks one of cryptsetup's validation rules (the rule, as text).
     #[error("metadata validation failed: {0}")]
     Validation(String),
-    /// A JSON metadata object of a shape that cannot be read or added (which member of which
-    /// object, as text).
-    #[error("{0}")]
-    Metadata(String),
+    /// A JSON metadata object of a shape that cannot be read or added.
+    #[error("{object:?}: {problem}")]
+    Json {
+        /// The object.
+        object: JsonObject,
+        /// What is wrong with it.
+        problem: JsonProblem,
+    },
+    /// A token to add that is not a JSON object.
+    #[error("token JSON is not an object")]
+    TokenNotObject,
+    /// The copy chosen on read has no metadata (a bug).
+    #[error("internal error: chosen copy has no metadata")]
+    Internal,
 }
 
 /// Why one copy of a LUKS2 header is not usable.
@@ -531,4 +541,106 @@ pub enum DigestProblem {
         /// The digest length.
         len: usize,
     },
+}
+
+/// What kind of LUKS2 JSON object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JsonKind {
+    /// A keyslot.
+    Keyslot,
+    /// A segment.
+    Segment,
+    /// A digest.
+    Digest,
+    /// A token.
+    Token,
+    /// The `config` object.
+    Config,
+}
+
+/// A LUKS2 JSON object: its kind and, for numbered objects, its id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonObject {
+    /// The kind.
+    pub kind: JsonKind,
+    /// The id (none for `config`, or for a member whose key is not numbered).
+    pub id: Option<u32>,
+}
+
+impl JsonObject {
+    /// A numbered object.
+    pub fn numbered(kind: JsonKind, id: u32) -> Self {
+        JsonObject { kind, id: Some(id) }
+    }
+}
+
+/// The JSON type a member should have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JsonType {
+    /// An array.
+    Array,
+    /// A string.
+    String,
+    /// A string holding a uint64.
+    Uint64String,
+    /// An object.
+    Object,
+}
+
+/// What is wrong with a LUKS2 JSON object's shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JsonProblem {
+    /// A member key of a section that is not a number.
+    #[error("key {key:?} not numbered")]
+    NotNumbered {
+        /// The key.
+        key: String,
+    },
+    /// A member of a section that is not an object.
+    #[error("{key} is not an object")]
+    NotAnObject {
+        /// The key.
+        key: String,
+    },
+    /// A member missing or of the wrong type.
+    #[error("missing {member:?} ({kind:?})")]
+    Missing {
+        /// The member.
+        member: String,
+        /// Its type.
+        kind: JsonType,
+    },
+    /// An array member holding something other than a numbered id.
+    #[error("illegal value in {member:?}")]
+    IllegalArrayValue {
+        /// The member.
+        member: String,
+    },
+    /// Segment flags that are not an array of strings.
+    #[error("illegal flags")]
+    IllegalFlags,
+    /// A token with an empty type.
+    #[error("empty type")]
+    EmptyType,
+    /// A token's keyslots array with a non-string value.
+    #[error("illegal value type in keyslots")]
+    IllegalKeyslotsValue,
+    /// A token referencing a keyslot that does not exist.
+    #[error("missing keyslot {keyslot}")]
+    MissingKeyslot {
+        /// The keyslot key.
+        keyslot: String,
+    },
+    /// A token type reserved for built-in tokens.
+    #[error("reserved token type {kind}")]
+    ReservedType {
+        /// The type.
+        kind: String,
+    },
+    /// A `luks2-keyring` token with other members than cryptsetup's.
+    #[error("malformed luks2-keyring token")]
+    KeyringShape,
 }

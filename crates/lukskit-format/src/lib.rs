@@ -20,8 +20,9 @@ pub mod luks1;
 pub mod luks2;
 
 pub use error::{
-    CopyProblem, DigestProblem, FormatError, KeyslotProblem, Luks1Error, Luks1Field,
-    Luks1KeyslotProblem, Luks1RepairNote, Luks2Error, NotLuks,
+    CopyProblem, DigestProblem, FormatError, JsonKind, JsonObject, JsonProblem, JsonType,
+    KeyslotProblem, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote, Luks2Error,
+    NotLuks,
 };
 
 /// Result type of this crate.

@@ -250,9 +250,7 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         (p.bin.clone(), p.json.take())
     };
     let (Some(mut binary), Some(json)) = (chosen, json) else {
-        return Err(
-            Luks2Error::Metadata("internal error: chosen copy has no metadata".into()).into(),
-        );
+        return Err(Luks2Error::Internal.into());
     };
     binary.hdr_offset = 0;
     binary.salt = primary_salt;

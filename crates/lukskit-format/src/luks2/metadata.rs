@@ -6,7 +6,10 @@ use super::{
     BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
     SALT_SIZE,
 };
-use crate::{DigestProblem, FormatError, KeyslotProblem, Luks2Error, Result};
+use crate::{
+    DigestProblem, FormatError, JsonKind, JsonObject, JsonProblem, JsonType, KeyslotProblem,
+    Luks2Error, Result,
+};
 use serde_json::{Map, Value};
 
 /// Requirement names known to cryptsetup 2.6 / 2.7 (`requirements_flags[]`).
@@ -398,26 +401,36 @@ pub struct Luks2Header {
     pub(crate) secondary_salt: [u8; 64],
 }
 
-fn invalid(msg: impl Into<String>) -> FormatError {
-    metadata_error(msg)
+fn json_err(object: JsonObject, problem: JsonProblem) -> FormatError {
+    Luks2Error::Json { object, problem }.into()
 }
 
-fn metadata_error(msg: impl Into<String>) -> FormatError {
-    Luks2Error::Metadata(msg.into()).into()
+fn missing(ctx: &JsonObject, key: &str, kind: JsonType) -> FormatError {
+    json_err(
+        *ctx,
+        JsonProblem::Missing {
+            member: key.into(),
+            kind,
+        },
+    )
 }
 
 /// Members of a section object with their numeric ids, sorted by id.
-fn numbered_members<'a>(
-    section: &'a Map<String, Value>,
-    what: &str,
-) -> Result<Vec<(u32, &'a Map<String, Value>)>> {
+fn numbered_members(
+    section: &Map<String, Value>,
+    what: JsonKind,
+) -> Result<Vec<(u32, &Map<String, Value>)>> {
     let mut v = Vec::with_capacity(section.len());
+    let object = JsonObject {
+        kind: what,
+        id: None,
+    };
     for (k, val) in section {
-        let id =
-            key_id(k).ok_or_else(|| invalid(format!("{what} \"{k}\" is not in numbered form.")))?;
+        let id = key_id(k)
+            .ok_or_else(|| json_err(object, JsonProblem::NotNumbered { key: k.clone() }))?;
         let obj = val
             .as_object()
-            .ok_or_else(|| invalid(format!("{what} {k} is not an object.")))?;
+            .ok_or_else(|| json_err(object, JsonProblem::NotAnObject { key: k.clone() }))?;
         v.push((id, obj));
     }
     v.sort_by_key(|(id, _)| *id);
@@ -425,46 +438,46 @@ fn numbered_members<'a>(
 }
 
 /// Ids referenced by an array of decimal strings.
-fn id_array(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u32>> {
+fn id_array(obj: &Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<Vec<u32>> {
     let arr = obj
         .get(key)
         .and_then(Value::as_array)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (array).")))?;
+        .ok_or_else(|| missing(ctx, key, JsonType::Array))?;
     arr.iter()
         .map(|e| {
-            e.as_str()
-                .and_then(key_id)
-                .ok_or_else(|| invalid(format!("{ctx}: illegal value in \"{key}\" array.")))
+            e.as_str().and_then(key_id).ok_or_else(|| {
+                json_err(*ctx, JsonProblem::IllegalArrayValue { member: key.into() })
+            })
         })
         .collect()
 }
 
-fn str_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &str) -> Result<&'a str> {
+fn str_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<&'a str> {
     obj.get(key)
         .and_then(Value::as_str)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (string).")))
+        .ok_or_else(|| missing(ctx, key, JsonType::String))
 }
 
-fn u64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<u64> {
+fn u64_member(obj: &Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<u64> {
     obj.get(key)
         .and_then(get_u64_str)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (uint64 string).")))
+        .ok_or_else(|| missing(ctx, key, JsonType::Uint64String))
 }
 
 fn obj_member<'a>(
     obj: &'a Map<String, Value>,
     key: &str,
-    ctx: &str,
+    ctx: &JsonObject,
 ) -> Result<&'a Map<String, Value>> {
     obj.get(key)
         .and_then(Value::as_object)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (object).")))
+        .ok_or_else(|| missing(ctx, key, JsonType::Object))
 }
 
 /// A Base64 string member. A string that is not valid Base64 reads as empty (the header
 /// still loads and dumps, as in cryptsetup, whose `hexprint_base64` prints nothing for it);
 /// the `check_usable` of the keyslot or digest then refuses the empty value.
-fn b64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u8>> {
+fn b64_member(obj: &Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<Vec<u8>> {
     Ok(b64_decode(str_member(obj, key, ctx)?).unwrap_or_default())
 }
 
@@ -522,7 +535,7 @@ fn keyslot_u32(obj: &Map<String, Value>, key: &str) -> u32 {
 }
 
 fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
-    let ctx = format!("Keyslot {id}");
+    let ctx = JsonObject::numbered(JsonKind::Keyslot, id);
     let kind = str_member(o, "type", &ctx)?.to_string();
     let key_size = keyslot_u32(o, "key_size");
     let area = obj_member(o, "area", &ctx)?;
@@ -600,7 +613,7 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
 }
 
 fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
-    let ctx = format!("Segment {id}");
+    let ctx = JsonObject::numbered(JsonKind::Segment, id);
     let size = match str_member(o, "size", &ctx)? {
         "dynamic" => None,
         _ => Some(u64_member(o, "size", &ctx)?),
@@ -611,8 +624,8 @@ fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
             .iter()
             .map(|f| f.as_str().map(String::from))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| invalid(format!("{ctx}: illegal flags.")))?,
-        Some(_) => return Err(invalid(format!("{ctx}: illegal flags."))),
+            .ok_or_else(|| json_err(ctx, JsonProblem::IllegalFlags))?,
+        Some(_) => return Err(json_err(ctx, JsonProblem::IllegalFlags)),
     };
     Ok(Segment {
         id,
@@ -635,7 +648,7 @@ fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
 }
 
 fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
-    let ctx = format!("Digest {id}");
+    let ctx = JsonObject::numbered(JsonKind::Digest, id);
     let kind = str_member(o, "type", &ctx)?.to_string();
     let keyslots = id_array(o, "keyslots", &ctx)?;
     let segments = id_array(o, "segments", &ctx)?;
@@ -883,7 +896,14 @@ impl Luks2Header {
 
     /// `config.keyslots_size`.
     pub fn keyslots_size(&self) -> Result<u64> {
-        u64_member(self.section("config")?, "keyslots_size", "Config")
+        u64_member(
+            self.section("config")?,
+            "keyslots_size",
+            &JsonObject {
+                kind: JsonKind::Config,
+                id: None,
+            },
+        )
     }
 
     /// `2 * hdr_size + keyslots_size`: bytes occupied by both copies and the keyslots area.
@@ -895,7 +915,7 @@ impl Luks2Header {
 
     /// All keyslots (any type), sorted by id.
     pub fn keyslots(&self) -> Result<Vec<Keyslot>> {
-        numbered_members(self.section("keyslots")?, "Keyslot")?
+        numbered_members(self.section("keyslots")?, JsonKind::Keyslot)?
             .into_iter()
             .map(|(id, o)| parse_keyslot(id, o))
             .collect()
@@ -903,10 +923,12 @@ impl Luks2Header {
 
     /// Ids of all keyslots (any type), sorted.
     pub fn keyslot_ids(&self) -> Result<Vec<u32>> {
-        Ok(numbered_members(self.section("keyslots")?, "Keyslot")?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect())
+        Ok(
+            numbered_members(self.section("keyslots")?, JsonKind::Keyslot)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect(),
+        )
     }
 
     /// One keyslot, `None` if it does not exist.
@@ -924,7 +946,7 @@ impl Luks2Header {
 
     /// All segments, sorted by id.
     pub fn segments(&self) -> Result<Vec<Segment>> {
-        numbered_members(self.section("segments")?, "Segment")?
+        numbered_members(self.section("segments")?, JsonKind::Segment)?
             .into_iter()
             .map(|(id, o)| parse_segment(id, o))
             .collect()
@@ -932,7 +954,7 @@ impl Luks2Header {
 
     /// All digests, sorted by id.
     pub fn digests(&self) -> Result<Vec<Digest>> {
-        numbered_members(self.section("digests")?, "Digest")?
+        numbered_members(self.section("digests")?, JsonKind::Digest)?
             .into_iter()
             .map(|(id, o)| parse_digest(id, o))
             .collect()
@@ -940,10 +962,10 @@ impl Luks2Header {
 
     /// All tokens, sorted by id.
     pub fn tokens(&self) -> Result<Vec<Token>> {
-        numbered_members(self.section("tokens")?, "Token")?
+        numbered_members(self.section("tokens")?, JsonKind::Token)?
             .into_iter()
             .map(|(id, o)| {
-                let ctx = format!("Token {id}");
+                let ctx = JsonObject::numbered(JsonKind::Token, id);
                 Ok(Token {
                     id,
                     kind: str_member(o, "type", &ctx)?.into(),
@@ -1263,37 +1285,34 @@ impl Luks2Header {
         if id >= MAX_TOKENS {
             return Err(Luks2Error::TokenIdInvalid { id }.into());
         }
-        let obj = token
-            .as_object()
-            .ok_or_else(|| invalid("Token JSON must be an object."))?;
-        let ctx = format!("Token {id}");
+        let obj = token.as_object().ok_or(Luks2Error::TokenNotObject)?;
+        let ctx = JsonObject::numbered(JsonKind::Token, id);
         let ty = str_member(obj, "type", &ctx)?;
         if ty.is_empty() {
-            return Err(invalid(format!("{ctx} has an empty type.")));
+            return Err(json_err(ctx, JsonProblem::EmptyType));
         }
         let keyslots = self.section("keyslots")?;
         let arr = obj
             .get("keyslots")
             .and_then(Value::as_array)
-            .ok_or_else(|| invalid(format!("{ctx} is missing \"keyslots\" (array).")))?;
+            .ok_or_else(|| missing(&ctx, "keyslots", JsonType::Array))?;
         for e in arr {
             let s = e
                 .as_str()
-                .ok_or_else(|| invalid(format!("{ctx}: illegal value type in keyslots array.")))?;
+                .ok_or_else(|| json_err(ctx, JsonProblem::IllegalKeyslotsValue))?;
             if !keyslots.get(s).is_some_and(Value::is_object) {
-                return Err(invalid(format!("{ctx} references missing keyslot {s}.")));
+                return Err(json_err(
+                    ctx,
+                    JsonProblem::MissingKeyslot { keyslot: s.into() },
+                ));
             }
         }
         if ty.starts_with("luks2-") {
             if ty != "luks2-keyring" {
-                return Err(invalid(format!(
-                    "{ctx}: {ty} is a reserved built-in token type."
-                )));
+                return Err(json_err(ctx, JsonProblem::ReservedType { kind: ty.into() }));
             }
             if obj.len() != 3 || !obj.get("key_description").is_some_and(Value::is_string) {
-                return Err(invalid(format!(
-                    "{ctx}: luks2-keyring token needs exactly type, keyslots and key_description."
-                )));
+                return Err(json_err(ctx, JsonProblem::KeyringShape));
             }
         }
         let key = id.to_string();
