@@ -4,7 +4,11 @@
 
 use lukskit_activate::ActivateError;
 use lukskit_crypto::CryptoError;
-use lukskit_format::FormatError;
+use lukskit_format::{
+    CopyProblem, DigestProblem, FormatError, JsonKind, JsonObject, JsonProblem, JsonType,
+    KeyslotProblem, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote, Luks2Error,
+    NotLuks,
+};
 use lukskit_volume::edit::RepairNote;
 use lukskit_volume::format::FormatWarning;
 use lukskit_volume::{
@@ -484,8 +488,8 @@ fn not_luks1(why: &Luks1Incompatibility) -> String {
         I::OutsideArea { slot } => {
             format!("keyslot {slot} lies outside the movable keyslots area.")
         }
-        // The on-disk layer's own description of what is wrong with the header.
-        I::Header(e) => e.to_string(),
+        // What is wrong with the header, in the on-disk layer's words below.
+        I::Header(e) => format_text(e),
         other => other.to_string(),
     }
 }
@@ -518,15 +522,292 @@ fn backup(b: &BackupError) -> CliError {
     CliError::invalid(m)
 }
 
-/// Errors of the on-disk layer. Its variants carry their own description of what is wrong
-/// with a header (text made there, from the header's contents); it is shown as a sentence.
+/// Errors of the on-disk layer: I/O is a device error (exit 4), the crypto layer's errors are
+/// worded as such, and what is wrong with a header is an invalid-argument error (exit 1).
 fn format_error(e: &FormatError) -> CliError {
     match e {
         FormatError::Io { context, source } => {
             CliError::device(with_period(format!("{context}: {source}")))
         }
         FormatError::Crypto(c) => crypto(c),
-        other => CliError::invalid(with_period(other.to_string())),
+        other => CliError::invalid(format_text(other)),
+    }
+}
+
+/// The sentence for an error of the on-disk layer (cryptsetup's wording where cryptsetup has
+/// one, else a description of what is wrong with the header).
+fn format_text(e: &FormatError) -> String {
+    match e {
+        FormatError::NotLuks(n) => match n {
+            NotLuks::NoMagic => "LUKS header not detected.".into(),
+            NotLuks::TooSmall => "Device is too small to contain a LUKS header.".into(),
+            NotLuks::NoLuks2Magic { secondary } => format!(
+                "No LUKS2 {} header magic.",
+                if *secondary { "secondary" } else { "primary" }
+            ),
+            NotLuks::NoLuks2Copy => "Device is not a valid LUKS device.".into(),
+            other => with_period(other.to_string()),
+        },
+        FormatError::Luks1(l) => luks1_text(l),
+        FormatError::Luks2(l) => luks2_text(l),
+        FormatError::Io { context, source } => with_period(format!("{context}: {source}")),
+        FormatError::Crypto(c) => crypto(c).message,
+        other => with_period(other.to_string()),
+    }
+}
+
+/// The sentence for what is wrong with a LUKS1 header.
+fn luks1_text(e: &Luks1Error) -> String {
+    match e {
+        Luks1Error::NotUtf8 { field } => {
+            let field = match field {
+                Luks1Field::CipherName => "cipher name",
+                Luks1Field::CipherMode => "cipher mode",
+                Luks1Field::HashSpec => "hash spec",
+                Luks1Field::Uuid => "UUID",
+                _ => "field",
+            };
+            format!("LUKS header {field} is not valid UTF-8.")
+        }
+        Luks1Error::Truncated { len, need } => {
+            format!("LUKS header is truncated ({len} bytes, need {need}).")
+        }
+        Luks1Error::UnsupportedVersion { version } => {
+            format!("Unsupported LUKS version {version}.")
+        }
+        Luks1Error::KeySizeZero => "LUKS header has invalid key size 0.".into(),
+        Luks1Error::KeySizeTooLarge { key_bytes, max } => {
+            format!("LUKS key size {key_bytes} bytes is too large (at most {max} bytes supported).")
+        }
+        Luks1Error::InvalidKeySize { key_bytes } => {
+            format!("Invalid LUKS key size {key_bytes} bytes.")
+        }
+        Luks1Error::DeviceTooSmall { need } => {
+            format!("Device is too small. (LUKS1 requires at least {need} bytes.)")
+        }
+        Luks1Error::UnsupportedHash { hash } => {
+            format!("Requested LUKS hash {hash} is not supported.")
+        }
+        Luks1Error::Keyslot { slot, problem } => {
+            let why = match problem {
+                Luks1KeyslotProblem::Stripes { stripes } => {
+                    format!(
+                        "stripes {stripes}, must be {}",
+                        lukskit_format::luks1::STRIPES
+                    )
+                }
+                Luks1KeyslotProblem::InsideHeader { offset } => {
+                    format!("key material offset {offset} is inside the header")
+                }
+                Luks1KeyslotProblem::StartBeyondData { offset, payload } => {
+                    format!("key material offset {offset} beyond data area offset {payload}")
+                }
+                Luks1KeyslotProblem::EndBeyondData {
+                    offset,
+                    end,
+                    payload,
+                } => format!(
+                    "key material sectors {offset}..{end} beyond data area offset {payload}"
+                ),
+                Luks1KeyslotProblem::Overlaps { other } => {
+                    format!("key material overlaps keyslot {other}")
+                }
+                other => other.to_string(),
+            };
+            format!("LUKS keyslot {slot} is invalid ({why}).")
+        }
+        Luks1Error::OffsetBeyondDevice => "Requested offset is beyond real size of device.".into(),
+        Luks1Error::DataOffsetInsideHeader => {
+            "Data offset for LUKS header must be either 0 or higher than header size.".into()
+        }
+        Luks1Error::BadUuid => "Wrong LUKS UUID format provided.".into(),
+        Luks1Error::RepairKeySize => "Non standard key size, manual repair required.".into(),
+        Luks1Error::RepairAlignment => {
+            "Non standard keyslots alignment, manual repair required.".into()
+        }
+        Luks1Error::RepairFailed => "Repair failed.".into(),
+        other => with_period(other.to_string()),
+    }
+}
+
+/// The sentence for what is wrong with a LUKS2 header.
+fn luks2_text(e: &Luks2Error) -> String {
+    match e {
+        Luks2Error::BinaryTruncated => "LUKS2 binary header is truncated.".into(),
+        Luks2Error::UnsupportedVersion { version } => {
+            format!("Unsupported LUKS2 header version {version}.")
+        }
+        Luks2Error::WriteUnsupportedVersion { version } => {
+            format!("Unsupported LUKS2 header version ({version}).")
+        }
+        Luks2Error::OffsetMismatch { found, expected } => format!(
+            "LUKS2 offset 0x{found:04x} on device differs to expected offset 0x{expected:04x}."
+        ),
+        Luks2Error::BogusSize { size } => format!("LUKS2 header has bogus size 0x{size:04x}."),
+        Luks2Error::UnsupportedChecksum { alg } => {
+            format!("Unsupported LUKS2 checksum algorithm {alg}.")
+        }
+        Luks2Error::NoValidCopy { primary, secondary } => format!(
+            "Device is not a valid LUKS device (primary header: {}; secondary header: {}).",
+            copy_text(primary),
+            copy_text(secondary)
+        ),
+        Luks2Error::DeviceTooSmall { need } => {
+            format!("Device is too small. Need at least {need} bytes.")
+        }
+        Luks2Error::JsonTooLarge { len, max } => {
+            format!("JSON is too large ({len} > {max} bytes).")
+        }
+        Luks2Error::ConcurrentUpdate => {
+            "Detected attempt for concurrent LUKS2 metadata update. Aborting operation.".into()
+        }
+        Luks2Error::KeyslotUnusable { id, problem } => match problem {
+            KeyslotProblem::Type { kind } => format!("Keyslot {id} has type {kind}."),
+            KeyslotProblem::UnknownKdf { name } => {
+                format!("Keyslot {id}: unknown KDF type {name}.")
+            }
+            KeyslotProblem::KdfSaltSize { len } => {
+                format!(
+                    "Keyslot {id}: KDF salt is {len} bytes, expected {}.",
+                    lukskit_format::luks2::SALT_SIZE
+                )
+            }
+            KeyslotProblem::KeySize => format!("Keyslot {id}: invalid key size."),
+            KeyslotProblem::KdfCost => format!("Keyslot {id}: invalid KDF cost parameters."),
+            KeyslotProblem::NotObject => format!("Keyslot {id} is not an object."),
+            other => format!("Keyslot {id}: {other}."),
+        },
+        Luks2Error::DigestUnusable { id, problem } => match problem {
+            DigestProblem::Type { kind } => format!("Digest {id} has type {kind}."),
+            DigestProblem::SaltSize { len } => {
+                format!(
+                    "Digest {id}: salt is {len} bytes, expected {}.",
+                    lukskit_format::luks2::SALT_SIZE
+                )
+            }
+            DigestProblem::DigestSize { len } => format!("Digest {id}: digest is {len} bytes."),
+            other => format!("Digest {id}: {other}."),
+        },
+        Luks2Error::UnsupportedMetadataSize { size } => {
+            format!("Unsupported LUKS2 metadata size {size}.")
+        }
+        Luks2Error::UnsupportedKeyslotsSize { size } => {
+            format!("Unsupported LUKS2 keyslots size {size}.")
+        }
+        Luks2Error::DataOffsetTooSmall => "Requested data offset is too small.".into(),
+        Luks2Error::LabelTooLong => "Label is too long.".into(),
+        Luks2Error::BadUuid => "Wrong LUKS UUID format provided.".into(),
+        Luks2Error::DigestIdInvalid { id } => format!("Invalid digest id {id}."),
+        Luks2Error::MissingSection { name } => format!("Missing {name} section."),
+        Luks2Error::HeaderSizeOverflow => "Header size overflow.".into(),
+        Luks2Error::JsonAreaFull { len, max } => {
+            format!("Not enough space in header JSON area ({len} > {max} bytes).")
+        }
+        Luks2Error::KeyslotIdInvalid { id } => format!("Key slot {id} is invalid."),
+        Luks2Error::UnsupportedKeyslotType { kind } => format!("keyslot type {kind}."),
+        Luks2Error::InvalidPriority { priority } => format!("Invalid keyslot priority {priority}."),
+        Luks2Error::KeyslotActive { id } => format!("Cannot modify already active keyslot {id}."),
+        Luks2Error::KeyslotInactive { id } => format!("Keyslot {id} is not active."),
+        Luks2Error::DigestMissing { id } => format!("Digest {id} does not exist."),
+        Luks2Error::DigestNoKeyslots { id } => format!("Digest {id} has no keyslots array."),
+        Luks2Error::DigestExists { id } => format!("Digest {id} already exists."),
+        Luks2Error::NoFreeToken => "No free token slot.".into(),
+        Luks2Error::TokenIdInvalid { id } => format!("Token {id} is invalid."),
+        Luks2Error::TokenNotInUse { id } => format!("Token {id} is not in use."),
+        Luks2Error::Validation(rule) => {
+            with_period(format!("LUKS2 metadata validation failed: {rule}"))
+        }
+        Luks2Error::Json { object, problem } => json_text(object, problem),
+        Luks2Error::TokenNotObject => "Token JSON must be an object.".into(),
+        Luks2Error::Internal => "internal error: chosen copy has no metadata.".into(),
+        other => with_period(other.to_string()),
+    }
+}
+
+/// What is wrong with the shape of a LUKS2 JSON object.
+fn json_text(object: &JsonObject, problem: &JsonProblem) -> String {
+    let kind = match object.kind {
+        JsonKind::Keyslot => "Keyslot",
+        JsonKind::Segment => "Segment",
+        JsonKind::Digest => "Digest",
+        JsonKind::Token => "Token",
+        JsonKind::Config => "Config",
+        _ => "Object",
+    };
+    let ctx = match object.id {
+        Some(id) => format!("{kind} {id}"),
+        None => kind.to_owned(),
+    };
+    match problem {
+        JsonProblem::NotNumbered { key } => format!("{kind} \"{key}\" is not in numbered form."),
+        JsonProblem::NotAnObject { key } => format!("{kind} {key} is not an object."),
+        JsonProblem::Missing { member, kind } => {
+            let t = match kind {
+                JsonType::Array => "array",
+                JsonType::String => "string",
+                JsonType::Uint64String => "uint64 string",
+                JsonType::Object => "object",
+                _ => "value",
+            };
+            format!("{ctx} is missing \"{member}\" ({t}).")
+        }
+        JsonProblem::IllegalArrayValue { member } => {
+            format!("{ctx}: illegal value in \"{member}\" array.")
+        }
+        JsonProblem::IllegalFlags => format!("{ctx}: illegal flags."),
+        JsonProblem::EmptyType => format!("{ctx} has an empty type."),
+        JsonProblem::IllegalKeyslotsValue => {
+            format!("{ctx}: illegal value type in keyslots array.")
+        }
+        JsonProblem::MissingKeyslot { keyslot } => {
+            format!("{ctx} references missing keyslot {keyslot}.")
+        }
+        JsonProblem::ReservedType { kind } => {
+            format!("{ctx}: {kind} is a reserved built-in token type.")
+        }
+        JsonProblem::KeyringShape => {
+            format!("{ctx}: luks2-keyring token needs exactly type, keyslots and key_description.")
+        }
+        other => format!("{ctx}: {other}."),
+    }
+}
+
+/// What is wrong with one LUKS2 header copy (a diagnostic inside the message above).
+fn copy_text(p: &CopyProblem) -> String {
+    match p {
+        CopyProblem::Header(e) => format_text(e),
+        CopyProblem::NoUsableSecondary(last) => {
+            format!(
+                "no usable secondary header found (last: {})",
+                copy_text(last)
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The line `repair` prints for a note of the LUKS1 repair report.
+fn luks1_repair_text(n: &Luks1RepairNote) -> String {
+    match n {
+        Luks1RepairNote::Problem(e) => luks1_text(e),
+        Luks1RepairNote::InvalidCipherMode { mode } => {
+            format!("LUKS cipher mode {mode} is invalid.")
+        }
+        Luks1RepairNote::CipherModeRepaired { from } => {
+            format!("Cipher mode repaired ({from} -> ecb).")
+        }
+        Luks1RepairNote::OffsetRepaired { slot, from, to } => {
+            format!("Keyslot {slot}: offset repaired ({from} -> {to}).")
+        }
+        Luks1RepairNote::StripesRepaired { slot, from } => format!(
+            "Keyslot {slot}: stripes repaired ({from} -> {}).",
+            lukskit_format::luks1::STRIPES
+        ),
+        Luks1RepairNote::BogusPartitionSignature { slot } => {
+            format!("Keyslot {slot}: bogus partition signature.")
+        }
+        Luks1RepairNote::SaltWiped { slot } => format!("Keyslot {slot}: salt wiped."),
+        other => format!("{other:?}"),
     }
 }
 
@@ -572,7 +853,7 @@ pub fn repair_note(n: &RepairNote) -> String {
         RepairNote::SecondaryRestored => "Secondary LUKS2 header was damaged and has been \
              restored from the primary copy."
             .into(),
-        RepairNote::Luks1(line) => line.clone(),
+        RepairNote::Luks1(n) => luks1_repair_text(n),
         other => format!("{other:?}"),
     }
 }
@@ -814,9 +1095,45 @@ mod tests {
                 "Limit exceeded: argon2 memory.",
             ),
             (
-                FormatError::Invalid("LUKS2 header checksum mismatch".into()).into(),
+                FormatError::from(Luks2Error::BogusSize { size: 0x1000 }).into(),
                 1,
-                "LUKS2 header checksum mismatch.",
+                "LUKS2 header has bogus size 0x1000.",
+            ),
+            (
+                FormatError::from(Luks1Error::Keyslot {
+                    slot: 4,
+                    problem: Luks1KeyslotProblem::Stripes { stripes: 3999 },
+                })
+                .into(),
+                1,
+                "LUKS keyslot 4 is invalid (stripes 3999, must be 4000).",
+            ),
+            (
+                FormatError::from(Luks2Error::Json {
+                    object: JsonObject::numbered(JsonKind::Segment, 0),
+                    problem: JsonProblem::Missing {
+                        member: "offset".into(),
+                        kind: JsonType::Uint64String,
+                    },
+                })
+                .into(),
+                1,
+                "Segment 0 is missing \"offset\" (uint64 string).",
+            ),
+            (
+                FormatError::from(Luks2Error::NoValidCopy {
+                    primary: CopyProblem::Header(Box::new(
+                        NotLuks::NoLuks2Magic { secondary: false }.into(),
+                    )),
+                    secondary: CopyProblem::NoUsableSecondary(Box::new(CopyProblem::Header(
+                        Box::new(Luks2Error::UnsupportedVersion { version: 3 }.into()),
+                    ))),
+                })
+                .into(),
+                1,
+                "Device is not a valid LUKS device (primary header: No LUKS2 primary header \
+                 magic.; secondary header: no usable secondary header found (last: \
+                 Unsupported LUKS2 header version 3.)).",
             ),
             (
                 FormatError::io(

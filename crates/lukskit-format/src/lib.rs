@@ -19,7 +19,11 @@ pub mod io;
 pub mod luks1;
 pub mod luks2;
 
-pub use error::FormatError;
+pub use error::{
+    CopyProblem, DigestProblem, FormatError, JsonKind, JsonObject, JsonProblem, JsonType,
+    KeyslotProblem, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote, Luks2Error,
+    NotLuks,
+};
 
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, FormatError>;

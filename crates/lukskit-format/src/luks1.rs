@@ -31,6 +31,7 @@
 //! * [`Luks1Header::repair`]: `cryptsetup repair` (`_keyslot_repair`).
 
 use crate::detect::LUKS_MAGIC;
+use crate::error::{Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote, NotLuks};
 use crate::io::Storage;
 use crate::{FormatError, Result, SECTOR_SIZE};
 use lukskit_crypto::hash::HashAlg;
@@ -149,7 +150,7 @@ pub struct Luks1RepairReport {
     /// (e.g. `Keyslot 3: offset repaired (3847 -> 776).`). cryptsetup additionally prints
     /// `Repairing keyslots.` (verbose) before fixing slots and `No known problems detected for
     /// LUKS header.` (verbose) when nothing needed repair.
-    pub messages: Vec<String>,
+    pub messages: Vec<Luks1RepairNote>,
     /// `Ok(true)` if the header was changed and must be written back, `Ok(false)` if nothing
     /// needed repair, or the error that made the repair fail (the header may then be partly
     /// modified and must not be written).
@@ -176,11 +177,10 @@ fn array<const N: usize>(b: &[u8], off: usize) -> [u8; N] {
 
 /// Read a NUL-padded string field the way cryptsetup does: the last byte is forced to NUL
 /// (so at most `len - 1` characters), and the value ends at the first NUL.
-fn c_string(b: &[u8], off: usize, len: usize, what: &str) -> Result<String> {
-    let field = &b[off..off + len - 1];
-    let end = field.iter().position(|&c| c == 0).unwrap_or(field.len());
-    String::from_utf8(field[..end].to_vec())
-        .map_err(|_| FormatError::Invalid(format!("LUKS header {what} is not valid UTF-8.")))
+fn c_string(b: &[u8], off: usize, len: usize, field: Luks1Field) -> Result<String> {
+    let bytes = &b[off..off + len - 1];
+    let end = bytes.iter().position(|&c| c == 0).unwrap_or(bytes.len());
+    String::from_utf8(bytes[..end].to_vec()).map_err(|_| Luks1Error::NotUtf8 { field }.into())
 }
 
 /// Write a string field like `strncpy(field, s, len - 1)` into a zeroed buffer.
@@ -226,19 +226,18 @@ impl Luks1Header {
     /// The layout is not checked here; call [`validate`](Self::validate) before using the header.
     pub fn parse(bytes: &[u8]) -> Result<Self> {
         if bytes.len() < LUKS_MAGIC.len() || bytes[..LUKS_MAGIC.len()] != LUKS_MAGIC {
-            return Err(FormatError::NotLuks("LUKS header not detected.".into()));
+            return Err(NotLuks::NoMagic.into());
         }
         if bytes.len() < PHDR_FIELDS_SIZE {
-            return Err(FormatError::Invalid(format!(
-                "LUKS header is truncated ({} bytes, need {PHDR_FIELDS_SIZE}).",
-                bytes.len()
-            )));
+            return Err(Luks1Error::Truncated {
+                len: bytes.len(),
+                need: PHDR_FIELDS_SIZE,
+            }
+            .into());
         }
         let version = be16(bytes, OFF_VERSION);
         if version != 1 {
-            return Err(FormatError::Unsupported(format!(
-                "Unsupported LUKS version {version}."
-            )));
+            return Err(Luks1Error::UnsupportedVersion { version }.into());
         }
         let keyslots = try_array(|i| {
             let o = OFF_KEYSLOTS + i * KEYSLOT_SIZE;
@@ -257,15 +256,25 @@ impl Luks1Header {
             })
         })?;
         Ok(Luks1Header {
-            cipher_name: c_string(bytes, OFF_CIPHER_NAME, CIPHER_NAME_LEN, "cipher name")?,
-            cipher_mode: c_string(bytes, OFF_CIPHER_MODE, CIPHER_MODE_LEN, "cipher mode")?,
-            hash_spec: c_string(bytes, OFF_HASH_SPEC, HASH_SPEC_LEN, "hash spec")?,
+            cipher_name: c_string(
+                bytes,
+                OFF_CIPHER_NAME,
+                CIPHER_NAME_LEN,
+                Luks1Field::CipherName,
+            )?,
+            cipher_mode: c_string(
+                bytes,
+                OFF_CIPHER_MODE,
+                CIPHER_MODE_LEN,
+                Luks1Field::CipherMode,
+            )?,
+            hash_spec: c_string(bytes, OFF_HASH_SPEC, HASH_SPEC_LEN, Luks1Field::HashSpec)?,
             payload_offset: be32(bytes, OFF_PAYLOAD),
             key_bytes: be32(bytes, OFF_KEY_BYTES),
             mk_digest: array(bytes, OFF_MK_DIGEST),
             mk_digest_salt: array(bytes, OFF_MK_SALT),
             mk_digest_iterations: be32(bytes, OFF_MK_ITER),
-            uuid: c_string(bytes, OFF_UUID, UUID_LEN, "UUID")?,
+            uuid: c_string(bytes, OFF_UUID, UUID_LEN, Luks1Field::Uuid)?,
             keyslots,
         })
     }
@@ -276,9 +285,9 @@ impl Luks1Header {
         let mut buf = [0u8; PHDR_SIZE];
         match storage.read_exact_at(&mut buf, 0) {
             Ok(()) => Self::parse(&buf),
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(FormatError::NotLuks(
-                "Device is too small to contain a LUKS header.".into(),
-            )),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(NotLuks::TooSmall.into())
+            }
             Err(e) => Err(FormatError::io("Cannot read LUKS header", e)),
         }
     }
@@ -334,24 +343,21 @@ impl Luks1Header {
         self.check_hash()?;
         self.check_keyslots()?;
         if self.key_bytes == 0 {
-            return Err(FormatError::Invalid(
-                "LUKS header has invalid key size 0.".into(),
-            ));
+            return Err(Luks1Error::KeySizeZero.into());
         }
         if self.key_bytes > MAX_KEY_BYTES {
-            return Err(FormatError::Unsupported(format!(
-                "LUKS key size {} bytes is too large (at most {MAX_KEY_BYTES} bytes supported).",
-                self.key_bytes
-            )));
+            return Err(Luks1Error::KeySizeTooLarge {
+                key_bytes: self.key_bytes,
+                max: MAX_KEY_BYTES,
+            }
+            .into());
         }
         if let Some(size) = device_size {
             let need = self.keyslots_end_bytes();
             // cryptsetup compares whole sectors; `need` is a multiple of the sector size, so
             // comparing bytes gives the same answer.
             if need > size {
-                return Err(FormatError::Invalid(format!(
-                    "Device is too small. (LUKS1 requires at least {need} bytes.)"
-                )));
+                return Err(Luks1Error::DeviceTooSmall { need }.into());
             }
         }
         Ok(())
@@ -367,10 +373,10 @@ impl Luks1Header {
         let kernel_alias = self.hash_spec.to_ascii_lowercase().starts_with("wp");
         match HashAlg::from_name(&self.hash_spec) {
             Ok(h) if !kernel_alias && h.digest_size() >= DIGEST_SIZE => Ok(()),
-            _ => Err(FormatError::Unsupported(format!(
-                "Requested LUKS hash {} is not supported.",
-                self.hash_spec
-            ))),
+            _ => Err(Luks1Error::UnsupportedHash {
+                hash: self.hash_spec.clone(),
+            }
+            .into()),
         }
     }
 
@@ -389,18 +395,21 @@ impl Luks1Header {
     pub fn check_keyslots(&self) -> Result<()> {
         let secs = u64::from(Self::keyslot_material_sectors(self.key_bytes));
         let payload = u64::from(self.payload_offset);
-        let invalid = |i: usize, why: String| {
-            Err(FormatError::Invalid(format!(
-                "LUKS keyslot {i} is invalid ({why})."
-            )))
+        let invalid = |slot: usize, problem: Luks1KeyslotProblem| {
+            Err(Luks1Error::Keyslot { slot, problem }.into())
         };
         for (i, ks) in self.keyslots.iter().enumerate() {
             let off = u64::from(ks.key_material_offset);
             if ks.stripes != STRIPES {
-                return invalid(i, format!("stripes {}, must be {STRIPES}", ks.stripes));
+                return invalid(
+                    i,
+                    Luks1KeyslotProblem::Stripes {
+                        stripes: ks.stripes,
+                    },
+                );
             }
             if off * SECTOR_SIZE < PHDR_SIZE as u64 {
-                return invalid(i, format!("key material offset {off} is inside the header"));
+                return invalid(i, Luks1KeyslotProblem::InsideHeader { offset: off });
             }
             if payload == 0 {
                 continue;
@@ -408,16 +417,20 @@ impl Luks1Header {
             if payload <= off {
                 return invalid(
                     i,
-                    format!("key material offset {off} beyond data area offset {payload}"),
+                    Luks1KeyslotProblem::StartBeyondData {
+                        offset: off,
+                        payload,
+                    },
                 );
             }
             if payload < off + secs {
                 return invalid(
                     i,
-                    format!(
-                        "key material sectors {off}..{} beyond data area offset {payload}",
-                        off + secs
-                    ),
+                    Luks1KeyslotProblem::EndBeyondData {
+                        offset: off,
+                        end: off + secs,
+                        payload,
+                    },
                 );
             }
         }
@@ -427,7 +440,7 @@ impl Luks1Header {
             let (prev, next) = (w[0], w[1]);
             let prev_end = u64::from(self.keyslots[prev].key_material_offset) + secs;
             if u64::from(self.keyslots[next].key_material_offset) < prev_end {
-                return invalid(prev, format!("key material overlaps keyslot {next}"));
+                return invalid(prev, Luks1KeyslotProblem::Overlaps { other: next });
             }
         }
         Ok(())
@@ -442,9 +455,7 @@ impl Luks1Header {
     /// detached header with `Reduced data offset is allowed only for detached LUKS header.`)
     pub fn check_data_device_size(&self, data_device_size: u64) -> Result<()> {
         if u64::from(self.payload_offset) >= data_device_size / SECTOR_SIZE {
-            return Err(FormatError::Invalid(
-                "Requested offset is beyond real size of device.".into(),
-            ));
+            return Err(Luks1Error::OffsetBeyondDevice.into());
         }
         Ok(())
     }
@@ -508,16 +519,12 @@ impl Luks1Header {
         detached: bool,
     ) -> Result<([u32; NUM_KEYSLOTS], u32)> {
         if key_bytes == 0 || key_bytes > MAX_KEY_BYTES {
-            return Err(FormatError::Invalid(format!(
-                "Invalid LUKS key size {key_bytes} bytes."
-            )));
+            return Err(Luks1Error::InvalidKeySize { key_bytes }.into());
         }
         let (offsets, payload) = Self::layout(key_bytes, align_sectors, offset_sectors, detached);
         let (_, end) = Self::keyslot_offsets(key_bytes);
         if payload != 0 && u64::from(payload) < end {
-            return Err(FormatError::Invalid(
-                "Data offset for LUKS header must be either 0 or higher than header size.".into(),
-            ));
+            return Err(Luks1Error::DataOffsetInsideHeader.into());
         }
         Ok((offsets, payload))
     }
@@ -607,44 +614,47 @@ impl Luks1Header {
     fn repair_inner(
         &mut self,
         check_cipher: &dyn Fn(&str, &str, u32) -> Result<()>,
-        msgs: &mut Vec<String>,
+        msgs: &mut Vec<Luks1RepairNote>,
     ) -> Result<bool> {
+        let problem = |e: FormatError| match e {
+            FormatError::Luks1(l) => Ok(Luks1RepairNote::Problem(l)),
+            other => Err(other),
+        };
         if let Err(e) = self.check_hash() {
-            msgs.push(e.to_string());
+            if let FormatError::Luks1(l) = &e {
+                msgs.push(Luks1RepairNote::Problem(l.clone()));
+            }
             return Err(e);
         }
         let mut needs_repair = false;
         if let Err(e) = self.check_keyslots() {
-            // cryptsetup prints the short form; our message carries the reason in parentheses.
-            msgs.push(e.to_string());
+            msgs.push(problem(e)?);
             needs_repair = true;
         }
         if self.cipher_mode.starts_with("ecb-") {
-            msgs.push(format!("LUKS cipher mode {} is invalid.", self.cipher_mode));
+            msgs.push(Luks1RepairNote::InvalidCipherMode {
+                mode: self.cipher_mode.clone(),
+            });
             needs_repair = true;
         }
         if !needs_repair {
             return Ok(false);
         }
-        let fail = |msgs: &mut Vec<String>, text: &str| {
-            msgs.push(text.to_owned());
-            Err(FormatError::Invalid(text.to_owned()))
+        let fail = |msgs: &mut Vec<Luks1RepairNote>, e: Luks1Error| {
+            msgs.push(Luks1RepairNote::Problem(e.clone()));
+            Err(e.into())
         };
         if ![16, 32, 64].contains(&self.key_bytes) {
-            return fail(msgs, "Non standard key size, manual repair required.");
+            return fail(msgs, Luks1Error::RepairKeySize);
         }
         if self.keyslots[0].key_material_offset < ALIGN_KEYSLOTS_SECTORS {
-            return fail(
-                msgs,
-                "Non standard keyslots alignment, manual repair required.",
-            );
+            return fail(msgs, Luks1Error::RepairAlignment);
         }
         let mut need_write = false;
         if self.cipher_mode.starts_with("ecb-") {
-            msgs.push(format!(
-                "Cipher mode repaired ({} -> ecb).",
-                self.cipher_mode
-            ));
+            msgs.push(Luks1RepairNote::CipherModeRepaired {
+                from: self.cipher_mode.clone(),
+            });
             self.cipher_mode = "ecb".into();
             need_write = true;
         }
@@ -654,14 +664,12 @@ impl Luks1Header {
         // hash check, UUID check.
         let (offsets, end) = Self::keyslot_offsets(self.key_bytes);
         if self.payload_offset != 0 && u64::from(self.payload_offset) < end {
-            msgs.push(
-                "Data offset for LUKS header must be either 0 or higher than header size.".into(),
-            );
-            return fail(msgs, "Repair failed.");
+            msgs.push(Luks1RepairNote::Problem(Luks1Error::DataOffsetInsideHeader));
+            return fail(msgs, Luks1Error::RepairFailed);
         }
         if !is_uuid(&self.uuid) {
-            msgs.push("Wrong LUKS UUID format provided.".into());
-            return fail(msgs, "Repair failed.");
+            msgs.push(Luks1RepairNote::Problem(Luks1Error::BadUuid));
+            return fail(msgs, Luks1Error::RepairFailed);
         }
 
         // Partition-table signature: bytes 0x1fe/0x1ff of the phdr are bytes 6 and 7 of
@@ -673,27 +681,28 @@ impl Luks1Header {
             }
             let mut bad = false;
             if ks.key_material_offset != offsets[i] {
-                msgs.push(format!(
-                    "Keyslot {i}: offset repaired ({} -> {}).",
-                    ks.key_material_offset, offsets[i]
-                ));
+                msgs.push(Luks1RepairNote::OffsetRepaired {
+                    slot: i,
+                    from: ks.key_material_offset,
+                    to: offsets[i],
+                });
                 ks.key_material_offset = offsets[i];
                 bad = true;
             }
             if ks.stripes != STRIPES {
-                msgs.push(format!(
-                    "Keyslot {i}: stripes repaired ({} -> {STRIPES}).",
-                    ks.stripes
-                ));
+                msgs.push(Luks1RepairNote::StripesRepaired {
+                    slot: i,
+                    from: ks.stripes,
+                });
                 ks.stripes = STRIPES;
                 bad = true;
             }
             if i == 6 && ks.salt[SIG] == 0x55 && ks.salt[SIG + 1] == 0xaa {
-                msgs.push(format!("Keyslot {i}: bogus partition signature."));
+                msgs.push(Luks1RepairNote::BogusPartitionSignature { slot: i });
                 bad = true;
             }
             if bad {
-                msgs.push(format!("Keyslot {i}: salt wiped."));
+                msgs.push(Luks1RepairNote::SaltWiped { slot: i });
                 ks.active = false;
                 ks.salt = [0; SALT_SIZE];
                 ks.iterations = 0;
@@ -701,8 +710,8 @@ impl Luks1Header {
             }
         }
         if let Err(e) = self.check_keyslots() {
-            msgs.push(e.to_string());
-            return fail(msgs, "Repair failed.");
+            msgs.push(problem(e)?);
+            return fail(msgs, Luks1Error::RepairFailed);
         }
         Ok(need_write)
     }
@@ -806,7 +815,9 @@ mod tests {
         x[7] = 2;
         assert!(matches!(
             Luks1Header::parse(&x),
-            Err(FormatError::Unsupported(_))
+            Err(FormatError::Luks1(Luks1Error::UnsupportedVersion {
+                version: 2
+            }))
         ));
         assert!(Luks1Header::parse(&b[..591]).is_err());
         assert!(Luks1Header::parse(&b[..4]).is_err());
@@ -831,45 +842,65 @@ mod tests {
     #[test]
     fn validate_reports_each_keyslot_rule() {
         sample().validate(Some(4096 * 512)).unwrap();
-        let check = |f: &dyn Fn(&mut Luks1Header), want: &str| {
+        let check = |f: &dyn Fn(&mut Luks1Header), want: Luks1Error| {
             let mut h = sample();
             f(&mut h);
-            assert_eq!(h.validate(None).unwrap_err().to_string(), want);
+            match h.validate(None) {
+                Err(FormatError::Luks1(e)) => assert_eq!(e, want),
+                other => panic!("{other:?}"),
+            }
         };
+        let slot =
+            |slot: usize, problem: Luks1KeyslotProblem| Luks1Error::Keyslot { slot, problem };
         check(
             &|h| h.keyslots[4].stripes = 3999,
-            "LUKS keyslot 4 is invalid (stripes 3999, must be 4000).",
+            slot(4, Luks1KeyslotProblem::Stripes { stripes: 3999 }),
         );
         check(
             &|h| h.keyslots[2].key_material_offset = 1,
-            "LUKS keyslot 2 is invalid (key material offset 1 is inside the header).",
+            slot(2, Luks1KeyslotProblem::InsideHeader { offset: 1 }),
         );
         check(
             &|h| h.keyslots[7].key_material_offset = 4096,
-            "LUKS keyslot 7 is invalid (key material offset 4096 beyond data area offset 4096).",
+            slot(
+                7,
+                Luks1KeyslotProblem::StartBeyondData {
+                    offset: 4096,
+                    payload: 4096,
+                },
+            ),
         );
         check(
             &|h| h.keyslots[7].key_material_offset = 3847,
-            "LUKS keyslot 7 is invalid (key material sectors 3847..4097 beyond data area offset 4096).",
+            slot(
+                7,
+                Luks1KeyslotProblem::EndBeyondData {
+                    offset: 3847,
+                    end: 4097,
+                    payload: 4096,
+                },
+            ),
         );
         check(
             &|h| h.keyslots[5].key_material_offset = 1100,
-            "LUKS keyslot 4 is invalid (key material overlaps keyslot 5).",
+            slot(4, Luks1KeyslotProblem::Overlaps { other: 5 }),
         );
         check(
             &|h| h.hash_spec = "md5".into(),
-            "Requested LUKS hash md5 is not supported.",
+            Luks1Error::UnsupportedHash { hash: "md5".into() },
         );
-        check(&|h| h.key_bytes = 0, "LUKS header has invalid key size 0.");
+        check(&|h| h.key_bytes = 0, Luks1Error::KeySizeZero);
         // A detached header (payload 0) skips the payload checks but not the others.
         let mut h = sample();
         h.payload_offset = 0;
         h.keyslots[7].key_material_offset = 100_000;
         h.validate(None).unwrap();
-        assert_eq!(
-            h.validate(Some(100_000 * 512)).unwrap_err().to_string(),
-            "Device is too small. (LUKS1 requires at least 51328000 bytes.)"
-        );
+        assert!(matches!(
+            h.validate(Some(100_000 * 512)),
+            Err(FormatError::Luks1(Luks1Error::DeviceTooSmall {
+                need: 51_328_000
+            }))
+        ));
         h.validate(Some(100_250 * 512)).unwrap();
     }
 
@@ -918,10 +949,14 @@ mod tests {
         assert_eq!(
             r.messages[1..],
             [
-                "Keyslot 3: offset repaired (3847 -> 776).",
-                "Keyslot 3: salt wiped.",
-                "Keyslot 5: stripes repaired (1 -> 4000).",
-                "Keyslot 5: salt wiped.",
+                Luks1RepairNote::OffsetRepaired {
+                    slot: 3,
+                    from: 3847,
+                    to: 776
+                },
+                Luks1RepairNote::SaltWiped { slot: 3 },
+                Luks1RepairNote::StripesRepaired { slot: 5, from: 1 },
+                Luks1RepairNote::SaltWiped { slot: 5 },
             ]
         );
         assert_eq!(h, sample());
@@ -932,7 +967,7 @@ mod tests {
         h.cipher_mode = "ecb-plain".into();
         let r = h
             .clone()
-            .repair(&|_, _, _| Err(FormatError::Unsupported("no cipher".into())));
+            .repair(&|_, _, _| Err(Luks1Error::RepairFailed.into()));
         assert!(r.result.is_err());
         let r = h.repair(&|_, m, _| {
             assert_eq!(m, "ecb");
@@ -942,8 +977,12 @@ mod tests {
         assert_eq!(
             r.messages,
             [
-                "LUKS cipher mode ecb-plain is invalid.",
-                "Cipher mode repaired (ecb-plain -> ecb)."
+                Luks1RepairNote::InvalidCipherMode {
+                    mode: "ecb-plain".into()
+                },
+                Luks1RepairNote::CipherModeRepaired {
+                    from: "ecb-plain".into()
+                }
             ]
         );
         // Non-standard key size.
@@ -954,7 +993,7 @@ mod tests {
         assert!(r.result.is_err());
         assert_eq!(
             r.messages.last().unwrap(),
-            "Non standard key size, manual repair required."
+            &Luks1RepairNote::Problem(Luks1Error::RepairKeySize)
         );
         // Partition signature in slot 6's salt.
         let mut h = sample();
@@ -965,7 +1004,7 @@ mod tests {
         assert!(matches!(r.result, Ok(true)));
         assert!(r
             .messages
-            .contains(&"Keyslot 6: bogus partition signature.".to_string()));
+            .contains(&Luks1RepairNote::BogusPartitionSignature { slot: 6 }));
         assert_eq!(h.keyslots[6].salt, [0; 32]);
         // The signature really is at phdr bytes 0x1fe/0x1ff.
         let mut s = sample();

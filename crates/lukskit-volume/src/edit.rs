@@ -25,9 +25,9 @@ pub enum RepairNote {
     PrimaryRestored,
     /// The damaged secondary LUKS2 header was rewritten from the primary copy.
     SecondaryRestored,
-    /// A line of the LUKS1 repair report of the on-disk layer (`Luks1RepairReport`), which
-    /// words what it found and fixed in the header there.
-    Luks1(String),
+    /// A line of the LUKS1 repair report of the on-disk layer (`Luks1RepairReport`): what it
+    /// found or fixed in the header.
+    Luks1(lukskit_format::Luks1RepairNote),
 }
 
 impl Volume {

@@ -1,7 +1,7 @@
 //! The 4096-byte binary header of each LUKS2 metadata copy (`struct luks2_hdr_disk`).
 
 use super::{BINARY_HEADER_SIZE, MAGIC_PRIMARY, MAGIC_SECONDARY, METADATA_SIZES};
-use crate::{FormatError, Result};
+use crate::{Luks2Error, NotLuks, Result};
 use lukskit_crypto::hash::HashAlg;
 
 const OFF_MAGIC: usize = 0;
@@ -75,9 +75,7 @@ impl BinaryHeader {
     /// 4096-byte block is padding).
     pub fn parse(bytes: &[u8], secondary: bool) -> Result<Self> {
         if bytes.len() < 512 {
-            return Err(FormatError::Invalid(
-                "LUKS2 binary header is truncated.".into(),
-            ));
+            return Err(Luks2Error::BinaryTruncated.into());
         }
         let magic = if secondary {
             MAGIC_SECONDARY
@@ -85,29 +83,24 @@ impl BinaryHeader {
             MAGIC_PRIMARY
         };
         if bytes[OFF_MAGIC..OFF_MAGIC + 6] != magic {
-            return Err(FormatError::NotLuks(format!(
-                "No LUKS2 {} header magic.",
-                if secondary { "secondary" } else { "primary" }
-            )));
+            return Err(NotLuks::NoLuks2Magic { secondary }.into());
         }
         let version = u16::from_be_bytes([bytes[OFF_VERSION], bytes[OFF_VERSION + 1]]);
         if version != 2 {
-            return Err(FormatError::Invalid(format!(
-                "Unsupported LUKS2 header version {version}."
-            )));
+            return Err(Luks2Error::UnsupportedVersion { version }.into());
         }
         let hdr_size = be_u64(bytes, OFF_HDR_SIZE);
         let hdr_offset = be_u64(bytes, OFF_HDR_OFFSET);
         let expected_offset = if secondary { hdr_size } else { 0 };
         if hdr_offset != expected_offset {
-            return Err(FormatError::Invalid(format!(
-                "LUKS2 offset 0x{hdr_offset:04x} on device differs to expected offset 0x{expected_offset:04x}."
-            )));
+            return Err(Luks2Error::OffsetMismatch {
+                found: hdr_offset,
+                expected: expected_offset,
+            }
+            .into());
         }
         if hdr_size < METADATA_SIZES[0] || hdr_size > METADATA_SIZES[8] {
-            return Err(FormatError::Invalid(format!(
-                "LUKS2 header has bogus size 0x{hdr_size:04x}."
-            )));
+            return Err(Luks2Error::BogusSize { size: hdr_size }.into());
         }
         let mut salt = [0u8; 64];
         salt.copy_from_slice(&bytes[OFF_SALT..OFF_SALT + 64]);
@@ -155,7 +148,10 @@ impl BinaryHeader {
 /// The checksum algorithm of a header, as a hash usable for `hdr_checksum_calculate`.
 pub(crate) fn checksum_hash(alg: &str) -> Result<HashAlg> {
     HashAlg::from_name(alg).map_err(|_| {
-        FormatError::Unsupported(format!("Unsupported LUKS2 checksum algorithm {alg}."))
+        Luks2Error::UnsupportedChecksum {
+            alg: alg.to_owned(),
+        }
+        .into()
     })
 }
 

@@ -5,8 +5,9 @@ use super::json::parse_json_area;
 use super::metadata::Luks2Header;
 use super::validate::{repair_json, validate_json};
 use super::{BINARY_HEADER_SIZE, MAGIC_PRIMARY, METADATA_SIZES};
+use crate::error::CopyProblem;
 use crate::io::Storage;
-use crate::{FormatError, Result};
+use crate::{FormatError, Luks2Error, NotLuks, Result};
 use serde_json::{Map, Value};
 
 /// What reading both copies found.
@@ -43,13 +44,13 @@ struct Copy {
     /// Binary header, present once sanity and checksum passed.
     bin: Option<BinaryHeader>,
     json: Option<Map<String, Value>>,
-    error: Option<String>,
+    error: Option<CopyProblem>,
     /// The magic matched (tells "not LUKS at all" from "damaged").
     magic_seen: bool,
 }
 
 impl Copy {
-    fn failed(state: State, error: String, magic_seen: bool) -> Self {
+    fn failed(state: State, error: CopyProblem, magic_seen: bool) -> Self {
         Copy {
             state,
             bin: None,
@@ -73,7 +74,7 @@ fn read_copy(storage: &dyn Storage, offset: u64, secondary: bool) -> Copy {
         Err(e) => {
             return Copy::failed(
                 State::FailIo,
-                format!("read error at offset {offset}: {e}"),
+                CopyProblem::Other(format!("read error at offset {offset}: {e}")),
                 false,
             )
         }
@@ -86,15 +87,15 @@ fn read_copy(storage: &dyn Storage, offset: u64, secondary: bool) -> Copy {
         };
     let bin = match BinaryHeader::parse(&bin_bytes, secondary) {
         Ok(b) => b,
-        Err(e) => return Copy::failed(State::Fail, e.to_string(), magic_seen),
+        Err(e) => return Copy::failed(State::Fail, CopyProblem::Header(Box::new(e)), magic_seen),
     };
     if bin.hdr_offset != offset {
         return Copy::failed(
             State::Fail,
-            format!(
+            CopyProblem::Other(format!(
                 "LUKS2 offset 0x{:04x} in header does not match its position 0x{offset:04x}.",
                 bin.hdr_offset
-            ),
+            )),
             magic_seen,
         );
     }
@@ -104,19 +105,19 @@ fn read_copy(storage: &dyn Storage, offset: u64, secondary: bool) -> Copy {
         Err(e) => {
             return Copy::failed(
                 State::FailIo,
-                format!("read error in JSON area at offset {offset}: {e}"),
+                CopyProblem::Other(format!("read error in JSON area at offset {offset}: {e}")),
                 magic_seen,
             )
         }
     };
     let alg = match checksum_hash(&bin.checksum_alg) {
         Ok(a) => a,
-        Err(e) => return Copy::failed(State::Fail, e.to_string(), magic_seen),
+        Err(e) => return Copy::failed(State::Fail, CopyProblem::Header(Box::new(e)), magic_seen),
     };
     if !checksum_matches(alg, &bin_bytes, &area) {
         return Copy::failed(
             State::Fail,
-            format!("LUKS2 header checksum error (offset {offset})."),
+            CopyProblem::Other(format!("LUKS2 header checksum error (offset {offset}).")),
             magic_seen,
         );
     }
@@ -130,7 +131,7 @@ fn read_copy(storage: &dyn Storage, offset: u64, secondary: bool) -> Copy {
     match parse_json_area(&area) {
         Err(e) => {
             copy.state = State::Obsolete;
-            copy.error = Some(format!("invalid JSON area: {e}"));
+            copy.error = Some(CopyProblem::Other(format!("invalid JSON area: {e}")));
         }
         Ok(mut json) => {
             // validate_luks2_json_object: validate, on failure repair known glitches and retry.
@@ -146,7 +147,9 @@ fn read_copy(storage: &dyn Storage, offset: u64, secondary: bool) -> Copy {
                 Ok(()) => copy.json = Some(json),
                 Err(e) => {
                     copy.state = State::Obsolete;
-                    copy.error = Some(format!("LUKS2 metadata validation failed: {e}"));
+                    copy.error = Some(CopyProblem::Other(format!(
+                        "LUKS2 metadata validation failed: {e}"
+                    )));
                 }
             }
         }
@@ -167,7 +170,7 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         let off = p.bin.as_ref().map_or(0, |b| b.hdr_size);
         read_copy(storage, off, true)
     } else {
-        let mut last = Copy::failed(State::Fail, "no secondary header found".into(), false);
+        let mut last = Copy::failed(State::Fail, CopyProblem::NoSecondary, false);
         let mut magic_seen = false;
         for off in METADATA_SIZES {
             let c = read_copy(storage, off, true);
@@ -181,8 +184,8 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         last.magic_seen |= magic_seen;
         if !matches!(last.state, State::Ok | State::Obsolete) && last.state != State::FailIo {
             last.error = Some(match last.error.take() {
-                Some(e) if magic_seen => format!("no usable secondary header found (last: {e})"),
-                _ => "no secondary header found at any of the 9 possible offsets".into(),
+                Some(e) if magic_seen => CopyProblem::NoUsableSecondary(Box::new(e)),
+                _ => CopyProblem::NoSecondaryAnywhere,
             });
         }
         last
@@ -195,10 +198,14 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         );
         if ps > ss {
             s.state = State::Obsolete;
-            s.error = Some(format!("obsolete copy (seqid {ss} < {ps})"));
+            s.error = Some(CopyProblem::Other(format!(
+                "obsolete copy (seqid {ss} < {ps})"
+            )));
         } else if ps < ss {
             p.state = State::Obsolete;
-            p.error = Some(format!("obsolete copy (seqid {ps} < {ss})"));
+            p.error = Some(CopyProblem::Other(format!(
+                "obsolete copy (seqid {ps} < {ss})"
+            )));
         }
     }
 
@@ -210,19 +217,17 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         if p.state == State::FailIo && s.state == State::FailIo {
             return Err(FormatError::io(
                 "Cannot read LUKS2 header",
-                std::io::Error::other(p.error.unwrap_or_default()),
+                std::io::Error::other(p.error.map(|e| e.to_string()).unwrap_or_default()),
             ));
         }
         if !p.magic_seen && !s.magic_seen {
-            return Err(FormatError::NotLuks(
-                "Device is not a valid LUKS device.".into(),
-            ));
+            return Err(NotLuks::NoLuks2Copy.into());
         }
-        return Err(FormatError::Invalid(format!(
-            "Device is not a valid LUKS device (primary header: {}; secondary header: {}).",
-            p.error.as_deref().unwrap_or("?"),
-            s.error.as_deref().unwrap_or("?")
-        )));
+        return Err(Luks2Error::NoValidCopy {
+            primary: p.error.unwrap_or(CopyProblem::Unknown),
+            secondary: s.error.unwrap_or(CopyProblem::Unknown),
+        }
+        .into());
     };
 
     // A valid, current copy keeps its salt; a damaged or obsolete one will be rewritten with a
@@ -245,9 +250,7 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         (p.bin.clone(), p.json.take())
     };
     let (Some(mut binary), Some(json)) = (chosen, json) else {
-        return Err(FormatError::Invalid(
-            "internal error: chosen copy has no metadata".into(),
-        ));
+        return Err(Luks2Error::Internal.into());
     };
     binary.hdr_offset = 0;
     binary.salt = primary_salt;
@@ -258,17 +261,23 @@ pub fn read(storage: &dyn Storage) -> Result<ReadOutcome> {
         .size()
         .map_err(|e| FormatError::io("Cannot get device size", e))?;
     if size < need {
-        return Err(FormatError::Invalid(format!(
-            "Device is too small. Need at least {need} bytes."
-        )));
+        return Err(Luks2Error::DeviceTooSmall { need }.into());
     }
 
     Ok(ReadOutcome {
         header,
         primary_ok: p.state == State::Ok,
         secondary_ok: s.state == State::Ok,
-        primary_error: if p.state == State::Ok { None } else { p.error },
-        secondary_error: if s.state == State::Ok { None } else { s.error },
+        primary_error: if p.state == State::Ok {
+            None
+        } else {
+            p.error.map(|e| e.to_string())
+        },
+        secondary_error: if s.state == State::Ok {
+            None
+        } else {
+            s.error.map(|e| e.to_string())
+        },
     })
 }
 
@@ -310,19 +319,19 @@ fn write_one(
 /// trailing NUL (`LUKS2_disk_hdr_write`).
 fn json_area(hdr: &Luks2Header) -> Result<Vec<u8>> {
     if hdr.binary.version != 2 {
-        return Err(FormatError::Invalid(format!(
-            "Unsupported LUKS2 header version ({}).",
-            hdr.binary.version
-        )));
+        return Err(Luks2Error::WriteUnsupportedVersion {
+            version: hdr.binary.version,
+        }
+        .into());
     }
     let area_len = hdr.json_area_size() as usize;
     let text = hdr.to_json_string();
     if text.is_empty() || text.len() > area_len.saturating_sub(1) {
-        return Err(FormatError::Invalid(format!(
-            "JSON is too large ({} > {} bytes).",
-            text.len(),
-            area_len.saturating_sub(1)
-        )));
+        return Err(Luks2Error::JsonTooLarge {
+            len: text.len(),
+            max: area_len.saturating_sub(1),
+        }
+        .into());
     }
     let mut area = vec![0u8; area_len];
     area[..text.len()].copy_from_slice(text.as_bytes());
@@ -342,9 +351,7 @@ fn ensure_size(storage: &dyn Storage, need: u64) -> Result<()> {
     let extended = storage.write_all_at(&[0], need - 1).is_ok()
         && storage.size().map(|s| s >= need).unwrap_or(false);
     if !extended {
-        return Err(FormatError::Invalid(format!(
-            "Device is too small. Need at least {need} bytes."
-        )));
+        return Err(Luks2Error::DeviceTooSmall { need }.into());
     }
     Ok(())
 }
@@ -398,9 +405,7 @@ pub fn check_sequence_id(storage: &dyn Storage, hdr: &Luks2Header) -> Result<()>
     }
     let seqid = u64::from_be_bytes(b[16..24].try_into().unwrap_or([0; 8]));
     if seqid != hdr.binary.seqid {
-        return Err(FormatError::Invalid(
-            "Detected attempt for concurrent LUKS2 metadata update. Aborting operation.".into(),
-        ));
+        return Err(Luks2Error::ConcurrentUpdate.into());
     }
     Ok(())
 }

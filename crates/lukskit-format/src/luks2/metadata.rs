@@ -6,7 +6,10 @@ use super::{
     BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
     SALT_SIZE,
 };
-use crate::{FormatError, Result};
+use crate::{
+    DigestProblem, FormatError, JsonKind, JsonObject, JsonProblem, JsonType, KeyslotProblem,
+    Luks2Error, Result,
+};
 use serde_json::{Map, Value};
 
 /// Requirement names known to cryptsetup 2.6 / 2.7 (`requirements_flags[]`).
@@ -174,31 +177,38 @@ impl Keyslot {
     /// cryptsetup); only this keyslot is unusable.
     pub fn check_usable(&self) -> Result<()> {
         if self.kind != "luks2" {
-            return Err(FormatError::Unsupported(format!(
-                "Keyslot {} has type {}.",
-                self.id, self.kind
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::Type {
+                    kind: self.kind.clone(),
+                },
+            }
+            .into());
         }
         if let KdfParams::Unknown { name, .. } = &self.kdf {
-            return Err(FormatError::Unsupported(format!(
-                "Keyslot {}: unknown KDF type {name}.",
-                self.id
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::UnknownKdf { name: name.clone() },
+            }
+            .into());
         }
         if self.kdf.salt().len() != SALT_SIZE {
-            return Err(FormatError::Invalid(format!(
-                "Keyslot {}: KDF salt is {} bytes, expected {SALT_SIZE}.",
-                self.id,
-                self.kdf.salt().len()
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::KdfSaltSize {
+                    len: self.kdf.salt().len(),
+                },
+            }
+            .into());
         }
         // cryptsetup ignores the "stripes" value when it opens a keyslot (it always uses
         // 4000, `LUKS_STRIPES`), so only the sizes are checked here.
         if self.key_size == 0 || self.area_key_size == 0 {
-            return Err(FormatError::Invalid(format!(
-                "Keyslot {}: invalid key size.",
-                self.id
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::KeySize,
+            }
+            .into());
         }
         // A KDF cost outside u32 (e.g. -1) reads as 0. cryptsetup would truncate it into a
         // cost of billions of iterations (or fail on 0); this keyslot is refused instead.
@@ -211,10 +221,11 @@ impl Keyslot {
             KdfParams::Unknown { .. } => false,
         };
         if zero_cost {
-            return Err(FormatError::Invalid(format!(
-                "Keyslot {}: invalid KDF cost parameters.",
-                self.id
-            )));
+            return Err(Luks2Error::KeyslotUnusable {
+                id: self.id,
+                problem: KeyslotProblem::KdfCost,
+            }
+            .into());
         }
         Ok(())
     }
@@ -295,25 +306,31 @@ impl Digest {
     /// 32-byte salt and a digest of 20 bytes (LUKS1-converted) or of the hash's size.
     pub fn check_usable(&self) -> Result<()> {
         if self.kind != "pbkdf2" {
-            return Err(FormatError::Unsupported(format!(
-                "Digest {} has type {}.",
-                self.id, self.kind
-            )));
+            return Err(Luks2Error::DigestUnusable {
+                id: self.id,
+                problem: DigestProblem::Type {
+                    kind: self.kind.clone(),
+                },
+            }
+            .into());
         }
         if self.salt.len() != SALT_SIZE {
-            return Err(FormatError::Invalid(format!(
-                "Digest {}: salt is {} bytes, expected {SALT_SIZE}.",
-                self.id,
-                self.salt.len()
-            )));
+            return Err(Luks2Error::DigestUnusable {
+                id: self.id,
+                problem: DigestProblem::SaltSize {
+                    len: self.salt.len(),
+                },
+            }
+            .into());
         }
         let hash = lukskit_crypto::hash::HashAlg::from_name(&self.hash)?;
         let n = self.digest.len();
         if n != 20 && n != hash.digest_size() {
-            return Err(FormatError::Invalid(format!(
-                "Digest {}: digest is {n} bytes.",
-                self.id
-            )));
+            return Err(Luks2Error::DigestUnusable {
+                id: self.id,
+                problem: DigestProblem::DigestSize { len: n },
+            }
+            .into());
         }
         Ok(())
     }
@@ -384,22 +401,36 @@ pub struct Luks2Header {
     pub(crate) secondary_salt: [u8; 64],
 }
 
-fn invalid(msg: impl Into<String>) -> FormatError {
-    FormatError::Invalid(msg.into())
+fn json_err(object: JsonObject, problem: JsonProblem) -> FormatError {
+    Luks2Error::Json { object, problem }.into()
+}
+
+fn missing(ctx: &JsonObject, key: &str, kind: JsonType) -> FormatError {
+    json_err(
+        *ctx,
+        JsonProblem::Missing {
+            member: key.into(),
+            kind,
+        },
+    )
 }
 
 /// Members of a section object with their numeric ids, sorted by id.
-fn numbered_members<'a>(
-    section: &'a Map<String, Value>,
-    what: &str,
-) -> Result<Vec<(u32, &'a Map<String, Value>)>> {
+fn numbered_members(
+    section: &Map<String, Value>,
+    what: JsonKind,
+) -> Result<Vec<(u32, &Map<String, Value>)>> {
     let mut v = Vec::with_capacity(section.len());
+    let object = JsonObject {
+        kind: what,
+        id: None,
+    };
     for (k, val) in section {
-        let id =
-            key_id(k).ok_or_else(|| invalid(format!("{what} \"{k}\" is not in numbered form.")))?;
+        let id = key_id(k)
+            .ok_or_else(|| json_err(object, JsonProblem::NotNumbered { key: k.clone() }))?;
         let obj = val
             .as_object()
-            .ok_or_else(|| invalid(format!("{what} {k} is not an object.")))?;
+            .ok_or_else(|| json_err(object, JsonProblem::NotAnObject { key: k.clone() }))?;
         v.push((id, obj));
     }
     v.sort_by_key(|(id, _)| *id);
@@ -407,46 +438,46 @@ fn numbered_members<'a>(
 }
 
 /// Ids referenced by an array of decimal strings.
-fn id_array(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u32>> {
+fn id_array(obj: &Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<Vec<u32>> {
     let arr = obj
         .get(key)
         .and_then(Value::as_array)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (array).")))?;
+        .ok_or_else(|| missing(ctx, key, JsonType::Array))?;
     arr.iter()
         .map(|e| {
-            e.as_str()
-                .and_then(key_id)
-                .ok_or_else(|| invalid(format!("{ctx}: illegal value in \"{key}\" array.")))
+            e.as_str().and_then(key_id).ok_or_else(|| {
+                json_err(*ctx, JsonProblem::IllegalArrayValue { member: key.into() })
+            })
         })
         .collect()
 }
 
-fn str_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &str) -> Result<&'a str> {
+fn str_member<'a>(obj: &'a Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<&'a str> {
     obj.get(key)
         .and_then(Value::as_str)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (string).")))
+        .ok_or_else(|| missing(ctx, key, JsonType::String))
 }
 
-fn u64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<u64> {
+fn u64_member(obj: &Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<u64> {
     obj.get(key)
         .and_then(get_u64_str)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (uint64 string).")))
+        .ok_or_else(|| missing(ctx, key, JsonType::Uint64String))
 }
 
 fn obj_member<'a>(
     obj: &'a Map<String, Value>,
     key: &str,
-    ctx: &str,
+    ctx: &JsonObject,
 ) -> Result<&'a Map<String, Value>> {
     obj.get(key)
         .and_then(Value::as_object)
-        .ok_or_else(|| invalid(format!("{ctx} is missing \"{key}\" (object).")))
+        .ok_or_else(|| missing(ctx, key, JsonType::Object))
 }
 
 /// A Base64 string member. A string that is not valid Base64 reads as empty (the header
 /// still loads and dumps, as in cryptsetup, whose `hexprint_base64` prints nothing for it);
 /// the `check_usable` of the keyslot or digest then refuses the empty value.
-fn b64_member(obj: &Map<String, Value>, key: &str, ctx: &str) -> Result<Vec<u8>> {
+fn b64_member(obj: &Map<String, Value>, key: &str, ctx: &JsonObject) -> Result<Vec<u8>> {
     Ok(b64_decode(str_member(obj, key, ctx)?).unwrap_or_default())
 }
 
@@ -504,7 +535,7 @@ fn keyslot_u32(obj: &Map<String, Value>, key: &str) -> u32 {
 }
 
 fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
-    let ctx = format!("Keyslot {id}");
+    let ctx = JsonObject::numbered(JsonKind::Keyslot, id);
     let kind = str_member(o, "type", &ctx)?.to_string();
     let key_size = keyslot_u32(o, "key_size");
     let area = obj_member(o, "area", &ctx)?;
@@ -582,7 +613,7 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
 }
 
 fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
-    let ctx = format!("Segment {id}");
+    let ctx = JsonObject::numbered(JsonKind::Segment, id);
     let size = match str_member(o, "size", &ctx)? {
         "dynamic" => None,
         _ => Some(u64_member(o, "size", &ctx)?),
@@ -593,8 +624,8 @@ fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
             .iter()
             .map(|f| f.as_str().map(String::from))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| invalid(format!("{ctx}: illegal flags.")))?,
-        Some(_) => return Err(invalid(format!("{ctx}: illegal flags."))),
+            .ok_or_else(|| json_err(ctx, JsonProblem::IllegalFlags))?,
+        Some(_) => return Err(json_err(ctx, JsonProblem::IllegalFlags)),
     };
     Ok(Segment {
         id,
@@ -617,7 +648,7 @@ fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
 }
 
 fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
-    let ctx = format!("Digest {id}");
+    let ctx = JsonObject::numbered(JsonKind::Digest, id);
     let kind = str_member(o, "type", &ctx)?.to_string();
     let keyslots = id_array(o, "keyslots", &ctx)?;
     let segments = id_array(o, "segments", &ctx)?;
@@ -739,28 +770,28 @@ impl Luks2Header {
     /// validated.
     pub fn new(p: &NewHeaderParams) -> Result<Self> {
         if !METADATA_SIZES.contains(&p.metadata_size) {
-            return Err(invalid(format!(
-                "Unsupported LUKS2 metadata size {}.",
-                p.metadata_size
-            )));
+            return Err(Luks2Error::UnsupportedMetadataSize {
+                size: p.metadata_size,
+            }
+            .into());
         }
         if !p.keyslots_size.is_multiple_of(4096) || p.keyslots_size > MAX_KEYSLOTS_SIZE {
-            return Err(invalid(format!(
-                "Unsupported LUKS2 keyslots size {}.",
-                p.keyslots_size
-            )));
+            return Err(Luks2Error::UnsupportedKeyslotsSize {
+                size: p.keyslots_size,
+            }
+            .into());
         }
         if p.data_offset != 0 && p.data_offset < 2 * p.metadata_size {
-            return Err(invalid("Requested data offset is too small."));
+            return Err(Luks2Error::DataOffsetTooSmall.into());
         }
         if p.label.len() >= 48 || p.subsystem.len() >= 48 {
-            return Err(invalid("Label is too long."));
+            return Err(Luks2Error::LabelTooLong.into());
         }
         if !uuid_ok(&p.uuid) {
-            return Err(invalid("Wrong LUKS UUID format provided."));
+            return Err(Luks2Error::BadUuid.into());
         }
         if p.digest.id >= MAX_DIGESTS {
-            return Err(invalid(format!("Invalid digest id {}.", p.digest.id)));
+            return Err(Luks2Error::DigestIdInvalid { id: p.digest.id }.into());
         }
         let mut salt1 = [0u8; 64];
         let mut salt2 = [0u8; 64];
@@ -853,31 +884,38 @@ impl Luks2Header {
         self.json
             .get(name)
             .and_then(Value::as_object)
-            .ok_or_else(|| invalid(format!("Missing {name} section.")))
+            .ok_or_else(|| Luks2Error::MissingSection { name: name.into() }.into())
     }
 
     fn section_mut(&mut self, name: &str) -> Result<&mut Map<String, Value>> {
         self.json
             .get_mut(name)
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| invalid(format!("Missing {name} section.")))
+            .ok_or_else(|| Luks2Error::MissingSection { name: name.into() }.into())
     }
 
     /// `config.keyslots_size`.
     pub fn keyslots_size(&self) -> Result<u64> {
-        u64_member(self.section("config")?, "keyslots_size", "Config")
+        u64_member(
+            self.section("config")?,
+            "keyslots_size",
+            &JsonObject {
+                kind: JsonKind::Config,
+                id: None,
+            },
+        )
     }
 
     /// `2 * hdr_size + keyslots_size`: bytes occupied by both copies and the keyslots area.
     pub fn hdr_and_areas_size(&self) -> Result<u64> {
         self.keyslots_size()?
             .checked_add(2 * self.metadata_size())
-            .ok_or_else(|| invalid("Header size overflow."))
+            .ok_or_else(|| FormatError::from(Luks2Error::HeaderSizeOverflow))
     }
 
     /// All keyslots (any type), sorted by id.
     pub fn keyslots(&self) -> Result<Vec<Keyslot>> {
-        numbered_members(self.section("keyslots")?, "Keyslot")?
+        numbered_members(self.section("keyslots")?, JsonKind::Keyslot)?
             .into_iter()
             .map(|(id, o)| parse_keyslot(id, o))
             .collect()
@@ -885,10 +923,12 @@ impl Luks2Header {
 
     /// Ids of all keyslots (any type), sorted.
     pub fn keyslot_ids(&self) -> Result<Vec<u32>> {
-        Ok(numbered_members(self.section("keyslots")?, "Keyslot")?
-            .into_iter()
-            .map(|(id, _)| id)
-            .collect())
+        Ok(
+            numbered_members(self.section("keyslots")?, JsonKind::Keyslot)?
+                .into_iter()
+                .map(|(id, _)| id)
+                .collect(),
+        )
     }
 
     /// One keyslot, `None` if it does not exist.
@@ -896,13 +936,17 @@ impl Luks2Header {
         match self.section("keyslots")?.get(&id.to_string()) {
             None => Ok(None),
             Some(Value::Object(o)) => parse_keyslot(id, o).map(Some),
-            Some(_) => Err(invalid(format!("Keyslot {id} is not an object."))),
+            Some(_) => Err(Luks2Error::KeyslotUnusable {
+                id,
+                problem: KeyslotProblem::NotObject,
+            }
+            .into()),
         }
     }
 
     /// All segments, sorted by id.
     pub fn segments(&self) -> Result<Vec<Segment>> {
-        numbered_members(self.section("segments")?, "Segment")?
+        numbered_members(self.section("segments")?, JsonKind::Segment)?
             .into_iter()
             .map(|(id, o)| parse_segment(id, o))
             .collect()
@@ -910,7 +954,7 @@ impl Luks2Header {
 
     /// All digests, sorted by id.
     pub fn digests(&self) -> Result<Vec<Digest>> {
-        numbered_members(self.section("digests")?, "Digest")?
+        numbered_members(self.section("digests")?, JsonKind::Digest)?
             .into_iter()
             .map(|(id, o)| parse_digest(id, o))
             .collect()
@@ -918,10 +962,10 @@ impl Luks2Header {
 
     /// All tokens, sorted by id.
     pub fn tokens(&self) -> Result<Vec<Token>> {
-        numbered_members(self.section("tokens")?, "Token")?
+        numbered_members(self.section("tokens")?, JsonKind::Token)?
             .into_iter()
             .map(|(id, o)| {
-                let ctx = format!("Token {id}");
+                let ctx = JsonObject::numbered(JsonKind::Token, id);
                 Ok(Token {
                     id,
                     kind: str_member(o, "type", &ctx)?.into(),
@@ -1023,10 +1067,11 @@ impl Luks2Header {
     fn check_json_size(&self) -> Result<()> {
         let len = self.to_json_string().len() as u64;
         if len > self.json_area_size() {
-            return Err(invalid(format!(
-                "Not enough space in header JSON area ({len} > {} bytes).",
-                self.json_area_size()
-            )));
+            return Err(Luks2Error::JsonAreaFull {
+                len,
+                max: self.json_area_size(),
+            }
+            .into());
         }
         Ok(())
     }
@@ -1036,26 +1081,23 @@ impl Luks2Header {
     /// out of range, or the JSON would no longer fit its area.
     pub fn add_keyslot(&mut self, ks: &Keyslot) -> Result<()> {
         if ks.id >= MAX_KEYSLOTS {
-            return Err(invalid(format!("Key slot {} is invalid.", ks.id)));
+            return Err(Luks2Error::KeyslotIdInvalid { id: ks.id }.into());
         }
         if ks.kind != "luks2" {
-            return Err(FormatError::Unsupported(format!(
-                "keyslot type {}",
-                ks.kind
-            )));
+            return Err(Luks2Error::UnsupportedKeyslotType {
+                kind: ks.kind.clone(),
+            }
+            .into());
         }
         if let Some(p) = ks.priority {
             if p > 2 {
-                return Err(invalid(format!("Invalid keyslot priority {p}.")));
+                return Err(Luks2Error::InvalidPriority { priority: p }.into());
             }
         }
         let key = ks.id.to_string();
         let keyslots = self.section_mut("keyslots")?;
         if keyslots.contains_key(&key) {
-            return Err(invalid(format!(
-                "Cannot modify already active keyslot {}.",
-                ks.id
-            )));
+            return Err(Luks2Error::KeyslotActive { id: ks.id }.into());
         }
         keyslots.insert(key.clone(), ks.to_json());
         if let Err(e) = self.check_json_size() {
@@ -1071,7 +1113,7 @@ impl Luks2Header {
         let key = ks.id.to_string();
         let keyslots = self.section_mut("keyslots")?;
         let Some(old) = keyslots.get(&key).cloned() else {
-            return Err(invalid(format!("Keyslot {} is not active.", ks.id)));
+            return Err(Luks2Error::KeyslotInactive { id: ks.id }.into());
         };
         keyslots.insert(key.clone(), ks.to_json());
         if let Err(e) = self.check_json_size() {
@@ -1088,7 +1130,7 @@ impl Luks2Header {
     pub fn remove_keyslot(&mut self, id: u32) -> Result<()> {
         let key = id.to_string();
         if !self.section("keyslots")?.contains_key(&key) {
-            return Err(invalid(format!("Keyslot {id} is not active.")));
+            return Err(Luks2Error::KeyslotInactive { id }.into());
         }
         for sec in ["digests", "tokens"] {
             if let Ok(m) = self.section_mut(sec) {
@@ -1124,17 +1166,17 @@ impl Luks2Header {
     pub fn assign_keyslot_to_digest(&mut self, keyslot: u32, digest: u32) -> Result<()> {
         let ks = keyslot.to_string();
         if !self.section("keyslots")?.contains_key(&ks) {
-            return Err(invalid(format!("Keyslot {keyslot} is not active.")));
+            return Err(Luks2Error::KeyslotInactive { id: keyslot }.into());
         }
         let d = self
             .section_mut("digests")?
             .get_mut(&digest.to_string())
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| invalid(format!("Digest {digest} does not exist.")))?;
+            .ok_or_else(|| FormatError::from(Luks2Error::DigestMissing { id: digest }))?;
         let arr = d
             .get_mut("keyslots")
             .and_then(Value::as_array_mut)
-            .ok_or_else(|| invalid(format!("Digest {digest} has no keyslots array.")))?;
+            .ok_or_else(|| FormatError::from(Luks2Error::DigestNoKeyslots { id: digest }))?;
         if !arr.iter().any(|v| v.as_str() == Some(ks.as_str())) {
             arr.push(Value::String(ks));
         }
@@ -1144,12 +1186,12 @@ impl Luks2Header {
     /// Add a digest object (appended, `PBKDF2_digest_store` member order).
     pub fn add_digest(&mut self, d: &Digest) -> Result<()> {
         if d.id >= MAX_DIGESTS {
-            return Err(invalid(format!("Invalid digest id {}.", d.id)));
+            return Err(Luks2Error::DigestIdInvalid { id: d.id }.into());
         }
         let key = d.id.to_string();
         let digests = self.section_mut("digests")?;
         if digests.contains_key(&key) {
-            return Err(invalid(format!("Digest {} already exists.", d.id)));
+            return Err(Luks2Error::DigestExists { id: d.id }.into());
         }
         digests.insert(key.clone(), d.to_json());
         if let Err(e) = self.check_json_size() {
@@ -1163,13 +1205,13 @@ impl Luks2Header {
     /// normal removes the member, anything else sets it (appended if new).
     pub fn set_keyslot_priority(&mut self, id: u32, priority: u32) -> Result<()> {
         if priority > 2 {
-            return Err(invalid(format!("Invalid keyslot priority {priority}.")));
+            return Err(Luks2Error::InvalidPriority { priority }.into());
         }
         let ks = self
             .section_mut("keyslots")?
             .get_mut(&id.to_string())
             .and_then(Value::as_object_mut)
-            .ok_or_else(|| invalid(format!("Keyslot {id} is not active.")))?;
+            .ok_or(Luks2Error::KeyslotInactive { id })?;
         if priority == 1 {
             ks.shift_remove("priority");
         } else {
@@ -1237,43 +1279,40 @@ impl Luks2Header {
                 let tokens = self.section("tokens")?;
                 (0..MAX_TOKENS)
                     .find(|i| !tokens.contains_key(&i.to_string()))
-                    .ok_or_else(|| invalid("No free token slot."))?
+                    .ok_or_else(|| FormatError::from(Luks2Error::NoFreeToken))?
             }
         };
         if id >= MAX_TOKENS {
-            return Err(invalid(format!("Token {id} is invalid.")));
+            return Err(Luks2Error::TokenIdInvalid { id }.into());
         }
-        let obj = token
-            .as_object()
-            .ok_or_else(|| invalid("Token JSON must be an object."))?;
-        let ctx = format!("Token {id}");
+        let obj = token.as_object().ok_or(Luks2Error::TokenNotObject)?;
+        let ctx = JsonObject::numbered(JsonKind::Token, id);
         let ty = str_member(obj, "type", &ctx)?;
         if ty.is_empty() {
-            return Err(invalid(format!("{ctx} has an empty type.")));
+            return Err(json_err(ctx, JsonProblem::EmptyType));
         }
         let keyslots = self.section("keyslots")?;
         let arr = obj
             .get("keyslots")
             .and_then(Value::as_array)
-            .ok_or_else(|| invalid(format!("{ctx} is missing \"keyslots\" (array).")))?;
+            .ok_or_else(|| missing(&ctx, "keyslots", JsonType::Array))?;
         for e in arr {
             let s = e
                 .as_str()
-                .ok_or_else(|| invalid(format!("{ctx}: illegal value type in keyslots array.")))?;
+                .ok_or_else(|| json_err(ctx, JsonProblem::IllegalKeyslotsValue))?;
             if !keyslots.get(s).is_some_and(Value::is_object) {
-                return Err(invalid(format!("{ctx} references missing keyslot {s}.")));
+                return Err(json_err(
+                    ctx,
+                    JsonProblem::MissingKeyslot { keyslot: s.into() },
+                ));
             }
         }
         if ty.starts_with("luks2-") {
             if ty != "luks2-keyring" {
-                return Err(invalid(format!(
-                    "{ctx}: {ty} is a reserved built-in token type."
-                )));
+                return Err(json_err(ctx, JsonProblem::ReservedType { kind: ty.into() }));
             }
             if obj.len() != 3 || !obj.get("key_description").is_some_and(Value::is_string) {
-                return Err(invalid(format!(
-                    "{ctx}: luks2-keyring token needs exactly type, keyslots and key_description."
-                )));
+                return Err(json_err(ctx, JsonProblem::KeyringShape));
             }
         }
         let key = id.to_string();
@@ -1298,7 +1337,7 @@ impl Luks2Header {
         self.section_mut("tokens")?
             .shift_remove(&id.to_string())
             .map(|_| ())
-            .ok_or_else(|| invalid(format!("Token {id} is not in use.")))
+            .ok_or_else(|| FormatError::from(Luks2Error::TokenNotInUse { id }))
     }
 }
 
@@ -1512,8 +1551,13 @@ mod tests {
                 salt: vec![7; 32],
             }
         );
-        let e = k.check_usable().unwrap_err().to_string();
-        assert!(e.contains("unknown KDF type argon2"), "{e}");
+        assert!(matches!(
+            k.check_usable(),
+            Err(FormatError::Luks2(Luks2Error::KeyslotUnusable {
+                id: 3,
+                problem: KeyslotProblem::UnknownKdf { name },
+            })) if name == "argon2"
+        ));
         let k = ks(
             serde_json::json!({"type": "x", "time": " 12x", "memory": -5,
                                       "cpus": [1], "salt": 1234}),

@@ -10,7 +10,7 @@
 use super::json::{self, as_u32, numbered, str_to_u64, JType};
 use super::metadata::Luks2Header;
 use super::{BINARY_HEADER_SIZE, MAX_KEYSLOTS_SIZE, METADATA_SIZES};
-use crate::{FormatError, Result};
+use crate::{Luks2Error, Result};
 use serde_json::{Map, Value};
 
 type Obj = Map<String, Value>;
@@ -759,8 +759,7 @@ impl Luks2Header {
     /// per-type keyslot checks. The error names the first rule broken.
     pub fn validate(&self) -> Result<()> {
         let json_size = self.json_area_size();
-        validate_json(&self.json, json_size)
-            .map_err(|e| FormatError::Invalid(format!("LUKS2 metadata validation failed: {e}")))
+        validate_json(&self.json, json_size).map_err(|e| Luks2Error::Validation(e).into())
     }
 
     /// [`Self::validate`] plus cryptsetup's device size check (`device_check_size`): both
@@ -769,9 +768,7 @@ impl Luks2Header {
         self.validate()?;
         let need = self.hdr_and_areas_size()?;
         if device_size < need {
-            return Err(FormatError::Invalid(format!(
-                "Device is too small. Need at least {need} bytes."
-            )));
+            return Err(Luks2Error::DeviceTooSmall { need }.into());
         }
         Ok(())
     }
