@@ -34,6 +34,10 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksChangeKey" => keys::change_key(o, args),
         "luksConvertKey" => keys::convert_key(o, args),
         "luksKillSlot" => keys::kill_slot(o, args),
+        // cryptsetup's `open --refresh [DEVICE] NAME` is the refresh action.
+        "open" | "luksOpen" | "plainOpen" | "create" if o.refresh => {
+            open::refresh(o, &args[args.len().saturating_sub(1)..])
+        }
         "open" | "luksOpen" | "plainOpen" | "create" => open::open(o, action, args),
         "close" | "remove" | "luksClose" | "plainClose" => open::close(o, args),
         "status" => open::status(o, args),
