@@ -163,7 +163,8 @@ pub struct Opts {
     /// Do not use metadata locking (accepted for compatibility; lukskit always locks).
     #[arg(long = "disable-locks", action = ArgAction::SetTrue)]
     pub disable_locks: bool,
-    /// Accepted for compatibility: lukskit never uses the kernel keyring.
+    /// open, refresh (kernel backend): give dm-crypt the LUKS2 volume key in the table, not
+    /// through the kernel keyring.
     #[arg(long = "disable-keyring", action = ArgAction::SetTrue)]
     pub disable_keyring: bool,
     /// Accepted for compatibility: lukskit does not call blkid.
