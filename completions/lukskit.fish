@@ -85,7 +85,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l unbound -d 'Unbound key
 complete -c lukskit -n "__fish_lukskit_needs_command" -l test-passphrase -d 'Only check the passphrase (open)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-replace -d 'Replace an existing token'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
-complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-keyring -d 'Accepted for compatibility: lukskit never uses the kernel keyring'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-keyring -d 'open, refresh (kernel backend): give dm-crypt the LUKS2 volume key in the table, not through the kernel keyring'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-blkid -d 'Accepted for compatibility: lukskit does not call blkid'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-external-tokens -d 'Accepted for compatibility: lukskit has no external token plugins'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
