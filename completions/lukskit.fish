@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred test-args align-payload= force-password c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version no-loop nbd= nbd-connections= threads= json crypttab= M/type= pbkdf= priority= backend=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version no-loop nbd= nbd-connections= threads= json crypttab= M/type= pbkdf= priority= backend=
 end
 
 function __fish_lukskit_needs_command
@@ -86,7 +86,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l unbound -d 'Unbound key
 complete -c lukskit -n "__fish_lukskit_needs_command" -l test-passphrase -d 'Only check the passphrase (open)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-replace -d 'Replace an existing token'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
-complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-keyring -d 'Accepted for compatibility: lukskit never uses the kernel keyring'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-keyring -d 'open, refresh (kernel backend): give dm-crypt the LUKS2 volume key in the table, not through the kernel keyring'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-blkid -d 'Accepted for compatibility: lukskit does not call blkid'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-external-tokens -d 'Accepted for compatibility: lukskit has no external token plugins'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
@@ -100,6 +100,9 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l persistent -d 'open, re
 complete -c lukskit -n "__fish_lukskit_needs_command" -l deferred -d 'close: remove the mapping when its last user closes it'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l use-random -d 'luksFormat: accepted for compatibility: lukskit\'s keys always come from getrandom(2), which waits until the kernel\'s random pool is initialized (as /dev/random does)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l use-urandom -d 'luksFormat: accepted for compatibility (see `--use-random`)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s ? -l help -d 'Show help'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l usage -d 'Display brief usage'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s V -l version -d 'Print the version'
@@ -174,6 +177,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-submit_fro
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -213,6 +217,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-submit_f
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -252,6 +257,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-submi
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -291,6 +297,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-submit
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -445,6 +452,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l keyslot-k
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l align-payload -d 'luksFormat: align the data at a multiple of this many 512-byte sectors (deprecated in cryptsetup, use --offset)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l use-random -d 'luksFormat: accepted for compatibility: lukskit\'s keys always come from getrandom(2), which waits until the kernel\'s random pool is initialized (as /dev/random does)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l use-urandom -d 'luksFormat: accepted for compatibility (see `--use-random`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'

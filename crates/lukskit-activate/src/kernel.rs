@@ -92,7 +92,11 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
             ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
             _ => None,
         };
-        CryptKey::for_volume_key(&c.key, description.as_deref(), features.keyring())
+        CryptKey::for_volume_key(
+            &c.key,
+            description.as_deref(),
+            features.keyring() && !opts.disable_keyring,
+        )
     });
     let uuid = dm_uuid::crypt_dm_uuid(&config.kind, config.uuid.as_deref(), &config.name)?;
     let made = dm.create(&config.name, Some(&uuid), &targets, config.read_only);
@@ -397,7 +401,25 @@ impl KernelMapping {
         allow_discards: bool,
         opts: &KernelOptions,
     ) -> Result<()> {
-        let keyring = self.target.key.in_keyring();
+        if self.kind == "PLAIN" {
+            // A plain key comes from the passphrase and options of this command line: as
+            // cryptsetup, refuse a refresh whose key is not the live one.
+            let (_, live) = self.dm.table(&self.name, true)?;
+            let same = live.iter().any(|t| {
+                matches!(t, Target::Crypt(c) if matches!(&c.key, CryptKey::Hex(k) if k.ct_eq(vk.as_bytes())))
+            });
+            if !same {
+                return Err(ActivateError::InvalidRequest(format!(
+                    "Cannot refresh {}: the volume key differs from the active one (wrong \
+                     passphrase, --hash, --cipher or --key-size).",
+                    self.name
+                )));
+            }
+        }
+        // As cryptsetup's refresh: the key goes through the keyring where dm-crypt can take
+        // it from there, unless --disable-keyring.
+        let keyring =
+            !opts.disable_keyring && self.dm.crypt_features()?.is_some_and(|f| f.keyring());
         let mut next = self.target.clone();
         next.key = self.key_for(vk, opts.digest, keyring);
         next.flags = CryptFlags {

@@ -39,6 +39,9 @@ pub struct KernelOptions {
     pub no_write_workqueue: bool,
     /// LUKS2: the digest of the data segment (the kernel keyring key is named after it).
     pub digest: Option<u32>,
+    /// `--disable-keyring`: the LUKS2 volume key goes into the table itself, not through the
+    /// kernel keyring (as cryptsetup's `--disable-keyring`).
+    pub disable_keyring: bool,
 }
 
 impl KernelOptions {

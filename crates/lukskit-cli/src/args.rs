@@ -1,8 +1,10 @@
 //! Command-line options, spelled as cryptsetup spells them.
 //!
 //! cryptsetup takes `[options] <action> <action-specific arguments>` with options allowed
-//! anywhere; so does lukskit. Only options lukskit implements are accepted; any other is an
-//! error (exit 1), never silently ignored.
+//! anywhere; so does lukskit. Options cryptsetup 2.6.1 has and lukskit does not implement are
+//! parsed (so that `--test-args` and the checks of [`crate::checks`] judge a command line as
+//! cryptsetup does) but an action run with one fails (exit 1); they are never silently ignored.
+//! Anything else is an error (exit 1).
 
 use clap::{ArgAction, Parser};
 
@@ -13,7 +15,9 @@ use clap::{ArgAction, Parser};
     disable_help_flag = true,
     disable_version_flag = true,
     args_override_self = true,
-    allow_negative_numbers = false,
+    // A negative number is a (bad) value, as for cryptsetup: `-s -32` is "invalid numeric
+    // value", not an unknown option `-3`.
+    allow_negative_numbers = true,
     about = "lukskit: LUKS1/LUKS2 disk encryption, cryptsetup compatible"
 )]
 pub struct Opts {
@@ -159,7 +163,8 @@ pub struct Opts {
     /// Do not use metadata locking (accepted for compatibility; lukskit always locks).
     #[arg(long = "disable-locks", action = ArgAction::SetTrue)]
     pub disable_locks: bool,
-    /// Accepted for compatibility: lukskit never uses the kernel keyring.
+    /// open, refresh (kernel backend): give dm-crypt the LUKS2 volume key in the table, not
+    /// through the kernel keyring.
     #[arg(long = "disable-keyring", action = ArgAction::SetTrue)]
     pub disable_keyring: bool,
     /// Accepted for compatibility: lukskit does not call blkid.
@@ -215,7 +220,7 @@ pub struct Opts {
     #[arg(long = "perf-no_write_workqueue", action = ArgAction::SetTrue)]
     pub perf_no_write_workqueue: bool,
     /// resize: the new size in bytes (units K, M, G, ... as cryptsetup's `--device-size`).
-    #[arg(long = "device-size")]
+    #[arg(long = "device-size", allow_hyphen_values = true)]
     pub device_size: Option<String>,
     /// open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2
     /// header, where every later open applies them.
@@ -246,6 +251,19 @@ pub struct Opts {
     /// Accepted for compatibility: lukskit has no password quality check to disable.
     #[arg(long = "force-password", action = ArgAction::SetTrue)]
     pub force_password: bool,
+    /// open: refresh the active device NAME (the same as the `refresh` action).
+    #[arg(long = "refresh", action = ArgAction::SetTrue)]
+    pub refresh: bool,
+    /// luksFormat: accepted for compatibility: lukskit's keys always come from getrandom(2),
+    /// which waits until the kernel's random pool is initialized (as /dev/random does).
+    #[arg(long = "use-random", action = ArgAction::SetTrue)]
+    pub use_random: bool,
+    /// luksFormat: accepted for compatibility (see `--use-random`).
+    #[arg(long = "use-urandom", action = ArgAction::SetTrue)]
+    pub use_urandom: bool,
+    /// What the command line gave, for cryptsetup's checks (filled in by the parser).
+    #[arg(skip)]
+    pub given: crate::checks::Given,
 }
 
 /// Parse `--device-size` as cryptsetup does: a number of bytes with an optional unit, `S` for

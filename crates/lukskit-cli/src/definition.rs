@@ -121,6 +121,7 @@ pub const ACTIONS: &[Action] = &[
                 "perf_no_read_workqueue",
                 "perf_no_write_workqueue",
                 "persistent",
+                "refresh",
             ],
         ],
     },
@@ -202,7 +203,16 @@ pub const ACTIONS: &[Action] = &[
         name: "luksFormat",
         args: "<device> [<new key file>]",
         about: "formats a LUKS device",
-        options: &[LAYOUT, PBKDF, &["align_payload", "force_password"]],
+        options: &[
+            LAYOUT,
+            PBKDF,
+            &[
+                "align_payload",
+                "force_password",
+                "use_random",
+                "use_urandom",
+            ],
+        ],
     },
     Action {
         name: "luksAddKey",
@@ -493,8 +503,38 @@ const LUKSKIT_ONLY: &[&str] = &[
     "crypttab",
 ];
 
-/// The command line lukskit parses: [`Opts`] with cryptsetup's value names and groups.
+/// The command line lukskit parses: [`Opts`] with cryptsetup's value names and groups, and
+/// (hidden) cryptsetup's options lukskit does not implement.
 pub fn command() -> Command {
+    let mut cmd = documented_options();
+    // cryptsetup's options lukskit does not implement: parsed (hidden, and left out of the man
+    // page and completions) so that --test-args and cryptsetup's checks judge the command
+    // line as cryptsetup does; an action run with one fails.
+    for (long, short, takes_value) in crate::checks::NOT_IMPLEMENTED {
+        let mut a = Arg::new(*long)
+            .long(*long)
+            .hide(true)
+            .action(if *takes_value {
+                ArgAction::Set
+            } else {
+                ArgAction::SetTrue
+            });
+        if let Some(c) = short {
+            a = a.short(*c);
+        }
+        if crate::checks::NUMERIC.contains(long) {
+            a = a.value_parser(clap::value_parser!(u32));
+        } else if *takes_value {
+            // A size like "-64m" is a bad value, not an option.
+            a = a.allow_hyphen_values(true);
+        }
+        cmd = cmd.arg(a);
+    }
+    cmd
+}
+
+/// [`Opts`] with cryptsetup's value names and groups: the options lukskit has.
+fn documented_options() -> Command {
     let mut cmd = Opts::command();
     for (id, name) in VALUE_NAMES {
         cmd = cmd.mut_arg(*id, |a| a.value_name(*name));
@@ -533,7 +573,7 @@ const POSSIBLE_VALUES: &[(&str, &[&str])] = &[
 /// The command for the man page and the completions: [`command`] with one subcommand per
 /// action carrying the options of that action.
 pub fn documented_command(bin: &'static str) -> Command {
-    let mut base = command().name(bin).bin_name(bin);
+    let mut base = documented_options().name(bin).bin_name(bin);
     for (id, values) in POSSIBLE_VALUES {
         base = base.mut_arg(*id, |a| a.value_parser(values.to_vec()));
     }

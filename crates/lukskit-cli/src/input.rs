@@ -209,11 +209,25 @@ fn skip_bytes(file: &mut File, mut offset: u64) -> Result<()> {
 /// Read one line from standard input (not a terminal), byte by byte so that later reads see
 /// the following lines (luksAddKey reads the old passphrase, then the new one).
 fn read_stdin_line() -> Result<SecretBuf> {
+    read_stdin_line_max(None)
+}
+
+/// A passphrase line from standard input (not a terminal) with `--keyfile-size`: at most
+/// `limit` bytes are read, as cryptsetup reads them (so an endless pipe such as
+/// `cat /dev/zero` gives the first `limit` bytes instead of "Maximum keyfile size exceeded.").
+pub fn read_stdin_line_limited(limit: u64) -> Result<SecretBuf> {
+    read_stdin_line_max(Some(limit.min(MAX_KEYFILE_SIZE) as usize))
+}
+
+fn read_stdin_line_max(limit: Option<usize>) -> Result<SecretBuf> {
     let mut stdin = raw_stdin()?;
     let mut acc = SecretAccumulator::new(64, MAX_KEYFILE_SIZE as usize);
     let mut b = SecretBuf::zeroed(1);
     let mut newline = false;
     loop {
+        if limit.is_some_and(|l| acc.len() >= l) {
+            break;
+        }
         match read_retrying(&mut stdin, b.as_mut_bytes()) {
             Ok(0) => break,
             Ok(_) if b.as_bytes()[0] == b'\n' => {

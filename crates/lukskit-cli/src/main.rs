@@ -3,6 +3,7 @@
 //! Invoked as `cryptsetup` (through a symlink) it behaves the same.
 
 mod args;
+mod checks;
 mod commands;
 mod crypttab;
 mod debug;
@@ -51,7 +52,7 @@ fn main() {
     if let Some(code) = startup::help(&opts) {
         std::process::exit(code);
     }
-    if let Some(code) = startup::before_action(&opts) {
+    if let Some(code) = startup::before_action(&opts, &argv) {
         std::process::exit(code);
     }
     input::set_prompt_timeout(opts.timeout.unwrap_or(0));

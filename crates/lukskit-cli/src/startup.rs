@@ -3,8 +3,10 @@
 //! does not have, and the `--debug` header.
 
 use crate::args::Opts;
+use crate::checks::{self, Given};
 use crate::definition::{self, canonical, lines_of, UNSUPPORTED};
 use crate::help::{self, program_name};
+use clap::parser::ValueSource;
 use clap::{ArgAction, FromArgMatches};
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -13,17 +15,64 @@ use std::io::IsTerminal;
 pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
     let matches = definition::command()
         .try_get_matches_from(argv)
-        .map_err(|e| first_line(&e.to_string()))?;
-    let opts = Opts::from_arg_matches(&matches).map_err(|e| first_line(&e.to_string()))?;
-    if key_file_count(argv) > 1 {
-        // cryptsetup prints its usage, then this line.
-        return Err(format!(
-            "{}{}: Only one --key-file argument is allowed.",
-            help::usage(),
-            program_name()
-        ));
-    }
+        .map_err(|e| parse_error(&e))?;
+    let mut opts = Opts::from_arg_matches(&matches).map_err(|e| first_line(&e.to_string()))?;
+    opts.given = given(&matches);
     Ok(opts)
+}
+
+/// The options on the command line (long names, in the order given) and the values of those
+/// [`Opts`] has no field for.
+fn given(m: &clap::ArgMatches) -> Given {
+    let cmd = definition::command();
+    let mut seen: Vec<(usize, String)> = Vec::new();
+    let mut values = Vec::new();
+    for id in m.ids() {
+        let id = id.as_str();
+        if m.value_source(id) != Some(ValueSource::CommandLine) {
+            continue;
+        }
+        let Some(long) = cmd
+            .get_arguments()
+            .find(|a| a.get_id() == id)
+            .and_then(|a| a.get_long())
+        else {
+            continue;
+        };
+        seen.push((m.index_of(id).unwrap_or(usize::MAX), long.to_string()));
+        if checks::NOT_IMPLEMENTED
+            .iter()
+            .any(|(n, _, v)| *n == long && *v)
+        {
+            if let Ok(Some(v)) = m.try_get_one::<String>(id) {
+                values.push((long.to_string(), v.clone()));
+            }
+        }
+    }
+    seen.sort();
+    Given {
+        options: seen.into_iter().map(|(_, l)| l).collect(),
+        values,
+    }
+}
+
+/// What to say of a command line the parser refused: cryptsetup's words for a bad number
+/// (after its usage text), otherwise the parser's first line.
+fn parse_error(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ErrorKind};
+    if e.kind() == ErrorKind::ValueValidation {
+        let arg = e
+            .get(ContextKind::InvalidArg)
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let what = if arg.contains("--key-slot") {
+            "Key slot is invalid."
+        } else {
+            "invalid numeric value"
+        };
+        return format!("{}{}: {what}", help::usage(), program_name());
+    }
+    first_line(&e.to_string())
 }
 
 fn first_line(msg: &str) -> String {
@@ -115,40 +164,58 @@ fn required_args(name: &str, args: &str) -> usize {
     n
 }
 
-/// Checks before the action runs: an action lukskit lacks (exit 1) and `--test-args` (check the
-/// action and its argument count, then exit without doing anything). Some(exit code) when the
-/// action must not run.
-pub fn before_action(o: &Opts) -> Option<i32> {
+/// Checks before the action runs, as cryptsetup 2.6.1 makes them: an action lukskit lacks
+/// (exit 1, but `--test-args` checks its command line as cryptsetup would), then with
+/// `--test-args` the argument count, then cryptsetup's checks of the options ([`checks`]),
+/// then `--test-args` ends here and an option lukskit does not implement stops an action run.
+/// Some(exit code) when the action must not run.
+pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
     let action = o.positional[0].as_str();
     if action.starts_with("__") {
         return None;
     }
-    let Some(canon) = canonical(action) else {
+    let known = canonical(action);
+    if known.is_none() && !(o.test_args && UNSUPPORTED.contains(&action)) {
         eprintln!("{}", unknown_action(action));
         return Some(1);
-    };
-    if !o.test_args {
-        return None;
     }
-    let given = o.positional.len() - 1;
-    let lines = lines_of(canon);
-    let fits = lines.iter().any(|l| {
-        let word = l.name.split(' ').nth(1);
-        let matches_word = word.is_none_or(|w| o.positional.get(1).map(String::as_str) == Some(w));
-        matches_word && given >= required_args(l.name, l.args)
-    });
-    if !fits {
-        let l = lines[0];
+    if o.test_args {
+        if let Some(canon) = known {
+            let given = o.positional.len() - 1;
+            let lines = lines_of(canon);
+            let fits = lines.iter().any(|l| {
+                let word = l.name.split(' ').nth(1);
+                let matches_word =
+                    word.is_none_or(|w| o.positional.get(1).map(String::as_str) == Some(w));
+                matches_word && given >= required_args(l.name, l.args)
+            });
+            if !fits {
+                let l = lines[0];
+                eprint!("{}", help::usage());
+                eprintln!(
+                    "{}: {action}: requires {} as arguments",
+                    program_name(),
+                    l.args
+                );
+                return Some(1);
+            }
+        }
+    }
+    if let Some(msg) = checks::check(o, &o.given, key_file_count(argv)) {
+        // cryptsetup prints its usage, then the message.
         eprint!("{}", help::usage());
-        eprintln!(
-            "{}: {action}: requires {} as arguments",
-            program_name(),
-            l.args
-        );
+        eprintln!("{}: {msg}", program_name());
         return Some(1);
     }
-    println!("No action taken. Invoked with --test-args option.");
-    Some(0)
+    if o.test_args {
+        println!("No action taken. Invoked with --test-args option.");
+        return Some(0);
+    }
+    if let Some(msg) = checks::not_implemented(&o.given) {
+        eprintln!("{msg}");
+        return Some(1);
+    }
+    None
 }
 
 /// A hint after "Nothing to read on input." for a person at a terminal: standard input is

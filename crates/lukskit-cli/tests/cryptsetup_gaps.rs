@@ -387,7 +387,7 @@ fn align_payload_places_the_data_as_cryptsetup_does() {
                 .last()
                 .map(|l| match l.split_once("cryptsetup: ") {
                     Some((_, m)) => m.to_string(),
-                    None => l.to_string(),
+                    None => l.strip_prefix("lukskit: ").unwrap_or(l).to_string(),
                 });
             out.push((r.code, msg, layout));
         }
@@ -778,4 +778,173 @@ fn nothing_to_read_hint_only_for_a_person_at_a_terminal() {
     );
     assert!(t.contains("Nothing to read on input."), "{t}");
     assert!(!t.contains("-d FILE"), "{t}");
+}
+
+/// `$((A*B+C))` of compat-args-test's command lines (products and sums of integers).
+fn shell_arith(expr: &str) -> String {
+    expr.split('+')
+        .map(|term| {
+            term.split('*')
+                .map(|f| {
+                    f.trim()
+                        .parse::<u64>()
+                        .unwrap_or_else(|_| panic!("unexpected shell arithmetic {expr}"))
+                })
+                .product::<u64>()
+        })
+        .sum::<u64>()
+        .to_string()
+}
+
+/// Every command line of upstream's `compat-args-test` (cryptsetup 2.6.1's `tests/`, read
+/// from `../shared`, never copied) run with `--test-args` by real cryptsetup and by lukskit
+/// (both invoked as `./cryptsetup`): the same exit status, the same message (the last line of
+/// standard error, after the program name), and the status the script expects.
+#[test]
+fn compat_args_test_lines_agree_with_cryptsetup() {
+    const T: &str = "compat-args-test command lines";
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/cryptsetup-2.6.1-tests/compat-args-test");
+    let Ok(text) = std::fs::read_to_string(&script) else {
+        lukskit_testkit::skip_or_fail(
+            T,
+            &format!(
+                "{} is missing (../shared next to the repository)",
+                script.display()
+            ),
+        );
+        return;
+    };
+    let Some(real) = cryptsetup_path() else {
+        have_cryptsetup(T);
+        return;
+    };
+    let dir = tmp();
+    let bins: Vec<std::path::PathBuf> = ["real", "lukskit"]
+        .iter()
+        .zip([real.as_path(), Path::new(env!("CARGO_BIN_EXE_lukskit"))])
+        .map(|(d, target)| {
+            let d = dir.path().join(d);
+            std::fs::create_dir(&d).unwrap();
+            std::os::unix::fs::symlink(target, d.join("cryptsetup")).unwrap();
+            d
+        })
+        .collect();
+    let message = |stderr: &str| -> String {
+        let last = stderr.lines().last().unwrap_or("").to_string();
+        match last.split_once("cryptsetup: ") {
+            Some((prog, msg)) if !prog.contains(' ') => msg.to_string(),
+            _ => last,
+        }
+    };
+    let mut cases = 0;
+    let mut bad = Vec::new();
+    for line in text.lines() {
+        let Some((kind, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        if kind != "exp_pass" && kind != "exp_fail" {
+            continue;
+        }
+        let rest = rest.split('#').next().unwrap().trim();
+        let args: Vec<String> = rest
+            .split_whitespace()
+            .map(|w| {
+                if w == "$TEST_UUID" {
+                    "12345678-1234-1234-1234-123456789abc".to_string()
+                } else if let Some(e) = w.strip_prefix("$((").and_then(|e| e.strip_suffix("))")) {
+                    shell_arith(e)
+                } else {
+                    assert!(!w.contains('$'), "unexpected shell word {w} in {line}");
+                    w.to_string()
+                }
+            })
+            .collect();
+        cases += 1;
+        let mut got = Vec::new();
+        for b in &bins {
+            let o = Command::new("./cryptsetup")
+                .current_dir(b)
+                .arg("--test-args")
+                .args(&args)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+            got.push((o.status.code().unwrap_or(-1), message(&stderr)));
+        }
+        let expected_ok = kind == "exp_pass";
+        if got[0] != got[1] || (got[1].0 == 0) != expected_ok {
+            bad.push(format!(
+                "{kind} {}: cryptsetup {:?}, lukskit {:?}",
+                args.join(" "),
+                got[0],
+                got[1]
+            ));
+        }
+    }
+    assert!(
+        cases > 150,
+        "only {cases} command lines found in {}",
+        script.display()
+    );
+    assert!(
+        bad.is_empty(),
+        "{} of {cases} command lines differ:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+/// cryptsetup 2.6.1's options lukskit does not implement are parsed (for `--test-args`) but
+/// refuse to run, never silently ignored: the image stays untouched.
+#[test]
+fn unimplemented_options_refuse_to_run() {
+    let dir = tmp();
+    let img = sparse(dir.path(), "img", 20 << 20);
+    let ka = write_file(dir.path(), "ka", b"a");
+    for extra in [
+        &["--integrity", "hmac-sha256"][..],
+        &["--integrity", "hmac-sha256", "--integrity-no-wipe"],
+        &["--progress-json"],
+    ] {
+        let mut a = vec!["luksFormat", img.as_str(), "-d", ka.as_str()];
+        a.extend_from_slice(&FAST);
+        a.extend_from_slice(extra);
+        let r = lukskit(&a, b"");
+        assert_eq!(r.code, 1, "{a:?}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains(&format!("Option {} is not supported by lukskit.", extra[0])),
+            "{a:?}: {}",
+            r.stderr
+        );
+        assert!(
+            std::fs::read(&img).unwrap().iter().all(|&b| b == 0),
+            "{a:?} wrote to the image"
+        );
+        // The same command line passes cryptsetup's checks.
+        a.push("--test-args");
+        assert_eq!(lukskit(&a, b"").code, 0, "{a:?}");
+    }
+    let r = lukskit(
+        &[
+            "open",
+            "--type",
+            "plain",
+            img.as_str(),
+            "x",
+            "--shared",
+            "-d",
+            ka.as_str(),
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("Option --shared is not supported by lukskit."),
+        "{}",
+        r.stderr
+    );
 }

@@ -130,6 +130,11 @@ fn diffuser(hash: HashAlg) -> Result<fn(&mut [u8])> {
         HashAlg::Sha512 => diffuse_with::<sha2::Sha512>,
         HashAlg::Ripemd160 => diffuse_with::<ripemd::Ripemd160>,
         HashAlg::Whirlpool => diffuse_with::<whirlpool::Whirlpool>,
+        HashAlg::Sha3_224 => diffuse_with::<sha3::Sha3_224>,
+        HashAlg::Sha3_256 => diffuse_with::<sha3::Sha3_256>,
+        HashAlg::Sha3_384 => diffuse_with::<sha3::Sha3_384>,
+        HashAlg::Sha3_512 => diffuse_with::<sha3::Sha3_512>,
+        HashAlg::Sm3 => diffuse_with::<sm3::Sm3>,
         HashAlg::Wp256 | HashAlg::Wp384 => {
             return Err(CryptoError::Unsupported(format!(
                 "AF splitter with hash {hash}"
@@ -174,6 +179,11 @@ mod tests {
                 });
                 MessageDigest::from_name("whirlpool")?
             }
+            HashAlg::Sha3_224 => MessageDigest::sha3_224(),
+            HashAlg::Sha3_256 => MessageDigest::sha3_256(),
+            HashAlg::Sha3_384 => MessageDigest::sha3_384(),
+            HashAlg::Sha3_512 => MessageDigest::sha3_512(),
+            HashAlg::Sm3 => MessageDigest::from_name("sm3")?,
             HashAlg::Wp256 | HashAlg::Wp384 => return None,
         })
     }

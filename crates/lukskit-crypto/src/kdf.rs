@@ -312,6 +312,11 @@ pub fn pbkdf2(
         HashAlg::Whirlpool => {
             pbkdf2::pbkdf2_hmac::<whirlpool::Whirlpool>(password, salt, iterations, out)
         }
+        HashAlg::Sha3_224 => pbkdf2::pbkdf2_hmac::<sha3::Sha3_224>(password, salt, iterations, out),
+        HashAlg::Sha3_256 => pbkdf2::pbkdf2_hmac::<sha3::Sha3_256>(password, salt, iterations, out),
+        HashAlg::Sha3_384 => pbkdf2::pbkdf2_hmac::<sha3::Sha3_384>(password, salt, iterations, out),
+        HashAlg::Sha3_512 => pbkdf2::pbkdf2_hmac::<sha3::Sha3_512>(password, salt, iterations, out),
+        HashAlg::Sm3 => pbkdf2::pbkdf2_hmac::<sm3::Sm3>(password, salt, iterations, out),
         HashAlg::Wp256 | HashAlg::Wp384 => {
             return Err(CryptoError::Unsupported(format!("PBKDF2 with hash {hash}")))
         }
@@ -1042,8 +1047,36 @@ mod tests {
                 });
                 MessageDigest::from_name("whirlpool")?
             }
+            HashAlg::Sha3_224 => MessageDigest::sha3_224(),
+            HashAlg::Sha3_256 => MessageDigest::sha3_256(),
+            HashAlg::Sha3_384 => MessageDigest::sha3_384(),
+            HashAlg::Sha3_512 => MessageDigest::sha3_512(),
+            HashAlg::Sm3 => MessageDigest::from_name("sm3")?,
             HashAlg::Wp256 | HashAlg::Wp384 => return None,
         })
+    }
+
+    /// PBKDF2 with the SHA-3 family and SM3 (hashes cryptsetup 2.6.1 takes through its
+    /// OpenSSL backend) agrees with OpenSSL's.
+    #[test]
+    fn pbkdf2_sha3_and_sm3_match_openssl() {
+        let salt = b"saltSALTsaltSALT";
+        for hash in [
+            HashAlg::Sha3_224,
+            HashAlg::Sha3_256,
+            HashAlg::Sha3_384,
+            HashAlg::Sha3_512,
+            HashAlg::Sm3,
+        ] {
+            let md = openssl_md(hash).expect("OpenSSL has the hash");
+            for len in [20usize, 32, 64] {
+                let mut ours = vec![0u8; len];
+                pbkdf2(hash, b"passphrase", salt, 1000, &mut ours).unwrap();
+                let mut theirs = vec![0u8; len];
+                openssl::pkcs5::pbkdf2_hmac(b"passphrase", salt, 1000, md, &mut theirs).unwrap();
+                assert_eq!(ours, theirs, "{hash} {len}");
+            }
+        }
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! luksFormat `--align-payload=SECTORS` (deprecated in cryptsetup, still accepted): the data
-//! starts at the end of the header area rounded up to a multiple of SECTORS.
+//! starts at the end of the header area rounded up to a multiple of SECTORS. Without it, a
+//! LUKS1 volume on a block device is aligned by the device's I/O topology as cryptsetup 2.6.1
+//! aligns it: to 1 MiB (or the optimal I/O size where 1 MiB is not a multiple of it), plus the
+//! device's alignment offset (a partition that starts off the physical blocks).
 
 use crate::args::{parse_size, Opts};
 use crate::errors::{CliError, Result};
@@ -16,7 +19,25 @@ pub fn payload_offset(
     key_size_bits: Option<u32>,
 ) -> Result<Option<u64>> {
     let Some(align) = o.align_payload.filter(|&a| a != 0) else {
-        return Ok(o.offset);
+        if o.offset.is_some() || o.header.is_some() || kind != FormatType::Luks1 {
+            return Ok(o.offset);
+        }
+        // LUKS1 on a block device: its topology.
+        let Some(device) = o.positional.get(1) else {
+            return Ok(None);
+        };
+        let Some((align, shift)) = topology_alignment(device) else {
+            return Ok(None);
+        };
+        if align == DEFAULT_ALIGN && shift == 0 {
+            return Ok(None);
+        }
+        let key_bytes = super::volume_key::format_key_bytes(cipher, key_size_bits)?;
+        let key_bytes =
+            u32::try_from(key_bytes).map_err(|_| CliError::invalid("Invalid key size."))?;
+        let align_sectors = u32::try_from(align / 512).unwrap_or(u32::MAX);
+        let payload = Luks1Header::layout(key_bytes, align_sectors, None, false).1;
+        return Ok(Some(u64::from(payload) + shift / 512));
     };
     if o.offset.is_some() {
         return Err(CliError::invalid(
@@ -46,4 +67,50 @@ pub fn payload_offset(
         }
     };
     Ok(Some(sectors))
+}
+
+/// cryptsetup's default data alignment in bytes.
+const DEFAULT_ALIGN: u64 = 1 << 20;
+
+/// The data alignment and alignment offset (bytes) cryptsetup 2.6.1 derives from the I/O
+/// topology of a block device (its `device_topology_alignment`), from sysfs; None for a file
+/// or when sysfs does not say.
+fn topology_alignment(device: &str) -> Option<(u64, u64)> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let md = std::fs::metadata(device).ok()?;
+    if !md.file_type().is_block_device() {
+        return None;
+    }
+    let rdev = md.rdev();
+    let sys = std::path::PathBuf::from(format!(
+        "/sys/dev/block/{}:{}",
+        libc::major(rdev),
+        libc::minor(rdev)
+    ));
+    let read = |p: &std::path::Path| -> Option<i64> {
+        std::fs::read_to_string(p).ok()?.trim().parse().ok()
+    };
+    // A partition has no queue/ of its own: its disk's.
+    let queue = if sys.join("queue").is_dir() {
+        sys.join("queue")
+    } else {
+        sys.join("../queue")
+    };
+    let min_io = read(&queue.join("minimum_io_size")).filter(|&v| v > 0)? as u64;
+    let opt_io = read(&queue.join("optimal_io_size")).unwrap_or(0).max(0) as u64;
+    // "-1" (misaligned) or unknown reads as 0.
+    let shift = read(&sys.join("alignment_offset")).unwrap_or(0).max(0) as u64;
+    let mut align = min_io;
+    // An optimal I/O size that is a multiple of the minimum and of 4 KiB wins; a bogus one is
+    // ignored.
+    if min_io < opt_io && opt_io.is_multiple_of(min_io) && opt_io.is_multiple_of(4096) {
+        align = opt_io;
+    }
+    // 1 MiB stays unless it is not a multiple of the device's alignment.
+    let required = if align != 0 && !DEFAULT_ALIGN.is_multiple_of(align) {
+        align
+    } else {
+        DEFAULT_ALIGN
+    };
+    Some((required, shift))
 }

@@ -121,6 +121,13 @@ pub(super) fn plain_key(
             let secret = input::read_keyfile("-", offset, size)?;
             plain::key_from_secret(hash, secret.as_bytes(), key_len).map_err(CliError::from)
         }
+        None if !input::interactive() && o.keyfile_size.is_some_and(|l| l > 0) => {
+            // A passphrase on standard input (not a terminal): only --keyfile-size bytes are
+            // read, as cryptsetup reads them.
+            let limit = o.keyfile_size.unwrap_or(0);
+            let secret = input::read_stdin_line_limited(limit)?;
+            plain::key_from_secret(hash, secret.as_bytes(), key_len).map_err(CliError::from)
+        }
         None => {
             let secret = input::get_secret(&KeySource::Prompt, prompt, verify)?;
             let n = o

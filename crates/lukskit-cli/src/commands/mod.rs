@@ -35,13 +35,18 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksChangeKey" => keys::change_key(o, args),
         "luksConvertKey" => keys::convert_key(o, args),
         "luksKillSlot" => keys::kill_slot(o, args),
+        // cryptsetup's `open --refresh [DEVICE] NAME` is the refresh action, and both take
+        // the device before the name (`refresh [DEVICE] NAME`): the name is the last argument.
+        "open" | "luksOpen" | "plainOpen" | "create" if o.refresh => {
+            open::refresh(o, &args[args.len().saturating_sub(1)..])
+        }
         "open" | "luksOpen" | "plainOpen" | "create" => open::open(o, action, args),
         "close" | "remove" | "luksClose" | "plainClose" => open::close(o, args),
         "status" => open::status(o, args),
         "luksSuspend" => open::suspend(o, args),
         "luksResume" => open::resume(o, args),
         "resize" => open::resize(o, args),
-        "refresh" => open::refresh(o, args),
+        "refresh" => open::refresh(o, &args[args.len().saturating_sub(1)..]),
         lukskit_activate::userspace::launch::SERVE_ARG => open::serve_child(),
         "__generate-docs" => generate_docs(args),
         "luksHeaderBackup" => header::backup(o, args),

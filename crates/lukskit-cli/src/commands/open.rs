@@ -33,6 +33,7 @@ fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
         no_read_workqueue: o.perf_no_read_workqueue,
         no_write_workqueue: o.perf_no_write_workqueue,
         digest,
+        disable_keyring: o.disable_keyring,
     }
 }
 
@@ -467,6 +468,17 @@ pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
 pub fn refresh(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
     let m = active(&args[0])?;
+    if m.kind()? == "PLAIN" {
+        // A plain mapping: its key again from the passphrase and this command line's options
+        // (the mapping layer refuses one that is not the live key).
+        let mut po = o.clone();
+        po.r#type = Some("plain".into());
+        let device = m.device()?;
+        let (_, key) = unlock_plain(&po, &device, m.name())?;
+        return m
+            .refresh(&key, o.allow_discards, &kernel_options(o, None))
+            .map_err(CliError::from);
+    }
     let (vk, digest) = unlock_for(o, &m)?;
     let device = m.device().map_err(CliError::from)?;
     let header = match &o.header {
