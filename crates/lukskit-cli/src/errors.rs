@@ -176,6 +176,14 @@ pub fn volume(e: &VolumeError) -> CliError {
             Invalid,
             format!("Device {path} is not a valid LUKS device."),
         ),
+        VolumeError::InvalidHeader { path, source } => {
+            let verdict = format!("Device {path} is not a valid LUKS device.");
+            let message = match header_problem(path, source) {
+                Some(problem) => format!("{problem}\n{verdict}"),
+                None => verdict,
+            };
+            (Invalid, message)
+        }
         VolumeError::NotLuks2 { path } => (
             Invalid,
             format!("Device {path} is not a valid LUKS2 device."),
@@ -205,6 +213,48 @@ pub fn volume(e: &VolumeError) -> CliError {
         other => (Invalid, sentence(&other.to_string())),
     };
     CliError::new(class, message)
+}
+
+/// What cryptsetup says is wrong with a header that does not load, before its verdict
+/// "Device PATH is not a valid LUKS device." (which some actions do not add): a LUKS1
+/// header's problem; nothing for a LUKS2 header without a valid copy (cryptsetup says why
+/// only in its debug output, and so does lukskit).
+fn header_problem(path: &str, e: &FormatError) -> Option<String> {
+    crate::debug::log(format_args!(
+        "Header of {path} is unusable: {}",
+        format_text_detailed(e)
+    ));
+    match e {
+        FormatError::Luks1(Luks1Error::DeviceTooSmall { need }) => Some(format!(
+            "Device {path} is too small. (LUKS1 requires at least {need} bytes.)"
+        )),
+        FormatError::Luks2(Luks2Error::NoValidCopy { .. }) => None,
+        other => Some(format_text(other)),
+    }
+}
+
+/// The error of an action that, like cryptsetup's `luksUUID` and `isLuks -v`, reports a
+/// header that does not load with its problem alone (nothing for a LUKS2 header without a
+/// valid copy), without the verdict line.
+pub fn problem_only(e: VolumeError) -> CliError {
+    match e {
+        VolumeError::InvalidHeader { path, source } => {
+            CliError::invalid(header_problem(&path, &source).unwrap_or_default())
+        }
+        other => volume(&other),
+    }
+}
+
+/// The error of an action that, like cryptsetup's `luksHeaderBackup`, reports a header that
+/// does not load with its problem if it has one, else with the verdict line.
+pub fn problem_or_verdict(e: VolumeError) -> CliError {
+    match e {
+        VolumeError::InvalidHeader { path, source } => CliError::invalid(
+            header_problem(&path, &source)
+                .unwrap_or_else(|| format!("Device {path} is not a valid LUKS device.")),
+        ),
+        other => volume(&other),
+    }
 }
 
 /// The verb of cryptsetup-style "VERB PATH failed: ERROR." lines.
@@ -588,6 +638,24 @@ fn luks1_text(e: &Luks1Error) -> String {
         Luks1Error::UnsupportedHash { hash } => {
             format!("Requested LUKS hash {hash} is not supported.")
         }
+        Luks1Error::Keyslot { slot, .. } => format!("LUKS keyslot {slot} is invalid."),
+        Luks1Error::OffsetBeyondDevice => "Requested offset is beyond real size of device.".into(),
+        Luks1Error::DataOffsetInsideHeader => {
+            "Data offset for LUKS header must be either 0 or higher than header size.".into()
+        }
+        Luks1Error::BadUuid => "Wrong LUKS UUID format provided.".into(),
+        Luks1Error::RepairKeySize => "Non standard key size, manual repair required.".into(),
+        Luks1Error::RepairAlignment => {
+            "Non standard keyslots alignment, manual repair required.".into()
+        }
+        Luks1Error::RepairFailed => "Repair failed.".into(),
+        other => with_period(other.to_string()),
+    }
+}
+
+/// [`luks1_text`] with the reason a keyslot is invalid (for `--debug`).
+fn luks1_text_detailed(e: &Luks1Error) -> String {
+    match e {
         Luks1Error::Keyslot { slot, problem } => {
             let why = match problem {
                 Luks1KeyslotProblem::Stripes { stripes } => {
@@ -616,17 +684,15 @@ fn luks1_text(e: &Luks1Error) -> String {
             };
             format!("LUKS keyslot {slot} is invalid ({why}).")
         }
-        Luks1Error::OffsetBeyondDevice => "Requested offset is beyond real size of device.".into(),
-        Luks1Error::DataOffsetInsideHeader => {
-            "Data offset for LUKS header must be either 0 or higher than header size.".into()
-        }
-        Luks1Error::BadUuid => "Wrong LUKS UUID format provided.".into(),
-        Luks1Error::RepairKeySize => "Non standard key size, manual repair required.".into(),
-        Luks1Error::RepairAlignment => {
-            "Non standard keyslots alignment, manual repair required.".into()
-        }
-        Luks1Error::RepairFailed => "Repair failed.".into(),
-        other => with_period(other.to_string()),
+        other => luks1_text(other),
+    }
+}
+
+/// [`format_text`] with the details cryptsetup leaves to its debug output.
+fn format_text_detailed(e: &FormatError) -> String {
+    match e {
+        FormatError::Luks1(l) => luks1_text_detailed(l),
+        other => format_text(other),
     }
 }
 
@@ -1106,7 +1172,32 @@ mod tests {
                 })
                 .into(),
                 1,
-                "LUKS keyslot 4 is invalid (stripes 3999, must be 4000).",
+                "LUKS keyslot 4 is invalid.",
+            ),
+            (
+                VolumeError::InvalidHeader {
+                    path: "/dev/sdb".into(),
+                    source: Luks1Error::DeviceTooSmall { need: 1049600 }.into(),
+                },
+                1,
+                "Device /dev/sdb is too small. (LUKS1 requires at least 1049600 bytes.)\n\
+                 Device /dev/sdb is not a valid LUKS device.",
+            ),
+            (
+                VolumeError::InvalidHeader {
+                    path: "/dev/sdb".into(),
+                    source: Luks2Error::NoValidCopy {
+                        primary: CopyProblem::Header(Box::new(
+                            NotLuks::NoLuks2Magic { secondary: false }.into(),
+                        )),
+                        secondary: CopyProblem::Header(Box::new(
+                            NotLuks::NoLuks2Magic { secondary: true }.into(),
+                        )),
+                    }
+                    .into(),
+                },
+                1,
+                "Device /dev/sdb is not a valid LUKS device.",
             ),
             (
                 FormatError::from(Luks2Error::Json {

@@ -22,7 +22,7 @@ fn main() {
     // Before anything is parsed or read: no core dumps, no ptrace by the same user.
     hardening::protect_secrets();
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let opts = match startup::parse(&argv) {
+    let mut opts = match startup::parse(&argv) {
         Ok(o) => o,
         Err(msg) => {
             eprintln!("{msg}");
@@ -56,8 +56,9 @@ fn main() {
         std::process::exit(code);
     }
     input::set_prompt_timeout(opts.timeout.unwrap_or(0));
-    // cryptsetup's --debug implies --verbose.
-    let verbose = opts.verbose || opts.debug;
+    // cryptsetup's --debug implies --verbose (for the actions' verbose lines too).
+    opts.verbose |= opts.debug;
+    let verbose = opts.verbose;
     debug::log(format_args!("Running command {}.", opts.positional[0]));
     match commands::run(&opts) {
         Ok(()) => {
@@ -91,8 +92,9 @@ fn report(e: &CliError, verbose: bool, opts: &Opts) {
             eprintln!("{hint}");
         }
     }
+    // cryptsetup prints this line on standard output.
     if verbose {
-        eprintln!(
+        println!(
             "Command failed with code -{} ({}).",
             e.class.exit_code(),
             e.class.text()

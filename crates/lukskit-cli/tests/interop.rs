@@ -309,8 +309,9 @@ fn passphrase_from_stdin_lines_and_verbose_status() {
         .ok("second");
     let r = lukskit(&["-v", "open", "--test-passphrase", &img], b"wrong\n");
     assert_eq!(r.code, 2);
+    // cryptsetup prints the status line on standard output.
     assert!(r
-        .stderr
+        .stdout
         .contains("Command failed with code -2 (no permission or bad passphrase)."));
     let r = lukskit(&["-v", "isLuks", &img], b"").ok("isLuks");
     assert!(r.stdout.contains("Command successful."));

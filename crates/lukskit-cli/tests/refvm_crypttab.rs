@@ -118,22 +118,15 @@ fn crypttab_matches_debian_cryptdisks() {
     }
     // (way, name) -> the lines of its block.
     let mut blocks: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    let mut cur: Option<(String, String)> = None;
-    for line in out.lines() {
-        if let Some(h) = line.strip_prefix("== ") {
-            let mut it = h.split(' ');
-            cur = Some((
-                it.next().unwrap_or("").to_string(),
-                it.next().unwrap_or("").to_string(),
-            ));
-            continue;
-        }
-        let Some(key) = cur.clone() else { continue };
+    for (way, name, line) in refvm_common::block_lines(out) {
         if ["table: ", "uuid: ", "attr: ", "status: ", "missing: "]
             .iter()
             .any(|p| line.starts_with(p))
         {
-            blocks.entry(key).or_default().push(line.to_string());
+            blocks
+                .entry((way, name))
+                .or_default()
+                .push(line.to_string());
         }
     }
     let block = |way: &str, name: &str| {

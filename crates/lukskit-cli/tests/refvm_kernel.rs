@@ -42,17 +42,8 @@ fn kernel_mappings_match_cryptsetup() {
     // (case, tool) -> lines of its block, with the mapping name normalised.
     let mut blocks: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut lk_status: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut cur: Option<(String, String)> = None;
-    for line in out.lines() {
-        if let Some(h) = line.strip_prefix("== ") {
-            let mut it = h.split(' ');
-            cur = Some((
-                it.next().unwrap_or("").to_string(),
-                it.next().unwrap_or("").to_string(),
-            ));
-            continue;
-        }
-        let Some(key) = cur.clone() else { continue };
+    for (case, tool, line) in refvm_common::block_lines(out) {
+        let key = (case, tool);
         let norm = line
             .replace("csmap", "NAME")
             .replace("lkmap", "NAME")

@@ -16,7 +16,11 @@ use lukskit_crypto::spec::CipherSpec;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TESTDATA: &str = "/work/shared/testdata/cryptsetup";
+/// cryptsetup's test images, in `../shared` next to the repository.
+const TESTDATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/testdata/cryptsetup"
+);
 
 fn be32(b: &[u8], off: usize) -> u32 {
     u32::from_be_bytes(b[off..off + 4].try_into().unwrap())

@@ -30,6 +30,16 @@ pub enum RepairNote {
     Luks1(lukskit_format::Luks1RepairNote),
 }
 
+/// What [`Volume::repair`] found and did.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct RepairReport {
+    /// What was found and repaired, in order (for a failed repair, up to the failure).
+    pub notes: Vec<RepairNote>,
+    /// Whether the header was rewritten, or why the repair failed.
+    pub result: Result<bool>,
+}
+
 impl Volume {
     fn luks2_mut(&mut self) -> Result<&mut Luks2Header> {
         let path = self.dev.path().to_string();
@@ -133,18 +143,27 @@ impl Volume {
     }
 
     /// `repair`: rewrite damaged LUKS2 copies from the valid one, or fix what cryptsetup
-    /// fixes in a LUKS1 header. Returns what was repaired, in order.
-    pub fn repair(&mut self) -> Result<Vec<RepairNote>> {
-        let mut msgs = Vec::new();
+    /// fixes in a LUKS1 header (load it with [`Volume::load_as_is`]). The report says what
+    /// was found and repaired, in order, even when the repair fails.
+    pub fn repair(&mut self) -> RepairReport {
+        let mut notes = Vec::new();
+        let result = self.repair_inner(&mut notes);
+        RepairReport { notes, result }
+    }
+
+    fn repair_inner(&mut self, notes: &mut Vec<RepairNote>) -> Result<bool> {
         match &mut self.header {
             Header::Luks2(h) => {
+                let mut wrote = false;
                 if !self.copies.primary_ok {
                     luks2::write_copy(&self.dev, h, false)?;
-                    msgs.push(RepairNote::PrimaryRestored);
+                    notes.push(RepairNote::PrimaryRestored);
+                    wrote = true;
                 }
                 if !self.copies.secondary_ok {
                     luks2::write_copy(&self.dev, h, true)?;
-                    msgs.push(RepairNote::SecondaryRestored);
+                    notes.push(RepairNote::SecondaryRestored);
+                    wrote = true;
                 }
                 self.copies.primary_ok = true;
                 self.copies.secondary_ok = true;
@@ -152,6 +171,7 @@ impl Volume {
                 self.dev
                     .sync()
                     .map_err(|e| VolumeError::device_io(DeviceOp::Sync, e))?;
+                Ok(wrote)
             }
             Header::Luks1(h) => {
                 let check = |name: &str,
@@ -163,13 +183,14 @@ impl Volume {
                     Ok(())
                 };
                 let report = h.repair(&check);
-                msgs.extend(report.messages.into_iter().map(RepairNote::Luks1));
-                if report.result? {
+                notes.extend(report.messages.into_iter().map(RepairNote::Luks1));
+                let wrote = report.result?;
+                if wrote {
                     luks1_keys::write_header(&self.dev, h)?;
                 }
+                Ok(wrote)
             }
         }
-        Ok(msgs)
     }
 
     /// After loading for an update: if exactly one LUKS2 copy is damaged, restore it from the

@@ -70,6 +70,16 @@ pub enum VolumeError {
         /// The header device.
         path: String,
     },
+    /// The device has a LUKS header that cannot be used: a LUKS1 header that fails
+    /// validation, or a LUKS2 header with no valid copy.
+    #[error("device {path} has an invalid LUKS header: {source}")]
+    InvalidHeader {
+        /// The header device.
+        path: String,
+        /// What is wrong with it.
+        #[source]
+        source: FormatError,
+    },
     /// The operation needs a LUKS2 header and the device has a LUKS1 header.
     #[error("device {path} is not a valid LUKS2 device")]
     NotLuks2 {

@@ -10,6 +10,7 @@ use lukskit_format::detect::{detect, unsupported_version, LuksVersion};
 use lukskit_format::io::Storage;
 use lukskit_format::luks1::{Luks1Header, NUM_KEYSLOTS};
 use lukskit_format::luks2::{self, Luks2Header};
+use lukskit_format::FormatError;
 
 /// A loaded LUKS header of either version.
 #[derive(Debug, Clone)]
@@ -79,16 +80,33 @@ impl Volume {
         access: Access,
         requested: Option<LuksVersion>,
     ) -> Result<Self> {
-        let mut vol = Self::load_inner(device, header, access, requested)?;
+        let mut vol = Self::load_inner(device, header, access, requested, true)?;
         if access == Access::Write {
             vol.recover_copies()?;
         }
         Ok(vol)
     }
 
-    /// Load without any automatic recovery (for `repair`, which reports what it fixes).
+    /// Load without any automatic recovery and without validating a LUKS1 header's
+    /// keyslots and size (for `repair`, which reports what it finds and fixes: call
+    /// [`Self::validate`] after it, as cryptsetup re-reads the repaired header).
     pub fn load_as_is(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
-        Self::load_inner(device, header, access, None)
+        Self::load_inner(device, header, access, None, false)
+    }
+
+    /// The checks a LUKS1 header gets on every load (keyslot layout, device size), for a
+    /// header loaded with [`Self::load_as_is`]. LUKS2 headers were validated when read.
+    pub fn validate(&self) -> Result<()> {
+        match &self.header {
+            Header::Luks1(h) => {
+                h.validate(self.dev.size().ok())
+                    .map_err(|source| VolumeError::InvalidHeader {
+                        path: self.dev.path().to_string(),
+                        source,
+                    })
+            }
+            Header::Luks2(_) => Ok(()),
+        }
     }
 
     fn load_inner(
@@ -96,6 +114,7 @@ impl Volume {
         header: Option<&str>,
         access: Access,
         requested: Option<LuksVersion>,
+        validate_luks1: bool,
     ) -> Result<Self> {
         let hdr_path = header.unwrap_or(device);
         let dev = Device::open(hdr_path, access)?;
@@ -109,12 +128,31 @@ impl Volume {
                 return Err(VolumeError::UnsupportedVersion { version: v });
             }
         }
-        let (loaded, copies) = match detect(&first) {
+        // A header whose on-disk problems make it unusable names the device (I/O errors
+        // and unsupported crypto stay what they are).
+        let invalid = |e: FormatError| match e {
+            FormatError::Io { .. } | FormatError::Crypto(_) => VolumeError::from(e),
+            source => VolumeError::InvalidHeader {
+                path: hdr_path.to_string(),
+                source,
+            },
+        };
+        let found = detect(&first);
+        // As cryptsetup's crypt_load of a requested type: a header of the other version is
+        // not a valid device of the requested one (and is not validated).
+        match (requested, found) {
+            (Some(LuksVersion::Luks2), Some(LuksVersion::Luks1))
+            | (Some(LuksVersion::Luks1), Some(LuksVersion::Luks2)) => return Err(not_luks()),
+            _ => {}
+        }
+        let (loaded, copies) = match found {
             Some(LuksVersion::Luks1) => {
-                let h = Luks1Header::read(&dev)?;
+                let h = Luks1Header::read(&dev).map_err(invalid)?;
                 // cryptsetup checks that the header device holds all keyslot material
                 // (data device or detached header file alike).
-                h.validate(dev.size().ok())?;
+                if validate_luks1 {
+                    h.validate(dev.size().ok()).map_err(invalid)?;
+                }
                 (
                     Header::Luks1(h),
                     CopyState {
@@ -128,10 +166,10 @@ impl Volume {
                 // A damaged primary may still leave a valid secondary copy: let the LUKS2
                 // reader scan for it before giving up.
                 let out = luks2::read(&dev).map_err(|e| {
-                    if detect(&first).is_none() {
+                    if found.is_none() {
                         not_luks()
                     } else {
-                        VolumeError::from(e)
+                        invalid(e)
                     }
                 })?;
                 (

@@ -12,7 +12,7 @@ use std::io::Read;
 /// `config <device> [--label L] [--subsystem S] [--priority P --key-slot N]`.
 pub fn config(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
-    let mut vol = super::load_volume(o, &args[0], Access::Write)?;
+    let mut vol = super::load_luks2_volume(o, &args[0], Access::Write)?;
     if o.priority.is_none() && o.label.is_none() && o.subsystem.is_none() {
         return Err(CliError::invalid(
             "Option --priority, --label or --subsystem is missing.",
@@ -31,22 +31,68 @@ pub fn config(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `repair <device>`.
+/// `repair <device>`, as cryptsetup 2.6.1 does it: a header that loads needs no repair (a
+/// damaged LUKS2 copy is restored from the good one without a word); otherwise, after a
+/// confirmation, the LUKS1 repair reports what it finds and fixes, and the repaired header
+/// must then pass the checks of every load.
 pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
+    use lukskit_format::Luks1RepairNote;
+    use lukskit_volume::edit::RepairNote;
     need_args(args, 1, 1, "<device>")?;
-    input::confirm("Really proceed with LUKS header repair?", o.batch_mode)?;
     let mut vol = Volume::load_as_is(&args[0], o.header.as_deref(), Access::Write)?;
-    let msgs = vol.repair()?;
-    if msgs.is_empty() {
+    let Err(problem) = vol.validate() else {
+        let report = vol.repair();
+        for n in &report.notes {
+            crate::debug::log(crate::errors::repair_note(n));
+        }
+        report.result?;
         if o.verbose {
             println!("No known problems detected for LUKS header.");
         }
-    } else {
-        for m in &msgs {
-            eprintln!("{}", crate::errors::repair_note(m));
-        }
+        return Ok(());
+    };
+    // cryptsetup's first load shows its messages only with -v.
+    let problem = crate::errors::problem_only(problem);
+    if o.verbose && !problem.message.is_empty() {
+        eprintln!("{}", problem.message);
     }
-    Ok(())
+    input::confirm("Really try to repair LUKS device header?", o.batch_mode)?;
+    let report = vol.repair();
+    let found = report.notes.iter().any(|n| {
+        matches!(
+            n,
+            RepairNote::Luks1(Luks1RepairNote::Problem(_))
+                | RepairNote::Luks1(Luks1RepairNote::InvalidCipherMode { .. })
+        )
+    });
+    if o.verbose {
+        println!(
+            "{}",
+            if found {
+                "Repairing keyslots."
+            } else {
+                "No known problems detected for LUKS header."
+            }
+        );
+    }
+    for n in &report.notes {
+        eprintln!("{}", crate::errors::repair_note(n));
+    }
+    match report.result {
+        // What stopped the repair is the last of its notes (a cipher the repair cannot
+        // test-decrypt stops it silently, as in cryptsetup).
+        Err(e) => {
+            crate::debug::log(crate::errors::volume(&e).message);
+            return Err(CliError::new(
+                crate::errors::volume(&e).class,
+                String::new(),
+            ));
+        }
+        Ok(true) if o.verbose => println!("Writing LUKS header to disk."),
+        Ok(_) => {}
+    }
+    // cryptsetup loads the repaired header again, with every check.
+    vol.validate().map_err(crate::errors::problem_only)
 }
 
 /// `token add|remove|import|export <device>`.
@@ -58,7 +104,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let desc = o.key_description.as_deref().ok_or_else(|| {
                 CliError::invalid("--key-description parameter is mandatory for token add action.")
             })?;
-            let mut vol = super::load_volume(o, device, Access::Write)?;
+            let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
             let mut token = serde_json::json!({
                 "type": "luks2-keyring",
                 "keyslots": [],
@@ -83,7 +129,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let id = o.token_id.ok_or_else(|| {
                 CliError::invalid("Action requires specific token. Use --token-id parameter.")
             })?;
-            let mut vol = super::load_volume(o, device, Access::Write)?;
+            let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
             vol.token_remove(id)?;
             if o.verbose {
                 println!("Token {id} removed.");
@@ -119,7 +165,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                     }
                 }
             }
-            let mut vol = super::load_volume(o, device, Access::Write)?;
+            let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
             let id = vol.token_add(o.token_id, token, o.token_replace)?;
             if o.verbose {
                 println!("Token {id} created.");
@@ -130,7 +176,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let id = o.token_id.ok_or_else(|| {
                 CliError::invalid("Action requires specific token. Use --token-id parameter.")
             })?;
-            let vol = super::load_volume(o, device, Access::Read)?;
+            let vol = super::load_luks2_volume(o, device, Access::Read)?;
             let json = vol.token_export(id)?;
             match &o.json_file {
                 // cryptsetup writes the JSON without a final newline.

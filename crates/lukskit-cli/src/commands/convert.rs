@@ -22,7 +22,8 @@ pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
             ))
         }
     };
-    let mut vol = super::load_volume(o, &args[0], Access::Write)?;
+    // `--type` names the target format here, not the one to load.
+    let mut vol = super::load_volume_typed(o, &args[0], Access::Write, None)?;
     conv::check_target(&vol, target)?;
     let shown = o.header.as_deref().unwrap_or(&args[0]);
     // cryptsetup's message ends with a newline of its own.

@@ -14,6 +14,8 @@ use lukskit_volume::Header;
 /// `isLuks <device>`: exit 0 for a LUKS header (of `--type` if given), else 1.
 pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
+    // As cryptsetup, a full load of the header (of `--type` if given): a damaged header is
+    // not LUKS. cryptsetup prints why only with -v (and then without its verdict line).
     let v = probe(&args[0])?;
     let ok = match (v, o.r#type.as_deref()) {
         (None, _) => false,
@@ -22,12 +24,13 @@ pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
         (Some(LuksVersion::Luks2), Some("luks2")) => true,
         _ => false,
     };
-    if ok {
-        Ok(())
-    } else {
-        // cryptsetup prints nothing here unless -v.
-        // cryptsetup prints no message here (with -v only the exit status line).
-        Err(CliError::invalid(String::new()))
+    if !ok {
+        return Err(CliError::invalid(String::new()));
+    }
+    match super::load_volume_typed(o, &args[0], Access::Read, super::requested_luks(o)) {
+        Ok(_) => Ok(()),
+        Err(e) if o.verbose => Err(errors::problem_only(e)),
+        Err(e) => Err(CliError::new(errors::problem_only(e).class, String::new())),
     }
 }
 
@@ -36,7 +39,8 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     match &o.uuid {
         None => {
-            let vol = super::load_volume(o, &args[0], Access::Read)?;
+            let vol = super::load_volume_typed(o, &args[0], Access::Read, super::requested_luks(o))
+                .map_err(errors::problem_only)?;
             println!("{}", vol.uuid());
             Ok(())
         }
@@ -137,7 +141,7 @@ pub fn backup(o: &Opts, args: &[String]) -> Result<()> {
         .header_backup_file
         .as_deref()
         .ok_or_else(|| CliError::invalid("Option --header-backup-file is required."))?;
-    backup::header_backup(&args[0], o.header.as_deref(), file).map_err(CliError::from)
+    backup::header_backup(&args[0], o.header.as_deref(), file).map_err(errors::problem_or_verdict)
 }
 
 /// `luksHeaderRestore <device> --header-backup-file <file>`.

@@ -188,7 +188,7 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
 pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<key file>]")?;
     let device = &args[0];
-    let mut vol = super::load_volume(o, device, Access::Write)?;
+    let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
     if vol.type_name() != "LUKS2" {
         return Err(CliError::invalid(
             "Invalid LUKS type, only luks2 is supported.",

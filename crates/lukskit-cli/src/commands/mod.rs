@@ -16,6 +16,7 @@ mod volume_key;
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input::KeySource;
+use lukskit_format::detect::LuksVersion;
 use lukskit_volume::pbkdf::PbkdfOptions;
 
 /// cryptsetup's default LUKS cipher (for the help text).
@@ -78,16 +79,40 @@ pub fn load_volume(
     device: &str,
     access: lukskit_volume::device::Access,
 ) -> Result<lukskit_volume::Volume> {
+    load_volume_typed(o, device, access, requested_luks(o)).map_err(CliError::from)
+}
+
+/// [`load_volume`] for the actions that exist only for LUKS2 (`config`, `token`,
+/// `luksConvertKey`): as cryptsetup's load of the LUKS2 type, anything else, a LUKS1 header
+/// or a damaged one, is "not a valid LUKS2 device".
+pub fn load_luks2_volume(
+    o: &Opts,
+    device: &str,
+    access: lukskit_volume::device::Access,
+) -> Result<lukskit_volume::Volume> {
+    use lukskit_volume::VolumeError;
+    load_volume_typed(o, device, access, Some(LuksVersion::Luks2)).map_err(|e| match e {
+        VolumeError::NotLuks { path } | VolumeError::InvalidHeader { path, .. } => {
+            CliError::from(VolumeError::NotLuks2 { path })
+        }
+        other => CliError::from(other),
+    })
+}
+
+/// [`load_volume`] with the error of the volume layer, for actions that word it their own
+/// way.
+pub fn load_volume_typed(
+    o: &Opts,
+    device: &str,
+    access: lukskit_volume::device::Access,
+    requested: Option<LuksVersion>,
+) -> std::result::Result<lukskit_volume::Volume, lukskit_volume::VolumeError> {
     let from = o.header.as_deref().unwrap_or(device);
     crate::debug::log(format_args!(
         "Trying to load any crypt type from device {from}."
     ));
-    let vol = lukskit_volume::Volume::load_requested(
-        device,
-        o.header.as_deref(),
-        access,
-        requested_luks(o),
-    );
+    let vol =
+        lukskit_volume::Volume::load_requested(device, o.header.as_deref(), access, requested);
     match &vol {
         Ok(v) => crate::debug::log(format_args!(
             "Loaded {} header of device {from} (UUID {}, {} keyslots active).",
@@ -100,7 +125,7 @@ pub fn load_volume(
             crate::errors::volume(e).message
         )),
     }
-    vol.map_err(CliError::from)
+    vol
 }
 
 /// Require exactly `n` (or between `n` and `max`) action arguments.
@@ -116,8 +141,7 @@ pub fn need_args(args: &[String], min: usize, max: usize, usage: &str) -> Result
 }
 
 /// The LUKS format `--type` asks for (`luks1`, `luks2`), if any: cryptsetup's `luksType`.
-pub fn requested_luks(o: &Opts) -> Option<lukskit_format::detect::LuksVersion> {
-    use lukskit_format::detect::LuksVersion;
+pub fn requested_luks(o: &Opts) -> Option<LuksVersion> {
     match o.r#type.as_deref() {
         Some("luks1") => Some(LuksVersion::Luks1),
         Some("luks2") => Some(LuksVersion::Luks2),

@@ -231,3 +231,23 @@ pub fn run_script_on_blank_disks(
     );
     Some(r)
 }
+
+/// The lines of a guest transcript that follow its `== A B` block headers, each as
+/// `(A, B, line)` (lines before the first header are left out). The guest scripts print one
+/// header per case and tool, then what they read back (`table: `, `status: `, ...).
+pub fn block_lines(out: &str) -> Vec<(String, String, &str)> {
+    let mut lines = Vec::new();
+    let mut cur: Option<(String, String)> = None;
+    for line in out.lines() {
+        if let Some(h) = line.strip_prefix("== ") {
+            let mut it = h.split(' ');
+            cur = Some((
+                it.next().unwrap_or("").to_string(),
+                it.next().unwrap_or("").to_string(),
+            ));
+        } else if let Some((a, b)) = &cur {
+            lines.push((a.clone(), b.clone(), line));
+        }
+    }
+    lines
+}

@@ -8,12 +8,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub const TESTDATA: &str = "/work/shared/testdata/cryptsetup";
+/// cryptsetup's test images, in `../shared` next to the repository.
+pub const TESTDATA: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/testdata/cryptsetup"
+);
 
 pub use lukskit_testkit::skip_or_fail;
 
 /// What to say when [`TESTDATA`] is absent.
-pub const NO_TESTDATA: &str = "/work/shared/testdata/cryptsetup is absent (cryptsetup's test \
+pub const NO_TESTDATA: &str = "../shared/testdata/cryptsetup is absent (cryptsetup's test \
                                images, from tests/ of the cryptsetup 2.7.5 source)";
 /// What to say when cryptsetup is missing.
 pub const NO_CRYPTSETUP: &str = "cryptsetup is not installed (apt-get install cryptsetup-bin)";
