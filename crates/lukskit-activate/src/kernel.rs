@@ -43,15 +43,18 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
         .map_err(|_| ActivateError::DeviceMissing {
             device: config.device.clone(),
         })?;
-    // Nobody may hold the device (cryptsetup's O_EXCL check); the kernel claims it itself as
-    // the table loads, so the check's claim is released again first.
-    drop(
-        lukskit_volume::claim::Claim::acquire(&config.device).map_err(|_| {
-            ActivateError::DeviceInUse {
-                device: config.device.clone(),
-            }
-        })?,
-    );
+    // Nobody may hold the device (cryptsetup's O_EXCL check; not for --shared, whose device
+    // other mappings use); the kernel claims it itself as the table loads, so the check's
+    // claim is released again first.
+    if !opts.shared {
+        drop(
+            lukskit_volume::claim::Claim::acquire(&config.device).map_err(|_| {
+                ActivateError::DeviceInUse {
+                    device: config.device.clone(),
+                }
+            })?,
+        );
+    }
     let loop_dev = if is_block {
         None
     } else {
@@ -363,6 +366,12 @@ impl KernelMapping {
         }
     }
 
+    /// Cancel a deferred removal of the mapping (`close --cancel-deferred`).
+    pub fn cancel_deferred(&self) -> Result<()> {
+        self.dm.cancel_deferred_remove(&self.name)?;
+        Ok(())
+    }
+
     /// Rename the mapping to `new_name` (`DM_DEV_RENAME`; the nodes in `/dev/mapper` follow).
     pub fn rename(&self, new_name: &str) -> Result<()> {
         self.dm.rename(&self.name, new_name)?;
@@ -473,6 +482,13 @@ impl KernelMapping {
         sectors: Option<u64>,
         vk: Option<(&SecretBuf, Option<u32>)>,
     ) -> Result<()> {
+        // A suspended mapping has its key wiped from the kernel and its I/O held: cryptsetup
+        // refuses to resize it.
+        if self.is_suspended() {
+            return Err(ActivateError::Suspended {
+                name: self.name.clone(),
+            });
+        }
         let t = &self.target;
         let dev_path = device_name(t.device);
         // A loop device under the mapping first takes the size of its backing file (which may

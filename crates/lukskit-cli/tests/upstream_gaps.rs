@@ -156,3 +156,56 @@ fn keyfile_size_cuts_a_piped_passphrase() {
         );
     }
 }
+
+/// compat-test [28]: a detached LUKS1 header refuses a data offset inside the header's size
+/// (`--align-payload 1`: "Data offset for LUKS header must be either 0 or higher than header
+/// size."), and a LUKS1 `--offset` must be whole 4096-byte blocks (`--align-payload` need not).
+#[test]
+fn luks1_data_offsets_are_checked_as_cryptsetup_does() {
+    if !have_cryptsetup("LUKS1 data offset checks") {
+        return;
+    }
+    let dir = tmp();
+    let cases: &[&[&str]] = &[
+        &["--header", "HDR", "--align-payload", "1"],
+        &["--header", "HDR", "--align-payload", "8"],
+        &["--header", "HDR", "--offset", "8"],
+        &["--header", "HDR", "--align-payload", "4095"],
+        &["--header", "HDR", "--align-payload", "0"],
+        &["--header", "HDR", "--offset", "0"],
+        &["--header", "HDR", "--offset", "8192"],
+        &["--header", "HDR", "--offset", "4097"],
+        &["--offset", "4097"],
+        &["--offset", "4105"],
+        &["--offset", "4104"],
+        &["--align-payload", "4095"],
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        let mut got = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = sparse(dir.path(), &format!("{i}-{tool}.img"), 10 << 20);
+            let hdr = dir.path().join(format!("{i}-{tool}.hdr"));
+            let hdr = hdr.to_str().unwrap();
+            let mut a = vec!["luksFormat", "-q", "--type", "luks1", img.as_str()];
+            a.extend_from_slice(&FAST);
+            a.extend(case.iter().map(|&s| if s == "HDR" { hdr } else { s }));
+            let r = run_tool(tool, &a, b"93R4P4pIqAH8\n");
+            let offset = (r.code == 0).then(|| {
+                let d = if case.contains(&"HDR") {
+                    cryptsetup(&["luksDump", "--header", hdr, &img], b"")
+                } else {
+                    cryptsetup(&["luksDump", &img], b"")
+                };
+                let d = d.unwrap().ok("luksDump").stdout;
+                d.lines()
+                    .find(|l| l.starts_with("Payload offset:"))
+                    .map(str::to_string)
+            });
+            got.push((r.code, r.stderr.lines().last().map(str::to_string), offset));
+        }
+        assert_eq!(
+            got[1], got[0],
+            "luksFormat {case:?}: lukskit against cryptsetup"
+        );
+    }
+}
