@@ -792,6 +792,11 @@ fn copy_text(p: &CopyProblem) -> String {
 /// The line `repair` prints for a note of the LUKS1 repair report.
 fn luks1_repair_text(n: &Luks1RepairNote) -> String {
     match n {
+        // cryptsetup's repair names the broken keyslot only (the repair notes that follow
+        // say what was wrong with it).
+        Luks1RepairNote::Problem(Luks1Error::Keyslot { slot, .. }) => {
+            format!("LUKS keyslot {slot} is invalid.")
+        }
         Luks1RepairNote::Problem(e) => luks1_text(e),
         Luks1RepairNote::InvalidCipherMode { mode } => {
             format!("LUKS cipher mode {mode} is invalid.")

@@ -209,3 +209,53 @@ fn luks1_data_offsets_are_checked_as_cryptsetup_does() {
         );
     }
 }
+
+/// compat-test [29]: `repair` of a LUKS1 header whose second sector was overwritten (keyslots
+/// 6 and 7 garbage, keyslot 7's state word neither enabled nor disabled) loads the header
+/// without refusing the broken keyslots, repairs them (disabled, salt wiped) and writes the
+/// same bytes as real cryptsetup, with the same messages.
+#[test]
+fn repair_fixes_luks1_keyslots_a_load_would_refuse() {
+    if !have_cryptsetup("LUKS1 repair of garbage keyslots") {
+        return;
+    }
+    let dir = tmp();
+    let key = write_file(dir.path(), "k", b"k");
+    // A fixed "random" sector: a simple LCG, so the test is reproducible.
+    let mut x: u32 = 0x1234_5678;
+    let garbage: Vec<u8> = (0..512)
+        .map(|_| {
+            x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (x >> 24) as u8
+        })
+        .collect();
+    let base = sparse(dir.path(), "base.img", 10 << 20);
+    let mut f = vec!["luksFormat", "-q", "--type", "luks1", base.as_str(), &key];
+    f.extend_from_slice(&FAST);
+    cryptsetup(&f, b"").unwrap().ok("format");
+    {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::OpenOptions::new().write(true).open(&base).unwrap();
+        file.write_all_at(&garbage, 512).unwrap();
+    }
+    let mut out = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = dir.path().join(format!("{tool}.img"));
+        std::fs::copy(&base, &img).unwrap();
+        let img = img.to_str().unwrap().to_string();
+        let r = run_tool(tool, &["-q", "repair", &img], b"");
+        let opened = run_tool(tool, &["open", "--test-passphrase", "-d", &key, &img], b"").code;
+        let head = std::fs::read(&img).unwrap()[..4096].to_vec();
+        out.push((r.code, r.stderr, opened, head));
+    }
+    assert_eq!(out[0].0, 0, "cryptsetup repairs it: {}", out[0].1);
+    assert_eq!(
+        (out[1].0, &out[1].1, out[1].2),
+        (out[0].0, &out[0].1, out[0].2),
+        "repair: exit status, messages, then test-passphrase (lukskit against cryptsetup)"
+    );
+    assert!(
+        out[1].3 == out[0].3,
+        "the repaired header differs from cryptsetup's"
+    );
+}

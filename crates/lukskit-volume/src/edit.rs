@@ -164,7 +164,11 @@ impl Volume {
                 };
                 let report = h.repair(&check);
                 msgs.extend(report.messages.into_iter().map(RepairNote::Luks1));
-                if report.result? {
+                let repaired = report.result?;
+                // What the load skipped: the header as any load checks it (after the repair,
+                // as cryptsetup's repair reloads it).
+                h.validate(lukskit_format::io::Storage::size(&self.dev).ok())?;
+                if repaired {
                     luks1_keys::write_header(&self.dev, h)?;
                 }
             }

@@ -79,16 +79,18 @@ impl Volume {
         access: Access,
         requested: Option<LuksVersion>,
     ) -> Result<Self> {
-        let mut vol = Self::load_inner(device, header, access, requested)?;
+        let mut vol = Self::load_inner(device, header, access, requested, false)?;
         if access == Access::Write {
             vol.recover_copies()?;
         }
         Ok(vol)
     }
 
-    /// Load without any automatic recovery (for `repair`, which reports what it fixes).
+    /// Load without any automatic recovery (for `repair`, which reports what it fixes). A
+    /// LUKS1 header is not validated either (its keyslots may be what `repair` fixes, as in
+    /// cryptsetup's repair load); [`Self::repair`] validates it after repairing.
     pub fn load_as_is(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
-        Self::load_inner(device, header, access, None)
+        Self::load_inner(device, header, access, None, true)
     }
 
     fn load_inner(
@@ -96,6 +98,7 @@ impl Volume {
         header: Option<&str>,
         access: Access,
         requested: Option<LuksVersion>,
+        for_repair: bool,
     ) -> Result<Self> {
         let hdr_path = header.unwrap_or(device);
         let dev = Device::open(hdr_path, access)?;
@@ -114,7 +117,9 @@ impl Volume {
                 let h = Luks1Header::read(&dev)?;
                 // cryptsetup checks that the header device holds all keyslot material
                 // (data device or detached header file alike).
-                h.validate(dev.size().ok())?;
+                if !for_repair {
+                    h.validate(dev.size().ok())?;
+                }
                 (
                     Header::Luks1(h),
                     CopyState {
