@@ -43,15 +43,18 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
         .map_err(|_| ActivateError::DeviceMissing {
             device: config.device.clone(),
         })?;
-    // Nobody may hold the device (cryptsetup's O_EXCL check); the kernel claims it itself as
-    // the table loads, so the check's claim is released again first.
-    drop(
-        lukskit_volume::claim::Claim::acquire(&config.device).map_err(|_| {
-            ActivateError::DeviceInUse {
-                device: config.device.clone(),
-            }
-        })?,
-    );
+    // Nobody may hold the device (cryptsetup's O_EXCL check; not for --shared, whose device
+    // other mappings use); the kernel claims it itself as the table loads, so the check's
+    // claim is released again first.
+    if !opts.shared {
+        drop(
+            lukskit_volume::claim::Claim::acquire(&config.device).map_err(|_| {
+                ActivateError::DeviceInUse {
+                    device: config.device.clone(),
+                }
+            })?,
+        );
+    }
     let loop_dev = if is_block {
         None
     } else {
@@ -86,6 +89,14 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
         iv_large_sectors: false,
         high_priority: false,
     };
+    // The mapping's size must be whole logical blocks of the device (cryptsetup checks it
+    // before it makes the mapping: a plain `--size 7` over a 4096-byte disk is refused).
+    let total: u64 = table.segments().iter().map(|s| s.len / 512).sum();
+    if !total.is_multiple_of(logical_block_sectors(backing)) {
+        return Err(ActivateError::InvalidRequest(
+            "Device size is not aligned to device logical block size.".to_string(),
+        ));
+    }
     let targets = dm_targets(&table, devt, flags, |c| {
         // LUKS2 keys go through the kernel keyring, named after their digest.
         let description = match (config.kind.as_str(), &config.uuid, c.digest.or(opts.digest)) {
@@ -164,6 +175,22 @@ pub fn dm_targets(
             }
         })
         .collect()
+}
+
+/// The logical block size of block device `dev` in 512-byte sectors (1 when it cannot be
+/// read: the kernel then has the last word).
+fn logical_block_sectors(dev: &Path) -> u64 {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = std::fs::File::open(dev) else {
+        return 1;
+    };
+    let mut size: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int into the pointed-to, live local; the descriptor is open.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), libc::BLKSSZGET, &mut size) };
+    if rc != 0 || size < 512 {
+        return 1;
+    }
+    u64::try_from(size).map_or(1, |s| s / 512)
 }
 
 fn block_size_bytes(dev: &Path) -> Result<u64> {
@@ -339,6 +366,12 @@ impl KernelMapping {
         }
     }
 
+    /// Cancel a deferred removal of the mapping (`close --cancel-deferred`).
+    pub fn cancel_deferred(&self) -> Result<()> {
+        self.dm.cancel_deferred_remove(&self.name)?;
+        Ok(())
+    }
+
     /// Rename the mapping to `new_name` (`DM_DEV_RENAME`; the nodes in `/dev/mapper` follow).
     pub fn rename(&self, new_name: &str) -> Result<()> {
         self.dm.rename(&self.name, new_name)?;
@@ -449,8 +482,21 @@ impl KernelMapping {
         sectors: Option<u64>,
         vk: Option<(&SecretBuf, Option<u32>)>,
     ) -> Result<()> {
+        // A suspended mapping has its key wiped from the kernel and its I/O held: cryptsetup
+        // refuses to resize it.
+        if self.is_suspended() {
+            return Err(ActivateError::Suspended {
+                name: self.name.clone(),
+            });
+        }
         let t = &self.target;
         let dev_path = device_name(t.device);
+        // A loop device under the mapping first takes the size of its backing file (which may
+        // have grown since it was attached), as cryptsetup's resize does; when that fails,
+        // cryptsetup goes on with the size the loop device has, and so does this.
+        if lukskit_expose::loopdev::is_loop_device(Path::new(&dev_path)) {
+            let _ = lukskit_expose::loopdev::set_capacity(Path::new(&dev_path));
+        }
         let capacity = block_size_bytes(Path::new(&dev_path))? / 512;
         let available = capacity.saturating_sub(t.offset);
         let per_sector = u64::from(t.sector_size / 512).max(1);
@@ -466,6 +512,13 @@ impl KernelMapping {
                 "Device size is not aligned to requested sector size ({} bytes).",
                 t.sector_size
             )));
+        }
+        // Nor to the data device's logical block size (a 4096-byte disk under a mapping of
+        // 512-byte sectors): cryptsetup refuses before it suspends anything.
+        if !want.is_multiple_of(logical_block_sectors(Path::new(&dev_path))) {
+            return Err(ActivateError::InvalidRequest(
+                "Device size is not aligned to device logical block size.".to_string(),
+            ));
         }
         let key = match vk {
             Some((vk, digest)) => self.key_for(vk, digest, t.key.in_keyring()),

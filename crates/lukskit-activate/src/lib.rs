@@ -168,6 +168,16 @@ impl Mapping {
         }
     }
 
+    /// Cancel a deferred removal (`close --cancel-deferred`; kernel only).
+    pub fn cancel_deferred(&self) -> Result<()> {
+        match self {
+            Mapping::Kernel(k) => k.cancel_deferred(),
+            Mapping::Userspace(_) => Err(ActivateError::Unsupported(
+                "--cancel-deferred needs a kernel mapping.".into(),
+            )),
+        }
+    }
+
     /// Whether the mapping is suspended.
     pub fn is_suspended(&self) -> Result<bool> {
         match self {

@@ -42,6 +42,9 @@ pub struct KernelOptions {
     /// `--disable-keyring`: the LUKS2 volume key goes into the table itself, not through the
     /// kernel keyring (as cryptsetup's `--disable-keyring`).
     pub disable_keyring: bool,
+    /// `--shared` (plain): the data device may be used by other mappings, so it is not checked
+    /// for exclusive use (cryptsetup's shared segments of one device).
+    pub shared: bool,
 }
 
 impl KernelOptions {

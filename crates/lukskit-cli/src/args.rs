@@ -207,6 +207,9 @@ pub struct Opts {
     /// default the kernel wherever it has device-mapper with dm-crypt.
     #[arg(long = "backend")]
     pub backend: Option<String>,
+    /// open (plain): the device may be shared with other mappings (non-overlapping segments).
+    #[arg(long = "shared", action = ArgAction::SetTrue)]
+    pub shared: bool,
     /// open: dm-crypt's `same_cpu_crypt`.
     #[arg(long = "perf-same_cpu_crypt", action = ArgAction::SetTrue)]
     pub perf_same_cpu_crypt: bool,
@@ -229,6 +232,9 @@ pub struct Opts {
     /// close: remove the mapping when its last user closes it.
     #[arg(long = "deferred", action = ArgAction::SetTrue)]
     pub deferred: bool,
+    /// close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use.
+    #[arg(long = "cancel-deferred", action = ArgAction::SetTrue)]
+    pub cancel_deferred: bool,
     /// open --nbd: most NBD clients connected at once (default 8); more are refused.
     #[arg(long = "nbd-connections")]
     pub nbd_connections: Option<usize>,

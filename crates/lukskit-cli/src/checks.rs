@@ -14,7 +14,6 @@ use crate::args::{parse_device_size, Opts};
 /// [`not_implemented`]'s message. (long name, short name, takes a value)
 pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("active-name", None, true),
-    ("cancel-deferred", None, false),
     ("debug-json", None, false),
     ("decrypt", None, false),
     ("disable-veracrypt", None, false),
@@ -35,7 +34,6 @@ pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("resilience-hash", None, true),
     ("resume-only", None, false),
     ("serialize-memory-hard-pbkdf", None, false),
-    ("shared", None, false),
     ("tcrypt-backup", None, false),
     ("tcrypt-hidden", None, false),
     ("tcrypt-system", None, false),
@@ -282,7 +280,7 @@ pub fn check(o: &Opts, g: &Given, key_files: usize) -> Option<String> {
     match action {
         "open" => verify_open(o, g, ty, refresh),
         "tcryptDump" => verify_tcrypt(g, ty),
-        "close" if g.has("cancel-deferred") && o.deferred => {
+        "close" if o.cancel_deferred && o.deferred => {
             Some("Options --cancel-deferred and --deferred cannot be used at the same time.".into())
         }
         "resize" if o.device_size.is_some() && o.size.is_some() => {

@@ -112,6 +112,7 @@ pub const ACTIONS: &[Action] = &[
                 "size",
                 "sector_size",
                 "iv_large_sectors",
+                "shared",
                 "backend",
                 "no_loop",
                 "nbd",
@@ -129,7 +130,7 @@ pub const ACTIONS: &[Action] = &[
         name: "close",
         args: "<name>",
         about: "close device (remove mapping)",
-        options: &[&["deferred"]],
+        options: &[&["deferred", "cancel_deferred"]],
     },
     Action {
         name: "resize",

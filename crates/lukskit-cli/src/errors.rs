@@ -395,6 +395,9 @@ fn param(p: &ParamError) -> String {
         ParamError::OffsetTooSmallForLuks1 => {
             "Data offset is too small for the LUKS1 keyslots.".into()
         }
+        ParamError::DetachedOffsetInsideHeader => {
+            "Data offset for LUKS header must be either 0 or higher than header size.".into()
+        }
         ParamError::MetadataSize => "Unsupported LUKS2 metadata size.".into(),
         ParamError::OffsetNot4096 => "Data offset is not multiple of 4096 bytes.".into(),
         ParamError::KeyslotsSize => "Unsupported LUKS2 keyslots size.".into(),

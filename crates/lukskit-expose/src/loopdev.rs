@@ -1,5 +1,5 @@
 //! Loop devices on top of a file (the FUSE plaintext file), through the kernel's loop
-//! ioctls (`LOOP_CTL_GET_FREE`, `LOOP_CONFIGURE`, `LOOP_CLR_FD`).
+//! ioctls (`LOOP_CTL_GET_FREE`, `LOOP_CONFIGURE`, `LOOP_CLR_FD`, `LOOP_SET_CAPACITY`).
 //!
 //! The ioctls are few and stable, so they are called directly with `libc` rather than
 //! through a crate (the `loopdev` crate generates its bindings with bindgen at build time,
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 const LOOP_CLR_FD: libc::Ioctl = 0x4C01;
+const LOOP_SET_CAPACITY: libc::Ioctl = 0x4C07;
 const LOOP_CONFIGURE: libc::Ioctl = 0x4C0A;
 const LOOP_CTL_GET_FREE: libc::Ioctl = 0x4C82;
 
@@ -237,6 +238,31 @@ pub fn backing_file(dev: &Path) -> Option<String> {
     Some(s.trim_end_matches('\n').to_string())
 }
 
+/// Whether `dev` is a loop device (`/dev/loopN`, or another node of the loop driver).
+pub fn is_loop_device(dev: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    // The loop driver's block major (LOOP_MAJOR of <linux/major.h>).
+    const LOOP_MAJOR: u32 = 7;
+    std::fs::metadata(dev)
+        .is_ok_and(|m| m.file_type().is_block_device() && libc::major(m.rdev()) == LOOP_MAJOR)
+}
+
+/// Make loop device `dev` take the current size of its backing file (`LOOP_SET_CAPACITY`), as
+/// cryptsetup's `resize` does before it computes the new size of a mapping over a loop device:
+/// after the backing file grew (`truncate -s`), the loop device keeps its old size until then.
+pub fn set_capacity(dev: &Path) -> io::Result<()> {
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(dev)?;
+    // SAFETY: LOOP_SET_CAPACITY takes no argument; the descriptor is open for the call.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), LOOP_SET_CAPACITY, 0) };
+    if rc != 0 {
+        return Err(ioctl_err("Cannot resize loop device", dev));
+    }
+    Ok(())
+}
+
 /// Detach a loop device left behind by a dead server (only if it still has `backing` as
 /// its backing file). Fails with `EBUSY` when it is in use.
 pub fn detach_stale(dev: &Path, backing: &Path) -> io::Result<()> {
@@ -291,5 +317,55 @@ mod tests {
     fn struct_sizes_match_the_kernel() {
         assert_eq!(std::mem::size_of::<LoopInfo64>(), 232);
         assert_eq!(std::mem::size_of::<LoopConfig>(), 304);
+    }
+
+    fn dev_sectors(dev: &Path) -> u64 {
+        let name = dev.file_name().unwrap().to_str().unwrap();
+        std::fs::read_to_string(format!("/sys/block/{name}/size"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// A loop device keeps its size when its backing file grows, until `set_capacity` (what
+    /// cryptsetup's `resize` does before it sizes a mapping over a loop device: compat-test's
+    /// "Resize underlying loop device as well").
+    #[test]
+    fn set_capacity_grows_a_loop_device_to_its_file() {
+        const T: &str = "loopdev::set_capacity";
+        if !Path::new("/dev/loop-control").exists() {
+            lukskit_testkit::skip_or_fail(T, "no /dev/loop-control (loop module not loaded)");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("lukskit-loopcap-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let img = dir.join("img");
+        let f = File::create(&img).unwrap();
+        f.set_len(1 << 20).unwrap();
+        let dev = match LoopDevice::attach(
+            &img,
+            LoopOptions {
+                block_size: 512,
+                read_only: false,
+                direct_io: false,
+            },
+        ) {
+            Ok(d) => d,
+            Err(e) => {
+                lukskit_testkit::skip_or_fail(T, &format!("cannot attach a loop device: {e}"));
+                return;
+            }
+        };
+        assert!(is_loop_device(dev.path()));
+        assert!(!is_loop_device(&img));
+        assert_eq!(dev_sectors(dev.path()), 2048);
+        f.set_len(16 << 20).unwrap();
+        // The kernel does not notice by itself.
+        assert_eq!(dev_sectors(dev.path()), 2048);
+        set_capacity(dev.path()).unwrap();
+        assert_eq!(dev_sectors(dev.path()), 32768);
+        drop(dev);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -704,6 +704,8 @@ impl Luks1Header {
             if bad {
                 msgs.push(Luks1RepairNote::SaltWiped { slot: i });
                 ks.active = false;
+                // cryptsetup writes the slot back as disabled, whatever its state word was.
+                ks.invalid_state = None;
                 ks.salt = [0; SALT_SIZE];
                 ks.iterations = 0;
                 need_write = true;

@@ -414,6 +414,10 @@ pub enum ParamError {
     /// A LUKS1 data offset that leaves no room for the keyslots.
     #[error("data offset too small for the LUKS1 keyslots")]
     OffsetTooSmallForLuks1,
+    /// A LUKS1 detached header with a data offset that is neither 0 nor past the header's
+    /// size (cryptsetup refuses it: the data could not be told from the header).
+    #[error("data offset of a detached LUKS1 header must be 0 or past the header size")]
+    DetachedOffsetInsideHeader,
     /// An unsupported LUKS2 metadata size.
     #[error("unsupported LUKS2 metadata size")]
     MetadataSize,

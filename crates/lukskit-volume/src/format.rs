@@ -253,10 +253,15 @@ fn format_luks1(
         digest_iters,
         uuid,
     );
-    if !detached && payload != 0 {
+    if payload != 0 {
         let end = hdr.keyslots_end_bytes();
         if u64::from(payload) * 512 < end {
-            return Err(ParamError::OffsetTooSmallForLuks1.into());
+            return Err(if detached {
+                ParamError::DetachedOffsetInsideHeader
+            } else {
+                ParamError::OffsetTooSmallForLuks1
+            }
+            .into());
         }
     }
     let header_end = if detached {

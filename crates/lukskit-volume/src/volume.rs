@@ -412,16 +412,18 @@ impl Volume {
     }
 
     /// Re-protect the key of keyslot `slot` with `passphrase` and new PBKDF parameters
-    /// (`luksChangeKey`, `luksConvertKey`). LUKS2 keeps the keyslot id (new area, header
-    /// switch, old area wiped); LUKS1 writes a free keyslot first and then destroys the old
-    /// one, or replaces it in place when all are full — as cryptsetup does. Returns the
-    /// keyslot that now holds the key.
+    /// (`luksChangeKey`, `luksConvertKey`), as cryptsetup 2.6.1 does: LUKS2 keeps the keyslot
+    /// id (new area, header switch, old area wiped). LUKS1 with `in_place` (luksChangeKey with
+    /// `--key-slot`) rewrites the keyslot; otherwise it writes the first free keyslot and then
+    /// destroys the old one (a crash in between leaves both working), or replaces it in place
+    /// when all are taken. Returns the keyslot that now holds the key.
     pub fn change_keyslot(
         &mut self,
         slot: u32,
         key: &SecretBuf,
         passphrase: &[u8],
         pbkdf: &PbkdfOptions,
+        in_place: bool,
     ) -> Result<u32> {
         self.check_requirements_for_write()?;
         if !self.keyslot_active(slot)? {
@@ -447,13 +449,18 @@ impl Volume {
             )?;
             return Ok(slot);
         }
-        match self.free_keyslot() {
-            Ok(new_slot) => {
+        let free = if in_place {
+            None
+        } else {
+            self.free_keyslot().ok()
+        };
+        match free {
+            Some(new_slot) => {
                 self.add_keyslot(key, passphrase, Some(new_slot), pbkdf, false)?;
                 self.kill_keyslot(slot)?;
                 Ok(new_slot)
             }
-            Err(_) => {
+            None => {
                 self.kill_keyslot(slot)?;
                 self.add_keyslot(key, passphrase, Some(slot), pbkdf, false)
             }

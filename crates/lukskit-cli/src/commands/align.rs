@@ -19,6 +19,13 @@ pub fn payload_offset(
     key_size_bits: Option<u32>,
 ) -> Result<Option<u64>> {
     let Some(align) = o.align_payload.filter(|&a| a != 0) else {
+        // cryptsetup 2.6.1 takes a LUKS1 --offset only in whole 4096-byte blocks (as LUKS2's);
+        // --align-payload has no such rule.
+        if kind == FormatType::Luks1 && o.offset.is_some_and(|s| !s.is_multiple_of(8)) {
+            return Err(CliError::invalid(
+                "Data offset is not multiple of 4096 bytes.",
+            ));
+        }
         if o.offset.is_some() || o.header.is_some() || kind != FormatType::Luks1 {
             return Ok(o.offset);
         }

@@ -77,7 +77,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
             offset: o.keyfile_offset.unwrap_or(0),
             size: o.keyfile_size,
         },
-        None => KeySource::Prompt,
+        None => KeySource::prompt_limited(o.keyfile_offset, o.keyfile_size),
     };
     if o.verify_passphrase && !input::interactive() {
         eprintln!("Can't do passphrase verification on non-tty inputs.");

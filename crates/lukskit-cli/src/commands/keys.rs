@@ -157,7 +157,7 @@ pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
 
 /// `luksChangeKey <device> [<new key file>]`: the new passphrase goes to a free keyslot
 /// first, then the old one is destroyed (LUKS2 and LUKS1 alike), so a crash in between
-/// leaves both working.
+/// leaves both working; with `--key-slot` the keyslot is rewritten in place.
 pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;
     let device = &args[0];
@@ -177,7 +177,15 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     let new_src = new_key_source(o, args.get(1));
     let verify = o.verify_passphrase || !o.batch_mode;
     let new_pass = input::get_secret(&new_src, "Enter new passphrase: ", verify)?;
-    let new_slot = vol.change_keyslot(old_slot, &vk, new_pass.as_bytes(), &pbkdf_options(o))?;
+    // As cryptsetup: with --key-slot the keyslot is rewritten in place, otherwise the new
+    // passphrase goes to the first free keyslot (in place when none is free).
+    let new_slot = vol.change_keyslot(
+        old_slot,
+        &vk,
+        new_pass.as_bytes(),
+        &pbkdf_options(o),
+        o.key_slot.is_some(),
+    )?;
     if o.verbose {
         println!("Key slot {new_slot} created.");
     }
@@ -203,7 +211,7 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
         o.key_slot,
         false,
     )?;
-    let slot = vol.change_keyslot(old_slot, &vk, pass.as_bytes(), &pbkdf_options(o))?;
+    let slot = vol.change_keyslot(old_slot, &vk, pass.as_bytes(), &pbkdf_options(o), true)?;
     if o.verbose {
         println!("Key slot {slot} created.");
     }
@@ -238,7 +246,7 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
         }
         let src = existing_key_source(o, None);
         let from_stdin = match &src {
-            KeySource::Prompt => true,
+            KeySource::Prompt | KeySource::Line { .. } => true,
             KeySource::File { path, .. } => path == "-",
         };
         let pass = match input::get_secret(&src, "Enter any remaining passphrase: ", false) {

@@ -182,7 +182,7 @@ pub fn existing_key_source(o: &Opts, positional_keyfile: Option<&String>) -> Key
             offset: o.keyfile_offset.unwrap_or(0),
             size: o.keyfile_size,
         },
-        None => KeySource::Prompt,
+        None => KeySource::prompt_limited(o.keyfile_offset, o.keyfile_size),
     }
 }
 

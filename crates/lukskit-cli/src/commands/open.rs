@@ -34,6 +34,7 @@ fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
         no_write_workqueue: o.perf_no_write_workqueue,
         digest,
         disable_keyring: o.disable_keyring,
+        shared: o.shared,
     }
 }
 
@@ -326,7 +327,11 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
 /// `close` (`remove`, `luksClose`, `plainClose`).
 pub fn close(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<name>")?;
-    active(&args[0])?.close(o.deferred).map_err(CliError::from)
+    let m = active(&args[0])?;
+    if o.cancel_deferred {
+        return m.cancel_deferred().map_err(CliError::from);
+    }
+    m.close(o.deferred).map_err(CliError::from)
 }
 
 /// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).
@@ -526,6 +531,13 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
         }
         (None, None) => None,
     };
+    // cryptsetup refuses to resize a suspended mapping (its key is wiped, its I/O held).
+    if m.is_suspended().map_err(CliError::from)? {
+        return Err(CliError::busy(format!(
+            "Device {} is suspended, resume it before resizing it.",
+            activate::mapping_name(&args[0])
+        )));
+    }
     if !m.resize_needs_volume_key() {
         return m.resize(sectors, None).map_err(CliError::from);
     }
