@@ -2,12 +2,11 @@
 //! (RFC 7638), and the point operations of ECDH-ES and of the McCallum-Relyea exchange.
 
 use crate::{b64d, b64e, TangError};
+use elliptic_curve::group::Curve as _;
 use elliptic_curve::sec1::{FromSec1Point, ModulusSize, Sec1Point, ToSec1Point};
 use elliptic_curve::{
-    AffinePoint, CurveArithmetic, FieldBytes, FieldBytesSize, Generate, ProjectivePoint,
-    SecretKey,
+    AffinePoint, CurveArithmetic, FieldBytes, FieldBytesSize, Generate, ProjectivePoint, SecretKey,
 };
-use elliptic_curve::group::Curve as _;
 use lukskit_crypto::SecretBuf;
 use serde_json::{json, Value};
 use sha2::Digest;
@@ -130,7 +129,10 @@ where
     SecretKey<C>: Generate,
 {
     let sk = SecretKey::<C>::try_generate().map_err(|_| TangError::Random)?;
-    let public = to_pub::<C>(crv, &ProjectivePoint::<C>::from(sk.public_key().to_projective()))?;
+    let public = to_pub::<C>(
+        crv,
+        &ProjectivePoint::<C>::from(sk.public_key().to_projective()),
+    )?;
     let d = SecretBuf::from_slice(&sk.to_bytes());
     Ok(EcPriv { public, d })
 }
@@ -191,8 +193,12 @@ impl EcPub {
                 .ok_or(TangError::BadKey("crv"))?,
         )?;
         let coord = |n: &'static str| -> Result<Vec<u8>, TangError> {
-            let b = b64d(v.get(n).and_then(Value::as_str).ok_or(TangError::BadKey(n))?)
-                .map_err(|_| TangError::BadKey(n))?;
+            let b = b64d(
+                v.get(n)
+                    .and_then(Value::as_str)
+                    .ok_or(TangError::BadKey(n))?,
+            )
+            .map_err(|_| TangError::BadKey(n))?;
             if b.len() != crv.coord_len() {
                 return Err(TangError::BadKey(n));
             }

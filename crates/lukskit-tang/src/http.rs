@@ -51,7 +51,11 @@ fn check_url(url: &str) -> Result<(), TangError> {
     }
 }
 
-fn body(url: &str, mut r: ureq::http::Response<ureq::Body>, limits: &Limits) -> Result<Vec<u8>, TangError> {
+fn body(
+    url: &str,
+    mut r: ureq::http::Response<ureq::Body>,
+    limits: &Limits,
+) -> Result<Vec<u8>, TangError> {
     let status = r.status().as_u16();
     if status != 200 {
         return Err(TangError::Http {
@@ -74,7 +78,12 @@ pub fn get(url: &str, limits: &Limits) -> Result<Vec<u8>, TangError> {
 }
 
 /// POST `data` to `url`: the body of a 200 reply.
-pub fn post(url: &str, content_type: &str, data: &[u8], limits: &Limits) -> Result<Vec<u8>, TangError> {
+pub fn post(
+    url: &str,
+    content_type: &str,
+    data: &[u8],
+    limits: &Limits,
+) -> Result<Vec<u8>, TangError> {
     check_url(url)?;
     let r = agent(limits)
         .post(url)

@@ -29,7 +29,9 @@ pub struct Jwe {
 const MAX_CIPHERTEXT: usize = 8 << 20;
 
 fn field<'a>(v: &'a Value, n: &'static str) -> Result<&'a str, TangError> {
-    v.get(n).and_then(Value::as_str).ok_or(TangError::Malformed(n))
+    v.get(n)
+        .and_then(Value::as_str)
+        .ok_or(TangError::Malformed(n))
 }
 
 fn dec(v: &Value, n: &'static str) -> Result<Vec<u8>, TangError> {
@@ -112,9 +114,8 @@ impl Jwe {
     /// Encrypt `plaintext` under the header `header` (which names `enc`) with shared secret
     /// `z`, with a fresh random IV.
     pub fn encrypt(header: Value, z: &SecretBuf, plaintext: &SecretBuf) -> Result<Jwe, TangError> {
-        let protected = b64e(
-            &serde_json::to_vec(&header).map_err(|_| TangError::Malformed("header"))?,
-        );
+        let protected =
+            b64e(&serde_json::to_vec(&header).map_err(|_| TangError::Malformed("header"))?);
         let enc = field(&header, "enc")?;
         if enc != "A256GCM" {
             return Err(TangError::UnsupportedAlg(enc.to_string()));

@@ -65,7 +65,10 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
         let pass = match tok.unlock(&limits) {
             Ok(p) => p,
             Err(e) => {
-                eprintln!("Token {} (clevis tang {}) cannot unlock: {e}.", t.id, tok.url);
+                eprintln!(
+                    "Token {} (clevis tang {}) cannot unlock: {e}.",
+                    t.id, tok.url
+                );
                 continue;
             }
         };
@@ -169,8 +172,7 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
     // The passphrase has 256 bits of entropy: like clevis, a cheap PBKDF2 keyslot unless
     // the command line asks for another PBKDF.
     let mut pbkdf = super::pbkdf_options(o);
-    if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none()
-    {
+    if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
         pbkdf = PbkdfOptions {
             kind: Some("pbkdf2".into()),
             force_iterations: Some(1000),
