@@ -55,10 +55,7 @@ impl Tang {
         let db = db.display().to_string();
         let st = Command::new(KEYGEN).arg(&db).status().unwrap();
         assert!(st.success(), "tangd-keygen");
-        let port = {
-            let l = TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        };
+        let port = free_port();
         let mut t = Tang {
             port,
             db,
@@ -117,6 +114,22 @@ impl Tang {
         }
         panic!("tang still listening");
     }
+}
+
+/// A free port below Linux's ephemeral range (32768-60999): tang is stopped and started
+/// again on its port, which an ephemeral port of another test (a fake server) must not take
+/// in between.
+fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let base = 20000 + (std::process::id() % 1000) as u16 * 10;
+    for _ in 0..10000 {
+        let p = 20000 + (base - 20000 + NEXT.fetch_add(1, Ordering::Relaxed)) % 12000;
+        if TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            return p;
+        }
+    }
+    panic!("no free port for tang");
 }
 
 impl Drop for Tang {
@@ -466,6 +479,33 @@ fn token_options_match_cryptsetup() {
     ok(&["--token-only", "--token-id", "0"]);
     ok(&["--token-only", "--token-type", "clevis"]);
     ok(&["--token-only", "--key-slot", "1"]);
+    // --disable-external-tokens: clevis is an external plugin for cryptsetup, so lukskit
+    // does not use it either.
+    let (ours, theirs) = both(
+        &img,
+        &["--token-only", "-v", "--disable-external-tokens"],
+        b"",
+    );
+    assert_eq!((ours.code, theirs.code), (1, 1));
+    assert_eq!(ours.stdout, without_failed(&theirs.stdout));
+    // A keyslot with priority ignore is not tried through its token unless the token is
+    // named (cryptsetup's token_open_any passes over prefer, then normal keyslots).
+    cryptsetup(
+        &["config", "--priority", "ignore", "--key-slot", "1", &img],
+        b"",
+    )
+    .unwrap()
+    .ok("config --priority ignore");
+    let r = lukskit(&["open", "--test-passphrase", "--token-only", &img], b"");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    ok(&["--token-only", "--token-id", "0"]);
+    cryptsetup(
+        &["config", "--priority", "prefer", "--key-slot", "1", &img],
+        b"",
+    )
+    .unwrap()
+    .ok("config --priority prefer");
+    ok(&["--token-only"]);
     // Tokens that do not match are not tried, with tang up too.
     for extra in [
         &["--token-id", "1"][..],
@@ -618,4 +658,36 @@ fn hostile_tang_replies_fall_back_to_the_passphrase() {
             r.stderr
         );
     }
+}
+
+#[test]
+fn crypttab_entry_of_a_tang_bound_volume_opens_without_a_prompt() {
+    let test = "crypttab_entry_of_a_tang_bound_volume_opens_without_a_prompt";
+    if !tools(test) || !capable(test) {
+        return;
+    }
+    let d = tmp();
+    let mut tang = Tang::start(d.path());
+    let (img, _key) = clevis_bound(d.path(), &tang);
+    let m = Mapping::new("tangct");
+    let tab = write_file(
+        d.path(),
+        "crypttab",
+        format!("{} {img} none luks,_netdev\n", m.name).as_bytes(),
+    );
+    let r = lukskit(&["crypttab", "open", "--crypttab", &tab], b"");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, format!("{}: opened.\n", m.name));
+    assert!(Path::new(&m.dev()).exists());
+    lukskit(&["crypttab", "close", "--crypttab", &tab], b"").ok("crypttab close");
+    // Tang down: the entry asks for the passphrase (standard input here).
+    tang.stop();
+    let r = lukskit(&["crypttab", "open", "--crypttab", &tab], b"pass one");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot unlock") && r.stderr.contains("Falling back to the passphrase."),
+        "{}",
+        r.stderr
+    );
+    lukskit(&["crypttab", "close", "--crypttab", &tab], b"").ok("crypttab close");
 }

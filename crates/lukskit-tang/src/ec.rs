@@ -133,7 +133,9 @@ where
         crv,
         &ProjectivePoint::<C>::from(sk.public_key().to_projective()),
     )?;
-    let d = SecretBuf::from_slice(&sk.to_bytes());
+    let mut bytes = sk.to_bytes();
+    let d = SecretBuf::from_slice(&bytes);
+    zeroize::Zeroize::zeroize(bytes.as_mut_slice());
     Ok(EcPriv { public, d })
 }
 
@@ -154,8 +156,8 @@ where
     to_pub::<C>(a.crv, &(point::<C>(a)? + point::<C>(b)?))
 }
 
-/// `a - k·b`: the last step of the recovery (`Y - e·S`).
-fn sub_mul<C>(a: &EcPub, k: &SecretBuf, b: &EcPub) -> Result<EcPub, TangError>
+/// The x coordinate of `a - k·b` (a secret): the last step of the recovery (`Y - e·S`).
+fn sub_mul<C>(a: &EcPub, k: &SecretBuf, b: &EcPub) -> Result<SecretBuf, TangError>
 where
     C: CurveArithmetic,
     FieldBytesSize<C>: ModulusSize,
@@ -163,7 +165,11 @@ where
 {
     let k = scalar::<C>(k)?;
     let kb = point::<C>(b)? * *k.to_nonzero_scalar();
-    to_pub::<C>(a.crv, &(point::<C>(a)? - kb))
+    let p = (point::<C>(a)? - kb).to_affine();
+    let enc = p.to_sec1_point(false);
+    enc.x()
+        .map(|x| SecretBuf::from_slice(x))
+        .ok_or(TangError::BadKey("point at infinity"))
 }
 
 /// The ECDH x coordinate of `k·b` (a secret).
@@ -241,8 +247,9 @@ impl EcPriv {
         on_curve!(peer.crv, ecdh(&self.d, peer))
     }
 
-    /// `y - d·s`: with `y = s_server·(C + E)`, `d = e` and `s = S` this is `s_server·C`.
-    pub fn recover(&self, y: &EcPub, s: &EcPub) -> Result<EcPub, TangError> {
+    /// The x coordinate of `y - d·s`: with `y = s_server·(C + E)`, `d = e` and `s = S` this
+    /// is the ECDH secret of `s_server·C`.
+    pub fn recover(&self, y: &EcPub, s: &EcPub) -> Result<SecretBuf, TangError> {
         if y.crv != s.crv || self.public.crv != s.crv {
             return Err(TangError::BadKey("curves differ"));
         }
@@ -333,7 +340,7 @@ mod tests {
                 on_curve!(crv, mul_pub(d, &x)).unwrap()
             };
             let sc = e.recover(&y, &server.public).unwrap();
-            assert_eq!(sc.x, z.as_bytes(), "{crv:?}");
+            assert_eq!(sc.as_bytes(), z.as_bytes(), "{crv:?}");
             assert_ne!(x, client.public);
         }
     }

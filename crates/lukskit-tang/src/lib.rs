@@ -182,8 +182,7 @@ impl ClevisToken {
                 reason: "not an EC key on the token's curve",
             });
         }
-        let sc = e.recover(&y, &s)?;
-        let z = SecretBuf::from_slice(&sc.x);
+        let z = e.recover(&y, &s)?;
         self.jwe.decrypt(&z)
     }
 }

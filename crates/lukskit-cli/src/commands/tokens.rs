@@ -12,9 +12,11 @@ use lukskit_volume::pbkdf::PbkdfOptions;
 use lukskit_volume::volume::Header;
 use lukskit_volume::Volume;
 
-/// The tokens `open` would try, in id order: those of `--token-id` / `--token-type`, and
-/// with `--key-slot` only those that unlock that keyslot.
-fn candidates(vol: &Volume, o: &Opts) -> Result<Vec<lukskit_format::luks2::Token>> {
+/// The tokens `open` would try, each with the keyslots to try it on, in cryptsetup's order:
+/// those of `--token-id` / `--token-type`, with `--key-slot` only those for that keyslot;
+/// without `--token-id` or `--key-slot`, tokens for a `prefer` keyslot first, then tokens for
+/// `normal` ones, never `ignore` keyslots (LUKS2_token_open_any's priority passes).
+fn candidates(vol: &Volume, o: &Opts) -> Result<Vec<(lukskit_format::luks2::Token, Vec<u32>)>> {
     let Header::Luks2(h) = &vol.header else {
         return Ok(Vec::new());
     };
@@ -25,7 +27,46 @@ fn candidates(vol: &Volume, o: &Opts) -> Result<Vec<lukskit_format::luks2::Token
             && o.key_slot.is_none_or(|s| t.keyslots.contains(&s))
     });
     v.sort_by_key(|t| t.id);
-    Ok(v)
+    // Priority of each keyslot: 0 ignore, 1 normal (the default), 2 prefer.
+    let prio = |s: u32| -> u32 {
+        h.keyslot(s)
+            .ok()
+            .flatten()
+            .map_or(0, |k| k.priority.unwrap_or(1))
+    };
+    if let Some(s) = o.key_slot {
+        if o.token_id.is_none() && prio(s) == 0 {
+            return Ok(Vec::new());
+        }
+        return Ok(v.into_iter().map(|t| (t, vec![s])).collect());
+    }
+    let mut out = Vec::new();
+    for want in [2, 1] {
+        for t in &v {
+            let slots: Vec<u32> = if o.token_id.is_some() {
+                if want == 1 {
+                    continue;
+                }
+                let mut all = t.keyslots.clone();
+                all.sort_by_key(|&s| std::cmp::Reverse(prio(s)));
+                all
+            } else {
+                t.keyslots
+                    .iter()
+                    .copied()
+                    .filter(|&s| prio(s) == want)
+                    .collect()
+            };
+            if !slots.is_empty()
+                && !out
+                    .iter()
+                    .any(|(u, _): &(lukskit_format::luks2::Token, _)| u.id == t.id)
+            {
+                out.push((t.clone(), slots));
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Try the tokens of `vol` (cryptsetup's token step before the passphrase). Returns the
@@ -43,11 +84,19 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
     }
     let tokens = candidates(vol, o)?;
     let limits = lukskit_tang::default_limits();
-    for t in &tokens {
+    for (t, slots) in &tokens {
         crate::debug::log(format_args!(
             "Trying to open keyslot with token {} (type {}).",
             t.id, t.kind
         ));
+        if t.kind == "clevis" && o.disable_external_tokens {
+            // cryptsetup: clevis would be an external token plugin.
+            crate::debug::log(format_args!(
+                "Token {} (clevis) skipped: --disable-external-tokens.",
+                t.id
+            ));
+            continue;
+        }
         if t.kind != "clevis" {
             crate::debug::log(format_args!(
                 "Token {} of type {} is not supported by lukskit.",
@@ -72,11 +121,7 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
                 continue;
             }
         };
-        let slots: Vec<u32> = match o.key_slot {
-            Some(s) => vec![s],
-            None => tok.keyslots.clone(),
-        };
-        for s in slots {
+        for &s in slots {
             crate::debug::log(format_args!(
                 "Checking volume passphrase [keyslot {s}] using token {}.",
                 t.id
@@ -100,7 +145,10 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
         // cryptsetup: -EINVAL, "Command failed with code -1 (wrong or missing parameters)."
         return Err(CliError::invalid(""));
     }
-    if tokens.iter().any(|t| t.kind == "clevis") {
+    if tokens
+        .iter()
+        .any(|(t, _)| t.kind == "clevis" && !o.disable_external_tokens)
+    {
         eprintln!("Falling back to the passphrase.");
     }
     Ok(None)
