@@ -170,7 +170,7 @@ pub struct Opts {
     #[arg(long = "tang-url")]
     pub tang_url: Option<String>,
     /// token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys).
-    #[arg(long = "tang-thumbprint")]
+    #[arg(long = "tang-thumbprint", allow_hyphen_values = true)]
     pub tang_thumbprint: Option<String>,
     /// Do not use metadata locking (accepted for compatibility; lukskit always locks).
     #[arg(long = "disable-locks", action = ArgAction::SetTrue)]

@@ -284,7 +284,8 @@ fn lukskit_bound_token_is_decrypted_by_clevis() {
         .unwrap()
         .ok("dump")
         .stdout;
-    // A thumbprint the server does not have: refused, nothing written.
+    // A thumbprint the server does not have: refused, nothing written. (Base64url
+    // thumbprints may start with '-': taken as the value, not as an option.)
     let r = lukskit(
         &[
             "token",
@@ -293,7 +294,7 @@ fn lukskit_bound_token_is_decrypted_by_clevis() {
             "--tang-url",
             &tang.url(),
             "--tang-thumbprint",
-            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            "-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
             "-d",
             &key,
         ],
@@ -301,7 +302,9 @@ fn lukskit_bound_token_is_decrypted_by_clevis() {
     );
     assert_eq!(r.code, 1);
     assert!(
-        r.stderr.contains("has no signing key with thumbprint"),
+        r.stderr.contains(
+            "has no signing key with thumbprint -AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+        ),
         "{}",
         r.stderr
     );
@@ -386,6 +389,20 @@ fn lukskit_bound_token_is_decrypted_by_clevis() {
     .unwrap();
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("Key slot 3 unlocked."), "{}", r.stdout);
+    // `clevis luks unlock -t SLOT`: clevis' own check of the slot (clevis decrypt, then
+    // cryptsetup open --test-passphrase with what it decrypted); slot 0 has no token.
+    for (slot, ok) in [("3", true), ("0", false)] {
+        let out = Command::new("clevis")
+            .args(["luks", "unlock", "-d", &img, "-t", slot])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.success(),
+            ok,
+            "clevis luks unlock -t {slot}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     // And lukskit opens it by its token.
     let r = lukskit(
         &["open", "--test-passphrase", "-v", "--token-only", &img],
@@ -528,10 +545,32 @@ fn fake_tang(reply: Vec<u8>) -> (u16, std::thread::JoinHandle<()>) {
     let port = l.local_addr().unwrap().port();
     let h = std::thread::spawn(move || {
         if let Ok((mut s, _)) = l.accept() {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+            // The whole request (headers, then Content-Length bytes of body) before the
+            // reply, so that the client is reading when the reply comes.
+            let mut req = Vec::new();
             let mut buf = [0u8; 4096];
-            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
-            let _ = s.read(&mut buf);
+            loop {
+                if let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
+                    let len = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse::<usize>().ok())
+                        .unwrap_or(0);
+                    if req.len() >= end + 4 + len {
+                        break;
+                    }
+                }
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => req.extend_from_slice(&buf[..n]),
+                }
+            }
             let _ = s.write_all(&reply);
+            let _ = s.shutdown(std::net::Shutdown::Write);
+            // Until the client closes (no reset while it still reads).
+            while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
         }
     });
     (port, h)
@@ -690,4 +729,74 @@ fn crypttab_entry_of_a_tang_bound_volume_opens_without_a_prompt() {
         r.stderr
     );
     lukskit(&["crypttab", "close", "--crypttab", &tab], b"").ok("crypttab close");
+}
+
+#[test]
+fn clevis_luks_unlock_opens_a_lukskit_bound_volume() {
+    // `clevis luks unlock -d DEV -n NAME` decrypts the token with clevis and pipes the
+    // passphrase to `cryptsetup open -d-`; this host has no device-mapper, so `cryptsetup` is
+    // lukskit here (a link of that name), which opens the mapping through FUSE.
+    let test = "clevis_luks_unlock_opens_a_lukskit_bound_volume";
+    if !tools(test) || !capable(test) {
+        return;
+    }
+    let d = tmp();
+    let tang = Tang::start(d.path());
+    let img = sparse(d.path(), "img", 32 << 20);
+    let key = write_file(d.path(), "key", b"pass one");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2", "-d", &key];
+    args.extend_from_slice(&FAST);
+    args.push(&img);
+    lukskit(&args, b"").ok("luksFormat");
+    let data = pattern(1 << 20);
+    {
+        let m = Mapping::new("tangcw");
+        lukskit(&["open", &img, &m.name, "-d", &key], b"").ok("open -d");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(m.dev())
+            .unwrap();
+        f.write_all(&data).unwrap();
+        f.sync_all().unwrap();
+        drop(f);
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
+    let thp = tang.thumbprint();
+    lukskit(
+        &[
+            "token",
+            "bind-tang",
+            &img,
+            "--tang-url",
+            &tang.url(),
+            "--tang-thumbprint",
+            &thp,
+            "-d",
+            &key,
+        ],
+        b"",
+    )
+    .ok("bind-tang");
+    let bin = d.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_lukskit"), bin.join("cryptsetup")).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let m = Mapping::new("tangcu");
+    let out = Command::new("clevis")
+        .args(["luks", "unlock", "-d", &img, "-n", &m.name])
+        .env("PATH", path)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "clevis luks unlock: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(read_mapping(&m, data.len()), data);
+    lukskit(&["close", &m.name], b"").ok("close");
 }
