@@ -684,6 +684,27 @@ fn hostile_tang_replies_fall_back_to_the_passphrase() {
         ),
         (http("404 Not Found", b""), "HTTP status 404"),
     ];
+    // A server that takes the connection and never answers: the exchange's time limit.
+    {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let h = std::thread::spawn(move || {
+            if let Ok((mut s, _)) = l.accept() {
+                let mut buf = [0u8; 4096];
+                while matches!(s.read(&mut buf), Ok(n) if n > 0) {}
+            }
+        });
+        retarget(&img, port);
+        let r = lukskit(&["open", "--test-passphrase", "-v", &img], b"pass one");
+        h.join().unwrap();
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(
+            r.stderr.contains("no answer in time")
+                && r.stderr.contains("Falling back to the passphrase."),
+            "{}",
+            r.stderr
+        );
+    }
     for (reply, want) in cases {
         let (port, h) = fake_tang(reply);
         retarget(&img, port);
