@@ -236,7 +236,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -c -s -h -i -l -S -o -T -t -p -b -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --disable-locks --disable-keyring --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --no-loop --nbd --nbd-connections --threads --json --crypttab --type --pbkdf --priority --backend open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -c -s -h -i -l -S -o -T -t -p -b -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --threads --json --crypttab --type --pbkdf --priority --backend open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -371,6 +371,10 @@ _lukskit() {
                     return 0
                     ;;
                 --token-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-type)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -509,6 +513,14 @@ _lukskit() {
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o filenames
                     fi
+                    return 0
+                    ;;
+                --tang-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tang-thumbprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --nbd)
@@ -2932,7 +2944,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__open)
-            opts="-d -l -S -T -t -M -r -y -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --readonly --allow-discards --test-passphrase --volume-key-file --verify-passphrase --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --backend --no-loop --nbd --nbd-connections --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --refresh --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -l -S -T -t -M -r -y -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --readonly --allow-discards --test-passphrase --volume-key-file --verify-passphrase --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --backend --no-loop --nbd --nbd-connections --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --refresh --token-id --token-only --token-type --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3103,6 +3115,14 @@ _lukskit() {
                     return 0
                     ;;
                 --nbd-connections)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --token-type)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3373,7 +3393,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__token)
-            opts="-S -v -q --token-id --json-file --key-description --token-replace --key-slot --unbound --header --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -S -v -q --token-id --tang-url --tang-thumbprint --key-file --json-file --key-description --token-replace --key-slot --unbound --header --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3381,6 +3401,44 @@ _lukskit() {
             case "${prev}" in
                 --token-id)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tang-url)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tang-thumbprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                -d)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --json-file)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version no-loop nbd= nbd-connections= threads= json crypttab= M/type= pbkdf= priority= backend=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= threads= json crypttab= M/type= pbkdf= priority= backend=
 end
 
 function __fish_lukskit_needs_command
@@ -48,6 +48,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l luks2-keyslots-size -d 
 complete -c lukskit -n "__fish_lukskit_needs_command" -s T -l tries -d 'Number of passphrase attempts' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l key-description -d 'Keyring key description (token add)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
@@ -60,6 +61,8 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-file -d 'Vol
 complete -c lukskit -n "__fish_lukskit_needs_command" -l header -d 'Detached header file' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l header-backup-file -d 'Header backup file' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l json-file -d 'Token JSON file (token import/export)' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind-tang: the tang server (http://HOST[:PORT])' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
@@ -85,6 +88,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l dump-json-metadata -d '
 complete -c lukskit -n "__fish_lukskit_needs_command" -l unbound -d 'Unbound keyslot (no data segment)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l test-passphrase -d 'Only check the passphrase (open)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-replace -d 'Replace an existing token'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-keyring -d 'open, refresh (kernel backend): give dm-crypt the LUKS2 volume key in the table, not through the kernel keyring'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-blkid -d 'Accepted for compatibility: lukskit does not call blkid'
@@ -138,7 +142,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksSuspend" -d 'Suspe
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksResume" -d 'Resume suspended LUKS device'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksHeaderBackup" -d 'Backup LUKS device header and keyslots'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksHeaderRestore" -d 'Restore LUKS device header and keyslots'
-complete -c lukskit -n "__fish_lukskit_needs_command" -a "token" -d 'Manipulate LUKS2 tokens'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "token" -d 'Manipulate LUKS2 tokens (bind-tang: a clevis tang token, lukskit)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "crypttab" -d 'open, close or list the volumes of /etc/crypttab (lukskit)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "rename" -d 'rename an active kernel mapping (lukskit)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "image" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'
@@ -166,6 +170,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l backend -d 'ope
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -178,6 +184,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_read_wo
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -206,6 +213,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l backend -d 'o
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -218,6 +227,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_read_
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -246,6 +256,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l backend -d
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -258,6 +270,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_re
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -286,6 +299,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l backend -d 
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -298,6 +313,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_rea
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -629,6 +645,9 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -s q 
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tang-url -d 'token bind-tang: the tang server (http://HOST[:PORT])' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l json-file -d 'Token JSON file (token import/export)' -r -F
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l key-description -d 'Keyring key description (token add)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -s S -l key-slot -d 'Keyslot number' -r
@@ -747,7 +766,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_see
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "luksResume" -d 'Resume suspended LUKS device'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "luksHeaderBackup" -d 'Backup LUKS device header and keyslots'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "luksHeaderRestore" -d 'Restore LUKS device header and keyslots'
-complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "token" -d 'Manipulate LUKS2 tokens'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "token" -d 'Manipulate LUKS2 tokens (bind-tang: a clevis tang token, lukskit)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "crypttab" -d 'open, close or list the volumes of /etc/crypttab (lukskit)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "rename" -d 'rename an active kernel mapping (lukskit)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "image" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'

@@ -37,6 +37,12 @@ command -v qemu-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-user)
 command -v qemu-system-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-arm)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v cpio >/dev/null 2>&1 || need_pkgs+=(cpio)
+# clevis/tang tokens (tests/tang.rs): Debian's tang server run by socat on loopback, and
+# clevis-luks to bind volumes and decrypt lukskit's tokens.
+[ -x /usr/libexec/tangd ] || need_pkgs+=(tang)
+command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
+command -v jose >/dev/null 2>&1 || need_pkgs+=(jose)
+[ -x /usr/bin/clevis-luks-bind ] || need_pkgs+=(clevis clevis-luks)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"

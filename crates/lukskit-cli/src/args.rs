@@ -160,6 +160,18 @@ pub struct Opts {
     /// Replace an existing token.
     #[arg(long = "token-replace", action = ArgAction::SetTrue)]
     pub token_replace: bool,
+    /// open: do not ask for a passphrase; unlock with a token or fail.
+    #[arg(long = "token-only", action = ArgAction::SetTrue)]
+    pub token_only: bool,
+    /// open: try only tokens of this type (clevis is the type lukskit can use).
+    #[arg(long = "token-type")]
+    pub token_type: Option<String>,
+    /// token bind-tang: the tang server (http://HOST[:PORT]).
+    #[arg(long = "tang-url")]
+    pub tang_url: Option<String>,
+    /// token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys).
+    #[arg(long = "tang-thumbprint", allow_hyphen_values = true)]
+    pub tang_thumbprint: Option<String>,
     /// Do not use metadata locking (accepted for compatibility; lukskit always locks).
     #[arg(long = "disable-locks", action = ArgAction::SetTrue)]
     pub disable_locks: bool,

@@ -37,8 +37,6 @@ pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("tcrypt-backup", None, false),
     ("tcrypt-hidden", None, false),
     ("tcrypt-system", None, false),
-    ("token-only", None, false),
-    ("token-type", None, true),
     ("veracrypt", None, false),
     ("veracrypt-pim", None, true),
     ("veracrypt-query-pim", None, false),
@@ -476,7 +474,7 @@ fn verify_format(o: &Opts, g: &Given) -> Option<String> {
 
 fn verify_token(o: &Opts) -> Option<String> {
     let sub = o.positional.get(1).map_or("", String::as_str);
-    if !["add", "remove", "import", "export", "unassign"].contains(&sub) {
+    if !["add", "remove", "import", "export", "unassign", "bind-tang"].contains(&sub) {
         return Some("Invalid token action.".into());
     }
     if sub == "add" && o.key_description.is_none() {

@@ -509,7 +509,10 @@ const IGNORED: &[(&str, &str)] = &[
         "pkcs11-uri",
         "PKCS#11 tokens are not supported by lukskit; the key field is used",
     ),
-    ("token-timeout", "tokens are not supported by lukskit"),
+    (
+        "token-timeout",
+        "lukskit gives a tang server 10 seconds per exchange",
+    ),
     (
         "try-empty-password",
         "lukskit does not try an empty passphrase",

@@ -123,6 +123,9 @@ pub const ACTIONS: &[Action] = &[
                 "perf_no_write_workqueue",
                 "persistent",
                 "refresh",
+                "token_id",
+                "token_only",
+                "token_type",
             ],
         ],
     },
@@ -321,10 +324,13 @@ pub const ACTIONS: &[Action] = &[
     },
     Action {
         name: "token",
-        args: "<add|remove|import|export> <device>",
-        about: "Manipulate LUKS2 tokens",
+        args: "<add|remove|import|export|bind-tang> <device>",
+        about: "Manipulate LUKS2 tokens (bind-tang: a clevis tang token, lukskit)",
         options: &[&[
             "token_id",
+            "tang_url",
+            "tang_thumbprint",
+            "key_file",
             "json_file",
             "key_description",
             "token_replace",
@@ -464,6 +470,9 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("tries", "INT"),
     ("timeout", "secs"),
     ("token_id", "INT"),
+    ("token_type", "STRING"),
+    ("tang_url", "URL"),
+    ("tang_thumbprint", "STRING"),
     ("json_file", "STRING"),
     ("key_description", "STRING"),
     ("keyslot_cipher", "STRING"),
@@ -495,6 +504,8 @@ pub const HELP_GROUP: &str = "Help options";
 pub const LUKSKIT_GROUP: &str = "lukskit options";
 /// Options only lukskit has.
 const LUKSKIT_ONLY: &[&str] = &[
+    "tang_url",
+    "tang_thumbprint",
     "backend",
     "no_loop",
     "nbd",

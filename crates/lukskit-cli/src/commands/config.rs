@@ -97,9 +97,10 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
 
 /// `token add|remove|import|export <device>`.
 pub fn token(o: &Opts, args: &[String]) -> Result<()> {
-    need_args(args, 2, 2, "<add|remove|import|export> <device>")?;
+    need_args(args, 2, 2, "<add|remove|import|export|bind-tang> <device>")?;
     let device = &args[1];
     match args[0].as_str() {
+        "bind-tang" => super::tokens::bind_tang(o, args),
         "add" => {
             let desc = o.key_description.as_deref().ok_or_else(|| {
                 CliError::invalid("--key-description parameter is mandatory for token add action.")

@@ -11,6 +11,7 @@ mod image;
 mod keys;
 mod open;
 mod signature;
+mod tokens;
 mod volume_key;
 
 use crate::args::Opts;

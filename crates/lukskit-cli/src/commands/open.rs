@@ -224,12 +224,21 @@ fn unlock_plain(o: &Opts, device: &str, name: &str) -> Result<(MappingConfig, Se
     Ok((c, key))
 }
 
-/// Unlock a LUKS volume as `open` does: `--volume-key-file`, or passphrases with `--tries`.
-fn luks_key(vol: &Volume, o: &Opts, device: &str) -> Result<SecretBuf> {
+/// Unlock a LUKS volume as `open` does: `--volume-key-file`, or (with `tokens`) the LUKS2
+/// tokens first, then passphrases with `--tries`.
+fn luks_key(vol: &Volume, o: &Opts, device: &str, tokens: bool) -> Result<SecretBuf> {
     if let Some(p) = &o.volume_key_file {
         let vk = super::volume_key::read_volume_key_file(p, vol.volume_key_size()?)?;
         vol.verify_volume_key(vk.as_bytes())?;
         return Ok(vk);
+    }
+    if tokens {
+        if let Some((slot, vk)) = super::tokens::try_tokens(vol, o)? {
+            if o.verbose {
+                println!("Key slot {slot} unlocked.");
+            }
+            return Ok(vk);
+        }
     }
     let src = existing_key_source(o, None);
     let (slot, vk, _pass) = super::keys::unlock_with_tries(
@@ -269,10 +278,7 @@ fn unlock_luks(
     }
     let vol = load_luks(o, device)?;
     let layout = DataLayout::from_volume(&vol)?;
-    if o.verbose && vol.type_name() == "LUKS2" {
-        println!("No usable token is available.");
-    }
-    let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(device))?;
+    let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(device), true)?;
     let mut c = base_config(o, name);
     c.kind = vol.type_name().to_string();
     c.uuid = Some(vol.uuid().to_string());
@@ -305,9 +311,13 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     }
     let device = &args[0];
     let vol = load_luks(o, device)?;
-    if o.verbose && vol.type_name() == "LUKS2" {
-        // cryptsetup tries LUKS2 tokens first; lukskit has no token handlers.
-        println!("No usable token is available.");
+    if vol.type_name() == "LUKS2" && !o.unbound {
+        if let Some((slot, _vk)) = super::tokens::try_tokens(&vol, o)? {
+            if o.verbose {
+                println!("Key slot {slot} unlocked.");
+            }
+            return Ok(());
+        }
     }
     let src = existing_key_source(o, None);
     let (slot, _vk, _pass) = super::keys::unlock_with_tries(
@@ -448,7 +458,7 @@ fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
     }
     let mut ho = o.clone();
     ho.header = header;
-    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device))?;
+    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device), false)?;
     Ok((vk, vol.segment_digest_id()?))
 }
 

@@ -1,0 +1,255 @@
+//! LUKS2 tokens that unlock: the clevis `tang` pin (crate `lukskit-tang`). `open` tries
+//! tokens before asking for a passphrase, as cryptsetup does (`--token-only`, `--token-id`,
+//! `--token-type`), and `token bind-tang` makes a keyslot with a random passphrase and a
+//! clevis token that Debian's `clevis luks unlock` accepts.
+
+use super::{existing_key_source, need_args};
+use crate::args::Opts;
+use crate::errors::{CliError, Result};
+use lukskit_crypto::SecretBuf;
+use lukskit_volume::device::Access;
+use lukskit_volume::pbkdf::PbkdfOptions;
+use lukskit_volume::volume::Header;
+use lukskit_volume::Volume;
+
+/// The tokens `open` would try, each with the keyslots to try it on, in cryptsetup's order:
+/// those of `--token-id` / `--token-type`, with `--key-slot` only those for that keyslot;
+/// without `--token-id` or `--key-slot`, tokens for a `prefer` keyslot first, then tokens for
+/// `normal` ones, never `ignore` keyslots (LUKS2_token_open_any's priority passes).
+fn candidates(vol: &Volume, o: &Opts) -> Result<Vec<(lukskit_format::luks2::Token, Vec<u32>)>> {
+    let Header::Luks2(h) = &vol.header else {
+        return Ok(Vec::new());
+    };
+    // A header that loaded has valid tokens; should one not parse, the token step has
+    // nothing to try and the passphrase still works.
+    let Ok(mut v) = h.tokens() else {
+        return Ok(Vec::new());
+    };
+    v.retain(|t| {
+        o.token_id.is_none_or(|id| t.id == id)
+            && o.token_type.as_deref().is_none_or(|ty| t.kind == ty)
+            && o.key_slot.is_none_or(|s| t.keyslots.contains(&s))
+    });
+    v.sort_by_key(|t| t.id);
+    // Priority of each keyslot: 0 ignore, 1 normal (the default), 2 prefer.
+    let prio = |s: u32| -> u32 {
+        h.keyslot(s)
+            .ok()
+            .flatten()
+            .map_or(0, |k| k.priority.unwrap_or(1))
+    };
+    if let Some(s) = o.key_slot {
+        if o.token_id.is_none() && prio(s) == 0 {
+            return Ok(Vec::new());
+        }
+        return Ok(v.into_iter().map(|t| (t, vec![s])).collect());
+    }
+    let mut out = Vec::new();
+    for want in [2, 1] {
+        for t in &v {
+            let slots: Vec<u32> = if o.token_id.is_some() {
+                if want == 1 {
+                    continue;
+                }
+                let mut all = t.keyslots.clone();
+                all.sort_by_key(|&s| std::cmp::Reverse(prio(s)));
+                all
+            } else {
+                t.keyslots
+                    .iter()
+                    .copied()
+                    .filter(|&s| prio(s) == want)
+                    .collect()
+            };
+            if !slots.is_empty()
+                && !out
+                    .iter()
+                    .any(|(u, _): &(lukskit_format::luks2::Token, _)| u.id == t.id)
+            {
+                out.push((t.clone(), slots));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Try the tokens of `vol` (cryptsetup's token step before the passphrase). Returns the
+/// keyslot and the volume key when one unlocks; `None` when none does, after saying why on
+/// stderr for tokens lukskit could use but which failed (a tang server that does not answer).
+/// With `--token-only` no token unlocking is an error.
+pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBuf)>> {
+    if !matches!(vol.header, Header::Luks2(_)) {
+        // LUKS1 has no tokens.
+        return if o.token_only {
+            Err(CliError::invalid(""))
+        } else {
+            Ok(None)
+        };
+    }
+    let tokens = candidates(vol, o)?;
+    let limits = lukskit_tang::default_limits();
+    for (t, slots) in &tokens {
+        crate::debug::log(format_args!(
+            "Trying to open keyslot with token {} (type {}).",
+            t.id, t.kind
+        ));
+        if t.kind == "clevis" && o.disable_external_tokens {
+            // cryptsetup: clevis would be an external token plugin.
+            crate::debug::log(format_args!(
+                "Token {} (clevis) skipped: --disable-external-tokens.",
+                t.id
+            ));
+            continue;
+        }
+        if t.kind != "clevis" {
+            crate::debug::log(format_args!(
+                "Token {} of type {} is not supported by lukskit.",
+                t.id, t.kind
+            ));
+            continue;
+        }
+        let tok = match lukskit_tang::ClevisToken::parse(&t.json) {
+            Ok(tok) => tok,
+            Err(e) => {
+                crate::debug::log(format_args!("Token {} unusable: {e}.", t.id));
+                continue;
+            }
+        };
+        let pass = match tok.unlock(&limits) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!(
+                    "Token {} (clevis tang {}) cannot unlock: {e}.",
+                    t.id, tok.url
+                );
+                continue;
+            }
+        };
+        for &s in slots {
+            crate::debug::log(format_args!(
+                "Checking volume passphrase [keyslot {s}] using token {}.",
+                t.id
+            ));
+            if let Ok((slot, vk)) = vol.unlock(pass.as_bytes(), Some(s), false) {
+                return Ok(Some((slot, vk)));
+            }
+        }
+        eprintln!(
+            "Token {} (clevis tang {}): the passphrase it holds opens none of its keyslots.",
+            t.id, tok.url
+        );
+    }
+    if o.verbose {
+        match &o.token_type {
+            Some(ty) => println!("No usable token (type {ty}) is available."),
+            None => println!("No usable token is available."),
+        }
+    }
+    if o.token_only {
+        // cryptsetup: -EINVAL, "Command failed with code -1 (wrong or missing parameters)."
+        return Err(CliError::invalid(""));
+    }
+    if tokens
+        .iter()
+        .any(|(t, _)| t.kind == "clevis" && !o.disable_external_tokens)
+    {
+        eprintln!("Falling back to the passphrase.");
+    }
+    Ok(None)
+}
+
+/// `token bind-tang <device> --tang-url URL [--tang-thumbprint THP] [--key-slot N]
+/// [--token-id N]`: a new keyslot with a random passphrase, and a clevis token holding it
+/// encrypted to the tang server, as `clevis luks bind -d DEV tang '{"url":URL}'` makes.
+pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 2, 2, "bind-tang <device>")?;
+    let device = &args[1];
+    let url = o
+        .tang_url
+        .as_deref()
+        .ok_or_else(|| CliError::invalid("Option --tang-url is required for token bind-tang."))?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
+    if !matches!(vol.header, Header::Luks2(_)) {
+        return Err(CliError::invalid(format!(
+            "Device {device} is not a LUKS2 device (clevis tokens need LUKS2)."
+        )));
+    }
+    if let Some(s) = o.key_slot {
+        vol.check_new_keyslot(s)?;
+    } else {
+        vol.free_keyslot()?;
+    }
+    let adv = lukskit_tang::fetch_advertisement(url, &lukskit_tang::default_limits())
+        .map_err(|e| CliError::invalid(format!("Cannot use tang server {url}: {e}.")))?;
+    match &o.tang_thumbprint {
+        Some(thp) => {
+            if !adv.trusts(thp) {
+                return Err(CliError::invalid(format!(
+                    "Tang server {url} has no signing key with thumbprint {thp} (it advertises {}).",
+                    adv.signing_thumbprints.join(", ")
+                )));
+            }
+        }
+        None => {
+            let keys = adv.signing_thumbprints.join("\n  ");
+            if !o.batch_mode && !crate::input::interactive() {
+                return Err(CliError::invalid(format!(
+                    "Tang server {url} advertises signing keys\n  {keys}\nName the one to \
+                     trust with --tang-thumbprint (or trust them all with --batch-mode)."
+                )));
+            }
+            if o.batch_mode {
+                eprintln!("Trusting the signing keys of tang server {url}:\n  {keys}");
+            } else {
+                crate::input::confirm(
+                    &format!(
+                        "Tang server {url} advertises these signing keys:\n  {keys}\n\
+                         Trust them? (Check with tang-show-keys on the server.)"
+                    ),
+                    false,
+                )?;
+            }
+        }
+    }
+    let src = existing_key_source(o, None);
+    let (_, vk, _) = super::keys::unlock_with_tries(
+        &vol,
+        o,
+        &src,
+        "Enter any existing passphrase: ",
+        None,
+        false,
+    )?;
+    let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
+    // The passphrase has 256 bits of entropy: like clevis, a cheap PBKDF2 keyslot unless
+    // the command line asks for another PBKDF.
+    let mut pbkdf = super::pbkdf_options(o);
+    if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
+        pbkdf = PbkdfOptions {
+            kind: Some("pbkdf2".into()),
+            force_iterations: Some(1000),
+            ..pbkdf
+        };
+    }
+    let slot = vol.add_keyslot(&vk, pass.as_bytes(), o.key_slot, &pbkdf, false)?;
+    let token = lukskit_tang::bind(&adv, &pass, slot)
+        .map_err(|e| CliError::invalid(format!("Cannot make the clevis token: {e}.")));
+    let added = token.and_then(|t| {
+        vol.token_add(o.token_id, t, o.token_replace)
+            .map_err(CliError::from)
+    });
+    match added {
+        Ok(id) => {
+            if o.verbose {
+                println!("Key slot {slot} created.");
+                println!("Token {id} created.");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            // Do not leave a keyslot whose passphrase nobody has.
+            let _ = vol.kill_keyslot(slot);
+            Err(e)
+        }
+    }
+}
