@@ -176,6 +176,10 @@ fn tcp_warning(addr: &lukskit_expose::nbd::NbdAddress) -> String {
 }
 
 fn absolute(path: &str) -> Result<String> {
+    // An NBD URI names a server, not a file (the ciphertext is read over the network).
+    if lukskit_volume::device::remote::is_remote(path) {
+        return Ok(path.to_string());
+    }
     std::fs::canonicalize(path)
         .map(|p| p.display().to_string())
         .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
