@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use rustls::ServerConfig as ServerTlsConfig;
+
 /// CA certificate file name.
 pub const CA_CERT: &str = "ca-cert.pem";
 /// Server certificate file name.
@@ -319,6 +321,24 @@ fn would_block(e: &io::Error) -> bool {
     )
 }
 
+/// Move every decrypted byte rustls holds to `to_local`; end of stream sets `eof`.
+fn drain_plaintext(conn: &mut Connection, buf: &mut [u8], to_local: &mut Vec<u8>, eof: &mut bool) {
+    loop {
+        match conn.reader().read(buf) {
+            Ok(0) => {
+                *eof = true;
+                return;
+            }
+            Ok(n) => to_local.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(_) => {
+                *eof = true;
+                return;
+            }
+        }
+    }
+}
+
 fn pump<S: NetSocket>(mut conn: Connection, mut net: S, mut local: UnixStream) -> io::Result<()> {
     net.set_nonblocking(true)?;
     local.set_nonblocking(true)?;
@@ -326,6 +346,9 @@ fn pump<S: NetSocket>(mut conn: Connection, mut net: S, mut local: UnixStream) -
     let mut to_local: Vec<u8> = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];
     let mut net_eof = false;
+    // The handshake may have read application data along with its last flight: it is
+    // already decrypted and would never be announced by the socket.
+    drain_plaintext(&mut conn, &mut buf, &mut to_local, &mut net_eof);
     let result = loop {
         // Send what TLS has queued.
         let mut net_failed = false;
@@ -383,20 +406,7 @@ fn pump<S: NetSocket>(mut conn: Connection, mut net: S, mut local: UnixStream) -
                 let _ = conn.write_tls(&mut net);
                 break Err(io::Error::other(e));
             }
-            loop {
-                match conn.reader().read(&mut buf) {
-                    Ok(0) => {
-                        net_eof = true;
-                        break;
-                    }
-                    Ok(n) => to_local.extend_from_slice(&buf[..n]),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(_) => {
-                        net_eof = true;
-                        break;
-                    }
-                }
-            }
+            drain_plaintext(&mut conn, &mut buf, &mut to_local, &mut net_eof);
         }
         if lr & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 && !conn.wants_write() {
             match local.read(&mut buf) {
