@@ -366,9 +366,22 @@ impl Conn {
         }
     }
 
+    /// Send `NBD_CMD_DISC` and wait (briefly) for the server to close, so that a TLS
+    /// session ends with `close_notify` rather than a cut connection.
     fn disconnect(mut self) {
         let hdr = proto::encode_request(0, proto::CMD_DISC, 0, 0, 0);
-        let _ = self.writer.write_all(&hdr);
+        if self.writer.write_all(&hdr).is_ok() {
+            let _ = match &self.writer {
+                Sock::Tcp(s) => s.shutdown(Shutdown::Write),
+                Sock::Unix(s) => s.shutdown(Shutdown::Write),
+            };
+            let _ = self
+                .reader
+                .get_ref()
+                .set_timeouts(Some(Duration::from_secs(2)));
+            let mut sink = [0u8; 4096];
+            while matches!(self.reader.read(&mut sink), Ok(n) if n > 0) {}
+        }
         self.writer.shutdown();
     }
 }
@@ -448,7 +461,21 @@ fn negotiate(
     let mut g = [0u8; 18];
     s.read_exact(&mut g).map_err(|e| NbdError::Connect {
         server: uri.server(),
-        source: e,
+        source: if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no greeting within {} s (a server that serves one client at a time, \
+                     such as qemu-nbd without --shared=N, is busy: lukskit needs 2)",
+                    opts.connect_timeout.as_secs()
+                ),
+            )
+        } else {
+            e
+        },
     })?;
     if be64(&g, 0) != proto::NBD_MAGIC {
         return Err(NbdError::Protocol(format!(
