@@ -846,7 +846,7 @@ impl NbdClient {
     /// server's minimum block size.
     fn unaligned(&self, offset: u64, len: usize) -> Option<(u64, usize)> {
         let m = u64::from(self.info.min_block);
-        if m == 1 || (offset % m == 0 && (len as u64) % m == 0) {
+        if m == 1 || (offset.is_multiple_of(m) && (len as u64).is_multiple_of(m)) {
             return None;
         }
         let lo = offset / m * m;
