@@ -37,6 +37,7 @@ command -v qemu-img >/dev/null || need+=(qemu-utils)
 command -v nbdcopy >/dev/null || need+=(libnbd-bin)
 command -v nbdkit >/dev/null || need+=(nbdkit)
 command -v certtool >/dev/null || need+=(gnutls-bin)
+command -v cryptsetup >/dev/null || need+=(cryptsetup-bin)
 if [ ${#need[@]} -gt 0 ]; then
     log "installing ${need[*]}"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
@@ -64,10 +65,13 @@ load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 
 log "LUKS1 image of $size_mib MiB"
 head -c $((size_mib * 1048576)) /dev/urandom >"$work/data.raw"
-qemu-img convert -f raw -O luks --object secret,id=s0,data=pw \
-    -o key-secret=s0,iter-time=10,cipher-alg=aes-256,cipher-mode=xts,ivgen-alg=plain64 \
-    "$work/data.raw" "$work/vol.luks"
 printf pw >"$work/kf"
+# cryptsetup's LUKS1 (payload at 2 MiB); the data area is filled with random bytes (no
+# holes: every read does real I/O and decryption).
+truncate -s $(((size_mib + 2) * 1048576)) "$work/vol.luks"
+cryptsetup luksFormat -q --type luks1 -c aes-xts-plain64 -s 512 --pbkdf-force-iterations 1000 \
+    -d "$work/kf" "$work/vol.luks"
+dd if="$work/data.raw" of="$work/vol.luks" bs=1M seek=2 conv=notrunc status=none
 "$repo/scripts/nbd-tls-certs.sh" "$work/pki" >/dev/null
 
 wait_sock() { for _ in $(seq 200); do [ -S "$1" ] && return 0; sleep 0.05; done; die "no socket $1"; }
