@@ -363,3 +363,38 @@ fn qemu_nbd_plain_and_tls() {
     c.read_at(&mut b, 4096).unwrap();
     assert_eq!(b, data);
 }
+
+#[test]
+fn server_minimum_block_size_is_honoured_by_read_modify_write() {
+    if !have("nbdkit", "minimum_block_size") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("disk.img");
+    let content = pattern(1 << 20, 21);
+    std::fs::write(&img, &content).unwrap();
+    let sock = d.path().join("s");
+    // The server advertises 4096-byte minimum blocks and fails unaligned requests.
+    let _srv = nbdkit(
+        &sock,
+        &[
+            "--filter=blocksize-policy",
+            "file",
+            img.to_str().unwrap(),
+            "blocksize-minimum=4096",
+            "blocksize-preferred=4096",
+            "blocksize-error-policy=error",
+        ],
+    );
+    let c = NbdClient::connect(&uri(&sock, ""), ClientOptions::default()).unwrap();
+    assert_eq!(c.info().min_block, 4096);
+    let mut b = vec![0u8; 1000];
+    c.read_at(&mut b, 5000).unwrap();
+    assert_eq!(&b[..], &content[5000..6000]);
+    let new = pattern(10_000, 22);
+    c.write_at(&new, 3333, false).unwrap();
+    c.flush().unwrap();
+    let mut expect = content.clone();
+    expect[3333..13_333].copy_from_slice(&new);
+    assert_eq!(std::fs::read(&img).unwrap(), expect);
+}
