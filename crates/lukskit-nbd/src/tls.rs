@@ -67,7 +67,89 @@ fn certs(path: &Path) -> Result<Vec<CertificateDer<'static>>, NbdError> {
 }
 
 fn key(path: &Path) -> Result<PrivateKeyDer<'static>, NbdError> {
-    PrivateKeyDer::from_pem_file(path).map_err(|e| tls_err(format_args!("{}: {e}", path.display())))
+    let key = PrivateKeyDer::from_pem_file(path)
+        .map_err(|e| tls_err(format_args!("{}: {e}", path.display())))?;
+    Ok(match &key {
+        PrivateKeyDer::Sec1(k) => match sec1_without_leading_zero(k.secret_sec1_der()) {
+            Some(fixed) => PrivateKeyDer::Sec1(fixed.into()),
+            None => key,
+        },
+        _ => key,
+    })
+}
+
+/// A DER header (tag, content length) at the start of `b`: (tag, header length, content
+/// length).
+fn der_header(b: &[u8]) -> Option<(u8, usize, usize)> {
+    let tag = *b.first()?;
+    let first = *b.get(1)?;
+    if first < 0x80 {
+        return Some((tag, 2, usize::from(first)));
+    }
+    let n = usize::from(first & 0x7f);
+    if n == 0 || n > 3 {
+        return None;
+    }
+    let len = b
+        .get(2..2 + n)?
+        .iter()
+        .fold(0usize, |a, &x| (a << 8) | usize::from(x));
+    Some((tag, 2 + n, len))
+}
+
+fn der_len(out: &mut Vec<u8>, len: usize) {
+    match len {
+        0..=0x7f => out.push(len as u8),
+        0x80..=0xff => out.extend_from_slice(&[0x81, len as u8]),
+        _ => out.extend_from_slice(&[0x82, (len >> 8) as u8, len as u8]),
+    }
+}
+
+/// GnuTLS (certtool) writes the private scalar of an ECDSA key in SEC1 form with a leading
+/// zero byte when its top bit is set (33 bytes for P-256), which ring refuses. The same key
+/// without that byte, or `None` when there is nothing to fix.
+fn sec1_without_leading_zero(der: &[u8]) -> Option<Vec<u8>> {
+    let (tag, hl, len) = der_header(der)?;
+    if tag != 0x30 || hl + len != der.len() {
+        return None;
+    }
+    let body = &der[hl..];
+    let (vtag, vhl, vlen) = der_header(body)?;
+    if vtag != 0x02 {
+        return None;
+    }
+    let version = body.get(..vhl + vlen)?;
+    let rest = &body[vhl + vlen..];
+    let (otag, ohl, olen) = der_header(rest)?;
+    let scalar = rest.get(ohl..ohl + olen)?;
+    if otag != 0x04 || !matches!(olen, 33 | 49 | 67) || scalar[0] != 0 {
+        return None;
+    }
+    let after = &rest[ohl + olen..];
+    let mut inner = version.to_vec();
+    inner.push(0x04);
+    der_len(&mut inner, olen - 1);
+    inner.extend_from_slice(&scalar[1..]);
+    inner.extend_from_slice(after);
+    let mut out = vec![0x30];
+    der_len(&mut out, inner.len());
+    out.extend_from_slice(&inner);
+    Some(out)
+}
+
+/// Check that `key` can sign; an ECDSA key in SEC1 form that the crypto provider refuses
+/// (certtool writes the curve parameters inside it) gets a hint.
+fn usable(key: PrivateKeyDer<'static>, path: &Path) -> Result<PrivateKeyDer<'static>, NbdError> {
+    let sec1 = matches!(key, PrivateKeyDer::Sec1(_));
+    match provider().key_provider.load_private_key(key.clone_key()) {
+        Ok(_) => Ok(key),
+        Err(e) if sec1 => Err(tls_err(format_args!(
+            "{}: {e}; convert this SEC1 \"EC PRIVATE KEY\" to PKCS#8: openssl pkcs8 -topk8 \
+             -nocrypt -in {0} -out {0}.p8 && mv {0}.p8 {0}",
+            path.display()
+        ))),
+        Err(e) => Err(tls_err(format_args!("{}: {e}", path.display()))),
+    }
 }
 
 fn roots(dir: &Path) -> Result<Arc<RootCertStore>, NbdError> {
@@ -98,7 +180,10 @@ pub fn server_config(dir: &Path, verify_peer: bool) -> Result<Arc<ServerConfig>,
         builder.with_no_client_auth()
     };
     let config = builder
-        .with_single_cert(certs(&dir.join(SERVER_CERT))?, key(&dir.join(SERVER_KEY))?)
+        .with_single_cert(
+            certs(&dir.join(SERVER_CERT))?,
+            usable(key(&dir.join(SERVER_KEY))?, &dir.join(SERVER_KEY))?,
+        )
         .map_err(tls_err)?;
     Ok(Arc::new(config))
 }
@@ -139,7 +224,7 @@ pub fn client_config(dir: Option<&Path>, verify_peer: bool) -> Result<Arc<Client
         .filter(|(c, k)| c.exists() && k.exists());
     let config = match client_pair {
         Some((c, k)) => builder
-            .with_client_auth_cert(certs(&c)?, key(&k)?)
+            .with_client_auth_cert(certs(&c)?, usable(key(&k)?, &k)?)
             .map_err(tls_err)?,
         None => builder.with_no_client_auth(),
     };

@@ -398,3 +398,69 @@ fn server_minimum_block_size_is_honoured_by_read_modify_write() {
     expect[3333..13_333].copy_from_slice(&new);
     assert_eq!(std::fs::read(&img).unwrap(), expect);
 }
+
+/// certtool writes ECDSA private keys whose scalar has its top bit set with a leading zero
+/// byte (33 bytes for P-256), which ring refuses as such: they must load all the same (and
+/// match their certificate, which rustls checks).
+#[test]
+fn certtool_ecdsa_keys_with_a_leading_zero_byte_load() {
+    if !have("certtool", "certtool_ecdsa_keys") || !have("openssl", "certtool_ecdsa_keys") {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let pki = d.path().join("pki");
+    certs(&pki);
+    let key = pki.join("server-key.pem");
+    let mut found = false;
+    for _ in 0..40 {
+        let st = Command::new("certtool")
+            .args(["--generate-privkey", "--key-type=ecdsa", "--outfile"])
+            .arg(&key)
+            .stderr(Stdio::null())
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let asn1 = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "sed -n '/BEGIN/,/END/p' {} | openssl asn1parse",
+                key.display()
+            ))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&asn1.stdout);
+        if text.lines().nth(2).is_some_and(|l| l.contains("l=  33")) {
+            found = true;
+            break;
+        }
+    }
+    assert!(found, "certtool never wrote a 33-byte scalar in 40 keys");
+    let info = d.path().join("s.info");
+    std::fs::write(
+        &info,
+        "cn = localhost\ndns_name = localhost\ntls_www_server\nsigning_key\n",
+    )
+    .unwrap();
+    let st = Command::new("certtool")
+        .args(["--generate-certificate", "--load-privkey"])
+        .arg(&key)
+        .arg("--load-ca-certificate")
+        .arg(pki.join("ca-cert.pem"))
+        .arg("--load-ca-privkey")
+        .arg(pki.join("ca-key.pem"))
+        .arg("--template")
+        .arg(&info)
+        .arg("--outfile")
+        .arg(pki.join("server-cert.pem"))
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    lukskit_nbd::tls::server_config(&pki, true).unwrap();
+    // The same key as a client key.
+    std::fs::copy(&key, pki.join("client-key.pem")).unwrap();
+    std::fs::copy(pki.join("server-cert.pem"), pki.join("client-cert.pem")).unwrap();
+    lukskit_nbd::tls::client_config(Some(&pki), true).unwrap();
+}
