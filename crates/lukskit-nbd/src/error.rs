@@ -101,10 +101,10 @@ fn errno_name(e: u32) -> String {
         5 => "EIO".into(),
         12 => "ENOMEM".into(),
         22 => "EINVAL".into(),
-        28 => "ENOSPC".into(),
+        28 => "ENOSPC (beyond the end of the export, or the server's storage is full)".into(),
         75 => "EOVERFLOW".into(),
         95 => "ENOTSUP".into(),
-        108 => "ESHUTDOWN".into(),
+        108 => "ESHUTDOWN (the server is shutting down)".into(),
         n => format!("{n}"),
     }
 }
