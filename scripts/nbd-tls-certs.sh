@@ -28,8 +28,8 @@ certtool --generate-self-signed --load-privkey ca-key.pem --template "$tmp/ca.in
     echo "cn = $1"
     for n in "$@"; do
         case $n in
-        *[!0-9.:a-fA-F]* | *[!0-9.:]*[g-zG-Z]*) echo "dns_name = $n" ;;
-        *) echo "ip_address = $n" ;;
+        *:* | [0-9]*.[0-9]*.[0-9]*.[0-9]*) echo "ip_address = $n" ;;
+        *) echo "dns_name = $n" ;;
         esac
     done
     echo "tls_www_server"
