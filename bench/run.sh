@@ -7,6 +7,7 @@
 #   BENCH_SIZE_MIB=256 bench/run.sh /tmp/b.md   # smaller image test, other output
 #   BENCH_BLOCK=0 bench/run.sh   # without the block device / NBD part (bench/block.sh)
 #   BENCH_BLOCK=reuse bench/run.sh   # append the last bench/block.md instead of rerunning it
+#   BENCH_REMOTE=0 / BENCH_REMOTE=reuse  # likewise for bench/remote.sh (ciphertext behind nbdkit)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
 # plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
@@ -236,5 +237,18 @@ elif [ "${BENCH_BLOCK:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; the
     log "appended the block device figures to $out"
 else
     { echo; echo "(Block device and NBD benchmark skipped: needs root and /dev/fuse; see bench/block.sh.)"; } >>"$out"
+fi
+# Ciphertext behind a local NBD server (bench/remote.sh; needs root; BENCH_REMOTE=0 skips,
+# BENCH_REMOTE=reuse appends the last bench/remote.md, which carries its own date).
+if [ "${BENCH_REMOTE:-1}" = reuse ] && [ -f "$repo/bench/remote.md" ]; then
+    { echo; cat "$repo/bench/remote.md"; } >>"$out"
+    log "appended the previous NBD-device figures (bench/remote.md) to $out"
+elif [ "${BENCH_REMOTE:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+    log "ciphertext behind nbdkit (bench/remote.sh)"
+    LUKSKIT_BIN="$L" bash "$repo/bench/remote.sh" "$repo/bench"
+    { echo; cat "$repo/bench/remote.md"; } >>"$out"
+    log "appended the NBD-device figures to $out"
+else
+    { echo; echo "(NBD-device benchmark skipped: needs root; see bench/remote.sh.)"; } >>"$out"
 fi
 rm -f "$errf"

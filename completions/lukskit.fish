@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= threads= json crypttab= M/type= pbkdf= priority= backend=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
 end
 
 function __fish_lukskit_needs_command
@@ -65,6 +65,8 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l crypttab -d 'crypttab: the table to read instead of /etc/crypttab' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
@@ -96,12 +98,14 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-external-tokens
 complete -c lukskit -n "__fish_lukskit_needs_command" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
@@ -111,6 +115,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -s ? -l help -d 'Show help
 complete -c lukskit -n "__fish_lukskit_needs_command" -l usage -d 'Display brief usage'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s V -l version -d 'Print the version'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l json -d 'Machine-readable output (benchmark)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "open" -d 'open device as <name>'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "create" -d 'open device as <name>'
@@ -170,6 +175,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l backend -d 'ope
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s r -l readonly -d 'Open the mapping read-only'
@@ -177,7 +184,9 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l allow-discards 
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l test-passphrase -d 'Only check the passphrase (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
@@ -213,6 +222,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l backend -d 'o
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s r -l readonly -d 'Open the mapping read-only'
@@ -220,7 +231,9 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l allow-discard
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l test-passphrase -d 'Only check the passphrase (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
@@ -256,6 +269,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l backend -d
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s r -l readonly -d 'Open the mapping read-only'
@@ -263,7 +278,9 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l allow-disc
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l test-passphrase -d 'Only check the passphrase (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
@@ -299,6 +316,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l backend -d 
 userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s r -l readonly -d 'Open the mapping read-only'
@@ -306,7 +325,9 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l allow-disca
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-passphrase -d 'Only check the passphrase (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
@@ -320,24 +341,28 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s q -l batch-
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
 complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
 complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand remove" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainClose" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'

@@ -29,6 +29,11 @@ command -v mkfs.xfs >/dev/null 2>&1 || [ -x /sbin/mkfs.xfs ] || need_pkgs+=(xfsp
 command -v man >/dev/null 2>&1 || need_pkgs+=(man-db)
 command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)
 command -v nbdcopy >/dev/null 2>&1 || need_pkgs+=(libnbd-bin)
+# NBD devices (lukskit as the NBD client, crates/lukskit-nbd) are tested against nbdkit (file,
+# memory, error and delay filters) and qemu-nbd (qemu-utils); NBD over TLS with certificates
+# made by scripts/nbd-tls-certs.sh with GnuTLS's certtool.
+command -v nbdkit >/dev/null 2>&1 || need_pkgs+=(nbdkit)
+command -v certtool >/dev/null 2>&1 || need_pkgs+=(gnutls-bin)
 # Static binaries (static_binaries.rs): the aarch64 one runs under qemu-user and in
 # qemu-system-aarch64 (tests/refvm/run-arm64.sh); scripts/test-aarch64-crypto.sh links the
 # crypto tests for aarch64 with Debian's cross gcc. (scripts/build-static.sh adds the Rust

@@ -22,7 +22,7 @@ mod status;
 pub mod userspace;
 
 pub use error::{ActivateError, Result};
-pub use request::{Backend, BackendChoice, KernelOptions, LayoutInfo, MappingConfig};
+pub use request::{Backend, BackendChoice, KernelOptions, LayoutInfo, MappingConfig, NbdTlsConfig};
 pub use status::{Exposure, Status};
 
 use lukskit_crypto::SecretBuf;

@@ -129,4 +129,20 @@ pub struct MappingConfig {
     /// default ([`lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS`]).
     #[serde(default)]
     pub nbd_connections: Option<usize>,
+    /// TLS for the NBD export (`--tls-creds`, `--tls`, `--tls-verify-peer`); `None` for a
+    /// plain export.
+    #[serde(default)]
+    pub nbd_tls: Option<NbdTlsConfig>,
+}
+
+/// TLS of an NBD export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NbdTlsConfig {
+    /// Directory with `server-cert.pem`, `server-key.pem` and (to verify clients)
+    /// `ca-cert.pem`, as qemu-nbd's and nbdkit's.
+    pub creds: String,
+    /// Clients must negotiate TLS before anything else (otherwise it is only offered).
+    pub required: bool,
+    /// Clients must present a certificate signed by `ca-cert.pem`.
+    pub verify_peer: bool,
 }

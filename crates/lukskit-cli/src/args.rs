@@ -250,6 +250,17 @@ pub struct Opts {
     /// open --nbd: most NBD clients connected at once (default 8); more are refused.
     #[arg(long = "nbd-connections")]
     pub nbd_connections: Option<usize>,
+    /// open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem,
+    /// ca-cert.pem), as qemu-nbd's and nbdkit's.
+    #[arg(long = "tls-creds")]
+    pub tls_creds: Option<String>,
+    /// open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered)
+    /// or `off` (plain NBD: anyone who can connect reads the plaintext).
+    #[arg(long = "tls")]
+    pub tls: Option<String>,
+    /// open --nbd: NBD clients must present a certificate signed by ca-cert.pem.
+    #[arg(long = "tls-verify-peer", action = ArgAction::SetTrue)]
+    pub tls_verify_peer: bool,
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,

@@ -117,6 +117,9 @@ pub const ACTIONS: &[Action] = &[
                 "no_loop",
                 "nbd",
                 "nbd_connections",
+                "tls_creds",
+                "tls",
+                "tls_verify_peer",
                 "perf_same_cpu_crypt",
                 "perf_submit_from_crypt_cpus",
                 "perf_no_read_workqueue",
@@ -484,6 +487,8 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("backend", "STRING"),
     ("device_size", "bytes"),
     ("nbd_connections", "INT"),
+    ("tls_creds", "DIR"),
+    ("tls", "MODE"),
     ("crypttab", "FILE"),
 ];
 
@@ -510,6 +515,9 @@ const LUKSKIT_ONLY: &[&str] = &[
     "no_loop",
     "nbd",
     "nbd_connections",
+    "tls_creds",
+    "tls",
+    "tls_verify_peer",
     "threads",
     "json",
     "crypttab",

@@ -612,7 +612,7 @@ fn lukskit_within(args: &[&str], limit: Duration) -> Option<Run> {
     rx.recv_timeout(limit).ok()
 }
 
-/// `open --nbd tcp:...`: a warning that the export is cleartext and unauthenticated,
+/// `open --nbd tcp:... --tls=off`: a warning that the export is cleartext and unauthenticated,
 /// `--nbd-connections` limits the clients (the next one is closed before the greeting),
 /// and `status` and `close` answer promptly while a client has replies in flight that it
 /// never reads (close cuts it off after the grace period).
@@ -683,12 +683,13 @@ fn nbd_tcp_export_warns_limits_connections_and_closes_despite_stuck_client() {
             &key,
             "--nbd",
             "tcp:127.0.0.1:0",
+            "--tls=off",
             "--nbd-connections",
             "2",
         ],
         b"",
     )
-    .ok("open --nbd tcp");
+    .ok("open --nbd tcp --tls=off");
     assert!(
         r.stderr
             .contains("WARNING: NBD over TCP is neither encrypted nor authenticated")

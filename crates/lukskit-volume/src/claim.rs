@@ -47,22 +47,28 @@ impl std::error::Error for ClaimError {}
 /// holds it ends).
 #[derive(Debug)]
 pub struct Claim {
-    _file: File,
+    _file: Option<File>,
 }
 
 impl Claim {
     /// Claim `path` for exclusive use.
+    ///
+    /// An NBD export (a `nbd://…` URI) cannot be claimed from here: the claim is empty and
+    /// excluding other clients is left to the server.
     pub fn acquire(path: &str) -> Result<Claim, ClaimError> {
+        if crate::device::remote::is_remote(path) {
+            return Ok(Claim { _file: None });
+        }
         let md = std::fs::metadata(path).map_err(ClaimError::Io)?;
         let ft = md.file_type();
         if ft.is_block_device() {
-            return open_excl(path).map(|f| Claim { _file: f });
+            return open_excl(path).map(|f| Claim { _file: Some(f) });
         }
         if !ft.is_file() {
             // Character devices, pipes: nothing to claim them with (cryptsetup takes no claim
             // on those either); the holder still has the file open.
             let f = File::open(path).map_err(ClaimError::Io)?;
-            return Ok(Claim { _file: f });
+            return Ok(Claim { _file: Some(f) });
         }
         let (f, kind) = match OpenOptions::new()
             .read(true)
@@ -81,7 +87,7 @@ impl Claim {
         if attached_to_loop_device(md.dev(), md.ino()) {
             return Err(ClaimError::InUse);
         }
-        Ok(Claim { _file: f })
+        Ok(Claim { _file: Some(f) })
     }
 }
 

@@ -157,7 +157,9 @@ fn move_keyslot_areas(dev: &Device, from: u64, to: u64, len: u64) -> Result<()> 
 
 /// Whether the device is a regular file that `posix_fallocate` may extend.
 fn can_extend(dev: &Device) -> bool {
-    dev.file().metadata().map(|m| m.is_file()).unwrap_or(false)
+    dev.file()
+        .and_then(|f| f.metadata().ok())
+        .is_some_and(|m| m.is_file())
 }
 
 // ---------------------------------------------------------------------------------------

@@ -274,7 +274,7 @@ thread_local! {
 /// All methods take `&self` and may be called from several threads at once.
 #[derive(Debug)]
 pub struct DataVolume {
-    file: File,
+    dev: DataDev,
     /// The same device opened with `O_DIRECT` (see [`DataVolume::use_direct_io`]).
     direct: Option<File>,
     path: String,
@@ -288,6 +288,15 @@ pub struct DataVolume {
     writable: bool,
     threads: Threads,
     locks: RangeLocks,
+}
+
+/// Where the stored bytes (ciphertext) are.
+#[derive(Debug)]
+enum DataDev {
+    /// A local image file or block device.
+    File(File),
+    /// An NBD export ([`crate::device::remote`]).
+    Nbd(std::sync::Arc<lukskit_nbd::NbdClient>),
 }
 
 /// One segment as the data path uses it.
@@ -312,6 +321,16 @@ enum IoKind {
     Zero,
 }
 
+impl DataDev {
+    fn size(&self, path: &str) -> Result<u64> {
+        match self {
+            DataDev::File(f) => lukskit_format::io::Storage::size(f)
+                .map_err(|e| VolumeError::io(IoOp::Read, path, e)),
+            DataDev::Nbd(c) => Ok(c.size()),
+        }
+    }
+}
+
 impl SegIo {
     /// The device byte offset of segment-relative byte `rel`; `None` in a zero segment.
     fn device(&self, rel: u64) -> Option<u64> {
@@ -328,9 +347,8 @@ impl DataVolume {
     /// The data of an unlocked LUKS volume, opened from `vol.data_path` (the data device even
     /// when the header is detached). `key` must be the volume key.
     pub fn from_volume(vol: &Volume, key: &[u8], writable: bool) -> Result<Self> {
-        let file = Self::open_file(&vol.data_path, writable)?;
-        let dev_size = lukskit_format::io::Storage::size(&file)
-            .map_err(|e| VolumeError::io(IoOp::Read, &vol.data_path, e))?;
+        let file = Self::open_dev(&vol.data_path, writable)?;
+        let dev_size = file.size(&vol.data_path)?;
         let table = SegmentTable::from_volume(vol, key, dev_size)?;
         let layout = match table.segments() {
             [_] => DataLayout::from_volume(vol).ok(),
@@ -341,16 +359,25 @@ impl DataVolume {
 
     /// Open `path` (an image file or block device) with `layout` and `key`.
     pub fn open(path: &str, layout: DataLayout, key: &[u8], writable: bool) -> Result<Self> {
-        let file = Self::open_file(path, writable)?;
-        Self::from_file(file, path, layout, key, writable)
+        let dev = Self::open_dev(path, writable)?;
+        let dev_size = dev.size(path)?;
+        let table = SegmentTable::from_layout(&layout, key, dev_size)?;
+        Self::build(dev, path, table, Some(layout), writable, dev_size)
     }
 
     /// Open `path` (an image file or block device) with the segment table `table`.
     pub fn open_table(path: &str, table: SegmentTable, writable: bool) -> Result<Self> {
-        let file = Self::open_file(path, writable)?;
-        let dev_size = lukskit_format::io::Storage::size(&file)
-            .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
-        Self::build(file, path, table, None, writable, dev_size)
+        let dev = Self::open_dev(path, writable)?;
+        let dev_size = dev.size(path)?;
+        Self::build(dev, path, table, None, writable, dev_size)
+    }
+
+    /// Open an image file, block device or NBD URI.
+    fn open_dev(path: &str, writable: bool) -> Result<DataDev> {
+        if crate::device::remote::is_remote(path) {
+            return crate::device::remote::connect(path, writable).map(DataDev::Nbd);
+        }
+        Self::open_file(path, writable).map(DataDev::File)
     }
 
     fn open_file(path: &str, writable: bool) -> Result<File> {
@@ -379,11 +406,18 @@ impl DataVolume {
         let dev_size = lukskit_format::io::Storage::size(&file)
             .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
         let table = SegmentTable::from_layout(&layout, key, dev_size)?;
-        Self::build(file, path, table, Some(layout), writable, dev_size)
+        Self::build(
+            DataDev::File(file),
+            path,
+            table,
+            Some(layout),
+            writable,
+            dev_size,
+        )
     }
 
     fn build(
-        file: File,
+        dev: DataDev,
         path: &str,
         table: SegmentTable,
         layout: Option<DataLayout>,
@@ -417,7 +451,7 @@ impl DataVolume {
             });
         }
         Ok(DataVolume {
-            file,
+            dev,
             direct: None,
             path: path.to_string(),
             layout,
@@ -437,6 +471,9 @@ impl DataVolume {
     /// I/O is in use: file systems without `O_DIRECT` (tmpfs) refuse it, and the volume
     /// stays buffered.
     pub fn use_direct_io(&mut self) -> bool {
+        if matches!(self.dev, DataDev::Nbd(_)) {
+            return false;
+        }
         let direct = OpenOptions::new()
             .read(true)
             .write(self.writable)
@@ -453,8 +490,14 @@ impl DataVolume {
 
     /// The descriptor a transfer of `buf` at device offset `at` uses: the `O_DIRECT` one
     /// where it may, the buffered one otherwise.
-    pub(crate) fn file_for(&self, buf: &[u8], at: u64) -> &File {
-        self.direct_for(buf, at).unwrap_or(&self.file)
+    /// `None` for an NBD export (which [`crate::ring::SectorRing`] never gets).
+    pub(crate) fn file_for(&self, buf: &[u8], at: u64) -> Option<&File> {
+        self.direct_for(buf, at).or(self.file())
+    }
+
+    /// Whether the stored bytes are on an NBD server rather than a local file or device.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.dev, DataDev::Nbd(_))
     }
 
     /// The `O_DIRECT` descriptor if `buf` at device offset `at` may use it.
@@ -495,9 +538,13 @@ impl DataVolume {
     }
 
     /// The underlying data device (for callers doing their own I/O with
-    /// [`DataVolume::encrypt_sectors`] / [`DataVolume::decrypt_sectors`]).
-    pub fn file(&self) -> &File {
-        &self.file
+    /// [`DataVolume::encrypt_sectors`] / [`DataVolume::decrypt_sectors`]); `None` when it is
+    /// an NBD export (use [`DataVolume::pread`] / [`DataVolume::pwrite`]).
+    pub fn file(&self) -> Option<&File> {
+        match &self.dev {
+            DataDev::File(f) => Some(f),
+            DataDev::Nbd(_) => None,
+        }
     }
 
     /// The index of the segment holding plaintext byte `offset` (`segs.len()` at or past
@@ -684,18 +731,22 @@ impl DataVolume {
             buf.fill(0);
             return Ok(());
         };
-        self.file_for(buf, at)
-            .read_exact_at(buf, at)
-            .map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))
+        let r = match &self.dev {
+            DataDev::Nbd(c) => c.read_at(buf, at),
+            DataDev::File(f) => self.direct_for(buf, at).unwrap_or(f).read_exact_at(buf, at),
+        };
+        r.map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))
     }
 
     fn pwrite_in(&self, s: &SegIo, buf: &[u8], rel: u64) -> Result<()> {
         let Some(at) = s.device(rel) else {
             return Ok(());
         };
-        self.file_for(buf, at)
-            .write_all_at(buf, at)
-            .map_err(|e| VolumeError::io(IoOp::Write, &self.path, e))
+        let r = match &self.dev {
+            DataDev::Nbd(c) => c.write_at(buf, at, false),
+            DataDev::File(f) => self.direct_for(buf, at).unwrap_or(f).write_all_at(buf, at),
+        };
+        r.map_err(|e| VolumeError::io(IoOp::Write, &self.path, e))
     }
 
     /// Read and decrypt one whole sector at (aligned) offset `sec_off` of crypt segment `s`.
@@ -919,10 +970,18 @@ impl DataVolume {
             return Err(DataError::DiscardTooLarge.into());
         };
         use std::os::fd::AsRawFd;
+        let DataDev::File(file) = &self.dev else {
+            // Discards are not passed to NBD servers (the ciphertext stays as it is).
+            return Err(VolumeError::io(
+                IoOp::Discard,
+                &self.path,
+                std::io::Error::from(std::io::ErrorKind::Unsupported),
+            ));
+        };
         // SAFETY: fallocate on a file descriptor we own; no memory is passed.
         let rc = unsafe {
             libc::fallocate(
-                self.file.as_raw_fd(),
+                file.as_raw_fd(),
                 libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
                 at,
                 n,
@@ -936,10 +995,14 @@ impl DataVolume {
     }
 
     /// Make written data durable (`fdatasync` of the data device).
+    /// For an NBD export this is `NBD_CMD_FLUSH` (with multi-conn, one flush covers every
+    /// connection).
     pub fn flush(&self) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(|e| VolumeError::io(IoOp::Sync, &self.path, e))
+        match &self.dev {
+            DataDev::File(f) => f.sync_data(),
+            DataDev::Nbd(c) => c.flush(),
+        }
+        .map_err(|e| VolumeError::io(IoOp::Sync, &self.path, e))
     }
 }
 
@@ -1033,7 +1096,10 @@ mod tests {
             let plain = pattern(64 * 1024, 3);
             dv.write_at(&plain, 0).unwrap();
             let mut disk = vec![0u8; 64 * 1024];
-            dv.file().read_exact_at(&mut disk, data_off).unwrap();
+            dv.file()
+                .unwrap()
+                .read_exact_at(&mut disk, data_off)
+                .unwrap();
             let spec = CipherSpec::parse(cipher).unwrap();
             let eng = SectorCipher::new(&spec, &key, ss, large).unwrap();
             let mut expect = plain.clone();

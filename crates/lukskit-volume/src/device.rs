@@ -3,18 +3,21 @@
 //! Every metadata write of lukskit goes through [`Device`]. It
 //! * takes `flock` locks like cryptsetup (shared for reading, exclusive for updates) on the
 //!   file itself, or for block devices on `/run/cryptsetup/L_<major>:<minor>`, so lukskit and
-//!   cryptsetup exclude each other;
+//!   cryptsetup exclude each other (NBD exports, see [`remote`], are not locked: the
+//!   server is the only place that could exclude other clients);
 //! * counts writes and syncs so tests can stop the process at the Nth one (crash injection,
 //!   enabled only when the environment variable [`CRASH_ENV`] is set).
 
 use crate::error::{IoOp, Result, VolumeError};
 use lukskit_format::io::Storage;
+use lukskit_nbd::NbdClient;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 #[cfg(feature = "crash-injection")]
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Environment variable for crash injection, `write:N` or `sync:N`: the process exits
 /// abruptly (status 86, no cleanup) just before its Nth metadata write or Nth sync. Only
@@ -64,15 +67,62 @@ pub enum Access {
 /// An open device or image file with its lock held.
 #[derive(Debug)]
 pub struct Device {
-    file: File,
+    backing: Backing,
     path: String,
     _lock: Option<File>,
+}
+
+/// What a [`Device`] reads and writes.
+#[derive(Debug)]
+enum Backing {
+    /// A local image file or block device.
+    File(File),
+    /// An NBD export (see [`remote`]).
+    Nbd(Arc<NbdClient>),
+}
+
+/// Devices named by NBD URIs (`nbd://host[:port]/export`, `nbd+unix:///export?socket=PATH`,
+/// `nbds://…` with TLS): the ciphertext lives on an NBD server and lukskit is its client
+/// (crate `lukskit-nbd`). Anything that accepts a device path accepts such a URI.
+pub mod remote {
+    use crate::error::{IoOp, Result, VolumeError};
+    use lukskit_nbd::{ClientOptions, NbdClient, NbdUri};
+    use std::sync::Arc;
+
+    /// Whether `path` is an NBD URI rather than a file name.
+    pub fn is_remote(path: &str) -> bool {
+        lukskit_nbd::uri::is_nbd_uri(path)
+    }
+
+    /// Connect to the NBD export `uri`; with `writable`, a read-only export is refused.
+    pub fn connect(uri: &str, writable: bool) -> Result<Arc<NbdClient>> {
+        let parsed: NbdUri = uri
+            .parse()
+            .map_err(|e: lukskit_nbd::NbdError| VolumeError::io(IoOp::Open, uri, e.into()))?;
+        let client = NbdClient::connect(&parsed, ClientOptions::default())
+            .map_err(|e| VolumeError::io(IoOp::Open, uri, e.into()))?;
+        if writable && client.read_only() {
+            return Err(VolumeError::io(
+                IoOp::Open,
+                uri,
+                lukskit_nbd::NbdError::ReadOnly.into(),
+            ));
+        }
+        Ok(Arc::new(client))
+    }
 }
 
 impl Device {
     /// Open an existing device or file: [`VolumeError::NotFound`] when it is missing or not
     /// accessible, [`VolumeError::Io`] for any other OS error.
     pub fn open(path: &str, access: Access) -> Result<Self> {
+        if remote::is_remote(path) {
+            return Ok(Device {
+                backing: Backing::Nbd(remote::connect(path, access == Access::Write)?),
+                path: path.to_string(),
+                _lock: None,
+            });
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(access == Access::Write)
@@ -90,6 +140,9 @@ impl Device {
     /// Open `path` for writing, creating it (mode 0600) when missing — for detached headers,
     /// which luksFormat creates as cryptsetup does.
     pub fn open_or_create(path: &str) -> Result<Self> {
+        if remote::is_remote(path) {
+            return Self::open(path, Access::Write);
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -138,7 +191,7 @@ impl Device {
             None
         };
         Ok(Device {
-            file,
+            backing: Backing::File(file),
             path: path.to_string(),
             _lock: lock,
         })
@@ -149,17 +202,28 @@ impl Device {
         &self.path
     }
 
-    /// The underlying file (for data I/O by upper layers).
-    pub fn file(&self) -> &File {
-        &self.file
+    /// The underlying file (for data I/O by upper layers); `None` for an NBD export.
+    pub fn file(&self) -> Option<&File> {
+        match &self.backing {
+            Backing::File(f) => Some(f),
+            Backing::Nbd(_) => None,
+        }
     }
 
-    /// Whether this is a block device (as opposed to a regular image file).
+    /// The NBD client when this device is an NBD export.
+    pub fn nbd(&self) -> Option<&Arc<NbdClient>> {
+        match &self.backing {
+            Backing::Nbd(c) => Some(c),
+            Backing::File(_) => None,
+        }
+    }
+
+    /// Whether this is a block device (as opposed to a regular image file or an NBD
+    /// export).
     pub fn is_block_device(&self) -> bool {
-        self.file
-            .metadata()
-            .map(|m| m.file_type().is_block_device())
-            .unwrap_or(false)
+        self.file()
+            .and_then(|f| f.metadata().ok())
+            .is_some_and(|m| m.file_type().is_block_device())
     }
 
     /// Grow a regular file to at least `len` bytes (detached header files).
@@ -167,9 +231,11 @@ impl Device {
         let cur = self
             .size()
             .map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))?;
+        let Backing::File(file) = &self.backing else {
+            return Ok(());
+        };
         if cur < len && !self.is_block_device() {
-            self.file
-                .set_len(len)
+            file.set_len(len)
                 .map_err(|e| VolumeError::io(IoOp::Resize, &self.path, e))?;
         }
         Ok(())
@@ -192,17 +258,29 @@ fn flock(f: &File, op: libc::c_int, path: &str) -> Result<()> {
 
 impl Storage for Device {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.file.read_exact_at(buf, offset)
+        match &self.backing {
+            Backing::File(f) => f.read_exact_at(buf, offset),
+            Backing::Nbd(c) => c.read_at(buf, offset),
+        }
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
         crash_point("write", &WRITES);
-        self.file.write_all_at(buf, offset)
+        match &self.backing {
+            Backing::File(f) => f.write_all_at(buf, offset),
+            Backing::Nbd(c) => c.write_at(buf, offset, false),
+        }
     }
     fn sync(&self) -> io::Result<()> {
         crash_point("sync", &SYNCS);
-        self.file.sync_all()
+        match &self.backing {
+            Backing::File(f) => f.sync_all(),
+            Backing::Nbd(c) => c.flush(),
+        }
     }
     fn size(&self) -> io::Result<u64> {
-        Storage::size(&self.file)
+        match &self.backing {
+            Backing::File(f) => Storage::size(f),
+            Backing::Nbd(c) => Ok(c.size()),
+        }
     }
 }

@@ -301,12 +301,13 @@ fn block_sector_size(dev: &Device) -> Option<u32> {
     }
     let mut logical: libc::c_int = 0;
     let mut physical: libc::c_uint = 0;
+    let file = dev.file()?;
     // SAFETY: BLKSSZGET/BLKPBSZGET write one integer into the pointed-to, live local.
     unsafe {
-        if libc::ioctl(dev.file().as_raw_fd(), libc::BLKSSZGET, &mut logical) != 0 {
+        if libc::ioctl(file.as_raw_fd(), libc::BLKSSZGET, &mut logical) != 0 {
             return None;
         }
-        if libc::ioctl(dev.file().as_raw_fd(), libc::BLKPBSZGET, &mut physical) != 0 {
+        if libc::ioctl(file.as_raw_fd(), libc::BLKPBSZGET, &mut physical) != 0 {
             physical = 0;
         }
     }

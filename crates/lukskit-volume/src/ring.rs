@@ -154,7 +154,8 @@ impl SectorRing {
     /// transfer of device bytes). Other requests take the synchronous path.
     pub fn accepts(vol: &DataVolume, offset: u64, len: usize) -> bool {
         let ss = vol.sector_size() as usize;
-        len > 0
+        !vol.is_remote()
+            && len > 0
             && len <= MAX_ASYNC
             && len.is_multiple_of(ss)
             && offset.is_multiple_of(ss as u64)
@@ -283,7 +284,7 @@ fn entry_for(p: &mut Pending) -> Option<squeue::Entry> {
     let len = p.len;
     let buf = &mut p.buf.as_mut_slice()[..len];
     let ptr = buf.as_mut_ptr();
-    let fd = types::Fd(p.vol.file_for(buf, at).as_raw_fd());
+    let fd = types::Fd(p.vol.file_for(buf, at)?.as_raw_fd());
     Some(match p.kind {
         Kind::Read(_) => opcode::Read::new(fd, ptr, len as u32).offset(at).build(),
         Kind::Write(..) => opcode::Write::new(fd, ptr, len as u32).offset(at).build(),

@@ -120,6 +120,19 @@ fn setup(
     };
     if let Some(addr) = &config.nbd {
         let addr: NbdAddress = addr.parse().map_err(ActivateError::InvalidRequest)?;
+        let tls = match &config.nbd_tls {
+            Some(t) => Some(lukskit_expose::nbd::NbdTls {
+                config: lukskit_nbd::tls::server_config(
+                    std::path::Path::new(&t.creds),
+                    t.verify_peer,
+                )
+                .map_err(|e| {
+                    ActivateError::InvalidRequest(format!("--tls-creds {}: {e}", t.creds))
+                })?,
+                required: t.required,
+            }),
+            None => None,
+        };
         let server = NbdServer::bind(
             &addr,
             NbdOptions {
@@ -129,6 +142,7 @@ fn setup(
                 max_connections: config
                     .nbd_connections
                     .unwrap_or(lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS),
+                tls,
                 ..NbdOptions::default()
             },
         )

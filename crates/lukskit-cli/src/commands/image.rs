@@ -421,9 +421,11 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     progress.finish();
     if data_len.is_none() && !block {
         // Plaintext from a pipe: the image ends after the last sector written.
-        dv.file()
-            .set_len(layout.offset + round_up(written, ss))
-            .map_err(|e| CliError::io("Resizing", image, &e))?;
+        // (`from_file` above: always a local file.)
+        if let Some(f) = dv.file() {
+            f.set_len(layout.offset + round_up(written, ss))
+                .map_err(|e| CliError::io("Resizing", image, &e))?;
+        }
     }
     dv.flush()?;
     // The image is complete and durable: others may use it now.

@@ -86,14 +86,8 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             "Option --nbd-connections must be at least 1.",
         ));
     }
-    if let Some(a) = &o.nbd {
-        let addr = a
-            .parse::<lukskit_expose::nbd::NbdAddress>()
-            .map_err(CliError::invalid)?;
-        if addr.is_network() {
-            eprintln!("{}", tcp_warning(&addr));
-        }
-    }
+    nbd_tls(&o)?;
+    tls_warnings(&o);
     // The backend is decided before anything is asked (a forced but missing kernel backend
     // fails at once); `base_config` carries what decides it.
     let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
@@ -172,11 +166,89 @@ fn tcp_warning(addr: &lukskit_expose::nbd::NbdAddress) -> String {
     format!(
         "WARNING: NBD over TCP is neither encrypted nor authenticated. Anyone who can \
          connect to {addr} can read and write all plaintext of this device.\n\
-         Use --nbd unix:PATH, or make sure only trusted hosts can reach this port."
+         Use --tls-creds DIR, --nbd unix:PATH, or make sure only trusted hosts can reach \
+         this port."
     )
 }
 
+/// Warn about an NBD export over TCP that serves plain NBD (`--tls=off` or `--tls=on`).
+fn tls_warnings(o: &Opts) {
+    let Some(addr) = o
+        .nbd
+        .as_deref()
+        .and_then(|a| a.parse::<lukskit_expose::nbd::NbdAddress>().ok())
+    else {
+        return;
+    };
+    match o.tls.as_deref() {
+        Some("off") if addr.is_network() => eprintln!("{}", tcp_warning(&addr)),
+        Some("on") if addr.is_network() => eprintln!(
+            "WARNING: --tls=on also serves clients that do not use TLS: they read and write \
+             the plaintext unencrypted. Use --tls=require to refuse them."
+        ),
+        _ => {}
+    }
+}
+
+/// The TLS of `open --nbd` from `--tls-creds`, `--tls` and `--tls-verify-peer` (checked,
+/// warnings printed): required by default on TCP and whenever credentials are given;
+/// `--tls=off` on TCP is allowed (see [`tls_warnings`]).
+fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
+    let Some(a) = &o.nbd else {
+        if o.tls_creds.is_some() || o.tls.is_some() || o.tls_verify_peer {
+            return Err(CliError::invalid(
+                "Options --tls-creds, --tls and --tls-verify-peer are allowed only with --nbd.",
+            ));
+        }
+        return Ok(None);
+    };
+    let addr = a
+        .parse::<lukskit_expose::nbd::NbdAddress>()
+        .map_err(CliError::invalid)?;
+    let mode = match o.tls.as_deref() {
+        None if addr.is_network() || o.tls_creds.is_some() => "require",
+        None => "off",
+        Some(m @ ("off" | "on" | "require")) => m,
+        Some(m) => {
+            return Err(CliError::invalid(format!(
+                "Unknown --tls mode '{m}' (off, on or require)."
+            )))
+        }
+    };
+    if mode == "off" {
+        if o.tls_creds.is_some() || o.tls_verify_peer {
+            return Err(CliError::invalid(
+                "Options --tls-creds and --tls-verify-peer cannot be combined with --tls=off.",
+            ));
+        }
+        return Ok(None);
+    }
+    let Some(dir) = &o.tls_creds else {
+        return Err(CliError::invalid(if addr.is_network() {
+            "An NBD export over TCP needs TLS: give --tls-creds DIR (server-cert.pem, \
+             server-key.pem, ca-cert.pem), or --tls=off to serve the plaintext unencrypted."
+        } else {
+            "Option --tls needs --tls-creds DIR."
+        }));
+    };
+    let creds = std::fs::canonicalize(dir)
+        .map(|p| p.display().to_string())
+        .map_err(|e| CliError::invalid(format!("--tls-creds {dir}: {e}")))?;
+    // Load the credentials now, so a mistake is reported here and not by the server.
+    lukskit_nbd::tls::server_config(std::path::Path::new(&creds), o.tls_verify_peer)
+        .map_err(|e| CliError::invalid(format!("--tls-creds {dir}: {e}")))?;
+    Ok(Some(activate::NbdTlsConfig {
+        creds,
+        required: mode == "require",
+        verify_peer: o.tls_verify_peer,
+    }))
+}
+
 fn absolute(path: &str) -> Result<String> {
+    // An NBD URI names a server, not a file (the ciphertext is read over the network).
+    if lukskit_volume::device::remote::is_remote(path) {
+        return Ok(path.to_string());
+    }
     std::fs::canonicalize(path)
         .map(|p| p.display().to_string())
         .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
@@ -203,6 +275,7 @@ fn base_config(o: &Opts, name: &str) -> MappingConfig {
         use_loop: !o.no_loop && o.nbd.is_none(),
         nbd: o.nbd.clone(),
         nbd_connections: o.nbd_connections,
+        nbd_tls: nbd_tls(o).ok().flatten(),
     }
 }
 

@@ -9,22 +9,27 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// What the handshake needs to know about the export.
 pub(crate) struct Export<'a> {
     pub name: &'a str,
+    pub tls: Option<&'a super::NbdTls>,
     pub size: u64,
     pub flags: u16,
     pub preferred_block: u32,
     pub stopping: &'a AtomicBool,
 }
 
-/// Negotiate an export. `Ok(true)` when transmission starts, `Ok(false)` when the client
-/// went away cleanly (`NBD_OPT_ABORT`) or must be disconnected (unknown name in
-/// `NBD_OPT_EXPORT_NAME`, bad flags or magic, oversized option).
-pub(crate) fn negotiate(stream: &Stream, export: &Export<'_>) -> io::Result<bool> {
-    let mut s = stream;
+/// Negotiate an export. `Ok(Some(stream))` when transmission starts (on the plaintext end
+/// of the TLS session after `NBD_OPT_STARTTLS`), `Ok(None)` when the client went away
+/// cleanly (`NBD_OPT_ABORT`) or must be disconnected (unknown name in
+/// `NBD_OPT_EXPORT_NAME`, bad flags or magic, oversized option, `NBD_OPT_EXPORT_NAME`
+/// before a required TLS, failed TLS handshake).
+pub(crate) fn negotiate(stream: Stream, export: &Export<'_>) -> io::Result<Option<Stream>> {
+    let mut stream = stream;
+    let mut tls_active = false;
+    let mut s = &stream;
     s.write_all(&proto::encode_greeting())?;
     let mut flags = [0u8; 4];
     s.read_exact(&mut flags)?;
     let Ok(client_flags) = proto::parse_client_flags(&flags) else {
-        return Ok(false);
+        return Ok(None);
     };
     let no_zeroes = client_flags & proto::FLAG_C_NO_ZEROES != 0;
     let mut out = Vec::new();
@@ -32,18 +37,18 @@ pub(crate) fn negotiate(stream: &Stream, export: &Export<'_>) -> io::Result<bool
         let mut header = [0u8; proto::OPTION_HEADER_LEN];
         s.read_exact(&mut header)?;
         let Ok((option, len)) = proto::parse_option_header(&header) else {
-            return Ok(false);
+            return Ok(None);
         };
         if len > proto::MAX_OPTION_LEN {
             // Denial of service or garbage: hard disconnect without reading it.
-            return Ok(false);
+            return Ok(None);
         }
         let mut data = vec![0u8; len as usize];
         s.read_exact(&mut data)?;
         out.clear();
         if export.stopping.load(Ordering::SeqCst) && option != proto::OPT_ABORT {
             if option == proto::OPT_EXPORT_NAME {
-                return Ok(false);
+                return Ok(None);
             }
             error_reply(
                 &mut out,
@@ -54,9 +59,24 @@ pub(crate) fn negotiate(stream: &Stream, export: &Export<'_>) -> io::Result<bool
             s.write_all(&out)?;
             continue;
         }
+        let tls_required = export.tls.is_some_and(|t| t.required);
+        if tls_required && !tls_active && !matches!(option, proto::OPT_STARTTLS | proto::OPT_ABORT)
+        {
+            if option == proto::OPT_EXPORT_NAME {
+                return Ok(None);
+            }
+            error_reply(
+                &mut out,
+                option,
+                proto::REP_ERR_TLS_REQD,
+                "TLS is required: negotiate NBD_OPT_STARTTLS first",
+            );
+            s.write_all(&out)?;
+            continue;
+        }
         let parsed = match proto::parse_option(option, &data) {
             Ok(p) => p,
-            Err(_) if option == proto::OPT_EXPORT_NAME => return Ok(false),
+            Err(_) if option == proto::OPT_EXPORT_NAME => return Ok(None),
             Err(e) => {
                 error_reply(&mut out, option, proto::REP_ERR_INVALID, &e.to_string());
                 s.write_all(&out)?;
@@ -66,19 +86,62 @@ pub(crate) fn negotiate(stream: &Stream, export: &Export<'_>) -> io::Result<bool
         let go = match parsed {
             ClientOption::ExportName(name) => {
                 if !name_matches(&name, export.name) {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 s.write_all(&proto::export_name_reply(
                     export.size,
                     export.flags,
                     no_zeroes,
                 ))?;
-                return Ok(true);
+                return Ok(Some(stream));
             }
             ClientOption::Abort => {
                 proto::encode_option_reply(&mut out, option, proto::REP_ACK, &[]);
                 let _ = s.write_all(&out);
-                return Ok(false);
+                return Ok(None);
+            }
+            ClientOption::StartTls => {
+                let Some(tls) = export.tls else {
+                    error_reply(
+                        &mut out,
+                        option,
+                        proto::REP_ERR_UNSUP,
+                        "TLS is not configured",
+                    );
+                    s.write_all(&out)?;
+                    continue;
+                };
+                if tls_active {
+                    error_reply(
+                        &mut out,
+                        option,
+                        proto::REP_ERR_INVALID,
+                        "TLS is already active",
+                    );
+                    s.write_all(&out)?;
+                    continue;
+                }
+                proto::encode_option_reply(&mut out, option, proto::REP_ACK, &[]);
+                s.write_all(&out)?;
+                let plain = match &stream {
+                    Stream::Tcp(t) => {
+                        lukskit_nbd::tls::accept(t.try_clone()?, std::sync::Arc::clone(&tls.config))
+                    }
+                    Stream::Unix(u) => {
+                        lukskit_nbd::tls::accept(u.try_clone()?, std::sync::Arc::clone(&tls.config))
+                    }
+                };
+                // A failed handshake (no or a wrong client certificate, plain bytes) ends
+                // the connection; rustls has sent the peer an alert.
+                let Ok(plain) = plain else {
+                    return Ok(None);
+                };
+                plain.set_read_timeout(Some(super::HANDSHAKE_TIMEOUT))?;
+                plain.set_write_timeout(Some(super::HANDSHAKE_TIMEOUT))?;
+                stream = Stream::Unix(plain);
+                s = &stream;
+                tls_active = true;
+                continue;
             }
             ClientOption::List => {
                 let server = proto::rep_server(export.name);
@@ -112,7 +175,7 @@ pub(crate) fn negotiate(stream: &Stream, export: &Export<'_>) -> io::Result<bool
         };
         s.write_all(&out)?;
         if go {
-            return Ok(true);
+            return Ok(Some(stream));
         }
     }
 }

@@ -22,8 +22,13 @@
 //! and shutdown takes at most [`NbdOptions::shutdown_grace`] plus the requests executing
 //! at that moment.
 //!
-//! A TCP export is neither encrypted nor authenticated: whoever can connect reads and
-//! writes the plaintext (see [`NbdAddress::is_network`]).
+//! TLS ([`NbdTls`], set in [`NbdOptions::tls`]): the server offers `NBD_OPT_STARTTLS`
+//! with X.509 credentials in qemu-nbd's and nbdkit's layout (crate `lukskit-nbd`'s
+//! [`lukskit_nbd::tls`]); when TLS is required, every option but `STARTTLS` and `ABORT`
+//! is refused with `NBD_REP_ERR_TLS_REQD` until the session is encrypted, and client
+//! certificates can be required. A TCP export without TLS is neither encrypted nor
+//! authenticated: whoever can connect reads and writes the plaintext (see
+//! [`NbdAddress::is_network`]).
 
 mod handshake;
 pub mod proto;
@@ -125,8 +130,26 @@ impl fmt::Display for NbdAddress {
     }
 }
 
+/// TLS for an NBD export.
+#[derive(Debug, Clone)]
+pub struct NbdTls {
+    /// The server's TLS configuration (see [`lukskit_nbd::tls::server_config`]).
+    pub config: Arc<lukskit_nbd::tls::ServerTlsConfig>,
+    /// Refuse to negotiate an export before TLS (`--tls=require`); otherwise TLS is offered
+    /// and plain clients are served too (`--tls=on`).
+    pub required: bool,
+}
+
+impl PartialEq for NbdTls {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.config, &other.config) && self.required == other.required
+    }
+}
+
+impl Eq for NbdTls {}
+
 /// What the server exports and how (the default: export name "", writable, no TRIM,
-/// [`DEFAULT_MAX_CONNECTIONS`], [`DEFAULT_SHUTDOWN_GRACE`]).
+/// [`DEFAULT_MAX_CONNECTIONS`], [`DEFAULT_SHUTDOWN_GRACE`], no TLS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NbdOptions {
     /// The export's name; clients may also ask for "" (the default export).
@@ -143,6 +166,8 @@ pub struct NbdOptions {
     /// then their sockets are shut down in both directions (which also frees a thread
     /// blocked writing to a client that reads nothing).
     pub shutdown_grace: Duration,
+    /// TLS (`NBD_OPT_STARTTLS`); `None` for none.
+    pub tls: Option<NbdTls>,
 }
 
 impl Default for NbdOptions {
@@ -153,6 +178,7 @@ impl Default for NbdOptions {
             allow_trim: false,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            tls: None,
         }
     }
 }
@@ -400,6 +426,7 @@ impl Drop for NbdServer {
 /// The export as every connection sees it.
 struct ExportContext {
     name: String,
+    tls: Option<NbdTls>,
     flags: u16,
     preferred_block: u32,
     limits: proto::ExportLimits,
@@ -427,6 +454,7 @@ impl ExportContext {
             .min(proto::MAX_PAYLOAD);
         ExportContext {
             name: opts.export_name.clone(),
+            tls: opts.tls.clone(),
             flags,
             preferred_block,
             limits: proto::ExportLimits {
@@ -454,10 +482,11 @@ fn run_connection(
         flags: ctx.flags,
         preferred_block: ctx.preferred_block,
         stopping: &shared.stopping,
+        tls: ctx.tls.as_ref(),
     };
-    if !handshake::negotiate(&stream, &export)? {
+    let Some(stream) = handshake::negotiate(stream, &export)? else {
         return Ok(());
-    }
+    };
     stream.set_read_timeout(None)?;
     stream.set_write_timeout(None)?;
     transmission::serve(stream, backend, ctx.limits, &shared.threads)

@@ -84,6 +84,8 @@ pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
 pub const REP_ERR_POLICY: u32 = REP_FLAG_ERROR | 2;
 /// Option reply error: malformed option.
 pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
+/// Option reply error: TLS is required before this option.
+pub const REP_ERR_TLS_REQD: u32 = REP_FLAG_ERROR | 5;
 /// Option reply error: unknown export.
 pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
 /// Option reply error: the server is shutting down.
@@ -402,6 +404,8 @@ pub enum ClientOption {
     Go(InfoRequest),
     /// `NBD_OPT_STRUCTURED_REPLY`.
     StructuredReply,
+    /// `NBD_OPT_STARTTLS`.
+    StartTls,
     /// Any other option (answered with `NBD_REP_ERR_UNSUP`).
     Unknown(u32),
 }
@@ -438,6 +442,7 @@ pub fn parse_option(option: u32, data: &[u8]) -> Result<ClientOption, ProtoError
         OPT_ABORT => exact(data, 0).map(|_| ClientOption::Abort),
         OPT_LIST => exact(data, 0).map(|_| ClientOption::List),
         OPT_STRUCTURED_REPLY => exact(data, 0).map(|_| ClientOption::StructuredReply),
+        OPT_STARTTLS => exact(data, 0).map(|_| ClientOption::StartTls),
         OPT_INFO => parse_info_request(data).map(ClientOption::Info),
         OPT_GO => parse_info_request(data).map(ClientOption::Go),
         other => Ok(ClientOption::Unknown(other)),

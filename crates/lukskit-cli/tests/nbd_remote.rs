@@ -1,0 +1,409 @@
+//! Ciphertext on an NBD server: devices named by NBD URIs (`nbd+unix://`, `nbd://`,
+//! `nbds://`) with Debian's nbdkit and qemu-nbd serving volumes that cryptsetup formatted,
+//! and `open --nbd` exports over TLS read by libnbd's `nbdcopy`.
+//!
+//! What is checked against tools other than lukskit: cryptsetup's own reading of the served
+//! file after lukskit changed keyslots over NBD, Python's `cryptography` decrypting the
+//! served file's bytes with the volume key cryptsetup prints (so only ciphertext crossed the
+//! socket), e2fsck on the file system, and nbdcopy (GnuTLS) on the TLS export.
+
+mod common;
+use common::mapping::*;
+use common::*;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
+
+fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// A server process, killed on drop.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(cmd: &mut Command, sock: &Path) -> Server {
+    let _ = std::fs::remove_file(sock);
+    let child = cmd.spawn().expect("start the NBD server");
+    let t = Instant::now();
+    while !sock.exists() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "no socket {}",
+            sock.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server(child)
+}
+
+fn nbdkit_file(sock: &Path, img: &str, extra: &[&str]) -> Server {
+    serve(
+        Command::new("nbdkit")
+            .arg("-f")
+            .arg("-U")
+            .arg(sock)
+            .args(extra)
+            .args(["file", img]),
+        sock,
+    )
+}
+
+/// A LUKS2 volume formatted by cryptsetup, with passphrase file `key`.
+fn cryptsetup_luks2(dir: &Path, size: u64) -> Option<(String, String)> {
+    let img = sparse(dir, "img", size);
+    let key = write_file(dir, "key", b"remote pass");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, &key]);
+    cryptsetup(&args, b"")?.ok("cryptsetup luksFormat");
+    Some((img, key))
+}
+
+fn certs(dir: &Path) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/nbd-tls-certs.sh");
+    let st = Command::new(script).arg(dir).status().unwrap();
+    assert!(st.success(), "certificate generation failed");
+}
+
+/// The offset (bytes) and sector size of the data segment of `img`, from cryptsetup.
+fn segment(img: &str) -> (u64, usize) {
+    let dump = cryptsetup(&["luksDump", img], b"")
+        .unwrap()
+        .ok("luksDump")
+        .stdout;
+    let seg = dump.split("Data segments:").nth(1).unwrap();
+    let field = |name: &str| -> u64 {
+        seg.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {dump}"))
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (field("offset:"), field("sector:") as usize)
+}
+
+#[test]
+fn cryptsetup_volume_served_by_nbdkit_is_opened_written_and_closed_over_nbd() {
+    let t = "nbd remote open";
+    if !capable(t) || !have_cryptsetup(t) || !have_tool(t, "nbdkit") || !have_tool(t, "mkfs.ext4") {
+        return;
+    }
+    let d = tmp();
+    let Some((img, key)) = cryptsetup_luks2(d.path(), 64 << 20) else {
+        return;
+    };
+    let sock = d.path().join("nbd.sock");
+    let _srv = nbdkit_file(&sock, &img, &[]);
+    let uri = format!("nbd+unix:///?socket={}", sock.display());
+
+    // Header commands over NBD agree with cryptsetup on the file.
+    let dump = lukskit(&["luksDump", &uri], b"")
+        .ok("luksDump over NBD")
+        .stdout;
+    let uuid = cryptsetup(&["luksUUID", &img], b"")
+        .unwrap()
+        .ok("luksUUID")
+        .stdout;
+    assert!(dump.contains(uuid.trim()), "{dump}");
+    lukskit(&["isLuks", &uri], b"").ok("isLuks over NBD");
+    // Key management over NBD; cryptsetup reads the result from the served file.
+    let new_key = write_file(d.path(), "key2", b"second remote pass");
+    let mut args = vec!["luksAddKey", "-q", "-d", &key, &uri, &new_key];
+    args.extend_from_slice(&FAST);
+    lukskit(&args, b"").ok("luksAddKey over NBD");
+    cryptsetup(&["open", "--test-passphrase", "-d", &new_key, &img], b"")
+        .unwrap()
+        .ok("cryptsetup accepts the keyslot added over NBD");
+
+    // Open with the ciphertext behind nbdkit, make a file system, write, close.
+    let mut m = Mapping::new("nbdremote");
+    lukskit(&["open", &uri, &m.name, "-d", &new_key], b"").ok("open over NBD");
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    assert!(st.contains(&format!("  device:  {uri}")), "{st}");
+    sh(&format!("mkfs.ext4 -q {}", m.dev()));
+    m.mount(d.path());
+    let marker = format!("PLAINTEXT-MARKER-{}", std::process::id());
+    let content: Vec<u8> = marker
+        .as_bytes()
+        .iter()
+        .cycle()
+        .take(3 << 20)
+        .copied()
+        .collect();
+    std::fs::write(m.mnt.as_ref().unwrap().join("file"), &content).unwrap();
+    m.umount();
+    // Raw plaintext at a known offset, through the mapping.
+    let raw = pattern(1 << 20, 5);
+    {
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(m.dev())
+            .unwrap();
+        let end = f.seek(SeekFrom::End(0)).unwrap();
+        f.seek(SeekFrom::Start(end - (2 << 20))).unwrap();
+        f.write_all(&raw).unwrap();
+        f.sync_all().unwrap();
+        f.seek(SeekFrom::Start(end - (2 << 20))).unwrap();
+        let mut back = vec![0u8; raw.len()];
+        f.read_exact(&mut back).unwrap();
+        assert!(
+            back == raw,
+            "read back other data through the NBD-backed mapping"
+        );
+    }
+    lukskit(&["close", &m.name], b"").ok("close");
+
+    // Only ciphertext reached the server: the served file holds no plaintext, and its bytes
+    // decrypt (independently, with the key cryptsetup reads from it) to what was written.
+    let served = std::fs::read(&img).unwrap();
+    assert!(
+        !served.windows(marker.len()).any(|w| w == marker.as_bytes()),
+        "plaintext reached the served file"
+    );
+    let (off, ss) = segment(&img);
+    let vk = volume_key_with("cryptsetup", &img, &key, &[]);
+    let plain_len = served.len() as u64 - off;
+    let at = plain_len - (2 << 20);
+    let sectors = (1 << 20) / ss;
+    if let Some(p) = python_decrypt(
+        "xts",
+        &hex::decode(vk.replace(' ', "")).unwrap(),
+        ss,
+        off + at,
+        &img,
+        at / 512,
+        sectors,
+    ) {
+        assert!(
+            p == raw,
+            "the served ciphertext does not decrypt to what was written"
+        );
+    }
+    // The file system is intact; read it back through a new mapping over NBD.
+    lukskit(&["open", &uri, &m.name, "-d", &key, "--readonly"], b"").ok("reopen over NBD");
+    sh(&format!("e2fsck -fn {}", m.dev()));
+    m.mount(d.path());
+    let back = std::fs::read(m.mnt.as_ref().unwrap().join("file")).unwrap();
+    assert!(back == content, "file read back differs");
+    m.umount();
+    lukskit(&["close", &m.name], b"").ok("close");
+
+    // image decrypt over NBD gives the same plaintext.
+    let out = d.path().join("plain.raw");
+    lukskit(
+        &["image", "decrypt", "-d", &key, &uri, out.to_str().unwrap()],
+        b"",
+    )
+    .ok("image decrypt over NBD");
+    let plain = std::fs::read(&out).unwrap();
+    assert!(plain[at as usize..at as usize + raw.len()] == raw[..]);
+}
+
+#[test]
+fn nbdkit_and_qemu_nbd_over_tls_as_devices() {
+    let t = "nbds devices";
+    if !have_cryptsetup(t)
+        || !have_tool(t, "nbdkit")
+        || !have_tool(t, "qemu-nbd")
+        || !have_tool(t, "certtool")
+    {
+        return;
+    }
+    let d = tmp();
+    let Some((img, key)) = cryptsetup_luks2(d.path(), 32 << 20) else {
+        return;
+    };
+    let pki = d.path().join("pki");
+    certs(&pki);
+    let sock = d.path().join("tls.sock");
+    let plain_uri = format!("nbd+unix:///?socket={}", sock.display());
+    let tls_uri = format!(
+        "nbds+unix:///?socket={}&tls-certificates={}",
+        sock.display(),
+        pki.display()
+    );
+    let creds = pki.to_str().unwrap();
+    {
+        let _srv = nbdkit_file(
+            &sock,
+            &img,
+            &[
+                "--tls=require",
+                "--tls-certificates",
+                creds,
+                "--tls-verify-peer",
+            ],
+        );
+        let r = lukskit(&["luksDump", &plain_uri], b"");
+        assert_ne!(r.code, 0, "plain NBD was served by a TLS-only server");
+        assert!(r.stderr.contains("requires TLS"), "{}", r.stderr);
+        lukskit(&["luksDump", &tls_uri], b"").ok("luksDump over nbds");
+        lukskit(&["open", "--test-passphrase", "-d", &key, &tls_uri], b"")
+            .ok("open --test-passphrase over nbds");
+    }
+    // qemu-nbd with its tls-creds object (client certificates required too).
+    let obj = format!("tls-creds-x509,id=tls0,endpoint=server,dir={creds},verify-peer=on");
+    let _srv = serve(
+        Command::new("qemu-nbd")
+            .args(["-f", "raw", "-t", "--shared=4", "--object", &obj])
+            .args(["--tls-creds", "tls0", "--socket"])
+            .arg(&sock)
+            .arg(&img),
+        &sock,
+    );
+    let out = d.path().join("p.raw");
+    lukskit(
+        &[
+            "image",
+            "decrypt",
+            "-d",
+            &key,
+            &tls_uri,
+            out.to_str().unwrap(),
+        ],
+        b"",
+    )
+    .ok("image decrypt over TLS from qemu-nbd");
+    let local = d.path().join("l.raw");
+    lukskit(
+        &[
+            "image",
+            "decrypt",
+            "-d",
+            &key,
+            &img,
+            local.to_str().unwrap(),
+        ],
+        b"",
+    )
+    .ok("image decrypt of the file");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&local).unwrap());
+}
+
+#[test]
+fn tls_export_is_read_by_nbdcopy_with_certificates_and_refused_without() {
+    let t = "open --nbd tls";
+    if !capable(t) || !have_tool(t, "nbdcopy") || !have_tool(t, "certtool") {
+        return;
+    }
+    let d = tmp();
+    let img = sparse(d.path(), "img", 32 << 20);
+    let key = write_file(d.path(), "key", b"tls pass");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, &key]);
+    lukskit(&args, b"").ok("luksFormat");
+    let pki = d.path().join("pki");
+    certs(&pki);
+    let creds = pki.to_str().unwrap();
+    let m = Mapping::new("nbdtls");
+    // TCP without credentials is refused unless --tls=off.
+    let r = lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--nbd",
+            "tcp:127.0.0.1:0",
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("needs TLS"), "{}", r.stderr);
+    lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--nbd",
+            "tcp:127.0.0.1:0",
+            "--tls-creds",
+            creds,
+            "--tls-verify-peer",
+        ],
+        b"",
+    )
+    .ok("open --nbd tcp --tls-creds");
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    let port = st
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("nbd:"))
+        .and_then(|a| a.trim().rsplit_once(':'))
+        .map(|(_, p)| p.to_string())
+        .unwrap_or_else(|| panic!("no tcp address in status: {st}"));
+    let data = pattern(4 << 20, 9);
+    let src = write_file(d.path(), "src", &data);
+    let tls = format!(
+        "nbds://127.0.0.1:{port}/{}?tls-certificates={creds}",
+        m.name
+    );
+    sh(&format!("nbdcopy --connections=4 {src} '{tls}'"));
+    let out = d.path().join("out");
+    sh(&format!("nbdcopy '{tls}' {}", out.display()));
+    assert!(std::fs::read(&out).unwrap()[..data.len()] == data[..]);
+    // Without TLS, and with TLS but no client certificate: refused.
+    let plain = format!("nbd://127.0.0.1:{port}/{}", m.name);
+    let o = Command::new("nbdcopy")
+        .arg(&plain)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "plain nbdcopy was served");
+    let nocert = d.path().join("nocert");
+    std::fs::create_dir(&nocert).unwrap();
+    std::fs::copy(pki.join("ca-cert.pem"), nocert.join("ca-cert.pem")).unwrap();
+    let u = format!(
+        "nbds://127.0.0.1:{port}/{}?tls-certificates={}",
+        m.name,
+        nocert.display()
+    );
+    let o = Command::new("nbdcopy").arg(&u).arg(&out).output().unwrap();
+    assert!(
+        !o.status.success(),
+        "nbdcopy without client certificate was served"
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+    // lukskit's own client reads its own TLS export's plaintext too.
+    lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--nbd",
+            "tcp:127.0.0.1:0",
+            "--tls-creds",
+            creds,
+        ],
+        b"",
+    )
+    .ok("open --nbd tcp --tls-creds (no client certificates)");
+    lukskit(&["close", &m.name], b"").ok("close");
+}
