@@ -4,6 +4,9 @@
 #
 #   run.sh [OPTIONS] SCRIPT [DISK ...]
 #   run.sh --prepare            download and build everything, boot nothing
+#   run.sh --initrd CPIO [--answer PROMPT=FILE] [--snapshot] [--append ARGS] [DISK ...]
+#                               boot Debian's kernel with an initramfs of your own (e.g. one
+#                               made by mkinitramfs); the serial console is the output
 #
 # Each DISK (a raw image file on the host) is attached as /dev/vda, /dev/vdb, ... in the order
 # given; whatever the guest writes to them is in the files when run.sh returns. SCRIPT runs under
@@ -57,6 +60,8 @@ PACKAGES=(
     # systemd-udevd and udevadm (tests/refvm/udev): started only by a script that runs
     # /refvm/start-udev, with the device-mapper rules of dmsetup (UDEV_RULES).
     udev
+    # LVM on LUKS images for the boot tests (tests/refvm/boot): lvm.
+    lvm2 libaio1 libdevmapper-event1.02.1
 )
 # Programs installed from those packages (they win over busybox applets of the same name).
 BINARIES=(
@@ -69,6 +74,7 @@ BINARIES=(
     mount umount losetup blkid wipefs blockdev lsblk
     bash keyctl jq
     udevadm
+    lvm
 )
 # Every program of these packages goes into /opt/gnu/bin, which is not on PATH: scripts written
 # for a GNU userland rather than busybox (cryptsetup's own tests) put it first in theirs.
@@ -139,6 +145,12 @@ options:
   --prepare        only download and build the kernel and initramfs (exit 0, or 77 = skip)
   --verbose        show the kernel console and timings on stderr (LUKSKIT_REFVM_VERBOSE=1)
   --keep           keep the run directory (console log, initrd) (LUKSKIT_REFVM_KEEP=1)
+  --initrd CPIO    boot this initramfs instead (no SCRIPT; the serial console, kernel messages
+                   included, is stdout; exit status 0 once the guest powered off)
+  --answer PROMPT=FILE  (with --initrd) when the console shows PROMPT, type FILE's bytes and
+                   Enter on it (several --answer are answered in order)
+  --append ARGS    more kernel command line (as LUKSKIT_REFVM_APPEND)
+  --snapshot       the guest's writes to the DISKs are thrown away (qemu snapshot=on)
 
 environment: LUKSKIT_BIN (lukskit binary, installed as /usr/bin/lukskit),
   LUKSKIT_REFVM_CACHE (cache dir), LUKSKIT_REFVM_KERNEL (e.g. 6.1.0-56-amd64),
@@ -149,6 +161,9 @@ EOF
 
 PREPARE=0
 COPIES=()
+INITRD=
+ANSWERS=()
+SNAPSHOT=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --share) SHARE=$2; shift 2 ;;
@@ -158,6 +173,10 @@ while [ $# -gt 0 ]; do
     --prepare) PREPARE=1; shift ;;
     --verbose) VERBOSE=1; shift ;;
     --keep) KEEP=1; shift ;;
+    --initrd) INITRD=$2; shift 2 ;;
+    --answer) ANSWERS+=("$2"); shift 2 ;;
+    --append) APPEND="$APPEND $2"; shift 2 ;;
+    --snapshot) SNAPSHOT=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
     -*) usage >&2; exit 2 ;;
@@ -165,13 +184,17 @@ while [ $# -gt 0 ]; do
     esac
 done
 SCRIPT=
-if [ "$PREPARE" = 0 ]; then
+if [ "$PREPARE" = 0 ] && [ -z "$INITRD" ]; then
     [ $# -ge 1 ] || { usage >&2; exit 2; }
     SCRIPT=$1
     shift
     [ -f "$SCRIPT" ] || die "no such script: $SCRIPT"
 fi
 DISKS=("$@")
+if [ -n "$INITRD" ]; then [ -f "$INITRD" ] || die "no such initramfs: $INITRD"; fi
+for a in "${ANSWERS[@]}"; do
+    case "$a" in *=*) [ -f "${a#*=}" ] || die "--answer: no such file: ${a#*=}" ;; *) die "--answer PROMPT=FILE" ;; esac
+done
 for d in "${DISKS[@]}"; do
     [ -f "$d" ] || [ -b "$d" ] || die "no such disk image: $d"
 done
@@ -621,36 +644,40 @@ RUN=$(mktemp -d "${TMPDIR:-/tmp}/refvm-run.XXXXXX")
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() { if [ "$KEEP" = 1 ]; then say "run directory kept: $RUN"; else rm -rf "$RUN"; fi; }
 trap cleanup EXIT
-O=$RUN/overlay
-mkdir -p "$O/refvm/files"
-cp "$SCRIPT" "$O/refvm/script"
-{
-    echo "REFVM_DISKS=${#DISKS[@]}"
-    echo "REFVM_SHARE=$([ -n "$SHARE" ] && echo 1 || echo 0)"
-    echo "BOOT_MODULES=\"$BOOT_MODULES\""
-} >"$O/refvm/config"
-if [ -n "$LUKSKIT_BIN" ]; then
-    # Only the libraries the base does not already have.
-    mkdir -p "$RUN/base"
-    while read -r p; do
-        case "$p" in ./usr/lib*) mkdir -p "$RUN/base/$(dirname "$p")" && : >"$RUN/base/$p" ;; esac
-    done < <(grep -E '^\./usr/lib(64)?/[^/]+(/[^/]+)?$' "$CACHE/vm/files.txt")
-    install_elf "$LUKSKIT_BIN" "$RUN/base" usr/bin/lukskit
-    (cd "$RUN/base" && find . -type f -size +0) | while read -r p; do
-        mkdir -p "$O/$(dirname "$p")"
-        mv "$RUN/base/$p" "$O/$p"
+if [ -n "$INITRD" ]; then
+    cp "$INITRD" "$RUN/initrd"
+else
+    O=$RUN/overlay
+    mkdir -p "$O/refvm/files"
+    cp "$SCRIPT" "$O/refvm/script"
+    {
+        echo "REFVM_DISKS=${#DISKS[@]}"
+        echo "REFVM_SHARE=$([ -n "$SHARE" ] && echo 1 || echo 0)"
+        echo "BOOT_MODULES=\"$BOOT_MODULES\""
+    } >"$O/refvm/config"
+    if [ -n "$LUKSKIT_BIN" ]; then
+        # Only the libraries the base does not already have.
+        mkdir -p "$RUN/base"
+        while read -r p; do
+            case "$p" in ./usr/lib*) mkdir -p "$RUN/base/$(dirname "$p")" && : >"$RUN/base/$p" ;; esac
+        done < <(grep -E '^\./usr/lib(64)?/[^/]+(/[^/]+)?$' "$CACHE/vm/files.txt")
+        install_elf "$LUKSKIT_BIN" "$RUN/base" usr/bin/lukskit
+        (cd "$RUN/base" && find . -type f -size +0) | while read -r p; do
+            mkdir -p "$O/$(dirname "$p")"
+            mv "$RUN/base/$p" "$O/$p"
+        done
+    fi
+    for c in "${COPIES[@]}"; do
+        src=${c%%:*}
+        dst=/refvm/files/$(basename "$src")
+        case "$c" in *:*) dst=${c#*:} ;; esac
+        [ -f "$src" ] || die "--copy: no such file: $src"
+        mkdir -p "$O/$(dirname "$dst")"
+        cp "$src" "$O/$dst"
     done
+    (cd "$O" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$RUN/overlay.cpio"
+    cat "$CACHE/vm/base.cpio" "$RUN/overlay.cpio" >"$RUN/initrd"
 fi
-for c in "${COPIES[@]}"; do
-    src=${c%%:*}
-    dst=/refvm/files/$(basename "$src")
-    case "$c" in *:*) dst=${c#*:} ;; esac
-    [ -f "$src" ] || die "--copy: no such file: $src"
-    mkdir -p "$O/$(dirname "$dst")"
-    cp "$src" "$O/$dst"
-done
-(cd "$O" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$RUN/overlay.cpio"
-cat "$CACHE/vm/base.cpio" "$RUN/overlay.cpio" >"$RUN/initrd"
 cp "$CACHE/vm/kernel" "$RUN/kernel"
 flock -u 9
 
@@ -659,17 +686,27 @@ QEMU=(
     qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$CPUS" -m "$MEM" -M pc
     -nodefaults -no-user-config -display none -no-reboot
     -kernel "$RUN/kernel" -initrd "$RUN/initrd"
-    -append "console=ttyS0 panic=-1 quiet mitigations=off rdinit=/init $APPEND"
-    -serial "file:$RUN/console.log"
     -device virtio-rng-pci
-    -device virtio-serial-pci,id=vser
 )
-for p in stdout stderr status; do
-    : >"$RUN/$p"
-    QEMU+=(-chardev "file,id=$p,path=$RUN/$p" -device "virtserialport,bus=vser.0,chardev=$p,name=refvm.$p")
-done
+# shellcheck disable=SC2054 # qemu options are comma-separated
+if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
+    # The serial line both ways: qemu reads $RUN/serial.in and writes $RUN/serial.out (FIFOs).
+    mkfifo "$RUN/serial.in" "$RUN/serial.out"
+    QEMU+=(-append "console=ttyS0 panic=-1 mitigations=off $APPEND" -serial "pipe:$RUN/serial")
+elif [ -n "$INITRD" ]; then
+    QEMU+=(-append "console=ttyS0 panic=-1 mitigations=off $APPEND" -serial "file:$RUN/console.log")
+else
+    QEMU+=(-append "console=ttyS0 panic=-1 quiet mitigations=off rdinit=/init $APPEND" -serial "file:$RUN/console.log"
+        -device virtio-serial-pci,id=vser)
+    for p in stdout stderr status; do
+        : >"$RUN/$p"
+        QEMU+=(-chardev "file,id=$p,path=$RUN/$p" -device "virtserialport,bus=vser.0,chardev=$p,name=refvm.$p")
+    done
+fi
+snap=
+[ "$SNAPSHOT" = 1 ] && snap=,snapshot=on
 for d in "${DISKS[@]}"; do
-    QEMU+=(-drive "file=${d//,/,,},format=raw,if=virtio,cache=unsafe")
+    QEMU+=(-drive "file=${d//,/,,},format=raw,if=virtio,cache=unsafe$snap")
 done
 if [ -n "$SHARE" ]; then
     QEMU+=(-virtfs "local,path=${SHARE//,/,,},mount_tag=host,security_model=none,id=host")
@@ -677,28 +714,63 @@ fi
 
 verbose "prepared in $(elapsed)s; booting"
 set +e
+: >"$RUN/console.log"
 timeout -k 10 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$RUN/qemu.log" 2>&1 &
 qpid=$!
-# The script's output is passed on while it runs (tail ends once qemu has, after a last read).
-tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stdout" &
-tpid1=$!
-tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stderr" >&2 &
-tpid2=$!
+apid=
+if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
+    cat "$RUN/serial.out" >>"$RUN/console.log" &
+    # Types each answer once its prompt is on the console (after what was already answered).
+    (
+        exec 8>"$RUN/serial.in"
+        seen=0
+        for a in "${ANSWERS[@]}"; do
+            prompt=${a%%=*} file=${a#*=}
+            while kill -0 "$qpid" 2>/dev/null; do
+                n=$(tail -c +$((seen + 1)) "$RUN/console.log" | grep -cF -- "$prompt" || true)
+                [ "$n" -gt 0 ] && break
+                sleep 0.2
+            done
+            seen=$(stat -c %s "$RUN/console.log")
+            sleep 0.5
+            cat "$file" >&8
+            printf '\r' >&8
+        done
+        exec 8>&-
+    ) &
+    apid=$!
+fi
+if [ -n "$INITRD" ]; then
+    # The script's output is passed on while it runs (tail ends once qemu has, after a last read).
+    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/console.log" &
+    tpid1=$!
+    tpid2=
+else
+    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stdout" &
+    tpid1=$!
+    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stderr" >&2 &
+    tpid2=$!
+fi
 wait "$qpid"
 qrc=$?
-wait "$tpid1" "$tpid2"
+wait $tpid1 $tpid2
+if [ -n "$apid" ]; then kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null; fi
 set -e
 verbose "VM finished in $(elapsed)s (qemu status $qrc)"
-if [ "$VERBOSE" = 1 ]; then
+if [ "$VERBOSE" = 1 ] && [ -z "$INITRD" ]; then
     sed 's/^/console: /' "$RUN/console.log" >&2
     sed 's/^/qemu: /' "$RUN/qemu.log" >&2
 fi
-rc=$(tr -dc '0-9' <"$RUN/status")
 if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
     say "the VM timed out after ${TIMEOUT}s (run.sh ran $(elapsed)s in all; --timeout or LUKSKIT_REFVM_TIMEOUT allows more); last console lines:"
     tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
     exit "$EXIT_TIMEOUT"
 fi
+if [ -n "$INITRD" ]; then
+    [ "$qrc" = 0 ] || { tail -n 10 "$RUN/qemu.log" | sed 's/^/  qemu: /' >&2; exit "$EXIT_HARNESS"; }
+    exit 0
+fi
+rc=$(tr -dc '0-9' <"$RUN/status")
 if [ -z "$rc" ]; then
     say "the VM stopped without reporting the script's status (qemu status $qrc); last console lines:"
     tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
