@@ -126,4 +126,9 @@ pub struct MappingConfig {
     /// default ([`lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS`]).
     #[serde(default)]
     pub nbd_connections: Option<usize>,
+    /// The serving process serves the root file system (it was started in the initramfs): its
+    /// `argv[0]` starts with `@`, systemd's mark for root-storage daemons, which its shutdown
+    /// (and `systemd-shutdown`'s final kill) leaves running.
+    #[serde(default)]
+    pub root_storage_daemon: bool,
 }

@@ -256,6 +256,17 @@ if [ ! -e "$IN/.done" ]; then
     echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks,initramfs" >"$CH/etc/crypttab"
     echo 'KEYFILE_PATTERN="/etc/keys/*.key"' >>"$CH/etc/cryptsetup-initramfs/conf-hook"
     mkinitrd debian
+    # What Debian's hook put in as cryptsetup: the link and the bytes behind it.
+    cp "$IN.tmp/debian.img" "$CH/tmp/u.img"
+    rm -rf "$CH/tmp/u"
+    in_chroot unmkinitramfs /tmp/u.img /tmp/u
+    u=$CH/tmp/u
+    [ -d "$u/main" ] && u=$u/main
+    {
+        echo "cryptsetup-link $(readlink "$u/usr/sbin/cryptsetup" || echo none)"
+        echo "cryptsetup-sha256 $(sha256sum <"$u/usr/sbin/cryptsetup" | cut -d' ' -f1)"
+    } >"$IN.tmp/debian.facts"
+    rm -rf "$CH/tmp/u" "$CH/tmp/u.img"
     # Back to Debian's cryptsetup (README: how to go back).
     rm -f "$CH/sbin/cryptsetup"
     in_chroot dpkg-divert --local --rename --remove /sbin/cryptsetup >&2
