@@ -37,6 +37,9 @@ command -v qemu-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-user)
 command -v qemu-system-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-arm)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v cpio >/dev/null 2>&1 || need_pkgs+=(cpio)
+# Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
+# builds the initramfs images with its own mkinitramfs.
+command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"

@@ -12,7 +12,7 @@
 # The hook reads /etc/crypttab: see hooks/lukskit for which entries it takes.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT= BIN= UPDATE=1 UNINSTALL=0
+ROOT='' BIN='' UPDATE=1 UNINSTALL=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --root) ROOT=$2; shift 2 ;;

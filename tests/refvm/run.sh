@@ -19,12 +19,11 @@
 # README.md.
 set -euo pipefail
 
-EXIT_SKIP=77
-EXIT_TIMEOUT=124
-EXIT_HARNESS=125
-
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
+REFVM_TAG=refvm
+# shellcheck source=tests/refvm/lib.sh
+. "$HERE/lib.sh"
 
 CACHE=${LUKSKIT_REFVM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lukskit-refvm}
 TIMEOUT=${LUKSKIT_REFVM_TIMEOUT:-900}
@@ -118,17 +117,6 @@ MODULES_EXCLUDE=(crypto/tcrypt.ko drivers/md/md-cluster.ko)
 # call modprobe for the ciphers they need).
 BOOT_MODULES="virtio_pci virtio_blk virtio_console virtio_rng dm_mod dm_crypt loop"
 
-say() { echo "refvm: $*" >&2; }
-verbose() { if [ "$VERBOSE" = 1 ]; then say "$@"; fi; }
-skip() {
-    say "SKIP: $*"
-    exit "$EXIT_SKIP"
-}
-die() {
-    say "error: $*"
-    exit "$EXIT_HARNESS"
-}
-
 usage() {
     cat <<'EOF'
 usage: run.sh [OPTIONS] SCRIPT [DISK ...]
@@ -203,7 +191,6 @@ if [ -n "$LUKSKIT_BIN" ]; then [ -x "$LUKSKIT_BIN" ] || die "LUKSKIT_BIN is not 
 [ "$(uname -m)" = x86_64 ] || skip "the reference VM needs an x86_64 host"
 
 T0=$(date +%s.%N)
-elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # --- host tools -------------------------------------------------------------------------------
 APT_UPDATED=0
@@ -214,23 +201,7 @@ apt_update() {
         APT_UPDATED=1
     fi
 }
-need_tools() {
-    local missing=() pkgs=()
-    command -v qemu-system-x86_64 >/dev/null || { missing+=(qemu-system-x86_64); pkgs+=(qemu-system-x86); }
-    command -v cpio >/dev/null || { missing+=(cpio); pkgs+=(cpio); }
-    command -v depmod >/dev/null || [ -x /sbin/depmod ] || { missing+=(depmod); pkgs+=(kmod); }
-    command -v flock >/dev/null || { missing+=(flock); pkgs+=(util-linux); }
-    [ ${#missing[@]} -eq 0 ] && return 0
-    command -v apt-get >/dev/null || skip "missing ${missing[*]} and no apt-get to install them"
-    [ "$(id -u)" = 0 ] || skip "missing ${missing[*]}: install ${pkgs[*]} (or run as root)"
-    say "installing ${pkgs[*]}"
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
-        apt_update
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1 ||
-            skip "could not install ${pkgs[*]}"
-    fi
-}
-need_tools
+refvm_need_tools qemu-system-x86_64 qemu-system-x86
 command -v dpkg-deb >/dev/null || skip "dpkg-deb not found (the reference VM is built from Debian packages)"
 DEPMOD=$(command -v depmod || echo /sbin/depmod)
 
@@ -355,7 +326,7 @@ KVER=${KPKG#linux-image-}
 
 # --- the initramfs ------------------------------------------------------------------------------
 STAMP=$({
-    cat "$SELF"
+    cat "$SELF" "$HERE/lib.sh"
     printf '%s\n' "$KVER" "$EXTRA_MODULES"
     for f in "${DEBS[@]}"; do basename "$f"; done | sort
 } | sha256sum | cut -c1-16)
@@ -389,36 +360,8 @@ if [ "$REFVM_SHARE" = 1 ]; then
         mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,cache=none host /host ||
         echo "refvm: cannot mount the shared directory"
 fi
-# Up to 120 s for the ports and disks: probing is slow under TCG on a loaded host.
-OUT= ERR= STATUS= n=0
-while [ $n -lt 2400 ]; do
-    for p in /sys/class/virtio-ports/*; do
-        [ -e "$p/name" ] || continue
-        case "$(cat "$p/name")" in
-        refvm.stdout) OUT=/dev/${p##*/} ;;
-        refvm.stderr) ERR=/dev/${p##*/} ;;
-        refvm.status) STATUS=/dev/${p##*/} ;;
-        esac
-    done
-    disks=$(ls -d /sys/block/vd* 2>/dev/null | wc -l)
-    [ -n "$OUT" ] && [ -n "$ERR" ] && [ -n "$STATUS" ] && [ -e "$STATUS" ] && [ "$disks" -ge "$REFVM_DISKS" ] && break
-    n=$((n + 1))
-    sleep 0.05
-done
-if [ -z "$STATUS" ] || [ ! -e "$STATUS" ]; then
-    echo "refvm: the output ports did not appear in time (120 s or more)"
-    poweroff -f
-fi
-[ "$disks" -ge "$REFVM_DISKS" ] || echo "refvm: only $disks of $REFVM_DISKS disks appeared"
-echo "refvm: script starts $(cut -d' ' -f1 /proc/uptime)s"
-cd /root
-REFVM=1 sh /refvm/script >"$OUT" 2>"$ERR" </dev/null
-rc=$?
-sync
-echo "refvm: script exited $rc $(cut -d' ' -f1 /proc/uptime)s"
-echo "$rc" >"$STATUS"
-poweroff -f
 INIT
+    refvm_init_tail >>"$1"
     chmod 755 "$1"
 }
 
@@ -688,93 +631,15 @@ QEMU=(
     -kernel "$RUN/kernel" -initrd "$RUN/initrd"
     -device virtio-rng-pci
 )
-# shellcheck disable=SC2054 # qemu options are comma-separated
-if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
-    # The serial line both ways: qemu reads $RUN/serial.in and writes $RUN/serial.out (FIFOs).
-    mkfifo "$RUN/serial.in" "$RUN/serial.out"
-    QEMU+=(-append "console=ttyS0 panic=-1 mitigations=off $APPEND" -serial "pipe:$RUN/serial")
-elif [ -n "$INITRD" ]; then
-    QEMU+=(-append "console=ttyS0 panic=-1 mitigations=off $APPEND" -serial "file:$RUN/console.log")
-else
-    QEMU+=(-append "console=ttyS0 panic=-1 quiet mitigations=off rdinit=/init $APPEND" -serial "file:$RUN/console.log"
-        -device virtio-serial-pci,id=vser)
-    for p in stdout stderr status; do
-        : >"$RUN/$p"
-        QEMU+=(-chardev "file,id=$p,path=$RUN/$p" -device "virtserialport,bus=vser.0,chardev=$p,name=refvm.$p")
-    done
-fi
+CONSOLE=ttyS0
+APPEND="mitigations=off $APPEND"
 snap=
 [ "$SNAPSHOT" = 1 ] && snap=,snapshot=on
+DISK_ARGS=()
 for d in "${DISKS[@]}"; do
-    QEMU+=(-drive "file=${d//,/,,},format=raw,if=virtio,cache=unsafe$snap")
+    DISK_ARGS+=(-drive "file=${d//,/,,},format=raw,if=virtio,cache=unsafe$snap")
 done
 if [ -n "$SHARE" ]; then
-    QEMU+=(-virtfs "local,path=${SHARE//,/,,},mount_tag=host,security_model=none,id=host")
+    DISK_ARGS+=(-virtfs "local,path=${SHARE//,/,,},mount_tag=host,security_model=none,id=host")
 fi
-
-verbose "prepared in $(elapsed)s; booting"
-set +e
-: >"$RUN/console.log"
-timeout -k 10 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$RUN/qemu.log" 2>&1 &
-qpid=$!
-apid=
-if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
-    cat "$RUN/serial.out" >>"$RUN/console.log" &
-    # Types each answer once its prompt is on the console (after what was already answered).
-    (
-        exec 8>"$RUN/serial.in"
-        seen=0
-        for a in "${ANSWERS[@]}"; do
-            prompt=${a%%=*} file=${a#*=}
-            while kill -0 "$qpid" 2>/dev/null; do
-                n=$(tail -c +$((seen + 1)) "$RUN/console.log" | grep -cF -- "$prompt" || true)
-                [ "$n" -gt 0 ] && break
-                sleep 0.2
-            done
-            seen=$(stat -c %s "$RUN/console.log")
-            sleep 0.5
-            cat "$file" >&8
-            printf '\r' >&8
-        done
-        exec 8>&-
-    ) &
-    apid=$!
-fi
-if [ -n "$INITRD" ]; then
-    # The script's output is passed on while it runs (tail ends once qemu has, after a last read).
-    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/console.log" &
-    tpid1=$!
-    tpid2=
-else
-    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stdout" &
-    tpid1=$!
-    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stderr" >&2 &
-    tpid2=$!
-fi
-wait "$qpid"
-qrc=$?
-wait $tpid1 $tpid2
-if [ -n "$apid" ]; then kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null; fi
-set -e
-verbose "VM finished in $(elapsed)s (qemu status $qrc)"
-if [ "$VERBOSE" = 1 ] && [ -z "$INITRD" ]; then
-    sed 's/^/console: /' "$RUN/console.log" >&2
-    sed 's/^/qemu: /' "$RUN/qemu.log" >&2
-fi
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-    say "the VM timed out after ${TIMEOUT}s (run.sh ran $(elapsed)s in all; --timeout or LUKSKIT_REFVM_TIMEOUT allows more); last console lines:"
-    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
-    exit "$EXIT_TIMEOUT"
-fi
-if [ -n "$INITRD" ]; then
-    [ "$qrc" = 0 ] || { tail -n 10 "$RUN/qemu.log" | sed 's/^/  qemu: /' >&2; exit "$EXIT_HARNESS"; }
-    exit 0
-fi
-rc=$(tr -dc '0-9' <"$RUN/status")
-if [ -z "$rc" ]; then
-    say "the VM stopped without reporting the script's status (qemu status $qrc); last console lines:"
-    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
-    tail -n 10 "$RUN/qemu.log" | sed 's/^/  qemu: /' >&2
-    exit "$EXIT_HARNESS"
-fi
-exit "$rc"
+refvm_boot "quiet rdinit=/init"

@@ -56,7 +56,7 @@ flock 8
 # --- the kernel of run.sh ---------------------------------------------------------------------
 "$RUNSH" --prepare >&2 || exit $?
 KDEB=$(awk '$1 ~ /^linux-image-/ { print $2 }' "$CACHE/resolved")
-[ -n "$KDEB" ] && [ -f "$CACHE/debs/$KDEB" ] || die "run.sh's kernel package not found in $CACHE/resolved"
+{ [ -n "$KDEB" ] && [ -f "$CACHE/debs/$KDEB" ]; } || die "run.sh's kernel package not found in $CACHE/resolved"
 KVER=$(dpkg-deb -f "$CACHE/debs/$KDEB" Package)
 KVER=${KVER#linux-image-}
 BBDEB=$(awk '$1 == "busybox-static" { print $2 }' "$CACHE/resolved")
@@ -130,6 +130,7 @@ INIT
         echo "LUKS_A=$(uuid)"
         echo "LUKS_B=$(uuid)"
     } >"$T/params"
+    # shellcheck disable=SC1091
     . "$T/params"
     cat >"$T/make.sh" <<EOF
 set -e
@@ -182,6 +183,7 @@ EOF
     : >"$DK/.done"
 fi
 # --- end disks
+# shellcheck disable=SC1091
 . "$DK/params"
 
 # --- the initramfs images -------------------------------------------------------------------------
@@ -199,6 +201,7 @@ if [ ! -e "$IN/.done" ]; then
     say "building the initramfs images with mkinitramfs in the chroot (once per lukskit binary; $IN)"
     # Every build in a private mount namespace (/proc, /sys, /dev of the chroot vanish with it).
     in_chroot() {
+        # shellcheck disable=SC2016 # expanded by the inner sh
         unshare -m --propagation private sh -c '
             ch=$1; shift
             mount -t proc proc "$ch/proc" && mount -t sysfs sysfs "$ch/sys" &&
