@@ -6,6 +6,9 @@
 //! - lukskit's initramfs-tools hook with a key file (`key`), with a passphrase typed on the
 //!   serial console (`pass`), with LVM on top of the LUKS2 volume (`lvm`), and with one RAID
 //!   disk missing (`degraded`: the same initramfs as `key`, booted with one disk);
+//! - lukskit's hook with `--backend userspace` (`fuse`): the root is served by lukskit's own
+//!   process (FUSE file + loop device, as on a kernel without dm-crypt), which must keep
+//!   serving after `switch_root`, marked as a systemd root-storage daemon (`@` in argv[0]);
 //! - Debian's own `cryptroot` hook (cryptsetup-initramfs) with lukskit installed as
 //!   `/sbin/cryptsetup` (`debian_cryptroot`).
 //!
@@ -179,6 +182,8 @@ struct Seen {
     root: Option<String>,
     dm: Vec<(String, String)>,
     mdstat: String,
+    /// `(pid, argv[0])` of the processes marked with `@` after switch_root.
+    procs: Vec<(String, String)>,
 }
 
 fn seen(console: &str) -> Seen {
@@ -187,6 +192,7 @@ fn seen(console: &str) -> Seen {
         root: None,
         dm: Vec::new(),
         mdstat: String::new(),
+        procs: Vec::new(),
     };
     for l in console.lines() {
         let l = l.trim_end_matches('\r');
@@ -200,6 +206,10 @@ fn seen(console: &str) -> Seen {
                 w.next().unwrap_or("").to_string(),
                 w.next().unwrap_or("").to_string(),
             ));
+        } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-PROC ") {
+            if let Some((pid, a)) = v.split_once(' ') {
+                s.procs.push((pid.to_string(), a.to_string()));
+            }
         } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-MDSTAT ") {
             s.mdstat.push_str(v);
             s.mdstat.push('\n');
@@ -383,6 +393,70 @@ fn lukskit_hook_unlocks_lvm_on_luks2_on_raid1() {
             .any(|(n, u)| n == "vg0-root" && u.starts_with("LVM-")),
         "{t}: no LVM mapping vg0-root: {:?}",
         s.dm
+    );
+}
+
+#[test]
+fn lukskit_hook_serves_root_from_userspace_across_switch_root() {
+    let t = "refvm_boot fuse";
+    let Some(b) = built(t) else { return };
+    check_lukskit_image(
+        t,
+        &listing(b, "fuse"),
+        Some("etc/lukskit/keys/cryptroot.key"),
+    );
+    let files = listing(b, "fuse");
+    assert!(
+        files.iter().any(|f| f == "etc/lukskit/options"),
+        "{t}: no etc/lukskit/options"
+    );
+    let Some(r) = boot(
+        t,
+        b,
+        "fuse",
+        &["a1.img", "a2.img"],
+        "root=/dev/mapper/cryptroot",
+        false,
+    ) else {
+        return;
+    };
+    assert!(
+        r.stdout.contains("cryptroot: opened."),
+        "{t}: lukskit did not report the unlock:\n{}",
+        r.stdout
+    );
+    let s = seen(&r.stdout);
+    let marker = read(&b.disks.join("marker"));
+    assert_eq!(
+        s.marker.as_deref(),
+        Some(marker.trim()),
+        "{t}: the real root's init did not print the marker of the root file system; console:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    // The root is the loop device over the serving process's FUSE file, no dm-crypt mapping.
+    assert!(
+        s.root
+            .as_deref()
+            .is_some_and(|v| v.starts_with("/dev/loop") && v.ends_with(" ext4")),
+        "{t}: root mount {:?}",
+        s.root
+    );
+    assert!(
+        s.dm.is_empty(),
+        "{t}: a device-mapper mapping exists: {:?}",
+        s.dm
+    );
+    assert!(
+        s.mdstat.contains("[2/2] [UU]"),
+        "{t}: mdstat:\n{}",
+        s.mdstat
+    );
+    // The serving process survived switch_root, marked for systemd's shutdown.
+    assert!(
+        s.procs.iter().any(|(_, a)| a == "@lukskit: cryptroot"),
+        "{t}: no serving process '@lukskit: cryptroot' after switch_root: {:?}",
+        s.procs
     );
 }
 

@@ -39,14 +39,24 @@ fn systemd_spares(pid: i32) -> bool {
 fn alive(pid: i32) -> bool {
     // A zombie is gone for our purpose.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
         .unwrap_or(false)
 }
 
 /// SIGTERM, wait, SIGKILL to every process of `pids` that systemd would not spare, as
 /// systemd-shutdown's killall does; returns the ones it signalled.
 fn sweep(pids: &[i32]) -> Vec<i32> {
-    let victims: Vec<i32> = pids.iter().copied().filter(|&p| !systemd_spares(p)).collect();
+    let victims: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|&p| !systemd_spares(p))
+        .collect();
     for &p in &victims {
         // SAFETY: kill with pids of serving processes this test started.
         unsafe { libc::kill(p, libc::SIGTERM) };
@@ -109,13 +119,20 @@ fn root_serving_process_is_marked_and_survives_shutdown_sweep() {
     // Data written through the root's mapping before the sweep.
     let data: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
     {
-        let mut f = std::fs::OpenOptions::new().write(true).open(root.dev()).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(root.dev())
+            .unwrap();
         f.seek(SeekFrom::Start(4096)).unwrap();
         f.write_all(&data).unwrap();
         f.sync_all().unwrap();
     }
     let killed = sweep(&[pr, po]);
-    assert_eq!(killed, vec![po], "systemd's rule signals only the unmarked one");
+    assert_eq!(
+        killed,
+        vec![po],
+        "systemd's rule signals only the unmarked one"
+    );
     assert!(alive(pr), "the root's serving process survived the sweep");
     assert!(!alive(po), "the other serving process was killed");
     // The root is still served: read back through the kernel (loop device over the FUSE

@@ -19,6 +19,8 @@
 #  - initrd-KEY/: initramfs images made by mkinitramfs in the chroot:
 #      key.img     lukskit's hook, crypttab `cryptroot UUID=<a> /etc/keys/root.key luks`
 #      pass.img    lukskit's hook, crypttab `cryptroot UUID=<a> none luks,tries=2`
+#      fuse.img    lukskit's hook with LUKSKIT_OPEN_OPTIONS="--backend userspace": the root is
+#                  served by lukskit's own process (FUSE + loop device) across switch_root
 #      lvm.img     lukskit's hook, crypttab `cryptlvm UUID=<b> /etc/keys/root.key luks`, root on
 #                  /dev/mapper/vg0-root (LUKSKIT_NAMES=cryptlvm)
 #      debian.img  Debian's cryptsetup-initramfs hook (cryptroot) with lukskit installed as
@@ -117,6 +119,11 @@ for d in /sys/block/dm-*; do
     [ -e "$d/dm/name" ] && echo "LUKSKIT-BOOT-DM $(/bin/busybox cat "$d/dm/name") $(/bin/busybox cat "$d/dm/uuid")"
 done
 /bin/busybox sed 's/^/LUKSKIT-BOOT-MDSTAT /' /proc/mdstat
+# Processes that survived switch_root as root-storage daemons (argv[0] starting with '@').
+for p in /proc/[0-9]*; do
+    a=$(/bin/busybox tr '\0' '\n' <"$p/cmdline" 2>/dev/null | /bin/busybox head -n 1)
+    case "$a" in @*) echo "LUKSKIT-BOOT-PROC ${p#/proc/} $a" ;; esac
+done
 echo "LUKSKIT-BOOT-END"
 /bin/busybox sync
 /bin/busybox poweroff -f
@@ -245,6 +252,12 @@ if [ ! -e "$IN/.done" ]; then
     echo "cryptlvm UUID=$LUKS_B /etc/keys/root.key luks" >"$CH/etc/crypttab"
     echo 'LUKSKIT_NAMES="cryptlvm"' >>"$CH/etc/lukskit/initramfs.conf"
     mkinitrd lvm
+    # The root served by lukskit's own process (FUSE + loop), as where the kernel has no dm-crypt.
+    echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$CH/etc/fstab"
+    echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks" >"$CH/etc/crypttab"
+    sed -i '/^LUKSKIT_NAMES=/d' "$CH/etc/lukskit/initramfs.conf"
+    echo 'LUKSKIT_OPEN_OPTIONS="--backend userspace"' >>"$CH/etc/lukskit/initramfs.conf"
+    mkinitrd fuse
     "$REPO/scripts/initramfs-tools/install.sh" --root "$CH" --uninstall >&2
     for f in $CRFILES; do
         in_chroot dpkg-divert --local --rename --remove "/usr/share/initramfs-tools/$f" >/dev/null

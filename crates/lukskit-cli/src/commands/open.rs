@@ -227,8 +227,8 @@ fn in_initramfs() -> bool {
     if std::path::Path::new("/etc/initrd-release").exists() {
         return true;
     }
-    const RAMFS_MAGIC: i64 = 0x8584_58f6;
-    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
     let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
     // SAFETY: `st` is a properly sized, writable statfs buffer and the path is a valid C
     // string; statfs only writes into the buffer.
@@ -237,7 +237,8 @@ fn in_initramfs() -> bool {
         return false;
     }
     // SAFETY: statfs returned 0, so it filled the buffer.
-    let t = unsafe { st.assume_init() }.f_type as i64;
+    // (`f_type` is i64 with glibc, an unsigned long with musl.)
+    let t = unsafe { st.assume_init() }.f_type as u64;
     (t == RAMFS_MAGIC || t == TMPFS_MAGIC) && std::path::Path::new("/init").exists()
 }
 
