@@ -434,17 +434,17 @@ fn lukskit_hook_serves_root_from_userspace_across_switch_root() {
         r.stdout,
         r.stderr
     );
-    // The root is the loop device over the serving process's FUSE file, no dm-crypt mapping.
-    assert!(
-        s.root
-            .as_deref()
-            .is_some_and(|v| v.starts_with("/dev/loop") && v.ends_with(" ext4")),
-        "{t}: root mount {:?}",
-        s.root
+    // The root is /dev/mapper/cryptroot, lukskit's link to the loop device over the serving
+    // process's FUSE file: there is no device-mapper mapping at all.
+    assert_eq!(
+        s.root.as_deref(),
+        Some("/dev/mapper/cryptroot ext4"),
+        "{t}: root mount; console:\n{}",
+        r.stdout
     );
     assert!(
         s.dm.is_empty(),
-        "{t}: a device-mapper mapping exists: {:?}",
+        "{t}: a device-mapper mapping exists (the root should be served by lukskit's process): {:?}",
         s.dm
     );
     assert!(
@@ -464,7 +464,8 @@ fn lukskit_hook_serves_root_from_userspace_across_switch_root() {
 fn lukskit_hook_unlocks_degraded_raid1() {
     let t = "refvm_boot degraded";
     let Some(b) = built(t) else { return };
-    // Only the second disk: mdadm's boot script starts the array degraded after its wait.
+    // Only the second disk: mdadm's boot script starts the array degraded 2/3 into
+    // initramfs-tools' 30 s wait for the root, and lukskit's local-block step unlocks it.
     let Some(r) = boot(
         t,
         b,
