@@ -48,6 +48,9 @@ command -v cpio >/dev/null 2>&1 || need_pkgs+=(cpio)
 command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 command -v jose >/dev/null 2>&1 || need_pkgs+=(jose)
 [ -x /usr/bin/clevis-luks-bind ] || need_pkgs+=(clevis clevis-luks)
+# Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
+# builds the initramfs images with its own mkinitramfs.
+command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"

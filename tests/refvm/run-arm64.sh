@@ -27,12 +27,11 @@
 # (depmod) and dpkg-deb.
 set -euo pipefail
 
-EXIT_SKIP=77
-EXIT_TIMEOUT=124
-EXIT_HARNESS=125
-
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
+REFVM_TAG=refvm-arm64
+# shellcheck source=tests/refvm/lib.sh
+. "$HERE/lib.sh"
 
 CACHE=${LUKSKIT_REFVM_ARM64_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lukskit-refvm-arm64}
 TIMEOUT=${LUKSKIT_REFVM_TIMEOUT:-1200}
@@ -57,17 +56,6 @@ MODULES_EXCLUDE=(crypto/tcrypt.ko)
 # Loaded at boot (busybox modprobe does not serve the kernel's requests for crypto algorithms,
 # so the ciphers lukskit's tests map are loaded here too).
 BOOT_MODULES="virtio_pci virtio_blk virtio_console virtio_rng dm_mod dm_crypt loop fuse xts aes_ce_blk aes_neon_bs sha256_arm64 sha2_ce ext4"
-
-say() { echo "refvm-arm64: $*" >&2; }
-verbose() { if [ "$VERBOSE" = 1 ]; then say "$@"; fi; }
-skip() {
-    say "SKIP: $*"
-    exit "$EXIT_SKIP"
-}
-die() {
-    say "error: $*"
-    exit "$EXIT_HARNESS"
-}
 
 usage() {
     cat <<'EOF'
@@ -137,26 +125,9 @@ done
 if [ -n "$LUKSKIT_BIN" ]; then [ -x "$LUKSKIT_BIN" ] || die "LUKSKIT_BIN is not executable: $LUKSKIT_BIN"; fi
 
 T0=$(date +%s.%N)
-elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # --- host tools -------------------------------------------------------------------------------
-need_tools() {
-    local missing=() pkgs=()
-    command -v qemu-system-aarch64 >/dev/null || { missing+=(qemu-system-aarch64); pkgs+=(qemu-system-arm); }
-    command -v cpio >/dev/null || { missing+=(cpio); pkgs+=(cpio); }
-    command -v depmod >/dev/null || [ -x /sbin/depmod ] || { missing+=(depmod); pkgs+=(kmod); }
-    command -v flock >/dev/null || { missing+=(flock); pkgs+=(util-linux); }
-    [ ${#missing[@]} -eq 0 ] && return 0
-    command -v apt-get >/dev/null || skip "missing ${missing[*]} and no apt-get to install them"
-    [ "$(id -u)" = 0 ] || skip "missing ${missing[*]}: install ${pkgs[*]} (or run as root)"
-    say "installing ${pkgs[*]}"
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
-        apt-get update -qq >/dev/null 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1 ||
-            skip "could not install ${pkgs[*]}"
-    fi
-}
-need_tools
+refvm_need_tools qemu-system-aarch64 qemu-system-arm
 command -v dpkg-deb >/dev/null || skip "dpkg-deb not found (the VM is built from Debian packages)"
 command -v apt-get >/dev/null || skip "apt-get not found (the VM is built from Debian packages)"
 DEPMOD=$(command -v depmod || echo /sbin/depmod)
@@ -294,7 +265,7 @@ KVER=${KPKG#linux-image-}
 
 # --- the initramfs ------------------------------------------------------------------------------
 STAMP=$({
-    cat "$SELF"
+    cat "$SELF" "$HERE/lib.sh"
     echo "$KVER"
     for f in "${DEBS[@]}"; do basename "$f"; done | sort
 } | sha256sum | cut -c1-16)
@@ -318,35 +289,8 @@ echo /usr/bin/modprobe >/proc/sys/kernel/modprobe
 echo "refvm: init $(cut -d' ' -f1 /proc/uptime)s"
 . /refvm/config
 for m in $BOOT_MODULES; do modprobe "$m" || echo "refvm: modprobe $m failed"; done
-OUT= ERR= STATUS= n=0
-while [ $n -lt 2400 ]; do
-    for p in /sys/class/virtio-ports/*; do
-        [ -e "$p/name" ] || continue
-        case "$(cat "$p/name")" in
-        refvm.stdout) OUT=/dev/${p##*/} ;;
-        refvm.stderr) ERR=/dev/${p##*/} ;;
-        refvm.status) STATUS=/dev/${p##*/} ;;
-        esac
-    done
-    disks=$(ls -d /sys/block/vd* 2>/dev/null | wc -l)
-    [ -n "$OUT" ] && [ -n "$ERR" ] && [ -n "$STATUS" ] && [ -e "$STATUS" ] && [ "$disks" -ge "$REFVM_DISKS" ] && break
-    n=$((n + 1))
-    sleep 0.05
-done
-if [ -z "$STATUS" ] || [ ! -e "$STATUS" ]; then
-    echo "refvm: the output ports did not appear in time (120 s or more)"
-    poweroff -f
-fi
-[ "$disks" -ge "$REFVM_DISKS" ] || echo "refvm: only $disks of $REFVM_DISKS disks appeared"
-echo "refvm: script starts $(cut -d' ' -f1 /proc/uptime)s"
-cd /root
-REFVM=1 sh /refvm/script >"$OUT" 2>"$ERR" </dev/null
-rc=$?
-sync
-echo "refvm: script exited $rc $(cut -d' ' -f1 /proc/uptime)s"
-echo "$rc" >"$STATUS"
-poweroff -f
 INIT
+    refvm_init_tail >>"$1"
     chmod 755 "$1"
 }
 
@@ -477,87 +421,9 @@ QEMU=(
     -kernel "$RUN/kernel" -initrd "$RUN/initrd"
     -device virtio-rng-pci
 )
-# shellcheck disable=SC2054 # qemu options are comma-separated
-if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
-    # The serial line both ways: qemu reads $RUN/serial.in and writes $RUN/serial.out (FIFOs).
-    mkfifo "$RUN/serial.in" "$RUN/serial.out"
-    QEMU+=(-append "console=ttyAMA0 panic=-1 $APPEND" -serial "pipe:$RUN/serial")
-elif [ -n "$INITRD" ]; then
-    QEMU+=(-append "console=ttyAMA0 panic=-1 $APPEND" -serial "file:$RUN/console.log")
-else
-    QEMU+=(-append "console=ttyAMA0 panic=-1 quiet rdinit=/init $APPEND" -serial "file:$RUN/console.log"
-        -device virtio-serial-pci,id=vser)
-    for p in stdout stderr status; do
-        : >"$RUN/$p"
-        QEMU+=(-chardev "file,id=$p,path=$RUN/$p" -device "virtserialport,bus=vser.0,chardev=$p,name=refvm.$p")
-    done
-fi
+CONSOLE=ttyAMA0
+DISK_ARGS=()
 for d in "${DISKS[@]}"; do
-    QEMU+=(-drive "file=${d//,/,,},format=raw,if=none,id=d${#QEMU[@]},cache=unsafe" -device "virtio-blk-pci,drive=d${#QEMU[@]}")
+    DISK_ARGS+=(-drive "file=${d//,/,,},format=raw,if=none,id=d${#DISK_ARGS[@]},cache=unsafe" -device "virtio-blk-pci,drive=d${#DISK_ARGS[@]}")
 done
-
-verbose "prepared in $(elapsed)s; booting"
-set +e
-: >"$RUN/console.log"
-timeout -k 10 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$RUN/qemu.log" 2>&1 &
-qpid=$!
-apid=
-if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
-    cat "$RUN/serial.out" >>"$RUN/console.log" &
-    # Types each answer once its prompt is on the console (after what was already answered).
-    (
-        exec 8>"$RUN/serial.in"
-        seen=0
-        for a in "${ANSWERS[@]}"; do
-            prompt=${a%%=*} file=${a#*=}
-            while kill -0 "$qpid" 2>/dev/null; do
-                n=$(tail -c +$((seen + 1)) "$RUN/console.log" | grep -cF -- "$prompt" || true)
-                [ "$n" -gt 0 ] && break
-                sleep 0.2
-            done
-            seen=$(stat -c %s "$RUN/console.log")
-            sleep 0.5
-            cat "$file" >&8
-            printf '\r' >&8
-        done
-        exec 8>&-
-    ) &
-    apid=$!
-fi
-if [ -n "$INITRD" ]; then
-    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/console.log" &
-    tpid1=$!
-    tpid2=
-else
-    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stdout" &
-    tpid1=$!
-    tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stderr" >&2 &
-    tpid2=$!
-fi
-wait "$qpid"
-qrc=$?
-wait $tpid1 $tpid2
-if [ -n "$apid" ]; then kill "$apid" 2>/dev/null; wait "$apid" 2>/dev/null; fi
-set -e
-verbose "VM finished in $(elapsed)s (qemu status $qrc)"
-if [ "$VERBOSE" = 1 ] && [ -z "$INITRD" ]; then
-    sed 's/^/console: /' "$RUN/console.log" >&2
-    sed 's/^/qemu: /' "$RUN/qemu.log" >&2
-fi
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-    say "the VM timed out after ${TIMEOUT}s (run-arm64.sh ran $(elapsed)s in all; --timeout or LUKSKIT_REFVM_TIMEOUT allows more); last console lines:"
-    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
-    exit "$EXIT_TIMEOUT"
-fi
-if [ -n "$INITRD" ]; then
-    [ "$qrc" = 0 ] || { tail -n 10 "$RUN/qemu.log" | sed 's/^/  qemu: /' >&2; exit "$EXIT_HARNESS"; }
-    exit 0
-fi
-rc=$(tr -dc '0-9' <"$RUN/status")
-if [ -z "$rc" ]; then
-    say "the VM stopped without reporting the script's status (qemu status $qrc); last console lines:"
-    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
-    tail -n 10 "$RUN/qemu.log" | sed 's/^/  qemu: /' >&2
-    exit "$EXIT_HARNESS"
-fi
-exit "$rc"
+refvm_boot "quiet rdinit=/init"

@@ -4,6 +4,9 @@
 #
 #   run.sh [OPTIONS] SCRIPT [DISK ...]
 #   run.sh --prepare            download and build everything, boot nothing
+#   run.sh --initrd CPIO [--answer PROMPT=FILE] [--snapshot] [--append ARGS] [DISK ...]
+#                               boot Debian's kernel with an initramfs of your own (e.g. one
+#                               made by mkinitramfs); the serial console is the output
 #
 # Each DISK (a raw image file on the host) is attached as /dev/vda, /dev/vdb, ... in the order
 # given; whatever the guest writes to them is in the files when run.sh returns. SCRIPT runs under
@@ -16,12 +19,11 @@
 # README.md.
 set -euo pipefail
 
-EXIT_SKIP=77
-EXIT_TIMEOUT=124
-EXIT_HARNESS=125
-
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
+REFVM_TAG=refvm
+# shellcheck source=tests/refvm/lib.sh
+. "$HERE/lib.sh"
 
 CACHE=${LUKSKIT_REFVM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lukskit-refvm}
 TIMEOUT=${LUKSKIT_REFVM_TIMEOUT:-900}
@@ -57,6 +59,8 @@ PACKAGES=(
     # systemd-udevd and udevadm (tests/refvm/udev): started only by a script that runs
     # /refvm/start-udev, with the device-mapper rules of dmsetup (UDEV_RULES).
     udev
+    # LVM on LUKS images for the boot tests (tests/refvm/boot): lvm.
+    lvm2 libaio1 libdevmapper-event1.02.1
 )
 # Programs installed from those packages (they win over busybox applets of the same name).
 BINARIES=(
@@ -69,6 +73,7 @@ BINARIES=(
     mount umount losetup blkid wipefs blockdev lsblk
     bash keyctl jq
     udevadm
+    lvm
 )
 # Every program of these packages goes into /opt/gnu/bin, which is not on PATH: scripts written
 # for a GNU userland rather than busybox (cryptsetup's own tests) put it first in theirs.
@@ -112,17 +117,6 @@ MODULES_EXCLUDE=(crypto/tcrypt.ko drivers/md/md-cluster.ko)
 # call modprobe for the ciphers they need).
 BOOT_MODULES="virtio_pci virtio_blk virtio_console virtio_rng dm_mod dm_crypt loop"
 
-say() { echo "refvm: $*" >&2; }
-verbose() { if [ "$VERBOSE" = 1 ]; then say "$@"; fi; }
-skip() {
-    say "SKIP: $*"
-    exit "$EXIT_SKIP"
-}
-die() {
-    say "error: $*"
-    exit "$EXIT_HARNESS"
-}
-
 usage() {
     cat <<'EOF'
 usage: run.sh [OPTIONS] SCRIPT [DISK ...]
@@ -139,6 +133,12 @@ options:
   --prepare        only download and build the kernel and initramfs (exit 0, or 77 = skip)
   --verbose        show the kernel console and timings on stderr (LUKSKIT_REFVM_VERBOSE=1)
   --keep           keep the run directory (console log, initrd) (LUKSKIT_REFVM_KEEP=1)
+  --initrd CPIO    boot this initramfs instead (no SCRIPT; the serial console, kernel messages
+                   included, is stdout; exit status 0 once the guest powered off)
+  --answer PROMPT=FILE  (with --initrd) when the console shows PROMPT, type FILE's bytes and
+                   Enter on it (several --answer are answered in order)
+  --append ARGS    more kernel command line (as LUKSKIT_REFVM_APPEND)
+  --snapshot       the guest's writes to the DISKs are thrown away (qemu snapshot=on)
 
 environment: LUKSKIT_BIN (lukskit binary, installed as /usr/bin/lukskit),
   LUKSKIT_REFVM_CACHE (cache dir), LUKSKIT_REFVM_KERNEL (e.g. 6.1.0-56-amd64),
@@ -149,6 +149,9 @@ EOF
 
 PREPARE=0
 COPIES=()
+INITRD=
+ANSWERS=()
+SNAPSHOT=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --share) SHARE=$2; shift 2 ;;
@@ -158,6 +161,10 @@ while [ $# -gt 0 ]; do
     --prepare) PREPARE=1; shift ;;
     --verbose) VERBOSE=1; shift ;;
     --keep) KEEP=1; shift ;;
+    --initrd) INITRD=$2; shift 2 ;;
+    --answer) ANSWERS+=("$2"); shift 2 ;;
+    --append) APPEND="$APPEND $2"; shift 2 ;;
+    --snapshot) SNAPSHOT=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
     -*) usage >&2; exit 2 ;;
@@ -165,13 +172,17 @@ while [ $# -gt 0 ]; do
     esac
 done
 SCRIPT=
-if [ "$PREPARE" = 0 ]; then
+if [ "$PREPARE" = 0 ] && [ -z "$INITRD" ]; then
     [ $# -ge 1 ] || { usage >&2; exit 2; }
     SCRIPT=$1
     shift
     [ -f "$SCRIPT" ] || die "no such script: $SCRIPT"
 fi
 DISKS=("$@")
+if [ -n "$INITRD" ]; then [ -f "$INITRD" ] || die "no such initramfs: $INITRD"; fi
+for a in "${ANSWERS[@]}"; do
+    case "$a" in *=*) [ -f "${a#*=}" ] || die "--answer: no such file: ${a#*=}" ;; *) die "--answer PROMPT=FILE" ;; esac
+done
 for d in "${DISKS[@]}"; do
     [ -f "$d" ] || [ -b "$d" ] || die "no such disk image: $d"
 done
@@ -180,7 +191,6 @@ if [ -n "$LUKSKIT_BIN" ]; then [ -x "$LUKSKIT_BIN" ] || die "LUKSKIT_BIN is not 
 [ "$(uname -m)" = x86_64 ] || skip "the reference VM needs an x86_64 host"
 
 T0=$(date +%s.%N)
-elapsed() { awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
 # --- host tools -------------------------------------------------------------------------------
 APT_UPDATED=0
@@ -191,23 +201,7 @@ apt_update() {
         APT_UPDATED=1
     fi
 }
-need_tools() {
-    local missing=() pkgs=()
-    command -v qemu-system-x86_64 >/dev/null || { missing+=(qemu-system-x86_64); pkgs+=(qemu-system-x86); }
-    command -v cpio >/dev/null || { missing+=(cpio); pkgs+=(cpio); }
-    command -v depmod >/dev/null || [ -x /sbin/depmod ] || { missing+=(depmod); pkgs+=(kmod); }
-    command -v flock >/dev/null || { missing+=(flock); pkgs+=(util-linux); }
-    [ ${#missing[@]} -eq 0 ] && return 0
-    command -v apt-get >/dev/null || skip "missing ${missing[*]} and no apt-get to install them"
-    [ "$(id -u)" = 0 ] || skip "missing ${missing[*]}: install ${pkgs[*]} (or run as root)"
-    say "installing ${pkgs[*]}"
-    if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1; then
-        apt_update
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null 2>&1 ||
-            skip "could not install ${pkgs[*]}"
-    fi
-}
-need_tools
+refvm_need_tools qemu-system-x86_64 qemu-system-x86
 command -v dpkg-deb >/dev/null || skip "dpkg-deb not found (the reference VM is built from Debian packages)"
 DEPMOD=$(command -v depmod || echo /sbin/depmod)
 
@@ -332,7 +326,7 @@ KVER=${KPKG#linux-image-}
 
 # --- the initramfs ------------------------------------------------------------------------------
 STAMP=$({
-    cat "$SELF"
+    cat "$SELF" "$HERE/lib.sh"
     printf '%s\n' "$KVER" "$EXTRA_MODULES"
     for f in "${DEBS[@]}"; do basename "$f"; done | sort
 } | sha256sum | cut -c1-16)
@@ -366,36 +360,8 @@ if [ "$REFVM_SHARE" = 1 ]; then
         mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,cache=none host /host ||
         echo "refvm: cannot mount the shared directory"
 fi
-# Up to 120 s for the ports and disks: probing is slow under TCG on a loaded host.
-OUT= ERR= STATUS= n=0
-while [ $n -lt 2400 ]; do
-    for p in /sys/class/virtio-ports/*; do
-        [ -e "$p/name" ] || continue
-        case "$(cat "$p/name")" in
-        refvm.stdout) OUT=/dev/${p##*/} ;;
-        refvm.stderr) ERR=/dev/${p##*/} ;;
-        refvm.status) STATUS=/dev/${p##*/} ;;
-        esac
-    done
-    disks=$(ls -d /sys/block/vd* 2>/dev/null | wc -l)
-    [ -n "$OUT" ] && [ -n "$ERR" ] && [ -n "$STATUS" ] && [ -e "$STATUS" ] && [ "$disks" -ge "$REFVM_DISKS" ] && break
-    n=$((n + 1))
-    sleep 0.05
-done
-if [ -z "$STATUS" ] || [ ! -e "$STATUS" ]; then
-    echo "refvm: the output ports did not appear in time (120 s or more)"
-    poweroff -f
-fi
-[ "$disks" -ge "$REFVM_DISKS" ] || echo "refvm: only $disks of $REFVM_DISKS disks appeared"
-echo "refvm: script starts $(cut -d' ' -f1 /proc/uptime)s"
-cd /root
-REFVM=1 sh /refvm/script >"$OUT" 2>"$ERR" </dev/null
-rc=$?
-sync
-echo "refvm: script exited $rc $(cut -d' ' -f1 /proc/uptime)s"
-echo "$rc" >"$STATUS"
-poweroff -f
 INIT
+    refvm_init_tail >>"$1"
     chmod 755 "$1"
 }
 
@@ -621,36 +587,40 @@ RUN=$(mktemp -d "${TMPDIR:-/tmp}/refvm-run.XXXXXX")
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() { if [ "$KEEP" = 1 ]; then say "run directory kept: $RUN"; else rm -rf "$RUN"; fi; }
 trap cleanup EXIT
-O=$RUN/overlay
-mkdir -p "$O/refvm/files"
-cp "$SCRIPT" "$O/refvm/script"
-{
-    echo "REFVM_DISKS=${#DISKS[@]}"
-    echo "REFVM_SHARE=$([ -n "$SHARE" ] && echo 1 || echo 0)"
-    echo "BOOT_MODULES=\"$BOOT_MODULES\""
-} >"$O/refvm/config"
-if [ -n "$LUKSKIT_BIN" ]; then
-    # Only the libraries the base does not already have.
-    mkdir -p "$RUN/base"
-    while read -r p; do
-        case "$p" in ./usr/lib*) mkdir -p "$RUN/base/$(dirname "$p")" && : >"$RUN/base/$p" ;; esac
-    done < <(grep -E '^\./usr/lib(64)?/[^/]+(/[^/]+)?$' "$CACHE/vm/files.txt")
-    install_elf "$LUKSKIT_BIN" "$RUN/base" usr/bin/lukskit
-    (cd "$RUN/base" && find . -type f -size +0) | while read -r p; do
-        mkdir -p "$O/$(dirname "$p")"
-        mv "$RUN/base/$p" "$O/$p"
+if [ -n "$INITRD" ]; then
+    cp "$INITRD" "$RUN/initrd"
+else
+    O=$RUN/overlay
+    mkdir -p "$O/refvm/files"
+    cp "$SCRIPT" "$O/refvm/script"
+    {
+        echo "REFVM_DISKS=${#DISKS[@]}"
+        echo "REFVM_SHARE=$([ -n "$SHARE" ] && echo 1 || echo 0)"
+        echo "BOOT_MODULES=\"$BOOT_MODULES\""
+    } >"$O/refvm/config"
+    if [ -n "$LUKSKIT_BIN" ]; then
+        # Only the libraries the base does not already have.
+        mkdir -p "$RUN/base"
+        while read -r p; do
+            case "$p" in ./usr/lib*) mkdir -p "$RUN/base/$(dirname "$p")" && : >"$RUN/base/$p" ;; esac
+        done < <(grep -E '^\./usr/lib(64)?/[^/]+(/[^/]+)?$' "$CACHE/vm/files.txt")
+        install_elf "$LUKSKIT_BIN" "$RUN/base" usr/bin/lukskit
+        (cd "$RUN/base" && find . -type f -size +0) | while read -r p; do
+            mkdir -p "$O/$(dirname "$p")"
+            mv "$RUN/base/$p" "$O/$p"
+        done
+    fi
+    for c in "${COPIES[@]}"; do
+        src=${c%%:*}
+        dst=/refvm/files/$(basename "$src")
+        case "$c" in *:*) dst=${c#*:} ;; esac
+        [ -f "$src" ] || die "--copy: no such file: $src"
+        mkdir -p "$O/$(dirname "$dst")"
+        cp "$src" "$O/$dst"
     done
+    (cd "$O" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$RUN/overlay.cpio"
+    cat "$CACHE/vm/base.cpio" "$RUN/overlay.cpio" >"$RUN/initrd"
 fi
-for c in "${COPIES[@]}"; do
-    src=${c%%:*}
-    dst=/refvm/files/$(basename "$src")
-    case "$c" in *:*) dst=${c#*:} ;; esac
-    [ -f "$src" ] || die "--copy: no such file: $src"
-    mkdir -p "$O/$(dirname "$dst")"
-    cp "$src" "$O/$dst"
-done
-(cd "$O" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$RUN/overlay.cpio"
-cat "$CACHE/vm/base.cpio" "$RUN/overlay.cpio" >"$RUN/initrd"
 cp "$CACHE/vm/kernel" "$RUN/kernel"
 flock -u 9
 
@@ -659,50 +629,17 @@ QEMU=(
     qemu-system-x86_64 -accel tcg,thread=multi -cpu max -smp "$CPUS" -m "$MEM" -M pc
     -nodefaults -no-user-config -display none -no-reboot
     -kernel "$RUN/kernel" -initrd "$RUN/initrd"
-    -append "console=ttyS0 panic=-1 quiet mitigations=off rdinit=/init $APPEND"
-    -serial "file:$RUN/console.log"
     -device virtio-rng-pci
-    -device virtio-serial-pci,id=vser
 )
-for p in stdout stderr status; do
-    : >"$RUN/$p"
-    QEMU+=(-chardev "file,id=$p,path=$RUN/$p" -device "virtserialport,bus=vser.0,chardev=$p,name=refvm.$p")
-done
+CONSOLE=ttyS0
+APPEND="mitigations=off $APPEND"
+snap=
+[ "$SNAPSHOT" = 1 ] && snap=,snapshot=on
+DISK_ARGS=()
 for d in "${DISKS[@]}"; do
-    QEMU+=(-drive "file=${d//,/,,},format=raw,if=virtio,cache=unsafe")
+    DISK_ARGS+=(-drive "file=${d//,/,,},format=raw,if=virtio,cache=unsafe$snap")
 done
 if [ -n "$SHARE" ]; then
-    QEMU+=(-virtfs "local,path=${SHARE//,/,,},mount_tag=host,security_model=none,id=host")
+    DISK_ARGS+=(-virtfs "local,path=${SHARE//,/,,},mount_tag=host,security_model=none,id=host")
 fi
-
-verbose "prepared in $(elapsed)s; booting"
-set +e
-timeout -k 10 "$TIMEOUT" "${QEMU[@]}" </dev/null >"$RUN/qemu.log" 2>&1 &
-qpid=$!
-# The script's output is passed on while it runs (tail ends once qemu has, after a last read).
-tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stdout" &
-tpid1=$!
-tail -c +1 -s 0.2 -f --pid="$qpid" "$RUN/stderr" >&2 &
-tpid2=$!
-wait "$qpid"
-qrc=$?
-wait "$tpid1" "$tpid2"
-set -e
-verbose "VM finished in $(elapsed)s (qemu status $qrc)"
-if [ "$VERBOSE" = 1 ]; then
-    sed 's/^/console: /' "$RUN/console.log" >&2
-    sed 's/^/qemu: /' "$RUN/qemu.log" >&2
-fi
-rc=$(tr -dc '0-9' <"$RUN/status")
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-    say "the VM timed out after ${TIMEOUT}s (run.sh ran $(elapsed)s in all; --timeout or LUKSKIT_REFVM_TIMEOUT allows more); last console lines:"
-    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
-    exit "$EXIT_TIMEOUT"
-fi
-if [ -z "$rc" ]; then
-    say "the VM stopped without reporting the script's status (qemu status $qrc); last console lines:"
-    tail -n 30 "$RUN/console.log" | sed 's/^/  /' >&2
-    tail -n 10 "$RUN/qemu.log" | sed 's/^/  qemu: /' >&2
-    exit "$EXIT_HARNESS"
-fi
-exit "$rc"
+refvm_boot "quiet rdinit=/init"

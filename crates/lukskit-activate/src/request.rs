@@ -133,6 +133,11 @@ pub struct MappingConfig {
     /// plain export.
     #[serde(default)]
     pub nbd_tls: Option<NbdTlsConfig>,
+    /// The serving process serves the root file system (it was started in the initramfs): its
+    /// `argv[0]` starts with `@`, systemd's mark for root-storage daemons, which its shutdown
+    /// (and `systemd-shutdown`'s final kill) leaves running.
+    #[serde(default)]
+    pub root_storage_daemon: bool,
 }
 
 /// TLS of an NBD export.

@@ -17,13 +17,24 @@ use std::process::{Command, Stdio};
 /// The first argument that makes the executable a serving process.
 pub const SERVE_ARG: &str = "__serve";
 
+/// The serving process's `argv[0]`: `ps` shows it as `lukskit: NAME`; serving the root file
+/// system it is `@lukskit: NAME`, systemd's convention for root-storage daemons (an `argv[0]`
+/// starting with `@` of a root-owned process: systemd and `systemd-shutdown` do not kill it
+/// at shutdown, so the root stays readable until the very end).
+pub fn serving_arg0(config: &MappingConfig) -> String {
+    format!(
+        "{}lukskit: {}",
+        if config.root_storage_daemon { "@" } else { "" },
+        config.name
+    )
+}
+
 /// Start the serving process for `config` and wait until the device is usable (or the
 /// serving process says why not).
 pub fn start(config: &MappingConfig, key: &SecretBuf) -> Result<()> {
     use std::os::unix::process::CommandExt;
-    // `ps` shows the serving process as `lukskit: NAME`.
     let mut child = Command::new("/proc/self/exe")
-        .arg0(format!("lukskit: {}", config.name))
+        .arg0(serving_arg0(config))
         .arg(SERVE_ARG)
         .arg(&config.name)
         .stdin(Stdio::piped())

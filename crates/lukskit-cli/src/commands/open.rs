@@ -276,7 +276,44 @@ fn base_config(o: &Opts, name: &str) -> MappingConfig {
         nbd: o.nbd.clone(),
         nbd_connections: o.nbd_connections,
         nbd_tls: nbd_tls(o).ok().flatten(),
+        root_storage_daemon: root_storage_daemon(),
     }
+}
+
+/// Environment variable that says whether a serving process is a root-storage daemon:
+/// `1` yes, `0` no; unset: yes when lukskit runs in an initramfs ([`in_initramfs`]).
+pub const ROOT_STORAGE_DAEMON_ENV: &str = "LUKSKIT_ROOT_STORAGE_DAEMON";
+
+/// Whether a serving process started now serves the root file system: it is then marked as
+/// systemd's root-storage daemons are (`argv[0]` starting with `@`), so that it survives
+/// `switch_root` and the shutdown's final kill (systemd's `ROOT_STORAGE_DAEMONS` convention).
+fn root_storage_daemon() -> bool {
+    match std::env::var(ROOT_STORAGE_DAEMON_ENV).as_deref() {
+        Ok("1") => true,
+        Ok("0") => false,
+        _ => in_initramfs(),
+    }
+}
+
+/// True in an initramfs: systemd's and dracut's mark `/etc/initrd-release`, or a root file
+/// system that is the kernel's rootfs (ramfs or tmpfs), as initramfs-tools' is.
+fn in_initramfs() -> bool {
+    if std::path::Path::new("/etc/initrd-release").exists() {
+        return true;
+    }
+    const RAMFS_MAGIC: u64 = 0x8584_58f6;
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `st` is a properly sized, writable statfs buffer and the path is a valid C
+    // string; statfs only writes into the buffer.
+    let rc = unsafe { libc::statfs(c"/".as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return false;
+    }
+    // SAFETY: statfs returned 0, so it filled the buffer.
+    // (`f_type` is i64 with glibc, an unsigned long with musl.)
+    let t = unsafe { st.assume_init() }.f_type as u64;
+    (t == RAMFS_MAGIC || t == TMPFS_MAGIC) && std::path::Path::new("/init").exists()
 }
 
 fn unlock_plain(o: &Opts, device: &str, name: &str) -> Result<(MappingConfig, SecretBuf)> {

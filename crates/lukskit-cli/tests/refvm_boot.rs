@@ -1,0 +1,556 @@
+//! Boots that prove the encrypted-root deployments of the README: Debian's kernel under QEMU
+//! (tests/refvm/run.sh `--initrd`) with its root file system on LUKS2 on an md RAID-1 of two
+//! disks, unlocked by an initramfs that Debian's own `mkinitramfs` built
+//! (tests/refvm/boot/build.sh, cached by a hash of its inputs):
+//!
+//! - lukskit's initramfs-tools hook with a key file (`key`), with a passphrase typed on the
+//!   serial console (`pass`), with LVM on top of the LUKS2 volume (`lvm`), and with one RAID
+//!   disk missing (`degraded`: the same initramfs as `key`, booted with one disk);
+//! - lukskit's hook with `--backend userspace` (`fuse`): the root is served by lukskit's own
+//!   process (FUSE file + loop device, as on a kernel without dm-crypt), which must keep
+//!   serving after `switch_root`, marked as a systemd root-storage daemon (`@` in argv[0]);
+//! - Debian's own `cryptroot` hook (cryptsetup-initramfs) with lukskit installed as
+//!   `/sbin/cryptsetup` (`debian_cryptroot`).
+//!
+//! The volumes are made by Debian's cryptsetup, mdadm and lvm in the reference VM. The real
+//! root's init prints a marker read from the root file system (random per disk build), the
+//! root mount, the device-mapper names and UUIDs and `/proc/mdstat`, then powers off; each
+//! test checks all of them and which tool unlocked (the initramfs' listing, the console).
+//! Every boot writes to throw-away snapshots of the cached disks (`--snapshot`).
+//!
+//! Alone: `cargo test -p lukskit-cli --test refvm_boot -- --nocapture` (the first run builds a
+//! Debian chroot with mmdebstrap, the disks in the VM and the initramfs images: a few minutes;
+//! each boot then takes 30-90 s under TCG).
+
+mod refvm_common;
+
+use lukskit_testkit::skip_or_fail;
+use refvm_common::{refvm_dir, run_vm, say, timeout_for, VmRun};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Instant;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// What build.sh made: the directories of the disks and of the initramfs images.
+struct Built {
+    disks: PathBuf,
+    initrds: PathBuf,
+    lukskit: PathBuf,
+}
+
+/// The static lukskit and everything build.sh makes, once per test process; `None` (after
+/// [`skip_or_fail`]) when the VM or the Debian mirror cannot be had here.
+fn built(test: &str) -> Option<&'static Built> {
+    static BUILT: OnceLock<Result<Built, String>> = OnceLock::new();
+    let r = BUILT.get_or_init(|| {
+        // The static binary (an initramfs has no libc of ours), in a directory of its own so
+        // that static_binaries.rs building at the same time never replaces it under us.
+        let out = repo().join("target/static-bin-boot");
+        let t0 = Instant::now();
+        let o = Command::new("bash")
+            .arg(repo().join("scripts/build-static.sh"))
+            .arg("x86_64")
+            .env("LUKSKIT_STATIC_OUT", &out)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run scripts/build-static.sh");
+        say(&format!(
+            "refvm_boot: scripts/build-static.sh x86_64 took {:.0} s",
+            t0.elapsed().as_secs_f64()
+        ));
+        assert!(
+            o.status.success(),
+            "scripts/build-static.sh x86_64 failed ({}): {}{}",
+            o.status,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let lukskit = out.join("lukskit-x86_64");
+        let t0 = Instant::now();
+        let o = Command::new("bash")
+            .arg(refvm_dir().join("boot/build.sh"))
+            .arg(&lukskit)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run tests/refvm/boot/build.sh");
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        say(&format!(
+            "refvm_boot: tests/refvm/boot/build.sh took {:.0} s",
+            t0.elapsed().as_secs_f64()
+        ));
+        if o.status.code() == Some(77) {
+            return Err(stderr);
+        }
+        assert!(
+            o.status.success(),
+            "tests/refvm/boot/build.sh failed ({}): {}{stderr}",
+            o.status,
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let vars: HashMap<String, String> = String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Ok(Built {
+            disks: PathBuf::from(&vars["DISKS"]),
+            initrds: PathBuf::from(&vars["INITRDS"]),
+            lukskit,
+        })
+    });
+    match r {
+        Ok(b) => Some(b),
+        Err(why) => {
+            skip_or_fail(test, &format!("cannot build the boot images here: {why}"));
+            None
+        }
+    }
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+}
+
+/// `KEY=value` lines of the disks' params file.
+fn param(b: &Built, key: &str) -> String {
+    read(&b.disks.join("params"))
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")).map(str::to_string))
+        .unwrap_or_else(|| panic!("{key} not in params"))
+}
+
+/// The files of an initramfs image (from its `lsinitramfs -l` listing).
+fn listing(b: &Built, image: &str) -> Vec<String> {
+    read(&b.initrds.join(format!("{image}.list")))
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(8).map(str::to_string))
+        .collect()
+}
+
+/// One boot: the initramfs `image` with `disks` (names in the disks directory), the kernel
+/// command line `append`, and the passphrase typed at lukskit's prompt when `typed`.
+fn boot(
+    test: &str,
+    b: &Built,
+    image: &str,
+    disks: &[&str],
+    append: &str,
+    typed: bool,
+) -> Option<VmRun> {
+    let initrd = b.initrds.join(format!("{image}.img"));
+    let answer = format!(
+        "Enter passphrase for=/{}",
+        b.disks
+            .join("passphrase")
+            .display()
+            .to_string()
+            .trim_start_matches('/')
+    );
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "--initrd".into(),
+        initrd.into(),
+        "--snapshot".into(),
+        "--append".into(),
+        // panic=5: a failing initramfs reboots (and qemu stops) instead of waiting in a shell.
+        format!("{append} ro panic=5").into(),
+    ];
+    if typed {
+        args.push("--answer".into());
+        args.push(answer.into());
+    }
+    for d in disks {
+        args.push(b.disks.join(d).into());
+    }
+    let a: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_os_str()).collect();
+    // A boot is ~30-90 s under TCG here (udev, module loading, the 30 s wait of a degraded
+    // array); four times that on a loaded host.
+    let r = run_vm(test, timeout_for(120), &a, false);
+    if !r.ran(test) {
+        return None;
+    }
+    Some(r)
+}
+
+/// What the real root's init printed.
+struct Seen {
+    marker: Option<String>,
+    root: Option<String>,
+    dm: Vec<(String, String)>,
+    mdstat: String,
+    /// `(pid, argv[0])` of the processes marked with `@` after switch_root.
+    procs: Vec<(String, String)>,
+}
+
+fn seen(console: &str) -> Seen {
+    let mut s = Seen {
+        marker: None,
+        root: None,
+        dm: Vec::new(),
+        mdstat: String::new(),
+        procs: Vec::new(),
+    };
+    for l in console.lines() {
+        let l = l.trim_end_matches('\r');
+        if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-MARKER ") {
+            s.marker = Some(v.trim().to_string());
+        } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-ROOT ") {
+            s.root = Some(v.trim().to_string());
+        } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-DM ") {
+            let mut w = v.split_whitespace();
+            s.dm.push((
+                w.next().unwrap_or("").to_string(),
+                w.next().unwrap_or("").to_string(),
+            ));
+        } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-PROC ") {
+            if let Some((pid, a)) = v.split_once(' ') {
+                s.procs.push((pid.to_string(), a.to_string()));
+            }
+        } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-MDSTAT ") {
+            s.mdstat.push_str(v);
+            s.mdstat.push('\n');
+        }
+    }
+    s
+}
+
+/// The checks every boot must pass: the real root's init ran from the right file system on
+/// the right mapping of the right LUKS2 volume, on an md RAID-1 (`legs` of 2 active).
+fn check_root(
+    test: &str,
+    b: &Built,
+    r: &VmRun,
+    root: &str,
+    luks_uuid: &str,
+    crypt_name: &str,
+    legs: usize,
+) -> Seen {
+    let s = seen(&r.stdout);
+    let marker = read(&b.disks.join("marker"));
+    assert_eq!(
+        s.marker.as_deref(),
+        Some(marker.trim()),
+        "{test}: the real root's init did not print the marker of the root file system \
+         (it never ran, or ran from something else); console:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert_eq!(
+        s.root.as_deref(),
+        Some(format!("{root} ext4").as_str()),
+        "{test}: root mount"
+    );
+    let want_uuid = format!("CRYPT-LUKS2-{}-{crypt_name}", luks_uuid.replace('-', ""));
+    assert!(
+        s.dm.iter().any(|(n, u)| n == crypt_name && *u == want_uuid),
+        "{test}: no dm-crypt mapping {crypt_name} with UUID {want_uuid}: {:?}",
+        s.dm
+    );
+    let state = if legs == 2 { "[2/2] [UU]" } else { "[2/1]" };
+    assert!(
+        s.mdstat.contains("raid1") && s.mdstat.contains(state),
+        "{test}: /proc/mdstat does not show a RAID-1 with {legs} of 2 disks ({state}):\n{}",
+        s.mdstat
+    );
+    s
+}
+
+/// lukskit's hook made the image: lukskit, its table and boot scripts, no cryptsetup.
+fn check_lukskit_image(test: &str, files: &[String], key: Option<&str>) {
+    for want in [
+        "usr/sbin/lukskit",
+        "etc/lukskit/crypttab",
+        "scripts/local-top/lukskit",
+        "scripts/local-block/lukskit",
+    ] {
+        assert!(
+            files.iter().any(|f| f == want),
+            "{test}: {want} is not in the initramfs"
+        );
+    }
+    assert!(
+        !files.iter().any(|f| f.ends_with("sbin/cryptsetup")),
+        "{test}: cryptsetup is in the initramfs: it could have unlocked instead of lukskit"
+    );
+    match key {
+        Some(k) => assert!(
+            files.iter().any(|f| f == k),
+            "{test}: key file {k} not in the initramfs"
+        ),
+        None => assert!(
+            !files.iter().any(|f| f.starts_with("etc/lukskit/keys")),
+            "{test}: a key file is in the initramfs of a passphrase-only entry"
+        ),
+    }
+}
+
+#[test]
+fn lukskit_hook_unlocks_raid1_luks2_root_with_key_file() {
+    let t = "refvm_boot key";
+    let Some(b) = built(t) else { return };
+    check_lukskit_image(
+        t,
+        &listing(b, "key"),
+        Some("etc/lukskit/keys/cryptroot.key"),
+    );
+    let Some(r) = boot(
+        t,
+        b,
+        "key",
+        &["a1.img", "a2.img"],
+        "root=/dev/mapper/cryptroot",
+        false,
+    ) else {
+        return;
+    };
+    assert!(
+        r.stdout.contains("cryptroot: opened."),
+        "{t}: lukskit did not report the unlock:\n{}",
+        r.stdout
+    );
+    check_root(
+        t,
+        b,
+        &r,
+        "/dev/mapper/cryptroot",
+        &param(b, "LUKS_A"),
+        "cryptroot",
+        2,
+    );
+}
+
+#[test]
+fn lukskit_hook_unlocks_raid1_luks2_root_with_passphrase_typed_on_console() {
+    let t = "refvm_boot pass";
+    let Some(b) = built(t) else { return };
+    check_lukskit_image(t, &listing(b, "pass"), None);
+    let Some(r) = boot(
+        t,
+        b,
+        "pass",
+        &["a1.img", "a2.img"],
+        "root=/dev/mapper/cryptroot",
+        true,
+    ) else {
+        return;
+    };
+    assert!(
+        r.stdout.contains("Enter passphrase for /dev/md"),
+        "{t}: lukskit's prompt did not appear on the console:\n{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("cryptroot: opened."),
+        "{t}: lukskit did not report the unlock:\n{}",
+        r.stdout
+    );
+    check_root(
+        t,
+        b,
+        &r,
+        "/dev/mapper/cryptroot",
+        &param(b, "LUKS_A"),
+        "cryptroot",
+        2,
+    );
+}
+
+#[test]
+fn lukskit_hook_unlocks_lvm_on_luks2_on_raid1() {
+    let t = "refvm_boot lvm";
+    let Some(b) = built(t) else { return };
+    check_lukskit_image(t, &listing(b, "lvm"), Some("etc/lukskit/keys/cryptlvm.key"));
+    let Some(r) = boot(
+        t,
+        b,
+        "lvm",
+        &["b1.img", "b2.img"],
+        "root=/dev/mapper/vg0-root",
+        false,
+    ) else {
+        return;
+    };
+    assert!(
+        r.stdout.contains("cryptlvm: opened."),
+        "{t}: lukskit did not report the unlock:\n{}",
+        r.stdout
+    );
+    let s = check_root(
+        t,
+        b,
+        &r,
+        "/dev/mapper/vg0-root",
+        &param(b, "LUKS_B"),
+        "cryptlvm",
+        2,
+    );
+    assert!(
+        s.dm.iter()
+            .any(|(n, u)| n == "vg0-root" && u.starts_with("LVM-")),
+        "{t}: no LVM mapping vg0-root: {:?}",
+        s.dm
+    );
+}
+
+#[test]
+fn lukskit_hook_serves_root_from_userspace_across_switch_root() {
+    let t = "refvm_boot fuse";
+    let Some(b) = built(t) else { return };
+    check_lukskit_image(
+        t,
+        &listing(b, "fuse"),
+        Some("etc/lukskit/keys/cryptroot.key"),
+    );
+    let files = listing(b, "fuse");
+    assert!(
+        files.iter().any(|f| f == "etc/lukskit/options"),
+        "{t}: no etc/lukskit/options"
+    );
+    let Some(r) = boot(
+        t,
+        b,
+        "fuse",
+        &["a1.img", "a2.img"],
+        "root=/dev/mapper/cryptroot",
+        false,
+    ) else {
+        return;
+    };
+    assert!(
+        r.stdout.contains("cryptroot: opened."),
+        "{t}: lukskit did not report the unlock:\n{}",
+        r.stdout
+    );
+    let s = seen(&r.stdout);
+    let marker = read(&b.disks.join("marker"));
+    assert_eq!(
+        s.marker.as_deref(),
+        Some(marker.trim()),
+        "{t}: the real root's init did not print the marker of the root file system; console:\n{}\nstderr:\n{}",
+        r.stdout,
+        r.stderr
+    );
+    // The root is /dev/mapper/cryptroot, lukskit's link to the loop device over the serving
+    // process's FUSE file: there is no device-mapper mapping at all.
+    assert_eq!(
+        s.root.as_deref(),
+        Some("/dev/mapper/cryptroot ext4"),
+        "{t}: root mount; console:\n{}",
+        r.stdout
+    );
+    assert!(
+        s.dm.is_empty(),
+        "{t}: a device-mapper mapping exists (the root should be served by lukskit's process): {:?}",
+        s.dm
+    );
+    assert!(
+        s.mdstat.contains("[2/2] [UU]"),
+        "{t}: mdstat:\n{}",
+        s.mdstat
+    );
+    // The serving process survived switch_root, marked for systemd's shutdown.
+    assert!(
+        s.procs.iter().any(|(_, a)| a == "@lukskit: cryptroot"),
+        "{t}: no serving process '@lukskit: cryptroot' after switch_root: {:?}",
+        s.procs
+    );
+}
+
+#[test]
+fn lukskit_hook_unlocks_degraded_raid1() {
+    let t = "refvm_boot degraded";
+    let Some(b) = built(t) else { return };
+    // Only the second disk: mdadm's boot script starts the array degraded 2/3 into
+    // initramfs-tools' 30 s wait for the root, and lukskit's local-block step unlocks it.
+    let Some(r) = boot(
+        t,
+        b,
+        "key",
+        &["a2.img"],
+        "root=/dev/mapper/cryptroot",
+        false,
+    ) else {
+        return;
+    };
+    assert!(
+        r.stdout.contains("cryptroot: waiting for UUID="),
+        "{t}: the source was there at once (the array should start late, degraded):\n{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains("cryptroot: opened."),
+        "{t}: lukskit did not report the unlock:\n{}",
+        r.stdout
+    );
+    check_root(
+        t,
+        b,
+        &r,
+        "/dev/mapper/cryptroot",
+        &param(b, "LUKS_A"),
+        "cryptroot",
+        1,
+    );
+}
+
+#[test]
+fn debian_cryptroot_hook_with_lukskit_as_cryptsetup() {
+    let t = "refvm_boot debian_cryptroot";
+    let Some(b) = built(t) else { return };
+    let files = listing(b, "debian");
+    for want in [
+        "cryptroot/crypttab",
+        "scripts/local-top/cryptroot",
+        "cryptroot/keyfiles/cryptroot.key",
+    ] {
+        assert!(
+            files.iter().any(|f| f == want),
+            "{t}: {want} is not in the initramfs"
+        );
+    }
+    assert!(
+        !files.iter().any(|f| f == "scripts/local-top/lukskit"),
+        "{t}: lukskit's own boot script is in Debian's image"
+    );
+    // The cryptsetup Debian's hook copied in is the lukskit binary.
+    let facts = read(&b.initrds.join("debian.facts"));
+    let sha = sha256_hex(&std::fs::read(&b.lukskit).expect("read the static lukskit"));
+    assert!(
+        facts.contains(&format!("cryptsetup-sha256 {sha}")),
+        "{t}: /sbin/cryptsetup in the initramfs is not the lukskit binary: {facts}"
+    );
+    let Some(r) = boot(
+        t,
+        b,
+        "debian",
+        &["a1.img", "a2.img"],
+        "root=/dev/mapper/cryptroot",
+        false,
+    ) else {
+        return;
+    };
+    // Debian's cryptroot script says so after `cryptsetup open` succeeded.
+    assert!(
+        r.stdout.contains("cryptroot: set up successfully"),
+        "{t}: Debian's cryptroot did not report the unlock:\n{}",
+        r.stdout
+    );
+    check_root(
+        t,
+        b,
+        &r,
+        "/dev/mapper/cryptroot",
+        &param(b, "LUKS_A"),
+        "cryptroot",
+        2,
+    );
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest as _;
+    hex::encode(sha2::Sha256::digest(data))
+}

@@ -1,0 +1,299 @@
+#!/usr/bin/env bash
+# tests/refvm/boot/build.sh — the disks and initramfs images of the boot tests (refvm_boot.rs):
+#
+#   build.sh LUKSKIT_STATIC_BIN        prints the directory holding everything (below)
+#
+# Everything is cached in $LUKSKIT_REFVM_CACHE/boot (default ~/.cache/lukskit-refvm/boot), each
+# part under a key made of the hash of its inputs, so a rerun with the same inputs costs nothing:
+#
+#  - chroot-KEY/: a Debian system (mmdebstrap of the host's release: initramfs-tools, busybox,
+#    udev, mdadm, lvm2, cryptsetup-initramfs) with run.sh's kernel unpacked into it. This is the
+#    machine whose initramfs is built, with Debian's own mkinitramfs (as update-initramfs does).
+#    KEY: the package list, this script, the kernel package.
+#  - disks-KEY/: made in the reference VM (run.sh) by Debian's cryptsetup, mdadm and lvm:
+#      a1.img a2.img  md RAID-1 (metadata 1.2) -> LUKS2 (key file slot pbkdf2, passphrase slot
+#                     argon2id) -> ext4 with the real root
+#      b1.img b2.img  md RAID-1 -> LUKS2 -> LVM (vg0/root) -> ext4 with the real root
+#    plus mdadm.conf (mdadm --detail --scan), params (UUIDs), marker (the random line the real
+#    root's init prints), root.key, passphrase. KEY: this script, busybox-static's version.
+#  - initrd-KEY/: initramfs images made by mkinitramfs in the chroot:
+#      key.img     lukskit's hook, crypttab `cryptroot UUID=<a> /etc/keys/root.key luks`
+#      pass.img    lukskit's hook, crypttab `cryptroot UUID=<a> none luks,tries=2`
+#      fuse.img    lukskit's hook with LUKSKIT_OPEN_OPTIONS="--backend userspace": the root is
+#                  served by lukskit's own process (FUSE + loop device) across switch_root
+#      lvm.img     lukskit's hook, crypttab `cryptlvm UUID=<b> /etc/keys/root.key luks`, root on
+#                  /dev/mapper/vg0-root (LUKSKIT_NAMES=cryptlvm)
+#      debian.img  Debian's cryptsetup-initramfs hook (cryptroot) with lukskit installed as
+#                  /sbin/cryptsetup (dpkg-divert, as README says), crypttab with `initramfs`
+#    and for each a listing (NAME.list, lsinitramfs). KEY: the lukskit binary, the hook and boot
+#    scripts, the chroot and disks keys.
+#
+# The real root (on every disk set) is a static busybox with /sbin/init printing
+#   LUKSKIT-BOOT-MARKER <marker>
+# (read from /etc/lukskit-boot-marker on the root file system), the root mount, /proc/mdstat and
+# the device-mapper names/UUIDs, then powering off.
+#
+# Needs root (chroot, mount namespace), mmdebstrap (installed with apt-get when missing) and the
+# Debian mirror for the first build. Exit 77 when that cannot be had.
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../../.." && pwd)
+SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
+RUNSH=$HERE/../run.sh
+CACHE=${LUKSKIT_REFVM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lukskit-refvm}
+BC=$CACHE/boot
+LUKSKIT=${1:?usage: build.sh LUKSKIT_STATIC_BIN}
+[ -x "$LUKSKIT" ] || { echo "build.sh: not executable: $LUKSKIT" >&2; exit 2; }
+
+say() { echo "refvm-boot: $*" >&2; }
+skip() { say "SKIP: $*"; exit 77; }
+die() { say "error: $*"; exit 1; }
+[ "$(id -u)" = 0 ] || skip "building a Debian chroot and its initramfs needs root"
+hash_of() { sha256sum | cut -c1-16; }
+
+mkdir -p "$BC"
+exec 8>"$BC/lock"
+flock 8
+
+# --- the kernel of run.sh ---------------------------------------------------------------------
+"$RUNSH" --prepare >&2 || exit $?
+KDEB=$(awk '$1 ~ /^linux-image-/ { print $2 }' "$CACHE/resolved")
+{ [ -n "$KDEB" ] && [ -f "$CACHE/debs/$KDEB" ]; } || die "run.sh's kernel package not found in $CACHE/resolved"
+KVER=$(dpkg-deb -f "$CACHE/debs/$KDEB" Package)
+KVER=${KVER#linux-image-}
+BBDEB=$(awk '$1 == "busybox-static" { print $2 }' "$CACHE/resolved")
+
+# --- the chroot -----------------------------------------------------------------------------------
+PKGS=initramfs-tools,busybox,udev,mdadm,lvm2,cryptsetup-initramfs,kmod,cpio,zstd
+SUITE=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+CKEY=$({ echo "$PKGS $SUITE $KDEB"; sed -n '/^# --- the chroot/,/^# --- end chroot/p' "$SELF"; } | hash_of)
+CH=$BC/chroot-$CKEY
+if [ ! -e "$CH/.done" ]; then
+    command -v mmdebstrap >/dev/null || {
+        say "installing mmdebstrap"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mmdebstrap >/dev/null 2>&1 ||
+            skip "mmdebstrap is not installed and apt-get could not install it"
+    }
+    rm -rf "$BC"/chroot-*
+    say "building a Debian $SUITE system for mkinitramfs (once; $CH)"
+    mmdebstrap --variant=apt --mode=root --include="$PKGS" \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' \
+        "$SUITE" "$CH.tmp" >"$BC/mmdebstrap.log" 2>&1 || {
+        tail -n 20 "$BC/mmdebstrap.log" >&2
+        rm -rf "$CH.tmp"
+        skip "mmdebstrap failed (Debian mirror unreachable?)"
+    }
+    # The kernel the tests boot, unpacked as its package would install it.
+    # (--keep-directory-symlink: /lib is a symlink to usr/lib on a merged-/usr system)
+    dpkg-deb --fsys-tarfile "$CACHE/debs/$KDEB" | tar -x -C "$CH.tmp" --keep-directory-symlink
+    chroot "$CH.tmp" /usr/bin/env PATH=/usr/sbin:/usr/bin depmod "$KVER"
+    mv "$CH.tmp" "$CH"
+    : >"$CH/.done"
+fi
+# --- end chroot
+
+# --- the disks ------------------------------------------------------------------------------------
+DKEY=$({ echo "$BBDEB"; sed -n '/^# --- the disks/,/^# --- end disks/p' "$SELF"; } | hash_of)
+DK=$BC/disks-$DKEY
+if [ ! -e "$DK/.done" ]; then
+    rm -rf "$BC"/disks-* "$DK.tmp"
+    mkdir -p "$DK.tmp/root" "$DK.tmp/share"
+    say "making the RAID-1 / LUKS2 / (LVM) / ext4 disks in the reference VM (once; $DK)"
+    T=$DK.tmp
+    # The real root: a static busybox and an init that proves which file system it runs from.
+    dpkg-deb -x "$CACHE/debs/$BBDEB" "$T/bb"
+    R=$T/root
+    mkdir -p "$R/bin" "$R/sbin" "$R/etc" "$R/proc" "$R/sys" "$R/dev" "$R/run" "$R/tmp" "$R/root"
+    cp "$T/bb/bin/busybox" "$R/bin/busybox"
+    od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$T/marker"
+    cp "$T/marker" "$R/etc/lukskit-boot-marker"
+    cat >"$R/sbin/init" <<'INIT'
+#!/bin/busybox sh
+# The real root's init (lukskit's boot tests): say what it runs from, then power off.
+/bin/busybox mount -t proc proc /proc 2>/dev/null
+/bin/busybox mount -t sysfs sysfs /sys 2>/dev/null
+echo "LUKSKIT-BOOT-MARKER $(/bin/busybox cat /etc/lukskit-boot-marker)"
+echo "LUKSKIT-BOOT-ROOT $(/bin/busybox awk '$2 == "/" { print $1, $3 }' /proc/mounts)"
+for d in /sys/block/dm-*; do
+    [ -e "$d/dm/name" ] && echo "LUKSKIT-BOOT-DM $(/bin/busybox cat "$d/dm/name") $(/bin/busybox cat "$d/dm/uuid")"
+done
+/bin/busybox sed 's/^/LUKSKIT-BOOT-MDSTAT /' /proc/mdstat
+# Processes that survived switch_root as root-storage daemons (argv[0] starting with '@').
+for p in /proc/[0-9]*; do
+    a=$(/bin/busybox tr '\0' '\n' <"$p/cmdline" 2>/dev/null | /bin/busybox head -n 1)
+    case "$a" in @*) echo "LUKSKIT-BOOT-PROC ${p#/proc/} $a" ;; esac
+done
+echo "LUKSKIT-BOOT-END"
+/bin/busybox sync
+/bin/busybox poweroff -f
+INIT
+    chmod 755 "$R/sbin/init"
+    (cd "$R" && tar -cf "$T/root.tar" .)
+    head -c 4096 /dev/urandom >"$T/root.key"
+    printf 'correct horse battery staple' >"$T/passphrase"
+    uuid() { cat /proc/sys/kernel/random/uuid; }
+    {
+        echo "LUKS_A=$(uuid)"
+        echo "LUKS_B=$(uuid)"
+    } >"$T/params"
+    # shellcheck disable=SC1091
+    . "$T/params"
+    cat >"$T/make.sh" <<EOF
+set -e
+export DM_DISABLE_UDEV=1
+F=/refvm/files
+modprobe raid1
+LVM="lvm"
+LVMCONF='activation { udev_sync = 0 udev_rules = 0 } devices { obtain_device_list_from_udev = 0 }'
+mkroot() { # device
+    mkfs.ext4 -q -L realroot "\$1"
+    mkdir -p /mnt/r
+    mount "\$1" /mnt/r
+    tar -xf \$F/root.tar -C /mnt/r
+    umount /mnt/r
+}
+luks() { # device uuid
+    cryptsetup luksFormat -q --type luks2 --uuid "\$2" --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \\
+        --key-file \$F/root.key "\$1"
+    cryptsetup luksAddKey -q --key-file \$F/root.key --pbkdf argon2id --pbkdf-memory 32768 \\
+        --pbkdf-force-iterations 4 --pbkdf-parallel 1 "\$1" \$F/passphrase
+}
+# A: md0 on vda+vdb -> LUKS2 -> ext4
+mdadm --create /dev/md0 --run --assume-clean --level=1 --raid-devices=2 --metadata=1.2 --name=roota --homehost=lukskit /dev/vda /dev/vdb
+luks /dev/md0 $LUKS_A
+cryptsetup open --key-file \$F/root.key /dev/md0 a
+mkroot /dev/mapper/a
+cryptsetup close a
+# B: md1 on vdc+vdd -> LUKS2 -> LVM vg0/root -> ext4
+mdadm --create /dev/md1 --run --assume-clean --level=1 --raid-devices=2 --metadata=1.2 --name=rootb --homehost=lukskit /dev/vdc /dev/vdd
+luks /dev/md1 $LUKS_B
+cryptsetup open --key-file \$F/root.key /dev/md1 b
+\$LVM pvcreate -q --config "\$LVMCONF" /dev/mapper/b
+\$LVM vgcreate -q --config "\$LVMCONF" vg0 /dev/mapper/b
+\$LVM lvcreate -q --config "\$LVMCONF" -l 100%FREE -n root vg0
+[ -e /dev/mapper/vg0-root ] || dmsetup mknodes
+mkroot /dev/mapper/vg0-root
+\$LVM vgchange -q --config "\$LVMCONF" -an vg0
+cryptsetup close b
+mdadm --detail --scan > /host/mdadm.conf
+mdadm --stop /dev/md0 /dev/md1
+cat /host/mdadm.conf
+EOF
+    for d in a1 a2 b1 b2; do truncate -s 64M "$T/$d.img"; done
+    "$RUNSH" --timeout 900 --share "$T/share" --copy "$T/root.tar" --copy "$T/root.key" --copy "$T/passphrase" \
+        "$T/make.sh" "$T/a1.img" "$T/a2.img" "$T/b1.img" "$T/b2.img" >&2 || die "making the disks in the VM failed"
+    grep -q '^ARRAY' "$T/share/mdadm.conf" || die "no ARRAY lines from mdadm --detail --scan"
+    mv "$T/share/mdadm.conf" "$T/mdadm.conf"
+    rm -rf "$T/bb" "$T/root" "$T/share" "$T/root.tar"
+    mv "$T" "$DK"
+    : >"$DK/.done"
+fi
+# --- end disks
+# shellcheck disable=SC1091
+. "$DK/params"
+
+# --- the initramfs images -------------------------------------------------------------------------
+IKEY=$({
+    sha256sum "$LUKSKIT" | cut -d' ' -f1
+    cat "$REPO"/scripts/initramfs-tools/install.sh "$REPO"/scripts/initramfs-tools/hooks/lukskit \
+        "$REPO"/scripts/initramfs-tools/scripts/local-top/lukskit "$REPO"/scripts/initramfs-tools/scripts/local-block/lukskit
+    echo "$CKEY $DKEY"
+    sed -n '/^# --- the initramfs images/,/^# --- end initramfs/p' "$SELF"
+} | hash_of)
+IN=$BC/initrd-$IKEY
+if [ ! -e "$IN/.done" ]; then
+    rm -rf "$BC"/initrd-* "$IN.tmp"
+    mkdir -p "$IN.tmp"
+    say "building the initramfs images with mkinitramfs in the chroot (once per lukskit binary; $IN)"
+    # Every build in a private mount namespace (/proc, /sys, /dev of the chroot vanish with it).
+    in_chroot() {
+        # shellcheck disable=SC2016 # expanded by the inner sh
+        unshare -m --propagation private sh -c '
+            ch=$1; shift
+            mount -t proc proc "$ch/proc" && mount -t sysfs sysfs "$ch/sys" &&
+                mount --rbind /dev "$ch/dev" &&
+                exec chroot "$ch" /usr/bin/env PATH=/usr/sbin:/usr/bin "$@"' sh "$CH" "$@"
+    }
+    # Common configuration of the machine: a small VM (virtio disks), key files private.
+    mkdir -p "$CH/etc/keys" "$CH/etc/mdadm"
+    install -m 0400 "$DK/root.key" "$CH/etc/keys/root.key"
+    cp "$DK/mdadm.conf" "$CH/etc/mdadm/mdadm.conf"
+    sed -i -e 's/^MODULES=.*/MODULES=list/' -e 's/^COMPRESS=.*/COMPRESS=gzip/' "$CH/etc/initramfs-tools/initramfs.conf"
+    grep -q '^UMASK=' "$CH/etc/initramfs-tools/initramfs.conf" || echo UMASK=0077 >>"$CH/etc/initramfs-tools/initramfs.conf"
+    printf '%s\n' virtio_pci virtio_blk ext4 raid1 >"$CH/etc/initramfs-tools/modules"
+    mkinitrd() { # name
+        in_chroot mkinitramfs -o "/tmp/$1.img" "$KVER" >"$IN.tmp/$1.log" 2>&1 || {
+            tail -n 30 "$IN.tmp/$1.log" >&2
+            die "mkinitramfs ($1) failed"
+        }
+        mv "$CH/tmp/$1.img" "$IN.tmp/$1.img"
+        cp "$IN.tmp/$1.img" "$CH/tmp/list.img"
+        in_chroot lsinitramfs -l /tmp/list.img >"$IN.tmp/$1.list"
+        rm -f "$CH/tmp/list.img"
+    }
+    # For lukskit's hook, the machine is as without cryptsetup-initramfs: its hooks and boot
+    # scripts are diverted out of initramfs-tools' directories (restored for Debian's case).
+    mkdir -p "$CH/usr/share/lukskit-test-diverted"
+    CRFILES="hooks/cryptroot hooks/cryptroot-unlock scripts/local-top/cryptroot scripts/local-block/cryptroot scripts/local-bottom/cryptroot"
+    for f in $CRFILES; do
+        in_chroot dpkg-divert --local --rename --divert "/usr/share/lukskit-test-diverted/${f//\//-}" \
+            --add "/usr/share/initramfs-tools/$f" >/dev/null
+    done
+    # lukskit's hook (installed as README says, into the chroot).
+    rm -f "$CH/etc/lukskit/initramfs.conf"
+    "$REPO/scripts/initramfs-tools/install.sh" --root "$CH" --lukskit "$LUKSKIT" >&2
+    echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$CH/etc/fstab"
+    echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks,discard" >"$CH/etc/crypttab"
+    mkinitrd key
+    echo "cryptroot UUID=$LUKS_A none luks,tries=2" >"$CH/etc/crypttab"
+    mkinitrd pass
+    echo "/dev/mapper/vg0-root / ext4 defaults 0 1" >"$CH/etc/fstab"
+    echo "cryptlvm UUID=$LUKS_B /etc/keys/root.key luks" >"$CH/etc/crypttab"
+    echo 'LUKSKIT_NAMES="cryptlvm"' >>"$CH/etc/lukskit/initramfs.conf"
+    mkinitrd lvm
+    # The root served by lukskit's own process (FUSE + loop), as where the kernel has no dm-crypt.
+    echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$CH/etc/fstab"
+    echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks" >"$CH/etc/crypttab"
+    sed -i '/^LUKSKIT_NAMES=/d' "$CH/etc/lukskit/initramfs.conf"
+    echo 'LUKSKIT_OPEN_OPTIONS="--backend userspace"' >>"$CH/etc/lukskit/initramfs.conf"
+    mkinitrd fuse
+    "$REPO/scripts/initramfs-tools/install.sh" --root "$CH" --uninstall >&2
+    for f in $CRFILES; do
+        in_chroot dpkg-divert --local --rename --remove "/usr/share/initramfs-tools/$f" >/dev/null
+    done
+    # Debian's own hook with lukskit as /sbin/cryptsetup (README: lukskit as /sbin/cryptsetup).
+    # Its hook finds the cipher modules from the active mapping, which this chroot does not
+    # have: the modules file names them, as on a machine whose root is not unlocked yet.
+    printf '%s\n' dm_mod dm_crypt xts aesni_intel sha256_ssse3 >>"$CH/etc/initramfs-tools/modules"
+    in_chroot dpkg-divert --local --rename --divert /sbin/cryptsetup.real --add /sbin/cryptsetup >&2
+    ln -sf /usr/local/sbin/lukskit "$CH/sbin/cryptsetup"
+    echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$CH/etc/fstab"
+    echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks,initramfs" >"$CH/etc/crypttab"
+    echo 'KEYFILE_PATTERN="/etc/keys/*.key"' >>"$CH/etc/cryptsetup-initramfs/conf-hook"
+    mkinitrd debian
+    # What Debian's hook put in as cryptsetup: the link and the bytes behind it.
+    cp "$IN.tmp/debian.img" "$CH/tmp/u.img"
+    rm -rf "$CH/tmp/u"
+    in_chroot unmkinitramfs /tmp/u.img /tmp/u
+    u=$CH/tmp/u
+    [ -d "$u/main" ] && u=$u/main
+    {
+        echo "cryptsetup-link $(readlink "$u/usr/sbin/cryptsetup" || echo none)"
+        echo "cryptsetup-sha256 $(sha256sum <"$u/usr/sbin/cryptsetup" | cut -d' ' -f1)"
+    } >"$IN.tmp/debian.facts"
+    rm -rf "$CH/tmp/u" "$CH/tmp/u.img"
+    # Back to Debian's cryptsetup (README: how to go back).
+    rm -f "$CH/sbin/cryptsetup"
+    in_chroot dpkg-divert --local --rename --remove /sbin/cryptsetup >&2
+    sed -i '/^KEYFILE_PATTERN=/d' "$CH/etc/cryptsetup-initramfs/conf-hook"
+    rm -f "$CH/etc/keys/root.key" "$CH/etc/crypttab" "$CH/usr/local/sbin/lukskit"
+    sha256sum "$LUKSKIT" | cut -d' ' -f1 >"$IN.tmp/lukskit.sha256"
+    mv "$IN.tmp" "$IN"
+    : >"$IN/.done"
+fi
+# --- end initramfs
+echo "DISKS=$DK"
+echo "INITRDS=$IN"
+echo "CHROOT=$CH"
+echo "KVER=$KVER"
