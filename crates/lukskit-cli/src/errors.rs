@@ -239,6 +239,12 @@ fn device_io(op: &DeviceOp, e: &std::io::Error) -> String {
         DeviceOp::Sync => format!("Cannot sync device: {e}."),
         DeviceOp::ReadHeader { path } => format!("Cannot read header from {path}: {e}."),
         DeviceOp::WriteHeaderTo { path } => format!("Cannot write header to {path}: {e}."),
+        DeviceOp::ReadData { offset } => {
+            format!("Failed to read hotzone area starting at {offset}: {e}.")
+        }
+        DeviceOp::WriteData { offset } => {
+            format!("Failed to write hotzone area starting at {offset}: {e}.")
+        }
         _ => format!("Device I/O failed: {e}."),
     }
 }
