@@ -281,3 +281,25 @@ pub fn requirement_version(hdr: &Luks2Header) -> Option<u8> {
         }
     })
 }
+
+/// The digest a keyslot is assigned to.
+pub fn digest_of_keyslot(hdr: &Luks2Header, keyslot: u32) -> Result<Option<u32>> {
+    Ok(hdr
+        .digests()?
+        .into_iter()
+        .find(|d| d.keyslots.contains(&keyslot))
+        .map(|d| d.id))
+}
+
+/// Reassign `keyslot` to `digest` (dropping digests left without keyslots and segments).
+pub fn move_keyslot_digest(hdr: &mut Luks2Header, keyslot: u32, digest: u32) -> Result<()> {
+    let ks = Value::String(keyslot.to_string());
+    for (_, d) in digests_mut(hdr)?.iter_mut() {
+        if let Some(a) = d.get_mut("keyslots").and_then(Value::as_array_mut) {
+            a.retain(|k| *k != ks);
+        }
+    }
+    hdr.erase_unused_digests();
+    hdr.assign_keyslot_to_digest(keyslot, digest)?;
+    Ok(())
+}

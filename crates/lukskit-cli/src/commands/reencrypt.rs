@@ -1,0 +1,412 @@
+//! `reencrypt <device>`: LUKS2 re-encryption with cryptsetup 2.6.1's command line, offline
+//! (new volume key, cipher, key size, sector size; `--resilience`, `--hotzone-size`,
+//! `--init-only`, `--resume-only`, `--force-offline-reencrypt`, progress output).
+
+use super::{existing_key_source, need_args, pbkdf_options, tries};
+use crate::args::Opts;
+use crate::checks::Given;
+use crate::errors::{self, CliError, Result};
+use crate::input;
+use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::SecretBuf;
+use lukskit_format::io::Storage;
+use lukskit_volume::device::{Access, Device};
+use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
+use lukskit_volume::{Header, Volume};
+use std::io::Write;
+use std::time::Instant;
+
+/// The options of cryptsetup's `reencrypt` that lukskit implements (the command-line
+/// parser lists them as not implemented for every other action).
+const SUPPORTED: &[&str] = &[
+    "force-offline-reencrypt",
+    "hotzone-size",
+    "init-only",
+    "resume-only",
+    "resilience",
+    "resilience-hash",
+    "progress-json",
+];
+
+/// The options given that lukskit cannot run for `action` (for the startup check): for
+/// `reencrypt`, all but [`SUPPORTED`].
+pub fn unsupported_given(action: &str, g: &Given) -> Given {
+    if action != "reencrypt" {
+        return g.clone();
+    }
+    Given {
+        options: g
+            .options
+            .iter()
+            .filter(|o| !SUPPORTED.contains(&o.as_str()))
+            .cloned()
+            .collect(),
+        values: g.values.clone(),
+    }
+}
+
+fn value<'a>(o: &'a Opts, long: &str) -> Option<&'a str> {
+    o.given
+        .values
+        .iter()
+        .find(|(k, _)| k == long)
+        .map(|(_, v)| v.as_str())
+}
+
+fn has(o: &Opts, long: &str) -> bool {
+    o.given.has(long)
+}
+
+/// cryptsetup's progress output: a "Progress: …" line redrawn at most every half second,
+/// then "Finished, …"; or one JSON object per update with `--progress-json`; nothing with
+/// `--batch-mode`.
+struct Progress {
+    json: bool,
+    quiet: bool,
+    device: String,
+    start: Option<(Instant, u64)>,
+    last: Option<Instant>,
+}
+
+impl Progress {
+    fn update(&mut self, done: u64, total: u64) {
+        if self.quiet && !self.json {
+            return;
+        }
+        let now = Instant::now();
+        let Some((start, start_bytes)) = self.start else {
+            self.start = Some((now, done));
+            self.last = Some(now);
+            return;
+        };
+        let fin = done == total;
+        if !fin && self.last.is_some_and(|l| now.duration_since(l).as_micros() < 500_000) {
+            return;
+        }
+        self.last = Some(now);
+        let tdiff = now.duration_since(start).as_secs_f64();
+        if tdiff == 0.0 {
+            return;
+        }
+        let uib = (done - start_bytes) as f64 / tdiff;
+        let eta = if uib > 0.0 {
+            ((total as f64 / uib - tdiff).max(0.0) * 1e6) as u64
+        } else {
+            0
+        };
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            let _ = writeln!(
+                out,
+                "{{\"device\":\"{}\",\"device_bytes\":\"{done}\",\"device_size\":\"{total}\",\
+                 \"speed\":\"{}\",\"eta_ms\":\"{}\",\"time_ms\":\"{}\"}}",
+                self.device,
+                uib as u64,
+                if fin { 0 } else { eta / 1000 },
+                (tdiff * 1e3) as u64
+            );
+        } else {
+            let (speed, unit) = if uib > 1073741824.0 {
+                (uib / 1073741824.0, "GiB")
+            } else if uib > 1048576.0 {
+                (uib / 1048576.0, "MiB")
+            } else if uib > 1024.0 {
+                (uib / 1024.0, "KiB")
+            } else {
+                (uib, "B")
+            };
+            let _ = write!(out, "\x1b[2K\r");
+            if fin {
+                let _ = writeln!(
+                    out,
+                    "Finished, time {}, {}, speed {speed:5.1} {unit}/s",
+                    human_time((tdiff * 1e6) as u64),
+                    written(done)
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "Progress: {:5.1}%, ETA {}, {}, speed {speed:5.1} {unit}/s",
+                    done as f64 / total as f64 * 100.0,
+                    human_time(eta),
+                    written(done)
+                );
+            }
+        }
+        let _ = out.flush();
+    }
+}
+
+fn human_time(us: u64) -> String {
+    let s = us / 1_000_000;
+    if us < 5_400_000_000 {
+        format!("{:02}m{:02}s", s / 60, s % 60)
+    } else if us < 129_600_000_000 {
+        format!("{:02}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{:02} days", s / 86400)
+    }
+}
+
+fn written(bytes: u64) -> String {
+    let (v, u) = if bytes < 1 << 32 {
+        (bytes >> 20, "MiB")
+    } else if bytes < 1 << 42 {
+        (bytes >> 30, "GiB")
+    } else if bytes < 1 << 52 {
+        (bytes >> 40, "TiB")
+    } else {
+        (bytes >> 50, "PiB")
+    };
+    format!("{v:4} {u} written")
+}
+
+fn luks2(vol: &Volume) -> Result<&lukskit_format::luks2::Luks2Header> {
+    match &vol.header {
+        Header::Luks2(h) => Ok(h),
+        Header::Luks1(_) => Err(CliError::invalid(
+            "LUKS1 re-encryption is not supported by lukskit (convert to LUKS2 first).",
+        )),
+    }
+}
+
+/// `reencrypt <device>`.
+pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let device = &args[0];
+    if has(o, "init-only") && has(o, "resume-only") {
+        return Err(CliError::invalid(
+            "Options --init-only and --resume-only cannot be combined.",
+        ));
+    }
+    let mut vol = super::load_volume(o, device, Access::Write)?;
+    let st = reencrypt::status(luks2(&vol)?)?;
+    if st != Status::None && has(o, "init-only") {
+        return Err(CliError::invalid(
+            "LUKS2 reencryption already initialized in metadata.",
+        ));
+    }
+    if st == Status::None && has(o, "resume-only") {
+        return Err(CliError::invalid("Device reencryption not in progress."));
+    }
+    let runs = !has(o, "init-only");
+    let data_dev = if vol.detached {
+        Some(Device::open(&vol.data_path, Access::Write)?)
+    } else {
+        None
+    };
+    let is_block = data_dev.as_ref().unwrap_or(&vol.dev).is_block_device();
+    if runs && !has(o, "force-offline-reencrypt") {
+        if !is_block {
+            return Err(CliError::invalid(format!(
+                "Device {device} is not a block device. Can not auto-detect if it is active or \
+                 not.\nUse --force-offline-reencrypt to bypass the check and run in offline \
+                 mode (dangerous!)."
+            )));
+        }
+        return Err(CliError::invalid(
+            "Online re-encryption is not supported by lukskit yet; use \
+             --force-offline-reencrypt when the device is not in use.",
+        ));
+    }
+    let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
+    let keys = if st == Status::None {
+        init(o, &mut vol, data_dev.as_ref(), block)?
+    } else {
+        let src = existing_key_source(o, None);
+        let prompt = format!("Enter passphrase for {device}: ");
+        let mut last = None;
+        let mut keys = None;
+        for _ in 0..tries(o, &src) {
+            let pass = input::get_secret(&src, &prompt, false)?;
+            match reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot) {
+                Ok(k) => {
+                    keys = Some(k);
+                    break;
+                }
+                Err(e) if errors::is_wrong_passphrase(&e) => {
+                    eprintln!("{}", errors::volume(&e).message);
+                    last = Some(e);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        match keys {
+            Some(k) => k,
+            None => {
+                return Err(last.map_or_else(CliError::wrong_passphrase, |_| {
+                    CliError::wrong_passphrase()
+                }))
+            }
+        }
+    };
+    if !runs {
+        return Ok(());
+    }
+    let uuid = vol.uuid().to_string();
+    let _lock = if o.disable_locks {
+        None
+    } else {
+        Some(reencrypt::ReencryptLock::acquire(&uuid)?)
+    };
+    if has(o, "force-offline-reencrypt") {
+        println!("Resuming LUKS reencryption in forced offline mode.");
+    }
+    let max_hotzone = match value(o, "hotzone-size") {
+        Some(v) => crate::args::parse_device_size(v)
+            .ok_or_else(|| CliError::invalid("Invalid max reencryption hotzone size specification."))?,
+        None => 0,
+    };
+    let mut progress = Progress {
+        json: has(o, "progress-json"),
+        quiet: o.batch_mode,
+        device: device.clone(),
+        start: None,
+        last: None,
+    };
+    let mut cb = |done: u64, total: u64| {
+        progress.update(done, total);
+        true
+    };
+    let Header::Luks2(hdr) = &mut vol.header else {
+        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    };
+    let meta: &dyn Storage = &vol.dev;
+    let data: &dyn Storage = match &data_dev {
+        Some(d) => d,
+        None => &vol.dev,
+    };
+    let out = reencrypt::run(
+        meta,
+        data,
+        block,
+        hdr,
+        &keys,
+        reencrypt::RunOptions {
+            max_hotzone,
+            progress: Some(&mut cb),
+        },
+    )?;
+    debug_assert!(out == Outcome::Finished || out == Outcome::Interrupted);
+    Ok(())
+}
+
+/// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
+/// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata.
+fn init(
+    o: &Opts,
+    vol: &mut Volume,
+    data_dev: Option<&Device>,
+    block: u64,
+) -> Result<reencrypt::Keys> {
+    if has(o, "encrypt") || has(o, "decrypt") {
+        return Err(CliError::invalid(
+            "Only re-encryption of LUKS2 devices is supported by lukskit.",
+        ));
+    }
+    let hdr = luks2(vol)?;
+    let seg_digest = vol
+        .segment_digest_id()?
+        .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?;
+    let digests = hdr.digests()?;
+    let bound: Vec<u32> = digests
+        .iter()
+        .find(|d| d.id == seg_digest)
+        .map(|d| d.keyslots.clone())
+        .unwrap_or_default();
+    let slots: Vec<u32> = match o.key_slot {
+        Some(s) => {
+            if !bound.contains(&s) {
+                return Err(CliError::invalid(format!("Keyslot {s} is not active.")));
+            }
+            vec![s]
+        }
+        None => bound,
+    };
+    if slots.is_empty() {
+        return Err(CliError::invalid("No usable keyslot is available."));
+    }
+    let old_cipher = vol.cipher_spec()?;
+    let old_key_len = vol.volume_key_size()?;
+    let old_ss = hdr
+        .segments()?
+        .into_iter()
+        .find(|s| s.id == 0)
+        .map_or(512, |s| s.sector_size);
+    let cipher = o.cipher.clone().unwrap_or_else(|| old_cipher.clone());
+    let spec = CipherSpec::parse(&cipher)?;
+    let key_len = match o.key_size {
+        Some(bits) => (bits / 8) as usize,
+        None if o.cipher.is_none() => old_key_len,
+        None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
+    };
+    let sector_size = o.sector_size.unwrap_or(old_ss);
+    let resilience = match value(o, "resilience").unwrap_or("checksum") {
+        "checksum" => {
+            ResilienceChoice::Checksum(value(o, "resilience-hash").unwrap_or("sha256").into())
+        }
+        "journal" => ResilienceChoice::Journal,
+        "none" => ResilienceChoice::None,
+        "datashift" => {
+            return Err(CliError::invalid(
+                "Resilience datashift is only used with --reduce-device-size, which lukskit \
+                 does not support yet.",
+            ))
+        }
+        other => return Err(CliError::invalid(format!("Unsupported resilience mode {other}"))),
+    };
+    let pbkdf = pbkdf_options(o);
+    let src = existing_key_source(o, None);
+    let mut old_vk: Option<SecretBuf> = None;
+    let mut passes = Vec::new();
+    for &slot in &slots {
+        let prompt = format!("Enter passphrase for key slot {slot}: ");
+        let (_, vk, pass) =
+            super::keys::unlock_with_tries(vol, o, &src, &prompt, Some(slot), false)?;
+        old_vk = Some(vk);
+        passes.push(pass);
+    }
+    let old_vk = old_vk.ok_or_else(CliError::wrong_passphrase)?;
+    let new_vk = SecretBuf::random(key_len)
+        .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?;
+    lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
+    let mut new_digest = None;
+    for pass in &passes {
+        let slot = vol.add_keyslot(&new_vk, pass.as_bytes(), None, &pbkdf, true)?;
+        let Header::Luks2(h) = &mut vol.header else {
+            unreachable!("checked above")
+        };
+        let d = lukskit_volume::reencrypt::json::digest_of_keyslot(h, slot)?;
+        match new_digest {
+            None => new_digest = d,
+            Some(first) => {
+                // One digest for the new key: move the keyslot to the first one.
+                lukskit_volume::reencrypt::json::move_keyslot_digest(h, slot, first)?;
+            }
+        }
+    }
+    let size = data_dev
+        .unwrap_or(&vol.dev)
+        .size()
+        .map_err(|e| CliError::from(lukskit_volume::VolumeError::device_io(
+            lukskit_volume::DeviceOp::GetSize,
+            e,
+        )))?;
+    let params = InitParams {
+        mode: Mode::Reencrypt,
+        resilience,
+        cipher,
+        sector_size,
+        new_digest,
+        digest_iterations: pbkdf.digest_iterations(key_len)?,
+    };
+    let keys = reencrypt::Keys {
+        old: Some(old_vk),
+        new: Some(new_vk),
+    };
+    let Header::Luks2(h) = &mut vol.header else {
+        unreachable!("checked above")
+    };
+    reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+    Ok(keys)
+}
