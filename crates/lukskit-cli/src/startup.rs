@@ -212,7 +212,9 @@ pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
         return Some(0);
     }
     let action = o.positional.first().map_or("", String::as_str);
-    if let Some(msg) = checks::not_implemented(&crate::commands::unsupported_given(action, &o.given)) {
+    if let Some(msg) =
+        checks::not_implemented(&crate::commands::unsupported_given(action, &o.given))
+    {
         eprintln!("{msg}");
         return Some(1);
     }

@@ -43,6 +43,7 @@ mod wipe;
 
 pub use error::{
     BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
-    ParamError, PlainValue, ReencryptError, RequirementsError, Result, SegmentError, TokenError, VolumeError,
+    ParamError, PlainValue, ReencryptError, RequirementsError, Result, SegmentError, TokenError,
+    VolumeError,
 };
 pub use volume::{Header, Volume};

@@ -80,7 +80,11 @@ impl Progress {
             return;
         };
         let fin = done == total;
-        if !fin && self.last.is_some_and(|l| now.duration_since(l).as_micros() < 500_000) {
+        if !fin
+            && self
+                .last
+                .is_some_and(|l| now.duration_since(l).as_micros() < 500_000)
+        {
             return;
         }
         self.last = Some(now);
@@ -183,7 +187,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     let st = reencrypt::status(luks2(&vol)?)?;
     if st != Status::None && has(o, "init-only") {
         return Err(CliError::invalid(
-            "LUKS2 reencryption already initialized in metadata.",
+            "LUKS2 reencryption already initialized. Aborting operation.",
         ));
     }
     if st == Status::None && has(o, "resume-only") {
@@ -234,9 +238,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         match keys {
             Some(k) => k,
             None => {
-                return Err(last.map_or_else(CliError::wrong_passphrase, |_| {
-                    CliError::wrong_passphrase()
-                }))
+                return Err(
+                    last.map_or_else(CliError::wrong_passphrase, |_| CliError::wrong_passphrase())
+                )
             }
         }
     };
@@ -249,12 +253,13 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         Some(reencrypt::ReencryptLock::acquire(&uuid)?)
     };
-    if has(o, "force-offline-reencrypt") {
+    if has(o, "force-offline-reencrypt") && !o.batch_mode {
         println!("Resuming LUKS reencryption in forced offline mode.");
     }
     let max_hotzone = match value(o, "hotzone-size") {
-        Some(v) => crate::args::parse_device_size(v)
-            .ok_or_else(|| CliError::invalid("Invalid max reencryption hotzone size specification."))?,
+        Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
+            CliError::invalid("Invalid max reencryption hotzone size specification.")
+        })?,
         None => 0,
     };
     let mut progress = Progress {
@@ -353,7 +358,11 @@ fn init(
                  does not support yet.",
             ))
         }
-        other => return Err(CliError::invalid(format!("Unsupported resilience mode {other}"))),
+        other => {
+            return Err(CliError::invalid(format!(
+                "Unsupported resilience mode {other}"
+            )))
+        }
     };
     let pbkdf = pbkdf_options(o);
     let src = existing_key_source(o, None);
@@ -385,13 +394,12 @@ fn init(
             }
         }
     }
-    let size = data_dev
-        .unwrap_or(&vol.dev)
-        .size()
-        .map_err(|e| CliError::from(lukskit_volume::VolumeError::device_io(
+    let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
+        CliError::from(lukskit_volume::VolumeError::device_io(
             lukskit_volume::DeviceOp::GetSize,
             e,
-        )))?;
+        ))
+    })?;
     let params = InitParams {
         mode: Mode::Reencrypt,
         resilience,

@@ -169,8 +169,8 @@ impl Context {
             }
             None => return Err(ctx("area type")),
         };
-        let (old_id, old) =
-            json::segment_by_flag(hdr, "backup-previous")?.ok_or_else(|| ctx("no backup-previous"))?;
+        let (old_id, old) = json::segment_by_flag(hdr, "backup-previous")?
+            .ok_or_else(|| ctx("no backup-previous"))?;
         let (new_id, new) =
             json::segment_by_flag(hdr, "backup-final")?.ok_or_else(|| ctx("no backup-final"))?;
         let moved = json::segment_by_flag(hdr, "backup-moved-segment")?.map(|(_, v)| v);

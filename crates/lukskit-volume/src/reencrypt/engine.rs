@@ -152,9 +152,15 @@ pub fn unlock_keys(
     slot: Option<u32>,
 ) -> Result<Keys> {
     let c = Context::load(hdr)?;
+    let done = finished(hdr)?;
     let mut keys = Keys::default();
     let digests = hdr.digests()?;
-    let digest_of = |ks: u32| digests.iter().find(|d| d.keyslots.contains(&ks)).map(|d| d.id);
+    let digest_of = |ks: u32| {
+        digests
+            .iter()
+            .find(|d| d.keyslots.contains(&ks))
+            .map(|d| d.id)
+    };
     for ks in hdr.keyslots()?.iter().filter(|k| k.kind == "luks2") {
         let d = digest_of(ks.id);
         let want_old = keys.old.is_none()
@@ -174,7 +180,7 @@ pub fn unlock_keys(
             }
         }
     }
-    let need_old = c.mode != Mode::Encrypt;
+    let need_old = c.mode != Mode::Encrypt && !done;
     let need_new = c.mode != Mode::Decrypt;
     if (need_old && keys.old.is_none()) || (need_new && keys.new.is_none()) {
         if keys.old.is_none() && keys.new.is_none() {
@@ -187,12 +193,22 @@ pub fn unlock_keys(
 
 fn verification(hdr: &Luks2Header, c: &Context, keys: &Keys) -> Result<SecretBuf> {
     let old = if c.digest_old.is_some() {
-        Some(keys.old.as_ref().ok_or(ReencryptError::KeysMissing)?.as_bytes())
+        Some(
+            keys.old
+                .as_ref()
+                .ok_or(ReencryptError::KeysMissing)?
+                .as_bytes(),
+        )
     } else {
         None
     };
     let new = if c.digest_new.is_some() && c.digest_new != c.digest_old {
-        Some(keys.new.as_ref().ok_or(ReencryptError::KeysMissing)?.as_bytes())
+        Some(
+            keys.new
+                .as_ref()
+                .ok_or(ReencryptError::KeysMissing)?
+                .as_bytes(),
+        )
     } else {
         None
     };
@@ -235,7 +251,9 @@ pub fn init(
     let digest_old = luks2_keys::segment_digest(hdr)?
         .ok_or(KeyslotError::NoSegmentDigest)?
         .id;
-    let digest_new = p.new_digest.ok_or_else(|| ctx("no digest for the new key"))?;
+    let digest_new = p
+        .new_digest
+        .ok_or_else(|| ctx("no digest for the new key"))?;
     let seg0 = json::data_segments(hdr)?
         .into_iter()
         .next()
@@ -496,7 +514,11 @@ impl<'a> Run<'a> {
                 base + off,
                 off >> 9,
                 size,
-                self.c.new.get("encryption").and_then(Value::as_str).unwrap_or(""),
+                self.c
+                    .new
+                    .get("encryption")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
                 Context::sector_size(&self.c.new),
                 hot,
             ),
@@ -511,7 +533,11 @@ impl<'a> Run<'a> {
                 base + off,
                 off >> 9,
                 size,
-                self.c.old.get("encryption").and_then(Value::as_str).unwrap_or(""),
+                self.c
+                    .old
+                    .get("encryption")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
                 Context::sector_size(&self.c.old),
                 false,
             ),
@@ -605,7 +631,11 @@ impl<'a> Run<'a> {
             json::push_segment(hdr, m.clone())?;
         }
         if self.c.mode != Mode::Reencrypt {
-            let d = if self.c.mode == Mode::Encrypt { dnew } else { dold };
+            let d = if self.c.mode == Mode::Encrypt {
+                dnew
+            } else {
+                dold
+            };
             for (i, is_crypt) in types.iter().enumerate() {
                 if *is_crypt {
                     assign(hdr, i as u32, d)?;
@@ -619,9 +649,8 @@ impl<'a> Run<'a> {
         match &self.c.resilience {
             Resilience::None => return Ok(()),
             Resilience::Checksum { hash, block_size } => {
-                let mut sums = Vec::with_capacity(
-                    buf.len() / *block_size as usize * hash.digest_size(),
-                );
+                let mut sums =
+                    Vec::with_capacity(buf.len() / *block_size as usize * hash.digest_size());
                 for block in buf.chunks(*block_size as usize) {
                     sums.extend_from_slice(&hash.digest(&[block]));
                 }
@@ -724,7 +753,9 @@ impl<'a> Run<'a> {
                 }
                 self.meta
                     .read_exact_at(&mut buf, self.c.area_offset)
-                    .map_err(dio(DeviceOp::ReadKeyslotArea { slot: self.c.keyslot }))?;
+                    .map_err(dio(DeviceOp::ReadKeyslotArea {
+                        slot: self.c.keyslot,
+                    }))?;
                 self.old.decrypt(&mut buf, iv)?;
                 self.new.encrypt(&mut buf, iv)?;
                 self.data
@@ -749,32 +780,64 @@ impl<'a> Run<'a> {
         if self.progress < self.device_size {
             return Ok(Outcome::Interrupted);
         }
-        if let (Some(dold), dnew) = (self.c.digest_old, self.c.digest_new) {
-            if Some(dold) != dnew {
-                let old_slots: Vec<u32> = hdr
-                    .digests()?
-                    .into_iter()
-                    .find(|d| d.id == dold)
-                    .map(|d| d.keyslots)
-                    .unwrap_or_default();
-                for ks in old_slots {
-                    luks2_keys::kill(self.meta, hdr, ks)?;
-                }
-            }
-        }
-        for flag in ["backup-previous", "backup-final", "backup-moved-segment"] {
-            if let Some((id, _)) = json::segment_by_flag(hdr, flag)? {
-                json::delete_segment(hdr, id)?;
-            }
-        }
-        json::set_requirement(hdr, false)?;
-        // Destroy the reencrypt keyslot (its area is wiped first, as for any keyslot).
-        crate::wipe::zero(self.meta, self.c.area_offset, self.c.area_size)?;
-        hdr.remove_keyslot(self.c.keyslot)?;
-        hdr.erase_unused_digests();
-        luks2_keys::write_header(self.meta, hdr)?;
-        Ok(Outcome::Finished)
+        finish(self.meta, hdr, &self.c)
     }
+}
+
+/// Whether the last hot zone was committed and only the final cleanup is missing: one
+/// data segment, under the new key only (cryptsetup's teardown kills the old keyslots
+/// before it removes the re-encryption metadata, so a crash there leaves this state with
+/// the old key gone; lukskit finishes it with no key, as no data is touched).
+pub fn finished(hdr: &Luks2Header) -> Result<bool> {
+    if status(hdr)? != Status::Clean {
+        return Ok(false);
+    }
+    let c = Context::load(hdr)?;
+    if c.mode != Mode::Reencrypt || c.digest_new == c.digest_old {
+        return Ok(false);
+    }
+    let segs = json::data_segments(hdr)?;
+    if segs.len() != 1 || json::seg_size(&segs[0]) != Some(None) {
+        return Ok(false);
+    }
+    let d0 = hdr
+        .digests()?
+        .into_iter()
+        .filter(|d| d.segments.contains(&0))
+        .map(|d| d.id)
+        .collect::<Vec<_>>();
+    Ok(d0.len() == 1 && Some(d0[0]) == c.digest_new)
+}
+
+/// The final cleanup (the end of `reencrypt_teardown_ok`): old keyslots (one header write
+/// each, as cryptsetup), then backup segments, requirement and the `reencrypt` keyslot.
+fn finish(meta: &dyn Storage, hdr: &mut Luks2Header, c: &Context) -> Result<Outcome> {
+    let this = c;
+    if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
+        if Some(dold) != dnew {
+            let old_slots: Vec<u32> = hdr
+                .digests()?
+                .into_iter()
+                .find(|d| d.id == dold)
+                .map(|d| d.keyslots)
+                .unwrap_or_default();
+            for ks in old_slots {
+                luks2_keys::kill(meta, hdr, ks)?;
+            }
+        }
+    }
+    for flag in ["backup-previous", "backup-final", "backup-moved-segment"] {
+        if let Some((id, _)) = json::segment_by_flag(hdr, flag)? {
+            json::delete_segment(hdr, id)?;
+        }
+    }
+    json::set_requirement(hdr, false)?;
+    // Destroy the reencrypt keyslot (its area is wiped first, as for any keyslot).
+    crate::wipe::zero(meta, this.area_offset, this.area_size)?;
+    hdr.remove_keyslot(this.keyslot)?;
+    hdr.erase_unused_digests();
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(Outcome::Finished)
 }
 
 /// Recover an interrupted hot zone (`reencrypt_recovery`): the hot zone is made entirely
@@ -816,6 +879,10 @@ pub fn run(
     keys: &Keys,
     mut opts: RunOptions<'_>,
 ) -> Result<Outcome> {
+    if finished(hdr)? {
+        let c = Context::load(hdr)?;
+        return finish(meta, hdr, &c);
+    }
     if let Some(Outcome::Finished) = recover(meta, data, data_block_size, hdr, keys)? {
         return Ok(Outcome::Finished);
     }

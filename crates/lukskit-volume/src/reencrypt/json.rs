@@ -42,12 +42,10 @@ pub fn has_flag(o: &Value, flag: &str) -> bool {
 
 /// Whether a segment is a backup segment (any flag starting with `backup-`).
 pub fn is_backup(o: &Value) -> bool {
-    o.get("flags")
-        .and_then(Value::as_array)
-        .is_some_and(|a| {
-            a.iter()
-                .any(|f| f.as_str().is_some_and(|s| s.starts_with("backup-")))
-        })
+    o.get("flags").and_then(Value::as_array).is_some_and(|a| {
+        a.iter()
+            .any(|f| f.as_str().is_some_and(|s| s.starts_with("backup-")))
+    })
 }
 
 /// A `crypt` segment (`json_segment_create_crypt`'s member order).
@@ -93,9 +91,7 @@ pub fn linear_segment(offset: u64, size: Option<u64>, in_reencryption: bool) -> 
 /// Add `flag` to a segment object (`LUKS2_segment_set_flag`).
 pub fn set_flag(o: &mut Value, flag: &str) {
     if let Some(m) = o.as_object_mut() {
-        let flags = m
-            .entry("flags")
-            .or_insert_with(|| Value::Array(Vec::new()));
+        let flags = m.entry("flags").or_insert_with(|| Value::Array(Vec::new()));
         if let Some(a) = flags.as_array_mut() {
             a.push(flag.into());
         }
