@@ -390,7 +390,9 @@ fn crash_at_every_write_and_sync_then_recover() {
                 points += 1;
                 let what = format!("{res} crash at {spec}");
                 if in_reencryption(&img) {
-                    let hot = dump("cryptsetup", &img).contains("in-reencryption");
+                    let cs_dump = dump("cryptsetup", &img);
+                    assert_eq!(dump("lukskit", &img), cs_dump, "{what}: luksDump differs");
+                    let hot = cs_dump.contains("in-reencryption");
                     // A sample of the recoveries by cryptsetup: every hot-zone crash.
                     if hot && n % 2 == 1 {
                         by_cryptsetup += 1;
@@ -406,6 +408,18 @@ fn crash_at_every_write_and_sync_then_recover() {
                         if in_reencryption(&img) {
                             cs_reencrypt(&img, &kf, &["--resume-only"])
                                 .ok(&format!("{what}: cryptsetup resume"));
+                        }
+                    } else if hot && n % 4 == 0 {
+                        // lukskit's `repair` recovers the hot zone as cryptsetup's does.
+                        lukskit(&["repair", "-q", "-d", &kf, &img], b"")
+                            .ok(&format!("{what}: lukskit repair"));
+                        assert!(
+                            !dump("cryptsetup", &img).contains("in-reencryption"),
+                            "{what}"
+                        );
+                        if in_reencryption(&img) {
+                            lk_reencrypt(&img, &kf, &["--resume-only"])
+                                .ok(&format!("{what}: lukskit resume after repair"));
                         }
                     } else {
                         lk_reencrypt(&img, &kf, &["--resume-only"])

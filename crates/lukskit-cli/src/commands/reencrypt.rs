@@ -418,3 +418,54 @@ fn init(
     reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
     Ok(keys)
 }
+
+/// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as
+/// cryptsetup's `repair` does) rather than repair the header.
+pub fn repair_needs_recovery(o: &Opts, args: &[String]) -> bool {
+    let Some(device) = args.first() else {
+        return false;
+    };
+    let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
+        return false;
+    };
+    match &vol.header {
+        Header::Luks2(h) => reencrypt::status(h).ok() == Some(Status::Crash),
+        Header::Luks1(_) => false,
+    }
+}
+
+/// `repair <device>` of a header with an interrupted hot zone: unlock, take the
+/// re-encryption lock and recover the hot zone (cryptsetup's
+/// `LUKS2_reencrypt_locked_recovery_by_passphrase`; the recovery of the last hot zone also
+/// finishes the re-encryption).
+pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let device = &args[0];
+    input::confirm("Really proceed with LUKS header repair?", o.batch_mode)?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
+    let data_dev = if vol.detached {
+        Some(Device::open(&vol.data_path, Access::Write)?)
+    } else {
+        None
+    };
+    let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
+    let src = existing_key_source(o, None);
+    let prompt = format!("Enter passphrase for {device}: ");
+    let pass = input::get_secret(&src, &prompt, false)?;
+    let keys = reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot)?;
+    let uuid = vol.uuid().to_string();
+    let _lock = if o.disable_locks {
+        None
+    } else {
+        Some(reencrypt::ReencryptLock::acquire(&uuid)?)
+    };
+    let Header::Luks2(hdr) = &mut vol.header else {
+        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    };
+    let data: &dyn Storage = match &data_dev {
+        Some(d) => d,
+        None => &vol.dev,
+    };
+    reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
+    Ok(())
+}
