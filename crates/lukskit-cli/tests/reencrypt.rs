@@ -439,3 +439,270 @@ fn crash_at_every_write_and_sync_then_recover() {
     println!("crash points tried: {points} (recovered by cryptsetup: {by_cryptsetup})");
     assert!(points > 20 && by_cryptsetup > 0);
 }
+
+/// `--encrypt --header FILE` then `--decrypt --header FILE` with lukskit: the data device
+/// holds the plaintext again, byte for byte; in between cryptsetup's volume key decrypts it
+/// (Python's cryptography) and the header ends as cryptsetup leaves it (linear, no keys).
+#[test]
+fn encrypt_and_decrypt_with_detached_header() {
+    if !have_cryptsetup("encrypt_and_decrypt_with_detached_header") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let data = write_file(t.path(), "data.img", &plaintext());
+    let hdr = t.path().join("hdr.img").to_str().unwrap().to_string();
+    for res in ["checksum", "journal", "none"] {
+        let _ = std::fs::remove_file(&hdr);
+        lk_reencrypt(
+            &data,
+            &kf,
+            &[
+                "--encrypt",
+                "--header",
+                &hdr,
+                "--resilience",
+                res,
+                "--hotzone-size",
+                "4M",
+            ],
+        )
+        .ok(&format!("encrypt {res}"));
+        assert_ne!(sha(&std::fs::read(&data).unwrap()), sha(&plaintext()));
+        let d = cryptsetup(&["luksDump", &hdr], b"")
+            .unwrap()
+            .ok("luksDump")
+            .stdout;
+        assert!(
+            !d.contains("reencrypt") && d.contains("cipher: aes-xts-plain64"),
+            "{d}"
+        );
+        let vk =
+            hex::decode(volume_key_with("cryptsetup", &hdr, &kf, &[]).replace(' ', "")).unwrap();
+        if let Some(p) = python_decrypt("xts", &vk, 512, 0, &data, 0, 512) {
+            assert_eq!(p, plaintext()[..512 * 512], "{res}: python decryption");
+        }
+        lk_reencrypt(
+            &data,
+            &kf,
+            &[
+                "--decrypt",
+                "--header",
+                &hdr,
+                "--resilience",
+                res,
+                "--hotzone-size",
+                "4M",
+            ],
+        )
+        .ok(&format!("decrypt {res}"));
+        assert_eq!(
+            sha(&std::fs::read(&data).unwrap()),
+            sha(&plaintext()),
+            "{res}"
+        );
+        let j = cryptsetup(&["luksDump", "--dump-json-metadata", &hdr], b"")
+            .unwrap()
+            .ok("dump json")
+            .stdout;
+        let v: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(v["segments"]["0"]["type"], "linear", "{j}");
+        assert!(v["keyslots"].as_object().unwrap().is_empty(), "{j}");
+        assert!(v["digests"].as_object().unwrap().is_empty(), "{j}");
+    }
+}
+
+/// Encryption and decryption started by one tool and finished by the other, both ways.
+#[test]
+fn encrypt_decrypt_cross_tool() {
+    if !have_cryptsetup("encrypt_decrypt_cross_tool") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let data = write_file(t.path(), "data.img", &plaintext());
+    let hdr = t.path().join("hdr.img").to_str().unwrap().to_string();
+    for (first, second) in [("lukskit", "cryptsetup"), ("cryptsetup", "lukskit")] {
+        for mode in ["--encrypt", "--decrypt"] {
+            if mode == "--encrypt" {
+                let _ = std::fs::remove_file(&hdr);
+            }
+            let mut init = vec![
+                "reencrypt",
+                "-q",
+                "--init-only",
+                "--force-offline-reencrypt",
+                mode,
+                "--header",
+                &hdr,
+                "-d",
+                &kf,
+            ];
+            init.extend_from_slice(&FAST);
+            init.push(&data);
+            let r = if first == "lukskit" {
+                lukskit(&init, b"")
+            } else {
+                cryptsetup(&init, b"").unwrap()
+            };
+            r.ok(&format!("{first} {mode} --init-only"));
+            let resume = [
+                "--resume-only",
+                "--header",
+                hdr.as_str(),
+                "--hotzone-size",
+                "4M",
+            ];
+            let r = if second == "lukskit" {
+                lk_reencrypt(&data, &kf, &resume)
+            } else {
+                cs_reencrypt(&data, &kf, &resume)
+            };
+            r.ok(&format!("{second} resumes {first}'s {mode}"));
+            let d = cryptsetup(&["luksDump", &hdr], b"")
+                .unwrap()
+                .ok("luksDump")
+                .stdout;
+            assert!(!d.contains("reencrypt"), "{d}");
+            if mode == "--encrypt" {
+                assert_eq!(
+                    sha(&read_plain_hdr(t.path(), &data, &hdr, &kf)),
+                    sha(&plaintext())
+                );
+            } else {
+                assert_eq!(sha(&std::fs::read(&data).unwrap()), sha(&plaintext()));
+            }
+        }
+    }
+}
+
+fn read_plain_hdr(dir: &Path, data: &str, hdr: &str, kf: &str) -> Vec<u8> {
+    let out = dir.join("out.plain");
+    let _ = std::fs::remove_file(&out);
+    lukskit(
+        &[
+            "image",
+            "decrypt",
+            "--header",
+            hdr,
+            "-d",
+            kf,
+            data,
+            out.to_str().unwrap(),
+        ],
+        b"",
+    )
+    .ok("image decrypt --header");
+    std::fs::read(out).unwrap()
+}
+
+/// Crash at every write and sync of a lukskit `--decrypt` (backward direction) and
+/// `--encrypt` with a detached header, then recovery by lukskit or (hot zones, a sample)
+/// by cryptsetup's `repair`: the data is intact.
+#[test]
+fn crash_encrypt_decrypt_then_recover() {
+    if !have_cryptsetup("crash_encrypt_decrypt_then_recover") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let plain = write_file(t.path(), "plain.img", &plaintext());
+    let hdr = t.path().join("hdr.img").to_str().unwrap().to_string();
+    let data = t.path().join("data.img").to_str().unwrap().to_string();
+    // An encrypted device with its detached header, for the decryption runs.
+    let enc_data = t.path().join("enc-data.img").to_str().unwrap().to_string();
+    let enc_hdr = t.path().join("enc-hdr.img").to_str().unwrap().to_string();
+    std::fs::copy(&plain, &enc_data).unwrap();
+    lk_reencrypt(&enc_data, &kf, &["--encrypt", "--header", &enc_hdr]).ok("encrypt");
+    let (mut points, mut by_cryptsetup) = (0, 0);
+    for mode in ["--decrypt", "--encrypt"] {
+        for kind in ["write", "sync"] {
+            let mut n = 1;
+            loop {
+                if mode == "--decrypt" {
+                    std::fs::copy(&enc_data, &data).unwrap();
+                    std::fs::copy(&enc_hdr, &hdr).unwrap();
+                } else {
+                    std::fs::copy(&plain, &data).unwrap();
+                    let _ = std::fs::remove_file(&hdr);
+                }
+                let spec = format!("{kind}:{n}");
+                let mut args = vec![
+                    "reencrypt",
+                    "-q",
+                    "--force-offline-reencrypt",
+                    mode,
+                    "--header",
+                    &hdr,
+                    "--hotzone-size",
+                    "4M",
+                    "-d",
+                    &kf,
+                ];
+                args.extend_from_slice(&FAST);
+                args.push(&data);
+                let r = lukskit_env(&args, b"", &[("LUKSKIT_CRASH_AT", &spec)]);
+                let what = format!("{mode} crash at {spec}");
+                let check = |what: &str| {
+                    let d = dump("cryptsetup", &hdr);
+                    assert!(!d.contains("reencrypt"), "{what}: {d}");
+                    if d.contains("cipher:") {
+                        assert_eq!(
+                            sha(&read_plain_hdr(t.path(), &data, &hdr, &kf)),
+                            sha(&plaintext()),
+                            "{what}"
+                        );
+                    } else {
+                        assert_eq!(
+                            sha(&std::fs::read(&data).unwrap()),
+                            sha(&plaintext()),
+                            "{what}"
+                        );
+                    }
+                };
+                if r.code == 0 {
+                    check(&what);
+                    break;
+                }
+                assert_eq!(r.code, CRASH_STATUS, "{what}: {}", r.stderr);
+                points += 1;
+                let in_reenc = std::path::Path::new(&hdr).exists()
+                    && cryptsetup(&["luksDump", &hdr], b"")
+                        .unwrap()
+                        .stdout
+                        .contains("online-reencrypt");
+                if in_reenc {
+                    let cs_dump = dump("cryptsetup", &hdr);
+                    assert_eq!(dump("lukskit", &hdr), cs_dump, "{what}: luksDump differs");
+                    if cs_dump.contains("in-reencryption") && n % 2 == 1 {
+                        by_cryptsetup += 1;
+                        cryptsetup(&["repair", "-q", "--header", &hdr, "-d", &kf, &data], b"")
+                            .unwrap()
+                            .ok(&format!("{what}: cryptsetup repair"));
+                    }
+                    if cryptsetup(&["luksDump", &hdr], b"")
+                        .unwrap()
+                        .stdout
+                        .contains("online-reencrypt")
+                    {
+                        lk_reencrypt(&data, &kf, &["--resume-only", "--header", &hdr])
+                            .ok(&format!("{what}: lukskit resume"));
+                    }
+                    check(&what);
+                } else if mode == "--decrypt" {
+                    // Before the initialization committed (still encrypted) or after the
+                    // last metadata commit (decrypted): intact either way.
+                    check(&what);
+                } else if sha(&std::fs::read(&data).unwrap()) != sha(&plaintext()) {
+                    // After the last metadata commit: encrypted, the header says so.
+                    check(&what);
+                }
+                // (Otherwise the header was not made yet and the data is untouched.)
+                n += 1;
+                assert!(n < 500, "{mode} {kind}: no end");
+            }
+        }
+    }
+    println!("crash points tried: {points} (recovered by cryptsetup: {by_cryptsetup})");
+    assert!(points > 20 && by_cryptsetup > 0);
+}

@@ -19,6 +19,8 @@ use std::time::Instant;
 /// The options of cryptsetup's `reencrypt` that lukskit implements (the command-line
 /// parser lists them as not implemented for every other action).
 const SUPPORTED: &[&str] = &[
+    "encrypt",
+    "decrypt",
     "force-offline-reencrypt",
     "hotzone-size",
     "init-only",
@@ -183,6 +185,15 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             "Options --init-only and --resume-only cannot be combined.",
         ));
     }
+    if has(o, "encrypt") && has(o, "decrypt") {
+        return Err(CliError::invalid(
+            "Options --encrypt and --decrypt cannot be combined.",
+        ));
+    }
+    let mut formatted = None;
+    if has(o, "encrypt") && !header_in_reencryption(o) {
+        formatted = Some(format_for_encrypt(o, device)?);
+    }
     let mut vol = super::load_volume(o, device, Access::Write)?;
     let st = reencrypt::status(luks2(&vol)?)?;
     if st != Status::None && has(o, "init-only") {
@@ -194,13 +205,16 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         return Err(CliError::invalid("Device reencryption not in progress."));
     }
     let runs = !has(o, "init-only");
+    // cryptsetup checks whether the device is in use for every run, and for the
+    // initialization of a decryption.
+    let checks_active = runs || (st == Status::None && has(o, "decrypt"));
     let data_dev = if vol.detached {
         Some(Device::open(&vol.data_path, Access::Write)?)
     } else {
         None
     };
     let is_block = data_dev.as_ref().unwrap_or(&vol.dev).is_block_device();
-    if runs && !has(o, "force-offline-reencrypt") {
+    if checks_active && !has(o, "force-offline-reencrypt") {
         if !is_block {
             return Err(CliError::invalid(format!(
                 "Device {device} is not a block device. Can not auto-detect if it is active or \
@@ -215,7 +229,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
     let keys = if st == Status::None {
-        init(o, &mut vol, data_dev.as_ref(), block)?
+        init(o, &mut vol, data_dev.as_ref(), block, formatted)?
     } else {
         let src = existing_key_source(o, None);
         let prompt = format!("Enter passphrase for {device}: ");
@@ -303,10 +317,46 @@ fn init(
     vol: &mut Volume,
     data_dev: Option<&Device>,
     block: u64,
+    formatted: Option<SecretBuf>,
 ) -> Result<reencrypt::Keys> {
-    if has(o, "encrypt") || has(o, "decrypt") {
+    let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
+        CliError::from(lukskit_volume::VolumeError::device_io(
+            lukskit_volume::DeviceOp::GetSize,
+            e,
+        ))
+    })?;
+    let resilience = resilience(o)?;
+    let pbkdf = pbkdf_options(o);
+    if let Some(pass) = formatted {
+        // --encrypt: the new header holds the new key in its keyslot.
+        let (_, vk) = vol.unlock(pass.as_bytes(), None, false)?;
+        let digest = vol.segment_digest_id()?;
+        let hdr = luks2(vol)?;
+        let seg = hdr.segments()?.into_iter().find(|s| s.id == 0);
+        let params = InitParams {
+            mode: Mode::Encrypt,
+            resilience,
+            cipher: seg
+                .as_ref()
+                .map_or_else(String::new, |s| s.encryption.clone()),
+            sector_size: seg.map_or(512, |s| s.sector_size),
+            new_digest: digest,
+            digest_iterations: pbkdf.digest_iterations(vk.len())?,
+        };
+        let keys = reencrypt::Keys {
+            old: None,
+            new: Some(vk),
+        };
+        let Header::Luks2(h) = &mut vol.header else {
+            unreachable!("checked above")
+        };
+        reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+        return Ok(keys);
+    }
+    if has(o, "decrypt") && !vol.detached {
         return Err(CliError::invalid(
-            "Only re-encryption of LUKS2 devices is supported by lukskit.",
+            "Decryption of a device with its header at the start (moving the data over the \
+             header) is not supported by lukskit yet; use --header with a detached header.",
         ));
     }
     let hdr = luks2(vol)?;
@@ -376,6 +426,25 @@ fn init(
         passes.push(pass);
     }
     let old_vk = old_vk.ok_or_else(CliError::wrong_passphrase)?;
+    if has(o, "decrypt") {
+        let params = InitParams {
+            mode: Mode::Decrypt,
+            resilience,
+            cipher: String::new(),
+            sector_size: 512,
+            new_digest: None,
+            digest_iterations: pbkdf.digest_iterations(old_vk.len())?,
+        };
+        let keys = reencrypt::Keys {
+            old: Some(old_vk),
+            new: None,
+        };
+        let Header::Luks2(h) = &mut vol.header else {
+            unreachable!("checked above")
+        };
+        reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+        return Ok(keys);
+    }
     let new_vk = SecretBuf::random(key_len)
         .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?;
     lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
@@ -468,4 +537,76 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     };
     reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
     Ok(())
+}
+
+fn resilience(o: &Opts) -> Result<ResilienceChoice> {
+    Ok(match value(o, "resilience").unwrap_or("checksum") {
+        "checksum" => {
+            ResilienceChoice::Checksum(value(o, "resilience-hash").unwrap_or("sha256").into())
+        }
+        "journal" => ResilienceChoice::Journal,
+        "none" => ResilienceChoice::None,
+        "datashift" => {
+            return Err(CliError::invalid(
+                "Resilience datashift is only used with --reduce-device-size, which lukskit \
+                 does not support yet.",
+            ))
+        }
+        other => {
+            return Err(CliError::invalid(format!(
+                "Unsupported resilience mode {other}"
+            )))
+        }
+    })
+}
+
+/// With `--encrypt`: whether `--header` names a LUKS2 header already in re-encryption (then
+/// the run resumes it instead of formatting a new one).
+fn header_in_reencryption(o: &Opts) -> bool {
+    let Some(h) = o.header.as_deref() else {
+        return false;
+    };
+    match Volume::load(h, None, Access::Read) {
+        Ok(v) => match &v.header {
+            Header::Luks2(h) => reencrypt::status(h).ok().is_some_and(|s| s != Status::None),
+            Header::Luks1(_) => false,
+        },
+        Err(_) => false,
+    }
+}
+
+/// `--encrypt --header FILE`: format the detached header (cryptsetup's `encrypt_luks2_init`
+/// without a data shift: data offset 0, 512-byte sectors unless `--sector-size`). Returns
+/// the passphrase of its keyslot.
+fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
+    let Some(header) = o.header.clone() else {
+        return Err(CliError::invalid(
+            "Encryption in place with the header at the start of the device \
+             (--reduce-device-size) is not supported by lukskit yet; use --header FILE.",
+        ));
+    };
+    let params = lukskit_volume::format::FormatParams {
+        kind: lukskit_volume::format::FormatType::Luks2,
+        device: device.to_string(),
+        header: Some(header),
+        cipher: o
+            .cipher
+            .clone()
+            .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
+        key_size_bits: o.key_size,
+        sector_size: Some(o.sector_size.unwrap_or(512)),
+        offset_sectors: None,
+        label: o.label.clone(),
+        subsystem: o.subsystem.clone(),
+        uuid: o.uuid.clone(),
+        metadata_size: None,
+        keyslots_size: None,
+        key_slot: o.key_slot,
+        pbkdf: pbkdf_options(o),
+        volume_key: None,
+    };
+    let src = existing_key_source(o, None);
+    let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase)?;
+    lukskit_volume::format::format(&params, pass.as_bytes())?;
+    Ok(pass)
 }

@@ -230,10 +230,11 @@ pub fn init(
     if status(hdr)? != Status::None {
         return Err(ReencryptError::AlreadyInitialized.into());
     }
-    if p.mode != Mode::Reencrypt {
-        return Err(ReencryptError::Unsupported(format!("mode {}", p.mode.as_str())).into());
-    }
-    let sector_size = p.sector_size;
+    let sector_size = if p.mode == Mode::Decrypt {
+        512
+    } else {
+        p.sector_size
+    };
     if !(512..=4096).contains(&sector_size) || !sector_size.is_power_of_two() {
         return Err(crate::error::ParamError::SectorSize.into());
     }
@@ -248,27 +249,54 @@ pub fn init(
     let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
         .find(|i| !used.contains(i))
         .ok_or(KeyslotError::AllFull)?;
-    let digest_old = luks2_keys::segment_digest(hdr)?
-        .ok_or(KeyslotError::NoSegmentDigest)?
-        .id;
-    let digest_new = p
-        .new_digest
-        .ok_or_else(|| ctx("no digest for the new key"))?;
     let seg0 = json::data_segments(hdr)?
         .into_iter()
         .next()
         .ok_or_else(|| ctx("no data segment"))?;
-    let old_ss = Context::sector_size(&seg0);
+    let old_ss = if p.mode == Mode::Encrypt {
+        512
+    } else {
+        Context::sector_size(&seg0)
+    };
+    let digest_new = match p.mode {
+        Mode::Decrypt => None,
+        _ => Some(
+            p.new_digest
+                .ok_or_else(|| ctx("no digest for the new key"))?,
+        ),
+    };
 
-    // Backup segments (in memory).
-    let mut prev = seg0.clone();
+    // Backup segments (in memory), as `reencrypt_make_backup_segments`.
+    let (mut prev, digest_old) = match p.mode {
+        Mode::Encrypt => {
+            // The data is plaintext: one linear segment, no digest covers any segment.
+            json::unassign_all_segments(hdr)?;
+            json::set_segments(hdr, vec![json::linear_segment(data_offset, None, false)])?;
+            (json::linear_segment(data_offset, None, false), None)
+        }
+        _ => (
+            seg0.clone(),
+            Some(
+                luks2_keys::segment_digest(hdr)?
+                    .ok_or(KeyslotError::NoSegmentDigest)?
+                    .id,
+            ),
+        ),
+    };
     json::set_flag(&mut prev, "backup-previous");
     let sp = json::push_segment(hdr, prev)?;
-    json::assign_segment(hdr, sp, digest_old)?;
-    let mut fin = json::crypt_segment(data_offset, 0, None, &p.cipher, sector_size, false);
+    if let Some(d) = digest_old {
+        json::assign_segment(hdr, sp, d)?;
+    }
+    let mut fin = match p.mode {
+        Mode::Decrypt => json::linear_segment(data_offset, None, false),
+        _ => json::crypt_segment(data_offset, 0, None, &p.cipher, sector_size, false),
+    };
     json::set_flag(&mut fin, "backup-final");
     let sf = json::push_segment(hdr, fin)?;
-    json::assign_segment(hdr, sf, digest_new)?;
+    if let Some(d) = digest_new {
+        json::assign_segment(hdr, sf, d)?;
+    }
 
     // The reencrypt keyslot over the largest free gap of the keyslots area.
     let alignment = data_block_size
@@ -297,7 +325,13 @@ pub fn init(
     ks.insert("type".into(), "reencrypt".into());
     ks.insert("key_size".into(), 1.into());
     ks.insert("mode".into(), p.mode.as_str().into());
-    ks.insert("direction".into(), "forward".into());
+    // cryptsetup decrypts backward (offline, header detached) and otherwise goes forward.
+    let direction = if p.mode == Mode::Decrypt {
+        "backward"
+    } else {
+        "forward"
+    };
+    ks.insert("direction".into(), direction.into());
     ks.insert("priority".into(), 0.into());
     hdr.json
         .get_mut("keyslots")
@@ -371,6 +405,9 @@ struct Run<'a> {
     offset: u64,
     length: u64,
     progress: u64,
+    /// The data segment 0 when the run was loaded (the old layout kept before a backward
+    /// hot zone).
+    first_segment: Option<Value>,
 }
 
 fn physmem_quarter() -> u64 {
@@ -395,9 +432,6 @@ impl<'a> Run<'a> {
         max_hotzone: u64,
     ) -> Result<Self> {
         let c = Context::load(hdr)?;
-        if c.direction != Direction::Forward {
-            return Err(ReencryptError::Unsupported("backward direction".into()).into());
-        }
         if c.shift() != 0 || c.moved.is_some() {
             return Err(ReencryptError::Unsupported("data shift".into()).into());
         }
@@ -469,6 +503,17 @@ impl<'a> Run<'a> {
                 .ok_or_else(|| ctx("hot zone size"))?;
             o.checked_sub(data_offset)
                 .ok_or_else(|| ctx("hot zone before the data offset"))?
+        } else if c.direction == Direction::Backward {
+            // `_offset_backward`: the hot zone ends where the old segment ends.
+            let end = match segs.len() {
+                1 => device_size,
+                2 => json::seg_size(&segs[0])
+                    .flatten()
+                    .ok_or_else(|| ctx("first segment size"))?,
+                _ => return Err(ctx("too many segments")),
+            };
+            length = length.min(end);
+            end - length
         } else {
             match segs.len() {
                 1 => {
@@ -492,6 +537,10 @@ impl<'a> Run<'a> {
             return Err(ctx("offset beyond the device"));
         }
         length = length.min(device_size - offset);
+        let progress = match c.direction {
+            Direction::Forward => offset,
+            Direction::Backward => device_size - offset - length,
+        };
         Ok(Run {
             meta,
             data,
@@ -502,7 +551,8 @@ impl<'a> Run<'a> {
             fixed_length,
             offset,
             length,
-            progress: offset,
+            progress,
+            first_segment: segs.first().cloned(),
         })
     }
 
@@ -546,11 +596,28 @@ impl<'a> Run<'a> {
 
     fn hot_segments(&self) -> Vec<Value> {
         let mut v = Vec::new();
+        let end = self.offset + self.length;
+        if self.c.direction == Direction::Backward {
+            // `reencrypt_make_hot_segments_backward`.
+            if self.offset > 0 {
+                let mut old = self
+                    .first_segment
+                    .clone()
+                    .unwrap_or_else(|| self.seg_old(0, None));
+                old["size"] = json::u64_str(self.offset);
+                v.push(old);
+            }
+            v.push(self.seg_new(self.offset, Some(self.length), true));
+            if end < self.device_size {
+                let size = self.fixed_length.then_some(self.device_size - end);
+                v.push(self.seg_new(end, size, false));
+            }
+            return v;
+        }
         if self.offset > 0 {
             v.push(self.seg_new(0, Some(self.offset), false));
         }
         v.push(self.seg_new(self.offset, Some(self.length), true));
-        let end = self.offset + self.length;
         if end < self.device_size {
             let size = self.fixed_length.then_some(self.device_size - end);
             v.push(self.seg_old(end, size));
@@ -564,6 +631,17 @@ impl<'a> Run<'a> {
             .iter()
             .position(|s| json::has_flag(s, "in-reencryption"))
             .ok_or_else(|| ctx("no hot zone segment"))?;
+        if self.c.direction == Direction::Backward {
+            // `reencrypt_make_post_segments_backward`.
+            let mut v = Vec::new();
+            if r > 0 {
+                v.push(hot[r - 1].clone());
+            }
+            let size =
+                (self.fixed_length && self.offset > 0).then_some(self.device_size - self.offset);
+            v.push(self.seg_new(self.offset, size, false));
+            return Ok(v);
+        }
         let old = hot.get(r + 1).cloned();
         let end = self.offset + self.length;
         let mut v = vec![self.seg_new(0, old.as_ref().map(|_| end), false)];
@@ -602,18 +680,19 @@ impl<'a> Run<'a> {
                 assign(hdr, r, dnew)?;
                 assign(hdr, r, dold)?;
             }
+            let fwd = self.c.direction == Direction::Forward;
             if hot {
                 let r = rseg.ok_or_else(|| ctx("no hot zone segment"))?;
                 if r > 0 {
-                    assign(hdr, 0, dnew)?;
+                    assign(hdr, 0, if fwd { dnew } else { dold })?;
                 }
                 if n > r + 1 {
-                    assign(hdr, r + 1, dold)?;
+                    assign(hdr, r + 1, if fwd { dold } else { dnew })?;
                 }
             } else {
-                assign(hdr, 0, if n == 1 { dnew } else { dnew })?;
+                assign(hdr, 0, if fwd || n == 1 { dnew } else { dold })?;
                 if n > 1 {
-                    assign(hdr, 1, dold)?;
+                    assign(hdr, 1, if fwd { dold } else { dnew })?;
                 }
             }
         }
@@ -706,10 +785,25 @@ impl<'a> Run<'a> {
         if self.c.resilience != Resilience::None {
             luks2_keys::write_header(self.meta, hdr)?;
         }
-        self.offset += self.length;
-        self.progress += self.length;
-        self.length = self.length.min(self.device_size - self.offset);
+        self.advance();
         Ok(())
+    }
+
+    /// Move to the next hot zone (`reencrypt_context_update`).
+    fn advance(&mut self) {
+        self.progress += self.length;
+        match self.c.direction {
+            Direction::Forward => {
+                self.offset += self.length;
+                self.length = self.length.min(self.device_size - self.offset);
+            }
+            Direction::Backward => {
+                if self.offset < self.length {
+                    self.length = self.offset;
+                }
+                self.offset -= self.length;
+            }
+        }
     }
 
     /// Recover the hot zone of a crashed step (`reencrypt_recover_segment`).
@@ -793,20 +887,28 @@ pub fn finished(hdr: &Luks2Header) -> Result<bool> {
         return Ok(false);
     }
     let c = Context::load(hdr)?;
-    if c.mode != Mode::Reencrypt || c.digest_new == c.digest_old {
-        return Ok(false);
-    }
     let segs = json::data_segments(hdr)?;
     if segs.len() != 1 || json::seg_size(&segs[0]) != Some(None) {
         return Ok(false);
     }
+    let kind = segs[0].get("type").and_then(Value::as_str);
     let d0 = hdr
         .digests()?
         .into_iter()
         .filter(|d| d.segments.contains(&0))
         .map(|d| d.id)
         .collect::<Vec<_>>();
-    Ok(d0.len() == 1 && Some(d0[0]) == c.digest_new)
+    Ok(match c.mode {
+        // Decrypted: the whole data area is one linear segment.
+        Mode::Decrypt => kind == Some("linear"),
+        // Encrypted or re-encrypted: one crypt segment under the new key only.
+        Mode::Encrypt | Mode::Reencrypt => {
+            kind == Some("crypt")
+                && c.digest_new != c.digest_old
+                && d0.len() == 1
+                && Some(d0[0]) == c.digest_new
+        }
+    })
 }
 
 /// The final cleanup (the end of `reencrypt_teardown_ok`): old keyslots (one header write
@@ -860,8 +962,7 @@ pub fn recover(
     let hot = json::data_segments(hdr)?;
     let post = r.post_segments(&hot)?;
     r.assign(hdr, post, false)?;
-    r.offset += r.length;
-    r.progress += r.length;
+    r.advance();
     let out = r.teardown(hdr)?;
     if out == Outcome::Interrupted {
         luks2_keys::write_header(meta, hdr)?;
