@@ -242,7 +242,7 @@ pub fn init(
     let dev_size = data_size
         .checked_sub(data_offset)
         .ok_or_else(|| ctx("data device smaller than the data offset"))?;
-    if dev_size % u64::from(sector_size) != 0 {
+    if !dev_size.is_multiple_of(u64::from(sector_size)) {
         return Err(ReencryptError::DeviceAlignment { sector_size }.into());
     }
     let used: Vec<u32> = hdr.keyslot_ids()?;
@@ -463,7 +463,7 @@ impl<'a> Run<'a> {
                 .max(u64::from(Context::sector_size(&c.old)))
                 .max(u64::from(Context::sector_size(&c.new))),
         };
-        if max_hotzone % alignment != 0 {
+        if !max_hotzone.is_multiple_of(alignment) {
             return Err(ReencryptError::HotzoneAlignment { alignment }.into());
         }
         let mut length = match &c.resilience {
