@@ -495,7 +495,6 @@ fn actions_lukskit_lacks_are_named_as_unsupported() {
         return;
     }
     for a in [
-        "reencrypt",
         "tcryptOpen",
         "bitlkOpen",
         "loopaesOpen",
