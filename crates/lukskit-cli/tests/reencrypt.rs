@@ -782,3 +782,53 @@ fn tampered_metadata_is_refused_by_both() {
         }
     }
 }
+
+/// SIGINT stops a run at a safe point, as cryptsetup's does ("Reencryption interrupted.",
+/// exit 1); `--resume-only` then finishes it, also by cryptsetup, and the plaintext is intact.
+/// (Whenever the signal lands; if the run was already done, there is nothing to resume.)
+#[test]
+fn sigint_stops_at_a_safe_point() {
+    if !have_cryptsetup("sigint_stops_at_a_safe_point") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    for resumer in ["lukskit", "cryptsetup"] {
+        let img = make_image(t.path(), &format!("{resumer}.img"), &kf, &[]);
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lukskit"));
+        cmd.args([
+            "reencrypt",
+            "--force-offline-reencrypt",
+            "--hotzone-size",
+            "256K",
+            "-d",
+            &kf,
+        ])
+        .args(FAST)
+        .arg(&img)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+        let child = cmd.spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        println!("{resumer}: exit {:?}", out.status.code());
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                assert!(err.contains("Reencryption interrupted."), "{err}");
+                assert!(!dump("cryptsetup", &img).contains("in-reencryption"));
+                let r = if resumer == "lukskit" {
+                    lk_reencrypt(&img, &kf, &["--resume-only"])
+                } else {
+                    cs_reencrypt(&img, &kf, &["--resume-only"])
+                };
+                r.ok(&format!("{resumer} resumes after SIGINT"));
+            }
+            other => panic!("exit {other:?}: {err}"),
+        }
+        check_done(t.path(), &img, &kf, "aes-xts-plain64", "after SIGINT");
+    }
+}

@@ -14,7 +14,31 @@ use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
 use lukskit_volume::{Header, Volume};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+/// Set by SIGINT/SIGTERM: the run stops at the next safe point, as cryptsetup's does.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Catch SIGINT and SIGTERM (with `SA_RESTART`, so that I/O in flight is not cut short).
+fn catch_interrupts() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler
+        // only stores to an atomic, which is async-signal-safe; the pointers passed are
+        // valid for the duration of the call.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
 
 /// The options of cryptsetup's `reencrypt` that lukskit implements (the command-line
 /// parser lists them as not implemented for every other action).
@@ -283,9 +307,10 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         start: None,
         last: None,
     };
+    catch_interrupts();
     let mut cb = |done: u64, total: u64| {
         progress.update(done, total);
-        true
+        !INTERRUPTED.load(Ordering::SeqCst)
     };
     let Header::Luks2(hdr) = &mut vol.header else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
@@ -306,7 +331,14 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             progress: Some(&mut cb),
         },
     )?;
-    debug_assert!(out == Outcome::Finished || out == Outcome::Interrupted);
+    if out == Outcome::Interrupted {
+        // Stopped at a safe point: `--resume-only` continues.
+        if !progress.json {
+            print!("\x1b[2K\r");
+            let _ = std::io::stdout().flush();
+        }
+        return Err(CliError::invalid("\nReencryption interrupted."));
+    }
     Ok(())
 }
 
