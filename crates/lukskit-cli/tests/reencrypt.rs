@@ -832,3 +832,65 @@ fn sigint_stops_at_a_safe_point() {
         check_done(t.path(), &img, &kf, "aes-xts-plain64", "after SIGINT");
     }
 }
+
+/// Two keyslots: a key file alone is refused as by cryptsetup; `-S 1` keeps only that
+/// passphrase, and both tools end with the same keyslot numbers.
+#[test]
+fn key_slot_selection_as_cryptsetup() {
+    if !have_cryptsetup("key_slot_selection_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let kf2 = write_file(t.path(), "kf2", b"another one");
+    let base = make_image(t.path(), "base.img", &kf, &[]);
+    let mut add = vec![
+        "luksAddKey",
+        "-q",
+        base.as_str(),
+        "-d",
+        kf.as_str(),
+        kf2.as_str(),
+    ];
+    add.extend_from_slice(&FAST);
+    lukskit(&add, b"").ok("luksAddKey");
+    let slots = |img: &str| -> Vec<String> {
+        dump("cryptsetup", img)
+            .lines()
+            .filter(|l| l.starts_with("  ") && l.contains(": luks2"))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    for tool in ["lukskit", "cryptsetup"] {
+        let img = t
+            .path()
+            .join(format!("{tool}.img"))
+            .to_str()
+            .unwrap()
+            .to_string();
+        std::fs::copy(&base, &img).unwrap();
+        let run = |extra: &[&str], k: &str| {
+            if tool == "lukskit" {
+                lk_reencrypt(&img, k, extra)
+            } else {
+                cs_reencrypt(&img, k, extra)
+            }
+        };
+        let r = run(&[], &kf);
+        assert_eq!(r.code, 1, "{tool}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "Key file can be used only with --key-slot or with exactly one key slot active."
+            ),
+            "{tool}: {}",
+            r.stderr
+        );
+        run(&["-S", "1"], &kf2).ok(&format!("{tool} -S 1"));
+        check_done(t.path(), &img, &kf2, "aes-xts-plain64", tool);
+        let r = cryptsetup(&["open", "--test-passphrase", "-d", &kf, &img], b"").unwrap();
+        assert_ne!(r.code, 0, "{tool}: the passphrase of slot 0 still opens");
+    }
+    let l = t.path().join("lukskit.img");
+    let c = t.path().join("cryptsetup.img");
+    assert_eq!(slots(l.to_str().unwrap()), slots(c.to_str().unwrap()));
+}

@@ -257,28 +257,17 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         let src = existing_key_source(o, None);
         let prompt = format!("Enter passphrase for {device}: ");
-        let mut last = None;
-        let mut keys = None;
-        for _ in 0..tries(o, &src) {
+        let n = tries(o, &src);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
             let pass = input::get_secret(&src, &prompt, false)?;
             match reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot) {
-                Ok(k) => {
-                    keys = Some(k);
-                    break;
-                }
-                Err(e) if errors::is_wrong_passphrase(&e) => {
+                Ok(k) => break k,
+                Err(e) if errors::is_wrong_passphrase(&e) && attempt < n => {
                     eprintln!("{}", errors::volume(&e).message);
-                    last = Some(e);
                 }
                 Err(e) => return Err(e.into()),
-            }
-        }
-        match keys {
-            Some(k) => k,
-            None => {
-                return Err(
-                    last.map_or_else(CliError::wrong_passphrase, |_| CliError::wrong_passphrase())
-                )
             }
         }
     };
@@ -413,6 +402,12 @@ fn init(
     if slots.is_empty() {
         return Err(CliError::invalid("No usable keyslot is available."));
     }
+    let src = existing_key_source(o, None);
+    if slots.len() > 1 && !matches!(src, input::KeySource::Prompt) {
+        return Err(CliError::invalid(
+            "Key file can be used only with --key-slot or with exactly one key slot active.",
+        ));
+    }
     let old_cipher = vol.cipher_spec()?;
     let old_key_len = vol.volume_key_size()?;
     let old_ss = hdr
@@ -447,7 +442,6 @@ fn init(
         }
     };
     let pbkdf = pbkdf_options(o);
-    let src = existing_key_source(o, None);
     let mut old_vk: Option<SecretBuf> = None;
     let mut passes = Vec::new();
     for &slot in &slots {
