@@ -202,6 +202,10 @@ pub fn volume(e: &VolumeError) -> CliError {
         VolumeError::Backup(b) => return backup(b),
         VolumeError::Format(f) => return format_error(f),
         VolumeError::Crypto(c) => return crypto(c),
+        VolumeError::Reencrypt(lukskit_volume::ReencryptError::AlreadyRunning) => (
+            ExitClass::Busy,
+            "Reencryption process is already running.".into(),
+        ),
         VolumeError::Reencrypt(r) => (Invalid, reencrypt(r)),
         other => (Invalid, sentence(&other.to_string())),
     };

@@ -894,3 +894,63 @@ fn key_slot_selection_as_cryptsetup() {
     let c = t.path().join("cryptsetup.img");
     assert_eq!(slots(l.to_str().unwrap()), slots(c.to_str().unwrap()));
 }
+
+/// The re-encryption lock is cryptsetup's (`/run/cryptsetup/LN_LUKS2-reencryption-<uuid>`):
+/// while this test holds it, neither tool runs the re-encryption, and both say so alike.
+#[test]
+fn reencryption_lock_is_shared_with_cryptsetup() {
+    use std::os::unix::io::AsRawFd;
+    if !have_cryptsetup("reencryption_lock_is_shared_with_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let img = make_image(t.path(), "l.img", &kf, &[]);
+    let mut init = vec!["reencrypt", "-q", "--init-only", "-d", kf.as_str()];
+    init.extend_from_slice(&FAST);
+    init.push(&img);
+    lukskit(&init, b"").ok("init");
+    let uuid = lukskit(&["luksUUID", &img], b"")
+        .ok("luksUUID")
+        .stdout
+        .trim()
+        .to_string();
+    std::fs::create_dir_all("/run/cryptsetup").unwrap();
+    let path = format!("/run/cryptsetup/LN_LUKS2-reencryption-{uuid}");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    // SAFETY: flock on a file descriptor this test owns.
+    assert_eq!(
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let c = cs_reencrypt(&img, &kf, &["--resume-only"]);
+    let l = lk_reencrypt(&img, &kf, &["--resume-only"]);
+    assert_ne!(c.code, 0, "cryptsetup ran under the lock");
+    assert_eq!(
+        l.code, c.code,
+        "lukskit {} / cryptsetup {}",
+        l.stderr, c.stderr
+    );
+    assert!(
+        c.stderr
+            .contains("Reencryption process is already running."),
+        "{}",
+        c.stderr
+    );
+    assert!(
+        l.stderr
+            .contains("Reencryption process is already running."),
+        "{}",
+        l.stderr
+    );
+    assert!(in_reencryption(&img));
+    drop(f);
+    lk_reencrypt(&img, &kf, &["--resume-only"]).ok("resume after the lock is released");
+    check_done(t.path(), &img, &kf, "aes-xts-plain64", "after lock");
+    let _ = std::fs::remove_file(&path);
+}
