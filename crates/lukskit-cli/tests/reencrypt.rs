@@ -954,3 +954,38 @@ fn reencryption_lock_is_shared_with_cryptsetup() {
     check_done(t.path(), &img, &kf, "aes-xts-plain64", "after lock");
     let _ = std::fs::remove_file(&path);
 }
+
+/// `--progress-json`: one JSON object per line with cryptsetup's members, the last one at
+/// the full size, for both tools.
+#[test]
+fn progress_json_as_cryptsetup() {
+    if !have_cryptsetup("progress_json_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let mut shapes = Vec::new();
+    for tool in ["lukskit", "cryptsetup"] {
+        let img = make_image(t.path(), &format!("{tool}.img"), &kf, &[]);
+        let extra = ["--progress-json", "--hotzone-size", "4M"];
+        let r = if tool == "lukskit" {
+            lk_reencrypt(&img, &kf, &extra)
+        } else {
+            cs_reencrypt(&img, &kf, &extra)
+        }
+        .ok(tool);
+        let last = r.stdout.lines().last().expect("a progress line");
+        let v: serde_json::Value = serde_json::from_str(last).unwrap();
+        assert_eq!(v["device_bytes"], v["device_size"], "{tool}: {last}");
+        assert_eq!(
+            v["device_size"],
+            (DATA as u64).to_string(),
+            "{tool}: {last}"
+        );
+        assert_eq!(v["eta_ms"], "0", "{tool}: {last}");
+        let keys: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        shapes.push(keys);
+        check_done(t.path(), &img, &kf, "aes-xts-plain64", tool);
+    }
+    assert_eq!(shapes[0], shapes[1]);
+}
