@@ -501,6 +501,10 @@ impl<'a> Run<'a> {
             length = json::seg_size(h)
                 .flatten()
                 .ok_or_else(|| ctx("hot zone size"))?;
+            // A hostile header must not make us allocate more than a hot zone can be.
+            if length > MAX_HOTZONE || !length.is_multiple_of(512) {
+                return Err(ctx("hot zone size out of range"));
+            }
             o.checked_sub(data_offset)
                 .ok_or_else(|| ctx("hot zone before the data offset"))?
         } else if c.direction == Direction::Backward {
