@@ -924,10 +924,8 @@ fn reencryption_lock_is_shared_with_cryptsetup() {
         .open(&path)
         .unwrap();
     // SAFETY: flock on a file descriptor this test owns.
-    assert_eq!(
-        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
-        0
-    );
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    assert_eq!(rc, 0);
     let c = cs_reencrypt(&img, &kf, &["--resume-only"]);
     let l = lk_reencrypt(&img, &kf, &["--resume-only"]);
     assert_ne!(c.code, 0, "cryptsetup ran under the lock");
