@@ -8,7 +8,9 @@
 //! * [`lock`] — cryptsetup's re-encryption lock file.
 //!
 //! Offline only (no mapping is active). Implemented: mode `reencrypt` (new volume key,
-//! cipher, sector size), direction forward, resilience `checksum`, `journal` and `none`.
+//! cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
+//! header, resilience `checksum`, `journal` and `none`, crash recovery of either tool's hot
+//! zone. Not yet: `datashift` (moving the data by the header size, `online-reencrypt-v3`).
 
 pub mod context;
 pub mod engine;
