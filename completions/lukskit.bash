@@ -100,6 +100,9 @@ _lukskit() {
             lukskit,plainOpen)
                 cmd="lukskit__subcmd__open"
                 ;;
+            lukskit,reencrypt)
+                cmd="lukskit__subcmd__reencrypt"
+                ;;
             lukskit,refresh)
                 cmd="lukskit__subcmd__refresh"
                 ;;
@@ -187,6 +190,9 @@ _lukskit() {
             lukskit__subcmd__help,open)
                 cmd="lukskit__subcmd__help__subcmd__open"
                 ;;
+            lukskit__subcmd__help,reencrypt)
+                cmd="lukskit__subcmd__help__subcmd__reencrypt"
+                ;;
             lukskit__subcmd__help,refresh)
                 cmd="lukskit__subcmd__help__subcmd__refresh"
                 ;;
@@ -236,7 +242,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -c -s -h -i -l -S -o -T -t -p -b -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -c -s -h -i -l -S -o -T -t -p -b -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -810,7 +816,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help)
-            opts="open close resize refresh status benchmark repair erase convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1146,6 +1152,20 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help__subcmd__open)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__help__subcmd__reencrypt)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3139,6 +3159,161 @@ _lukskit() {
                     return 0
                     ;;
                 --token-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__reencrypt)
+            opts="-d -l -S -T -t -h -i -c -s -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --pbkdf --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyslot-cipher --keyslot-key-size --cipher --key-size --sector-size --verbose --debug --batch-mode --test-args --disable-locks"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --key-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                -d)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --keyfile-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keyfile-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-slot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -S)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -T)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --pbkdf)
+                    COMPREPLY=($(compgen -W "pbkdf2 argon2i argon2id" -- "${cur}"))
+                    return 0
+                    ;;
+                --hash)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -h)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --iter-time)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -i)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pbkdf-memory)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pbkdf-parallel)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pbkdf-force-iterations)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keyslot-cipher)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keyslot-key-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cipher)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sector-size)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

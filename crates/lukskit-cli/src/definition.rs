@@ -195,6 +195,16 @@ pub const ACTIONS: &[Action] = &[
         options: &[&["header"]],
     },
     Action {
+        name: "reencrypt",
+        args: "<device>",
+        about: "reencrypt LUKS2 device (offline)",
+        options: &[
+            KEY_IN,
+            PBKDF,
+            &["cipher", "key_size", "sector_size", "key_slot", "header"],
+        ],
+    },
+    Action {
         name: "convert",
         args: "<device>",
         about: "convert LUKS from/to LUKS2 format",
@@ -404,7 +414,6 @@ pub const ALIASES: &[(&str, &str, &[&str])] = &[
 
 /// Actions of cryptsetup 2.6.1 that lukskit does not have yet.
 pub const UNSUPPORTED: &[&str] = &[
-    "reencrypt",
     "tcryptDump",
     "bitlkDump",
     "fvault2Dump",
@@ -677,6 +686,6 @@ mod tests {
         assert_eq!(canonical("luksOpen"), Some("open"));
         assert_eq!(canonical("image"), Some("image"));
         assert_eq!(canonical("remove"), Some("close"));
-        assert_eq!(canonical("reencrypt"), None);
+        assert_eq!(canonical("tcryptDump"), None);
     }
 }

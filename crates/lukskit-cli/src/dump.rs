@@ -180,11 +180,7 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
             }
             let sflags = str_array(get("flags"));
             if !sflags.is_empty() {
-                o.push_str("\tflags : ");
-                for f in &sflags {
-                    let _ = write!(o, "{f} ");
-                }
-                o.push('\n');
+                let _ = writeln!(o, "\tflags : {}", sflags.join(", "));
             }
             o.push('\n');
         }
@@ -195,12 +191,25 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
         .iter()
         .find(|d| d.segments.contains(&0))
         .map(|d| d.id);
+    // cryptsetup calls a keyslot bound when its digest is *the* digest (the first one that
+    // lists it) of a data segment; during re-encryption the backup segments do not count,
+    // and the hot zone (listed by both digests) belongs to the first.
+    let data_digests: Vec<u32> = lukskit_volume::reencrypt::json::segments_sorted(h)?
+        .into_iter()
+        .filter(|(_, v)| !lukskit_volume::reencrypt::json::is_backup(v))
+        .filter_map(|(id, _)| {
+            digests
+                .iter()
+                .find(|d| d.segments.contains(&id))
+                .map(|d| d.id)
+        })
+        .collect();
     o.push_str("Keyslots:\n");
     for ks in h.keyslots()? {
         let bound = digests
             .iter()
             .find(|d| d.keyslots.contains(&ks.id))
-            .map(|d| !d.segments.is_empty() || Some(d.id) == seg_digest)
+            .map(|d| data_digests.contains(&d.id) || Some(d.id) == seg_digest)
             .unwrap_or(false);
         let _ = writeln!(
             o,
@@ -262,6 +271,9 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
             let _ = writeln!(o, "\tAF hash:    {}", ks.af_hash);
             let _ = writeln!(o, "\tArea offset:{} [bytes]", ks.area_offset);
             let _ = writeln!(o, "\tArea length:{} [bytes]", ks.area_size);
+        }
+        if ks.kind == "reencrypt" {
+            reencrypt_keyslot(&mut o, h, ks.id);
         }
         for d in &digests {
             if d.keyslots.contains(&ks.id) {
@@ -379,4 +391,27 @@ fn pretty(v: &Value, level: usize, o: &mut String) {
         }
         other => o.push_str(&serde_json::to_string(other).unwrap_or_default()),
     }
+}
+
+/// The lines cryptsetup prints for a `reencrypt` keyslot (`reenc_keyslot_dump`).
+fn reencrypt_keyslot(o: &mut String, h: &lukskit_format::luks2::Luks2Header, id: u32) {
+    let Some(ks) = h.json.get("keyslots").and_then(|k| k.get(id.to_string())) else {
+        return;
+    };
+    let s = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let area = ks.get("area");
+    let get = |k: &str| area.and_then(|a| a.get(k));
+    let res = s(get("type"));
+    let _ = writeln!(o, "\tMode:       {}", s(ks.get("mode")));
+    let _ = writeln!(o, "\tDirection:  {}", s(ks.get("direction")));
+    let _ = writeln!(o, "\tResilience: {res}");
+    if res == "checksum" {
+        let _ = writeln!(o, "\tHash:       {}", s(get("hash")));
+        let ss = get("sector_size").and_then(|v| v.as_u64()).unwrap_or(0);
+        let _ = writeln!(o, "\tHash data:  {ss} [bytes]");
+    } else if res == "datashift" {
+        let _ = writeln!(o, "\tShift size: {}[bytes]", s(get("shift_size")));
+    }
+    let _ = writeln!(o, "\tArea offset:{} [bytes]", s(get("offset")));
+    let _ = writeln!(o, "\tArea length:{} [bytes]", s(get("size")));
 }

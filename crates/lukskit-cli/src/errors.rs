@@ -210,6 +210,11 @@ pub fn volume(e: &VolumeError) -> CliError {
         VolumeError::Backup(b) => return backup(b),
         VolumeError::Format(f) => return format_error(f),
         VolumeError::Crypto(c) => return crypto(c),
+        VolumeError::Reencrypt(lukskit_volume::ReencryptError::AlreadyRunning) => (
+            ExitClass::Busy,
+            "Reencryption process is already running.".into(),
+        ),
+        VolumeError::Reencrypt(r) => (Invalid, reencrypt(r)),
         other => (Invalid, sentence(&other.to_string())),
     };
     CliError::new(class, message)
@@ -257,6 +262,27 @@ pub fn problem_or_verdict(e: VolumeError) -> CliError {
     }
 }
 
+/// cryptsetup's wording of a re-encryption error.
+fn reencrypt(r: &lukskit_volume::ReencryptError) -> String {
+    use lukskit_volume::ReencryptError as R;
+    match r {
+        R::NotInReencryption => "Device not marked for LUKS2 reencryption.".into(),
+        R::AlreadyInitialized => "LUKS2 reencryption already initialized in metadata.".into(),
+        R::MetadataInvalid => "Reencryption metadata is invalid.".into(),
+        R::AlreadyRunning => "Reencryption process is already running.".into(),
+        R::Context(_) => "Failed to load LUKS2 reencryption context.".into(),
+        R::DeviceAlignment { sector_size } => format!(
+            "Data device is not aligned to requested encryption sector size ({sector_size} bytes)."
+        ),
+        R::HotzoneAlignment { alignment } => format!(
+            "Hotzone size must be multiple of calculated zone alignment ({alignment} bytes)."
+        ),
+        R::KeysMissing => WRONG_PASSPHRASE.into(),
+        R::ChecksumRead => "Failed to read checksums for current hotzone.".into(),
+        other => sentence(&other.to_string()),
+    }
+}
+
 /// The verb of cryptsetup-style "VERB PATH failed: ERROR." lines.
 fn io_verb(op: IoOp) -> &'static str {
     match op {
@@ -289,6 +315,12 @@ fn device_io(op: &DeviceOp, e: &std::io::Error) -> String {
         DeviceOp::Sync => format!("Cannot sync device: {e}."),
         DeviceOp::ReadHeader { path } => format!("Cannot read header from {path}: {e}."),
         DeviceOp::WriteHeaderTo { path } => format!("Cannot write header to {path}: {e}."),
+        DeviceOp::ReadData { offset } => {
+            format!("Failed to read hotzone area starting at {offset}: {e}.")
+        }
+        DeviceOp::WriteData { offset } => {
+            format!("Failed to write hotzone area starting at {offset}: {e}.")
+        }
         _ => format!("Device I/O failed: {e}."),
     }
 }

@@ -400,6 +400,6 @@ mod tests {
             let h = action_help(first).unwrap();
             assert!(h.contains(a.about), "{h}");
         }
-        assert!(action_help("reencrypt").is_none());
+        assert!(action_help("tcryptDump").is_none());
     }
 }

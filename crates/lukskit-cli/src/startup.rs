@@ -211,7 +211,10 @@ pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
         println!("No action taken. Invoked with --test-args option.");
         return Some(0);
     }
-    if let Some(msg) = checks::not_implemented(&o.given) {
+    let action = o.positional.first().map_or("", String::as_str);
+    if let Some(msg) =
+        checks::not_implemented(&crate::commands::unsupported_given(action, &o.given))
+    {
         eprintln!("{msg}");
         return Some(1);
     }

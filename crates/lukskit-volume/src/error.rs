@@ -122,6 +122,9 @@ pub enum VolumeError {
     /// The crypto layer failed (unsupported cipher, limits, random generator).
     #[error(transparent)]
     Crypto(#[from] CryptoError),
+    /// LUKS2 re-encryption cannot start, continue or recover.
+    #[error(transparent)]
+    Reencrypt(#[from] ReencryptError),
 }
 
 impl From<FormatError> for VolumeError {
@@ -217,6 +220,16 @@ pub enum DeviceOp {
     WriteHeaderTo {
         /// The device.
         path: String,
+    },
+    /// Reading data (a re-encryption hot zone) at `offset`.
+    ReadData {
+        /// Byte offset on the data device.
+        offset: u64,
+    },
+    /// Writing data (a re-encryption hot zone) at `offset`.
+    WriteData {
+        /// Byte offset on the data device.
+        offset: u64,
     },
 }
 
@@ -842,4 +855,48 @@ impl From<SegmentError> for VolumeError {
     fn from(e: SegmentError) -> Self {
         VolumeError::Data(DataError::Segment(e))
     }
+}
+
+/// Why a LUKS2 re-encryption ([`crate::reencrypt`]) cannot start, continue or recover.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReencryptError {
+    /// The header carries no re-encryption (no `online-reencrypt` requirement).
+    #[error("the device is not marked for LUKS2 re-encryption")]
+    NotInReencryption,
+    /// `--init-only` on a header already in re-encryption.
+    #[error("LUKS2 re-encryption is already initialized in the metadata")]
+    AlreadyInitialized,
+    /// The re-encryption metadata digest does not verify (tampered or stale metadata, or
+    /// the wrong keys).
+    #[error("the re-encryption metadata is invalid")]
+    MetadataInvalid,
+    /// Another process holds the re-encryption lock of this volume.
+    #[error("a re-encryption of this volume is already running")]
+    AlreadyRunning,
+    /// The re-encryption keyslot, backup segments or segments do not describe a state this
+    /// implementation can continue from.
+    #[error("cannot load the LUKS2 re-encryption context: {0}")]
+    Context(String),
+    /// A mode, direction or resilience lukskit does not (yet) run.
+    #[error("unsupported re-encryption setting: {0}")]
+    Unsupported(String),
+    /// The data area size is not a multiple of the new encryption sector size.
+    #[error("the data device is not aligned to the requested encryption sector size ({sector_size} bytes)")]
+    DeviceAlignment {
+        /// The sector size.
+        sector_size: u32,
+    },
+    /// `--hotzone-size` is not a multiple of the zone alignment.
+    #[error("the hotzone size must be a multiple of the zone alignment ({alignment} bytes)")]
+    HotzoneAlignment {
+        /// The alignment in bytes.
+        alignment: u64,
+    },
+    /// A volume key needed by the re-encryption was not unlocked.
+    #[error("the passphrase does not unlock both the old and the new volume key")]
+    KeysMissing,
+    /// The checksums of the current hot zone could not be read back.
+    #[error("failed to read the checksums of the current hot zone")]
+    ChecksumRead,
 }

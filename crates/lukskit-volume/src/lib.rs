@@ -15,6 +15,7 @@
 //! * [`backup`] — header backup and restore.
 //! * [`convert`] — in-place LUKS1 ↔ LUKS2 conversion (`cryptsetup convert`).
 //! * [`edit`] — label, subsystem, priority, tokens, repair.
+//! * [`reencrypt`] — LUKS2 re-encryption (cryptsetup 2.6's metadata and algorithm), offline.
 //! * [`pbkdf`] — choosing PBKDF parameters from command-line options.
 //!
 //! Errors are typed ([`VolumeError`] and its per-concern enums): they say what went wrong
@@ -34,6 +35,7 @@ mod luks1_keys;
 mod luks2_keys;
 pub mod pbkdf;
 pub mod plain;
+pub mod reencrypt;
 pub mod ring;
 pub mod segment;
 pub mod volume;
@@ -41,6 +43,7 @@ mod wipe;
 
 pub use error::{
     BackupError, ConvertError, DataError, DeviceOp, IoOp, KeyslotError, Luks1Incompatibility,
-    ParamError, PlainValue, RequirementsError, Result, SegmentError, TokenError, VolumeError,
+    ParamError, PlainValue, ReencryptError, RequirementsError, Result, SegmentError, TokenError,
+    VolumeError,
 };
 pub use volume::{Header, Volume};

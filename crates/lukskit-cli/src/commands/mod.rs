@@ -10,6 +10,7 @@ mod header;
 mod image;
 mod keys;
 mod open;
+mod reencrypt;
 mod signature;
 mod tokens;
 mod volume_key;
@@ -22,6 +23,7 @@ use lukskit_volume::pbkdf::PbkdfOptions;
 
 /// cryptsetup's default LUKS cipher (for the help text).
 pub use format::DEFAULT_CIPHER as DEFAULT_LUKS_CIPHER;
+pub use reencrypt::unsupported_given;
 
 /// Run the action named by the first positional argument.
 pub fn run(o: &Opts) -> Result<()> {
@@ -56,7 +58,9 @@ pub fn run(o: &Opts) -> Result<()> {
         "erase" | "luksErase" => header::erase(o, args),
         "config" => config::config(o, args),
         "convert" => convert::convert(o, args),
+        "repair" if reencrypt::repair_needs_recovery(o, args) => reencrypt::repair(o, args),
         "repair" => config::repair(o, args),
+        "reencrypt" => reencrypt::reencrypt(o, args),
         "token" => config::token(o, args),
         "benchmark" => benchmark::benchmark(o, args),
         "image" => image::image(o, args),

@@ -1,0 +1,638 @@
+//! `reencrypt <device>`: LUKS2 re-encryption with cryptsetup 2.6.1's command line, offline
+//! (new volume key, cipher, key size, sector size; `--resilience`, `--hotzone-size`,
+//! `--init-only`, `--resume-only`, `--force-offline-reencrypt`, progress output).
+
+use super::{existing_key_source, need_args, pbkdf_options, tries};
+use crate::args::Opts;
+use crate::checks::Given;
+use crate::errors::{self, CliError, Result};
+use crate::input;
+use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::SecretBuf;
+use lukskit_format::io::Storage;
+use lukskit_volume::device::{Access, Device};
+use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
+use lukskit_volume::{Header, Volume};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+/// Set by SIGINT/SIGTERM: the run stops at the next safe point, as cryptsetup's does.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Catch SIGINT and SIGTERM (with `SA_RESTART`, so that I/O in flight is not cut short).
+fn catch_interrupts() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler
+        // only stores to an atomic, which is async-signal-safe; the pointers passed are
+        // valid for the duration of the call.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            sa.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The options of cryptsetup's `reencrypt` that lukskit implements (the command-line
+/// parser lists them as not implemented for every other action).
+const SUPPORTED: &[&str] = &[
+    "encrypt",
+    "decrypt",
+    "force-offline-reencrypt",
+    "hotzone-size",
+    "init-only",
+    "resume-only",
+    "resilience",
+    "resilience-hash",
+    "progress-json",
+];
+
+/// The options given that lukskit cannot run for `action` (for the startup check): for
+/// `reencrypt`, all but [`SUPPORTED`].
+pub fn unsupported_given(action: &str, g: &Given) -> Given {
+    if action != "reencrypt" {
+        return g.clone();
+    }
+    Given {
+        options: g
+            .options
+            .iter()
+            .filter(|o| !SUPPORTED.contains(&o.as_str()))
+            .cloned()
+            .collect(),
+        values: g.values.clone(),
+    }
+}
+
+fn value<'a>(o: &'a Opts, long: &str) -> Option<&'a str> {
+    o.given
+        .values
+        .iter()
+        .find(|(k, _)| k == long)
+        .map(|(_, v)| v.as_str())
+}
+
+fn has(o: &Opts, long: &str) -> bool {
+    o.given.has(long)
+}
+
+/// cryptsetup's progress output: a "Progress: …" line redrawn at most every half second,
+/// then "Finished, …"; or one JSON object per update with `--progress-json`; nothing with
+/// `--batch-mode`.
+struct Progress {
+    json: bool,
+    quiet: bool,
+    device: String,
+    start: Option<(Instant, u64)>,
+    last: Option<Instant>,
+}
+
+impl Progress {
+    fn update(&mut self, done: u64, total: u64) {
+        if self.quiet && !self.json {
+            return;
+        }
+        let now = Instant::now();
+        let Some((start, start_bytes)) = self.start else {
+            self.start = Some((now, done));
+            self.last = Some(now);
+            return;
+        };
+        let fin = done == total;
+        if !fin
+            && self
+                .last
+                .is_some_and(|l| now.duration_since(l).as_micros() < 500_000)
+        {
+            return;
+        }
+        self.last = Some(now);
+        let tdiff = now.duration_since(start).as_secs_f64();
+        if tdiff == 0.0 {
+            return;
+        }
+        let uib = (done - start_bytes) as f64 / tdiff;
+        let eta = if uib > 0.0 {
+            ((total as f64 / uib - tdiff).max(0.0) * 1e6) as u64
+        } else {
+            0
+        };
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            let _ = writeln!(
+                out,
+                "{{\"device\":\"{}\",\"device_bytes\":\"{done}\",\"device_size\":\"{total}\",\
+                 \"speed\":\"{}\",\"eta_ms\":\"{}\",\"time_ms\":\"{}\"}}",
+                self.device,
+                uib as u64,
+                if fin { 0 } else { eta / 1000 },
+                (tdiff * 1e3) as u64
+            );
+        } else {
+            let (speed, unit) = if uib > 1073741824.0 {
+                (uib / 1073741824.0, "GiB")
+            } else if uib > 1048576.0 {
+                (uib / 1048576.0, "MiB")
+            } else if uib > 1024.0 {
+                (uib / 1024.0, "KiB")
+            } else {
+                (uib, "B")
+            };
+            let _ = write!(out, "\x1b[2K\r");
+            if fin {
+                let _ = writeln!(
+                    out,
+                    "Finished, time {}, {}, speed {speed:5.1} {unit}/s",
+                    human_time((tdiff * 1e6) as u64),
+                    written(done)
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "Progress: {:5.1}%, ETA {}, {}, speed {speed:5.1} {unit}/s",
+                    done as f64 / total as f64 * 100.0,
+                    human_time(eta),
+                    written(done)
+                );
+            }
+        }
+        let _ = out.flush();
+    }
+}
+
+fn human_time(us: u64) -> String {
+    let s = us / 1_000_000;
+    if us < 5_400_000_000 {
+        format!("{:02}m{:02}s", s / 60, s % 60)
+    } else if us < 129_600_000_000 {
+        format!("{:02}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60)
+    } else {
+        format!("{:02} days", s / 86400)
+    }
+}
+
+fn written(bytes: u64) -> String {
+    let (v, u) = if bytes < 1 << 32 {
+        (bytes >> 20, "MiB")
+    } else if bytes < 1 << 42 {
+        (bytes >> 30, "GiB")
+    } else if bytes < 1 << 52 {
+        (bytes >> 40, "TiB")
+    } else {
+        (bytes >> 50, "PiB")
+    };
+    format!("{v:4} {u} written")
+}
+
+fn luks2(vol: &Volume) -> Result<&lukskit_format::luks2::Luks2Header> {
+    match &vol.header {
+        Header::Luks2(h) => Ok(h),
+        Header::Luks1(_) => Err(CliError::invalid(
+            "LUKS1 re-encryption is not supported by lukskit (convert to LUKS2 first).",
+        )),
+    }
+}
+
+/// `reencrypt <device>`.
+pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let device = &args[0];
+    if has(o, "init-only") && has(o, "resume-only") {
+        return Err(CliError::invalid(
+            "Options --init-only and --resume-only cannot be combined.",
+        ));
+    }
+    if has(o, "encrypt") && has(o, "decrypt") {
+        return Err(CliError::invalid(
+            "Options --encrypt and --decrypt cannot be combined.",
+        ));
+    }
+    let mut formatted = None;
+    if has(o, "encrypt") && !header_in_reencryption(o) {
+        formatted = Some(format_for_encrypt(o, device)?);
+    }
+    let mut vol = super::load_volume(o, device, Access::Write)?;
+    let st = reencrypt::status(luks2(&vol)?)?;
+    if st != Status::None && has(o, "init-only") {
+        return Err(CliError::invalid(
+            "LUKS2 reencryption already initialized. Aborting operation.",
+        ));
+    }
+    if st == Status::None && has(o, "resume-only") {
+        return Err(CliError::invalid("Device reencryption not in progress."));
+    }
+    let runs = !has(o, "init-only");
+    // cryptsetup checks whether the device is in use for every run, and for the
+    // initialization of a decryption.
+    let checks_active = runs || (st == Status::None && has(o, "decrypt"));
+    let data_dev = if vol.detached {
+        Some(Device::open(&vol.data_path, Access::Write)?)
+    } else {
+        None
+    };
+    let is_block = data_dev.as_ref().unwrap_or(&vol.dev).is_block_device();
+    if checks_active && !has(o, "force-offline-reencrypt") {
+        if !is_block {
+            return Err(CliError::invalid(format!(
+                "Device {device} is not a block device. Can not auto-detect if it is active or \
+                 not.\nUse --force-offline-reencrypt to bypass the check and run in offline \
+                 mode (dangerous!)."
+            )));
+        }
+        return Err(CliError::invalid(
+            "Online re-encryption is not supported by lukskit yet; use \
+             --force-offline-reencrypt when the device is not in use.",
+        ));
+    }
+    let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
+    let keys = if st == Status::None {
+        init(o, &mut vol, data_dev.as_ref(), block, formatted)?
+    } else {
+        let src = existing_key_source(o, None);
+        let prompt = format!("Enter passphrase for {device}: ");
+        let n = tries(o, &src);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let pass = input::get_secret(&src, &prompt, false)?;
+            match reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot) {
+                Ok(k) => break k,
+                Err(e) if errors::is_wrong_passphrase(&e) && attempt < n => {
+                    eprintln!("{}", errors::volume(&e).message);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    };
+    if !runs {
+        return Ok(());
+    }
+    let uuid = vol.uuid().to_string();
+    let _lock = if o.disable_locks {
+        None
+    } else {
+        Some(reencrypt::ReencryptLock::acquire(&uuid)?)
+    };
+    if has(o, "force-offline-reencrypt") && !o.batch_mode {
+        println!("Resuming LUKS reencryption in forced offline mode.");
+    }
+    let max_hotzone = match value(o, "hotzone-size") {
+        Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
+            CliError::invalid("Invalid max reencryption hotzone size specification.")
+        })?,
+        None => 0,
+    };
+    let mut progress = Progress {
+        json: has(o, "progress-json"),
+        quiet: o.batch_mode,
+        device: device.clone(),
+        start: None,
+        last: None,
+    };
+    catch_interrupts();
+    let mut cb = |done: u64, total: u64| {
+        progress.update(done, total);
+        !INTERRUPTED.load(Ordering::SeqCst)
+    };
+    let Header::Luks2(hdr) = &mut vol.header else {
+        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    };
+    let meta: &dyn Storage = &vol.dev;
+    let data: &dyn Storage = match &data_dev {
+        Some(d) => d,
+        None => &vol.dev,
+    };
+    let out = reencrypt::run(
+        meta,
+        data,
+        block,
+        hdr,
+        &keys,
+        reencrypt::RunOptions {
+            max_hotzone,
+            progress: Some(&mut cb),
+        },
+    )?;
+    if out == Outcome::Interrupted {
+        // Stopped at a safe point: `--resume-only` continues.
+        if !progress.json {
+            print!("\x1b[2K\r");
+            let _ = std::io::stdout().flush();
+        }
+        return Err(CliError::invalid("\nReencryption interrupted."));
+    }
+    Ok(())
+}
+
+/// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
+/// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata.
+fn init(
+    o: &Opts,
+    vol: &mut Volume,
+    data_dev: Option<&Device>,
+    block: u64,
+    formatted: Option<SecretBuf>,
+) -> Result<reencrypt::Keys> {
+    let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
+        CliError::from(lukskit_volume::VolumeError::device_io(
+            lukskit_volume::DeviceOp::GetSize,
+            e,
+        ))
+    })?;
+    let resilience = resilience(o)?;
+    let pbkdf = pbkdf_options(o);
+    if let Some(pass) = formatted {
+        // --encrypt: the new header holds the new key in its keyslot.
+        let (_, vk) = vol.unlock(pass.as_bytes(), None, false)?;
+        let digest = vol.segment_digest_id()?;
+        let hdr = luks2(vol)?;
+        let seg = hdr.segments()?.into_iter().find(|s| s.id == 0);
+        let params = InitParams {
+            mode: Mode::Encrypt,
+            resilience,
+            cipher: seg
+                .as_ref()
+                .map_or_else(String::new, |s| s.encryption.clone()),
+            sector_size: seg.map_or(512, |s| s.sector_size),
+            new_digest: digest,
+            digest_iterations: pbkdf.digest_iterations(vk.len())?,
+        };
+        let keys = reencrypt::Keys {
+            old: None,
+            new: Some(vk),
+        };
+        let Header::Luks2(h) = &mut vol.header else {
+            unreachable!("checked above")
+        };
+        reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+        return Ok(keys);
+    }
+    if has(o, "decrypt") && !vol.detached {
+        return Err(CliError::invalid(
+            "Decryption of a device with its header at the start (moving the data over the \
+             header) is not supported by lukskit yet; use --header with a detached header.",
+        ));
+    }
+    let hdr = luks2(vol)?;
+    let seg_digest = vol
+        .segment_digest_id()?
+        .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?;
+    let digests = hdr.digests()?;
+    let bound: Vec<u32> = digests
+        .iter()
+        .find(|d| d.id == seg_digest)
+        .map(|d| d.keyslots.clone())
+        .unwrap_or_default();
+    let slots: Vec<u32> = match o.key_slot {
+        Some(s) => {
+            if !bound.contains(&s) {
+                return Err(CliError::invalid(format!("Keyslot {s} is not active.")));
+            }
+            vec![s]
+        }
+        None => bound,
+    };
+    if slots.is_empty() {
+        return Err(CliError::invalid("No usable keyslot is available."));
+    }
+    let src = existing_key_source(o, None);
+    if slots.len() > 1 && !matches!(src, input::KeySource::Prompt) {
+        return Err(CliError::invalid(
+            "Key file can be used only with --key-slot or with exactly one key slot active.",
+        ));
+    }
+    let old_cipher = vol.cipher_spec()?;
+    let old_key_len = vol.volume_key_size()?;
+    let old_ss = hdr
+        .segments()?
+        .into_iter()
+        .find(|s| s.id == 0)
+        .map_or(512, |s| s.sector_size);
+    let cipher = o.cipher.clone().unwrap_or_else(|| old_cipher.clone());
+    let spec = CipherSpec::parse(&cipher)?;
+    let key_len = match o.key_size {
+        Some(bits) => (bits / 8) as usize,
+        None if o.cipher.is_none() => old_key_len,
+        None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
+    };
+    let sector_size = o.sector_size.unwrap_or(old_ss);
+    let resilience = match value(o, "resilience").unwrap_or("checksum") {
+        "checksum" => {
+            ResilienceChoice::Checksum(value(o, "resilience-hash").unwrap_or("sha256").into())
+        }
+        "journal" => ResilienceChoice::Journal,
+        "none" => ResilienceChoice::None,
+        "datashift" => {
+            return Err(CliError::invalid(
+                "Resilience datashift is only used with --reduce-device-size, which lukskit \
+                 does not support yet.",
+            ))
+        }
+        other => {
+            return Err(CliError::invalid(format!(
+                "Unsupported resilience mode {other}"
+            )))
+        }
+    };
+    let pbkdf = pbkdf_options(o);
+    let mut old_vk: Option<SecretBuf> = None;
+    let mut passes = Vec::new();
+    for &slot in &slots {
+        let prompt = format!("Enter passphrase for key slot {slot}: ");
+        let (_, vk, pass) =
+            super::keys::unlock_with_tries(vol, o, &src, &prompt, Some(slot), false)?;
+        old_vk = Some(vk);
+        passes.push(pass);
+    }
+    let old_vk = old_vk.ok_or_else(CliError::wrong_passphrase)?;
+    if has(o, "decrypt") {
+        let params = InitParams {
+            mode: Mode::Decrypt,
+            resilience,
+            cipher: String::new(),
+            sector_size: 512,
+            new_digest: None,
+            digest_iterations: pbkdf.digest_iterations(old_vk.len())?,
+        };
+        let keys = reencrypt::Keys {
+            old: Some(old_vk),
+            new: None,
+        };
+        let Header::Luks2(h) = &mut vol.header else {
+            unreachable!("checked above")
+        };
+        reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+        return Ok(keys);
+    }
+    let new_vk = SecretBuf::random(key_len)
+        .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?;
+    lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
+    let mut new_digest = None;
+    for pass in &passes {
+        let slot = vol.add_keyslot(&new_vk, pass.as_bytes(), None, &pbkdf, true)?;
+        let Header::Luks2(h) = &mut vol.header else {
+            unreachable!("checked above")
+        };
+        let d = lukskit_volume::reencrypt::json::digest_of_keyslot(h, slot)?;
+        match new_digest {
+            None => new_digest = d,
+            Some(first) => {
+                // One digest for the new key: move the keyslot to the first one.
+                lukskit_volume::reencrypt::json::move_keyslot_digest(h, slot, first)?;
+            }
+        }
+    }
+    let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
+        CliError::from(lukskit_volume::VolumeError::device_io(
+            lukskit_volume::DeviceOp::GetSize,
+            e,
+        ))
+    })?;
+    let params = InitParams {
+        mode: Mode::Reencrypt,
+        resilience,
+        cipher,
+        sector_size,
+        new_digest,
+        digest_iterations: pbkdf.digest_iterations(key_len)?,
+    };
+    let keys = reencrypt::Keys {
+        old: Some(old_vk),
+        new: Some(new_vk),
+    };
+    let Header::Luks2(h) = &mut vol.header else {
+        unreachable!("checked above")
+    };
+    reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+    Ok(keys)
+}
+
+/// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as
+/// cryptsetup's `repair` does) rather than repair the header.
+pub fn repair_needs_recovery(o: &Opts, args: &[String]) -> bool {
+    let Some(device) = args.first() else {
+        return false;
+    };
+    let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
+        return false;
+    };
+    match &vol.header {
+        Header::Luks2(h) => reencrypt::status(h).ok() == Some(Status::Crash),
+        Header::Luks1(_) => false,
+    }
+}
+
+/// `repair <device>` of a header with an interrupted hot zone: unlock, take the
+/// re-encryption lock and recover the hot zone (cryptsetup's
+/// `LUKS2_reencrypt_locked_recovery_by_passphrase`; the recovery of the last hot zone also
+/// finishes the re-encryption).
+pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let device = &args[0];
+    input::confirm("Really proceed with LUKS header repair?", o.batch_mode)?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
+    let data_dev = if vol.detached {
+        Some(Device::open(&vol.data_path, Access::Write)?)
+    } else {
+        None
+    };
+    let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
+    let src = existing_key_source(o, None);
+    let prompt = format!("Enter passphrase for {device}: ");
+    let pass = input::get_secret(&src, &prompt, false)?;
+    let keys = reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot)?;
+    let uuid = vol.uuid().to_string();
+    let _lock = if o.disable_locks {
+        None
+    } else {
+        Some(reencrypt::ReencryptLock::acquire(&uuid)?)
+    };
+    let Header::Luks2(hdr) = &mut vol.header else {
+        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    };
+    let data: &dyn Storage = match &data_dev {
+        Some(d) => d,
+        None => &vol.dev,
+    };
+    reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
+    Ok(())
+}
+
+fn resilience(o: &Opts) -> Result<ResilienceChoice> {
+    Ok(match value(o, "resilience").unwrap_or("checksum") {
+        "checksum" => {
+            ResilienceChoice::Checksum(value(o, "resilience-hash").unwrap_or("sha256").into())
+        }
+        "journal" => ResilienceChoice::Journal,
+        "none" => ResilienceChoice::None,
+        "datashift" => {
+            return Err(CliError::invalid(
+                "Resilience datashift is only used with --reduce-device-size, which lukskit \
+                 does not support yet.",
+            ))
+        }
+        other => {
+            return Err(CliError::invalid(format!(
+                "Unsupported resilience mode {other}"
+            )))
+        }
+    })
+}
+
+/// With `--encrypt`: whether `--header` names a LUKS2 header already in re-encryption (then
+/// the run resumes it instead of formatting a new one).
+fn header_in_reencryption(o: &Opts) -> bool {
+    let Some(h) = o.header.as_deref() else {
+        return false;
+    };
+    match Volume::load(h, None, Access::Read) {
+        Ok(v) => match &v.header {
+            Header::Luks2(h) => reencrypt::status(h).ok().is_some_and(|s| s != Status::None),
+            Header::Luks1(_) => false,
+        },
+        Err(_) => false,
+    }
+}
+
+/// `--encrypt --header FILE`: format the detached header (cryptsetup's `encrypt_luks2_init`
+/// without a data shift: data offset 0, 512-byte sectors unless `--sector-size`). Returns
+/// the passphrase of its keyslot.
+fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
+    let Some(header) = o.header.clone() else {
+        return Err(CliError::invalid(
+            "Encryption in place with the header at the start of the device \
+             (--reduce-device-size) is not supported by lukskit yet; use --header FILE.",
+        ));
+    };
+    let params = lukskit_volume::format::FormatParams {
+        kind: lukskit_volume::format::FormatType::Luks2,
+        device: device.to_string(),
+        header: Some(header),
+        cipher: o
+            .cipher
+            .clone()
+            .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
+        key_size_bits: o.key_size,
+        sector_size: Some(o.sector_size.unwrap_or(512)),
+        offset_sectors: None,
+        label: o.label.clone(),
+        subsystem: o.subsystem.clone(),
+        uuid: o.uuid.clone(),
+        metadata_size: None,
+        keyslots_size: None,
+        key_slot: o.key_slot,
+        pbkdf: pbkdf_options(o),
+        volume_key: None,
+    };
+    let src = existing_key_source(o, None);
+    let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase)?;
+    lukskit_volume::format::format(&params, pass.as_bytes())?;
+    Ok(pass)
+}

@@ -1,0 +1,226 @@
+//! The re-encryption context read back from a header: the `reencrypt` keyslot (mode,
+//! direction, resilience and its area), the backup segments with their digests, the state
+//! (clean or crashed) and the current position.
+
+use super::json::{self, ctx};
+use crate::error::{ReencryptError, Result};
+use lukskit_crypto::hash::HashAlg;
+use lukskit_format::luks2::Luks2Header;
+use serde_json::Value;
+
+/// What a re-encryption does (the keyslot's `mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Old key/cipher → new key/cipher.
+    Reencrypt,
+    /// Plaintext → encrypted.
+    Encrypt,
+    /// Encrypted → plaintext.
+    Decrypt,
+}
+
+impl Mode {
+    /// The name in the metadata.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Reencrypt => "reencrypt",
+            Mode::Encrypt => "encrypt",
+            Mode::Decrypt => "decrypt",
+        }
+    }
+}
+
+/// The order in which hot zones move over the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// From the start of the data area to its end.
+    Forward,
+    /// From the end to the start.
+    Backward,
+}
+
+/// How an interrupted hot zone is recovered (the keyslot area's `type`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resilience {
+    /// Nothing is recorded: an interruption loses the hot zone.
+    None,
+    /// A hash of every `block_size` bytes of the old ciphertext of the hot zone.
+    Checksum {
+        /// The hash.
+        hash: HashAlg,
+        /// Bytes per hashed block.
+        block_size: u32,
+    },
+    /// The whole old ciphertext of the hot zone is copied to the area first.
+    Journal,
+    /// The data moves by `shift` bytes; the source stays intact.
+    Datashift {
+        /// Shift in bytes.
+        shift: u64,
+    },
+}
+
+/// The state of a header with respect to re-encryption (`crypt_reencrypt_info`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// No re-encryption.
+    None,
+    /// Re-encryption initialized or stopped at a safe point.
+    Clean,
+    /// Interrupted inside a hot zone: needs recovery before anything else.
+    Crash,
+}
+
+/// The re-encryption state of `hdr` (`LUKS2_reencrypt_status`).
+pub fn status(hdr: &Luks2Header) -> Result<Status> {
+    if json::requirement_version(hdr).is_none() {
+        return Ok(Status::None);
+    }
+    let hot = json::data_segments(hdr)?
+        .iter()
+        .any(|s| json::has_flag(s, "in-reencryption"));
+    Ok(if hot { Status::Crash } else { Status::Clean })
+}
+
+/// The parsed re-encryption metadata.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The `reencrypt` keyslot id.
+    pub keyslot: u32,
+    /// Mode.
+    pub mode: Mode,
+    /// Direction.
+    pub direction: Direction,
+    /// Resilience.
+    pub resilience: Resilience,
+    /// Keyslot area offset (bytes, on the header device).
+    pub area_offset: u64,
+    /// Keyslot area size.
+    pub area_size: u64,
+    /// The `backup-previous` segment (the old layout).
+    pub old: Value,
+    /// The `backup-final` segment (the new layout).
+    pub new: Value,
+    /// The `backup-moved-segment`, if any.
+    pub moved: Option<Value>,
+    /// Digest of the old key (`None` when encrypting).
+    pub digest_old: Option<u32>,
+    /// Digest of the new key (`None` when decrypting).
+    pub digest_new: Option<u32>,
+    /// The requirement's metadata version (2 for `online-reencrypt-v2`).
+    pub version: u8,
+}
+
+/// The id of the `reencrypt` keyslot.
+pub fn reencrypt_keyslot(hdr: &Luks2Header) -> Result<Option<u32>> {
+    Ok(hdr
+        .keyslots()?
+        .into_iter()
+        .find(|k| k.kind == "reencrypt")
+        .map(|k| k.id))
+}
+
+impl Context {
+    /// Read the context from a header in re-encryption.
+    pub fn load(hdr: &Luks2Header) -> Result<Self> {
+        let version = json::requirement_version(hdr).ok_or(ReencryptError::NotInReencryption)?;
+        let keyslot = reencrypt_keyslot(hdr)?.ok_or_else(|| ctx("no reencrypt keyslot"))?;
+        let ks = hdr
+            .json
+            .get("keyslots")
+            .and_then(|k| k.get(keyslot.to_string()))
+            .ok_or_else(|| ctx("no reencrypt keyslot"))?;
+        let mode = match ks.get("mode").and_then(Value::as_str) {
+            Some("reencrypt") => Mode::Reencrypt,
+            Some("encrypt") => Mode::Encrypt,
+            Some("decrypt") => Mode::Decrypt,
+            _ => return Err(ctx("invalid mode")),
+        };
+        let direction = match ks.get("direction").and_then(Value::as_str) {
+            Some("forward") => Direction::Forward,
+            Some("backward") => Direction::Backward,
+            _ => return Err(ctx("invalid direction")),
+        };
+        let area = ks.get("area").ok_or_else(|| ctx("no keyslot area"))?;
+        let area_offset = json::get_u64(area, "offset").ok_or_else(|| ctx("area offset"))?;
+        let area_size = json::get_u64(area, "size").ok_or_else(|| ctx("area size"))?;
+        let resilience = match area.get("type").and_then(Value::as_str) {
+            Some("none") => Resilience::None,
+            Some("journal") => Resilience::Journal,
+            Some("checksum") => {
+                let name = area
+                    .get("hash")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ctx("checksum hash"))?;
+                let hash = HashAlg::from_name(name)?;
+                let block_size = area
+                    .get("sector_size")
+                    .and_then(Value::as_u64)
+                    .and_then(|v| u32::try_from(v).ok())
+                    .filter(|v| *v >= 512 && v.is_power_of_two())
+                    .ok_or_else(|| ctx("checksum sector size"))?;
+                Resilience::Checksum { hash, block_size }
+            }
+            Some("datashift") => Resilience::Datashift {
+                shift: json::get_u64(area, "shift_size").ok_or_else(|| ctx("shift size"))?,
+            },
+            Some(other) => {
+                return Err(ReencryptError::Unsupported(format!("resilience {other}")).into())
+            }
+            None => return Err(ctx("area type")),
+        };
+        let (old_id, old) = json::segment_by_flag(hdr, "backup-previous")?
+            .ok_or_else(|| ctx("no backup-previous"))?;
+        let (new_id, new) =
+            json::segment_by_flag(hdr, "backup-final")?.ok_or_else(|| ctx("no backup-final"))?;
+        let moved = json::segment_by_flag(hdr, "backup-moved-segment")?.map(|(_, v)| v);
+        let digest_old = json::digest_of_segment(hdr, old_id)?;
+        let digest_new = json::digest_of_segment(hdr, new_id)?;
+        if mode != Mode::Encrypt && digest_old.is_none() {
+            return Err(ctx("no digest for the old key"));
+        }
+        if mode != Mode::Decrypt && digest_new.is_none() {
+            return Err(ctx("no digest for the new key"));
+        }
+        Ok(Context {
+            keyslot,
+            mode,
+            direction,
+            resilience,
+            area_offset,
+            area_size,
+            old,
+            new,
+            moved,
+            digest_old,
+            digest_new,
+            version,
+        })
+    }
+
+    /// Byte offset of the new layout's data (backup-final's offset).
+    pub fn data_offset_new(&self) -> u64 {
+        json::get_u64(&self.new, "offset").unwrap_or(0)
+    }
+
+    /// Byte offset of the old layout's data.
+    pub fn data_offset_old(&self) -> u64 {
+        json::get_u64(&self.old, "offset").unwrap_or(0)
+    }
+
+    /// The data shift (0 unless datashift resilience).
+    pub fn shift(&self) -> u64 {
+        match self.resilience {
+            Resilience::Datashift { shift } => shift,
+            _ => 0,
+        }
+    }
+
+    /// Encryption sector size of a backup segment (512 for a linear one).
+    pub fn sector_size(seg: &Value) -> u32 {
+        seg.get("sector_size")
+            .and_then(Value::as_u64)
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(512)
+    }
+}

@@ -1,0 +1,1012 @@
+//! The re-encryption algorithm of cryptsetup 2.6 (`lib/luks2/luks2_reencrypt.c`), offline:
+//! hot zone by hot zone, with the same metadata at every commit point so that either tool
+//! continues or recovers the other's work.
+//!
+//! One step (forward direction):
+//! 1. the segments "new up to the hot zone / hot zone (`in-reencryption`) / old after it"
+//!    are built in memory, and the hot zone's old ciphertext is read;
+//! 2. **commit point**: the resilience data (checksums of the old ciphertext, or the
+//!    whole old ciphertext for a journal) is written to the `reencrypt` keyslot area and
+//!    synced, then the header with the hot-zone segments is written (both copies);
+//! 3. the hot zone is decrypted with the old key, encrypted with the new one, written, and
+//!    the data is synced;
+//! 4. **safe point**: the header with the segments "new up to the end of the hot zone /
+//!    old after it" is written.
+//!
+//! With resilience `none` nothing is written at step 2, nothing is synced at step 3 and the
+//! header is written only at the end, exactly as cryptsetup does.
+
+use super::context::{status, Context, Direction, Mode, Resilience, Status};
+use super::json::{self, ctx};
+use super::verify;
+use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
+use crate::luks2_keys;
+use lukskit_crypto::engine::SectorCipher;
+use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::SecretBuf;
+use lukskit_format::io::Storage;
+use lukskit_format::luks2::Luks2Header;
+use serde_json::{Map, Value};
+
+/// Default hot zone with resilience `none` (`LUKS2_DEFAULT_NONE_REENCRYPTION_LENGTH`).
+pub const DEFAULT_NONE_HOTZONE: u64 = 20 << 20;
+/// Largest hot zone (`LUKS2_REENCRYPT_MAX_HOTZONE_LENGTH`).
+pub const MAX_HOTZONE: u64 = 1 << 30;
+
+/// The volume keys a re-encryption needs.
+#[derive(Debug, Default)]
+pub struct Keys {
+    /// Key of the old layout (digest of backup-previous).
+    pub old: Option<SecretBuf>,
+    /// Key of the new layout (digest of backup-final).
+    pub new: Option<SecretBuf>,
+}
+
+/// Resilience requested when initializing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResilienceChoice {
+    /// `checksum` with this hash (`sha256` by default).
+    Checksum(String),
+    /// `journal`.
+    Journal,
+    /// `none`.
+    None,
+}
+
+/// Parameters of [`init`].
+#[derive(Debug, Clone)]
+pub struct InitParams {
+    /// Mode (only [`Mode::Reencrypt`] and, with a detached header, [`Mode::Encrypt`] /
+    /// [`Mode::Decrypt`] are implemented).
+    pub mode: Mode,
+    /// Resilience.
+    pub resilience: ResilienceChoice,
+    /// New cipher spec (`aes-xts-plain64`); ignored for decryption.
+    pub cipher: String,
+    /// New encryption sector size; ignored for decryption.
+    pub sector_size: u32,
+    /// The digest of the new volume key (its keyslots were added unbound before);
+    /// `None` for decryption.
+    pub new_digest: Option<u32>,
+    /// PBKDF2 iterations of the metadata digest.
+    pub digest_iterations: u32,
+}
+
+/// How [`run`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The whole device is re-encrypted and the re-encryption metadata is gone.
+    Finished,
+    /// Stopped by the progress callback at a safe point; resumable.
+    Interrupted,
+}
+
+/// Options of [`run`].
+pub struct RunOptions<'a> {
+    /// Largest hot zone in bytes (`--hotzone-size`); 0 = cryptsetup's default.
+    pub max_hotzone: u64,
+    /// Called with `(bytes done, total)` before the first and after every hot zone; `false`
+    /// stops at the next safe point.
+    pub progress: Option<&'a mut dyn FnMut(u64, u64) -> bool>,
+}
+
+fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
+    move |e| VolumeError::device_io(op, e)
+}
+
+/// The block size of the data device for alignment (cryptsetup's `device_block_size`):
+/// the logical block size of a block device, 4096 for a regular file.
+pub fn device_block_size(data: Option<&std::fs::File>) -> u64 {
+    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::io::AsRawFd;
+    // A device with no local file (an NBD export) aligns as a regular file does.
+    let Some(data) = data else {
+        return 4096;
+    };
+    let is_blk = data
+        .metadata()
+        .map(|m| m.file_type().is_block_device())
+        .unwrap_or(false);
+    if is_blk {
+        let mut ss: libc::c_int = 0;
+        // SAFETY: BLKSSZGET writes one c_int through the valid pointer we pass.
+        let rc = unsafe { libc::ioctl(data.as_raw_fd(), libc::BLKSSZGET, &mut ss) };
+        if rc == 0 && ss > 0 {
+            return ss as u64;
+        }
+        512
+    } else {
+        4096
+    }
+}
+
+/// The largest free gap in the keyslots area (`LUKS2_find_area_max_gap`).
+fn max_area_gap(hdr: &Luks2Header) -> Result<(u64, u64)> {
+    let start = 2 * hdr.metadata_size();
+    let end = start + hdr.keyslots_size()?;
+    let mut used: Vec<(u64, u64)> = hdr
+        .keyslots()?
+        .iter()
+        .map(|k| (k.area_offset, k.area_offset + k.area_size))
+        .collect();
+    used.sort();
+    let (mut best, mut pos) = ((0u64, 0u64), start);
+    for (a, b) in used {
+        if a > pos && a - pos > best.1 {
+            best = (pos, a - pos);
+        }
+        pos = pos.max(b);
+    }
+    if end > pos && end - pos > best.1 {
+        best = (pos, end - pos);
+    }
+    if best.1 == 0 {
+        return Err(KeyslotError::NoSpace.into());
+    }
+    Ok(best)
+}
+
+/// Unlock the keys of a header in re-encryption with one passphrase (cryptsetup's
+/// `LUKS2_keyslot_open_all_segments`): keyslots of the old digest (only `slot` when given)
+/// and of the new digest are tried.
+pub fn unlock_keys(
+    meta: &dyn Storage,
+    hdr: &Luks2Header,
+    passphrase: &[u8],
+    slot: Option<u32>,
+) -> Result<Keys> {
+    let c = Context::load(hdr)?;
+    let done = finished(hdr)?;
+    let mut keys = Keys::default();
+    let digests = hdr.digests()?;
+    let digest_of = |ks: u32| {
+        digests
+            .iter()
+            .find(|d| d.keyslots.contains(&ks))
+            .map(|d| d.id)
+    };
+    for ks in hdr.keyslots()?.iter().filter(|k| k.kind == "luks2") {
+        let d = digest_of(ks.id);
+        let want_old = keys.old.is_none()
+            && d.is_some()
+            && d == c.digest_old
+            && slot.is_none_or(|s| s == ks.id);
+        let want_new = keys.new.is_none() && d.is_some() && d == c.digest_new;
+        if !(want_old || want_new) {
+            continue;
+        }
+        if let Some(vk) = luks2_keys::open_keyslot(meta, hdr, ks, passphrase)? {
+            if want_new {
+                keys.new = Some(vk.clone());
+            }
+            if want_old {
+                keys.old = Some(vk);
+            }
+        }
+    }
+    let need_old = c.mode != Mode::Encrypt && !done;
+    let need_new = c.mode != Mode::Decrypt;
+    if (need_old && keys.old.is_none()) || (need_new && keys.new.is_none()) {
+        if keys.old.is_none() && keys.new.is_none() {
+            return Err(VolumeError::WrongPassphrase);
+        }
+        return Err(ReencryptError::KeysMissing.into());
+    }
+    Ok(keys)
+}
+
+fn verification(hdr: &Luks2Header, c: &Context, keys: &Keys) -> Result<SecretBuf> {
+    let old = if c.digest_old.is_some() {
+        Some(
+            keys.old
+                .as_ref()
+                .ok_or(ReencryptError::KeysMissing)?
+                .as_bytes(),
+        )
+    } else {
+        None
+    };
+    let new = if c.digest_new.is_some() && c.digest_new != c.digest_old {
+        Some(
+            keys.new
+                .as_ref()
+                .ok_or(ReencryptError::KeysMissing)?
+                .as_bytes(),
+        )
+    } else {
+        None
+    };
+    verify::verification_data(hdr, c.keyslot, c.version, old, new)
+}
+
+/// Initialize a re-encryption in the metadata (`reencrypt_init`): backup segments, the
+/// `reencrypt` keyslot, its metadata digest and the `online-reencrypt-v2` requirement, in
+/// one header write. The new key's keyslots must already exist (unbound, digest
+/// `p.new_digest`). Returns the `reencrypt` keyslot id.
+pub fn init(
+    meta: &dyn Storage,
+    data_size: u64,
+    data_block_size: u64,
+    hdr: &mut Luks2Header,
+    p: &InitParams,
+    keys: &Keys,
+) -> Result<u32> {
+    if status(hdr)? != Status::None {
+        return Err(ReencryptError::AlreadyInitialized.into());
+    }
+    let sector_size = if p.mode == Mode::Decrypt {
+        512
+    } else {
+        p.sector_size
+    };
+    if !(512..=4096).contains(&sector_size) || !sector_size.is_power_of_two() {
+        return Err(crate::error::ParamError::SectorSize.into());
+    }
+    let data_offset = hdr.data_offset()?;
+    let dev_size = data_size
+        .checked_sub(data_offset)
+        .ok_or_else(|| ctx("data device smaller than the data offset"))?;
+    if !dev_size.is_multiple_of(u64::from(sector_size)) {
+        return Err(ReencryptError::DeviceAlignment { sector_size }.into());
+    }
+    let used: Vec<u32> = hdr.keyslot_ids()?;
+    let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
+        .find(|i| !used.contains(i))
+        .ok_or(KeyslotError::AllFull)?;
+    let seg0 = json::data_segments(hdr)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ctx("no data segment"))?;
+    let old_ss = if p.mode == Mode::Encrypt {
+        512
+    } else {
+        Context::sector_size(&seg0)
+    };
+    let digest_new = match p.mode {
+        Mode::Decrypt => None,
+        _ => Some(
+            p.new_digest
+                .ok_or_else(|| ctx("no digest for the new key"))?,
+        ),
+    };
+
+    // Backup segments (in memory), as `reencrypt_make_backup_segments`.
+    let (mut prev, digest_old) = match p.mode {
+        Mode::Encrypt => {
+            // The data is plaintext: one linear segment, no digest covers any segment.
+            json::unassign_all_segments(hdr)?;
+            json::set_segments(hdr, vec![json::linear_segment(data_offset, None, false)])?;
+            (json::linear_segment(data_offset, None, false), None)
+        }
+        _ => (
+            seg0.clone(),
+            Some(
+                luks2_keys::segment_digest(hdr)?
+                    .ok_or(KeyslotError::NoSegmentDigest)?
+                    .id,
+            ),
+        ),
+    };
+    json::set_flag(&mut prev, "backup-previous");
+    let sp = json::push_segment(hdr, prev)?;
+    if let Some(d) = digest_old {
+        json::assign_segment(hdr, sp, d)?;
+    }
+    let mut fin = match p.mode {
+        Mode::Decrypt => json::linear_segment(data_offset, None, false),
+        _ => json::crypt_segment(data_offset, 0, None, &p.cipher, sector_size, false),
+    };
+    json::set_flag(&mut fin, "backup-final");
+    let sf = json::push_segment(hdr, fin)?;
+    if let Some(d) = digest_new {
+        json::assign_segment(hdr, sf, d)?;
+    }
+
+    // The reencrypt keyslot over the largest free gap of the keyslots area.
+    let alignment = data_block_size
+        .max(u64::from(old_ss))
+        .max(u64::from(sector_size));
+    let (area_offset, area_size) = max_area_gap(hdr)?;
+    let mut area = Map::new();
+    area.insert("offset".into(), json::u64_str(area_offset));
+    area.insert("size".into(), json::u64_str(area_size));
+    match &p.resilience {
+        ResilienceChoice::Checksum(h) => {
+            let alg = lukskit_crypto::hash::HashAlg::from_name(h)?;
+            area.insert("type".into(), "checksum".into());
+            area.insert("hash".into(), alg.name().into());
+            area.insert("sector_size".into(), alignment.into());
+        }
+        ResilienceChoice::Journal => {
+            area.insert("type".into(), "journal".into());
+        }
+        ResilienceChoice::None => {
+            area.insert("type".into(), "none".into());
+        }
+    }
+    let mut ks = Map::new();
+    ks.insert("area".into(), Value::Object(area));
+    ks.insert("type".into(), "reencrypt".into());
+    ks.insert("key_size".into(), 1.into());
+    ks.insert("mode".into(), p.mode.as_str().into());
+    // cryptsetup decrypts backward (offline, header detached) and otherwise goes forward.
+    let direction = if p.mode == Mode::Decrypt {
+        "backward"
+    } else {
+        "forward"
+    };
+    ks.insert("direction".into(), direction.into());
+    ks.insert("priority".into(), 0.into());
+    hdr.json
+        .get_mut("keyslots")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no keyslots object"))?
+        .insert(rk.to_string(), Value::Object(ks));
+    json::set_requirement(hdr, true)?;
+
+    let c = Context::load(hdr)?;
+    let data = verification(hdr, &c, keys)?;
+    verify::create(hdr, rk, &data, p.digest_iterations)?;
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(rk)
+}
+
+/// One side of the hot zone: how its bytes are stored.
+struct Side {
+    cipher: Option<SectorCipher>,
+    /// Device byte offset of plaintext byte 0 of the data area.
+    offset: u64,
+}
+
+impl Side {
+    fn new(seg: &Value, key: Option<&SecretBuf>, offset: u64) -> Result<Self> {
+        let cipher = match seg.get("type").and_then(Value::as_str) {
+            Some("crypt") => {
+                let spec = CipherSpec::parse(
+                    seg.get("encryption")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| ctx("segment without encryption"))?,
+                )?;
+                let key = key.ok_or(ReencryptError::KeysMissing)?;
+                Some(SectorCipher::new(
+                    &spec,
+                    key.as_bytes(),
+                    Context::sector_size(seg),
+                    false,
+                )?)
+            }
+            Some("linear") => None,
+            _ => return Err(ctx("unsupported segment type")),
+        };
+        Ok(Side { cipher, offset })
+    }
+
+    /// Decrypt `buf` holding data-area bytes from `pos` on (IV sector `iv`).
+    fn decrypt(&self, buf: &mut [u8], iv: u64) -> Result<()> {
+        if let Some(c) = &self.cipher {
+            c.decrypt_parallel(buf, iv)?;
+        }
+        Ok(())
+    }
+
+    fn encrypt(&self, buf: &mut [u8], iv: u64) -> Result<()> {
+        if let Some(c) = &self.cipher {
+            c.encrypt_parallel(buf, iv)?;
+        }
+        Ok(())
+    }
+}
+
+/// Everything a run needs, computed once (`reencrypt_context_init`).
+struct Run<'a> {
+    meta: &'a dyn Storage,
+    data: &'a dyn Storage,
+    c: Context,
+    old: Side,
+    new: Side,
+    device_size: u64,
+    fixed_length: bool,
+    offset: u64,
+    length: u64,
+    progress: u64,
+    /// The data segment 0 when the run was loaded (the old layout kept before a backward
+    /// hot zone).
+    first_segment: Option<Value>,
+}
+
+fn physmem_quarter() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) };
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if pages > 0 && page > 0 {
+        (pages as u64).saturating_mul(page as u64) / 4
+    } else {
+        0
+    }
+}
+
+impl<'a> Run<'a> {
+    fn load(
+        meta: &'a dyn Storage,
+        data: &'a dyn Storage,
+        data_block_size: u64,
+        hdr: &Luks2Header,
+        keys: &Keys,
+        max_hotzone: u64,
+    ) -> Result<Self> {
+        let c = Context::load(hdr)?;
+        if c.shift() != 0 || c.moved.is_some() {
+            return Err(ReencryptError::Unsupported("data shift".into()).into());
+        }
+        verify::check(hdr, c.keyslot, &verification(hdr, &c, keys)?)?;
+        let old = Side::new(&c.old, keys.old.as_ref(), c.data_offset_old())?;
+        let new = Side::new(&c.new, keys.new.as_ref(), c.data_offset_new())?;
+        let data_offset = c.data_offset_new();
+        let segs = json::data_segments(hdr)?;
+        let dynamic = segs.iter().any(|s| json::seg_size(s) == Some(None));
+        let real = data.size().map_err(dio(DeviceOp::GetSize))?;
+        let avail = real
+            .checked_sub(data_offset)
+            .ok_or_else(|| ctx("data device smaller than the data offset"))?;
+        let (device_size, fixed_length) = if dynamic {
+            (avail, false)
+        } else {
+            let sum: u64 = segs
+                .iter()
+                .filter_map(|s| json::seg_size(s).flatten())
+                .sum();
+            if sum > avail {
+                return Err(ctx("data device smaller than the segments"));
+            }
+            (sum, true)
+        };
+        let alignment = match c.resilience {
+            Resilience::Checksum { block_size, .. } => u64::from(block_size),
+            _ => data_block_size
+                .max(u64::from(Context::sector_size(&c.old)))
+                .max(u64::from(Context::sector_size(&c.new))),
+        };
+        if !max_hotzone.is_multiple_of(alignment) {
+            return Err(ReencryptError::HotzoneAlignment { alignment }.into());
+        }
+        let mut length = match &c.resilience {
+            Resilience::None => {
+                if max_hotzone != 0 {
+                    max_hotzone
+                } else {
+                    DEFAULT_NONE_HOTZONE
+                }
+            }
+            Resilience::Checksum { hash, block_size } => {
+                c.area_size / hash.digest_size() as u64 * u64::from(*block_size)
+            }
+            Resilience::Journal => c.area_size,
+            Resilience::Datashift { shift } => *shift,
+        };
+        length = length.min(MAX_HOTZONE);
+        let soft = physmem_quarter();
+        if soft != 0 {
+            length = length.min(soft);
+        }
+        if max_hotzone != 0 {
+            length = length.min(max_hotzone);
+        }
+        length -= length % alignment;
+        if length < 512 {
+            return Err(ctx("hot zone too small"));
+        }
+        let hot = segs
+            .iter()
+            .find(|s| json::has_flag(s, "in-reencryption"))
+            .cloned();
+        let offset = if let Some(h) = &hot {
+            let o = json::get_u64(h, "offset").ok_or_else(|| ctx("hot zone offset"))?;
+            length = json::seg_size(h)
+                .flatten()
+                .ok_or_else(|| ctx("hot zone size"))?;
+            // A hostile header must not make us allocate more than a hot zone can be.
+            if length > MAX_HOTZONE || !length.is_multiple_of(512) {
+                return Err(ctx("hot zone size out of range"));
+            }
+            o.checked_sub(data_offset)
+                .ok_or_else(|| ctx("hot zone before the data offset"))?
+        } else if c.direction == Direction::Backward {
+            // `_offset_backward`: the hot zone ends where the old segment ends.
+            let end = match segs.len() {
+                1 => device_size,
+                2 => json::seg_size(&segs[0])
+                    .flatten()
+                    .ok_or_else(|| ctx("first segment size"))?,
+                _ => return Err(ctx("too many segments")),
+            };
+            length = length.min(end);
+            end - length
+        } else {
+            match segs.len() {
+                1 => {
+                    // lukskit only: a single segment under the new key means the last hot
+                    // zone was committed and only the final metadata update is missing.
+                    let d0 = json::digest_of_segment(hdr, 0)?;
+                    if c.digest_new != c.digest_old && d0.is_some() && d0 == c.digest_new {
+                        device_size
+                    } else {
+                        0
+                    }
+                }
+                2 => json::seg_size(&segs[0])
+                    .flatten()
+                    .filter(|s| *s != 0)
+                    .ok_or_else(|| ctx("first segment size"))?,
+                _ => return Err(ctx("too many segments")),
+            }
+        };
+        if offset > device_size {
+            return Err(ctx("offset beyond the device"));
+        }
+        length = length.min(device_size - offset);
+        let progress = match c.direction {
+            Direction::Forward => offset,
+            Direction::Backward => device_size - offset - length,
+        };
+        Ok(Run {
+            meta,
+            data,
+            c,
+            old,
+            new,
+            device_size,
+            fixed_length,
+            offset,
+            length,
+            progress,
+            first_segment: segs.first().cloned(),
+        })
+    }
+
+    fn seg_new(&self, off: u64, size: Option<u64>, hot: bool) -> Value {
+        let base = self.c.data_offset_new();
+        match self.c.mode {
+            Mode::Decrypt => json::linear_segment(base + off, size, hot),
+            _ => json::crypt_segment(
+                base + off,
+                off >> 9,
+                size,
+                self.c
+                    .new
+                    .get("encryption")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                Context::sector_size(&self.c.new),
+                hot,
+            ),
+        }
+    }
+
+    fn seg_old(&self, off: u64, size: Option<u64>) -> Value {
+        let base = self.c.data_offset_new() + self.c.shift();
+        match self.c.mode {
+            Mode::Encrypt => json::linear_segment(base + off, size, false),
+            _ => json::crypt_segment(
+                base + off,
+                off >> 9,
+                size,
+                self.c
+                    .old
+                    .get("encryption")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                Context::sector_size(&self.c.old),
+                false,
+            ),
+        }
+    }
+
+    fn hot_segments(&self) -> Vec<Value> {
+        let mut v = Vec::new();
+        let end = self.offset + self.length;
+        if self.c.direction == Direction::Backward {
+            // `reencrypt_make_hot_segments_backward`.
+            if self.offset > 0 {
+                let mut old = self
+                    .first_segment
+                    .clone()
+                    .unwrap_or_else(|| self.seg_old(0, None));
+                old["size"] = json::u64_str(self.offset);
+                v.push(old);
+            }
+            v.push(self.seg_new(self.offset, Some(self.length), true));
+            if end < self.device_size {
+                let size = self.fixed_length.then_some(self.device_size - end);
+                v.push(self.seg_new(end, size, false));
+            }
+            return v;
+        }
+        if self.offset > 0 {
+            v.push(self.seg_new(0, Some(self.offset), false));
+        }
+        v.push(self.seg_new(self.offset, Some(self.length), true));
+        if end < self.device_size {
+            let size = self.fixed_length.then_some(self.device_size - end);
+            v.push(self.seg_old(end, size));
+        }
+        v
+    }
+
+    /// Post segments from the current (hot) ones (`reencrypt_make_post_segments_forward`).
+    fn post_segments(&self, hot: &[Value]) -> Result<Vec<Value>> {
+        let r = hot
+            .iter()
+            .position(|s| json::has_flag(s, "in-reencryption"))
+            .ok_or_else(|| ctx("no hot zone segment"))?;
+        if self.c.direction == Direction::Backward {
+            // `reencrypt_make_post_segments_backward`.
+            let mut v = Vec::new();
+            if r > 0 {
+                v.push(hot[r - 1].clone());
+            }
+            let size =
+                (self.fixed_length && self.offset > 0).then_some(self.device_size - self.offset);
+            v.push(self.seg_new(self.offset, size, false));
+            return Ok(v);
+        }
+        let old = hot.get(r + 1).cloned();
+        let end = self.offset + self.length;
+        let mut v = vec![self.seg_new(0, old.as_ref().map(|_| end), false)];
+        if let Some(mut o) = old {
+            if self.fixed_length {
+                o["size"] = json::u64_str(self.device_size - end);
+            }
+            v.push(o);
+        }
+        Ok(v)
+    }
+
+    /// Set `segs` as the data segments, the digest assignments and the backup segments
+    /// (`reencrypt_assign_segments`).
+    fn assign(&self, hdr: &mut Luks2Header, segs: Vec<Value>, hot: bool) -> Result<()> {
+        json::unassign_all_segments(hdr)?;
+        let n = segs.len() as u32;
+        let rseg = segs
+            .iter()
+            .position(|s| json::has_flag(s, "in-reencryption"))
+            .map(|p| p as u32);
+        let types: Vec<bool> = segs
+            .iter()
+            .map(|s| s.get("type").and_then(Value::as_str) == Some("crypt"))
+            .collect();
+        json::set_segments(hdr, segs)?;
+        let (dold, dnew) = (self.c.digest_old, self.c.digest_new);
+        let assign = |hdr: &mut Luks2Header, s: u32, d: Option<u32>| -> Result<()> {
+            match d {
+                Some(d) => json::assign_segment(hdr, s, d),
+                None => Ok(()),
+            }
+        };
+        if self.c.mode == Mode::Reencrypt {
+            if let Some(r) = rseg {
+                assign(hdr, r, dnew)?;
+                assign(hdr, r, dold)?;
+            }
+            let fwd = self.c.direction == Direction::Forward;
+            if hot {
+                let r = rseg.ok_or_else(|| ctx("no hot zone segment"))?;
+                if r > 0 {
+                    assign(hdr, 0, if fwd { dnew } else { dold })?;
+                }
+                if n > r + 1 {
+                    assign(hdr, r + 1, if fwd { dold } else { dnew })?;
+                }
+            } else {
+                assign(hdr, 0, if fwd || n == 1 { dnew } else { dold })?;
+                if n > 1 {
+                    assign(hdr, 1, if fwd { dold } else { dnew })?;
+                }
+            }
+        }
+        let mut prev = self.c.old.clone();
+        json::remove_flag(&mut prev, "in-reencryption");
+        let sp = json::push_segment(hdr, prev)?;
+        if self.c.old.get("type").and_then(Value::as_str) == Some("crypt") {
+            assign(hdr, sp, dold)?;
+        }
+        let sf = json::push_segment(hdr, self.c.new.clone())?;
+        if self.c.new.get("type").and_then(Value::as_str) == Some("crypt") {
+            assign(hdr, sf, dnew)?;
+        }
+        if let Some(m) = &self.c.moved {
+            json::push_segment(hdr, m.clone())?;
+        }
+        if self.c.mode != Mode::Reencrypt {
+            let d = if self.c.mode == Mode::Encrypt {
+                dnew
+            } else {
+                dold
+            };
+            for (i, is_crypt) in types.iter().enumerate() {
+                if *is_crypt {
+                    assign(hdr, i as u32, d)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn protect(&self, hdr: &mut Luks2Header, buf: &[u8]) -> Result<()> {
+        match &self.c.resilience {
+            Resilience::None => return Ok(()),
+            Resilience::Checksum { hash, block_size } => {
+                let mut sums =
+                    Vec::with_capacity(buf.len() / *block_size as usize * hash.digest_size());
+                for block in buf.chunks(*block_size as usize) {
+                    sums.extend_from_slice(&hash.digest(&[block]));
+                }
+                if sums.len() as u64 > self.c.area_size {
+                    return Err(ctx("checksums larger than the keyslot area"));
+                }
+                self.meta
+                    .write_all_at(&sums, self.c.area_offset)
+                    .and_then(|_| self.meta.sync())
+                    .map_err(dio(DeviceOp::WriteKeyslotArea))?;
+            }
+            Resilience::Journal => {
+                if buf.len() as u64 > self.c.area_size {
+                    return Err(ctx("hot zone larger than the journal"));
+                }
+                self.meta
+                    .write_all_at(buf, self.c.area_offset)
+                    .and_then(|_| self.meta.sync())
+                    .map_err(dio(DeviceOp::WriteKeyslotArea))?;
+            }
+            Resilience::Datashift { .. } => {}
+        }
+        luks2_keys::write_header(self.meta, hdr)
+    }
+
+    fn step(&mut self, hdr: &mut Luks2Header, buf: &mut Vec<u8>) -> Result<()> {
+        let hot = self.hot_segments();
+        let post = self.post_segments(&hot)?;
+        self.assign(hdr, hot, true)?;
+        let len = self.length as usize;
+        buf.resize(len, 0);
+        let buf = &mut buf[..len];
+        self.data
+            .read_exact_at(buf, self.old.offset + self.offset)
+            .map_err(dio(DeviceOp::ReadData {
+                offset: self.old.offset + self.offset,
+            }))?;
+        // Commit point: resilience data, then the hot-zone metadata.
+        self.protect(hdr, buf)?;
+        let iv = self.offset >> 9;
+        self.old.decrypt(buf, iv)?;
+        self.new.encrypt(buf, iv)?;
+        self.data
+            .write_all_at(buf, self.new.offset + self.offset)
+            .map_err(dio(DeviceOp::WriteData {
+                offset: self.new.offset + self.offset,
+            }))?;
+        if self.c.resilience != Resilience::None {
+            self.data.sync().map_err(dio(DeviceOp::Sync))?;
+        }
+        // Safe point.
+        self.assign(hdr, post, false)?;
+        if self.c.resilience != Resilience::None {
+            luks2_keys::write_header(self.meta, hdr)?;
+        }
+        self.advance();
+        Ok(())
+    }
+
+    /// Move to the next hot zone (`reencrypt_context_update`).
+    fn advance(&mut self) {
+        self.progress += self.length;
+        match self.c.direction {
+            Direction::Forward => {
+                self.offset += self.length;
+                self.length = self.length.min(self.device_size - self.offset);
+            }
+            Direction::Backward => {
+                if self.offset < self.length {
+                    self.length = self.offset;
+                }
+                self.offset -= self.length;
+            }
+        }
+    }
+
+    /// Recover the hot zone of a crashed step (`reencrypt_recover_segment`).
+    fn recover_hotzone(&self) -> Result<()> {
+        let len = self.length as usize;
+        let mut buf = vec![0u8; len];
+        let pos = self.new.offset + self.offset;
+        let iv = self.offset >> 9;
+        match &self.c.resilience {
+            Resilience::Checksum { hash, block_size } => {
+                let bs = *block_size as usize;
+                let count = len / bs;
+                let mut sums = vec![0u8; count * hash.digest_size()];
+                if sums.len() as u64 > self.c.area_size {
+                    return Err(ctx("hot zone larger than the checksum area"));
+                }
+                self.meta
+                    .read_exact_at(&mut sums, self.c.area_offset)
+                    .map_err(|_| ReencryptError::ChecksumRead)?;
+                self.data
+                    .read_exact_at(&mut buf, pos)
+                    .map_err(dio(DeviceOp::ReadData { offset: pos }))?;
+                for s in 0..count {
+                    let block = &mut buf[s * bs..(s + 1) * bs];
+                    let h = hash.digest(&[block]);
+                    if h[..] == sums[s * h.len()..(s + 1) * h.len()] {
+                        let biv = iv + (s * bs) as u64 / 512;
+                        self.old.decrypt(block, biv)?;
+                        self.new.encrypt(block, biv)?;
+                        self.data
+                            .write_all_at(block, pos + (s * bs) as u64)
+                            .map_err(dio(DeviceOp::WriteData {
+                                offset: pos + (s * bs) as u64,
+                            }))?;
+                    }
+                }
+            }
+            Resilience::Journal => {
+                if self.length > self.c.area_size {
+                    return Err(ctx("hot zone larger than the journal"));
+                }
+                self.meta
+                    .read_exact_at(&mut buf, self.c.area_offset)
+                    .map_err(dio(DeviceOp::ReadKeyslotArea {
+                        slot: self.c.keyslot,
+                    }))?;
+                self.old.decrypt(&mut buf, iv)?;
+                self.new.encrypt(&mut buf, iv)?;
+                self.data
+                    .write_all_at(&buf, pos)
+                    .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
+            }
+            other => {
+                return Err(ReencryptError::Unsupported(format!("recovery of {other:?}")).into())
+            }
+        }
+        buf.fill(0);
+        self.data.sync().map_err(dio(DeviceOp::Sync))
+    }
+
+    /// The end of a run (`reencrypt_teardown_ok`): with resilience `none` the segments are
+    /// written now; when finished, the old keyslots, backup segments, requirement and the
+    /// `reencrypt` keyslot go.
+    fn teardown(&self, hdr: &mut Luks2Header) -> Result<Outcome> {
+        if self.c.resilience == Resilience::None {
+            luks2_keys::write_header(self.meta, hdr)?;
+        }
+        if self.progress < self.device_size {
+            return Ok(Outcome::Interrupted);
+        }
+        finish(self.meta, hdr, &self.c)
+    }
+}
+
+/// Whether the last hot zone was committed and only the final cleanup is missing: one
+/// data segment, under the new key only (cryptsetup's teardown kills the old keyslots
+/// before it removes the re-encryption metadata, so a crash there leaves this state with
+/// the old key gone; lukskit finishes it with no key, as no data is touched).
+pub fn finished(hdr: &Luks2Header) -> Result<bool> {
+    if status(hdr)? != Status::Clean {
+        return Ok(false);
+    }
+    let c = Context::load(hdr)?;
+    let segs = json::data_segments(hdr)?;
+    if segs.len() != 1 || json::seg_size(&segs[0]) != Some(None) {
+        return Ok(false);
+    }
+    let kind = segs[0].get("type").and_then(Value::as_str);
+    let d0 = hdr
+        .digests()?
+        .into_iter()
+        .filter(|d| d.segments.contains(&0))
+        .map(|d| d.id)
+        .collect::<Vec<_>>();
+    Ok(match c.mode {
+        // Decrypted: the whole data area is one linear segment.
+        Mode::Decrypt => kind == Some("linear"),
+        // Encrypted or re-encrypted: one crypt segment under the new key only.
+        Mode::Encrypt | Mode::Reencrypt => {
+            kind == Some("crypt")
+                && c.digest_new != c.digest_old
+                && d0.len() == 1
+                && Some(d0[0]) == c.digest_new
+        }
+    })
+}
+
+/// The final cleanup (the end of `reencrypt_teardown_ok`): old keyslots (one header write
+/// each, as cryptsetup), then backup segments, requirement and the `reencrypt` keyslot.
+fn finish(meta: &dyn Storage, hdr: &mut Luks2Header, c: &Context) -> Result<Outcome> {
+    let this = c;
+    if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
+        if Some(dold) != dnew {
+            let old_slots: Vec<u32> = hdr
+                .digests()?
+                .into_iter()
+                .find(|d| d.id == dold)
+                .map(|d| d.keyslots)
+                .unwrap_or_default();
+            for ks in old_slots {
+                luks2_keys::kill(meta, hdr, ks)?;
+            }
+        }
+    }
+    for flag in ["backup-previous", "backup-final", "backup-moved-segment"] {
+        if let Some((id, _)) = json::segment_by_flag(hdr, flag)? {
+            json::delete_segment(hdr, id)?;
+        }
+    }
+    json::set_requirement(hdr, false)?;
+    // Destroy the reencrypt keyslot (its area is wiped first, as for any keyslot).
+    crate::wipe::zero(meta, this.area_offset, this.area_size)?;
+    hdr.remove_keyslot(this.keyslot)?;
+    hdr.erase_unused_digests();
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(Outcome::Finished)
+}
+
+/// Recover an interrupted hot zone (`reencrypt_recovery`): the hot zone is made entirely
+/// new-key data from the resilience record, the segments move past it, and the header is
+/// written. Does nothing on a clean header.
+pub fn recover(
+    meta: &dyn Storage,
+    data: &dyn Storage,
+    data_block_size: u64,
+    hdr: &mut Luks2Header,
+    keys: &Keys,
+) -> Result<Option<Outcome>> {
+    match status(hdr)? {
+        Status::None => return Err(ReencryptError::NotInReencryption.into()),
+        Status::Clean => return Ok(None),
+        Status::Crash => {}
+    }
+    let mut r = Run::load(meta, data, data_block_size, hdr, keys, 0)?;
+    r.recover_hotzone()?;
+    let hot = json::data_segments(hdr)?;
+    let post = r.post_segments(&hot)?;
+    r.assign(hdr, post, false)?;
+    r.advance();
+    let out = r.teardown(hdr)?;
+    if out == Outcome::Interrupted {
+        luks2_keys::write_header(meta, hdr)?;
+    }
+    Ok(Some(out))
+}
+
+/// Run (or resume) a re-encryption to its end, or until the progress callback says stop.
+/// A crashed hot zone is recovered first.
+pub fn run(
+    meta: &dyn Storage,
+    data: &dyn Storage,
+    data_block_size: u64,
+    hdr: &mut Luks2Header,
+    keys: &Keys,
+    mut opts: RunOptions<'_>,
+) -> Result<Outcome> {
+    if finished(hdr)? {
+        let c = Context::load(hdr)?;
+        return finish(meta, hdr, &c);
+    }
+    if let Some(Outcome::Finished) = recover(meta, data, data_block_size, hdr, keys)? {
+        return Ok(Outcome::Finished);
+    }
+    let mut r = Run::load(meta, data, data_block_size, hdr, keys, opts.max_hotzone)?;
+    let mut buf = Vec::new();
+    let mut quit = false;
+    if let Some(p) = opts.progress.as_mut() {
+        quit = !p(r.progress, r.device_size);
+    }
+    while !quit && r.progress < r.device_size {
+        r.step(hdr, &mut buf)?;
+        if let Some(p) = opts.progress.as_mut() {
+            quit = !p(r.progress, r.device_size);
+        }
+    }
+    buf.fill(0);
+    r.teardown(hdr)
+}

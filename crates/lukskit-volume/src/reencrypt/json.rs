@@ -1,0 +1,301 @@
+//! Small helpers on the LUKS2 JSON metadata used by re-encryption: segment objects in
+//! cryptsetup's member order, digest ↔ segment assignment, the requirement flag.
+//!
+//! Segments are handled as JSON objects (not the typed view) because re-encryption moves
+//! them around whole and must keep every member cryptsetup wrote.
+
+use crate::error::{ReencryptError, Result};
+use lukskit_format::luks2::Luks2Header;
+use serde_json::{Map, Value};
+
+/// The requirement flag lukskit writes (cryptsetup 2.6's metadata version 2).
+pub const REQUIREMENT_V2: &str = "online-reencrypt-v2";
+
+pub(crate) fn ctx(msg: &str) -> crate::VolumeError {
+    ReencryptError::Context(msg.to_string()).into()
+}
+
+/// A u64 as LUKS2 writes it (a decimal string).
+pub fn u64_str(x: u64) -> Value {
+    Value::String(x.to_string())
+}
+
+/// A u64 stored as a string; `None` when absent or not a number.
+pub fn get_u64(o: &Value, key: &str) -> Option<u64> {
+    o.get(key)?.as_str()?.parse().ok()
+}
+
+/// Segment size: `Some(None)` for `"dynamic"`, `Some(Some(n))` for a number.
+pub fn seg_size(o: &Value) -> Option<Option<u64>> {
+    match o.get("size")?.as_str()? {
+        "dynamic" => Some(None),
+        s => s.parse().ok().map(Some),
+    }
+}
+
+/// Whether a segment has `flag`.
+pub fn has_flag(o: &Value, flag: &str) -> bool {
+    o.get("flags")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().any(|f| f.as_str() == Some(flag)))
+}
+
+/// Whether a segment is a backup segment (any flag starting with `backup-`).
+pub fn is_backup(o: &Value) -> bool {
+    o.get("flags").and_then(Value::as_array).is_some_and(|a| {
+        a.iter()
+            .any(|f| f.as_str().is_some_and(|s| s.starts_with("backup-")))
+    })
+}
+
+/// A `crypt` segment (`json_segment_create_crypt`'s member order).
+pub fn crypt_segment(
+    offset: u64,
+    iv_tweak: u64,
+    size: Option<u64>,
+    cipher: &str,
+    sector_size: u32,
+    in_reencryption: bool,
+) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), "crypt".into());
+    m.insert("offset".into(), u64_str(offset));
+    m.insert(
+        "size".into(),
+        size.map_or_else(|| Value::String("dynamic".into()), u64_str),
+    );
+    m.insert("iv_tweak".into(), u64_str(iv_tweak));
+    m.insert("encryption".into(), cipher.into());
+    m.insert("sector_size".into(), sector_size.into());
+    if in_reencryption {
+        m.insert("flags".into(), Value::Array(vec!["in-reencryption".into()]));
+    }
+    Value::Object(m)
+}
+
+/// A `linear` segment (`json_segment_create_linear`'s member order).
+pub fn linear_segment(offset: u64, size: Option<u64>, in_reencryption: bool) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), "linear".into());
+    m.insert("offset".into(), u64_str(offset));
+    m.insert(
+        "size".into(),
+        size.map_or_else(|| Value::String("dynamic".into()), u64_str),
+    );
+    if in_reencryption {
+        m.insert("flags".into(), Value::Array(vec!["in-reencryption".into()]));
+    }
+    Value::Object(m)
+}
+
+/// Add `flag` to a segment object (`LUKS2_segment_set_flag`).
+pub fn set_flag(o: &mut Value, flag: &str) {
+    if let Some(m) = o.as_object_mut() {
+        let flags = m.entry("flags").or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(a) = flags.as_array_mut() {
+            a.push(flag.into());
+        }
+    }
+}
+
+/// Remove `flag` from a segment object (dropping an empty `flags`).
+pub fn remove_flag(o: &mut Value, flag: &str) {
+    if let Some(m) = o.as_object_mut() {
+        let empty = if let Some(a) = m.get_mut("flags").and_then(Value::as_array_mut) {
+            a.retain(|f| f.as_str() != Some(flag));
+            a.is_empty()
+        } else {
+            false
+        };
+        if empty {
+            m.shift_remove("flags");
+        }
+    }
+}
+
+/// The `segments` object.
+pub fn segments(hdr: &Luks2Header) -> Result<&Map<String, Value>> {
+    hdr.json
+        .get("segments")
+        .and_then(Value::as_object)
+        .ok_or_else(|| ctx("no segments object"))
+}
+
+fn segments_mut(hdr: &mut Luks2Header) -> Result<&mut Map<String, Value>> {
+    hdr.json
+        .get_mut("segments")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no segments object"))
+}
+
+/// All segments sorted by id.
+pub fn segments_sorted(hdr: &Luks2Header) -> Result<Vec<(u32, Value)>> {
+    let mut v: Vec<(u32, Value)> = segments(hdr)?
+        .iter()
+        .filter_map(|(k, v)| k.parse().ok().map(|id| (id, v.clone())))
+        .collect();
+    v.sort_by_key(|(id, _)| *id);
+    Ok(v)
+}
+
+/// The non-backup segments (the data layout), in id order.
+pub fn data_segments(hdr: &Luks2Header) -> Result<Vec<Value>> {
+    Ok(segments_sorted(hdr)?
+        .into_iter()
+        .filter(|(_, v)| !is_backup(v))
+        .map(|(_, v)| v)
+        .collect())
+}
+
+/// The id and object of the segment carrying `flag`.
+pub fn segment_by_flag(hdr: &Luks2Header, flag: &str) -> Result<Option<(u32, Value)>> {
+    Ok(segments_sorted(hdr)?
+        .into_iter()
+        .find(|(_, v)| has_flag(v, flag)))
+}
+
+/// The digest a segment is assigned to.
+pub fn digest_of_segment(hdr: &Luks2Header, segment: u32) -> Result<Option<u32>> {
+    Ok(hdr
+        .digests()?
+        .into_iter()
+        .find(|d| d.segments.contains(&segment))
+        .map(|d| d.id))
+}
+
+fn digests_mut(hdr: &mut Luks2Header) -> Result<&mut Map<String, Value>> {
+    hdr.json
+        .get_mut("digests")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no digests object"))
+}
+
+/// Unassign every segment from every digest (`LUKS2_digest_segment_assign(ANY, ANY, 0)`).
+pub fn unassign_all_segments(hdr: &mut Luks2Header) -> Result<()> {
+    for (_, d) in digests_mut(hdr)?.iter_mut() {
+        if let Some(a) = d.get_mut("segments").and_then(Value::as_array_mut) {
+            a.clear();
+        }
+    }
+    Ok(())
+}
+
+/// Append `segment` to the segments of `digest` (no-op when already there).
+pub fn assign_segment(hdr: &mut Luks2Header, segment: u32, digest: u32) -> Result<()> {
+    let d = digests_mut(hdr)?
+        .get_mut(&digest.to_string())
+        .ok_or_else(|| ctx("missing digest"))?;
+    let a = d
+        .get_mut("segments")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| ctx("digest without segments array"))?;
+    let id = Value::String(segment.to_string());
+    if !a.contains(&id) {
+        a.push(id);
+    }
+    Ok(())
+}
+
+/// Remove `segment` from every digest.
+pub fn unassign_segment(hdr: &mut Luks2Header, segment: u32) -> Result<()> {
+    let id = Value::String(segment.to_string());
+    for (_, d) in digests_mut(hdr)?.iter_mut() {
+        if let Some(a) = d.get_mut("segments").and_then(Value::as_array_mut) {
+            a.retain(|s| *s != id);
+        }
+    }
+    Ok(())
+}
+
+/// Replace the segments object with `segs` (ids 0..n in order).
+pub fn set_segments(hdr: &mut Luks2Header, segs: Vec<Value>) -> Result<()> {
+    let m = segments_mut(hdr)?;
+    m.clear();
+    for (i, s) in segs.into_iter().enumerate() {
+        m.insert(i.to_string(), s);
+    }
+    Ok(())
+}
+
+/// Add a segment at the first unused id; returns the id.
+pub fn push_segment(hdr: &mut Luks2Header, seg: Value) -> Result<u32> {
+    let m = segments_mut(hdr)?;
+    let mut id = 0u32;
+    while m.contains_key(&id.to_string()) {
+        id += 1;
+    }
+    m.insert(id.to_string(), seg);
+    Ok(id)
+}
+
+/// Delete segment `id` (and its digest assignments).
+pub fn delete_segment(hdr: &mut Luks2Header, id: u32) -> Result<()> {
+    unassign_segment(hdr, id)?;
+    segments_mut(hdr)?.shift_remove(&id.to_string());
+    Ok(())
+}
+
+/// Set or clear the `online-reencrypt-v2` requirement, keeping other requirements
+/// (`LUKS2_config_set_requirements`; an empty `requirements` object is removed).
+pub fn set_requirement(hdr: &mut Luks2Header, enable: bool) -> Result<()> {
+    let config = hdr
+        .json
+        .get_mut("config")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no config object"))?;
+    let mut mandatory: Vec<Value> = config
+        .get("requirements")
+        .and_then(|r| r.get("mandatory"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    mandatory.retain(|v| {
+        !v.as_str()
+            .is_some_and(|s| s == "online-reencrypt" || s.starts_with("online-reencrypt-v"))
+    });
+    if enable {
+        mandatory.push(REQUIREMENT_V2.into());
+    }
+    if mandatory.is_empty() {
+        config.shift_remove("requirements");
+    } else {
+        let mut r = Map::new();
+        r.insert("mandatory".into(), Value::Array(mandatory));
+        config.insert("requirements".into(), Value::Object(r));
+    }
+    Ok(())
+}
+
+/// The metadata version of the re-encryption requirement: 1 for `online-reencrypt`, N for
+/// `online-reencrypt-vN`; `None` without one.
+pub fn requirement_version(hdr: &Luks2Header) -> Option<u8> {
+    hdr.requirements().iter().find_map(|r| {
+        if r == "online-reencrypt" {
+            Some(1)
+        } else {
+            r.strip_prefix("online-reencrypt-v")?.parse().ok()
+        }
+    })
+}
+
+/// The digest a keyslot is assigned to.
+pub fn digest_of_keyslot(hdr: &Luks2Header, keyslot: u32) -> Result<Option<u32>> {
+    Ok(hdr
+        .digests()?
+        .into_iter()
+        .find(|d| d.keyslots.contains(&keyslot))
+        .map(|d| d.id))
+}
+
+/// Reassign `keyslot` to `digest` (dropping digests left without keyslots and segments).
+pub fn move_keyslot_digest(hdr: &mut Luks2Header, keyslot: u32, digest: u32) -> Result<()> {
+    let ks = Value::String(keyslot.to_string());
+    for (_, d) in digests_mut(hdr)?.iter_mut() {
+        if let Some(a) = d.get_mut("keyslots").and_then(Value::as_array_mut) {
+            a.retain(|k| *k != ks);
+        }
+    }
+    hdr.erase_unused_digests();
+    hdr.assign_keyslot_to_digest(keyslot, digest)?;
+    Ok(())
+}

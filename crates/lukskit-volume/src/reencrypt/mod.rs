@@ -1,0 +1,26 @@
+//! LUKS2 re-encryption with cryptsetup 2.6's on-disk metadata and algorithm, so that a
+//! re-encryption started by either tool is continued or recovered by the other.
+//!
+//! * [`context`] — the `reencrypt` keyslot, backup segments and state of a header.
+//! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
+//! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
+//! * [`json`] — segment objects and requirement flags in cryptsetup's form.
+//! * [`lock`] — cryptsetup's re-encryption lock file.
+//!
+//! Offline only (no mapping is active). Implemented: mode `reencrypt` (new volume key,
+//! cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
+//! header, resilience `checksum`, `journal` and `none`, crash recovery of either tool's hot
+//! zone. Not yet: `datashift` (moving the data by the header size, `online-reencrypt-v3`).
+
+pub mod context;
+pub mod engine;
+pub mod json;
+pub mod lock;
+pub mod verify;
+
+pub use context::{status, Context, Direction, Mode, Resilience, Status};
+pub use engine::{
+    device_block_size, init, recover, run, unlock_keys, InitParams, Keys, Outcome,
+    ResilienceChoice, RunOptions,
+};
+pub use lock::ReencryptLock;
