@@ -8,12 +8,14 @@
 # `[profile.static]` of Cargo.toml: release code with LTO, one codegen unit, no debug info) and
 # checks each: an ELF of the right machine with no program interpreter and no NEEDED library.
 #
-# What it needs, installed here when missing: the Rust targets `x86_64-unknown-linux-musl` and
-# `aarch64-unknown-linux-musl` (`rustup target add`). Nothing else: both targets link with the
-# musl libc and C runtime objects that Rust's target ships ("self-contained"), and the
-# aarch64 binary is linked by `rust-lld`, the LLVM linker that rustup's toolchains carry, so no
-# aarch64 C cross compiler is involved (lukskit has no C code). x86_64 links the same way with
-# rust-lld, so both builds need no C toolchain at all.
+# What it needs: the Rust targets `x86_64-unknown-linux-musl` and `aarch64-unknown-linux-musl`
+# (`rustup target add`, done here when missing), and a C compiler for each target, for the
+# assembly and C of `ring` (the crypto provider of rustls, used by NBD over TLS): `gcc` for
+# x86_64 and `aarch64-linux-gnu-gcc` for aarch64 (Debian: gcc, gcc-aarch64-linux-gnu; set
+# CC_<triple> to use another). ring's C code needs no libc headers of its own, so the glibc
+# compilers serve for musl. Both targets link with the musl libc and C runtime objects that
+# Rust's target ships ("self-contained"), with `rust-lld`, the LLVM linker of rustup's
+# toolchains.
 #
 # Environment: LUKSKIT_STATIC_OUT (output directory, default target/static-bin),
 # LUKSKIT_STATIC_TARGET_DIR (cargo's target directory for these builds, default
@@ -31,7 +33,7 @@ case "${1:-all}" in
 all) arches=(x86_64 aarch64) ;;
 x86_64 | amd64) arches=(x86_64) ;;
 aarch64 | arm64) arches=(aarch64) ;;
--h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 *) usage ;;
 esac
 [ $# -le 1 ] || usage
@@ -89,7 +91,18 @@ for arch in "${arches[@]}"; do
             exit 1
         fi
     fi
-    echo "==> cargo build --profile static --target $triple (linker: ${!var:-cc})"
+    # The C compiler (and archiver) for ring's build script.
+    cc_var=CC_$(echo "$triple" | tr '-' '_')
+    ar_var=AR_$(echo "$triple" | tr '-' '_')
+    if [ -z "${!cc_var:-}" ]; then
+        case "$arch" in
+        x86_64) cc_bin=gcc ar_bin=ar ;;
+        aarch64) cc_bin=aarch64-linux-gnu-gcc ar_bin=aarch64-linux-gnu-ar ;;
+        esac
+        command -v "$cc_bin" >/dev/null || { echo "$cc_bin not found: install it (Debian: gcc / gcc-aarch64-linux-gnu) or set $cc_var" >&2; exit 1; }
+        export "$cc_var"="$cc_bin" "$ar_var"="$ar_bin"
+    fi
+    echo "==> cargo build --profile static --target $triple (linker: ${!var:-cc}, C compiler: ${!cc_var})"
     t0=$(date +%s)
     cargo build --locked -p lukskit-cli --bin lukskit --profile static --target "$triple"
     t1=$(date +%s)

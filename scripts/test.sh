@@ -41,6 +41,7 @@ command -v certtool >/dev/null 2>&1 || need_pkgs+=(gnutls-bin)
 command -v qemu-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-user)
 command -v qemu-system-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-arm)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc)  # ring (rustls) in the static x86_64 build
 command -v cpio >/dev/null 2>&1 || need_pkgs+=(cpio)
 # clevis/tang tokens (tests/tang.rs): Debian's tang server run by socat on loopback, and
 # clevis-luks to bind volumes and decrypt lukskit's tokens.
