@@ -423,24 +423,6 @@ fn init(
         None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
     };
     let sector_size = o.sector_size.unwrap_or(old_ss);
-    let resilience = match value(o, "resilience").unwrap_or("checksum") {
-        "checksum" => {
-            ResilienceChoice::Checksum(value(o, "resilience-hash").unwrap_or("sha256").into())
-        }
-        "journal" => ResilienceChoice::Journal,
-        "none" => ResilienceChoice::None,
-        "datashift" => {
-            return Err(CliError::invalid(
-                "Resilience datashift is only used with --reduce-device-size, which lukskit \
-                 does not support yet.",
-            ))
-        }
-        other => {
-            return Err(CliError::invalid(format!(
-                "Unsupported resilience mode {other}"
-            )))
-        }
-    };
     let pbkdf = pbkdf_options(o);
     let mut old_vk: Option<SecretBuf> = None;
     let mut passes = Vec::new();
