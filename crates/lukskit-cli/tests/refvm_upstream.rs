@@ -22,8 +22,18 @@
 //! Ratchet today: in the VM 00modules-test, discards-test, luks1-compat-test, device-test,
 //! keyring-compat-test, align-test, password-hash-test; on the host compat-args-test and
 //! luks2-validation-test — every script of [`DEFAULT`] and [`HOST`], that is every script of
-//! the directory real cryptsetup passes in the VM except the [`SLOW`] ones, which were not
-//! measured against lukskit yet.
+//! the directory real cryptsetup passes in the VM except the [`SLOW`] ones (of which
+//! compat-test is known to pass, see below; the others were not measured against lukskit yet).
+//!
+//! Passing but left out of the default run for time ([`SLOW`]): compat-test (both tools pass
+//! it, verified 2026-11-25 01:19 UTC: 419 s with real cryptsetup, 451 s with lukskit, the
+//! interactive cases [32]-[41] skipped by both for want of `expect` in the VM); run it with
+//! `LUKSKIT_UPSTREAM_SCRIPTS=compat-test`. Adding it to [`DEFAULT`] would more than double
+//! the test command's VM time.
+//!
+//! Iterating on one script: `LUKSKIT_UPSTREAM_NO_RATCHET=1` runs only the named scripts (and
+//! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool, and
+//! `LUKSKIT_UPSTREAM_TESTS=DIR` a copy of the directory whose script starts at a later case.
 //!
 //! Selection: the test command runs the [`RATCHET`] list (727 s of VM time for both tools in
 //! the last run on the loaded 2-core development host, up to about 17 minutes under heavier
@@ -88,8 +98,9 @@ const SLOW: &[(&str, u64, &str)] = &[
     ),
     (
         "compat-test",
-        1800,
-        "LUKS1 end to end, many PBKDF runs: well over 200 s with real cryptsetup",
+        1200,
+        "LUKS1 end to end: 419 s with real cryptsetup, 451 s with lukskit; passes with lukskit \
+         (2026-11-25)",
     ),
     (
         "compat-test2",
