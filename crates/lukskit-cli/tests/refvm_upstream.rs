@@ -33,7 +33,8 @@
 //!
 //! Iterating on one script: `LUKSKIT_UPSTREAM_NO_RATCHET=1` runs only the named scripts (and
 //! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool, and
-//! `LUKSKIT_UPSTREAM_TESTS=DIR` a copy of the directory whose script starts at a later case.
+//! `LUKSKIT_UPSTREAM_TESTS=DIR` a copy of the directory whose script starts at a later case;
+//! `LUKSKIT_UPSTREAM_SHOW=1` prints both tools' last output lines even when they pass.
 //!
 //! Selection: the test command runs the [`RATCHET`] list (727 s of VM time for both tools in
 //! the last run on the loaded 2-core development host, up to about 17 minutes under heavier
@@ -484,6 +485,14 @@ fn print_report(sel: &[(String, u64)], res: &BTreeMap<(String, String), Outcome>
             continue;
         };
         let c = get(s, "cryptsetup");
+        if std::env::var("LUKSKIT_UPSTREAM_SHOW").as_deref() == Ok("1") {
+            // Both tools' last output lines, passes included (to compare what each did).
+            for (tool, o) in [("cryptsetup", c), ("lukskit", Some(l))] {
+                for line in o.map_or(&[][..], |o| &o.out[..]) {
+                    say(&format!("    {s} {tool} | {line}"));
+                }
+            }
+        }
         if l.passed() && c.is_some_and(|c| l.skips <= c.skips) {
             continue;
         }

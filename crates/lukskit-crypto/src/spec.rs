@@ -49,9 +49,10 @@ fn check_component(spec: &str, what: &str, s: &str) -> Result<()> {
     // `xchacha12,aes-adiantum-plain64`: the kernel's `adiantum(xchacha12,aes)`), as cryptsetup
     // takes everything before the first '-' as the cipher name.
     let comma_ok = what == "cipher name";
-    if let Some(c) = s.chars().find(|&c| {
-        !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.') || (comma_ok && c == ','))
-    }) {
+    if let Some(c) = s
+        .chars()
+        .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.') || (comma_ok && c == ',')))
+    {
         return Err(invalid(
             spec,
             &format!("invalid character {c:?} in {what} '{s}'"),
@@ -368,7 +369,11 @@ mod tests {
             assert_eq!(s.ivmode.as_deref(), Some("plain64"));
             assert_eq!(s.to_string(), spec);
         }
-        for bad in ["xchacha12,-adiantum-plain64", ",aes-adiantum-plain64", "aes-cb,c-plain64"] {
+        for bad in [
+            "xchacha12,-adiantum-plain64",
+            ",aes-adiantum-plain64",
+            "aes-cb,c-plain64",
+        ] {
             assert!(CipherSpec::parse(bad).is_err(), "{bad}");
         }
     }
