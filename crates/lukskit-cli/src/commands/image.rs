@@ -343,6 +343,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 key_size_bits: Some(key_bits),
                 sector_size: o.sector_size,
                 offset_sectors: o.offset,
+                alignment_sectors: None,
                 label: o.label.clone(),
                 subsystem: o.subsystem.clone(),
                 uuid: o.uuid.clone(),
