@@ -22,8 +22,27 @@
 //! Ratchet today: in the VM 00modules-test, discards-test, luks1-compat-test, device-test,
 //! keyring-compat-test, align-test, password-hash-test; on the host compat-args-test and
 //! luks2-validation-test — every script of [`DEFAULT`] and [`HOST`], that is every script of
-//! the directory real cryptsetup passes in the VM except the [`SLOW`] ones, which were not
-//! measured against lukskit yet.
+//! the directory real cryptsetup passes in the VM except the [`SLOW`] ones (of which
+//! compat-test is known to pass, see below; the others were not measured against lukskit yet).
+//!
+//! Passing but left out of the default run for time ([`SLOW`]): compat-test (both tools pass
+//! it, verified 2026-11-25 01:19 UTC: 419 s with real cryptsetup, 451 s with lukskit, the
+//! interactive cases [32]-[41] skipped by both for want of `expect` in the VM); run it with
+//! `LUKSKIT_UPSTREAM_SCRIPTS=compat-test`. Adding it to [`DEFAULT`] would more than double
+//! the test command's VM time. compat-test2 gets through cases [0]-[18] with lukskit (138 s)
+//! and stops in [19] at line 522: `resize` of a LUKS2 mapping must unlock through a
+//! `luks2-keyring` token (a passphrase in the kernel keyring), which lukskit does not do yet.
+//! mode-test exits 0 with both tools (2026-11-25 02:03 UTC: 543 s with real cryptsetup, 450 s
+//! with lukskit, no skip lines) but is not counted as passed: lukskit cannot format LUKS1 or
+//! LUKS2 with Adiantum (`xchacha12,aes-adiantum-plain64`, `xchacha20,...`; its engine has no
+//! Adiantum for the keyslots), and the script silently leaves out the LUKS1/LUKS2 parts of a
+//! cipher whose format fails — only the output lines show it (`LUKSKIT_UPSTREAM_SHOW=1`).
+//! Every other cipher line is the same as real cryptsetup's.
+//!
+//! Iterating on one script: `LUKSKIT_UPSTREAM_NO_RATCHET=1` runs only the named scripts (and
+//! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool, and
+//! `LUKSKIT_UPSTREAM_TESTS=DIR` a copy of the directory whose script starts at a later case;
+//! `LUKSKIT_UPSTREAM_SHOW=1` prints both tools' last output lines even when they pass.
 //!
 //! Selection: the test command runs the [`RATCHET`] list (727 s of VM time for both tools in
 //! the last run on the loaded 2-core development host, up to about 17 minutes under heavier
@@ -88,18 +107,21 @@ const SLOW: &[(&str, u64, &str)] = &[
     ),
     (
         "compat-test",
-        1800,
-        "LUKS1 end to end, many PBKDF runs: well over 200 s with real cryptsetup",
+        1200,
+        "LUKS1 end to end: 419 s with real cryptsetup, 451 s with lukskit; passes with lukskit \
+         (2026-11-25)",
     ),
     (
         "compat-test2",
         2400,
-        "LUKS2 end to end, Argon2 keyslots: well over 200 s with real cryptsetup",
+        "LUKS2 end to end, Argon2 keyslots: well over 200 s with real cryptsetup; lukskit \
+         stops in [19] (2026-11-25: resize unlocking through a luks2-keyring token)",
     ),
     (
         "mode-test",
         1800,
-        "~55 cipher modes x plain/LUKS1/LUKS2: about 15 minutes with real cryptsetup",
+        "~55 cipher modes x plain/LUKS1/LUKS2: 543 s with real cryptsetup, 450 s with lukskit; \
+         exits 0 with lukskit but without the LUKS1/LUKS2 parts for Adiantum (2026-11-25)",
     ),
     (
         "luks2-reencryption-test",
@@ -473,6 +495,14 @@ fn print_report(sel: &[(String, u64)], res: &BTreeMap<(String, String), Outcome>
             continue;
         };
         let c = get(s, "cryptsetup");
+        if std::env::var("LUKSKIT_UPSTREAM_SHOW").as_deref() == Ok("1") {
+            // Both tools' last output lines, passes included (to compare what each did).
+            for (tool, o) in [("cryptsetup", c), ("lukskit", Some(l))] {
+                for line in o.map_or(&[][..], |o| &o.out[..]) {
+                    say(&format!("    {s} {tool} | {line}"));
+                }
+            }
+        }
         if l.passed() && c.is_some_and(|c| l.skips <= c.skips) {
             continue;
         }

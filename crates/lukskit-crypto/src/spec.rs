@@ -45,14 +45,21 @@ fn check_component(spec: &str, what: &str, s: &str) -> Result<()> {
     if s.is_empty() {
         return Err(invalid(spec, &format!("empty {what}")));
     }
+    // A cipher name may list several kernel algorithms (`xchacha12,aes` of
+    // `xchacha12,aes-adiantum-plain64`: the kernel's `adiantum(xchacha12,aes)`), as cryptsetup
+    // takes everything before the first '-' as the cipher name.
+    let comma_ok = what == "cipher name";
     if let Some(c) = s
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.')))
+        .find(|&c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '.') || (comma_ok && c == ',')))
     {
         return Err(invalid(
             spec,
             &format!("invalid character {c:?} in {what} '{s}'"),
         ));
+    }
+    if comma_ok && s.split(',').any(str::is_empty) {
+        return Err(invalid(spec, &format!("empty algorithm in {what} '{s}'")));
     }
     Ok(())
 }
@@ -348,6 +355,27 @@ mod tests {
 
     fn p(s: &str) -> CipherSpec {
         CipherSpec::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))
+    }
+
+    /// mode-test's Adiantum specs: the cipher name lists the kernel's algorithms with a comma
+    /// (cryptsetup takes all before the first '-'); the dm table carries the spec unchanged.
+    #[test]
+    fn adiantum_cipher_names_keep_their_comma() {
+        for name in ["xchacha12,aes", "xchacha20,aes"] {
+            let spec = format!("{name}-adiantum-plain64");
+            let s = p(&spec);
+            assert_eq!(s.cipher, name);
+            assert_eq!(s.chainmode, "adiantum");
+            assert_eq!(s.ivmode.as_deref(), Some("plain64"));
+            assert_eq!(s.to_string(), spec);
+        }
+        for bad in [
+            "xchacha12,-adiantum-plain64",
+            ",aes-adiantum-plain64",
+            "aes-cb,c-plain64",
+        ] {
+            assert!(CipherSpec::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -43,6 +43,13 @@ pub struct FormatParams {
     pub sector_size: Option<u32>,
     /// Data offset in 512-byte sectors (`--offset`).
     pub offset_sectors: Option<u64>,
+    /// The alignment in 512-byte sectors `offset_sectors` was rounded up to
+    /// (`--align-payload`), when it does not come from `--offset`. A LUKS2 data offset need not
+    /// then be whole 4096-byte blocks (cryptsetup 2.6.1 puts the data of `--align-payload 5`
+    /// at 32770 sectors), and the default encryption sector size falls back to 512 bytes
+    /// unless the alignment is a multiple of the one detected (as cryptsetup's required
+    /// alignment).
+    pub alignment_sectors: Option<u64>,
     /// LUKS2 label.
     pub label: Option<String>,
     /// LUKS2 subsystem.
@@ -331,7 +338,7 @@ fn format_luks2(
         |data_offset: u64| data_offset.saturating_sub(2 * metadata_size) / 4096 * 4096;
     let offset_bytes = p.offset_sectors.map(|o| o * 512);
     if let Some(o) = offset_bytes {
-        if o % 4096 != 0 && !p.offset_sectors.unwrap().is_multiple_of(8) {
+        if o % 4096 != 0 && p.alignment_sectors.is_none() {
             return Err(ParamError::OffsetNot4096.into());
         }
     }
@@ -374,7 +381,10 @@ fn format_luks2(
         }
         None => {
             let s = block_sector_size(dev).unwrap_or(4096);
-            if data_offset % u64::from(s) != 0 {
+            let alignment_fits = p
+                .alignment_sectors
+                .is_none_or(|a| (a * 512).is_multiple_of(u64::from(s)));
+            if data_offset % u64::from(s) != 0 || !alignment_fits {
                 512
             } else {
                 s

@@ -163,6 +163,13 @@ impl PlainParams {
     /// Check the options as cryptsetup does (sector size, `--iv-large-sectors`, cipher and
     /// key size, alignment of `--skip`/`--size`).
     pub fn check(&self) -> Result<()> {
+        self.check_for(false)
+    }
+
+    /// [`Self::check`] for a mapping the kernel (dm-crypt) will encrypt (`kernel`): a cipher
+    /// lukskit's own engine does not implement (Adiantum, ...) is left to the kernel, which
+    /// refuses the table if it lacks it, as with cryptsetup.
+    pub fn check_for(&self, kernel: bool) -> Result<()> {
         if self.iv_large_sectors && self.sector_size <= 512 {
             return Err(ParamError::LargeIvSectors.into());
         }
@@ -171,7 +178,10 @@ impl PlainParams {
         if !(512..=4096).contains(&ss) || !ss.is_power_of_two() {
             return Err(ParamError::SectorSize.into());
         }
-        SectorCipher::check(&spec, self.key_len()?, ss)?;
+        match SectorCipher::check(&spec, self.key_len()?, ss) {
+            Err(lukskit_crypto::CryptoError::Unsupported(_)) if kernel => {}
+            r => r?,
+        }
         self.layout()?.validate()
     }
 
@@ -196,6 +206,29 @@ impl PlainParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// mode-test's Adiantum: a cipher lukskit's engine lacks passes the check of a kernel
+    /// mapping (dm-crypt has it) but not of a userspace one; other errors stay errors.
+    #[test]
+    fn kernel_mappings_leave_unknown_ciphers_to_the_kernel() {
+        let p = PlainParams {
+            cipher: "xchacha12,aes-adiantum-plain64".into(),
+            ..PlainParams::default()
+        };
+        assert!(p.check().is_err());
+        p.check_for(true).unwrap();
+        let bad_key = PlainParams {
+            cipher: "aes-xts-plain64".into(),
+            key_bits: 200,
+            ..PlainParams::default()
+        };
+        assert!(bad_key.check_for(true).is_err());
+        let bad_sector = PlainParams {
+            sector_size: 1000,
+            ..p.clone()
+        };
+        assert!(bad_sector.check_for(true).is_err());
+    }
 
     fn hx(k: &SecretBuf) -> String {
         hex::encode(k.as_bytes())

@@ -75,6 +75,12 @@ fn threads(o: &Opts) -> Threads {
 }
 
 pub(super) fn plain_params(o: &Opts) -> Result<PlainParams> {
+    plain_params_for(o, false)
+}
+
+/// [`plain_params`] for a mapping the kernel encrypts (`kernel`): ciphers lukskit's engine
+/// lacks are left to dm-crypt.
+pub(super) fn plain_params_for(o: &Opts, kernel: bool) -> Result<PlainParams> {
     let d = PlainParams::default();
     let p = PlainParams {
         cipher: o.cipher.clone().unwrap_or(d.cipher),
@@ -87,7 +93,7 @@ pub(super) fn plain_params(o: &Opts) -> Result<PlainParams> {
         sector_size: o.sector_size.unwrap_or(512),
         iv_large_sectors: o.iv_large_sectors,
     };
-    p.check()?;
+    p.check_for(kernel)?;
     Ok(p)
 }
 
@@ -337,6 +343,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 key_size_bits: Some(key_bits),
                 sector_size: o.sector_size,
                 offset_sectors: o.offset,
+                alignment_sectors: None,
                 label: o.label.clone(),
                 subsystem: o.subsystem.clone(),
                 uuid: o.uuid.clone(),

@@ -94,7 +94,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         .map_err(CliError::from)?;
     let (config, key, digest) = match o.r#type.as_deref() {
         Some("plain") => {
-            let (c, k) = unlock_plain(&o, device, name)?;
+            let (c, k) = unlock_plain(&o, device, name, backend == activate::Backend::Kernel)?;
             (c, k, None)
         }
         None | Some("luks") | Some("luks1") | Some("luks2") => unlock_luks(&o, device, name)?,
@@ -316,14 +316,19 @@ fn in_initramfs() -> bool {
     (t == RAMFS_MAGIC || t == TMPFS_MAGIC) && std::path::Path::new("/init").exists()
 }
 
-fn unlock_plain(o: &Opts, device: &str, name: &str) -> Result<(MappingConfig, SecretBuf)> {
+fn unlock_plain(
+    o: &Opts,
+    device: &str,
+    name: &str,
+    kernel: bool,
+) -> Result<(MappingConfig, SecretBuf)> {
     if o.header.is_some() {
         return Err(CliError::invalid(
             "Option --header is not allowed with plain mode.",
         ));
     }
     let dev = absolute(device)?;
-    let p = super::image::plain_params(o)?;
+    let p = super::image::plain_params_for(o, kernel)?;
     let key = super::image::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
     let layout = p.layout()?;
     let mut c = base_config(o, name);
@@ -599,7 +604,8 @@ pub fn refresh(o: &Opts, args: &[String]) -> Result<()> {
         let mut po = o.clone();
         po.r#type = Some("plain".into());
         let device = m.device()?;
-        let (_, key) = unlock_plain(&po, &device, m.name())?;
+        let kernel = matches!(m.status(None).map(|s| s.exposure), Ok(Exposure::Kernel));
+        let (_, key) = unlock_plain(&po, &device, m.name(), kernel)?;
         return m
             .refresh(&key, o.allow_discards, &kernel_options(o, None))
             .map_err(CliError::from);

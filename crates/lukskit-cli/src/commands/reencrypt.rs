@@ -604,6 +604,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
         key_size_bits: o.key_size,
         sector_size: Some(o.sector_size.unwrap_or(512)),
         offset_sectors: None,
+        alignment_sectors: None,
         label: o.label.clone(),
         subsystem: o.subsystem.clone(),
         uuid: o.uuid.clone(),
