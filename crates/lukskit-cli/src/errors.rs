@@ -163,6 +163,9 @@ pub fn volume(e: &VolumeError) -> CliError {
             Device,
             format!("Device {path} does not exist or access denied."),
         ),
+        VolumeError::NotCompatible { path } => {
+            (Device, format!("Device {path} is not compatible."))
+        }
         VolumeError::Io { op, path, source } => {
             return CliError::io(io_verb(*op), path, source);
         }

@@ -12,7 +12,6 @@
 mod common;
 use common::*;
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
 const CRASH_STATUS: i32 = 86;
 
 /// The key files every scenario uses: k0 is in slot 0, k1 in slot 1, k2 is the new secret.

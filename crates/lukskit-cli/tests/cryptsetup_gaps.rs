@@ -923,3 +923,43 @@ fn unimplemented_options_refuse_to_run() {
     }
     // (`--shared`, once refused here too, is implemented now: compat-test [25].)
 }
+
+/// A header lives on a block device or a regular file only: cryptsetup says "Device X is not
+/// compatible." (exit 4) for a character device or a directory, before asking for
+/// anything; a detached header it cannot use adds "Cannot use X as on-disk header.".
+#[test]
+fn character_devices_and_directories_are_not_compatible() {
+    if !have_cryptsetup("not compatible") {
+        return;
+    }
+    let dir = tmp();
+    let img = sparse(dir.path(), "img", 16 << 20);
+    let d = dir.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let d = d.to_str().unwrap();
+    let lines: Vec<Vec<&str>> = vec![
+        vec!["luksDump", "/dev/null"],
+        vec!["isLuks", "/dev/zero"],
+        vec!["isLuks", "-v", "/dev/zero"],
+        vec!["luksUUID", d],
+        vec!["open", "--test-passphrase", "/dev/null"],
+        vec!["luksAddKey", "/dev/null"],
+        vec!["repair", "/dev/null"],
+        vec!["luksFormat", "-q", "/dev/null"],
+        vec!["luksFormat", "-q", d],
+        vec!["luksFormat", "-q", "--header", "/dev/null", &img],
+    ];
+    for a in &lines {
+        let ours = lukskit(a, b"");
+        let theirs = cryptsetup(a, b"").unwrap();
+        assert_eq!(
+            (ours.code, &ours.stdout, &ours.stderr),
+            (theirs.code, &theirs.stdout, &theirs.stderr),
+            "{a:?}"
+        );
+        assert_eq!(ours.code, 4, "{a:?}");
+        assert!(ours.stderr.contains("is not compatible."), "{a:?}");
+    }
+    // The image behind the refused detached header is untouched.
+    assert!(std::fs::read(&img).unwrap().iter().all(|&b| b == 0));
+}

@@ -11,20 +11,10 @@ use common::*;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
 /// Deterministic pseudo-random bytes (xorshift), with a run of zeros in the middle so the
 /// decrypted output has holes, and a length that is not a multiple of any sector size.
 fn plaintext(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut v: Vec<u8> = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect();
+    let mut v = pattern(len, seed);
     let z0 = len / 3;
     let z1 = (z0 + 3 * 65536 + 100).min(len);
     v[z0..z1].fill(0);

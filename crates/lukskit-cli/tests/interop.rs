@@ -4,8 +4,6 @@
 mod common;
 use common::*;
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
 struct Case<'a> {
     kind: &'a str,
     cipher: &'a str,

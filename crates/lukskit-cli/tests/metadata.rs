@@ -4,8 +4,6 @@
 mod common;
 use common::*;
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
 /// A LUKS2 image with keyslots 0 and 1, and an identical copy.
 fn two_copies(dir: &std::path::Path) -> (String, String, String) {
     let a = sparse(dir, "a.img", 20 << 20);

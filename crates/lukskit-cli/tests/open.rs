@@ -15,21 +15,6 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
-/// Deterministic pseudo-random bytes.
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
 /// A LUKS2 volume formatted by lukskit with passphrase file `key` ("secret pass").
 fn luks2_image(dir: &Path, size: u64) -> (String, String) {
     let img = sparse(dir, "img", size);

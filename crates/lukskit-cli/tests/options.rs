@@ -5,8 +5,6 @@
 mod common;
 use common::*;
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
 fn with_fast(mut v: Vec<&str>) -> Vec<&str> {
     v.extend_from_slice(&FAST);
     v

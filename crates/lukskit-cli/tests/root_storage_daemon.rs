@@ -17,8 +17,6 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
 fn argv0(pid: i32) -> Vec<u8> {
     let c = std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline of the serving process");
     c.split(|&b| b == 0).next().unwrap_or_default().to_vec()

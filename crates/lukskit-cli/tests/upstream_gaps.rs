@@ -8,8 +8,6 @@
 mod common;
 use common::*;
 
-const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
 fn run_tool(tool: &str, args: &[&str], stdin: &[u8]) -> Run {
     if tool == "cryptsetup" {
         cryptsetup(args, stdin).expect("cryptsetup")

@@ -159,6 +159,11 @@ impl Device {
         let md = file
             .metadata()
             .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
+        if !md.file_type().is_block_device() && !md.file_type().is_file() {
+            return Err(VolumeError::NotCompatible {
+                path: path.to_string(),
+            });
+        }
         let op = match access {
             Access::Read => libc::LOCK_SH,
             Access::Write => libc::LOCK_EX,

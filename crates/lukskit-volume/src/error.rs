@@ -31,6 +31,13 @@ pub enum VolumeError {
         /// The path as given.
         path: String,
     },
+    /// The path is neither a block device nor a regular file (a character device, a
+    /// directory, a FIFO): nothing a LUKS header can live on.
+    #[error("{path} is neither a block device nor a regular file")]
+    NotCompatible {
+        /// The path as given.
+        path: String,
+    },
     /// An operating-system error during `op` on the device or file `path`.
     #[error("{op:?} {path} failed: {source}")]
     Io {

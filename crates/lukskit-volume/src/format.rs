@@ -11,6 +11,7 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2::{self, Luks2Header, NewHeaderParams};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 /// Default data alignment: 1 MiB, in 512-byte sectors.
@@ -190,6 +191,16 @@ pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
     paths
         .into_iter()
         .map(|path| {
+            // As cryptsetup: a header goes on a block device or a regular file only.
+            let holds_header = path == p.header.as_deref().unwrap_or(&p.device);
+            if let Some(md) = std::fs::metadata(path).ok().filter(|_| holds_header) {
+                let ft = md.file_type();
+                if !ft.is_block_device() && !ft.is_file() {
+                    return Err(VolumeError::NotCompatible {
+                        path: path.to_string(),
+                    });
+                }
+            }
             Claim::acquire(path).map_err(|e| match e {
                 ClaimError::InUse => VolumeError::InUse {
                     path: path.to_string(),

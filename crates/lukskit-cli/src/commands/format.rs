@@ -5,6 +5,7 @@ use crate::args::{parse_size, Opts};
 use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_volume::format::{format, FormatParams, FormatType};
+use lukskit_volume::VolumeError;
 
 /// cryptsetup's default LUKS cipher.
 pub const DEFAULT_CIPHER: &str = "aes-xts-plain64";
@@ -64,7 +65,19 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     let target = o.header.as_deref().unwrap_or(device);
     // Fail before any question when a mapping or a mount holds the device (format claims it
     // again, for the whole operation).
-    drop(lukskit_volume::format::claim_devices(&params)?);
+    match lukskit_volume::format::claim_devices(&params) {
+        Ok(claims) => drop(claims),
+        // cryptsetup adds why it gives up on a detached header it cannot use.
+        Err(e @ VolumeError::NotCompatible { .. })
+            if o.header.is_some()
+                && matches!(&e, VolumeError::NotCompatible { path } if Some(path.as_str()) == o.header.as_deref()) =>
+        {
+            let mut err = crate::errors::volume(&e);
+            err.message = format!("{}\nCannot use {target} as on-disk header.", err.message);
+            return Err(err);
+        }
+        Err(e) => return Err(e.into()),
+    }
     if !o.batch_mode {
         if let Some(kind) = super::signature::detect(target) {
             // cryptsetup prints this warning on standard output.
