@@ -110,6 +110,6 @@ fi
 # One closing line for the whole run (cargo prints one per test binary, the last of which
 # is usually the empty doc-test run).
 awk '/^test result:/ { p += $4; f += $6; s += $8 } /^SKIP: / { k++ }
-     END { printf "lukskit: %d passed, %d failed, %d ignored, %d tests skipped (a skip happens only under LUKSKIT_ALLOW_SKIP=1)\n", p, f, s, k }' "$log"
+     END { printf "lukskit: %d passed, %d failed, %d ignored, %d SKIP lines (skips happen only under LUKSKIT_ALLOW_SKIP=1)\n", p, f, s, k }' "$log"
 rm -f "$log"
 exit "$status"
