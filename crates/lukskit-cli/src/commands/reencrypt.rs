@@ -518,7 +518,10 @@ pub fn repair_needs_recovery(o: &Opts, args: &[String]) -> bool {
 pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
-    input::confirm("Really proceed with LUKS header repair?", o.batch_mode)?;
+    input::confirm(
+        "Really proceed with LUKS2 reencryption recovery?",
+        o.batch_mode,
+    )?;
     let mut vol = super::load_volume(o, device, Access::Write)?;
     let data_dev = if vol.detached {
         Some(Device::open(&vol.data_path, Access::Write)?)
