@@ -42,7 +42,8 @@
 //! Iterating on one script: `LUKSKIT_UPSTREAM_NO_RATCHET=1` runs only the named scripts (and
 //! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool, and
 //! `LUKSKIT_UPSTREAM_TESTS=DIR` a copy of the directory whose script starts at a later case;
-//! `LUKSKIT_UPSTREAM_SHOW=1` prints both tools' last output lines even when they pass.
+//! `LUKSKIT_UPSTREAM_SHOW=1` prints both tools' last output lines even when they pass
+//! (`LUKSKIT_UPSTREAM_TAIL=N`: the last N lines instead of 12).
 //!
 //! Selection: the test command runs the [`RATCHET`] list (727 s of VM time for both tools in
 //! the last run on the loaded 2-core development host, up to about 17 minutes under heavier
@@ -377,6 +378,15 @@ fn host_selection() -> Vec<(String, u64)> {
         .collect()
 }
 
+/// How many of a script's last output lines to bring back: `LUKSKIT_UPSTREAM_TAIL` (e.g.
+/// 1000 to compare every line of mode-test with `LUKSKIT_UPSTREAM_SHOW=1`), else 12.
+fn out_tail() -> u32 {
+    std::env::var("LUKSKIT_UPSTREAM_TAIL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(12)
+}
+
 /// The upstream test directory: `LUKSKIT_UPSTREAM_TESTS` or `../shared/cryptsetup-2.6.1-tests`
 /// next to the repository.
 fn upstream_dir() -> PathBuf {
@@ -555,9 +565,10 @@ fn upstream_scripts_against_cryptsetup_and_lukskit() {
         dir.path(),
         "suite.conf",
         format!(
-            "SUITE_SCRIPTS=\"{}\"\nSUITE_TOOLS=\"{}\"\n",
+            "SUITE_SCRIPTS=\"{}\"\nSUITE_TOOLS=\"{}\"\nSUITE_OUT_TAIL={}\n",
             entries.join(" "),
-            tools().join(" ")
+            tools().join(" "),
+            out_tail()
         )
         .as_bytes(),
     );
