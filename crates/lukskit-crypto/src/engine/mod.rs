@@ -503,6 +503,59 @@ mod tests {
     }
 
     #[test]
+    fn adiantum_specs() {
+        for name in ["xchacha12,aes", "xchacha20,aes"] {
+            let s = spec(&format!("{name}-adiantum-plain64"));
+            assert!(SectorCipher::check(&s, 32, 512).is_ok());
+            assert!(SectorCipher::check(&s, 32, 4096).is_ok());
+            for bad in [16, 48, 64] {
+                assert!(SectorCipher::check(&s, bad, 512).is_err(), "{name} {bad}");
+            }
+        }
+        assert!(SectorCipher::check(&spec("xchacha12,serpent-adiantum-plain64"), 32, 512).is_ok());
+        assert!(SectorCipher::check(&spec("xchacha8,aes-adiantum-plain64"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("xchacha12,cast5-adiantum-plain64"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("aes-adiantum-plain64"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("xchacha12,aes-adiantum-eboiv"), 32, 512).is_err());
+    }
+
+    /// dm-crypt's IV for Adiantum is 32 bytes (`plain64`: the sector number in the first 8):
+    /// every sector of a multi-sector buffer, serial or parallel, is the template applied to
+    /// that sector alone.
+    #[test]
+    fn adiantum_sectors_use_32_byte_ivs() {
+        let key: Vec<u8> = (0..32u8).collect();
+        for ss in [512u32, 4096] {
+            let s = spec("xchacha12,aes-adiantum-plain64");
+            let c = SectorCipher::new(&s, &key, ss, false).unwrap();
+            let a = adiantum::Adiantum::new(
+                adiantum::StreamKind::XChaCha12,
+                CipherAlg::Aes,
+                &key,
+                false,
+            )
+            .unwrap();
+            let plain: Vec<u8> = (0..(PAR_CHUNK * 2) as u32).map(|i| (i * 7) as u8).collect();
+            let start = 8u64 * 1000;
+            let mut want = plain.clone();
+            for (i, unit) in want.chunks_exact_mut(ss as usize).enumerate() {
+                let mut iv = [0u8; 32];
+                let sector = start + (i as u64) * u64::from(ss / 512);
+                iv[..8].copy_from_slice(&sector.to_le_bytes());
+                a.crypt(&iv, unit, true);
+            }
+            let mut got = plain.clone();
+            c.encrypt(&mut got, start).unwrap();
+            assert_eq!(got, want, "sector size {ss}");
+            let mut par = plain.clone();
+            c.encrypt_with_threads(&mut par, start, 2).unwrap();
+            assert_eq!(par, want, "sector size {ss}, parallel");
+            c.decrypt(&mut got, start).unwrap();
+            assert_eq!(got, plain);
+        }
+    }
+
+    #[test]
     fn send_sync() {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<SectorCipher>();
