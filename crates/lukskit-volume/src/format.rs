@@ -175,9 +175,7 @@ fn format_inner(
     let dev = header_dev.as_ref().unwrap_or(&data_dev);
     match p.kind {
         FormatType::Luks1 => format_luks1(p, dev, &spec, &vk, &uuid, passphrase),
-        FormatType::Luks2 => {
-            format_luks2(p, dev, &data_dev, &spec, &vk, &uuid, passphrase)
-        }
+        FormatType::Luks2 => format_luks2(p, dev, &data_dev, &spec, &vk, &uuid, passphrase),
     }
 }
 
@@ -401,9 +399,9 @@ fn format_luks2(
             let alignment_fits = p
                 .alignment_sectors
                 .is_none_or(|a| (a * 512).is_multiple_of(u64::from(s)));
-            let area_fits = data
-                .size()
-                .map_or(true, |size| size.wrapping_sub(data_offset) % u64::from(s) == 0);
+            let area_fits = data.size().map_or(true, |size| {
+                size.wrapping_sub(data_offset) % u64::from(s) == 0
+            });
             if data_offset % u64::from(s) != 0 || !alignment_fits || !area_fits {
                 512
             } else {

@@ -60,12 +60,8 @@ impl StreamKind {
     /// XOR the key stream of `key`/`nonce` (block counter 0) into `data`.
     fn apply(self, key: &[u8; KEY_LEN], nonce: &[u8; 24], data: &mut [u8]) {
         match self {
-            StreamKind::XChaCha12 => {
-                XChaCha12::new(key.into(), nonce.into()).apply_keystream(data)
-            }
-            StreamKind::XChaCha20 => {
-                XChaCha20::new(key.into(), nonce.into()).apply_keystream(data)
-            }
+            StreamKind::XChaCha12 => XChaCha12::new(key.into(), nonce.into()).apply_keystream(data),
+            StreamKind::XChaCha20 => XChaCha20::new(key.into(), nonce.into()).apply_keystream(data),
         }
     }
 }
@@ -246,12 +242,8 @@ mod tests {
             stream: StreamKind::XChaCha12,
             key: "9eebb2493c1cf5f46a99c2c4dfb1f4dd752057ea2c4fcdb2a53d7b491eabfd0f",
             tweak: "df63d4abd249f3d8338137607dfa7308d8496d80e82f6254eb0ea9395b457f8a",
-            plaintext: concat!(
-            "67c9f23084418e43fbf3b33e79367fe8",
-        ),
-            ciphertext: concat!(
-            "6d32861867860f3f967c9d280d53ec9f",
-        ),
+            plaintext: "67c9f23084418e43fbf3b33e79367fe8",
+            ciphertext: "6d32861867860f3f967c9d280d53ec9f",
         },
         Vector {
             stream: StreamKind::XChaCha12,
@@ -303,12 +295,8 @@ mod tests {
             stream: StreamKind::XChaCha20,
             key: "9eebb2493c1cf5f46a99c2c4dfb1f4dd752057ea2c4fcdb2a53d7b491eabfd0f",
             tweak: "df63d4abd249f3d8338137607dfa7308d8496d80e82f6254eb0ea9395b457f8a",
-            plaintext: concat!(
-            "67c9f23084418e43fbf3b33e79367fe8",
-        ),
-            ciphertext: concat!(
-            "f67897d6aa9401272e4d83e06e649adf",
-        ),
+            plaintext: "67c9f23084418e43fbf3b33e79367fe8",
+            ciphertext: "f67897d6aa9401272e4d83e06e649adf",
         },
         Vector {
             stream: StreamKind::XChaCha20,

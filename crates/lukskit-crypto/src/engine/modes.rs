@@ -202,7 +202,9 @@ impl Mode {
     pub(crate) fn new(kind: ModeKind, alg: CipherAlg, key: &[u8], fast: bool) -> Result<Self> {
         kind.validate(alg, key.len())?;
         if let ModeKind::Adiantum(stream) = kind {
-            return Ok(Mode::Adiantum(Box::new(Adiantum::new(stream, alg, key, fast)?)));
+            return Ok(Mode::Adiantum(Box::new(Adiantum::new(
+                stream, alg, key, fast,
+            )?)));
         }
         if alg == CipherAlg::Null {
             return Ok(Mode::Null);
