@@ -260,7 +260,7 @@ fn cases() -> Vec<Case> {
     // Every spec of issue 4, with the key sizes to test.
     // Every spec of issue 4 with the key sizes to test; `true`: also LUKS2 with 4096-byte
     // sectors (one spec per IV generator and cipher: plain mode covers the others at 4096).
-    let specs: [(&'static str, u32, bool); 16] = [
+    let specs: [(&'static str, u32, bool); 18] = [
         ("aes-xts-plain64", 256, false),
         ("aes-xts-plain64", 512, true),
         ("aes-cbc-essiv:sha256", 128, false),
@@ -277,6 +277,9 @@ fn cases() -> Vec<Case> {
         ("twofish-xts-plain64", 512, false),
         ("serpent-cbc-essiv:sha256", 256, false),
         ("twofish-cbc-essiv:sha256", 256, true),
+        // The kernel's adiantum(xchacha12,aes) / adiantum(xchacha20,aes) templates.
+        ("xchacha12,aes-adiantum-plain64", 256, true),
+        ("xchacha20,aes-adiantum-plain64", 256, true),
     ];
     let mut v: Vec<Case> = Vec::new();
     for (i, &(c, b, luks2_4k)) in specs.iter().enumerate() {

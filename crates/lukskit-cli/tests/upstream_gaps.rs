@@ -305,3 +305,82 @@ fn luks2_align_payload_offsets_and_sector_sizes() {
         }
     }
 }
+
+/// A loop device over `file` with `block` logical (and so physical) block size, detached
+/// when dropped.
+struct Loop(String);
+
+impl Loop {
+    fn attach(file: &str, block: u32) -> Loop {
+        let o = std::process::Command::new("losetup")
+            .args(["--find", "--show", "-b", &block.to_string(), file])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "losetup: {o:?}");
+        Loop(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.0])
+            .status();
+    }
+}
+
+/// align-test2's `auto_sector`: without `--sector-size`, LUKS2 takes the data device's
+/// optimal encryption sector size (the physical block size of a block device, 4096 for a
+/// file) and falls back to 512 where the data area (device size − data offset) is not a
+/// multiple of it — also with a detached header, where the data device (not the header file)
+/// decides.
+#[test]
+fn luks2_default_sector_size_follows_the_data_device() {
+    if !have_cryptsetup("LUKS2 default sector size")
+        || !common::mapping::capable("LUKS2 default sector size")
+        || !common::mapping::have_tool("LUKS2 default sector size", "losetup")
+    {
+        return;
+    }
+    let dir = tmp();
+    let dump = |hdr: &str| {
+        let d = cryptsetup(&["luksDump", hdr], b"").unwrap().ok("luksDump");
+        d.stdout
+            .lines()
+            .filter(|l| l.contains("offset:") || l.contains("sector:"))
+            .take(2)
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    // (data device: file size or loop block size, detached header)
+    let cases: [(u64, Option<u32>, bool); 6] = [
+        (32 << 20, None, false),
+        ((32 << 20) - 512, None, false),
+        (32 << 20, Some(512), false),
+        (32 << 20, Some(512), true),
+        (32 << 20, Some(4096), true),
+        ((32 << 20) - 4096, Some(4096), false),
+    ];
+    for (i, &(size, block, detached)) in cases.iter().enumerate() {
+        let mut got = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let file = sparse(dir.path(), &format!("{i}-{tool}.img"), size);
+            let lo = block.map(|b| Loop::attach(&file, b));
+            let data = lo.as_ref().map_or(file.clone(), |l| l.0.clone());
+            let hdr = dir.path().join(format!("{i}-{tool}.hdr"));
+            let hdr = hdr.to_str().unwrap();
+            let mut a = vec!["luksFormat", "-q", "--type", "luks2", &data];
+            if detached {
+                a.extend(["--header", hdr]);
+            }
+            a.extend_from_slice(&FAST);
+            run_tool(tool, &a, b"pw\n").ok(&format!("{tool} case {i}"));
+            got.push(dump(if detached { hdr } else { &data }));
+        }
+        assert_eq!(
+            got[1], got[0],
+            "case {i} (size {size}, loop block {block:?}, detached {detached}): lukskit \
+             against cryptsetup"
+        );
+    }
+}

@@ -169,13 +169,14 @@ fn format_inner(
         None => claim_devices(p)?,
     };
 
-    let dev = match &p.header {
-        Some(h) => Device::open_or_create(h)?,
-        None => data_dev,
+    let header_dev = match &p.header {
+        Some(h) => Some(Device::open_or_create(h)?),
+        None => None,
     };
+    let dev = header_dev.as_ref().unwrap_or(&data_dev);
     match p.kind {
-        FormatType::Luks1 => format_luks1(p, &dev, &spec, &vk, &uuid, passphrase),
-        FormatType::Luks2 => format_luks2(p, &dev, &spec, &vk, &uuid, passphrase),
+        FormatType::Luks1 => format_luks1(p, dev, &spec, &vk, &uuid, passphrase),
+        FormatType::Luks2 => format_luks2(p, dev, &data_dev, &spec, &vk, &uuid, passphrase),
     }
 }
 
@@ -312,6 +313,13 @@ fn format_luks1(
     })
 }
 
+/// cryptsetup 2.6's optimal encryption sector size of a LUKS2 data device
+/// (`device_optimal_encryption_sector_size`): the larger of the logical and physical block
+/// sizes of a block device (512..=4096), 4096 for a file.
+fn optimal_sector_size(dev: &Device) -> u32 {
+    block_sector_size(dev).unwrap_or(4096)
+}
+
 fn block_sector_size(dev: &Device) -> Option<u32> {
     use std::os::unix::io::AsRawFd;
     if !dev.is_block_device() {
@@ -332,9 +340,12 @@ fn block_sector_size(dev: &Device) -> Option<u32> {
     Some((logical as u32).max(physical).clamp(512, 4096))
 }
 
+/// `dev` holds the header (the data device itself, or the detached header); `data` is the
+/// data device.
 fn format_luks2(
     p: &FormatParams,
     dev: &Device,
+    data: &Device,
     spec: &CipherSpec,
     vk: &SecretBuf,
     uuid: &str,
@@ -391,11 +402,18 @@ fn format_luks2(
             s
         }
         None => {
-            let s = block_sector_size(dev).unwrap_or(4096);
+            // cryptsetup 2.6 (LUKS2_check_encryption_sector with autodetection): the data
+            // device's optimal size, back to 512 where the data offset or the size of the
+            // data area (device size − offset, wrapping like its unsigned arithmetic) is not a
+            // multiple of it.
+            let s = optimal_sector_size(data);
             let alignment_fits = p
                 .alignment_sectors
                 .is_none_or(|a| (a * 512).is_multiple_of(u64::from(s)));
-            if data_offset % u64::from(s) != 0 || !alignment_fits {
+            let area_fits = data.size().map_or(true, |size| {
+                size.wrapping_sub(data_offset) % u64::from(s) == 0
+            });
+            if data_offset % u64::from(s) != 0 || !alignment_fits || !area_fits {
                 512
             } else {
                 s

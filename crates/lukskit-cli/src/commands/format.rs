@@ -49,10 +49,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         key_size_bits,
         sector_size: o.sector_size,
         offset_sectors,
-        alignment_sectors: o
-            .align_payload
-            .filter(|&a| a != 0 && o.offset.is_none() && kind == FormatType::Luks2)
-            .map(u64::from),
+        alignment_sectors: super::align::luks2_alignment(o, kind),
         label: o.label.clone(),
         subsystem: o.subsystem.clone(),
         uuid: o.uuid.clone(),

@@ -233,7 +233,6 @@ impl BlockCipher {
     }
 
     /// Decrypt one block in place; `block.len()` must equal the block size.
-    #[cfg(test)]
     pub(crate) fn decrypt_block(&self, block: &mut [u8]) {
         debug_assert_eq!(block.len(), self.block_size());
         self.ecb(block, false)

@@ -24,6 +24,7 @@
 //! `*_parallel` / `*_with_threads` entry points spread large buffers over a rayon pool in
 //! 64 KiB pieces, like dm-crypt's per-CPU workers.
 
+mod adiantum;
 #[cfg(target_arch = "x86_64")]
 mod aes_x86;
 mod cipher;
@@ -47,6 +48,9 @@ const PAR_CHUNK: usize = 64 * 1024;
 
 /// Sectors whose IVs (and XTS tweaks / CBC chains) are processed together.
 const BATCH: usize = modes::MAX_LANES;
+
+/// The largest dm-crypt IV of any mode (Adiantum's 32-byte tweak).
+const MAX_IV: usize = adiantum::TWEAK_LEN;
 
 /// One kernel transform: the chaining mode keyed with one subkey, plus its ESSIV cipher.
 struct Transform {
@@ -98,8 +102,24 @@ impl SectorCipher {
                 "sector size {sector_size} (must be a power of two from 512 to 4096)"
             )));
         }
-        let alg = CipherAlg::from_name(&spec.cipher)?;
-        let kind = ModeKind::from_name(&spec.chainmode)?;
+        let (alg, kind) = if spec.chainmode == "adiantum" {
+            // `xchacha12,aes-adiantum-plain64` is the kernel's `adiantum(xchacha12,aes)`.
+            let (stream, block) = spec.cipher.split_once(',').ok_or_else(|| {
+                CryptoError::Unsupported(format!(
+                    "adiantum needs '<stream cipher>,<block cipher>', not '{}'",
+                    spec.cipher
+                ))
+            })?;
+            (
+                CipherAlg::from_name(block)?,
+                ModeKind::Adiantum(adiantum::StreamKind::from_name(stream)?),
+            )
+        } else {
+            (
+                CipherAlg::from_name(&spec.cipher)?,
+                ModeKind::from_name(&spec.chainmode)?,
+            )
+        };
         let keycount = spec.keycount as usize;
         if keycount == 0 || !keycount.is_power_of_two() {
             return Err(CryptoError::InvalidInput(format!(
@@ -313,7 +333,7 @@ impl SectorCipher {
         let ss = self.sector_size as usize;
         let step = u64::from(self.sector_size / 512);
         let key_mask = (self.tfms.len() - 1) as u64;
-        let mut iv = [0u8; 16];
+        let mut iv = [0u8; MAX_IV];
         let mut cc_sector = sector;
         for unit in data.chunks_exact_mut(ss) {
             let tfm = &self.tfms[(cc_sector & key_mask) as usize];
@@ -346,7 +366,7 @@ impl SectorCipher {
         let step = u64::from(self.sector_size / 512);
         let tfm = &self.tfms[0];
         let n_iv = self.iv_size;
-        let mut ivs = [0u8; BATCH * 16];
+        let mut ivs = [0u8; BATCH * MAX_IV];
         let mut cc_sector = sector;
         for run in data.chunks_mut(BATCH * ss) {
             let n = run.len() / ss;
@@ -383,7 +403,7 @@ impl SectorCipher {
             }
             IvKind::Eboiv => {
                 // crypt_iv_eboiv_gen(): encrypt one zero block with tfm 0, IV = byte offset.
-                let mut block = [0u8; 16];
+                let mut block = [0u8; MAX_IV];
                 let block = &mut block[..iv.len()];
                 self.tfms[0].mode.encrypt(iv, block, scratch);
                 iv.copy_from_slice(block);
@@ -480,6 +500,59 @@ mod tests {
         let orig = buf.clone();
         c.encrypt(&mut buf, 0).unwrap();
         assert_eq!(buf, orig);
+    }
+
+    #[test]
+    fn adiantum_specs() {
+        for name in ["xchacha12,aes", "xchacha20,aes"] {
+            let s = spec(&format!("{name}-adiantum-plain64"));
+            assert!(SectorCipher::check(&s, 32, 512).is_ok());
+            assert!(SectorCipher::check(&s, 32, 4096).is_ok());
+            for bad in [16, 48, 64] {
+                assert!(SectorCipher::check(&s, bad, 512).is_err(), "{name} {bad}");
+            }
+        }
+        assert!(SectorCipher::check(&spec("xchacha12,serpent-adiantum-plain64"), 32, 512).is_ok());
+        assert!(SectorCipher::check(&spec("xchacha8,aes-adiantum-plain64"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("xchacha12,cast5-adiantum-plain64"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("aes-adiantum-plain64"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("xchacha12,aes-adiantum-eboiv"), 32, 512).is_err());
+    }
+
+    /// dm-crypt's IV for Adiantum is 32 bytes (`plain64`: the sector number in the first 8):
+    /// every sector of a multi-sector buffer, serial or parallel, is the template applied to
+    /// that sector alone.
+    #[test]
+    fn adiantum_sectors_use_32_byte_ivs() {
+        let key: Vec<u8> = (0..32u8).collect();
+        for ss in [512u32, 4096] {
+            let s = spec("xchacha12,aes-adiantum-plain64");
+            let c = SectorCipher::new(&s, &key, ss, false).unwrap();
+            let a = adiantum::Adiantum::new(
+                adiantum::StreamKind::XChaCha12,
+                CipherAlg::Aes,
+                &key,
+                false,
+            )
+            .unwrap();
+            let plain: Vec<u8> = (0..(PAR_CHUNK * 2) as u32).map(|i| (i * 7) as u8).collect();
+            let start = 8u64 * 1000;
+            let mut want = plain.clone();
+            for (i, unit) in want.chunks_exact_mut(ss as usize).enumerate() {
+                let mut iv = [0u8; 32];
+                let sector = start + (i as u64) * u64::from(ss / 512);
+                iv[..8].copy_from_slice(&sector.to_le_bytes());
+                a.crypt(&iv, unit, true);
+            }
+            let mut got = plain.clone();
+            c.encrypt(&mut got, start).unwrap();
+            assert_eq!(got, want, "sector size {ss}");
+            let mut par = plain.clone();
+            c.encrypt_with_threads(&mut par, start, 2).unwrap();
+            assert_eq!(par, want, "sector size {ss}, parallel");
+            c.decrypt(&mut got, start).unwrap();
+            assert_eq!(got, plain);
+        }
     }
 
     #[test]

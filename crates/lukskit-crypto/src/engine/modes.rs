@@ -13,6 +13,7 @@
 //! chain per sector, up to [`MAX_LANES`] sectors in lockstep, so that the block cipher always
 //! has independent blocks to work on.
 
+use super::adiantum::{self, Adiantum, StreamKind};
 use super::cipher::{BlockCipher, CipherAlg};
 use crate::{CryptoError, Result};
 use zeroize::Zeroize;
@@ -66,6 +67,9 @@ pub(crate) enum ModeKind {
     Ctr,
     Xts,
     Lrw,
+    /// `adiantum(<stream>,<block cipher>)` (crypto/adiantum.c); the block cipher is the
+    /// spec's `CipherAlg`.
+    Adiantum(StreamKind),
 }
 
 impl ModeKind {
@@ -87,12 +91,16 @@ impl ModeKind {
             ModeKind::Ctr => "ctr",
             ModeKind::Xts => "xts",
             ModeKind::Lrw => "lrw",
+            ModeKind::Adiantum(_) => "adiantum",
         }
     }
 
     /// Check that `alg` can be used in this mode and that `key_len` is a valid (sub)key
     /// length for `mode(alg)`.
     pub(crate) fn validate(self, alg: CipherAlg, key_len: usize) -> Result<()> {
+        if let ModeKind::Adiantum(_) = self {
+            return Adiantum::validate(alg, key_len);
+        }
         if alg == CipherAlg::Null {
             return if self == ModeKind::Ecb {
                 Ok(())
@@ -132,6 +140,7 @@ impl ModeKind {
                     ));
                 }
             }
+            ModeKind::Adiantum(_) => {}
             ModeKind::Lrw => {
                 if key_len <= 16 || !alg.key_len_ok(key_len - 16) {
                     return bad(format!(
@@ -156,6 +165,7 @@ impl ModeKind {
     pub(crate) fn iv_size(self, alg: CipherAlg) -> usize {
         match self {
             ModeKind::Ecb => 0,
+            ModeKind::Adiantum(_) => adiantum::TWEAK_LEN,
             _ if alg == CipherAlg::Null => 0,
             _ => alg.block_size(),
         }
@@ -183,6 +193,7 @@ pub(crate) enum Mode {
         data: BlockCipher,
         tweak: LrwKey,
     },
+    Adiantum(Box<Adiantum>),
 }
 
 impl Mode {
@@ -190,6 +201,11 @@ impl Mode {
     /// `fast` allows the assembly / SIMD backends (see [`BlockCipher::new`]).
     pub(crate) fn new(kind: ModeKind, alg: CipherAlg, key: &[u8], fast: bool) -> Result<Self> {
         kind.validate(alg, key.len())?;
+        if let ModeKind::Adiantum(stream) = kind {
+            return Ok(Mode::Adiantum(Box::new(Adiantum::new(
+                stream, alg, key, fast,
+            )?)));
+        }
         if alg == CipherAlg::Null {
             return Ok(Mode::Null);
         }
@@ -205,6 +221,7 @@ impl Mode {
                     tweak: BlockCipher::new(alg, k2, fast)?,
                 }
             }
+            ModeKind::Adiantum(_) => unreachable!("handled above"),
             ModeKind::Lrw => {
                 // crypto/lrw.c: the tweak key is the last 16 bytes.
                 let (k1, k2) = key.split_at(key.len() - 16);
@@ -242,6 +259,7 @@ impl Mode {
                 t.zeroize();
             }
             Mode::Lrw { data: c, tweak } => lrw_crypt(c, tweak, iv, data, scratch, encrypt),
+            Mode::Adiantum(a) => a.crypt(iv, data, encrypt),
         }
     }
 
