@@ -28,7 +28,9 @@
 //! reused (or in the caller's buffer with [`DataVolume::write_at_in_place`]).
 
 use crate::device::Access;
-use crate::error::{DataError, IoOp, ParamError, RequirementsError, Result, VolumeError};
+use crate::error::{
+    DataError, IoOp, ParamError, RequirementsError, Result, SegmentError, VolumeError,
+};
 use crate::segment::{SegmentKind, SegmentTable};
 use crate::volume::{Header, Volume};
 use lukskit_crypto::engine::SectorCipher;
@@ -523,6 +525,52 @@ impl DataVolume {
     /// Plaintext size in bytes.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The current size of the data device in bytes (an image file or block device may
+    /// have grown since the volume was opened).
+    pub fn device_size(&self) -> Result<u64> {
+        self.dev.size(&self.path)
+    }
+
+    /// Change the plaintext size to `size` bytes by moving the end of the last segment
+    /// (what a dm-crypt table reload with another length does; the keys stay). `size` must
+    /// be a multiple of the table's block size, leave the last segment at least one block,
+    /// and its device bytes must lie inside the data device as it is now.
+    pub fn set_size(&mut self, size: u64) -> Result<()> {
+        let block = u64::from(self.block);
+        let Some(last) = self.segs.last() else {
+            return Err(SegmentError::Empty.into());
+        };
+        if size <= last.start || !size.is_multiple_of(block) {
+            return Err(SegmentError::Unaligned {
+                index: self.segs.len() - 1,
+                len: size.saturating_sub(last.start),
+                start: last.start,
+                block: self.block,
+            }
+            .into());
+        }
+        let len = size - last.start;
+        if let Some(o) = last.device(0) {
+            let dev = self.device_size()?;
+            if o.checked_add(len).is_none_or(|e| e > dev) {
+                return Err(SegmentError::BeyondDevice {
+                    offset: o,
+                    len,
+                    device_size: dev,
+                }
+                .into());
+            }
+        }
+        if let Some(l) = self.segs.last_mut() {
+            l.end = size;
+        }
+        self.size = size;
+        if let Some(layout) = self.layout.as_mut() {
+            layout.size = Some(size);
+        }
+        Ok(())
     }
 
     /// The alignment of sector-aligned requests in bytes: the encryption sector size of a
