@@ -4,6 +4,7 @@
 //! spoken to through one codec ([`wire`], [`launch`]).
 
 pub mod launch;
+pub mod online;
 pub mod runtime;
 mod serve;
 pub mod wire;
