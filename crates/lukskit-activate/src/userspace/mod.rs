@@ -69,6 +69,26 @@ impl UserspaceMapping {
     /// to the connections made from now on (the NBD protocol cannot tell a connected
     /// client).
     pub fn resize(&self, sectors: Option<u64>) -> Result<()> {
+        // As cryptsetup (`LUKS2_unmet_requirements`): not while the header is marked for
+        // re-encryption (the segments would no longer cover the device the run expects).
+        let c = self.config()?;
+        if c.kind == "LUKS2" {
+            let access = lukskit_volume::device::Access::Read;
+            if let Ok(v) = lukskit_volume::Volume::load(&c.device, c.header.as_deref(), access) {
+                if let lukskit_volume::Header::Luks2(h) = &v.header {
+                    if h.requirements()
+                        .iter()
+                        .any(|r| r.starts_with("online-reencrypt"))
+                    {
+                        return Err(ActivateError::InvalidRequest(
+                            "Operation incompatible with device marked for LUKS2 \
+                             reencryption. Aborting operation."
+                                .into(),
+                        ));
+                    }
+                }
+            }
+        }
         let bytes = match sectors {
             Some(s) => Some(s.checked_mul(512).ok_or_else(|| {
                 ActivateError::InvalidRequest("Invalid device size specification.".into())

@@ -567,6 +567,57 @@ mod tests {
     }
 
     #[test]
+    fn reload_and_resize_round_trip_and_are_bounded() {
+        use lukskit_volume::data::DataLayout;
+        let layout = DataLayout {
+            cipher: "aes-xts-plain64".into(),
+            offset: 1 << 20,
+            size: None,
+            sector_size: 4096,
+            iv_offset: 0,
+            iv_large_sectors: false,
+        };
+        let table = SegmentTable::from_layout(&layout, &[5u8; 64], 3 << 20).unwrap();
+        let bytes = command_bytes(&Command::Reload(Reload::from_table(&table)));
+        let mut r = std::io::BufReader::new(&bytes[..]);
+        let Command::Reload(back) = read_command(&mut r).unwrap() else {
+            panic!("not a reload")
+        };
+        assert_eq!(back.keys.len(), 1);
+        assert_eq!(&back.keys[0][..], &[5u8; 64]);
+        let t = back.to_table().unwrap();
+        assert_eq!(t.size(), 2 << 20);
+        assert_eq!(t.block_size(), 4096);
+        // A key index that does not exist, too many keys, an oversized key: refused.
+        let mut bad = Reload::from_table(&table);
+        bad.segments[0].key = Some(3);
+        assert!(bad.to_table().is_err());
+        let mut r = std::io::BufReader::new(&b"reload 10 3\n"[..]);
+        assert!(read_command(&mut r).is_err());
+        let json = serde_json::to_vec(&Reload::from_table(&table).segments).unwrap();
+        let mut msg = format!("reload {} 1\n", json.len()).into_bytes();
+        msg.extend_from_slice(&json);
+        let mut ok = msg.clone();
+        ok.extend_from_slice(&64u32.to_le_bytes());
+        ok.extend_from_slice(&[5u8; 64]);
+        let mut r = std::io::BufReader::new(&ok[..]);
+        assert!(read_command(&mut r).is_ok());
+        msg.extend_from_slice(&((MAX_KEY as u32) + 1).to_le_bytes());
+        let mut r = std::io::BufReader::new(&msg[..]);
+        assert!(read_command(&mut r).is_err());
+        for (cmd, want) in [
+            (Command::Resize(None), None),
+            (Command::Resize(Some(4096)), Some(4096)),
+        ] {
+            let bytes = command_bytes(&cmd);
+            let mut r = std::io::BufReader::new(&bytes[..]);
+            assert!(matches!(read_command(&mut r).unwrap(), Command::Resize(n) if n == want));
+        }
+        let mut r = std::io::BufReader::new(&b"resize -1\n"[..]);
+        assert!(read_command(&mut r).is_err());
+    }
+
+    #[test]
     fn commands_round_trip() {
         let bytes = command_bytes(&Command::Resume(Zeroizing::new(vec![1, 2, 3])));
         let mut r = std::io::BufReader::new(&bytes[..]);
