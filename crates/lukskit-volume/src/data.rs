@@ -1123,6 +1123,40 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn set_size_moves_the_end_and_keeps_the_data() {
+        let (_d, p) = tmpfile(4 << 20);
+        let l = layout("aes-xts-plain64", 4096, 1 << 20, 0, false);
+        let mut v = DataVolume::open(&p, l.clone(), &[7u8; 64], true).unwrap();
+        assert_eq!(v.size(), 3 << 20);
+        let data = pattern(1 << 20, 3);
+        v.write_at(&data, 0).unwrap();
+        v.set_size(1 << 20).unwrap();
+        assert_eq!(v.size(), 1 << 20);
+        assert_eq!(v.layout().and_then(|l| l.size), Some(1 << 20));
+        // Unaligned, empty, or past the device: refused, size unchanged.
+        assert!(v.set_size((1 << 20) + 512).is_err());
+        assert!(v.set_size(0).is_err());
+        assert!(v.set_size(4 << 20).is_err());
+        assert_eq!(v.size(), 1 << 20);
+        // The device grows; the volume grows into it with the same key.
+        File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(6 << 20)
+            .unwrap();
+        assert_eq!(v.device_size().unwrap(), 6 << 20);
+        v.set_size(5 << 20).unwrap();
+        let mut back = vec![0u8; 1 << 20];
+        v.read_at(&mut back, 0).unwrap();
+        assert!(back == data);
+        let fresh = DataVolume::open(&p, l, &[7u8; 64], false).unwrap();
+        assert_eq!(fresh.size(), 5 << 20);
+        fresh.read_at(&mut back, 0).unwrap();
+        assert!(back == data);
+    }
+
     /// The ciphertext on disk equals the engine's output with dm-crypt's sector numbering,
     /// computed here directly (offset/512 + iv_offset), so the layout arithmetic is checked.
     #[test]
