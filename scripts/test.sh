@@ -29,6 +29,9 @@ command -v mkfs.xfs >/dev/null 2>&1 || [ -x /sbin/mkfs.xfs ] || need_pkgs+=(xfsp
 command -v man >/dev/null 2>&1 || need_pkgs+=(man-db)
 command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)
 command -v nbdcopy >/dev/null 2>&1 || need_pkgs+=(libnbd-bin)
+# Online re-encryption of userspace mappings (userspace_online.rs): fio verify jobs run on the
+# volume while it re-encrypts.
+command -v fio >/dev/null 2>&1 || need_pkgs+=(fio)
 # NBD devices (lukskit as the NBD client, crates/lukskit-nbd) are tested against nbdkit (file,
 # memory, error and delay filters) and qemu-nbd (qemu-utils); NBD over TLS with certificates
 # made by scripts/nbd-tls-certs.sh with GnuTLS's certtool.

@@ -254,10 +254,7 @@ impl Mapping {
     ) -> Result<()> {
         match self {
             Mapping::Kernel(k) => k.resize(sectors, vk),
-            Mapping::Userspace(_) => Err(ActivateError::Unsupported(
-                "resize of a userspace (FUSE or NBD) mapping is not supported by lukskit yet."
-                    .into(),
-            )),
+            Mapping::Userspace(u) => u.resize(sectors),
         }
     }
 }

@@ -10,6 +10,7 @@ use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::ring::SectorRing;
 use lukskit_volume::VolumeError;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 /// Completion of an asynchronous read: the bytes read, or the error. Called exactly once,
@@ -97,7 +98,13 @@ pub enum Discards {
 }
 
 struct State {
+    /// The volume requests use; `None` while suspended or held.
     volume: Option<Arc<DataVolume>>,
+    /// The volume while I/O is held ([`VolumeBackend::hold`]): keyed, nobody uses it.
+    held: Option<DataVolume>,
+    /// What `resume` reopens the volume with (`None` for a volume opened from a segment
+    /// table of its own: it cannot be resumed with one key).
+    layout: Option<DataLayout>,
 }
 
 /// An unlocked volume as a [`BlockBackend`], with `luksSuspend`/`luksResume`.
@@ -109,10 +116,8 @@ pub struct VolumeBackend {
     state: Mutex<State>,
     resumed: Condvar,
     path: String,
-    /// What `resume` reopens the volume with (`None` for a volume opened from a segment
-    /// table of its own: it cannot be resumed with one key).
-    layout: Option<DataLayout>,
-    size: u64,
+    /// Plaintext size in bytes (changed by [`VolumeBackend::set_size`]).
+    size: AtomicU64,
     /// The volume's sector size (its segment table's block size).
     block_size: u32,
     writable: bool,
@@ -130,8 +135,7 @@ impl VolumeBackend {
     pub fn new(volume: DataVolume, writable: bool, discards: Discards) -> Self {
         VolumeBackend {
             path: volume.path().to_string(),
-            layout: volume.layout().cloned(),
-            size: volume.size(),
+            size: AtomicU64::new(volume.size()),
             block_size: volume.sector_size(),
             writable,
             discards,
@@ -139,7 +143,9 @@ impl VolumeBackend {
             direct_io: volume.direct_io(),
             ring: OnceLock::new(),
             state: Mutex::new(State {
+                layout: volume.layout().cloned(),
                 volume: Some(Arc::new(volume)),
+                held: None,
             }),
             resumed: Condvar::new(),
         }
@@ -164,7 +170,7 @@ impl VolumeBackend {
     /// it (io_uring available, inside the device, whole sectors).
     fn queue_for(&self, offset: u64, len: usize) -> Option<(&SectorRing, Arc<DataVolume>)> {
         let ring = self.ring()?;
-        range_ok(self.size, offset, len as u64).ok()?;
+        range_ok(self.size(), offset, len as u64).ok()?;
         let vol = self.volume();
         SectorRing::accepts(&vol, offset, len).then_some((ring, vol))
     }
@@ -186,24 +192,26 @@ impl VolumeBackend {
     }
 
     /// The layout the volume was opened with (`None` for a segment table of its own).
-    pub fn layout(&self) -> Option<&DataLayout> {
-        self.layout.as_ref()
+    pub fn layout(&self) -> Option<DataLayout> {
+        self.lock().layout.clone()
     }
 
     /// Whether the volume is suspended.
     pub fn is_suspended(&self) -> bool {
-        self.lock().volume.is_none()
+        let st = self.lock();
+        st.volume.is_none() && st.held.is_none()
     }
 
-    /// `luksSuspend`: stop new I/O, wait for requests in flight, flush, and wipe the key.
-    /// Returns once no copy of the key schedule is left in this backend.
-    pub fn suspend(&self) -> io::Result<()> {
-        let taken = self.lock().volume.take();
-        let Some(mut arc) = taken else {
-            return Ok(());
-        };
-        // Requests in flight hold clones; wait for them to finish.
-        let volume = loop {
+    /// Whether I/O is held ([`VolumeBackend::hold`]).
+    pub fn is_held(&self) -> bool {
+        self.lock().held.is_some()
+    }
+
+    /// Take the volume out of service: new requests wait; returns it once the requests in
+    /// flight (which hold clones) are done. `None` when it is suspended or held already.
+    fn take_exclusive(&self) -> Option<DataVolume> {
+        let mut arc = self.lock().volume.take()?;
+        Some(loop {
             match Arc::try_unwrap(arc) {
                 Ok(v) => break v,
                 Err(again) => {
@@ -211,6 +219,100 @@ impl VolumeBackend {
                     std::thread::sleep(std::time::Duration::from_millis(1));
                 }
             }
+        })
+    }
+
+    /// Put `volume` back in service and wake the waiting requests.
+    fn put_back(&self, volume: DataVolume) {
+        self.lock().volume = Some(Arc::new(volume));
+        self.resumed.notify_all();
+    }
+
+    /// Change the plaintext size to `size` bytes (requests wait meanwhile; the keys stay).
+    /// The new end must lie inside the data device and be aligned to the block size.
+    pub fn set_size(&self, size: u64) -> io::Result<()> {
+        let Some(mut volume) = self.take_exclusive() else {
+            return Err(io::Error::other("Volume is suspended."));
+        };
+        let r = volume.set_size(size).map_err(io_error);
+        self.size.store(volume.size(), Ordering::SeqCst);
+        self.put_back(volume);
+        r
+    }
+
+    /// The current size of the data device (it may have grown since the volume was
+    /// opened).
+    pub fn device_size(&self) -> io::Result<u64> {
+        self.volume().device_size().map_err(io_error)
+    }
+
+    /// Hold all I/O for an online re-encryption step: new requests wait, the requests in
+    /// flight complete, written data is flushed; the volume (with its keys) is kept until
+    /// [`VolumeBackend::reload`] replaces it or [`VolumeBackend::release`] puts it back.
+    /// Holding a held volume does nothing; a suspended one cannot be held.
+    pub fn hold(&self) -> io::Result<()> {
+        if self.is_held() {
+            return Ok(());
+        }
+        let Some(volume) = self.take_exclusive() else {
+            return Err(io::Error::other("Volume is suspended."));
+        };
+        let flushed = if self.writable {
+            volume.flush().map_err(io_error)
+        } else {
+            Ok(())
+        };
+        self.lock().held = Some(volume);
+        flushed
+    }
+
+    /// Let held I/O proceed with the volume as it was.
+    pub fn release(&self) -> io::Result<()> {
+        let Some(volume) = self.lock().held.take() else {
+            return Err(io::Error::other("I/O is not held."));
+        };
+        self.put_back(volume);
+        Ok(())
+    }
+
+    /// Replace the held volume with `volume` (the segment table and keys of the next
+    /// stage of an online re-encryption; `layout` when it is one segment that `resume`
+    /// can reopen with one key) and let held I/O proceed. Its size must be the size served.
+    pub fn reload(&self, mut volume: DataVolume, layout: Option<DataLayout>) -> io::Result<()> {
+        if !self.is_held() {
+            return Err(io::Error::other("I/O is not held."));
+        }
+        if volume.size() != self.size() {
+            return Err(io::Error::other(format!(
+                "the new segments cover {} bytes, the device served has {}",
+                volume.size(),
+                self.size()
+            )));
+        }
+        volume.set_threads(self.threads);
+        if self.direct_io {
+            volume.use_direct_io();
+        }
+        let old = {
+            let mut st = self.lock();
+            st.layout = layout;
+            st.held.take()
+        };
+        drop(old); // wipes the previous key schedules
+        self.put_back(volume);
+        Ok(())
+    }
+
+    /// `luksSuspend`: stop new I/O, wait for requests in flight, flush, and wipe the key.
+    /// Returns once no copy of the key schedule is left in this backend.
+    pub fn suspend(&self) -> io::Result<()> {
+        if self.is_held() {
+            return Err(io::Error::other(
+                "Volume I/O is held by an online re-encryption.",
+            ));
+        }
+        let Some(volume) = self.take_exclusive() else {
+            return Ok(());
         };
         let flushed = if self.writable {
             volume.flush().map_err(io_error)
@@ -228,7 +330,10 @@ impl VolumeBackend {
         if st.volume.is_some() {
             return Err(io::Error::other("Volume is not suspended."));
         }
-        let Some(layout) = self.layout.clone() else {
+        if st.held.is_some() {
+            return Err(io::Error::other("Volume is not suspended."));
+        }
+        let Some(layout) = st.layout.clone() else {
             return Err(io::Error::other(
                 "A volume opened from a segment table cannot be resumed with one key.",
             ));
@@ -247,7 +352,7 @@ impl VolumeBackend {
 
 impl BlockBackend for VolumeBackend {
     fn size(&self) -> u64 {
-        self.size
+        self.size.load(Ordering::SeqCst)
     }
 
     fn block_size(&self) -> u32 {
@@ -259,7 +364,7 @@ impl BlockBackend for VolumeBackend {
     }
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        range_ok(self.size, offset, buf.len() as u64)?;
+        range_ok(self.size(), offset, buf.len() as u64)?;
         self.volume().read_at(buf, offset).map_err(io_error)
     }
 
@@ -267,7 +372,7 @@ impl BlockBackend for VolumeBackend {
         if !self.writable {
             return Err(io::Error::from_raw_os_error(libc::EROFS));
         }
-        range_ok(self.size, offset, buf.len() as u64)?;
+        range_ok(self.size(), offset, buf.len() as u64)?;
         self.volume().write_at(buf, offset).map_err(io_error)
     }
 
@@ -316,7 +421,7 @@ impl BlockBackend for VolumeBackend {
         if !self.writable {
             return Err(io::Error::from_raw_os_error(libc::EROFS));
         }
-        range_ok(self.size, offset, len)?;
+        range_ok(self.size(), offset, len)?;
         self.volume().discard(offset, len).map_err(io_error)
     }
 }

@@ -12,7 +12,8 @@
 //! from the backend's completion thread; the others are answered by the thread that read
 //! them. `fsync` and `flush` reach the backing store (`fdatasync`) before they are
 //! answered; `fallocate(PUNCH_HOLE)` becomes a discard (refused unless the backend allows
-//! discards); `fallocate(ZERO_RANGE)` writes zeroes. The file cannot be resized.
+//! discards); `fallocate(ZERO_RANGE)` writes zeroes. The file cannot be resized through FUSE; its size
+//! follows the backend's (a `resize` of the mapping, [`FuseExport::size_changed`]).
 
 use crate::backend::{BlockBackend, ReadDone, WriteDone};
 use fuser::{
@@ -429,6 +430,18 @@ impl FuseExport {
     /// The plaintext file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Make the kernel see the backend's new size (after a resize): the cached attributes
+    /// of the file are invalidated (`FUSE_NOTIFY_INVAL_INODE`) and read again with a
+    /// `stat`, so that the inode's size, which a loop device on top takes with
+    /// `LOOP_SET_CAPACITY`, is the new one. Returns the size the kernel now has.
+    pub fn size_changed(&self) -> io::Result<u64> {
+        if let Some(s) = &self.session {
+            // A negative offset: attributes only, the (unused) page cache stays.
+            s.notifier().inval_inode(ROOT, -1, 0)?;
+        }
+        Ok(std::fs::metadata(&self.path)?.len())
     }
 
     /// Unmount (lazily: the kernel finishes it once the last user, e.g. a loop device, is

@@ -28,7 +28,9 @@
 //! reused (or in the caller's buffer with [`DataVolume::write_at_in_place`]).
 
 use crate::device::Access;
-use crate::error::{DataError, IoOp, ParamError, RequirementsError, Result, VolumeError};
+use crate::error::{
+    DataError, IoOp, ParamError, RequirementsError, Result, SegmentError, VolumeError,
+};
 use crate::segment::{SegmentKind, SegmentTable};
 use crate::volume::{Header, Volume};
 use lukskit_crypto::engine::SectorCipher;
@@ -523,6 +525,52 @@ impl DataVolume {
     /// Plaintext size in bytes.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// The current size of the data device in bytes (an image file or block device may
+    /// have grown since the volume was opened).
+    pub fn device_size(&self) -> Result<u64> {
+        self.dev.size(&self.path)
+    }
+
+    /// Change the plaintext size to `size` bytes by moving the end of the last segment
+    /// (what a dm-crypt table reload with another length does; the keys stay). `size` must
+    /// be a multiple of the table's block size, leave the last segment at least one block,
+    /// and its device bytes must lie inside the data device as it is now.
+    pub fn set_size(&mut self, size: u64) -> Result<()> {
+        let block = u64::from(self.block);
+        let Some(last) = self.segs.last() else {
+            return Err(SegmentError::Empty.into());
+        };
+        if size <= last.start || !size.is_multiple_of(block) {
+            return Err(SegmentError::Unaligned {
+                index: self.segs.len() - 1,
+                len: size.saturating_sub(last.start),
+                start: last.start,
+                block: self.block,
+            }
+            .into());
+        }
+        let len = size - last.start;
+        if let Some(o) = last.device(0) {
+            let dev = self.device_size()?;
+            if o.checked_add(len).is_none_or(|e| e > dev) {
+                return Err(SegmentError::BeyondDevice {
+                    offset: o,
+                    len,
+                    device_size: dev,
+                }
+                .into());
+            }
+        }
+        if let Some(l) = self.segs.last_mut() {
+            l.end = size;
+        }
+        self.size = size;
+        if let Some(layout) = self.layout.as_mut() {
+            layout.size = Some(size);
+        }
+        Ok(())
     }
 
     /// The alignment of sector-aligned requests in bytes: the encryption sector size of a
@@ -1073,6 +1121,40 @@ mod tests {
         (0..len)
             .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
             .collect()
+    }
+
+    #[test]
+    fn set_size_moves_the_end_and_keeps_the_data() {
+        let (_d, p) = tmpfile(4 << 20);
+        let l = layout("aes-xts-plain64", 4096, 1 << 20, 0, false);
+        let mut v = DataVolume::open(&p, l.clone(), &[7u8; 64], true).unwrap();
+        assert_eq!(v.size(), 3 << 20);
+        let data = pattern(1 << 20, 3);
+        v.write_at(&data, 0).unwrap();
+        v.set_size(1 << 20).unwrap();
+        assert_eq!(v.size(), 1 << 20);
+        assert_eq!(v.layout().and_then(|l| l.size), Some(1 << 20));
+        // Unaligned, empty, or past the device: refused, size unchanged.
+        assert!(v.set_size((1 << 20) + 512).is_err());
+        assert!(v.set_size(0).is_err());
+        assert!(v.set_size(4 << 20).is_err());
+        assert_eq!(v.size(), 1 << 20);
+        // The device grows; the volume grows into it with the same key.
+        File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_len(6 << 20)
+            .unwrap();
+        assert_eq!(v.device_size().unwrap(), 6 << 20);
+        v.set_size(5 << 20).unwrap();
+        let mut back = vec![0u8; 1 << 20];
+        v.read_at(&mut back, 0).unwrap();
+        assert!(back == data);
+        let fresh = DataVolume::open(&p, l, &[7u8; 64], false).unwrap();
+        assert_eq!(fresh.size(), 5 << 20);
+        fresh.read_at(&mut back, 0).unwrap();
+        assert!(back == data);
     }
 
     /// The ciphertext on disk equals the engine's output with dm-crypt's sector numbering,

@@ -4,6 +4,7 @@
 //! spoken to through one codec ([`wire`], [`launch`]).
 
 pub mod launch;
+pub mod online;
 pub mod runtime;
 mod serve;
 pub mod wire;
@@ -60,6 +61,68 @@ impl UserspaceMapping {
             Some(reply) => reply,
             None => Err(self.not_active()),
         }
+    }
+
+    /// `resize`: the data size becomes `sectors` 512-byte sectors (`None` or 0: all of the
+    /// device after the data offset), checked against the device as cryptsetup checks it.
+    /// The FUSE file and the loop device on top take the new size; an NBD export gives it
+    /// to the connections made from now on (the NBD protocol cannot tell a connected
+    /// client).
+    pub fn resize(&self, sectors: Option<u64>) -> Result<()> {
+        // As cryptsetup (`LUKS2_unmet_requirements`): not while the header is marked for
+        // re-encryption (the segments would no longer cover the device the run expects).
+        let c = self.config()?;
+        if c.kind == "LUKS2" {
+            let access = lukskit_volume::device::Access::Read;
+            if let Ok(v) = lukskit_volume::Volume::load(&c.device, c.header.as_deref(), access) {
+                if let lukskit_volume::Header::Luks2(h) = &v.header {
+                    if h.requirements()
+                        .iter()
+                        .any(|r| r.starts_with("online-reencrypt"))
+                    {
+                        return Err(ActivateError::InvalidRequest(
+                            "Operation incompatible with device marked for LUKS2 \
+                             reencryption. Aborting operation."
+                                .into(),
+                        ));
+                    }
+                }
+            }
+        }
+        let bytes = match sectors {
+            Some(s) => Some(s.checked_mul(512).ok_or_else(|| {
+                ActivateError::InvalidRequest("Invalid device size specification.".into())
+            })?),
+            None => None,
+        };
+        self.control(&Command::Resize(bytes), None).map(|_| ())
+    }
+
+    /// Online re-encryption: hold all I/O of the mapping (requests in flight complete and
+    /// are flushed first). It stays held until [`UserspaceMapping::reload`] or
+    /// [`UserspaceMapping::release`], also if the caller dies: the data path must not
+    /// write with a key the hot zone no longer has.
+    pub fn hold(&self) -> Result<()> {
+        self.control(&Command::Hold, None).map(|_| ())
+    }
+
+    /// Let held I/O proceed with the segments it had.
+    pub fn release(&self) -> Result<()> {
+        self.control(&Command::Release, None).map(|_| ())
+    }
+
+    /// Install `table` (segments and keys: the post-hot-zone state of an online
+    /// re-encryption) in the held mapping and let its I/O proceed.
+    pub fn reload(&self, table: &lukskit_volume::segment::SegmentTable) -> Result<()> {
+        let r = wire::Reload::from_table(table);
+        self.control(&Command::Reload(r), None).map(|_| ())
+    }
+
+    /// Whether the mapping's I/O is held by an online re-encryption.
+    pub fn is_held(&self) -> Result<bool> {
+        let t = self.control(&Command::Status, Some(STATUS_TIMEOUT))?;
+        let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
+        Ok(v["held"].as_bool().unwrap_or(false))
     }
 
     /// Whether the serving process reports the mapping suspended.

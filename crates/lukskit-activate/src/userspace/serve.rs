@@ -67,7 +67,7 @@ pub fn serve(
         return 1;
     }
     ready(Ok(()));
-    control_loop(&name, &config, listener, backend, exposure)
+    control_loop(&name, state, listener, backend, exposure)
 }
 
 fn setup(
@@ -251,13 +251,158 @@ fn teardown(
     None
 }
 
+fn held_error(name: &str) -> ActivateError {
+    ActivateError::InvalidRequest(format!(
+        "Device {name} is in online re-encryption (its I/O is held); finish it with \
+         reencrypt --resume-only."
+    ))
+}
+
+/// `resize`: the checks and messages of cryptsetup's `crypt_resize` against the data
+/// device as it is now, then the new size for the backend, the FUSE file, the loop device
+/// on top (`LOOP_SET_CAPACITY`) and the state file. An NBD export gives the new size to
+/// connections made from now on.
+fn resize(
+    backend: &VolumeBackend,
+    exposure: &Exposure,
+    state: &mut State,
+    bytes: Option<u64>,
+) -> Result<()> {
+    let name = state.config.name.clone();
+    if backend.is_suspended() {
+        return Err(ActivateError::Suspended { name });
+    }
+    if backend.is_held() {
+        return Err(held_error(&name));
+    }
+    let Some(layout) = backend.layout() else {
+        return Err(ActivateError::Unsupported(format!(
+            "Device {name} has several segments (re-encryption in progress): resize is not \
+             possible now."
+        )));
+    };
+    let device = &state.config.device;
+    // As cryptsetup: a loop device under the mapping takes its backing file's size first.
+    let dev_path = std::path::Path::new(device);
+    if lukskit_expose::loopdev::is_loop_device(dev_path) {
+        let _ = lukskit_expose::loopdev::set_capacity(dev_path);
+    }
+    let dev_size = backend
+        .device_size()
+        .map_err(|e| ActivateError::io(format!("Cannot get info about device {device}."), e))?;
+    if layout.offset >= dev_size {
+        return Err(ActivateError::InvalidRequest(format!(
+            "Requested offset is beyond real size of device {device}."
+        )));
+    }
+    let avail = (dev_size - layout.offset) / 512 * 512;
+    let want = match bytes {
+        None | Some(0) => avail,
+        Some(b) => b,
+    };
+    if want > avail {
+        return Err(ActivateError::InvalidRequest(format!(
+            "Device {device} is too small."
+        )));
+    }
+    if !want.is_multiple_of(u64::from(layout.sector_size)) {
+        return Err(ActivateError::InvalidRequest(
+            "Device size is not aligned to requested sector size.".into(),
+        ));
+    }
+    // The logical block size of a block device under the mapping (an image file is under
+    // cryptsetup's mapping through a loop device of 512-byte blocks).
+    let logical = std::fs::File::open(dev_path)
+        .ok()
+        .filter(|f| {
+            use std::os::unix::fs::FileTypeExt;
+            f.metadata().is_ok_and(|m| m.file_type().is_block_device())
+        })
+        .map_or(512, |f| {
+            lukskit_volume::reencrypt::device_block_size(Some(&f))
+        });
+    if !want.is_multiple_of(logical) {
+        return Err(ActivateError::InvalidRequest(
+            "Device size is not aligned to device logical block size.".into(),
+        ));
+    }
+    if want == backend.size() {
+        return Ok(());
+    }
+    backend
+        .set_size(want)
+        .map_err(|e| ActivateError::io("Cannot resize the volume", e))?;
+    if let Some(f) = &exposure.fuse {
+        f.size_changed()
+            .map_err(|e| ActivateError::io("Cannot resize the FUSE file", e))?;
+    }
+    if let Some(l) = &exposure.loop_dev {
+        lukskit_expose::loopdev::set_capacity(l.path())
+            .map_err(|e| ActivateError::io("Cannot resize loop device.", e))?;
+    }
+    state.size = want;
+    if let Some(s) = state.config.layout.size.as_mut() {
+        *s = want;
+    }
+    runtime::write_state(state).map_err(|e| ActivateError::io("Cannot write the state file", e))
+}
+
+/// `reload`: open the data with the table of the next stage of an online re-encryption
+/// and let held I/O proceed with it. A table of one crypt segment (the re-encryption
+/// done) becomes the mapping's layout again: `status` shows it, `luksResume` reopens with
+/// its key.
+fn reload(backend: &VolumeBackend, state: &mut State, r: &wire::Reload) -> Result<()> {
+    let table = r.to_table()?;
+    let writable = !state.config.read_only;
+    let path = backend.path().to_string();
+    let single = match table.segments() {
+        [s] => match &s.kind {
+            lukskit_volume::segment::SegmentKind::Crypt(c) => Some((
+                DataLayout {
+                    cipher: c.cipher.to_string(),
+                    offset: c.device_offset,
+                    size: Some(s.len),
+                    sector_size: c.sector_size,
+                    iv_offset: c.iv_offset,
+                    iv_large_sectors: c.iv_large_sectors,
+                },
+                c.key.clone(),
+            )),
+            _ => None,
+        },
+        _ => None,
+    };
+    let (volume, layout) = match single {
+        Some((layout, key)) => (
+            DataVolume::open(&path, layout.clone(), key.as_bytes(), writable),
+            Some(layout),
+        ),
+        None => (DataVolume::open_table(&path, table, writable), None),
+    };
+    let volume = volume.map_err(ActivateError::Volume)?;
+    backend
+        .reload(volume, layout.clone())
+        .map_err(|e| ActivateError::io("Cannot reload the segments", e))?;
+    if let (Some(l), Some(key)) = (layout, r.keys.first()) {
+        let c = &mut state.config;
+        c.layout.cipher = l.cipher;
+        c.layout.sector_size = l.sector_size;
+        c.layout.iv_offset = l.iv_offset;
+        c.key_bits = (key.len() * 8) as u32;
+        let _ = runtime::write_state(state);
+    }
+    Ok(())
+}
+
 fn control_loop(
     name: &str,
-    config: &MappingConfig,
+    mut state: State,
     listener: UnixListener,
     backend: Arc<VolumeBackend>,
     exposure: Exposure,
 ) -> i32 {
+    let config = state.config.clone();
+    let config = &config;
     let mut exposure = Some(exposure);
     for conn in listener.incoming() {
         let Ok(mut conn) = conn else { continue };
@@ -272,7 +417,30 @@ fn control_loop(
         let mut closing = false;
         let reply: Reply = match cmd {
             Err(e) => Err(ActivateError::InvalidRequest(format!("bad request: {e}"))),
-            Ok(Command::Status) => Ok(format!("{{\"suspended\":{}}}", backend.is_suspended())),
+            Ok(Command::Status) => Ok(format!(
+                "{{\"suspended\":{},\"held\":{}}}",
+                backend.is_suspended(),
+                backend.is_held()
+            )),
+            Ok(Command::Close) if backend.is_held() => Err(held_error(name)),
+            Ok(Command::Resize(bytes)) => match exposure.as_ref() {
+                Some(ex) => resize(&backend, ex, &mut state, bytes).map(|()| String::new()),
+                None => Err(ActivateError::NotActive {
+                    name: name.to_string(),
+                }),
+            },
+            Ok(Command::Hold) if backend.is_suspended() => Err(ActivateError::Suspended {
+                name: name.to_string(),
+            }),
+            Ok(Command::Hold) => backend
+                .hold()
+                .map(|()| String::new())
+                .map_err(|e| ActivateError::io("Cannot hold I/O", e)),
+            Ok(Command::Release) => backend
+                .release()
+                .map(|()| String::new())
+                .map_err(|e| ActivateError::io("Cannot release I/O", e)),
+            Ok(Command::Reload(r)) => reload(&backend, &mut state, &r).map(|()| String::new()),
             Ok(Command::Suspend) if config.kind == "PLAIN" => Err(ActivateError::Unsupported(
                 format!("Device {name} is not a LUKS device."),
             )),

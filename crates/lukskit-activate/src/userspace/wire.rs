@@ -5,14 +5,20 @@
 //!   The child answers one [`Reply`] line on its standard output when the device is usable
 //!   (or not).
 //! * **Control** (a connection to `/run/lukskit/NAME/control`): one [`Command`] line — `status`,
-//!   `close`, `suspend`, or `resume LEN` followed by LEN raw key bytes — and one reply line.
+//!   `close`, `suspend`, `resume LEN` followed by LEN raw key bytes, `resize [BYTES]`, and
+//!   for online re-encryption `hold`, `release` and `reload JSON_LEN KEYS` followed by the
+//!   JSON segment list ([`WireSegment`]) and KEYS keys, each a little-endian `u32` length and
+//!   the raw key — and one reply line.
 //! * **Replies**: `ok [TEXT]`, or `err KIND DETAIL` where KIND names the [`ActivateError`]
 //!   variant, so errors cross the process boundary typed.
 
 use super::runtime::MappingConfig;
 use crate::error::ActivateError;
-use lukskit_crypto::CryptoError;
+use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::{CryptoError, SecretBuf};
+use lukskit_volume::segment::{CryptSegment, Segment, SegmentKind, SegmentTable};
 use lukskit_volume::{DataError, IoOp, ParamError, VolumeError};
+use serde::{Deserialize, Serialize};
 use std::io::{self, BufRead, Read, Write};
 use zeroize::Zeroizing;
 
@@ -20,6 +26,139 @@ use zeroize::Zeroizing;
 const MAX_CONFIG: usize = 1 << 20;
 /// Most bytes of a volume key.
 const MAX_KEY: usize = 1024;
+/// Most keys of a `reload` (a re-encryption has two: the old and the new one).
+const MAX_RELOAD_KEYS: usize = 2;
+/// Most segments of a `reload` (cryptsetup's hot-zone tables have at most three).
+const MAX_RELOAD_SEGMENTS: usize = 8;
+
+/// One segment of the table a `reload` installs. Keys travel after the JSON, raw, and are
+/// named here by their index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireSegment {
+    /// First plaintext byte.
+    pub start: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// `crypt` or `linear`.
+    pub kind: String,
+    /// Byte offset of its first stored byte on the data device.
+    pub device_offset: u64,
+    /// Cipher spec (crypt).
+    #[serde(default)]
+    pub cipher: String,
+    /// Encryption sector size (crypt).
+    #[serde(default)]
+    pub sector_size: u32,
+    /// IV offset in 512-byte sectors (crypt).
+    #[serde(default)]
+    pub iv_offset: u64,
+    /// dm-crypt `iv_large_sectors` (crypt).
+    #[serde(default)]
+    pub iv_large_sectors: bool,
+    /// Index of its key among the request's keys (crypt).
+    #[serde(default)]
+    pub key: Option<usize>,
+    /// LUKS2 digest of its key.
+    #[serde(default)]
+    pub digest: Option<u32>,
+}
+
+/// A segment table with its keys, as a `reload` carries it.
+pub struct Reload {
+    /// The segments.
+    pub segments: Vec<WireSegment>,
+    /// Their keys.
+    pub keys: Vec<Zeroizing<Vec<u8>>>,
+}
+
+impl Reload {
+    /// The wire form of `table` (each distinct key once).
+    pub fn from_table(table: &SegmentTable) -> Self {
+        let mut keys: Vec<Zeroizing<Vec<u8>>> = Vec::new();
+        let mut segments = Vec::new();
+        for s in table.segments() {
+            let mut w = WireSegment {
+                start: s.start,
+                len: s.len,
+                kind: String::new(),
+                device_offset: 0,
+                cipher: String::new(),
+                sector_size: 0,
+                iv_offset: 0,
+                iv_large_sectors: false,
+                key: None,
+                digest: None,
+            };
+            match &s.kind {
+                SegmentKind::Crypt(c) => {
+                    let k = c.key.as_bytes();
+                    let idx = match keys.iter().position(|x| x[..] == *k) {
+                        Some(i) => i,
+                        None => {
+                            keys.push(Zeroizing::new(k.to_vec()));
+                            keys.len() - 1
+                        }
+                    };
+                    w.kind = "crypt".into();
+                    w.device_offset = c.device_offset;
+                    w.cipher = c.cipher.to_string();
+                    w.sector_size = c.sector_size;
+                    w.iv_offset = c.iv_offset;
+                    w.iv_large_sectors = c.iv_large_sectors;
+                    w.key = Some(idx);
+                    w.digest = c.digest;
+                }
+                SegmentKind::Linear { device_offset } => {
+                    w.kind = "linear".into();
+                    w.device_offset = *device_offset;
+                }
+                SegmentKind::Zero => w.kind = "zero".into(),
+            }
+            segments.push(w);
+        }
+        Reload { segments, keys }
+    }
+
+    /// The checked segment table (keys copied into locked, zeroizing memory).
+    pub fn to_table(&self) -> Result<SegmentTable, ActivateError> {
+        let bad = |m: &str| ActivateError::InvalidRequest(format!("bad segment table: {m}"));
+        if self.segments.is_empty() || self.segments.len() > MAX_RELOAD_SEGMENTS {
+            return Err(bad("segment count"));
+        }
+        let mut out = Vec::with_capacity(self.segments.len());
+        for w in &self.segments {
+            let kind = match w.kind.as_str() {
+                "crypt" => {
+                    let key = w
+                        .key
+                        .and_then(|i| self.keys.get(i))
+                        .ok_or_else(|| bad("key index"))?;
+                    SegmentKind::Crypt(CryptSegment {
+                        cipher: CipherSpec::parse(&w.cipher)
+                            .map_err(|e| ActivateError::Volume(e.into()))?,
+                        key: SecretBuf::from_slice(key),
+                        sector_size: w.sector_size,
+                        iv_offset: w.iv_offset,
+                        iv_large_sectors: w.iv_large_sectors,
+                        device_offset: w.device_offset,
+                        digest: w.digest,
+                    })
+                }
+                "linear" => SegmentKind::Linear {
+                    device_offset: w.device_offset,
+                },
+                "zero" => SegmentKind::Zero,
+                _ => return Err(bad("segment type")),
+            };
+            out.push(Segment {
+                start: w.start,
+                len: w.len,
+                kind,
+            });
+        }
+        SegmentTable::new(out).map_err(ActivateError::Volume)
+    }
+}
 
 /// An answer of the serving process.
 pub type Reply = Result<String, ActivateError>;
@@ -65,6 +204,14 @@ pub enum Command {
     Suspend,
     /// luksResume with this key.
     Resume(Zeroizing<Vec<u8>>),
+    /// Change the size to this many bytes (`None`: all of the device after the offset).
+    Resize(Option<u64>),
+    /// Hold all I/O (an online re-encryption step is about to move the hot zone).
+    Hold,
+    /// Let held I/O proceed unchanged.
+    Release,
+    /// Install this segment table (held I/O then proceeds with it).
+    Reload(Reload),
 }
 
 /// The request line (and payload) of a command.
@@ -77,6 +224,19 @@ pub fn command_bytes(cmd: &Command) -> Zeroizing<Vec<u8>> {
         Command::Resume(key) => {
             out.extend_from_slice(format!("resume {}\n", key.len()).as_bytes());
             out.extend_from_slice(key);
+        }
+        Command::Resize(None) => out.extend_from_slice(b"resize\n"),
+        Command::Resize(Some(n)) => out.extend_from_slice(format!("resize {n}\n").as_bytes()),
+        Command::Hold => out.extend_from_slice(b"hold\n"),
+        Command::Release => out.extend_from_slice(b"release\n"),
+        Command::Reload(r) => {
+            let json = serde_json::to_vec(&r.segments).unwrap_or_default();
+            out.extend_from_slice(format!("reload {} {}\n", json.len(), r.keys.len()).as_bytes());
+            out.extend_from_slice(&json);
+            for k in &r.keys {
+                out.extend_from_slice(&(k.len() as u32).to_le_bytes());
+                out.extend_from_slice(k);
+            }
         }
     }
     out
@@ -92,6 +252,37 @@ pub fn read_command(r: &mut impl BufRead) -> io::Result<Command> {
         None if line == "status" => Ok(Command::Status),
         None if line == "close" => Ok(Command::Close),
         None if line == "suspend" => Ok(Command::Suspend),
+        None if line == "resize" => Ok(Command::Resize(None)),
+        None if line == "hold" => Ok(Command::Hold),
+        None if line == "release" => Ok(Command::Release),
+        Some(("resize", n)) => Ok(Command::Resize(Some(n.parse().map_err(|_| bad())?))),
+        Some(("reload", rest)) => {
+            let (j, k) = rest.split_once(' ').ok_or_else(bad)?;
+            let j: usize = j.parse().map_err(|_| bad())?;
+            let k: usize = k.parse().map_err(|_| bad())?;
+            if j == 0 || j > MAX_CONFIG || k > MAX_RELOAD_KEYS {
+                return Err(bad());
+            }
+            let mut json = vec![0u8; j];
+            r.read_exact(&mut json)?;
+            let segments: Vec<WireSegment> = serde_json::from_slice(&json).map_err(|_| bad())?;
+            if segments.is_empty() || segments.len() > MAX_RELOAD_SEGMENTS {
+                return Err(bad());
+            }
+            let mut keys = Vec::with_capacity(k);
+            for _ in 0..k {
+                let mut n = [0u8; 4];
+                r.read_exact(&mut n)?;
+                let n = u32::from_le_bytes(n) as usize;
+                if n == 0 || n > MAX_KEY {
+                    return Err(bad());
+                }
+                let mut key = Zeroizing::new(vec![0u8; n]);
+                r.read_exact(&mut key)?;
+                keys.push(key);
+            }
+            Ok(Command::Reload(Reload { segments, keys }))
+        }
         Some(("resume", n)) => {
             let n: usize = n.parse().map_err(|_| bad())?;
             if n == 0 || n > MAX_KEY {
@@ -373,6 +564,57 @@ mod tests {
         let mut huge = Vec::new();
         huge.extend_from_slice(&((MAX_CONFIG as u32) + 1).to_le_bytes());
         assert!(read_launch(&mut huge.as_slice()).is_err());
+    }
+
+    #[test]
+    fn reload_and_resize_round_trip_and_are_bounded() {
+        use lukskit_volume::data::DataLayout;
+        let layout = DataLayout {
+            cipher: "aes-xts-plain64".into(),
+            offset: 1 << 20,
+            size: None,
+            sector_size: 4096,
+            iv_offset: 0,
+            iv_large_sectors: false,
+        };
+        let table = SegmentTable::from_layout(&layout, &[5u8; 64], 3 << 20).unwrap();
+        let bytes = command_bytes(&Command::Reload(Reload::from_table(&table)));
+        let mut r = std::io::BufReader::new(&bytes[..]);
+        let Command::Reload(back) = read_command(&mut r).unwrap() else {
+            panic!("not a reload")
+        };
+        assert_eq!(back.keys.len(), 1);
+        assert_eq!(&back.keys[0][..], &[5u8; 64]);
+        let t = back.to_table().unwrap();
+        assert_eq!(t.size(), 2 << 20);
+        assert_eq!(t.block_size(), 4096);
+        // A key index that does not exist, too many keys, an oversized key: refused.
+        let mut bad = Reload::from_table(&table);
+        bad.segments[0].key = Some(3);
+        assert!(bad.to_table().is_err());
+        let mut r = std::io::BufReader::new(&b"reload 10 3\n"[..]);
+        assert!(read_command(&mut r).is_err());
+        let json = serde_json::to_vec(&Reload::from_table(&table).segments).unwrap();
+        let mut msg = format!("reload {} 1\n", json.len()).into_bytes();
+        msg.extend_from_slice(&json);
+        let mut ok = msg.clone();
+        ok.extend_from_slice(&64u32.to_le_bytes());
+        ok.extend_from_slice(&[5u8; 64]);
+        let mut r = std::io::BufReader::new(&ok[..]);
+        assert!(read_command(&mut r).is_ok());
+        msg.extend_from_slice(&((MAX_KEY as u32) + 1).to_le_bytes());
+        let mut r = std::io::BufReader::new(&msg[..]);
+        assert!(read_command(&mut r).is_err());
+        for (cmd, want) in [
+            (Command::Resize(None), None),
+            (Command::Resize(Some(4096)), Some(4096)),
+        ] {
+            let bytes = command_bytes(&cmd);
+            let mut r = std::io::BufReader::new(&bytes[..]);
+            assert!(matches!(read_command(&mut r).unwrap(), Command::Resize(n) if n == want));
+        }
+        let mut r = std::io::BufReader::new(&b"resize -1\n"[..]);
+        assert!(read_command(&mut r).is_err());
     }
 
     #[test]

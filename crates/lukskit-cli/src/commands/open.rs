@@ -665,7 +665,15 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
         )));
     }
     if !m.resize_needs_volume_key() {
-        return m.resize(sectors, None).map_err(CliError::from);
+        m.resize(sectors, None).map_err(CliError::from)?;
+        if let Ok(Exposure::Nbd { address }) = m.status(None).map(|s| s.exposure) {
+            // NBD has no way to tell a connected client that the export changed size.
+            eprintln!(
+                "The NBD export {address} has the new size for new connections; clients \
+                 connected now keep the old size until they reconnect."
+            );
+        }
+        return Ok(());
     }
     // The table names its key in the kernel keyring: unlock to put it there again.
     let (vk, digest) = unlock_for(o, &m)?;

@@ -238,7 +238,13 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         None
     };
     let is_block = data_dev.as_ref().unwrap_or(&vol.dev).is_block_device();
-    if checks_active && !has(o, "force-offline-reencrypt") {
+    // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online.
+    let live = if runs && !has(o, "force-offline-reencrypt") {
+        super::reencrypt_userspace::active_mapping(&vol.data_path)?
+    } else {
+        None
+    };
+    if checks_active && !has(o, "force-offline-reencrypt") && live.is_none() {
         if !is_block {
             return Err(CliError::invalid(format!(
                 "Device {device} is not a block device. Can not auto-detect if it is active or \
@@ -309,17 +315,14 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         Some(d) => d,
         None => &vol.dev,
     };
-    let out = reencrypt::run(
-        meta,
-        data,
-        block,
-        hdr,
-        &keys,
-        reencrypt::RunOptions {
-            max_hotzone,
-            progress: Some(&mut cb),
-        },
-    )?;
+    let opts = reencrypt::RunOptions {
+        max_hotzone,
+        progress: Some(&mut cb),
+    };
+    let out = match live {
+        Some(m) => super::reencrypt_userspace::run(meta, data, block, hdr, &keys, opts, m)?,
+        None => reencrypt::run(meta, data, block, hdr, &keys, opts)?,
+    };
     if out == Outcome::Interrupted {
         // Stopped at a safe point: `--resume-only` continues.
         if !progress.json {

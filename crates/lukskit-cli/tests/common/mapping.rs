@@ -32,7 +32,7 @@ pub fn capable(test: &str) -> bool {
 /// The Debian package that provides `tool`, for the message of a missing one.
 fn package_of(tool: &str) -> &str {
     match tool {
-        "e2fsck" | "mkfs.ext4" => "e2fsprogs",
+        "e2fsck" | "mkfs.ext4" | "resize2fs" => "e2fsprogs",
         "losetup" => "mount",
         "nbdcopy" | "nbdinfo" => "libnbd-bin",
         "qemu-img" | "qemu-io" | "qemu-nbd" => "qemu-utils",

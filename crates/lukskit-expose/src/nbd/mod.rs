@@ -378,8 +378,18 @@ impl NbdServer {
             let Some(registration) = self.register(&stream) else {
                 continue;
             };
+            // Each connection is told the size the backend has when it connects (a resize
+            // of the mapping reaches new connections; NBD cannot tell connected clients).
+            let ctx = Arc::new(ExportContext {
+                limits: proto::ExportLimits {
+                    size: backend.size(),
+                    ..ctx.limits
+                },
+                name: ctx.name.clone(),
+                tls: ctx.tls.clone(),
+                ..**ctx
+            });
             let backend = Arc::clone(backend);
-            let ctx = Arc::clone(ctx);
             let spawned = sh.threads.spawn("nbd-conn", move || {
                 let registration = registration;
                 let _ = run_connection(stream, backend.as_ref(), &ctx, &registration.shared);

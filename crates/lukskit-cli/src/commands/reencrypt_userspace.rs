@@ -1,0 +1,71 @@
+//! `reencrypt` of a device that a userspace (FUSE or NBD) mapping serves: the engine runs
+//! here and the serving process follows the hot zones through its control socket
+//! (`lukskit_activate::userspace::online`).
+
+use crate::errors::{CliError, Result};
+use lukskit_activate::userspace::online::UserspaceOnline;
+use lukskit_activate::userspace::UserspaceMapping;
+use lukskit_format::io::Storage;
+use lukskit_format::luks2::Luks2Header;
+use lukskit_volume::reencrypt::{self, Keys, Outcome, RunOptions, Status};
+use lukskit_volume::segment::SegmentTable;
+use lukskit_volume::{DeviceOp, VolumeError};
+
+/// The active userspace mapping of the data device `path`, if any.
+pub fn active_mapping(path: &str) -> Result<Option<UserspaceMapping>> {
+    lukskit_activate::userspace::online::find_by_device(path).map_err(CliError::from)
+}
+
+/// The segment table of a header after its re-encryption finished (one segment: under
+/// the new key, or linear after a decryption).
+fn final_table(hdr: &Luks2Header, keys: &Keys, data: &dyn Storage) -> Result<SegmentTable> {
+    let size = data
+        .size()
+        .map_err(|e| VolumeError::device_io(DeviceOp::GetSize, e))?;
+    let digests: Vec<(u32, Vec<u32>)> = hdr
+        .digests()
+        .map_err(VolumeError::from)?
+        .into_iter()
+        .map(|d| (d.id, d.segments))
+        .collect();
+    let table = SegmentTable::from_luks2(
+        &hdr.segments().map_err(VolumeError::from)?,
+        &digests,
+        |_| keys.new.clone().ok_or_else(reencrypt_keys_missing),
+        size,
+    )?;
+    Ok(table)
+}
+
+fn reencrypt_keys_missing() -> VolumeError {
+    lukskit_volume::ReencryptError::KeysMissing.into()
+}
+
+/// Run (or resume) the re-encryption online: a hot zone interrupted while the serving
+/// process held its I/O is recovered first, then the engine runs with the serving process
+/// following every hot zone; at the end the serving process gets the final segments.
+pub fn run(
+    meta: &dyn Storage,
+    data: &dyn Storage,
+    block: u64,
+    hdr: &mut Luks2Header,
+    keys: &Keys,
+    opts: RunOptions<'_>,
+    mapping: UserspaceMapping,
+) -> Result<Outcome> {
+    let mut hook = UserspaceOnline::new(mapping);
+    if reencrypt::status(hdr)? == Status::Crash {
+        reencrypt::recover(meta, data, block, hdr, keys)?;
+    }
+    let out = if reencrypt::status(hdr)? == Status::None {
+        Outcome::Finished
+    } else {
+        reencrypt::run_online(meta, data, block, hdr, keys, opts, &mut hook)?
+    };
+    if out == Outcome::Finished {
+        // Also when the engine only had the final metadata update left (no hot zone, so
+        // no hook call): the serving process maps the whole device with the new key.
+        hook.install(&final_table(hdr, keys, data)?)?;
+    }
+    Ok(out)
+}
