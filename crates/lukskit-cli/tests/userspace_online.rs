@@ -189,7 +189,7 @@ fn resize_fuse_loop_shrink_grow_with_ext4_and_refusals() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert_eq!(
         r.stderr.trim(),
-        "Operation incompatible with device marked for LUKS2 reencryption. Aborting operation."
+        "Operation incompatible with device marked for LUKS2 reencryption. Aborting."
     );
     assert_eq!(blockdev_size(&m.dev()), 40 * MIB);
 }

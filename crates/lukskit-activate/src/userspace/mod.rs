@@ -82,7 +82,7 @@ impl UserspaceMapping {
                     {
                         return Err(ActivateError::InvalidRequest(
                             "Operation incompatible with device marked for LUKS2 \
-                             reencryption. Aborting operation."
+                             reencryption. Aborting."
                                 .into(),
                         ));
                     }
