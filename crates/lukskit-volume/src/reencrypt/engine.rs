@@ -17,6 +17,7 @@
 //! header is written only at the end, exactly as cryptsetup does.
 
 use super::context::{status, Context, Direction, Mode, Resilience, Status};
+use super::datashift;
 use super::json::{self, ctx};
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
@@ -412,6 +413,8 @@ struct Run<'a> {
     /// The data segment 0 when the run was loaded (the old layout kept before a backward
     /// hot zone).
     first_segment: Option<Value>,
+    /// An encryption with a moved first segment ([`datashift`]).
+    shift_encrypt: bool,
 }
 
 fn physmem_quarter() -> u64 {
@@ -436,9 +439,8 @@ impl<'a> Run<'a> {
         max_hotzone: u64,
     ) -> Result<Self> {
         let c = Context::load(hdr)?;
-        if c.shift() != 0 || c.moved.is_some() {
-            return Err(ReencryptError::Unsupported("data shift".into()).into());
-        }
+        datashift::check_supported(&c)?;
+        let shift_encrypt = datashift::is_encrypt_shift(&c);
         verify::check(hdr, c.keyslot, &verification(hdr, &c, keys)?)?;
         let old = Side::new(&c.old, keys.old.as_ref(), c.data_offset_old())?;
         let new = Side::new(&c.new, keys.new.as_ref(), c.data_offset_new())?;
@@ -484,15 +486,22 @@ impl<'a> Run<'a> {
             Resilience::Journal => c.area_size,
             Resilience::Datashift { shift } => *shift,
         };
-        length = length.min(MAX_HOTZONE);
-        let soft = physmem_quarter();
-        if soft != 0 {
-            length = length.min(soft);
+        if let Resilience::Datashift { shift } = c.resilience {
+            // `reencrypt_length`: a data shift moves exactly `shift` bytes per hot zone.
+            if shift > MAX_HOTZONE || !shift.is_multiple_of(512) {
+                return Err(ctx("data shift out of range"));
+            }
+        } else {
+            length = length.min(MAX_HOTZONE);
+            let soft = physmem_quarter();
+            if soft != 0 {
+                length = length.min(soft);
+            }
+            if max_hotzone != 0 {
+                length = length.min(max_hotzone);
+            }
+            length -= length % alignment;
         }
-        if max_hotzone != 0 {
-            length = length.min(max_hotzone);
-        }
-        length -= length % alignment;
         if length < 512 {
             return Err(ctx("hot zone too small"));
         }
@@ -511,6 +520,8 @@ impl<'a> Run<'a> {
             }
             o.checked_sub(data_offset)
                 .ok_or_else(|| ctx("hot zone before the data offset"))?
+        } else if shift_encrypt {
+            datashift::offset_backward_moved(&segs, c.shift(), &mut length)?
         } else if c.direction == Direction::Backward {
             // `_offset_backward`: the hot zone ends where the old segment ends.
             let end = match segs.len() {
@@ -561,6 +572,7 @@ impl<'a> Run<'a> {
             length,
             progress,
             first_segment: segs.first().cloned(),
+            shift_encrypt,
         })
     }
 
@@ -602,7 +614,21 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn hot_segments(&self) -> Vec<Value> {
+    fn hot_segments(&self, hdr: &Luks2Header) -> Result<Vec<Value>> {
+        if self.shift_encrypt {
+            return datashift::hot_segments(
+                &json::data_segments(hdr)?,
+                self.offset,
+                self.length,
+                self.c.data_offset_new(),
+                self.c
+                    .new
+                    .get("encryption")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                Context::sector_size(&self.c.new),
+            );
+        }
         let mut v = Vec::new();
         let end = self.offset + self.length;
         if self.c.direction == Direction::Backward {
@@ -620,7 +646,7 @@ impl<'a> Run<'a> {
                 let size = self.fixed_length.then_some(self.device_size - end);
                 v.push(self.seg_new(end, size, false));
             }
-            return v;
+            return Ok(v);
         }
         if self.offset > 0 {
             v.push(self.seg_new(0, Some(self.offset), false));
@@ -630,11 +656,19 @@ impl<'a> Run<'a> {
             let size = self.fixed_length.then_some(self.device_size - end);
             v.push(self.seg_old(end, size));
         }
-        v
+        Ok(v)
     }
 
     /// Post segments from the current (hot) ones (`reencrypt_make_post_segments_forward`).
     fn post_segments(&self, hot: &[Value]) -> Result<Vec<Value>> {
+        if self.shift_encrypt {
+            return datashift::post_segments(
+                hot,
+                self.offset,
+                self.length,
+                self.c.data_offset_new(),
+            );
+        }
         let r = hot
             .iter()
             .position(|s| json::has_flag(s, "in-reencryption"))
@@ -764,17 +798,20 @@ impl<'a> Run<'a> {
     }
 
     fn step(&mut self, hdr: &mut Luks2Header, buf: &mut Vec<u8>) -> Result<()> {
-        let hot = self.hot_segments();
+        let hot = self.hot_segments(hdr)?;
         let post = self.post_segments(&hot)?;
         self.assign(hdr, hot, true)?;
         let len = self.length as usize;
         buf.resize(len, 0);
         let buf = &mut buf[..len];
+        // The last hot zone of a data shift reads the moved first segment.
+        let src = match datashift::moved_area(&self.c) {
+            Some((moved, _)) if self.shift_encrypt && self.offset == 0 => moved,
+            _ => self.old.offset + self.offset,
+        };
         self.data
-            .read_exact_at(buf, self.old.offset + self.offset)
-            .map_err(dio(DeviceOp::ReadData {
-                offset: self.old.offset + self.offset,
-            }))?;
+            .read_exact_at(buf, src)
+            .map_err(dio(DeviceOp::ReadData { offset: src }))?;
         // Commit point: resilience data, then the hot-zone metadata.
         self.protect(hdr, buf)?;
         let iv = self.offset >> 9;
@@ -800,6 +837,10 @@ impl<'a> Run<'a> {
     /// Move to the next hot zone (`reencrypt_context_update`).
     fn advance(&mut self) {
         self.progress += self.length;
+        if self.shift_encrypt {
+            datashift::advance(&mut self.offset, &mut self.length, self.c.shift());
+            return;
+        }
         match self.c.direction {
             Direction::Forward => {
                 self.offset += self.length;
@@ -864,6 +905,17 @@ impl<'a> Run<'a> {
                     .write_all_at(&buf, pos)
                     .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
             }
+            Resilience::Datashift { .. } if self.shift_encrypt => {
+                // The source is intact: do the hot zone again.
+                let src = datashift::recovery_source(&self.c, self.offset, self.new.offset)?;
+                self.data
+                    .read_exact_at(&mut buf, src)
+                    .map_err(dio(DeviceOp::ReadData { offset: src }))?;
+                self.new.encrypt(&mut buf, iv)?;
+                self.data
+                    .write_all_at(&buf, pos)
+                    .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
+            }
             other => {
                 return Err(ReencryptError::Unsupported(format!("recovery of {other:?}")).into())
             }
@@ -882,7 +934,7 @@ impl<'a> Run<'a> {
         if self.progress < self.device_size {
             return Ok(Outcome::Interrupted);
         }
-        finish(self.meta, hdr, &self.c)
+        finish(self.meta, self.data, hdr, &self.c)
     }
 }
 
@@ -921,8 +973,19 @@ pub fn finished(hdr: &Luks2Header) -> Result<bool> {
 
 /// The final cleanup (the end of `reencrypt_teardown_ok`): old keyslots (one header write
 /// each, as cryptsetup), then backup segments, requirement and the `reencrypt` keyslot.
-fn finish(meta: &dyn Storage, hdr: &mut Luks2Header, c: &Context) -> Result<Outcome> {
+fn finish(
+    meta: &dyn Storage,
+    data: &dyn Storage,
+    hdr: &mut Luks2Header,
+    c: &Context,
+) -> Result<Outcome> {
     let this = c;
+    if datashift::is_encrypt_shift(c) {
+        // `reencrypt_wipe_unused_device_area`: the moved plaintext copy goes.
+        if let Some((off, len)) = datashift::moved_area(c) {
+            crate::wipe::random(data, off, len)?;
+        }
+    }
     if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
         if Some(dold) != dnew {
             let old_slots: Vec<u32> = hdr
@@ -990,7 +1053,7 @@ pub fn run(
 ) -> Result<Outcome> {
     if finished(hdr)? {
         let c = Context::load(hdr)?;
-        return finish(meta, hdr, &c);
+        return finish(meta, data, hdr, &c);
     }
     if let Some(Outcome::Finished) = recover(meta, data, data_block_size, hdr, keys)? {
         return Ok(Outcome::Finished);
