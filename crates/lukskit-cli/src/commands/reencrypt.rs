@@ -257,8 +257,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     let runs = !has(o, "init-only");
     // cryptsetup checks whether the device is in use for every run, and for the
     // initialization of a decryption.
-    let checks_active =
-        shifted.is_none() && (runs || (st == Status::None && has(o, "decrypt")));
+    let checks_active = shifted.is_none() && (runs || (st == Status::None && has(o, "decrypt")));
     let data_dev = if vol.detached {
         Some(Device::open(&vol.data_path, Access::Write)?)
     } else {

@@ -140,15 +140,17 @@ fn init_with_temp(
         subsystem: o.subsystem.clone(),
         uuid: Some(uuid.to_string()),
         metadata_size: None,
-        keyslots_size: None,
+        // cryptsetup: the keyslots area fills the space up to the data offset (at most
+        // 128 MiB).
+        keyslots_size: Some(shift.saturating_sub(2 * 16384).min(128 << 20)),
         key_slot: o.key_slot,
         pbkdf: pbkdf_options(o),
         volume_key: None,
     };
     let src = existing_key_source(o, None);
     let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase).map_err(plain)?;
-    let outcome = lukskit_volume::format::format(&params, pass.as_bytes())
-        .map_err(|e| plain(e.into()))?;
+    let outcome =
+        lukskit_volume::format::format(&params, pass.as_bytes()).map_err(|e| plain(e.into()))?;
     if let Some(w) = outcome.warning.as_ref() {
         eprintln!("{}", crate::errors::format_warning(w));
     }
@@ -161,11 +163,13 @@ fn init_with_temp(
         .map_err(|e| plain(e.into()))?
         .ok_or_else(|| plain(CliError::invalid("No usable keyslot is available.")))?;
     let data = Device::open(device, Access::Write).map_err(|e| plain(e.into()))?;
-    let size = data.size().map_err(|e| {
-        plain(VolumeError::device_io(lukskit_volume::DeviceOp::GetSize, e).into())
-    })?;
+    let size = data
+        .size()
+        .map_err(|e| plain(VolumeError::device_io(lukskit_volume::DeviceOp::GetSize, e).into()))?;
     let Header::Luks2(hdr) = &mut vol.header else {
-        return Err(plain(CliError::invalid("Device is not a valid LUKS2 device.")));
+        return Err(plain(CliError::invalid(
+            "Device is not a valid LUKS2 device.",
+        )));
     };
     let data_offset = hdr.data_offset().map_err(|e| plain(e.into()))?;
     if datashift::plaintext_size(size, data_offset, shift).is_none_or(|s| s == 0) {

@@ -362,8 +362,14 @@ fn copy(dev: &dyn Storage, from: u64, to: u64, len: u64) -> Result<()> {
     let mut done = 0u64;
     while done < len {
         let n = (len - done).min(buf.len() as u64) as usize;
-        dev.read_exact_at(&mut buf[..n], from + done)
-            .map_err(|e| VolumeError::device_io(DeviceOp::ReadData { offset: from + done }, e))?;
+        dev.read_exact_at(&mut buf[..n], from + done).map_err(|e| {
+            VolumeError::device_io(
+                DeviceOp::ReadData {
+                    offset: from + done,
+                },
+                e,
+            )
+        })?;
         dev.write_all_at(&buf[..n], to + done)
             .map_err(|e| VolumeError::device_io(DeviceOp::WriteData { offset: to + done }, e))?;
         done += n as u64;
