@@ -5,7 +5,8 @@
 # with resilience `none` and `checksum`, against the rate at which the same storage copies
 # the same bytes: `dd iflag=direct oflag=direct conv=fdatasync` of the 1 GiB data area to a
 # file in the same directory (read 1 GiB + write 1 GiB, as a re-encryption in place does).
-# Page cache dropped before every run; best of $REENC_RUNS runs (default 3).
+# Page cache dropped before every run; each run timed until \`sync\` of the image returns;
+# best of $REENC_RUNS runs (default 3).
 # Writes bench/reencrypt.md (or $1/reencrypt.md).
 #
 #   sudo bench/reencrypt.sh            # ~3-5 minutes
@@ -76,6 +77,8 @@ time_tool() { # tool resilience
     t0=$(now)
     "$bin" reencrypt -q --force-offline-reencrypt --resilience "$res" "${fast[@]}" \
         -d "$kf" "$img" >/dev/null
+    # Until the data is on the storage (resilience none syncs nothing per hot zone).
+    sync "$img"
     t1=$(now)
     cryptsetup open --test-passphrase -d "$kf" "$img" || die "$tool $res: result does not open"
     echo "$t1 - $t0" | bc -l
@@ -108,7 +111,11 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
     echo "* Date: $start; load average at start $load_start, at end $load_end"
     echo "* Machine: $cpu, $(nproc) online CPUs; kernel $(uname -r)"
     echo "* Storage: files in \`$work\` ($fs); $(cryptsetup --version)"
-    echo "* lukskit: $(cd "$repo" && git rev-parse --short HEAD), release build"
+    if [ -z "${LUKSKIT_BIN:-}" ]; then
+        echo "* lukskit: $(cd "$repo" && git rev-parse --short HEAD), release build"
+    else
+        echo "* lukskit: \`$L\` (LUKSKIT_BIN)"
+    fi
     echo
     echo "A ${size_mib} MiB LUKS2 data area (aes-xts-plain64, 512-bit key, 4096-byte sectors)"
     echo "re-encrypted offline in place to a new volume key with the same cipher. Baseline:"
