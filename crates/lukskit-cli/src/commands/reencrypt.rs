@@ -337,6 +337,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         Some(d) => d,
         None => &vol.dev,
     };
+    let direct = data_dev
+        .as_ref()
+        .unwrap_or(&vol.dev)
+        .file()
+        .and_then(reencrypt::fastio::open_direct);
     let out = reencrypt::run(
         meta,
         data,
@@ -346,6 +351,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         reencrypt::RunOptions {
             max_hotzone,
             progress: Some(&mut cb),
+            direct: direct.as_ref(),
         },
     )?;
     if out == Outcome::Interrupted {

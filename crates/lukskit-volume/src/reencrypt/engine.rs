@@ -18,6 +18,7 @@
 
 use super::context::{status, Context, Direction, Mode, Resilience, Status};
 use super::datashift;
+use super::fastio;
 use super::json::{self, ctx};
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
@@ -89,6 +90,9 @@ pub struct RunOptions<'a> {
     /// Called with `(bytes done, total)` before the first and after every hot zone; `false`
     /// stops at the next safe point.
     pub progress: Option<&'a mut dyn FnMut(u64, u64) -> bool>,
+    /// The data device opened a second time for direct reads of the hot zones
+    /// ([`fastio::open_direct`]); `None` reads through the data [`Storage`].
+    pub direct: Option<&'a std::fs::File>,
 }
 
 fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
@@ -797,20 +801,23 @@ impl<'a> Run<'a> {
         luks2_keys::write_header(self.meta, hdr)
     }
 
-    fn step(&mut self, hdr: &mut Luks2Header, buf: &mut Vec<u8>) -> Result<()> {
+    fn step(
+        &mut self,
+        hdr: &mut Luks2Header,
+        buf: &mut Vec<u8>,
+        direct: Option<&std::fs::File>,
+    ) -> Result<()> {
         let hot = self.hot_segments(hdr)?;
         let post = self.post_segments(&hot)?;
         self.assign(hdr, hot, true)?;
         let len = self.length as usize;
-        buf.resize(len, 0);
-        let buf = &mut buf[..len];
+        let buf = fastio::aligned(buf, len);
         // The last hot zone of a data shift reads the moved first segment.
         let src = match datashift::moved_area(&self.c) {
             Some((moved, _)) if self.shift_encrypt && self.offset == 0 => moved,
             _ => self.old.offset + self.offset,
         };
-        self.data
-            .read_exact_at(buf, src)
+        fastio::read_at(direct, self.data, buf, src)
             .map_err(dio(DeviceOp::ReadData { offset: src }))?;
         // Commit point: resilience data, then the hot-zone metadata.
         self.protect(hdr, buf)?;
@@ -1065,7 +1072,7 @@ pub fn run(
         quit = !p(r.progress, r.device_size);
     }
     while !quit && r.progress < r.device_size {
-        r.step(hdr, &mut buf)?;
+        r.step(hdr, &mut buf, opts.direct)?;
         if let Some(p) = opts.progress.as_mut() {
             quit = !p(r.progress, r.device_size);
         }

@@ -3,6 +3,7 @@
 //!
 //! * [`context`] — the `reencrypt` keyslot, backup segments and state of a header.
 //! * [`datashift`] — encryption in place with a data shift (`--reduce-device-size`).
+//! * [`fastio`] — direct reads of the hot zones (the fast path).
 //! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
 //! * [`json`] — segment objects and requirement flags in cryptsetup's form.
@@ -19,6 +20,7 @@
 pub mod context;
 pub mod datashift;
 pub mod engine;
+pub mod fastio;
 pub mod json;
 pub mod lock;
 pub mod verify;
