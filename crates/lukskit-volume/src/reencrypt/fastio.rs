@@ -42,9 +42,9 @@ pub fn read_at(
     buf: &mut [u8],
     offset: u64,
 ) -> io::Result<()> {
-    let aligned = buf.as_ptr() as usize % DIRECT_ALIGN == 0
-        && buf.len() % DIRECT_ALIGN == 0
-        && offset % DIRECT_ALIGN as u64 == 0;
+    let aligned = (buf.as_ptr() as usize).is_multiple_of(DIRECT_ALIGN)
+        && buf.len().is_multiple_of(DIRECT_ALIGN)
+        && offset.is_multiple_of(DIRECT_ALIGN as u64);
     if let (Some(f), true) = (direct, aligned) {
         if FileExt::read_exact_at(f, buf, offset).is_ok() {
             return Ok(());
