@@ -8,6 +8,7 @@
 #   BENCH_BLOCK=0 bench/run.sh   # without the block device / NBD part (bench/block.sh)
 #   BENCH_BLOCK=reuse bench/run.sh   # append the last bench/block.md instead of rerunning it
 #   BENCH_REMOTE=0 / BENCH_REMOTE=reuse  # likewise for bench/remote.sh (ciphertext behind nbdkit)
+#   BENCH_REENCRYPT=0 / BENCH_REENCRYPT=reuse  # likewise for bench/reencrypt.sh (re-encryption)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
 # plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
@@ -250,5 +251,18 @@ elif [ "${BENCH_REMOTE:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
     log "appended the NBD-device figures to $out"
 else
     { echo; echo "(NBD-device benchmark skipped: needs root; see bench/remote.sh.)"; } >>"$out"
+fi
+# Re-encryption throughput (bench/reencrypt.sh; needs root; BENCH_REENCRYPT=0 skips,
+# BENCH_REENCRYPT=reuse appends the last bench/reencrypt.md, which carries its own date).
+if [ "${BENCH_REENCRYPT:-1}" = reuse ] && [ -f "$repo/bench/reencrypt.md" ]; then
+    { echo; cat "$repo/bench/reencrypt.md"; } >>"$out"
+    log "appended the previous re-encryption figures (bench/reencrypt.md) to $out"
+elif [ "${BENCH_REENCRYPT:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+    log "re-encryption throughput (bench/reencrypt.sh)"
+    LUKSKIT_BIN="$L" bash "$repo/bench/reencrypt.sh" "$repo/bench"
+    { echo; cat "$repo/bench/reencrypt.md"; } >>"$out"
+    log "appended the re-encryption figures to $out"
+else
+    { echo; echo "(Re-encryption benchmark skipped: needs root; see bench/reencrypt.sh.)"; } >>"$out"
 fi
 rm -f "$errf"

@@ -52,6 +52,7 @@ const SUPPORTED: &[&str] = &[
     "resilience",
     "resilience-hash",
     "progress-json",
+    "reduce-device-size",
 ];
 
 /// The options given that lukskit cannot run for `action` (for the startup check): for
@@ -214,16 +215,41 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             "Options --encrypt and --decrypt cannot be combined.",
         ));
     }
+    if has(o, "reduce-device-size") && !has(o, "encrypt") {
+        return Err(CliError::invalid(
+            "A data shift (--reduce-device-size) is supported by lukskit only with --encrypt \
+             (encryption in place).",
+        ));
+    }
     let mut formatted = None;
-    if has(o, "encrypt") && !header_in_reencryption(o) {
+    // `--encrypt --reduce-device-size` without `--header`: the header goes into space taken
+    // from the device (see `reencrypt_shift`).
+    let mut shifted = None;
+    if super::reencrypt_shift::wanted(o) {
+        if !has(o, "force-offline-reencrypt")
+            && std::fs::metadata(device).is_ok_and(|m| {
+                use std::os::unix::fs::FileTypeExt;
+                m.file_type().is_block_device()
+            })
+        {
+            return Err(CliError::invalid(
+                "Online re-encryption is not supported by lukskit yet; use \
+                 --force-offline-reencrypt when the device is not in use.",
+            ));
+        }
+        shifted = Some(super::reencrypt_shift::init(o, device)?);
+    } else if has(o, "encrypt") && !header_in_reencryption(o) {
         formatted = Some(format_for_encrypt(o, device)?);
     }
     let mut vol = super::load_volume(o, device, Access::Write)?;
     let st = reencrypt::status(luks2(&vol)?)?;
-    if st != Status::None && has(o, "init-only") {
+    if st != Status::None && has(o, "init-only") && shifted.is_none() {
         return Err(CliError::invalid(
             "LUKS2 reencryption already initialized. Aborting operation.",
         ));
+    }
+    if st != Status::None {
+        check_resume_resilience(o, luks2(&vol)?)?;
     }
     if st == Status::None && has(o, "resume-only") {
         return Err(CliError::invalid("Device reencryption not in progress."));
@@ -231,7 +257,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     let runs = !has(o, "init-only");
     // cryptsetup checks whether the device is in use for every run, and for the
     // initialization of a decryption.
-    let checks_active = runs || (st == Status::None && has(o, "decrypt"));
+    let checks_active = shifted.is_none() && (runs || (st == Status::None && has(o, "decrypt")));
     let data_dev = if vol.detached {
         Some(Device::open(&vol.data_path, Access::Write)?)
     } else {
@@ -258,7 +284,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         ));
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
-    let keys = if st == Status::None {
+    let keys = if let Some(k) = shifted {
+        k
+    } else if st == Status::None {
         init(o, &mut vol, data_dev.as_ref(), block, formatted)?
     } else {
         let src = existing_key_source(o, None);
@@ -315,9 +343,15 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         Some(d) => d,
         None => &vol.dev,
     };
+    let direct = data_dev
+        .as_ref()
+        .unwrap_or(&vol.dev)
+        .file()
+        .and_then(reencrypt::fastio::open_direct);
     let opts = reencrypt::RunOptions {
         max_hotzone,
         progress: Some(&mut cb),
+        direct: direct.as_ref(),
     };
     let out = match live {
         Some(m) => super::reencrypt_userspace::run(meta, data, block, hdr, &keys, opts, m)?,
@@ -553,6 +587,29 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `--resilience` when resuming (cryptsetup's `reencrypt_verify_and_update_params`): a
+/// data shift cannot change to anything else, nor anything else to a data shift.
+fn check_resume_resilience(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -> Result<()> {
+    let Some(want) = value(o, "resilience") else {
+        return Ok(());
+    };
+    let shifting = reencrypt::Context::load(hdr)
+        .is_ok_and(|c| matches!(c.resilience, reencrypt::Resilience::Datashift { .. }));
+    if shifting && want != "datashift" {
+        return Err(CliError::invalid(
+            "Device is in reencryption using datashift resilience. Requested --resilience \
+             option cannot be applied.",
+        ));
+    }
+    if !shifting && want == "datashift" {
+        return Err(CliError::invalid(
+            "Requested --resilience option cannot be applied to current reencryption \
+             operation.",
+        ));
+    }
+    Ok(())
+}
+
 fn resilience(o: &Opts) -> Result<ResilienceChoice> {
     Ok(match value(o, "resilience").unwrap_or("checksum") {
         "checksum" => {
@@ -560,10 +617,11 @@ fn resilience(o: &Opts) -> Result<ResilienceChoice> {
         }
         "journal" => ResilienceChoice::Journal,
         "none" => ResilienceChoice::None,
+        // Only an encryption with --reduce-device-size shifts data (`reencrypt_shift`);
+        // cryptsetup's initialization refuses it everywhere else.
         "datashift" => {
             return Err(CliError::invalid(
-                "Resilience datashift is only used with --reduce-device-size, which lukskit \
-                 does not support yet.",
+                "Failed to initialize LUKS2 reencryption in metadata.",
             ))
         }
         other => {
@@ -595,10 +653,16 @@ fn header_in_reencryption(o: &Opts) -> bool {
 fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
     let Some(header) = o.header.clone() else {
         return Err(CliError::invalid(
-            "Encryption in place with the header at the start of the device \
-             (--reduce-device-size) is not supported by lukskit yet; use --header FILE.",
+            "Encryption without detached header (--header) is not possible without data \
+             device size reduction (--reduce-device-size).",
         ));
     };
+    if has(o, "reduce-device-size") {
+        return Err(CliError::invalid(
+            "Encryption with a detached header and --reduce-device-size (a data shift \
+             without moving the first segment) is not supported by lukskit yet.",
+        ));
+    }
     let params = lukskit_volume::format::FormatParams {
         kind: lukskit_volume::format::FormatType::Luks2,
         device: device.to_string(),

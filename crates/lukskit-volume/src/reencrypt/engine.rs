@@ -17,6 +17,8 @@
 //! header is written only at the end, exactly as cryptsetup does.
 
 use super::context::{status, Context, Direction, Mode, Resilience, Status};
+use super::datashift;
+use super::fastio;
 use super::json::{self, ctx};
 use super::online::{self, HotZone, Offline, OnlineHook};
 use super::verify;
@@ -89,6 +91,9 @@ pub struct RunOptions<'a> {
     /// Called with `(bytes done, total)` before the first and after every hot zone; `false`
     /// stops at the next safe point.
     pub progress: Option<&'a mut dyn FnMut(u64, u64) -> bool>,
+    /// The data device opened a second time for direct reads of the hot zones
+    /// ([`fastio::open_direct`]); `None` reads through the data [`Storage`].
+    pub direct: Option<&'a std::fs::File>,
 }
 
 fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
@@ -416,6 +421,8 @@ struct Run<'a> {
     /// Whether the current hot zone's data may be partly rewritten (for
     /// [`OnlineHook::abort`]).
     touched: bool,
+    /// An encryption with a moved first segment ([`datashift`]).
+    shift_encrypt: bool,
 }
 
 fn physmem_quarter() -> u64 {
@@ -440,9 +447,8 @@ impl<'a> Run<'a> {
         max_hotzone: u64,
     ) -> Result<Self> {
         let c = Context::load(hdr)?;
-        if c.shift() != 0 || c.moved.is_some() {
-            return Err(ReencryptError::Unsupported("data shift".into()).into());
-        }
+        datashift::check_supported(&c)?;
+        let shift_encrypt = datashift::is_encrypt_shift(&c);
         verify::check(hdr, c.keyslot, &verification(hdr, &c, keys)?)?;
         let old = Side::new(&c.old, keys.old.as_ref(), c.data_offset_old())?;
         let new = Side::new(&c.new, keys.new.as_ref(), c.data_offset_new())?;
@@ -488,15 +494,22 @@ impl<'a> Run<'a> {
             Resilience::Journal => c.area_size,
             Resilience::Datashift { shift } => *shift,
         };
-        length = length.min(MAX_HOTZONE);
-        let soft = physmem_quarter();
-        if soft != 0 {
-            length = length.min(soft);
+        if let Resilience::Datashift { shift } = c.resilience {
+            // `reencrypt_length`: a data shift moves exactly `shift` bytes per hot zone.
+            if shift > MAX_HOTZONE || !shift.is_multiple_of(512) {
+                return Err(ctx("data shift out of range"));
+            }
+        } else {
+            length = length.min(MAX_HOTZONE);
+            let soft = physmem_quarter();
+            if soft != 0 {
+                length = length.min(soft);
+            }
+            if max_hotzone != 0 {
+                length = length.min(max_hotzone);
+            }
+            length -= length % alignment;
         }
-        if max_hotzone != 0 {
-            length = length.min(max_hotzone);
-        }
-        length -= length % alignment;
         if length < 512 {
             return Err(ctx("hot zone too small"));
         }
@@ -515,6 +528,8 @@ impl<'a> Run<'a> {
             }
             o.checked_sub(data_offset)
                 .ok_or_else(|| ctx("hot zone before the data offset"))?
+        } else if shift_encrypt {
+            datashift::offset_backward_moved(&segs, c.shift(), &mut length)?
         } else if c.direction == Direction::Backward {
             // `_offset_backward`: the hot zone ends where the old segment ends.
             let end = match segs.len() {
@@ -566,6 +581,7 @@ impl<'a> Run<'a> {
             progress,
             first_segment: segs.first().cloned(),
             touched: false,
+            shift_encrypt,
         })
     }
 
@@ -607,7 +623,21 @@ impl<'a> Run<'a> {
         }
     }
 
-    fn hot_segments(&self) -> Vec<Value> {
+    fn hot_segments(&self, hdr: &Luks2Header) -> Result<Vec<Value>> {
+        if self.shift_encrypt {
+            return datashift::hot_segments(
+                &json::data_segments(hdr)?,
+                self.offset,
+                self.length,
+                self.c.data_offset_new(),
+                self.c
+                    .new
+                    .get("encryption")
+                    .and_then(Value::as_str)
+                    .unwrap_or(""),
+                Context::sector_size(&self.c.new),
+            );
+        }
         let mut v = Vec::new();
         let end = self.offset + self.length;
         if self.c.direction == Direction::Backward {
@@ -625,7 +655,7 @@ impl<'a> Run<'a> {
                 let size = self.fixed_length.then_some(self.device_size - end);
                 v.push(self.seg_new(end, size, false));
             }
-            return v;
+            return Ok(v);
         }
         if self.offset > 0 {
             v.push(self.seg_new(0, Some(self.offset), false));
@@ -635,11 +665,19 @@ impl<'a> Run<'a> {
             let size = self.fixed_length.then_some(self.device_size - end);
             v.push(self.seg_old(end, size));
         }
-        v
+        Ok(v)
     }
 
     /// Post segments from the current (hot) ones (`reencrypt_make_post_segments_forward`).
     fn post_segments(&self, hot: &[Value]) -> Result<Vec<Value>> {
+        if self.shift_encrypt {
+            return datashift::post_segments(
+                hot,
+                self.offset,
+                self.length,
+                self.c.data_offset_new(),
+            );
+        }
         let r = hot
             .iter()
             .position(|s| json::has_flag(s, "in-reencryption"))
@@ -779,8 +817,9 @@ impl<'a> Run<'a> {
         buf: &mut Vec<u8>,
         keys: &Keys,
         hook: &mut dyn OnlineHook,
+        direct: Option<&std::fs::File>,
     ) -> Result<()> {
-        let hot = self.hot_segments();
+        let hot = self.hot_segments(hdr)?;
         let post = self.post_segments(&hot)?;
         self.assign(hdr, hot, true)?;
         if hook.is_online() {
@@ -796,13 +835,14 @@ impl<'a> Run<'a> {
             )?;
         }
         let len = self.length as usize;
-        buf.resize(len, 0);
-        let buf = &mut buf[..len];
-        self.data
-            .read_exact_at(buf, self.old.offset + self.offset)
-            .map_err(dio(DeviceOp::ReadData {
-                offset: self.old.offset + self.offset,
-            }))?;
+        let buf = fastio::aligned(buf, len);
+        // The last hot zone of a data shift reads the moved first segment.
+        let src = match datashift::moved_area(&self.c) {
+            Some((moved, _)) if self.shift_encrypt && self.offset == 0 => moved,
+            _ => self.old.offset + self.offset,
+        };
+        fastio::read_at(direct, self.data, buf, src)
+            .map_err(dio(DeviceOp::ReadData { offset: src }))?;
         // Commit point: resilience data, then the hot-zone metadata.
         self.protect(hdr, buf)?;
         let iv = self.offset >> 9;
@@ -835,6 +875,10 @@ impl<'a> Run<'a> {
     /// Move to the next hot zone (`reencrypt_context_update`).
     fn advance(&mut self) {
         self.progress += self.length;
+        if self.shift_encrypt {
+            datashift::advance(&mut self.offset, &mut self.length, self.c.shift());
+            return;
+        }
         match self.c.direction {
             Direction::Forward => {
                 self.offset += self.length;
@@ -899,6 +943,17 @@ impl<'a> Run<'a> {
                     .write_all_at(&buf, pos)
                     .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
             }
+            Resilience::Datashift { .. } if self.shift_encrypt => {
+                // The source is intact: do the hot zone again.
+                let src = datashift::recovery_source(&self.c, self.offset, self.new.offset)?;
+                self.data
+                    .read_exact_at(&mut buf, src)
+                    .map_err(dio(DeviceOp::ReadData { offset: src }))?;
+                self.new.encrypt(&mut buf, iv)?;
+                self.data
+                    .write_all_at(&buf, pos)
+                    .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
+            }
             other => {
                 return Err(ReencryptError::Unsupported(format!("recovery of {other:?}")).into())
             }
@@ -926,7 +981,7 @@ impl<'a> Run<'a> {
         if self.progress < self.device_size {
             return Ok(Outcome::Interrupted);
         }
-        finish(self.meta, hdr, &self.c)
+        finish(self.meta, self.data, hdr, &self.c)
     }
 }
 
@@ -965,8 +1020,19 @@ pub fn finished(hdr: &Luks2Header) -> Result<bool> {
 
 /// The final cleanup (the end of `reencrypt_teardown_ok`): old keyslots (one header write
 /// each, as cryptsetup), then backup segments, requirement and the `reencrypt` keyslot.
-fn finish(meta: &dyn Storage, hdr: &mut Luks2Header, c: &Context) -> Result<Outcome> {
+fn finish(
+    meta: &dyn Storage,
+    data: &dyn Storage,
+    hdr: &mut Luks2Header,
+    c: &Context,
+) -> Result<Outcome> {
     let this = c;
+    if datashift::is_encrypt_shift(c) {
+        // `reencrypt_wipe_unused_device_area`: the moved plaintext copy goes.
+        if let Some((off, len)) = datashift::moved_area(c) {
+            crate::wipe::random(data, off, len)?;
+        }
+    }
     if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
         if Some(dold) != dnew {
             let old_slots: Vec<u32> = hdr
@@ -1052,7 +1118,7 @@ pub fn run_online(
     }
     if finished(hdr)? {
         let c = Context::load(hdr)?;
-        return finish(meta, hdr, &c);
+        return finish(meta, data, hdr, &c);
     }
     if let Some(Outcome::Finished) = recover(meta, data, data_block_size, hdr, keys)? {
         return Ok(Outcome::Finished);
@@ -1068,7 +1134,7 @@ pub fn run_online(
         quit = !p(r.progress, r.device_size);
     }
     while !quit && r.progress < r.device_size {
-        if let Err(e) = r.step(hdr, &mut buf, keys, hook) {
+        if let Err(e) = r.step(hdr, &mut buf, keys, hook, opts.direct) {
             buf.fill(0);
             hook.abort(r.touched);
             return Err(e);

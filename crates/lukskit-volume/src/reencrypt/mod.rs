@@ -2,6 +2,8 @@
 //! re-encryption started by either tool is continued or recovered by the other.
 //!
 //! * [`context`] — the `reencrypt` keyslot, backup segments and state of a header.
+//! * [`datashift`] — encryption in place with a data shift (`--reduce-device-size`).
+//! * [`fastio`] — direct reads of the hot zones (the fast path).
 //! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
 //! * [`json`] — segment objects and requirement flags in cryptsetup's form.
@@ -11,10 +13,15 @@
 //! Offline, or online through an [`online::OnlineHook`] that moves a live mapping along.
 //! Implemented: mode `reencrypt` (new volume key, cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
 //! header, resilience `checksum`, `journal` and `none`, crash recovery of either tool's hot
-//! zone. Not yet: `datashift` (moving the data by the header size, `online-reencrypt-v3`).
+//! zone; `encrypt` backward with resilience `datashift` and a moved first segment (the header
+//! goes into space taken from the device). Not yet: decryption with a data shift
+//! (`datashift-checksum` / `datashift-journal`, `online-reencrypt-v3`), re-encryption with
+//! a data shift.
 
 pub mod context;
+pub mod datashift;
 pub mod engine;
+pub mod fastio;
 pub mod json;
 pub mod lock;
 pub mod online;

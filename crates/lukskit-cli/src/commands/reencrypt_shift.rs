@@ -1,0 +1,216 @@
+//! `reencrypt --encrypt --reduce-device-size SIZE <device>` without `--header`: encryption
+//! in place with the header in space taken from the device, as cryptsetup 2.6.1's
+//! `encrypt_luks2_init` does it: a LUKS2 header with data offset `SIZE/2` is formatted into
+//! the temporary file `LUKS2-temp-<uuid>.new` (current directory), the re-encryption is
+//! initialized in it (resilience `datashift`, the first `SIZE/2` bytes of plaintext copied to
+//! the free tail of the device), the file is restored over the head of the device and
+//! removed. The last `SIZE` bytes of the device must be unused (shrink the file system
+//! first).
+
+use super::{existing_key_source, pbkdf_options};
+use crate::args::Opts;
+use crate::errors::{CliError, Result};
+use crate::input;
+use lukskit_format::io::Storage;
+use lukskit_volume::device::{Access, Device};
+use lukskit_volume::reencrypt::{self, datashift};
+use lukskit_volume::{Header, Volume, VolumeError};
+
+fn value<'a>(o: &'a Opts, long: &str) -> Option<&'a str> {
+    o.given
+        .values
+        .iter()
+        .find(|(k, _)| k == long)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Whether the command line asks for an encryption with a data shift (`--encrypt
+/// --reduce-device-size` without `--header`).
+pub fn wanted(o: &Opts) -> bool {
+    o.given.has("encrypt") && o.header.is_none() && o.given.has("reduce-device-size")
+}
+
+/// The resilience requested with a data shift: cryptsetup replaces `checksum`, `journal`
+/// and `none` by `datashift` for this operation, and refuses the `datashift-*` types.
+fn check_resilience(o: &Opts) -> Result<()> {
+    match value(o, "resilience") {
+        None | Some("checksum" | "journal" | "none" | "datashift") => Ok(()),
+        Some(other) if other.starts_with("datashift-") => Err(CliError::invalid(
+            "Failed to initialize LUKS2 reencryption in metadata.",
+        )),
+        Some(other) => Err(CliError::invalid(format!(
+            "Unsupported resilience mode {other}"
+        ))),
+    }
+}
+
+/// Initialize the encryption with a data shift of `device`; returns the new volume key.
+pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
+    check_resilience(o)?;
+    let mut reduce = value(o, "reduce-device-size")
+        .and_then(crate::args::parse_device_size)
+        .ok_or_else(|| {
+            CliError::invalid("Invalid size specification in parameter --reduce-device-size.")
+        })?;
+    // `--offset` (sectors) must be at most half the reduction; a smaller one halves it.
+    if let Some(off) = o.offset.filter(|o| *o != 0) {
+        if off > reduce / 1024 {
+            return Err(CliError::invalid(
+                "Requested data offset must be less than or equal to half of \
+                 --reduce-device-size parameter.",
+            ));
+        }
+        if off < reduce / 1024 {
+            reduce = off * 1024;
+            println!(
+                "Adjusting --reduce-device-size value to twice the --offset {} (sectors).",
+                off * 2
+            );
+        }
+    }
+    let shift = reduce / 2;
+    if shift == 0 {
+        return Err(CliError::invalid(
+            "Encryption without detached header (--header) is not possible without data \
+             device size reduction (--reduce-device-size).",
+        ));
+    }
+    let uuid = match &o.uuid {
+        Some(u) => uuid::Uuid::parse_str(u)
+            .map_err(|_| CliError::invalid("Wrong LUKS UUID format provided."))?
+            .hyphenated()
+            .to_string(),
+        None => uuid::Uuid::new_v4().hyphenated().to_string(),
+    };
+    let temp = format!("LUKS2-temp-{uuid}.new");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+    {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(CliError::invalid(format!(
+                "Temporary header file {temp} already exists. Aborting."
+            )))
+        }
+        Err(_) => {
+            return Err(CliError::invalid(format!(
+                "Cannot create temporary header file {temp}."
+            )))
+        }
+    }
+    let r = init_with_temp(o, device, &temp, &uuid, shift);
+    // The temporary header goes in any case, as cryptsetup's does (on a failure after the
+    // restore began it is the only complete copy: keep it then).
+    match &r {
+        Err((_, true)) => {
+            eprintln!("Failed to place new header at head of device {device}.");
+        }
+        _ => {
+            let _ = std::fs::remove_file(&temp);
+        }
+    }
+    r.map_err(|(e, _)| e)
+}
+
+/// The body of [`init`]; the flag of an error says whether the temporary header must be
+/// kept (the restore over the head of the device had started).
+fn init_with_temp(
+    o: &Opts,
+    device: &str,
+    temp: &str,
+    uuid: &str,
+    shift: u64,
+) -> std::result::Result<reencrypt::Keys, (CliError, bool)> {
+    let plain = |e: CliError| (e, false);
+    let params = lukskit_volume::format::FormatParams {
+        kind: lukskit_volume::format::FormatType::Luks2,
+        device: device.to_string(),
+        header: Some(temp.to_string()),
+        cipher: o
+            .cipher
+            .clone()
+            .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
+        key_size_bits: o.key_size,
+        sector_size: Some(o.sector_size.unwrap_or(512)),
+        offset_sectors: Some(shift / 512),
+        alignment_sectors: None,
+        label: o.label.clone(),
+        subsystem: o.subsystem.clone(),
+        uuid: Some(uuid.to_string()),
+        metadata_size: None,
+        // cryptsetup: the keyslots area fills the space up to the data offset (at most
+        // 128 MiB).
+        keyslots_size: Some(shift.saturating_sub(2 * 16384).min(128 << 20)),
+        key_slot: o.key_slot,
+        pbkdf: pbkdf_options(o),
+        volume_key: None,
+    };
+    let src = existing_key_source(o, None);
+    let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase).map_err(plain)?;
+    let outcome =
+        lukskit_volume::format::format(&params, pass.as_bytes()).map_err(|e| plain(e.into()))?;
+    if let Some(w) = outcome.warning.as_ref() {
+        eprintln!("{}", crate::errors::format_warning(w));
+    }
+    let mut vol = Volume::load(device, Some(temp), Access::Write).map_err(|e| plain(e.into()))?;
+    let (_, vk) = vol
+        .unlock(pass.as_bytes(), None, false)
+        .map_err(|e| plain(e.into()))?;
+    let digest = vol
+        .segment_digest_id()
+        .map_err(|e| plain(e.into()))?
+        .ok_or_else(|| plain(CliError::invalid("No usable keyslot is available.")))?;
+    let data = Device::open(device, Access::Write).map_err(|e| plain(e.into()))?;
+    let size = data
+        .size()
+        .map_err(|e| plain(VolumeError::device_io(lukskit_volume::DeviceOp::GetSize, e).into()))?;
+    let Header::Luks2(hdr) = &mut vol.header else {
+        return Err(plain(CliError::invalid(
+            "Device is not a valid LUKS2 device.",
+        )));
+    };
+    let data_offset = hdr.data_offset().map_err(|e| plain(e.into()))?;
+    if datashift::plaintext_size(size, data_offset, shift).is_none_or(|s| s == 0) {
+        return Err(plain(CliError::invalid(format!(
+            "Device {device} is too small."
+        ))));
+    }
+    let seg = hdr
+        .segments()
+        .map_err(|e| plain(e.into()))?
+        .into_iter()
+        .find(|s| s.id == 0)
+        .ok_or_else(|| plain(CliError::invalid("Device is not a valid LUKS2 device.")))?;
+    let p = datashift::EncryptShiftParams {
+        shift,
+        cipher: seg.encryption.clone(),
+        sector_size: seg.sector_size,
+        new_digest: digest,
+        digest_iterations: pbkdf_options(o)
+            .digest_iterations(vk.len())
+            .map_err(|e| plain(e.into()))?,
+    };
+    let keys = reencrypt::Keys {
+        old: None,
+        new: Some(vk),
+    };
+    datashift::init_encrypt(&vol.dev, &data, size, hdr, &p, &keys).map_err(|e| {
+        plain(match e {
+            VolumeError::Reencrypt(lukskit_volume::ReencryptError::DeviceAlignment {
+                sector_size,
+            }) => CliError::invalid(format!(
+                "Data device is not aligned to encryption sector size ({sector_size} bytes)."
+            )),
+            other => {
+                let _ = CliError::from(other);
+                CliError::invalid("Failed to initialize LUKS2 reencryption in metadata.")
+            }
+        })
+    })?;
+    let len = 2 * hdr.metadata_size() + hdr.keyslots_size().map_err(|e| plain(e.into()))?;
+    datashift::restore_header(&vol.dev, &data, hdr.metadata_size(), len)
+        .map_err(|e| (CliError::from(e), true))?;
+    Ok(keys)
+}

@@ -1,0 +1,463 @@
+//! Encryption in place with a data shift (`reencrypt --encrypt --reduce-device-size`), as
+//! cryptsetup 2.6 does it (`CRYPT_REENCRYPT_MOVE_FIRST_SEGMENT` with resilience
+//! `datashift`, direction backward):
+//!
+//! * the device of `D` bytes holds `D - 2·S` bytes of plaintext (`S` = half the reduction =
+//!   the new data offset = the shift); its tail is free;
+//! * initialization copies the first `S` bytes of plaintext to the free tail (the
+//!   `backup-moved-segment`), writes the header with the re-encryption metadata (segments
+//!   "moved plaintext at the tail / plaintext from `S` on") to a temporary header file, and
+//!   the caller restores that file over the head of the device;
+//! * every hot zone is `S` bytes, taken from the end backwards: the plaintext at `[o, o+S)`
+//!   is encrypted to `[S+o, 2S+o)`, so a hot zone never overwrites its own source; the last
+//!   one reads the moved copy at the tail. The source stays intact until the segments move
+//!   on, so a crash is recovered by doing the hot zone again;
+//! * at the end the moved copy is overwritten with random bytes.
+//!
+//! The segment layouts follow `reencrypt_set_encrypt_segments`,
+//! `reencrypt_make_hot_segments_encrypt_shift`, `_enc_create_segments_shift_after` and
+//! `reencrypt_offset_backward_moved` of `lib/luks2/luks2_reencrypt.c`.
+
+use super::context::{Context, Direction, Mode, Resilience};
+use super::engine::Keys;
+use super::json::{self, ctx};
+use super::verify;
+use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
+use crate::luks2_keys;
+use lukskit_format::io::Storage;
+use lukskit_format::luks2::Luks2Header;
+use serde_json::{Map, Value};
+
+/// Size of the `reencrypt` keyslot area with resilience `datashift` (it stores nothing).
+const DATASHIFT_AREA: u64 = 4096;
+
+/// Copy chunk for moving the first segment.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// Whether `c` is an encryption with a moved first segment (the only data-shift layout
+/// lukskit runs).
+pub fn is_encrypt_shift(c: &Context) -> bool {
+    c.mode == Mode::Encrypt
+        && c.direction == Direction::Backward
+        && matches!(c.resilience, Resilience::Datashift { .. })
+        && c.moved.is_some()
+}
+
+/// Refuse the data-shift layouts lukskit does not run (a shift without a moved segment, a
+/// decryption or re-encryption with a shift).
+pub fn check_supported(c: &Context) -> Result<()> {
+    if (c.shift() == 0 && c.moved.is_none()) || is_encrypt_shift(c) {
+        return Ok(());
+    }
+    Err(ReencryptError::Unsupported(format!(
+        "{} with data shift ({:?} direction)",
+        c.mode.as_str(),
+        c.direction
+    ))
+    .into())
+}
+
+fn seg_type(s: &Value) -> Option<&str> {
+    s.get("type").and_then(Value::as_str)
+}
+
+fn size_of(s: &Value) -> u64 {
+    json::seg_size(s).flatten().unwrap_or(0)
+}
+
+/// The first hot zone when none is recorded (`reencrypt_offset_backward_moved`): the sum of
+/// the linear segments minus the shift, or the shift itself when less than a shift is left
+/// beyond it (`length` shrinks then).
+pub fn offset_backward_moved(segs: &[Value], shift: u64, length: &mut u64) -> Result<u64> {
+    let linear: u64 = segs
+        .iter()
+        .filter(|s| seg_type(s) == Some("linear"))
+        .map(size_of)
+        .sum();
+    if linear != 0 && segs.len() > 1 {
+        let tmp = linear
+            .checked_sub(shift)
+            .ok_or_else(|| ctx("linear segments shorter than the data shift"))?;
+        if tmp != 0 && tmp < shift {
+            *length = tmp;
+            return Ok(shift);
+        }
+        return Ok(tmp);
+    }
+    if segs.len() == 1 {
+        return Ok(0);
+    }
+    Err(ctx("no hot zone offset for the data shift"))
+}
+
+/// The segments while the hot zone `[offset, offset+length)` is encrypted
+/// (`reencrypt_make_hot_segments_encrypt_shift`): the linear segments before it (the last
+/// one shortened to end where the hot zone starts), the hot zone, then the crypt segment
+/// already done.
+pub fn hot_segments(
+    segs: &[Value],
+    offset: u64,
+    length: u64,
+    data_offset: u64,
+    cipher: &str,
+    sector_size: u32,
+) -> Result<Vec<Value>> {
+    let crypt = segs.iter().position(|s| seg_type(s) == Some("crypt"));
+    let Some(last_linear) = segs.iter().rposition(|s| seg_type(s) == Some("linear")) else {
+        if offset != 0 {
+            return Err(ctx("no linear segment left"));
+        }
+        return Ok(Vec::new());
+    };
+    let mut v: Vec<Value> = segs[..last_linear].to_vec();
+    let size = size_of(&segs[last_linear]);
+    if size > length {
+        let mut shrunk = segs[last_linear].clone();
+        shrunk["size"] = json::u64_str(size - length);
+        v.push(shrunk);
+    }
+    v.push(json::crypt_segment(
+        data_offset + offset,
+        offset >> 9,
+        Some(length),
+        cipher,
+        sector_size,
+        true,
+    ));
+    if let Some(c) = crypt {
+        v.push(segs[c].clone());
+    }
+    Ok(v)
+}
+
+/// The segments once the hot zone is written (`_enc_create_segments_shift_after`): the hot
+/// zone merges with the crypt segment after it; when it starts at 0 the result is the final
+/// `dynamic` crypt segment.
+pub fn post_segments(
+    hot: &[Value],
+    offset: u64,
+    length: u64,
+    data_offset: u64,
+) -> Result<Vec<Value>> {
+    if hot.is_empty() {
+        return Ok(Vec::new());
+    }
+    let r = hot
+        .iter()
+        .position(|s| json::has_flag(s, "in-reencryption"))
+        .ok_or_else(|| ctx("no hot zone segment"))?;
+    let mut v: Vec<Value> = hot[..r].to_vec();
+    let (mut seg, size) = match hot.get(r + 1) {
+        Some(after) => {
+            let mut s = after.clone();
+            s["offset"] = json::u64_str(offset + data_offset);
+            s["iv_tweak"] = json::u64_str(offset >> 9);
+            let size = size_of(after) + length;
+            (s, size)
+        }
+        None => {
+            let mut s = hot[r].clone();
+            json::remove_flag(&mut s, "in-reencryption");
+            (s, length)
+        }
+    };
+    seg["size"] = if r > 0 {
+        json::u64_str(size)
+    } else {
+        Value::String("dynamic".into())
+    };
+    v.push(seg);
+    Ok(v)
+}
+
+/// The next hot zone (`reencrypt_context_update` for a backward data shift).
+pub fn advance(offset: &mut u64, length: &mut u64, shift: u64) {
+    if *offset != 0 {
+        *offset = offset.saturating_sub(shift);
+    }
+    if *offset != 0 && *offset < shift {
+        *length = *offset;
+        *offset = shift;
+    }
+    if *offset == 0 {
+        *length = shift;
+    }
+}
+
+/// Where the plaintext of the hot zone at `offset` is read during recovery
+/// (`reencrypt_recover_segment`): the moved copy for the zone at 0, otherwise `shift`
+/// bytes before its destination.
+pub fn recovery_source(c: &Context, offset: u64, data_offset: u64) -> Result<u64> {
+    if offset == 0 {
+        let m = c.moved.as_ref().ok_or_else(|| ctx("no moved segment"))?;
+        return json::get_u64(m, "offset").ok_or_else(|| ctx("moved segment offset"));
+    }
+    (data_offset + offset)
+        .checked_sub(c.shift())
+        .ok_or_else(|| ctx("hot zone before the data shift"))
+}
+
+/// The offset of the moved copy (the `backup-moved-segment`), if any.
+pub fn moved_area(c: &Context) -> Option<(u64, u64)> {
+    let m = c.moved.as_ref()?;
+    Some((json::get_u64(m, "offset")?, json::seg_size(m).flatten()?))
+}
+
+/// Parameters of [`init_encrypt`].
+#[derive(Debug, Clone)]
+pub struct EncryptShiftParams {
+    /// The data shift in bytes (half of `--reduce-device-size`; equal to the new header's
+    /// data offset or larger).
+    pub shift: u64,
+    /// The new cipher spec.
+    pub cipher: String,
+    /// The new encryption sector size.
+    pub sector_size: u32,
+    /// The digest of the new volume key.
+    pub new_digest: u32,
+    /// PBKDF2 iterations of the metadata digest.
+    pub digest_iterations: u32,
+}
+
+/// The plaintext size of a device of `device_size` bytes encrypted in place with a new data
+/// offset `data_offset` and a shift `shift` (`device_size - data_offset - shift`), or `None`
+/// when the device is too small.
+pub fn plaintext_size(device_size: u64, data_offset: u64, shift: u64) -> Option<u64> {
+    device_size.checked_sub(data_offset)?.checked_sub(shift)
+}
+
+/// The first gap of the keyslots area that holds `len` bytes (`LUKS2_find_area_gap`).
+fn area_gap(hdr: &Luks2Header, len: u64) -> Result<u64> {
+    let start = 2 * hdr.metadata_size();
+    let end = start + hdr.keyslots_size()?;
+    let mut used: Vec<(u64, u64)> = hdr
+        .keyslots()?
+        .iter()
+        .map(|k| (k.area_offset, k.area_offset + k.area_size))
+        .collect();
+    used.sort();
+    let mut pos = start;
+    for (a, b) in used {
+        if a >= pos + len {
+            return Ok(pos);
+        }
+        pos = pos.max(b);
+    }
+    if end >= pos + len {
+        return Ok(pos);
+    }
+    Err(KeyslotError::NoSpace.into())
+}
+
+/// Initialize the encryption with a data shift in the freshly formatted header `hdr` (on
+/// `meta`, the temporary header file) for the plaintext device `data`
+/// (`reencrypt_init` with `CRYPT_REENCRYPT_MOVE_FIRST_SEGMENT`): segments, backup segments,
+/// the `reencrypt` keyslot, its metadata digest and the requirement are set in memory; the
+/// first `shift` bytes of plaintext are copied to the tail of the device and synced; then
+/// the header is written to `meta`. Returns the `reencrypt` keyslot id. The caller then
+/// restores `meta` over the head of `data`.
+pub fn init_encrypt(
+    meta: &dyn Storage,
+    data: &dyn Storage,
+    device_size: u64,
+    hdr: &mut Luks2Header,
+    p: &EncryptShiftParams,
+    keys: &Keys,
+) -> Result<u32> {
+    let data_offset = hdr.data_offset()?;
+    if p.shift < data_offset || p.shift == 0 || !p.shift.is_multiple_of(512) {
+        return Err(ctx("data shift smaller than the data offset"));
+    }
+    if p.shift > super::engine::MAX_HOTZONE {
+        return Err(ctx("data shift larger than the largest hot zone"));
+    }
+    let dev_size = device_size
+        .checked_sub(data_offset)
+        .ok_or_else(|| ctx("device smaller than the data offset"))?;
+    let data_size = dev_size
+        .checked_sub(p.shift)
+        .filter(|s| *s > 0)
+        .ok_or_else(|| ctx("device too small for the data shift"))?;
+    if !data_size.is_multiple_of(u64::from(p.sector_size))
+        || !p.shift.is_multiple_of(u64::from(p.sector_size))
+    {
+        return Err(ReencryptError::DeviceAlignment {
+            sector_size: p.sector_size,
+        }
+        .into());
+    }
+    let used: Vec<u32> = hdr.keyslot_ids()?;
+    let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
+        .find(|i| !used.contains(i))
+        .ok_or(KeyslotError::AllFull)?;
+
+    // Future layout: [header (shift)][second segment][gap (shift)][first segment (shift)].
+    let first_offset = dev_size;
+    let (first_len, second) = if data_size < p.shift {
+        (data_size, None)
+    } else {
+        (p.shift, Some((p.shift, data_size - p.shift)))
+    };
+    let mut segs = vec![json::linear_segment(first_offset, Some(first_len), false)];
+    if let Some((o, l)) = second.filter(|(_, l)| *l != 0) {
+        segs.push(json::linear_segment(o, Some(l), false));
+    }
+    json::unassign_all_segments(hdr)?;
+    json::set_segments(hdr, segs)?;
+
+    // Backup segments: moved, previous (plaintext from 0), final (encrypted from the data
+    // offset on).
+    let mut moved = json::linear_segment(first_offset, Some(first_len), false);
+    json::set_flag(&mut moved, "backup-moved-segment");
+    json::push_segment(hdr, moved)?;
+    let mut prev = json::linear_segment(0, Some(data_size), false);
+    json::set_flag(&mut prev, "backup-previous");
+    json::push_segment(hdr, prev)?;
+    let mut fin = json::crypt_segment(data_offset, 0, None, &p.cipher, p.sector_size, false);
+    json::set_flag(&mut fin, "backup-final");
+    let sf = json::push_segment(hdr, fin)?;
+    json::assign_segment(hdr, sf, p.new_digest)?;
+
+    let area_offset = area_gap(hdr, DATASHIFT_AREA)?;
+    let mut area = Map::new();
+    area.insert("offset".into(), json::u64_str(area_offset));
+    area.insert("size".into(), json::u64_str(DATASHIFT_AREA));
+    area.insert("type".into(), "datashift".into());
+    area.insert("shift_size".into(), json::u64_str(p.shift));
+    let mut ks = Map::new();
+    ks.insert("area".into(), Value::Object(area));
+    ks.insert("type".into(), "reencrypt".into());
+    ks.insert("key_size".into(), 1.into());
+    ks.insert("mode".into(), Mode::Encrypt.as_str().into());
+    ks.insert("direction".into(), "backward".into());
+    ks.insert("priority".into(), 0.into());
+    hdr.json
+        .get_mut("keyslots")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no keyslots object"))?
+        .insert(rk.to_string(), Value::Object(ks));
+    json::set_requirement(hdr, true)?;
+
+    let c = Context::load(hdr)?;
+    let new = keys
+        .new
+        .as_ref()
+        .ok_or(ReencryptError::KeysMissing)?
+        .as_bytes();
+    let vdata = verify::verification_data(hdr, c.keyslot, c.version, None, Some(new))?;
+    verify::create(hdr, rk, &vdata, p.digest_iterations)?;
+
+    // Move the first segment to the tail (`reencrypt_move_data`), durably, before the
+    // header that points at it exists anywhere.
+    copy(data, 0, first_offset, first_len)?;
+    data.sync()
+        .map_err(|e| VolumeError::device_io(DeviceOp::Sync, e))?;
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(rk)
+}
+
+/// Copy `len` bytes of `dev` from `from` to `to` (non-overlapping), in chunks.
+fn copy(dev: &dyn Storage, from: u64, to: u64, len: u64) -> Result<()> {
+    let mut buf = vec![0u8; COPY_CHUNK.min(len as usize)];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(buf.len() as u64) as usize;
+        dev.read_exact_at(&mut buf[..n], from + done).map_err(|e| {
+            VolumeError::device_io(
+                DeviceOp::ReadData {
+                    offset: from + done,
+                },
+                e,
+            )
+        })?;
+        dev.write_all_at(&buf[..n], to + done)
+            .map_err(|e| VolumeError::device_io(DeviceOp::WriteData { offset: to + done }, e))?;
+        done += n as u64;
+    }
+    buf.fill(0);
+    Ok(())
+}
+
+/// Restore the temporary header `src` (its first `len` bytes: both metadata copies and the
+/// keyslots area) over the head of `dst` (cryptsetup's `crypt_header_restore` after the
+/// initialization): the keyslots area first and synced, then the two metadata copies and
+/// synced, so that the header becomes valid on the device only once its keyslots are there.
+pub fn restore_header(src: &dyn Storage, dst: &dyn Storage, metadata: u64, len: u64) -> Result<()> {
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let mut put = |from: u64, to: u64| -> Result<()> {
+        let mut pos = from;
+        while pos < to {
+            let n = (to - pos).min(COPY_CHUNK as u64) as usize;
+            src.read_exact_at(&mut buf[..n], pos)
+                .map_err(|e| VolumeError::device_io(DeviceOp::ReadKeyslotArea { slot: 0 }, e))?;
+            dst.write_all_at(&buf[..n], pos)
+                .map_err(|e| VolumeError::device_io(DeviceOp::WriteData { offset: pos }, e))?;
+            pos += n as u64;
+        }
+        dst.sync()
+            .map_err(|e| VolumeError::device_io(DeviceOp::Sync, e))
+    };
+    put(2 * metadata, len)?;
+    put(0, 2 * metadata)?;
+    buf.fill(0);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lin(o: u64, s: u64) -> Value {
+        json::linear_segment(o, Some(s), false)
+    }
+
+    const M: u64 = 1 << 20;
+
+    #[test]
+    fn two_zones_as_cryptsetup() {
+        // 64 MiB device, --reduce-device-size 32M: shift 16M, plaintext 32M.
+        let segs = vec![lin(48 * M, 16 * M), lin(16 * M, 16 * M)];
+        let mut len = 16 * M;
+        let off = offset_backward_moved(&segs, 16 * M, &mut len).unwrap();
+        assert_eq!((off, len), (16 * M, 16 * M));
+        let hot = hot_segments(&segs, off, len, 16 * M, "aes-xts-plain64", 512).unwrap();
+        assert_eq!(hot.len(), 2);
+        assert_eq!(hot[1]["offset"], "33554432");
+        assert_eq!(hot[1]["iv_tweak"], "32768");
+        let post = post_segments(&hot, off, len, 16 * M).unwrap();
+        assert_eq!(post[1]["size"], "16777216");
+        assert!(!json::has_flag(&post[1], "in-reencryption"));
+        let (mut o, mut l) = (off, len);
+        advance(&mut o, &mut l, 16 * M);
+        assert_eq!((o, l), (0, 16 * M));
+        let hot = hot_segments(&post, o, l, 16 * M, "aes-xts-plain64", 512).unwrap();
+        assert_eq!(hot.len(), 2);
+        assert_eq!(hot[0]["offset"], "16777216");
+        let post = post_segments(&hot, o, l, 16 * M).unwrap();
+        assert_eq!(post.len(), 1);
+        assert_eq!(post[0]["size"], "dynamic");
+        assert_eq!(post[0]["iv_tweak"], "0");
+    }
+
+    #[test]
+    fn uneven_tail() {
+        // Plaintext 40M, shift 16M: zones 24..40, 16..24, 0..16.
+        let segs = vec![lin(56 * M, 16 * M), lin(16 * M, 24 * M)];
+        let mut len = 16 * M;
+        let off = offset_backward_moved(&segs, 16 * M, &mut len).unwrap();
+        assert_eq!((off, len), (24 * M, 16 * M));
+        let hot = hot_segments(&segs, off, len, 16 * M, "x", 512).unwrap();
+        assert_eq!(hot[1]["size"], (8 * M).to_string());
+        let post = post_segments(&hot, off, len, 16 * M).unwrap();
+        let (mut o, mut l) = (off, len);
+        advance(&mut o, &mut l, 16 * M);
+        assert_eq!((o, l), (16 * M, 8 * M));
+        let hot = hot_segments(&post, o, l, 16 * M, "x", 512).unwrap();
+        assert_eq!(hot.len(), 3);
+        let post = post_segments(&hot, o, l, 16 * M).unwrap();
+        assert_eq!(post[1]["size"], (24 * M).to_string());
+        assert_eq!(post[1]["offset"], (32 * M).to_string());
+        advance(&mut o, &mut l, 16 * M);
+        assert_eq!((o, l), (0, 16 * M));
+    }
+}
