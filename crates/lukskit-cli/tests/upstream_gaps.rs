@@ -307,3 +307,94 @@ fn luks2_align_payload_offsets_and_sector_sizes() {
         }
     }
 }
+
+/// A `user` key in this process's session keyring (which the tools run as children inherit
+/// and possess), unlinked again when dropped: what compat-test2's `keyctl add user DESC PASS
+/// KEYRING` gives cryptsetup's `luks2-keyring` token.
+struct SessionKey(i64);
+
+impl SessionKey {
+    const SESSION: libc::c_long = -3; // KEY_SPEC_SESSION_KEYRING
+
+    fn add(desc: &str, payload: &[u8]) -> SessionKey {
+        let ty = std::ffi::CString::new("user").unwrap();
+        let d = std::ffi::CString::new(desc).unwrap();
+        // SAFETY: add_key(2) reads two NUL-terminated strings and payload.len() bytes.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_add_key,
+                ty.as_ptr(),
+                d.as_ptr(),
+                payload.as_ptr(),
+                payload.len(),
+                Self::SESSION,
+            )
+        };
+        assert!(r > 0, "add_key: {}", std::io::Error::last_os_error());
+        SessionKey(r)
+    }
+}
+
+impl Drop for SessionKey {
+    fn drop(&mut self) {
+        // SAFETY: keyctl(KEYCTL_UNLINK = 9, serial, keyring) takes only integers.
+        unsafe { libc::syscall(libc::SYS_keyctl, 9 as libc::c_long, self.0, Self::SESSION) };
+    }
+}
+
+/// compat-test2 [19] and [33]: a `luks2-keyring` token (`token add --key-description`)
+/// unlocks with the passphrase the kernel keyring holds under that description, before any
+/// passphrase is asked for. Compared with real cryptsetup through `open --test-passphrase`
+/// (the same token step as open, resize and luksResume, without device-mapper): no such
+/// key, the right passphrase, a wrong one, with and without `--token-only`, `--token-id`,
+/// `--token-type` and `-v` (exit codes and cryptsetup's verbose messages).
+#[test]
+fn luks2_keyring_token_unlocks_from_the_kernel_keyring() {
+    if !have_cryptsetup("luks2-keyring tokens") {
+        return;
+    }
+    let dir = tmp();
+    let img = sparse(dir.path(), "kr.img", 20 << 20);
+    let desc = format!("lukskit-upstream-gaps:{}", std::process::id());
+    let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"right\n").unwrap().ok("luksFormat");
+    cryptsetup(
+        &["token", "add", &img, "--key-description", &desc, "--token-id", "1"],
+        b"",
+    )
+    .unwrap()
+    .ok("token add");
+    let cases: &[(&str, Option<&[u8]>, &[&str], &[u8])] = &[
+        ("no key", None, &["--token-only"], b""),
+        ("no key -v", None, &["--token-only", "-v"], b""),
+        ("no key, passphrase", None, &["-v"], b"right\n"),
+        ("right", Some(b"right"), &["--token-only", "-v"], b""),
+        ("right, type", Some(b"right"), &["--token-type", "luks2-keyring", "-v"], b""),
+        ("right, other id", Some(b"right"), &["--token-only", "--token-id", "0"], b""),
+        ("wrong", Some(b"wrong"), &["--token-only"], b"right\n"),
+        ("wrong -v id", Some(b"wrong"), &["--token-only", "--token-id", "1", "-v"], b""),
+        (
+            "wrong -v type",
+            Some(b"wrong"),
+            &["--token-only", "--token-type", "luks2-keyring", "-v"],
+            b"",
+        ),
+        ("wrong, passphrase", Some(b"wrong"), &["-v"], b"right\n"),
+        ("wrong, wrong passphrase", Some(b"wrong"), &[], b"bad\n"),
+    ];
+    for (what, key, extra, stdin) in cases {
+        let _key = key.map(|k| SessionKey::add(&desc, k));
+        let mut args = vec!["open", "--test-passphrase", &img];
+        args.extend_from_slice(extra);
+        let want = cryptsetup(&args, stdin).unwrap();
+        let got = lukskit(&args, stdin);
+        assert_eq!(
+            (got.code, got.stdout.as_str()),
+            (want.code, want.stdout.as_str()),
+            "{what}: lukskit {args:?} (stderr {:?}) vs cryptsetup (stderr {:?})",
+            got.stderr,
+            want.stderr
+        );
+    }
+}

@@ -548,7 +548,8 @@ pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
     active(&args[0])?.suspend().map_err(CliError::from)
 }
 
-/// Unlock the volume behind mapping `m` again (passphrase, `-d`, `--volume-key-file`; the
+/// Unlock the volume behind mapping `m` again (LUKS2 tokens first, as cryptsetup's resize,
+/// luksResume and refresh try them; then passphrase, `-d`, `--volume-key-file`; the
 /// detached header from `--header` or from the mapping's record), checking it is the volume
 /// the mapping was made for. Returns the volume key and the LUKS2 segment digest.
 fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
@@ -573,7 +574,7 @@ fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
     }
     let mut ho = o.clone();
     ho.header = header;
-    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device), false)?;
+    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device), true)?;
     Ok((vk, vol.segment_digest_id()?))
 }
 
@@ -667,7 +668,14 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
     if !m.resize_needs_volume_key() {
         return m.resize(sectors, None).map_err(CliError::from);
     }
-    // The table names its key in the kernel keyring: unlock to put it there again.
+    if o.disable_keyring {
+        return Err(CliError::invalid(
+            "Resize of active device requires volume key in keyring but --disable-keyring \
+             option is set.",
+        ));
+    }
+    // The table names its key in the kernel keyring: unlock (tokens first) to put it there
+    // again.
     let (vk, digest) = unlock_for(o, &m)?;
     m.resize(sectors, Some((&vk, digest)))
         .map_err(CliError::from)
