@@ -360,7 +360,15 @@ fn luks2_keyring_token_unlocks_from_the_kernel_keyring() {
     fmt.extend_from_slice(&FAST);
     cryptsetup(&fmt, b"right\n").unwrap().ok("luksFormat");
     cryptsetup(
-        &["token", "add", &img, "--key-description", &desc, "--token-id", "1"],
+        &[
+            "token",
+            "add",
+            &img,
+            "--key-description",
+            &desc,
+            "--token-id",
+            "1",
+        ],
         b"",
     )
     .unwrap()
@@ -370,10 +378,25 @@ fn luks2_keyring_token_unlocks_from_the_kernel_keyring() {
         ("no key -v", None, &["--token-only", "-v"], b""),
         ("no key, passphrase", None, &["-v"], b"right\n"),
         ("right", Some(b"right"), &["--token-only", "-v"], b""),
-        ("right, type", Some(b"right"), &["--token-type", "luks2-keyring", "-v"], b""),
-        ("right, other id", Some(b"right"), &["--token-only", "--token-id", "0"], b""),
+        (
+            "right, type",
+            Some(b"right"),
+            &["--token-type", "luks2-keyring", "-v"],
+            b"",
+        ),
+        (
+            "right, other id",
+            Some(b"right"),
+            &["--token-only", "--token-id", "0"],
+            b"",
+        ),
         ("wrong", Some(b"wrong"), &["--token-only"], b"right\n"),
-        ("wrong -v id", Some(b"wrong"), &["--token-only", "--token-id", "1", "-v"], b""),
+        (
+            "wrong -v id",
+            Some(b"wrong"),
+            &["--token-only", "--token-id", "1", "-v"],
+            b"",
+        ),
         (
             "wrong -v type",
             Some(b"wrong"),
@@ -396,5 +419,149 @@ fn luks2_keyring_token_unlocks_from_the_kernel_keyring() {
             got.stderr,
             want.stderr
         );
+    }
+}
+
+/// compat-test2 [21]: after `luksErase` a LUKS2 header has no keyslot to tell the volume
+/// key's size, so `open --test-passphrase --volume-key-file` and `luksAddKey
+/// --volume-key-file` take it from `--key-size` (and without it fail with cryptsetup's
+/// message); a wrong size or key is refused. Compared with real cryptsetup.
+#[test]
+fn volume_key_file_without_keyslots_takes_key_size() {
+    if !have_cryptsetup("volume key file without keyslots") {
+        return;
+    }
+    let dir = tmp();
+    let vk = dir.path().join("vk").to_str().unwrap().to_string();
+    let base = sparse(dir.path(), "base.img", 20 << 20);
+    let mut fmt = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--key-size",
+        "256",
+        &base,
+    ];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"pw\n").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "luksDump",
+            "-q",
+            &base,
+            "--dump-volume-key",
+            "--volume-key-file",
+            &vk,
+        ],
+        b"pw\n",
+    )
+    .unwrap()
+    .ok("luksDump --dump-volume-key");
+    cryptsetup(&["luksErase", "-q", &base], b"")
+        .unwrap()
+        .ok("luksErase");
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = dir.path().join(format!("{tool}.img"));
+        std::fs::copy(&base, &img).unwrap();
+        let img = img.to_str().unwrap();
+        let open = |extra: &[&str]| {
+            let mut a = vec!["open", "--test-passphrase", "--volume-key-file", &vk, img];
+            a.extend_from_slice(extra);
+            (run_tool(tool, &a, b""), cryptsetup(&a, b"").unwrap())
+        };
+        for extra in [&[][..], &["--key-size", "256"], &["--key-size", "512"]] {
+            let (got, want) = open(extra);
+            assert_eq!(
+                (got.code, got.stderr.trim()),
+                (want.code, want.stderr.trim()),
+                "{tool}: open {extra:?}"
+            );
+        }
+        let mut add = vec![
+            "luksAddKey",
+            "--volume-key-file",
+            &vk,
+            "--key-size",
+            "256",
+            img,
+        ];
+        add.extend_from_slice(&FAST);
+        run_tool(tool, &add, b"new\n").ok(&format!("{tool} luksAddKey"));
+        cryptsetup(&["open", "--test-passphrase", img], b"new\n")
+            .unwrap()
+            .ok(&format!("{tool}'s new keyslot opens with cryptsetup"));
+    }
+}
+
+/// compat-test2 [33]: `token add` refuses an inactive `--key-slot` (adding nothing), adds a
+/// token bound to no keyslot with `--unbound`, and `token unassign --token-id N -S M`
+/// removes one keyslot from a token, refusing a token or keyslot that does not exist and a
+/// keyslot the token is not assigned to. Compared with real cryptsetup step by step (exit
+/// codes, messages, and the tokens cryptsetup's luksDump lists afterwards).
+#[test]
+fn token_add_unbound_and_unassign() {
+    if !have_cryptsetup("token add/unassign") {
+        return;
+    }
+    let dir = tmp();
+    let steps: &[&[&str]] = &[
+        &["token", "add", "--key-description", "d1", "--key-slot", "5"],
+        &[
+            "token",
+            "add",
+            "--key-description",
+            "d0",
+            "--unbound",
+            "--token-id",
+            "0",
+        ],
+        &[
+            "token",
+            "add",
+            "--key-description",
+            "d0",
+            "-S0",
+            "--token-id",
+            "1",
+        ],
+        &["token", "add", "--key-description", "d2", "--token-id", "2"],
+        &["token", "unassign", "--token-id", "1", "-S0"],
+        &["token", "unassign", "--token-id", "1", "-S0"],
+        &["token", "unassign", "--token-id", "1", "-S44"],
+        &["token", "unassign", "--token-id", "44", "-S0"],
+        &["token", "unassign", "--token-id", "0", "-S0"],
+        &["token", "unassign", "--token-id", "2", "-S1"],
+        &["token", "unassign", "--token-id", "2", "-S0"],
+    ];
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img];
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"pw\n").unwrap().ok("luksFormat");
+        let mut add = vec!["luksAddKey", "-S1", &img];
+        add.extend_from_slice(&FAST);
+        cryptsetup(&add, b"pw\npw1\n").unwrap().ok("luksAddKey");
+        let mut log = Vec::new();
+        for step in steps {
+            let mut a = step.to_vec();
+            a.insert(2, &img);
+            let r = run_tool(tool, &a, b"");
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            log.push((
+                step.join(" "),
+                r.code,
+                r.stderr.trim().to_string(),
+                v["tokens"].clone(),
+            ));
+        }
+        seen.push(log);
+    }
+    for (want, got) in seen[0].iter().zip(&seen[1]) {
+        assert_eq!(got, want, "lukskit vs cryptsetup");
     }
 }

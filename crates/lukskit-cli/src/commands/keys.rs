@@ -84,7 +84,7 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     let key: SecretBuf = if let Some(vkf) = &o.volume_key_file {
         let bytes = match (o.unbound, o.key_size) {
             (true, Some(bits)) => (bits / 8) as usize,
-            _ => vol.volume_key_size()?,
+            _ => super::volume_key::volume_key_bytes(&vol, o)?,
         };
         let vk = super::volume_key::read_volume_key_file(vkf, bytes)?;
         if !o.unbound {

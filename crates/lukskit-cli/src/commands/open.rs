@@ -343,7 +343,8 @@ fn unlock_plain(
 /// tokens first, then passphrases with `--tries`.
 fn luks_key(vol: &Volume, o: &Opts, device: &str, tokens: bool) -> Result<SecretBuf> {
     if let Some(p) = &o.volume_key_file {
-        let vk = super::volume_key::read_volume_key_file(p, vol.volume_key_size()?)?;
+        let bytes = super::volume_key::volume_key_bytes(vol, o)?;
+        let vk = super::volume_key::read_volume_key_file(p, bytes)?;
         vol.verify_volume_key(vk.as_bytes())?;
         return Ok(vk);
     }
@@ -426,6 +427,11 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     }
     let device = &args[0];
     let vol = load_luks(o, device)?;
+    if o.volume_key_file.is_some() && !o.unbound {
+        // cryptsetup checks the volume key file against the header's digest.
+        luks_key(&vol, o, device, false)?;
+        return Ok(());
+    }
     if vol.type_name() == "LUKS2" && !o.unbound {
         if let Some((slot, _vk)) = super::tokens::try_tokens(&vol, o)? {
             if o.verbose {

@@ -196,9 +196,9 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
     if o.verbose {
         // cryptsetup's tools_token_error_msg.
         match (failure, o.token_id, &o.token_type) {
-            (TokenFailure::WrongPassphrase, Some(id), _) => println!(
-                "Token {id} cannot unlock assigned keyslot(s) (wrong keyslot passphrase)."
-            ),
+            (TokenFailure::WrongPassphrase, Some(id), _) => {
+                println!("Token {id} cannot unlock assigned keyslot(s) (wrong keyslot passphrase).")
+            }
             (TokenFailure::WrongPassphrase, None, Some(ty)) => println!(
                 "Token (type {ty}) cannot unlock assigned keyslot(s) (wrong keyslot passphrase)."
             ),
