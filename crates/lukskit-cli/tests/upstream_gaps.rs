@@ -565,3 +565,282 @@ fn token_add_unbound_and_unassign() {
         assert_eq!(got, want, "lukskit vs cryptsetup");
     }
 }
+
+/// compat-test2 [43]: luksAddKey `--token-id N` unlocks through that token only, and
+/// `--new-token-id N` gives the new keyslot the passphrase token N holds (a `luks2-keyring`
+/// token: the kernel key) and assigns the token to it. Both tools run compat-test2's
+/// sequence from the same header; every step's exit code and the token and keyslot lists
+/// (as cryptsetup's JSON dump shows them) must be the same.
+#[test]
+fn luks_add_key_through_tokens() {
+    if !have_cryptsetup("luksAddKey --token-id/--new-token-id") {
+        return;
+    }
+    let dir = tmp();
+    let pid = std::process::id();
+    let (d0, d1) = (
+        format!("lukskit-ug-t0-{pid}"),
+        format!("lukskit-ug-t1-{pid}"),
+    );
+    let _k0 = SessionKey::add(&d0, b"pass-one");
+    let _k1 = SessionKey::add(&d1, b"pass-wrong");
+    let kf1 = write_file(dir.path(), "kf1", b"keyfile-one");
+    let kf2 = write_file(dir.path(), "kf2", b"keyfile-two");
+    let vk = dir.path().join("vk").to_str().unwrap().to_string();
+    let base = sparse(dir.path(), "base.img", 20 << 20);
+    let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &base];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"pass-one\n").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "luksDump",
+            "-q",
+            &base,
+            "--dump-volume-key",
+            "--volume-key-file",
+            &vk,
+        ],
+        b"pass-one\n",
+    )
+    .unwrap()
+    .ok("dump volume key");
+    let mut add2 = vec!["luksAddKey", "-q", "-S2", &base, &kf1];
+    add2.extend_from_slice(&FAST);
+    cryptsetup(&add2, b"pass-one\n").unwrap().ok("luksAddKey 2");
+    for (desc, extra) in [
+        (&d0, ["--token-id", "0", "-S0"]),
+        (&d1, ["--token-id", "1", "--unbound"]),
+    ] {
+        let mut a = vec!["token", "add", &base, "--key-description", desc];
+        a.extend_from_slice(&extra);
+        cryptsetup(&a, b"").unwrap().ok("token add");
+    }
+    let steps: &[(&[&str], &[u8])] = &[
+        (
+            &["luksAddKey", "-q", "-S7", "--new-token-id", "1"],
+            b"pass-one\n",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "7"], b"pass-one\n"),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S2",
+                "--new-key-slot",
+                "7",
+                "--new-token-id",
+                "1",
+                "-d",
+                &kf1,
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "7"], b"pass-one\n"),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S7",
+                "--volume-key-file",
+                &vk,
+                "--new-token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "7"], b"pass-one\n"),
+        (
+            &["luksAddKey", "-q", "-S7", "--token-id", "0"],
+            b"pass-four\n",
+        ),
+        (&["open", "-q", "--test-passphrase", "-S7"], b"pass-four\n"),
+        (&["luksAddKey", "-q", "-S8", "--token-id", "0", &kf2], b""),
+        (
+            &["open", "-q", "--test-passphrase", "-S8", "--key-file", &kf2],
+            b"",
+        ),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S9",
+                "--token-id",
+                "0",
+                "--new-token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "9"], b"pass-one\n"),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S0",
+                "--new-key-slot",
+                "9",
+                "--token-id",
+                "0",
+                "--new-token-id",
+                "0",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "0",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "9"], b"pass-one\n"),
+        (
+            &["luksAddKey", "-q", "--token-id", "0", "--new-token-id", "0"],
+            b"",
+        ),
+        (&["luksAddKey", "-q", "--token-id", "1"], b"x\n"),
+        (&["luksAddKey", "-q", "--token-id", "5"], b"x\n"),
+        (&["luksAddKey", "-q", "--new-token-id", "5"], b"pass-one\n"),
+    ];
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = dir.path().join(format!("{tool}.img"));
+        std::fs::copy(&base, &img).unwrap();
+        let img = img.to_str().unwrap().to_string();
+        let mut log = Vec::new();
+        for (step, stdin) in steps {
+            let mut a = step.to_vec();
+            a.insert(1, &img);
+            if a[0] == "luksAddKey" {
+                a.extend_from_slice(&FAST);
+            }
+            let r = run_tool(tool, &a, stdin);
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let slots: Vec<String> = v["keyslots"].as_object().unwrap().keys().cloned().collect();
+            log.push((step.join(" "), r.code, slots, v["tokens"].clone()));
+        }
+        seen.push(log);
+    }
+    for (want, got) in seen[0].iter().zip(&seen[1]) {
+        assert_eq!(got, want, "lukskit vs cryptsetup");
+    }
+}
+
+/// compat-test2 [23]: with a LUKS2 keyslots area that holds exactly two keyslots, both
+/// taken, luksChangeKey (with or without `--key-slot`) rewrites the keyslot over its own
+/// area, as cryptsetup does, instead of failing for want of a free area. Both tools run the
+/// same steps; exit codes and the keyslots' areas (cryptsetup's JSON dump) must match, and
+/// the changed keys must open with cryptsetup.
+#[test]
+fn change_key_in_a_full_keyslots_area_rewrites_in_place() {
+    if !have_cryptsetup("luksChangeKey in a full keyslots area") {
+        return;
+    }
+    let dir = tmp();
+    let key = |n: &str, v: &[u8]| write_file(dir.path(), n, v);
+    let (k1, k2) = (key("k1", b"key-one"), key("k2", b"key-two"));
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec![
+            "luksFormat",
+            "-q",
+            "--type",
+            "luks2",
+            &img,
+            &k1,
+            "--key-slot",
+            "0",
+        ];
+        fmt.extend_from_slice(&["--key-size", "256", "--luks2-keyslots-size", "256k"]);
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+        let mut add = vec!["luksAddKey", "-q", &img, "-d", &k1, "--key-slot", "1"];
+        add.extend_from_slice(&FAST);
+        cryptsetup(&add, b"pw1\n").unwrap().ok("luksAddKey");
+        let steps: &[&[&str]] = &[
+            &["luksChangeKey", &img, "-d", &k1, &k2, "--key-slot", "0"],
+            &["luksChangeKey", &img, "-d", &k2, &k1],
+            &["luksChangeKey", &img, "-d", &k2, &k1],
+        ];
+        let mut log = Vec::new();
+        for step in steps {
+            let mut a = step.to_vec();
+            a.extend_from_slice(&FAST);
+            let r = run_tool(tool, &a, b"");
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let areas: Vec<(String, serde_json::Value)> = v["keyslots"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, ks)| (k.clone(), ks["area"].clone()))
+                .collect();
+            log.push((r.code, areas));
+        }
+        cryptsetup(
+            &["open", "--test-passphrase", "-d", &k1, "-S", "0", &img],
+            b"",
+        )
+        .unwrap()
+        .ok(&format!("{tool}: key1 opens keyslot 0"));
+        cryptsetup(&["open", "--test-passphrase", "-S", "1", &img], b"pw1\n")
+            .unwrap()
+            .ok(&format!("{tool}: keyslot 1 untouched"));
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}

@@ -96,6 +96,18 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
             CliError::invalid("Cannot determine volume key size for LUKS without keyslots, please use --key-size option.")
         })?;
         SecretBuf::random((bits / 8) as usize)?
+    } else if o.token_id.is_some() {
+        // cryptsetup 2.6: --token-id unlocks through that token only (with --new-key-slot,
+        // --key-slot names the keyslot it must open).
+        let mut to = o.clone();
+        to.token_only = true;
+        to.key_slot = o.new_key_slot.and(o.key_slot);
+        let (slot, vk) =
+            super::tokens::try_tokens(&vol, &to)?.ok_or_else(|| CliError::invalid(""))?;
+        if o.verbose {
+            println!("Key slot {slot} unlocked.");
+        }
+        vk
     } else {
         let src = existing_key_source(o, None);
         let (_, vk, _) = unlock_with_tries(
@@ -108,9 +120,16 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         )?;
         vk
     };
-    let new_src = new_key_source(o, args.get(1));
-    let verify = o.verify_passphrase || !o.batch_mode;
-    let new_pass = input::get_secret(&new_src, "Enter new passphrase for key slot: ", verify)?;
+    // --new-token-id: the new keyslot takes the passphrase that token holds, and the token
+    // is assigned to it.
+    let new_pass = match o.new_token_id {
+        Some(id) => super::tokens::token_passphrase(&vol, o, id)?,
+        None => {
+            let new_src = new_key_source(o, args.get(1));
+            let verify = o.verify_passphrase || !o.batch_mode;
+            input::get_secret(&new_src, "Enter new passphrase for key slot: ", verify)?
+        }
+    };
     let slot = vol.add_keyslot(
         &key,
         new_pass.as_bytes(),
@@ -120,6 +139,9 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     )?;
     if o.verbose {
         println!("Key slot {slot} created.");
+    }
+    if let Some(id) = o.new_token_id {
+        super::tokens::assign_token(&mut vol, id, slot)?;
     }
     Ok(())
 }

@@ -227,6 +227,64 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
     Ok(None)
 }
 
+/// The passphrase token `id` of `vol` holds (luksAddKey's `--new-token-id`): a
+/// `luks2-keyring` token's kernel key, or what a clevis tang token decrypts to.
+pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<SecretBuf> {
+    let Header::Luks2(h) = &vol.header else {
+        return Err(CliError::invalid(""));
+    };
+    let Some(t) = h.tokens()?.into_iter().find(|t| t.id == id) else {
+        return Err(CliError::invalid(format!("Token {id} is not in use.")));
+    };
+    match t.kind.as_str() {
+        "luks2-keyring" => keyring_token_passphrase(&t).ok_or_else(|| {
+            if o.verbose {
+                println!(
+                    "Token {id} cannot unlock assigned keyslot(s) (wrong keyslot passphrase)."
+                );
+            }
+            CliError::permission("")
+        }),
+        "clevis" if !o.disable_external_tokens => {
+            let tok = lukskit_tang::ClevisToken::parse(&t.json)
+                .map_err(|e| CliError::invalid(format!("Token {id} unusable: {e}.")))?;
+            tok.unlock(&lukskit_tang::default_limits()).map_err(|e| {
+                CliError::invalid(format!(
+                    "Token {id} (clevis tang {}) cannot unlock: {e}.",
+                    tok.url
+                ))
+            })
+        }
+        _ => {
+            if o.verbose {
+                println!("No usable token is available.");
+            }
+            Err(CliError::invalid(""))
+        }
+    }
+}
+
+/// Assign token `id` to keyslot `slot` as well (luksAddKey `--new-token-id`: the new
+/// keyslot joins the token's keyslots).
+pub(super) fn assign_token(vol: &mut Volume, id: u32, slot: u32) -> Result<()> {
+    let Header::Luks2(h) = &vol.header else {
+        return Err(CliError::invalid(""));
+    };
+    let Some(t) = h.tokens()?.into_iter().find(|t| t.id == id) else {
+        return Err(CliError::invalid(format!("Token {id} is not in use.")));
+    };
+    if t.keyslots.contains(&slot) {
+        return Ok(());
+    }
+    let mut slots = t.keyslots.clone();
+    slots.push(slot);
+    slots.sort_unstable();
+    let mut json = t.json;
+    json["keyslots"] = serde_json::json!(slots.iter().map(u32::to_string).collect::<Vec<_>>());
+    vol.token_add(Some(id), json, true)?;
+    Ok(())
+}
+
 /// `token bind-tang <device> --tang-url URL [--tang-thumbprint THP] [--key-slot N]
 /// [--token-id N]`: a new keyslot with a random passphrase, and a clevis token holding it
 /// encrypted to the tang server, as `clevis luks bind -d DEV tang '{"url":URL}'` makes.
