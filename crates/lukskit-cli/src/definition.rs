@@ -339,7 +339,7 @@ pub const ACTIONS: &[Action] = &[
     },
     Action {
         name: "token",
-        args: "<add|remove|import|export|bind-tang> <device>",
+        args: "<add|remove|import|export|unassign|bind-tang> <device>",
         about: "Manipulate LUKS2 tokens (bind-tang: a clevis tang token, lukskit)",
         options: &[&[
             "token_id",
