@@ -844,3 +844,110 @@ fn change_key_in_a_full_keyslots_area_rewrites_in_place() {
     }
     assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
 }
+
+/// compat-test2 [35]: `config --label` or `--subsystem` alone sets that one and clears the
+/// other (cryptsetup sets both together). Compared with real cryptsetup's luksDump.
+#[test]
+fn config_label_or_subsystem_alone_clears_the_other() {
+    if !have_cryptsetup("config --label/--subsystem") {
+        return;
+    }
+    let dir = tmp();
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img];
+        fmt.extend_from_slice(&["--label", "L1", "--subsystem", "S1"]);
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"pw\n").unwrap().ok("luksFormat");
+        let mut log = Vec::new();
+        for step in [
+            &["--subsystem", "S2"][..],
+            &["--label", "L3"],
+            &["--label", "L4", "--subsystem", "S4"],
+            &[],
+        ] {
+            let mut a = vec!["config", &img];
+            a.extend_from_slice(step);
+            let r = run_tool(tool, &a, b"");
+            let dump = cryptsetup(&["luksDump", &img], b"").unwrap().ok("luksDump");
+            let lines: Vec<String> = dump
+                .stdout
+                .lines()
+                .filter(|l| l.starts_with("Label:") || l.starts_with("Subsystem:"))
+                .map(str::to_string)
+                .collect();
+            log.push((r.code, lines));
+        }
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
+/// compat-test2 [27], [37], [38]: a keyslot named with `--key-slot` is usable whether it is
+/// bound to the data segment or unbound: `open --test-passphrase -S N` (with or without
+/// `--unbound`), `luksChangeKey -S N` and `luksConvertKey -S N` on an unbound keyslot, as
+/// with real cryptsetup (upstream's luks2_keyslot_unassigned image: keyslot 0 bound,
+/// keyslot 1 unbound). Exit codes compared, and the changed keyslot opens with cryptsetup.
+#[test]
+fn named_unbound_keyslots_test_change_and_convert() {
+    if !have_cryptsetup("unbound keyslots named with -S") {
+        return;
+    }
+    let dir = tmp();
+    let xz = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/cryptsetup-2.6.1-tests/luks2_keyslot_unassigned.img.xz");
+    let out = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(&xz)
+        .output()
+        .expect("xz");
+    assert!(out.status.success(), "xz -dc {xz:?}");
+    let (bound, unbound) = (&b"compatkey\n"[..], &b"93R4P4pIqAH8\n"[..]);
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = write_file(dir.path(), &format!("{tool}.img"), &out.stdout);
+        let steps: &[(&[&str], &[u8])] = &[
+            (&["open", "--test-passphrase", "-S1"], unbound),
+            (&["open", "--test-passphrase", "-S1", "--unbound"], unbound),
+            (&["open", "--test-passphrase", "-S0", "--unbound"], bound),
+            (&["open", "--test-passphrase", "-S0"], unbound),
+            (&["open", "--test-passphrase", "-S1"], bound),
+            (&["open", "--test-passphrase", "--unbound"], unbound),
+            (&["luksChangeKey", "-S1"], b"93R4P4pIqAH8\nchanged\n"),
+            (&["open", "--test-passphrase", "-S1"], b"changed\n"),
+            (
+                &[
+                    "luksConvertKey",
+                    "-S1",
+                    "--pbkdf",
+                    "pbkdf2",
+                    "--pbkdf-force-iterations",
+                    "1001",
+                ],
+                b"changed\n",
+            ),
+        ];
+        let mut log = Vec::new();
+        for (step, stdin) in steps {
+            let mut a = step.to_vec();
+            a.insert(1, &img);
+            if a[0] == "luksChangeKey" {
+                a.extend_from_slice(&FAST);
+            }
+            log.push((step.join(" "), run_tool(tool, &a, stdin).code));
+        }
+        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+            .unwrap()
+            .ok("luksDump");
+        let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        log.push((
+            "keyslot 1 kdf".into(),
+            v["keyslots"]["1"]["kdf"]["iterations"]
+                .as_i64()
+                .unwrap_or(-1) as i32,
+        ));
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}

@@ -26,7 +26,11 @@ pub fn config(o: &Opts, args: &[String]) -> Result<()> {
         vol.set_priority(slot, prio)?;
     }
     if o.label.is_some() || o.subsystem.is_some() {
-        vol.set_label_subsystem(o.label.as_deref(), o.subsystem.as_deref())?;
+        // cryptsetup sets both at once (crypt_set_label): the one not given is cleared.
+        vol.set_label_subsystem(
+            Some(o.label.as_deref().unwrap_or("")),
+            Some(o.subsystem.as_deref().unwrap_or("")),
+        )?;
     }
     Ok(())
 }

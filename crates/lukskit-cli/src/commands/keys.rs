@@ -184,6 +184,11 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;
     let device = &args[0];
     let mut vol = super::load_volume(o, device, Access::Write)?;
+    // cryptsetup changes the passphrase of an unbound keyslot named with --key-slot too.
+    let unbound_slot = match o.key_slot {
+        Some(s) => vol.keyslot_unbound(s)?,
+        None => false,
+    };
     let src = existing_key_source(o, None);
     let (old_slot, vk, _) = unlock_with_tries(
         &vol,
@@ -191,7 +196,7 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
         &src,
         "Enter passphrase to be changed: ",
         o.key_slot,
-        false,
+        unbound_slot,
     )?;
     if o.verbose {
         println!("Key slot {old_slot} unlocked.");
@@ -224,6 +229,11 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
             "Invalid LUKS type, only luks2 is supported.",
         ));
     }
+    // An unbound keyslot named with --key-slot converts as well.
+    let unbound_slot = match o.key_slot {
+        Some(s) => vol.keyslot_unbound(s)?,
+        None => false,
+    };
     let src = existing_key_source(o, args.get(1));
     let (old_slot, vk, pass) = unlock_with_tries(
         &vol,
@@ -231,7 +241,7 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
         &src,
         "Enter passphrase for keyslot to be converted: ",
         o.key_slot,
-        false,
+        unbound_slot,
     )?;
     let slot = vol.change_keyslot(old_slot, &vk, pass.as_bytes(), &pbkdf_options(o), true)?;
     if o.verbose {

@@ -440,6 +440,12 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
             return Ok(());
         }
     }
+    // A keyslot named with --key-slot is tested whether it is bound or unbound, with or
+    // without --unbound (cryptsetup).
+    let unbound = match o.key_slot {
+        Some(s) => vol.keyslot_unbound(s)?,
+        None => o.unbound,
+    };
     let src = existing_key_source(o, None);
     let (slot, _vk, _pass) = super::keys::unlock_with_tries(
         &vol,
@@ -447,7 +453,7 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
         &src,
         &format!("Enter passphrase for {device}: "),
         o.key_slot,
-        o.unbound,
+        unbound,
     )?;
     if o.verbose {
         println!("Key slot {slot} unlocked.");
