@@ -353,13 +353,13 @@ fn format_luks2(
     };
     let data_offset = match offset_bytes {
         Some(o) => {
-            if !detached {
-                if p.keyslots_size.is_none() {
-                    keyslots_size = keyslots_size.min(max_keyslots_size(o));
-                }
-                if 2 * metadata_size + keyslots_size > o {
-                    return Err(ParamError::OffsetTooSmall.into());
-                }
+            // The keyslots area must end before the data offset even in a detached header
+            // (cryptsetup validates it so): without --luks2-keyslots-size it shrinks to fit.
+            if p.keyslots_size.is_none() {
+                keyslots_size = keyslots_size.min(max_keyslots_size(o));
+            }
+            if !detached && 2 * metadata_size + keyslots_size > o {
+                return Err(ParamError::OffsetTooSmall.into());
             }
             o
         }
