@@ -1065,3 +1065,79 @@ fn detached_luks2_header_keyslots_area_fits_the_data_offset() {
     }
     assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
 }
+
+/// compat-test2 [40]: `luksFormat --type luks1` refuses the LUKS2 area options
+/// (`--luks2-metadata-size`, `--luks2-keyslots-size`) and writes nothing. Exit code and
+/// message compared with real cryptsetup.
+#[test]
+fn luks1_format_refuses_luks2_area_options() {
+    if !have_cryptsetup("luksFormat luks1 with LUKS2 area options") {
+        return;
+    }
+    let dir = tmp();
+    for opts in [
+        &["--luks2-metadata-size=128k", "--luks2-keyslots-size=128k"][..],
+        &["--luks2-metadata-size=128k"],
+        &["--luks2-keyslots-size=128k"],
+    ] {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+            let mut a = vec![
+                "-q",
+                "luksFormat",
+                "--type",
+                "luks1",
+                &img,
+                "--key-size",
+                "256",
+            ];
+            a.extend_from_slice(opts);
+            a.extend_from_slice(&FAST);
+            let r = run_tool(tool, &a, b"pw\n");
+            let written = cryptsetup(&["isLuks", &img], b"").unwrap().code == 0;
+            seen.push((r.code, r.stderr.trim().to_string(), written));
+        }
+        assert_eq!(seen[1], seen[0], "{opts:?}: lukskit vs cryptsetup");
+    }
+}
+
+/// compat-test2 [41] runs `luksConvertKey DEV ... DEV`: cryptsetup 2.6.1 ignores a second
+/// positional argument of luksConvertKey (the passphrase comes from `--key-file` or the
+/// prompt only). Exit codes and the converted keyslot's iterations compared.
+#[test]
+fn convert_key_ignores_a_positional_key_file() {
+    if !have_cryptsetup("luksConvertKey positional argument") {
+        return;
+    }
+    let dir = tmp();
+    let kf = write_file(dir.path(), "kf", b"kf");
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img, &kf];
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+        let mut log = Vec::new();
+        for (second, stdin, iters) in [(&kf[..], &b""[..], "1001"), ("/nonexistent", b"kf", "1002")]
+        {
+            let a = [
+                "luksConvertKey",
+                &img,
+                second,
+                "--pbkdf",
+                "pbkdf2",
+                "--pbkdf-force-iterations",
+                iters,
+            ];
+            let r = run_tool(tool, &a, stdin);
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            log.push((r.code, v["keyslots"]["0"]["kdf"]["iterations"].clone()));
+        }
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}

@@ -234,7 +234,9 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
         Some(s) => vol.keyslot_unbound(s)?,
         None => false,
     };
-    let src = existing_key_source(o, args.get(1));
+    // cryptsetup 2.6.1 takes the passphrase from --key-file or the prompt only: a second
+    // positional argument is accepted and ignored.
+    let src = existing_key_source(o, None);
     let (old_slot, vk, pass) = unlock_with_tries(
         &vol,
         o,

@@ -602,6 +602,9 @@ pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
         )));
     }
     let (vk, digest) = unlock_for(o, &m)?;
+    // --disable-keyring: the key goes to dm-crypt itself, not through the kernel keyring
+    // (a mapping is only named after a keyring key through its digest).
+    let digest = if o.disable_keyring { None } else { digest };
     m.resume(&vk, digest).map_err(CliError::from)
 }
 
