@@ -373,7 +373,9 @@ fn luks2_keyring_token_unlocks_from_the_kernel_keyring() {
     )
     .unwrap()
     .ok("token add");
-    let cases: &[(&str, Option<&[u8]>, &[&str], &[u8])] = &[
+    // (what, the kernel key's payload, options, stdin)
+    type Case<'a> = (&'a str, Option<&'a [u8]>, &'a [&'a str], &'a [u8]);
+    let cases: &[Case] = &[
         ("no key", None, &["--token-only"], b""),
         ("no key -v", None, &["--token-only", "-v"], b""),
         ("no key, passphrase", None, &["-v"], b"right\n"),
