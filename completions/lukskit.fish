@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
 end
 
 function __fish_lukskit_needs_command
@@ -48,6 +48,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l luks2-keyslots-size -d 
 complete -c lukskit -n "__fish_lukskit_needs_command" -s T -l tries -d 'Number of passphrase attempts' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l new-token-id -d 'Token whose passphrase the new keyslot takes, assigned to it (luksAddKey)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l key-description -d 'Keyring key description (token add)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
@@ -548,6 +549,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-keyfi
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-keyfile-size -d 'Bytes to read from the new key file' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-key-slot -d 'Keyslot number for the new key' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l new-token-id -d 'Token whose passphrase the new keyslot takes, assigned to it (luksAddKey)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s s -l key-size -d 'Key size in bits' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -l unbound -d 'Unbound keyslot (no data segment)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksAddKey" -s y -l verify-passphrase -d 'Ask for the passphrase twice'

@@ -410,8 +410,18 @@ impl KernelMapping {
                 name: self.name.clone(),
             });
         }
-        let keyring = self.dm.crypt_features()?.is_some_and(|f| f.keyring());
-        let key = self.key_for(vk, digest, keyring);
+        // A cipher_null mapping has no key: dm-crypt takes `key set -` only (cryptsetup
+        // sends that too).
+        let (_, live) = self.dm.table(&self.name, false)?;
+        let null = live
+            .iter()
+            .any(|t| matches!(t, Target::Crypt(c) if c.cipher.starts_with("cipher_null")));
+        let key = if null {
+            CryptKey::Empty
+        } else {
+            let keyring = self.dm.crypt_features()?.is_some_and(|f| f.keyring());
+            self.key_for(vk, digest, keyring)
+        };
         self.dm.set_key(&self.name, 0, &key)?;
         self.dm.resume(&self.name)?;
         Ok(())

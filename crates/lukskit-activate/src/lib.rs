@@ -195,7 +195,8 @@ impl Mapping {
     }
 
     /// `luksResume` with the volume key `vk` (checked against the header by the caller;
-    /// `digest` is the LUKS2 segment digest).
+    /// `digest` is the LUKS2 segment digest, which names the key in the kernel keyring;
+    /// `None` gives dm-crypt the key itself, as `--disable-keyring` does).
     pub fn resume(&self, vk: &SecretBuf, digest: Option<u32>) -> Result<()> {
         match self {
             Mapping::Kernel(k) => k.resume(vk, digest),

@@ -151,6 +151,9 @@ pub struct Opts {
     /// Token id.
     #[arg(long = "token-id")]
     pub token_id: Option<u32>,
+    /// Token whose passphrase the new keyslot takes, assigned to it (luksAddKey).
+    #[arg(long = "new-token-id")]
+    pub new_token_id: Option<u32>,
     /// Token JSON file (token import/export).
     #[arg(long = "json-file")]
     pub json_file: Option<String>,

@@ -26,7 +26,6 @@ pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("integrity-no-journal", None, false),
     ("integrity-no-wipe", None, false),
     ("keep-key", None, false),
-    ("new-token-id", None, true),
     ("progress-json", None, false),
     ("progress-frequency", None, true),
     ("reduce-device-size", None, true),
@@ -48,12 +47,7 @@ pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
 ];
 
 /// The [`NOT_IMPLEMENTED`] options whose value is a number (the others take a string).
-pub const NUMERIC: &[&str] = &[
-    "new-token-id",
-    "progress-frequency",
-    "veracrypt-pim",
-    "block-size",
-];
+pub const NUMERIC: &[&str] = &["progress-frequency", "veracrypt-pim", "block-size"];
 
 /// The options that belong to some actions only, with those actions (cryptsetup 2.6.1's
 /// lists; every other cryptsetup option goes with any action). Sorted by option name, the

@@ -244,6 +244,8 @@ pub const ACTIONS: &[Action] = &[
                 "new_keyfile_size",
                 "new_key_slot",
                 "volume_key_file",
+                "token_id",
+                "new_token_id",
                 "unbound",
                 "key_size",
                 "verify_passphrase",
@@ -337,7 +339,7 @@ pub const ACTIONS: &[Action] = &[
     },
     Action {
         name: "token",
-        args: "<add|remove|import|export|bind-tang> <device>",
+        args: "<add|remove|import|export|unassign|bind-tang> <device>",
         about: "Manipulate LUKS2 tokens (bind-tang: a clevis tang token, lukskit)",
         options: &[&[
             "token_id",
@@ -482,6 +484,7 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("tries", "INT"),
     ("timeout", "secs"),
     ("token_id", "INT"),
+    ("new_token_id", "INT"),
     ("token_type", "STRING"),
     ("tang_url", "URL"),
     ("tang_thumbprint", "STRING"),

@@ -343,6 +343,28 @@ pub fn volume_key(
     o
 }
 
+/// `luksDump --unbound -S N`'s text (cryptsetup's luksDump_with_unbound_key): the header
+/// lines, then the unbound key in hex (`with_key`) or nothing more (the caller says where it
+/// stored the key).
+pub fn unbound_key(device: &str, uuid: &str, slot: u32, key: &[u8], with_key: bool) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "LUKS header information for {device}");
+    let _ = writeln!(o, "UUID:    \t{uuid}");
+    let _ = writeln!(o, "Keyslot: \t{slot}");
+    let _ = writeln!(o, "Key bits:\t{}", key.len() * 8);
+    if with_key {
+        o.push_str("Unbound Key:\t");
+        for (i, chunk) in key.chunks(16).enumerate() {
+            if i > 0 {
+                o.push_str("\n\t\t");
+            }
+            o.push_str(&hex_sep(chunk, " "));
+        }
+        o.push('\n');
+    }
+    o
+}
+
 /// json-c's pretty printer (`JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE`), as
 /// used by `luksDump --dump-json-metadata`.
 pub fn json_pretty(v: &Value) -> String {

@@ -234,5 +234,15 @@ fn devices_held_by_the_kernel_are_refused_like_cryptsetup() {
         &format!("Cannot use device {img2} which is in use (already mapped or mounted)."),
         "open of an image attached to a loop device",
     );
+    // luksFormat of that image, though, goes ahead as with cryptsetup (upstream's
+    // compat-test2 [43] formats the file its idle losetup device is attached to).
+    let theirs = cryptsetup(&fast(vec!["-q", "luksFormat", &img2, "-d", &kf]), b"").unwrap();
+    let ours = lukskit(&fast(vec!["-q", "luksFormat", &img2, "-d", &kf]), b"");
+    assert_eq!(
+        (ours.code, ours.stderr.trim()),
+        (theirs.code, theirs.stderr.trim()),
+        "luksFormat of an image with an idle loop device: lukskit against cryptsetup"
+    );
+    assert_eq!(theirs.code, 0, "cryptsetup formats it");
     drop(lo2);
 }

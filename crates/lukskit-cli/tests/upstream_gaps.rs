@@ -384,3 +384,839 @@ fn luks2_default_sector_size_follows_the_data_device() {
         );
     }
 }
+
+/// A `user` key in this process's session keyring (which the tools run as children inherit
+/// and possess), unlinked again when dropped: what compat-test2's `keyctl add user DESC PASS
+/// KEYRING` gives cryptsetup's `luks2-keyring` token.
+struct SessionKey(i64);
+
+impl SessionKey {
+    const SESSION: libc::c_long = -3; // KEY_SPEC_SESSION_KEYRING
+
+    fn add(desc: &str, payload: &[u8]) -> SessionKey {
+        let ty = std::ffi::CString::new("user").unwrap();
+        let d = std::ffi::CString::new(desc).unwrap();
+        // SAFETY: add_key(2) reads two NUL-terminated strings and payload.len() bytes.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_add_key,
+                ty.as_ptr(),
+                d.as_ptr(),
+                payload.as_ptr(),
+                payload.len(),
+                Self::SESSION,
+            )
+        };
+        assert!(r > 0, "add_key: {}", std::io::Error::last_os_error());
+        SessionKey(r)
+    }
+}
+
+impl Drop for SessionKey {
+    fn drop(&mut self) {
+        // SAFETY: keyctl(KEYCTL_UNLINK = 9, serial, keyring) takes only integers.
+        unsafe { libc::syscall(libc::SYS_keyctl, 9 as libc::c_long, self.0, Self::SESSION) };
+    }
+}
+
+/// compat-test2 [19] and [33]: a `luks2-keyring` token (`token add --key-description`)
+/// unlocks with the passphrase the kernel keyring holds under that description, before any
+/// passphrase is asked for. Compared with real cryptsetup through `open --test-passphrase`
+/// (the same token step as open, resize and luksResume, without device-mapper): no such
+/// key, the right passphrase, a wrong one, with and without `--token-only`, `--token-id`,
+/// `--token-type` and `-v` (exit codes and cryptsetup's verbose messages).
+#[test]
+fn luks2_keyring_token_unlocks_from_the_kernel_keyring() {
+    if !have_cryptsetup("luks2-keyring tokens") {
+        return;
+    }
+    let dir = tmp();
+    let img = sparse(dir.path(), "kr.img", 20 << 20);
+    let desc = format!("lukskit-upstream-gaps:{}", std::process::id());
+    let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"right\n").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "token",
+            "add",
+            &img,
+            "--key-description",
+            &desc,
+            "--token-id",
+            "1",
+        ],
+        b"",
+    )
+    .unwrap()
+    .ok("token add");
+    // (what, the kernel key's payload, options, stdin)
+    type Case<'a> = (&'a str, Option<&'a [u8]>, &'a [&'a str], &'a [u8]);
+    let cases: &[Case] = &[
+        ("no key", None, &["--token-only"], b""),
+        ("no key -v", None, &["--token-only", "-v"], b""),
+        ("no key, passphrase", None, &["-v"], b"right\n"),
+        ("right", Some(b"right"), &["--token-only", "-v"], b""),
+        (
+            "right, type",
+            Some(b"right"),
+            &["--token-type", "luks2-keyring", "-v"],
+            b"",
+        ),
+        (
+            "right, other id",
+            Some(b"right"),
+            &["--token-only", "--token-id", "0"],
+            b"",
+        ),
+        ("wrong", Some(b"wrong"), &["--token-only"], b"right\n"),
+        (
+            "wrong -v id",
+            Some(b"wrong"),
+            &["--token-only", "--token-id", "1", "-v"],
+            b"",
+        ),
+        (
+            "wrong -v type",
+            Some(b"wrong"),
+            &["--token-only", "--token-type", "luks2-keyring", "-v"],
+            b"",
+        ),
+        ("wrong, passphrase", Some(b"wrong"), &["-v"], b"right\n"),
+        ("wrong, wrong passphrase", Some(b"wrong"), &[], b"bad\n"),
+    ];
+    for (what, key, extra, stdin) in cases {
+        let _key = key.map(|k| SessionKey::add(&desc, k));
+        let mut args = vec!["open", "--test-passphrase", &img];
+        args.extend_from_slice(extra);
+        let want = cryptsetup(&args, stdin).unwrap();
+        let got = lukskit(&args, stdin);
+        assert_eq!(
+            (got.code, got.stdout.as_str()),
+            (want.code, want.stdout.as_str()),
+            "{what}: lukskit {args:?} (stderr {:?}) vs cryptsetup (stderr {:?})",
+            got.stderr,
+            want.stderr
+        );
+    }
+}
+
+/// compat-test2 [21]: after `luksErase` a LUKS2 header has no keyslot to tell the volume
+/// key's size, so `open --test-passphrase --volume-key-file` and `luksAddKey
+/// --volume-key-file` take it from `--key-size` (and without it fail with cryptsetup's
+/// message); a wrong size or key is refused. Compared with real cryptsetup.
+#[test]
+fn volume_key_file_without_keyslots_takes_key_size() {
+    if !have_cryptsetup("volume key file without keyslots") {
+        return;
+    }
+    let dir = tmp();
+    let vk = dir.path().join("vk").to_str().unwrap().to_string();
+    let base = sparse(dir.path(), "base.img", 20 << 20);
+    let mut fmt = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--key-size",
+        "256",
+        &base,
+    ];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"pw\n").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "luksDump",
+            "-q",
+            &base,
+            "--dump-volume-key",
+            "--volume-key-file",
+            &vk,
+        ],
+        b"pw\n",
+    )
+    .unwrap()
+    .ok("luksDump --dump-volume-key");
+    cryptsetup(&["luksErase", "-q", &base], b"")
+        .unwrap()
+        .ok("luksErase");
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = dir.path().join(format!("{tool}.img"));
+        std::fs::copy(&base, &img).unwrap();
+        let img = img.to_str().unwrap();
+        let open = |extra: &[&str]| {
+            let mut a = vec!["open", "--test-passphrase", "--volume-key-file", &vk, img];
+            a.extend_from_slice(extra);
+            (run_tool(tool, &a, b""), cryptsetup(&a, b"").unwrap())
+        };
+        for extra in [&[][..], &["--key-size", "256"], &["--key-size", "512"]] {
+            let (got, want) = open(extra);
+            assert_eq!(
+                (got.code, got.stderr.trim()),
+                (want.code, want.stderr.trim()),
+                "{tool}: open {extra:?}"
+            );
+        }
+        let mut add = vec![
+            "luksAddKey",
+            "--volume-key-file",
+            &vk,
+            "--key-size",
+            "256",
+            img,
+        ];
+        add.extend_from_slice(&FAST);
+        run_tool(tool, &add, b"new\n").ok(&format!("{tool} luksAddKey"));
+        cryptsetup(&["open", "--test-passphrase", img], b"new\n")
+            .unwrap()
+            .ok(&format!("{tool}'s new keyslot opens with cryptsetup"));
+    }
+}
+
+/// compat-test2 [33]: `token add` refuses an inactive `--key-slot` (adding nothing), adds a
+/// token bound to no keyslot with `--unbound`, and `token unassign --token-id N -S M`
+/// removes one keyslot from a token, refusing a token or keyslot that does not exist and a
+/// keyslot the token is not assigned to. Compared with real cryptsetup step by step (exit
+/// codes, messages, and the tokens cryptsetup's luksDump lists afterwards).
+#[test]
+fn token_add_unbound_and_unassign() {
+    if !have_cryptsetup("token add/unassign") {
+        return;
+    }
+    let dir = tmp();
+    let steps: &[&[&str]] = &[
+        &["token", "add", "--key-description", "d1", "--key-slot", "5"],
+        &[
+            "token",
+            "add",
+            "--key-description",
+            "d0",
+            "--unbound",
+            "--token-id",
+            "0",
+        ],
+        &[
+            "token",
+            "add",
+            "--key-description",
+            "d0",
+            "-S0",
+            "--token-id",
+            "1",
+        ],
+        &["token", "add", "--key-description", "d2", "--token-id", "2"],
+        &["token", "unassign", "--token-id", "1", "-S0"],
+        &["token", "unassign", "--token-id", "1", "-S0"],
+        &["token", "unassign", "--token-id", "1", "-S44"],
+        &["token", "unassign", "--token-id", "44", "-S0"],
+        &["token", "unassign", "--token-id", "0", "-S0"],
+        &["token", "unassign", "--token-id", "2", "-S1"],
+        &["token", "unassign", "--token-id", "2", "-S0"],
+    ];
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img];
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"pw\n").unwrap().ok("luksFormat");
+        let mut add = vec!["luksAddKey", "-S1", &img];
+        add.extend_from_slice(&FAST);
+        cryptsetup(&add, b"pw\npw1\n").unwrap().ok("luksAddKey");
+        let mut log = Vec::new();
+        for step in steps {
+            let mut a = step.to_vec();
+            a.insert(2, &img);
+            let r = run_tool(tool, &a, b"");
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            log.push((
+                step.join(" "),
+                r.code,
+                r.stderr.trim().to_string(),
+                v["tokens"].clone(),
+            ));
+        }
+        seen.push(log);
+    }
+    for (want, got) in seen[0].iter().zip(&seen[1]) {
+        assert_eq!(got, want, "lukskit vs cryptsetup");
+    }
+}
+
+/// compat-test2 [43]: luksAddKey `--token-id N` unlocks through that token only, and
+/// `--new-token-id N` gives the new keyslot the passphrase token N holds (a `luks2-keyring`
+/// token: the kernel key) and assigns the token to it. Both tools run compat-test2's
+/// sequence from the same header; every step's exit code and the token and keyslot lists
+/// (as cryptsetup's JSON dump shows them) must be the same.
+#[test]
+fn luks_add_key_through_tokens() {
+    if !have_cryptsetup("luksAddKey --token-id/--new-token-id") {
+        return;
+    }
+    let dir = tmp();
+    let pid = std::process::id();
+    let (d0, d1) = (
+        format!("lukskit-ug-t0-{pid}"),
+        format!("lukskit-ug-t1-{pid}"),
+    );
+    let _k0 = SessionKey::add(&d0, b"pass-one");
+    let _k1 = SessionKey::add(&d1, b"pass-wrong");
+    let kf1 = write_file(dir.path(), "kf1", b"keyfile-one");
+    let kf2 = write_file(dir.path(), "kf2", b"keyfile-two");
+    let vk = dir.path().join("vk").to_str().unwrap().to_string();
+    let base = sparse(dir.path(), "base.img", 20 << 20);
+    let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &base];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"pass-one\n").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "luksDump",
+            "-q",
+            &base,
+            "--dump-volume-key",
+            "--volume-key-file",
+            &vk,
+        ],
+        b"pass-one\n",
+    )
+    .unwrap()
+    .ok("dump volume key");
+    let mut add2 = vec!["luksAddKey", "-q", "-S2", &base, &kf1];
+    add2.extend_from_slice(&FAST);
+    cryptsetup(&add2, b"pass-one\n").unwrap().ok("luksAddKey 2");
+    for (desc, extra) in [
+        (&d0, ["--token-id", "0", "-S0"]),
+        (&d1, ["--token-id", "1", "--unbound"]),
+    ] {
+        let mut a = vec!["token", "add", &base, "--key-description", desc];
+        a.extend_from_slice(&extra);
+        cryptsetup(&a, b"").unwrap().ok("token add");
+    }
+    let steps: &[(&[&str], &[u8])] = &[
+        (
+            &["luksAddKey", "-q", "-S7", "--new-token-id", "1"],
+            b"pass-one\n",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "7"], b"pass-one\n"),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S2",
+                "--new-key-slot",
+                "7",
+                "--new-token-id",
+                "1",
+                "-d",
+                &kf1,
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "7"], b"pass-one\n"),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S7",
+                "--volume-key-file",
+                &vk,
+                "--new-token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "7"], b"pass-one\n"),
+        (
+            &["luksAddKey", "-q", "-S7", "--token-id", "0"],
+            b"pass-four\n",
+        ),
+        (&["open", "-q", "--test-passphrase", "-S7"], b"pass-four\n"),
+        (&["luksAddKey", "-q", "-S8", "--token-id", "0", &kf2], b""),
+        (
+            &["open", "-q", "--test-passphrase", "-S8", "--key-file", &kf2],
+            b"",
+        ),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S9",
+                "--token-id",
+                "0",
+                "--new-token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "1",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "9"], b"pass-one\n"),
+        (
+            &[
+                "luksAddKey",
+                "-q",
+                "-S0",
+                "--new-key-slot",
+                "9",
+                "--token-id",
+                "0",
+                "--new-token-id",
+                "0",
+            ],
+            b"",
+        ),
+        (
+            &[
+                "open",
+                "-q",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                "0",
+            ],
+            b"",
+        ),
+        (&["luksKillSlot", "9"], b"pass-one\n"),
+        (
+            &["luksAddKey", "-q", "--token-id", "0", "--new-token-id", "0"],
+            b"",
+        ),
+        (&["luksAddKey", "-q", "--token-id", "1"], b"x\n"),
+        (&["luksAddKey", "-q", "--token-id", "5"], b"x\n"),
+        (&["luksAddKey", "-q", "--new-token-id", "5"], b"pass-one\n"),
+    ];
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = dir.path().join(format!("{tool}.img"));
+        std::fs::copy(&base, &img).unwrap();
+        let img = img.to_str().unwrap().to_string();
+        let mut log = Vec::new();
+        for (step, stdin) in steps {
+            let mut a = step.to_vec();
+            a.insert(1, &img);
+            if a[0] == "luksAddKey" {
+                a.extend_from_slice(&FAST);
+            }
+            let r = run_tool(tool, &a, stdin);
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let slots: Vec<String> = v["keyslots"].as_object().unwrap().keys().cloned().collect();
+            log.push((step.join(" "), r.code, slots, v["tokens"].clone()));
+        }
+        seen.push(log);
+    }
+    for (want, got) in seen[0].iter().zip(&seen[1]) {
+        assert_eq!(got, want, "lukskit vs cryptsetup");
+    }
+}
+
+/// compat-test2 [23]: with a LUKS2 keyslots area that holds exactly two keyslots, both
+/// taken, luksChangeKey (with or without `--key-slot`) rewrites the keyslot over its own
+/// area, as cryptsetup does, instead of failing for want of a free area. Both tools run the
+/// same steps; exit codes and the keyslots' areas (cryptsetup's JSON dump) must match, and
+/// the changed keys must open with cryptsetup.
+#[test]
+fn change_key_in_a_full_keyslots_area_rewrites_in_place() {
+    if !have_cryptsetup("luksChangeKey in a full keyslots area") {
+        return;
+    }
+    let dir = tmp();
+    let key = |n: &str, v: &[u8]| write_file(dir.path(), n, v);
+    let (k1, k2) = (key("k1", b"key-one"), key("k2", b"key-two"));
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec![
+            "luksFormat",
+            "-q",
+            "--type",
+            "luks2",
+            &img,
+            &k1,
+            "--key-slot",
+            "0",
+        ];
+        fmt.extend_from_slice(&["--key-size", "256", "--luks2-keyslots-size", "256k"]);
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+        let mut add = vec!["luksAddKey", "-q", &img, "-d", &k1, "--key-slot", "1"];
+        add.extend_from_slice(&FAST);
+        cryptsetup(&add, b"pw1\n").unwrap().ok("luksAddKey");
+        let steps: &[&[&str]] = &[
+            &["luksChangeKey", &img, "-d", &k1, &k2, "--key-slot", "0"],
+            &["luksChangeKey", &img, "-d", &k2, &k1],
+            &["luksChangeKey", &img, "-d", &k2, &k1],
+        ];
+        let mut log = Vec::new();
+        for step in steps {
+            let mut a = step.to_vec();
+            a.extend_from_slice(&FAST);
+            let r = run_tool(tool, &a, b"");
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let areas: Vec<(String, serde_json::Value)> = v["keyslots"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, ks)| (k.clone(), ks["area"].clone()))
+                .collect();
+            log.push((r.code, areas));
+        }
+        cryptsetup(
+            &["open", "--test-passphrase", "-d", &k1, "-S", "0", &img],
+            b"",
+        )
+        .unwrap()
+        .ok(&format!("{tool}: key1 opens keyslot 0"));
+        cryptsetup(&["open", "--test-passphrase", "-S", "1", &img], b"pw1\n")
+            .unwrap()
+            .ok(&format!("{tool}: keyslot 1 untouched"));
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
+/// compat-test2 [35]: `config --label` or `--subsystem` alone sets that one and clears the
+/// other (cryptsetup sets both together). Compared with real cryptsetup's luksDump.
+#[test]
+fn config_label_or_subsystem_alone_clears_the_other() {
+    if !have_cryptsetup("config --label/--subsystem") {
+        return;
+    }
+    let dir = tmp();
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img];
+        fmt.extend_from_slice(&["--label", "L1", "--subsystem", "S1"]);
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"pw\n").unwrap().ok("luksFormat");
+        let mut log = Vec::new();
+        for step in [
+            &["--subsystem", "S2"][..],
+            &["--label", "L3"],
+            &["--label", "L4", "--subsystem", "S4"],
+            &[],
+        ] {
+            let mut a = vec!["config", &img];
+            a.extend_from_slice(step);
+            let r = run_tool(tool, &a, b"");
+            let dump = cryptsetup(&["luksDump", &img], b"").unwrap().ok("luksDump");
+            let lines: Vec<String> = dump
+                .stdout
+                .lines()
+                .filter(|l| l.starts_with("Label:") || l.starts_with("Subsystem:"))
+                .map(str::to_string)
+                .collect();
+            log.push((r.code, lines));
+        }
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
+/// compat-test2 [27], [37], [38]: a keyslot named with `--key-slot` is usable whether it is
+/// bound to the data segment or unbound: `open --test-passphrase -S N` (with or without
+/// `--unbound`), `luksChangeKey -S N` and `luksConvertKey -S N` on an unbound keyslot, as
+/// with real cryptsetup (upstream's luks2_keyslot_unassigned image: keyslot 0 bound,
+/// keyslot 1 unbound). Exit codes compared, and the changed keyslot opens with cryptsetup.
+#[test]
+fn named_unbound_keyslots_test_change_and_convert() {
+    if !have_cryptsetup("unbound keyslots named with -S") {
+        return;
+    }
+    let dir = tmp();
+    let xz = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/cryptsetup-2.6.1-tests/luks2_keyslot_unassigned.img.xz");
+    let out = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(&xz)
+        .output()
+        .expect("xz");
+    assert!(out.status.success(), "xz -dc {xz:?}");
+    let (bound, unbound) = (&b"compatkey\n"[..], &b"93R4P4pIqAH8\n"[..]);
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = write_file(dir.path(), &format!("{tool}.img"), &out.stdout);
+        let steps: &[(&[&str], &[u8])] = &[
+            (&["open", "--test-passphrase", "-S1"], unbound),
+            (&["open", "--test-passphrase", "-S1", "--unbound"], unbound),
+            (&["open", "--test-passphrase", "-S0", "--unbound"], bound),
+            (&["open", "--test-passphrase", "-S0"], unbound),
+            (&["open", "--test-passphrase", "-S1"], bound),
+            (&["open", "--test-passphrase", "--unbound"], unbound),
+            (&["luksChangeKey", "-S1"], b"93R4P4pIqAH8\nchanged\n"),
+            (&["open", "--test-passphrase", "-S1"], b"changed\n"),
+            (
+                &[
+                    "luksConvertKey",
+                    "-S1",
+                    "--pbkdf",
+                    "pbkdf2",
+                    "--pbkdf-force-iterations",
+                    "1001",
+                ],
+                b"changed\n",
+            ),
+        ];
+        let mut log = Vec::new();
+        for (step, stdin) in steps {
+            let mut a = step.to_vec();
+            a.insert(1, &img);
+            if a[0] == "luksChangeKey" {
+                a.extend_from_slice(&FAST);
+            }
+            log.push((step.join(" "), run_tool(tool, &a, stdin).code));
+        }
+        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+            .unwrap()
+            .ok("luksDump");
+        let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        log.push((
+            "keyslot 1 kdf".into(),
+            v["keyslots"]["1"]["kdf"]["iterations"]
+                .as_i64()
+                .unwrap_or(-1) as i32,
+        ));
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
+/// compat-test2 [38]: `luksDump --unbound -S N` prints the unbound key of keyslot N (or,
+/// with `--volume-key-file`, writes it to that new file), refuses a bound keyslot, a wrong
+/// passphrase and an existing key file. stdout, exit codes and the written key compared
+/// with real cryptsetup's.
+#[test]
+fn luks_dump_unbound_key() {
+    if !have_cryptsetup("luksDump --unbound") {
+        return;
+    }
+    let dir = tmp();
+    let k5 = write_file(dir.path(), "k5", b"keyfile-five");
+    let uk: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
+    let ukf = write_file(dir.path(), "uk", &uk);
+    let img = sparse(dir.path(), "ub.img", 20 << 20);
+    let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img, &k5];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+    let mut add = vec!["luksAddKey", "-q", "--unbound", "-s", "512", "-S", "3"];
+    add.extend_from_slice(&["--volume-key-file", &ukf, &img]);
+    add.extend_from_slice(&FAST);
+    cryptsetup(&add, b"pw3\n")
+        .unwrap()
+        .ok("luksAddKey --unbound");
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let out = dir.path().join(format!("out-{tool}"));
+        let out = out.to_str().unwrap();
+        let steps: &[(&[&str], &[u8])] = &[
+            (&["luksDump", "--unbound", "-S3", &img], b"pw3\n"),
+            (
+                &[
+                    "luksDump",
+                    "--unbound",
+                    "-S3",
+                    "--volume-key-file",
+                    out,
+                    &img,
+                ],
+                b"pw3\n",
+            ),
+            (
+                &[
+                    "luksDump",
+                    "--unbound",
+                    "-S3",
+                    "--volume-key-file",
+                    out,
+                    &img,
+                ],
+                b"pw3\n",
+            ),
+            (&["luksDump", "--unbound", "-S3", &img], b"bad\n"),
+            (&["luksDump", "--unbound", "-S0", "-d", &k5, &img], b""),
+        ];
+        let mut log = Vec::new();
+        for (a, stdin) in steps {
+            let r = run_tool(tool, a, stdin);
+            let norm = |t: &str| t.replace(out, "OUT").trim_end().to_string();
+            log.push((r.code, norm(&r.stdout), norm(&r.stderr)));
+        }
+        assert_eq!(std::fs::read(out).unwrap(), uk, "{tool}: the key file");
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
+/// compat-test2 [28]: a detached LUKS2 header formatted with `--align-payload` (a data
+/// offset on the data device) gets a keyslots area that ends before that offset (cryptsetup
+/// validates the same bound for detached headers), into an existing header file or a new
+/// one. Exit codes and cryptsetup's luksDump area/offset lines compared.
+#[test]
+fn detached_luks2_header_keyslots_area_fits_the_data_offset() {
+    if !have_cryptsetup("detached header with --align-payload") {
+        return;
+    }
+    let dir = tmp();
+    let data = sparse(dir.path(), "data.img", 40 << 20);
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let mut log = Vec::new();
+        for (align, existing) in [("8192", true), ("4096", false), ("1", false)] {
+            let hdr = dir.path().join(format!("hdr-{tool}-{align}"));
+            if existing {
+                std::fs::write(&hdr, vec![0u8; 16 << 20]).unwrap();
+            }
+            let hdr = hdr.to_str().unwrap();
+            let mut a = vec![
+                "-q",
+                "luksFormat",
+                "--type",
+                "luks2",
+                &data,
+                "--header",
+                hdr,
+            ];
+            a.extend_from_slice(&["--align-payload", align]);
+            a.extend_from_slice(&FAST);
+            let r = run_tool(tool, &a, b"pw\n");
+            let areas: Vec<String> = cryptsetup(&["luksDump", hdr], b"")
+                .map(|d| {
+                    d.stdout
+                        .lines()
+                        .filter(|l| l.contains("area:") || l.trim_start().starts_with("offset:"))
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            log.push((align, r.code, areas));
+        }
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
+/// compat-test2 [40]: `luksFormat --type luks1` refuses the LUKS2 area options
+/// (`--luks2-metadata-size`, `--luks2-keyslots-size`) and writes nothing. Exit code and
+/// message compared with real cryptsetup.
+#[test]
+fn luks1_format_refuses_luks2_area_options() {
+    if !have_cryptsetup("luksFormat luks1 with LUKS2 area options") {
+        return;
+    }
+    let dir = tmp();
+    for opts in [
+        &["--luks2-metadata-size=128k", "--luks2-keyslots-size=128k"][..],
+        &["--luks2-metadata-size=128k"],
+        &["--luks2-keyslots-size=128k"],
+    ] {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+            let mut a = vec![
+                "-q",
+                "luksFormat",
+                "--type",
+                "luks1",
+                &img,
+                "--key-size",
+                "256",
+            ];
+            a.extend_from_slice(opts);
+            a.extend_from_slice(&FAST);
+            let r = run_tool(tool, &a, b"pw\n");
+            let written = cryptsetup(&["isLuks", &img], b"").unwrap().code == 0;
+            seen.push((r.code, r.stderr.trim().to_string(), written));
+        }
+        assert_eq!(seen[1], seen[0], "{opts:?}: lukskit vs cryptsetup");
+    }
+}
+
+/// compat-test2 [41] runs `luksConvertKey DEV ... DEV`: cryptsetup 2.6.1 ignores a second
+/// positional argument of luksConvertKey (the passphrase comes from `--key-file` or the
+/// prompt only). Exit codes and the converted keyslot's iterations compared.
+#[test]
+fn convert_key_ignores_a_positional_key_file() {
+    if !have_cryptsetup("luksConvertKey positional argument") {
+        return;
+    }
+    let dir = tmp();
+    let kf = write_file(dir.path(), "kf", b"kf");
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", &img, &kf];
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+        let mut log = Vec::new();
+        for (second, stdin, iters) in [(&kf[..], &b""[..], "1001"), ("/nonexistent", b"kf", "1002")]
+        {
+            let a = [
+                "luksConvertKey",
+                &img,
+                second,
+                "--pbkdf",
+                "pbkdf2",
+                "--pbkdf-force-iterations",
+                iters,
+            ];
+            let r = run_tool(tool, &a, stdin);
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            log.push((r.code, v["keyslots"]["0"]["kdf"]["iterations"].clone()));
+        }
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}

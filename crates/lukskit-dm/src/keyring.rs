@@ -17,6 +17,8 @@ use std::ffi::CString;
 use std::io;
 use std::marker::PhantomData;
 
+use lukskit_crypto::SecretBuf;
+
 use crate::crypt::KeyType;
 use crate::error::{DmError, Result};
 
@@ -31,6 +33,11 @@ pub const KEY_SPEC_USER_KEYRING: i32 = -4;
 
 const KEYCTL_REVOKE: libc::c_long = 3;
 const KEYCTL_UNLINK: libc::c_long = 9;
+const KEYCTL_READ: libc::c_long = 11;
+
+/// The largest `user` key payload the kernel stores (32767 bytes); a larger answer from
+/// `KEYCTL_READ` is refused rather than allocated.
+pub const MAX_USER_KEY_SIZE: usize = 32767;
 
 /// The description cryptsetup gives a LUKS2 volume key in the keyring:
 /// `cryptsetup:<uuid>-d<digest>` (lib/luks2/luks2_digest.c), e.g.
@@ -57,6 +64,69 @@ pub fn kernel_keyring_available() -> bool {
         )
     };
     r == -1 && io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS)
+}
+
+/// Read the payload of the `user` key described `description` that this process possesses
+/// (found with `request_key(2)` through the thread, process and session keyrings, without an
+/// upcall), as cryptsetup's `luks2-keyring` token does (`keyring_get_passphrase`, which reads
+/// a `user` key). The payload lands straight in a zeroizing locked buffer.
+///
+/// Errors: [`DmError::Keyring`] with the OS error — `ENOKEY` for no such key, `ENOSYS` when
+/// the kernel has no keyring, `EACCES` when the key may not be read.
+pub fn read_user_key(description: &str) -> Result<SecretBuf> {
+    let ty = c"user";
+    let desc = CString::new(description)
+        .map_err(|_| DmError::InvalidArgument("NUL in a key description".into()))?;
+    // SAFETY: request_key(2) with two valid NUL-terminated strings, a null callout (no
+    // upcall) and a zero destination keyring; it reads only those strings.
+    let serial = unsafe {
+        libc::syscall(
+            libc::SYS_request_key,
+            ty.as_ptr(),
+            desc.as_ptr(),
+            std::ptr::null::<libc::c_char>(),
+            0 as libc::c_long,
+        )
+    };
+    if serial < 0 {
+        return Err(DmError::Keyring {
+            op: "request_key",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // The payload may change between two reads: ask its size, read, and read again with a
+    // larger buffer should it have grown.
+    let mut size = 0usize;
+    loop {
+        let mut buf = SecretBuf::zeroed(size.max(1));
+        // SAFETY: keyctl(KEYCTL_READ, serial, buf, len) writes at most len bytes to buf,
+        // which is valid for len bytes; with len = size it reports the payload's length.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_keyctl,
+                KEYCTL_READ,
+                serial,
+                buf.as_mut_bytes().as_mut_ptr(),
+                size,
+            )
+        };
+        if r < 0 {
+            return Err(DmError::Keyring {
+                op: "read",
+                source: io::Error::last_os_error(),
+            });
+        }
+        let len = r as usize;
+        if len > MAX_USER_KEY_SIZE {
+            return Err(DmError::InvalidArgument(format!(
+                "a kernel key of {len} bytes is larger than a user key can be"
+            )));
+        }
+        if len <= size {
+            return Ok(SecretBuf::from_slice(&buf.as_bytes()[..len]));
+        }
+        size = len;
+    }
 }
 
 /// A key this thread added to its thread keyring. Revoked and unlinked when dropped (or by
@@ -191,5 +261,20 @@ mod tests {
         assert_eq!(&buf[..12], b"secret-bytes");
         key.revoke().unwrap();
         assert_eq!(read(serial, &mut buf), -1);
+    }
+
+    /// `read_user_key` finds a `user` key this thread possesses and reads its whole payload;
+    /// once the key is revoked, and for a description nobody added, it fails with the OS
+    /// error cryptsetup's token would see.
+    #[test]
+    fn read_user_key_finds_and_reads_possessed_keys() {
+        let desc = format!("lukskit-dm-test:read-{}", std::process::id());
+        let payload: Vec<u8> = (0..300u32).map(|i| (i % 251) as u8).collect();
+        let key = ThreadKey::add(KeyType::User, &desc, &payload).unwrap();
+        assert_eq!(read_user_key(&desc).unwrap().as_bytes(), &payload[..]);
+        key.revoke().unwrap();
+        assert!(read_user_key(&desc).is_err());
+        let missing = read_user_key("lukskit-dm-test:no-such-key").unwrap_err();
+        assert_eq!(missing.raw_os_error(), Some(libc::ENOKEY));
     }
 }

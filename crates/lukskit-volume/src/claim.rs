@@ -56,6 +56,20 @@ impl Claim {
     /// An NBD export (a `nbd://…` URI) cannot be claimed from here: the claim is empty and
     /// excluding other clients is left to the server.
     pub fn acquire(path: &str) -> Result<Claim, ClaimError> {
+        Self::acquire_with(path, LoopPolicy::AnyAttached)
+    }
+
+    /// Claim `path` for a format (luksFormat): as [`Claim::acquire`], but an image file
+    /// with a loop device attached counts as in use only while that loop device is itself
+    /// in use (mapped, mounted, opened exclusively). cryptsetup formats an image file whatever
+    /// loop device is attached to it (upstream's compat-test2 formats the file its idle
+    /// `losetup` device is attached to); refusing one under a live mapping is lukskit's own
+    /// precaution.
+    pub fn acquire_for_format(path: &str) -> Result<Claim, ClaimError> {
+        Self::acquire_with(path, LoopPolicy::BusyOnly)
+    }
+
+    fn acquire_with(path: &str, loops: LoopPolicy) -> Result<Claim, ClaimError> {
         if crate::device::remote::is_remote(path) {
             return Ok(Claim { _file: None });
         }
@@ -84,7 +98,7 @@ impl Claim {
             Err(e) => return Err(ClaimError::Io(e)),
         };
         ofd_lock(&f, kind)?;
-        if attached_to_loop_device(md.dev(), md.ino()) {
+        if attached_to_loop_device(md.dev(), md.ino(), loops) {
             return Err(ClaimError::InUse);
         }
         Ok(Claim { _file: Some(f) })
@@ -128,7 +142,16 @@ fn ofd_lock(f: &File, kind: i32) -> Result<(), ClaimError> {
 }
 
 /// Whether a loop device is attached to the file with this device and inode number.
-fn attached_to_loop_device(dev: u64, ino: u64) -> bool {
+/// Which loop devices attached to an image file make it "in use".
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LoopPolicy {
+    /// Any attached loop device.
+    AnyAttached,
+    /// Only one that cannot be opened exclusively (held by a mapping, a mount, ...).
+    BusyOnly,
+}
+
+fn attached_to_loop_device(dev: u64, ino: u64, loops: LoopPolicy) -> bool {
     let Ok(entries) = std::fs::read_dir("/sys/block") else {
         return false;
     };
@@ -141,7 +164,14 @@ fn attached_to_loop_device(dev: u64, ino: u64) -> bool {
             return false;
         };
         let backing = backing.trim_end_matches('\n');
-        std::fs::metadata(Path::new(backing)).is_ok_and(|m| m.dev() == dev && m.ino() == ino)
+        let attached =
+            std::fs::metadata(Path::new(backing)).is_ok_and(|m| m.dev() == dev && m.ino() == ino);
+        attached
+            && (loops == LoopPolicy::AnyAttached
+                || matches!(
+                    open_excl(&format!("/dev/{}", name.to_string_lossy())),
+                    Err(ClaimError::InUse)
+                ))
     })
 }
 

@@ -182,7 +182,8 @@ fn format_inner(
 
 /// Claim the data device and the detached header (when it exists already) for exclusive use,
 /// as cryptsetup's luksFormat opens them with `O_EXCL`: [`VolumeError::InUse`] while a
-/// mapping, a mount or another exclusive user holds one of them.
+/// mapping, a mount or another exclusive user holds one of them (an image file's idle loop
+/// device does not, see [`Claim::acquire_for_format`]).
 /// `format` does this itself; callers may call it first to fail before asking for anything.
 pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
     let mut paths = vec![p.device.as_str()];
@@ -202,7 +203,7 @@ pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
                     });
                 }
             }
-            Claim::acquire(path).map_err(|e| match e {
+            Claim::acquire_for_format(path).map_err(|e| match e {
                 ClaimError::InUse => VolumeError::InUse {
                     path: path.to_string(),
                 },
@@ -375,13 +376,13 @@ fn format_luks2(
     };
     let data_offset = match offset_bytes {
         Some(o) => {
-            if !detached {
-                if p.keyslots_size.is_none() {
-                    keyslots_size = keyslots_size.min(max_keyslots_size(o));
-                }
-                if 2 * metadata_size + keyslots_size > o {
-                    return Err(ParamError::OffsetTooSmall.into());
-                }
+            // The keyslots area must end before the data offset even in a detached header
+            // (cryptsetup validates it so): without --luks2-keyslots-size it shrinks to fit.
+            if p.keyslots_size.is_none() {
+                keyslots_size = keyslots_size.min(max_keyslots_size(o));
+            }
+            if !detached && 2 * metadata_size + keyslots_size > o {
+                return Err(ParamError::OffsetTooSmall.into());
             }
             o
         }

@@ -287,16 +287,26 @@ pub struct NewKeyslot<'a> {
 
 /// Write a new keyslot's encrypted key material into a free area (synced) and return the
 /// keyslot object that describes it; the header is not touched.
-fn write_material(dev: &dyn Storage, hdr: &Luks2Header, p: NewKeyslot<'_>) -> Result<Keyslot> {
+/// Write a new keyslot's key material to a free area of the keyslots area, or, when none is
+/// free and `in_place` names an area (offset, size) that is large enough — the area of the
+/// keyslot being replaced — over that one.
+fn write_material(
+    dev: &dyn Storage,
+    hdr: &Luks2Header,
+    p: NewKeyslot<'_>,
+    in_place: Option<(u64, u64)>,
+) -> Result<Keyslot> {
     let key_len = p.key.len();
     let (encryption, area_key_size) = match p.cipher {
         Some(c) => c,
         None => keyslot_cipher(hdr, key_len)?,
     };
     let area_size = Luks2Header::keyslot_area_size(key_len as u32);
-    let area_offset = hdr
-        .find_keyslot_area(area_size)?
-        .ok_or(KeyslotError::NoSpace)?;
+    let area_offset = match (hdr.find_keyslot_area(area_size)?, in_place) {
+        (Some(off), _) => off,
+        (None, Some((off, size))) if area_size <= size => off,
+        (None, _) => return Err(KeyslotError::NoSpace.into()),
+    };
     let salt = lukskit_crypto::random::bytes(32)?;
     let kdf_params = match &p.pbkdf {
         Pbkdf::Pbkdf2 { hash, iterations } => KdfParams::Pbkdf2 {
@@ -347,7 +357,7 @@ fn write_material(dev: &dyn Storage, hdr: &Luks2Header, p: NewKeyslot<'_>) -> Re
 /// copies, in cryptsetup's order) — a crash at any point leaves the old header valid.
 pub fn store(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> Result<()> {
     let (id, digest) = (p.id, p.digest);
-    let ks = write_material(dev, hdr, p)?;
+    let ks = write_material(dev, hdr, p, None)?;
     hdr.add_keyslot(&ks)?;
     hdr.assign_keyslot_to_digest(id, digest)?;
     write_header(dev, hdr)
@@ -361,10 +371,21 @@ pub fn replace(dev: &dyn Storage, hdr: &mut Luks2Header, p: NewKeyslot<'_>) -> R
     let old = hdr
         .keyslot(p.id)?
         .ok_or(KeyslotError::NotActive { slot: p.id })?;
-    let mut ks = write_material(dev, hdr, p)?;
+    // A free area first, so that the old key material stays valid until the new header is
+    // written; with none free, the old keyslot's own area is overwritten (as cryptsetup's
+    // luksChangeKey does when the keyslots area is full).
+    let mut ks = write_material(dev, hdr, p, Some((old.area_offset, old.area_size)))?;
     ks.priority = old.priority;
+    let reused = ks.area_offset == old.area_offset;
+    if reused {
+        // The area keeps its size in the JSON (the material may be smaller).
+        ks.area_size = old.area_size;
+    }
     hdr.replace_keyslot(&ks)?;
     write_header(dev, hdr)?;
+    if reused {
+        return Ok(());
+    }
     wipe::random(dev, old.area_offset, old.area_size)
 }
 

@@ -266,6 +266,24 @@ impl Volume {
         Ok(())
     }
 
+    /// LUKS2: whether keyslot `slot` is active and holds an unbound key (no digest of the
+    /// data segment covers it). Always false for LUKS1.
+    pub fn keyslot_unbound(&self, slot: u32) -> Result<bool> {
+        match &self.header {
+            Header::Luks1(_) => Ok(false),
+            Header::Luks2(h) => {
+                if h.keyslot(slot)?.is_none() {
+                    return Ok(false);
+                }
+                let seg = luks2_keys::segment_digest(h)?.map(|d| d.id);
+                Ok(!h
+                    .digests()?
+                    .iter()
+                    .any(|d| Some(d.id) == seg && d.keyslots.contains(&slot)))
+            }
+        }
+    }
+
     /// Unlock with a passphrase: returns the keyslot used and the volume key (or unbound key).
     pub fn unlock(
         &self,

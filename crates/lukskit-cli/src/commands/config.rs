@@ -26,7 +26,11 @@ pub fn config(o: &Opts, args: &[String]) -> Result<()> {
         vol.set_priority(slot, prio)?;
     }
     if o.label.is_some() || o.subsystem.is_some() {
-        vol.set_label_subsystem(o.label.as_deref(), o.subsystem.as_deref())?;
+        // cryptsetup sets both at once (crypt_set_label): the one not given is cleared.
+        vol.set_label_subsystem(
+            Some(o.label.as_deref().unwrap_or("")),
+            Some(o.subsystem.as_deref().unwrap_or("")),
+        )?;
     }
     Ok(())
 }
@@ -95,9 +99,14 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     vol.validate().map_err(crate::errors::problem_only)
 }
 
-/// `token add|remove|import|export <device>`.
+/// `token add|remove|import|export|unassign <device>`.
 pub fn token(o: &Opts, args: &[String]) -> Result<()> {
-    need_args(args, 2, 2, "<add|remove|import|export|bind-tang> <device>")?;
+    need_args(
+        args,
+        2,
+        2,
+        "<add|remove|import|export|unassign|bind-tang> <device>",
+    )?;
     let device = &args[1];
     match args[0].as_str() {
         "bind-tang" => super::tokens::bind_tang(o, args),
@@ -106,6 +115,13 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                 CliError::invalid("--key-description parameter is mandatory for token add action.")
             })?;
             let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
+            let active = vol.active_keyslots()?;
+            if let Some(slot) = o.key_slot {
+                // cryptsetup checks before it adds anything.
+                if !active.contains(&slot) {
+                    return Err(CliError::invalid(format!("Keyslot {slot} is not active.")));
+                }
+            }
             let mut token = serde_json::json!({
                 "type": "luks2-keyring",
                 "keyslots": [],
@@ -114,9 +130,11 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             // cryptsetup adds the token, then assigns it to the given keyslot or to every
             // active keyslot: two header updates.
             let id = vol.token_add(o.token_id, token.clone(), o.token_replace)?;
+            // --unbound: a token assigned to no keyslot.
             let slots = match o.key_slot {
                 Some(slot) => vec![slot],
-                None => vol.active_keyslots()?,
+                None if o.unbound => Vec::new(),
+                None => active,
             };
             let slots: Vec<String> = slots.iter().map(|s| s.to_string()).collect();
             token["keyslots"] = serde_json::json!(slots);
@@ -124,6 +142,45 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             if o.verbose {
                 println!("Token {id} created.");
             }
+            Ok(())
+        }
+        "unassign" => {
+            // Checked by the usage checks: both are given.
+            let (Some(id), Some(slot)) = (o.token_id, o.key_slot) else {
+                return Err(CliError::invalid(
+                    "Action requires specific token. Use --token-id parameter.",
+                ));
+            };
+            let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
+            let failed = || {
+                CliError::invalid(format!(
+                    "Failed to unassign token {id} from keyslot {slot}."
+                ))
+            };
+            let token = match &vol.header {
+                lukskit_volume::Header::Luks2(h) => h.tokens()?.into_iter().find(|t| t.id == id),
+                lukskit_volume::Header::Luks1(_) => None,
+            };
+            let Some(token) = token else {
+                return Err(failed());
+            };
+            if !vol.active_keyslots()?.contains(&slot) {
+                return Err(failed());
+            }
+            if !token.keyslots.contains(&slot) {
+                return Err(CliError::invalid(format!(
+                    "Token {id} is not assigned to keyslot {slot}."
+                )));
+            }
+            let mut json = token.json;
+            let remaining: Vec<String> = token
+                .keyslots
+                .iter()
+                .filter(|&&s| s != slot)
+                .map(|s| s.to_string())
+                .collect();
+            json["keyslots"] = serde_json::json!(remaining);
+            vol.token_add(Some(id), json, true)?;
             Ok(())
         }
         "remove" => {

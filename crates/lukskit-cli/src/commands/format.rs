@@ -23,6 +23,13 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
             )))
         }
     };
+    if kind == FormatType::Luks1
+        && (o.luks2_metadata_size.is_some() || o.luks2_keyslots_size.is_some())
+    {
+        return Err(CliError::invalid(
+            "Unsupported LUKS2 metadata size options.",
+        ));
+    }
     let size = |s: &Option<String>, what: &str| -> Result<Option<u64>> {
         match s {
             None => Ok(None),

@@ -57,6 +57,9 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
     let vol = super::load_volume(o, device, Access::Read)?;
+    if o.unbound {
+        return dump_unbound_key(o, device, &vol);
+    }
     if o.dump_volume_key {
         input::confirm(
             "The header dump with volume key is sensitive information\nthat allows access to encrypted partition without a passphrase.\nThis dump should be stored encrypted in a safe place.",
@@ -115,6 +118,50 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
                 print!("{}", dump::luks2(h)?);
             }
         }
+    }
+    Ok(())
+}
+
+/// `luksDump --unbound -S N`: the unbound key of keyslot N (LUKS2), in hex or, with
+/// `--volume-key-file`, to that new file, as cryptsetup's luksDump_with_unbound_key.
+fn dump_unbound_key(o: &Opts, device: &str, vol: &lukskit_volume::Volume) -> Result<()> {
+    // The usage checks require --key-slot with --unbound.
+    let slot = o.key_slot.ok_or_else(|| CliError::invalid(""))?;
+    if !vol.keyslot_unbound(slot)? {
+        return Err(CliError::invalid(format!(
+            "Keyslot {slot} does not contain unbound key."
+        )));
+    }
+    input::confirm(
+        "The header dump with unbound key is sensitive information.\nThis dump should be stored encrypted in a safe place.",
+        o.batch_mode,
+    )?;
+    let src = existing_key_source(o, None);
+    let (_, key, _) = super::keys::unlock_with_tries(
+        vol,
+        o,
+        &src,
+        &format!("Enter passphrase for {device}: "),
+        Some(slot),
+        true,
+    )?;
+    if let Some(path) = &o.volume_key_file {
+        // cryptsetup's tools_write_mk: exit 1 and its own words, whatever the error.
+        write_key_file(path, key.as_bytes())
+            .map_err(|_| CliError::invalid(format!("Cannot open keyfile {path} for write.")))?;
+    }
+    print!(
+        "{}",
+        dump::unbound_key(
+            device,
+            vol.uuid(),
+            slot,
+            key.as_bytes(),
+            o.volume_key_file.is_none()
+        )
+    );
+    if let Some(path) = &o.volume_key_file {
+        println!("Key stored to file {path}.");
     }
     Ok(())
 }

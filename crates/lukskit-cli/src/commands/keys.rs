@@ -84,7 +84,7 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     let key: SecretBuf = if let Some(vkf) = &o.volume_key_file {
         let bytes = match (o.unbound, o.key_size) {
             (true, Some(bits)) => (bits / 8) as usize,
-            _ => vol.volume_key_size()?,
+            _ => super::volume_key::volume_key_bytes(&vol, o)?,
         };
         let vk = super::volume_key::read_volume_key_file(vkf, bytes)?;
         if !o.unbound {
@@ -96,6 +96,18 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
             CliError::invalid("Cannot determine volume key size for LUKS without keyslots, please use --key-size option.")
         })?;
         SecretBuf::random((bits / 8) as usize)?
+    } else if o.token_id.is_some() {
+        // cryptsetup 2.6: --token-id unlocks through that token only (with --new-key-slot,
+        // --key-slot names the keyslot it must open).
+        let mut to = o.clone();
+        to.token_only = true;
+        to.key_slot = o.new_key_slot.and(o.key_slot);
+        let (slot, vk) =
+            super::tokens::try_tokens(&vol, &to)?.ok_or_else(|| CliError::invalid(""))?;
+        if o.verbose {
+            println!("Key slot {slot} unlocked.");
+        }
+        vk
     } else {
         let src = existing_key_source(o, None);
         let (_, vk, _) = unlock_with_tries(
@@ -108,9 +120,16 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         )?;
         vk
     };
-    let new_src = new_key_source(o, args.get(1));
-    let verify = o.verify_passphrase || !o.batch_mode;
-    let new_pass = input::get_secret(&new_src, "Enter new passphrase for key slot: ", verify)?;
+    // --new-token-id: the new keyslot takes the passphrase that token holds, and the token
+    // is assigned to it.
+    let new_pass = match o.new_token_id {
+        Some(id) => super::tokens::token_passphrase(&vol, o, id)?,
+        None => {
+            let new_src = new_key_source(o, args.get(1));
+            let verify = o.verify_passphrase || !o.batch_mode;
+            input::get_secret(&new_src, "Enter new passphrase for key slot: ", verify)?
+        }
+    };
     let slot = vol.add_keyslot(
         &key,
         new_pass.as_bytes(),
@@ -120,6 +139,9 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     )?;
     if o.verbose {
         println!("Key slot {slot} created.");
+    }
+    if let Some(id) = o.new_token_id {
+        super::tokens::assign_token(&mut vol, id, slot)?;
     }
     Ok(())
 }
@@ -162,6 +184,11 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;
     let device = &args[0];
     let mut vol = super::load_volume(o, device, Access::Write)?;
+    // cryptsetup changes the passphrase of an unbound keyslot named with --key-slot too.
+    let unbound_slot = match o.key_slot {
+        Some(s) => vol.keyslot_unbound(s)?,
+        None => false,
+    };
     let src = existing_key_source(o, None);
     let (old_slot, vk, _) = unlock_with_tries(
         &vol,
@@ -169,7 +196,7 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
         &src,
         "Enter passphrase to be changed: ",
         o.key_slot,
-        false,
+        unbound_slot,
     )?;
     if o.verbose {
         println!("Key slot {old_slot} unlocked.");
@@ -202,14 +229,21 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
             "Invalid LUKS type, only luks2 is supported.",
         ));
     }
-    let src = existing_key_source(o, args.get(1));
+    // An unbound keyslot named with --key-slot converts as well.
+    let unbound_slot = match o.key_slot {
+        Some(s) => vol.keyslot_unbound(s)?,
+        None => false,
+    };
+    // cryptsetup 2.6.1 takes the passphrase from --key-file or the prompt only: a second
+    // positional argument is accepted and ignored.
+    let src = existing_key_source(o, None);
     let (old_slot, vk, pass) = unlock_with_tries(
         &vol,
         o,
         &src,
         "Enter passphrase for keyslot to be converted: ",
         o.key_slot,
-        false,
+        unbound_slot,
     )?;
     let slot = vol.change_keyslot(old_slot, &vk, pass.as_bytes(), &pbkdf_options(o), true)?;
     if o.verbose {

@@ -343,7 +343,8 @@ fn unlock_plain(
 /// tokens first, then passphrases with `--tries`.
 fn luks_key(vol: &Volume, o: &Opts, device: &str, tokens: bool) -> Result<SecretBuf> {
     if let Some(p) = &o.volume_key_file {
-        let vk = super::volume_key::read_volume_key_file(p, vol.volume_key_size()?)?;
+        let bytes = super::volume_key::volume_key_bytes(vol, o)?;
+        let vk = super::volume_key::read_volume_key_file(p, bytes)?;
         vol.verify_volume_key(vk.as_bytes())?;
         return Ok(vk);
     }
@@ -426,6 +427,11 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     }
     let device = &args[0];
     let vol = load_luks(o, device)?;
+    if o.volume_key_file.is_some() && !o.unbound {
+        // cryptsetup checks the volume key file against the header's digest.
+        luks_key(&vol, o, device, false)?;
+        return Ok(());
+    }
     if vol.type_name() == "LUKS2" && !o.unbound {
         if let Some((slot, _vk)) = super::tokens::try_tokens(&vol, o)? {
             if o.verbose {
@@ -434,6 +440,12 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
             return Ok(());
         }
     }
+    // A keyslot named with --key-slot is tested whether it is bound or unbound, with or
+    // without --unbound (cryptsetup).
+    let unbound = match o.key_slot {
+        Some(s) => vol.keyslot_unbound(s)?,
+        None => o.unbound,
+    };
     let src = existing_key_source(o, None);
     let (slot, _vk, _pass) = super::keys::unlock_with_tries(
         &vol,
@@ -441,7 +453,7 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
         &src,
         &format!("Enter passphrase for {device}: "),
         o.key_slot,
-        o.unbound,
+        unbound,
     )?;
     if o.verbose {
         println!("Key slot {slot} unlocked.");
@@ -548,7 +560,8 @@ pub fn suspend(_o: &Opts, args: &[String]) -> Result<()> {
     active(&args[0])?.suspend().map_err(CliError::from)
 }
 
-/// Unlock the volume behind mapping `m` again (passphrase, `-d`, `--volume-key-file`; the
+/// Unlock the volume behind mapping `m` again (LUKS2 tokens first, as cryptsetup's resize,
+/// luksResume and refresh try them; then passphrase, `-d`, `--volume-key-file`; the
 /// detached header from `--header` or from the mapping's record), checking it is the volume
 /// the mapping was made for. Returns the volume key and the LUKS2 segment digest.
 fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
@@ -573,7 +586,7 @@ fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
     }
     let mut ho = o.clone();
     ho.header = header;
-    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device), false)?;
+    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device), true)?;
     Ok((vk, vol.segment_digest_id()?))
 }
 
@@ -589,6 +602,9 @@ pub fn resume(o: &Opts, args: &[String]) -> Result<()> {
         )));
     }
     let (vk, digest) = unlock_for(o, &m)?;
+    // --disable-keyring: the key goes to dm-crypt itself, not through the kernel keyring
+    // (a mapping is only named after a keyring key through its digest).
+    let digest = if o.disable_keyring { None } else { digest };
     m.resume(&vk, digest).map_err(CliError::from)
 }
 
@@ -675,7 +691,14 @@ pub fn resize(o: &Opts, args: &[String]) -> Result<()> {
         }
         return Ok(());
     }
-    // The table names its key in the kernel keyring: unlock to put it there again.
+    if o.disable_keyring {
+        return Err(CliError::invalid(
+            "Resize of active device requires volume key in keyring but --disable-keyring \
+             option is set.",
+        ));
+    }
+    // The table names its key in the kernel keyring: unlock (tokens first) to put it there
+    // again.
     let (vk, digest) = unlock_for(o, &m)?;
     m.resize(sectors, Some((&vk, digest)))
         .map_err(CliError::from)

@@ -1,4 +1,5 @@
-//! LUKS2 tokens that unlock: the clevis `tang` pin (crate `lukskit-tang`). `open` tries
+//! LUKS2 tokens that unlock: cryptsetup's built-in `luks2-keyring` (a passphrase in the kernel
+//! keyring) and the clevis `tang` pin (crate `lukskit-tang`). `open` tries
 //! tokens before asking for a passphrase, as cryptsetup does (`--token-only`, `--token-id`,
 //! `--token-type`), and `token bind-tang` makes a keyslot with a random passphrase and a
 //! clevis token that Debian's `clevis luks unlock` accepts.
@@ -73,10 +74,46 @@ fn candidates(vol: &Volume, o: &Opts) -> Result<Vec<(lukskit_format::luks2::Toke
     Ok(out)
 }
 
-/// Try the tokens of `vol` (cryptsetup's token step before the passphrase). Returns the
+/// How tokens failed, as cryptsetup classes it: none could give a passphrase at all
+/// (`-ENOENT`: a token type lukskit has no handler for, a tang server that does not answer),
+/// or one's passphrase opened none of its keyslots or a `luks2-keyring` token found no key
+/// to read (`-EPERM`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum TokenFailure {
+    Unusable,
+    WrongPassphrase,
+}
+
+/// The passphrase a `luks2-keyring` token (cryptsetup's built-in token type) names: the
+/// payload of the `user` key `key_description` in the kernel keyring, as cryptsetup's
+/// `keyring_open` reads it. `None` (with the reason in the debug log) when there is no such
+/// key this process may read.
+fn keyring_token_passphrase(t: &lukskit_format::luks2::Token) -> Option<SecretBuf> {
+    let Some(desc) = t.json.get("key_description").and_then(|d| d.as_str()) else {
+        crate::debug::log(format_args!("Token {} has no key description.", t.id));
+        return None;
+    };
+    match lukskit_dm::keyring::read_user_key(desc) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            crate::debug::log(format_args!(
+                "Reading passphrase from keyring key {desc} failed: {}.",
+                e.raw_os_error()
+                    .map(|n| std::io::Error::from_raw_os_error(n).to_string())
+                    .unwrap_or_else(|| e.to_string())
+            ));
+            None
+        }
+    }
+}
+
+/// Try the tokens of `vol` (cryptsetup's token step before the passphrase): the built-in
+/// `luks2-keyring` type (a passphrase in the kernel keyring) and clevis tang. Returns the
 /// keyslot and the volume key when one unlocks; `None` when none does, after saying why on
-/// stderr for tokens lukskit could use but which failed (a tang server that does not answer).
-/// With `--token-only` no token unlocking is an error.
+/// stderr for tang tokens that failed (a server that does not answer) and, with
+/// `--verbose`, cryptsetup's token message on stdout. With `--token-only` no token
+/// unlocking is an error: exit 2 when a token's passphrase opened none of its keyslots,
+/// exit 1 when no token was usable at all (cryptsetup's `-EPERM` / `-ENOENT`).
 pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBuf)>> {
     if !matches!(vol.header, Header::Luks2(_)) {
         // LUKS1 has no tokens.
@@ -88,40 +125,54 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
     }
     let tokens = candidates(vol, o)?;
     let limits = lukskit_tang::default_limits();
+    let mut failure = TokenFailure::Unusable;
     for (t, slots) in &tokens {
         crate::debug::log(format_args!(
             "Trying to open keyslot with token {} (type {}).",
             t.id, t.kind
         ));
-        if t.kind == "clevis" && o.disable_external_tokens {
-            // cryptsetup: clevis would be an external token plugin.
-            crate::debug::log(format_args!(
-                "Token {} (clevis) skipped: --disable-external-tokens.",
-                t.id
-            ));
-            continue;
-        }
-        if t.kind != "clevis" {
-            crate::debug::log(format_args!(
-                "Token {} of type {} is not supported by lukskit.",
-                t.id, t.kind
-            ));
-            continue;
-        }
-        let tok = match lukskit_tang::ClevisToken::parse(&t.json) {
-            Ok(tok) => tok,
-            Err(e) => {
-                crate::debug::log(format_args!("Token {} unusable: {e}.", t.id));
+        let (pass, tang_url) = match t.kind.as_str() {
+            "luks2-keyring" => match keyring_token_passphrase(t) {
+                Some(p) => (p, None),
+                None => {
+                    // cryptsetup's keyring token fails with -EPERM when the key cannot be
+                    // read, as if its passphrase were wrong.
+                    failure = TokenFailure::WrongPassphrase;
+                    continue;
+                }
+            },
+            "clevis" if o.disable_external_tokens => {
+                // cryptsetup: clevis would be an external token plugin.
+                crate::debug::log(format_args!(
+                    "Token {} (clevis) skipped: --disable-external-tokens.",
+                    t.id
+                ));
                 continue;
             }
-        };
-        let pass = match tok.unlock(&limits) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!(
-                    "Token {} (clevis tang {}) cannot unlock: {e}.",
-                    t.id, tok.url
-                );
+            "clevis" => {
+                let tok = match lukskit_tang::ClevisToken::parse(&t.json) {
+                    Ok(tok) => tok,
+                    Err(e) => {
+                        crate::debug::log(format_args!("Token {} unusable: {e}.", t.id));
+                        continue;
+                    }
+                };
+                match tok.unlock(&limits) {
+                    Ok(p) => (p, Some(tok.url)),
+                    Err(e) => {
+                        eprintln!(
+                            "Token {} (clevis tang {}) cannot unlock: {e}.",
+                            t.id, tok.url
+                        );
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                crate::debug::log(format_args!(
+                    "Token {} of type {} is not supported by lukskit.",
+                    t.id, t.kind
+                ));
                 continue;
             }
         };
@@ -134,20 +185,38 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
                 return Ok(Some((slot, vk)));
             }
         }
-        eprintln!(
-            "Token {} (clevis tang {}): the passphrase it holds opens none of its keyslots.",
-            t.id, tok.url
-        );
+        failure = TokenFailure::WrongPassphrase;
+        if let Some(url) = tang_url {
+            eprintln!(
+                "Token {} (clevis tang {url}): the passphrase it holds opens none of its keyslots.",
+                t.id
+            );
+        }
     }
     if o.verbose {
-        match &o.token_type {
-            Some(ty) => println!("No usable token (type {ty}) is available."),
-            None => println!("No usable token is available."),
+        // cryptsetup's tools_token_error_msg.
+        match (failure, o.token_id, &o.token_type) {
+            (TokenFailure::WrongPassphrase, Some(id), _) => {
+                println!("Token {id} cannot unlock assigned keyslot(s) (wrong keyslot passphrase).")
+            }
+            (TokenFailure::WrongPassphrase, None, Some(ty)) => println!(
+                "Token (type {ty}) cannot unlock assigned keyslot(s) (wrong keyslot passphrase)."
+            ),
+            (TokenFailure::WrongPassphrase, None, None) => {}
+            (TokenFailure::Unusable, _, Some(ty)) => {
+                println!("No usable token (type {ty}) is available.")
+            }
+            (TokenFailure::Unusable, _, None) => println!("No usable token is available."),
         }
     }
     if o.token_only {
-        // cryptsetup: -EINVAL, "Command failed with code -1 (wrong or missing parameters)."
-        return Err(CliError::invalid(""));
+        // cryptsetup: -EPERM "Command failed with code -2 (no permission or bad
+        // passphrase).", or -ENOENT "Command failed with code -1 (wrong or missing
+        // parameters)."
+        return Err(match failure {
+            TokenFailure::WrongPassphrase => CliError::permission(""),
+            TokenFailure::Unusable => CliError::invalid(""),
+        });
     }
     if tokens
         .iter()
@@ -156,6 +225,64 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
         eprintln!("Falling back to the passphrase.");
     }
     Ok(None)
+}
+
+/// The passphrase token `id` of `vol` holds (luksAddKey's `--new-token-id`): a
+/// `luks2-keyring` token's kernel key, or what a clevis tang token decrypts to.
+pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<SecretBuf> {
+    let Header::Luks2(h) = &vol.header else {
+        return Err(CliError::invalid(""));
+    };
+    let Some(t) = h.tokens()?.into_iter().find(|t| t.id == id) else {
+        return Err(CliError::invalid(format!("Token {id} is not in use.")));
+    };
+    match t.kind.as_str() {
+        "luks2-keyring" => keyring_token_passphrase(&t).ok_or_else(|| {
+            if o.verbose {
+                println!(
+                    "Token {id} cannot unlock assigned keyslot(s) (wrong keyslot passphrase)."
+                );
+            }
+            CliError::permission("")
+        }),
+        "clevis" if !o.disable_external_tokens => {
+            let tok = lukskit_tang::ClevisToken::parse(&t.json)
+                .map_err(|e| CliError::invalid(format!("Token {id} unusable: {e}.")))?;
+            tok.unlock(&lukskit_tang::default_limits()).map_err(|e| {
+                CliError::invalid(format!(
+                    "Token {id} (clevis tang {}) cannot unlock: {e}.",
+                    tok.url
+                ))
+            })
+        }
+        _ => {
+            if o.verbose {
+                println!("No usable token is available.");
+            }
+            Err(CliError::invalid(""))
+        }
+    }
+}
+
+/// Assign token `id` to keyslot `slot` as well (luksAddKey `--new-token-id`: the new
+/// keyslot joins the token's keyslots).
+pub(super) fn assign_token(vol: &mut Volume, id: u32, slot: u32) -> Result<()> {
+    let Header::Luks2(h) = &vol.header else {
+        return Err(CliError::invalid(""));
+    };
+    let Some(t) = h.tokens()?.into_iter().find(|t| t.id == id) else {
+        return Err(CliError::invalid(format!("Token {id} is not in use.")));
+    };
+    if t.keyslots.contains(&slot) {
+        return Ok(());
+    }
+    let mut slots = t.keyslots.clone();
+    slots.push(slot);
+    slots.sort_unstable();
+    let mut json = t.json;
+    json["keyslots"] = serde_json::json!(slots.iter().map(u32::to_string).collect::<Vec<_>>());
+    vol.token_add(Some(id), json, true)?;
+    Ok(())
 }
 
 /// `token bind-tang <device> --tang-url URL [--tang-thumbprint THP] [--key-slot N]

@@ -7,6 +7,30 @@ use lukskit_crypto::SecretBuf;
 
 use std::io::Read;
 
+/// The size in bytes of the volume key `--volume-key-file` must hold: the header's (from its
+/// keyslots), or for a LUKS2 header without keyslots (after `luksErase`) `--key-size`, as
+/// cryptsetup's open, luksAddKey and luksDump do ("Cannot determine volume key size for LUKS
+/// without keyslots, please use --key-size option." without it).
+pub fn volume_key_bytes(vol: &lukskit_volume::Volume, o: &crate::args::Opts) -> Result<usize> {
+    match vol.volume_key_size() {
+        Ok(n) => Ok(n),
+        Err(e) => match o.key_size {
+            Some(bits) if bits > 0 => Ok((bits / 8) as usize),
+            _ if matches!(
+                e,
+                lukskit_volume::VolumeError::Keyslot(lukskit_volume::KeyslotError::NoBoundKeyslot)
+            ) =>
+            {
+                Err(CliError::invalid(
+                    "Cannot determine volume key size for LUKS without keyslots, please use \
+                     --key-size option.",
+                ))
+            }
+            _ => Err(CliError::from(e)),
+        },
+    }
+}
+
 /// Read exactly `bytes` bytes of `path` into a locked buffer.
 pub fn read_volume_key_file(path: &str, bytes: usize) -> Result<SecretBuf> {
     let mut f = std::fs::File::open(path)
