@@ -899,4 +899,8 @@ pub enum ReencryptError {
     /// The checksums of the current hot zone could not be read back.
     #[error("failed to read the checksums of the current hot zone")]
     ChecksumRead,
+    /// The live mapping of an online re-encryption could not follow (the backend's
+    /// message: a device-mapper ioctl, a daemon's reply).
+    #[error("{0}")]
+    Online(String),
 }

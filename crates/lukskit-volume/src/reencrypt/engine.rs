@@ -18,6 +18,7 @@
 
 use super::context::{status, Context, Direction, Mode, Resilience, Status};
 use super::json::{self, ctx};
+use super::online::{self, HotZone, Offline, OnlineHook};
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
@@ -412,6 +413,9 @@ struct Run<'a> {
     /// The data segment 0 when the run was loaded (the old layout kept before a backward
     /// hot zone).
     first_segment: Option<Value>,
+    /// Whether the current hot zone's data may be partly rewritten (for
+    /// [`OnlineHook::abort`]).
+    touched: bool,
 }
 
 fn physmem_quarter() -> u64 {
@@ -561,6 +565,7 @@ impl<'a> Run<'a> {
             length,
             progress,
             first_segment: segs.first().cloned(),
+            touched: false,
         })
     }
 
@@ -763,10 +768,33 @@ impl<'a> Run<'a> {
         luks2_keys::write_header(self.meta, hdr)
     }
 
-    fn step(&mut self, hdr: &mut Luks2Header, buf: &mut Vec<u8>) -> Result<()> {
+    /// The size of the data device (for the live segment table of an online hook).
+    fn data_device_size(&self) -> Result<u64> {
+        self.data.size().map_err(dio(DeviceOp::GetSize))
+    }
+
+    fn step(
+        &mut self,
+        hdr: &mut Luks2Header,
+        buf: &mut Vec<u8>,
+        keys: &Keys,
+        hook: &mut dyn OnlineHook,
+    ) -> Result<()> {
         let hot = self.hot_segments();
         let post = self.post_segments(&hot)?;
         self.assign(hdr, hot, true)?;
+        if hook.is_online() {
+            let (table, index) = online::live_table(hdr, keys, self.data_device_size()?)?;
+            let index = index.ok_or_else(|| ctx("no hot zone segment"))?;
+            hook.before_hotzone(
+                &table,
+                HotZone {
+                    offset: self.offset,
+                    length: self.length,
+                    index,
+                },
+            )?;
+        }
         let len = self.length as usize;
         buf.resize(len, 0);
         let buf = &mut buf[..len];
@@ -780,18 +808,25 @@ impl<'a> Run<'a> {
         let iv = self.offset >> 9;
         self.old.decrypt(buf, iv)?;
         self.new.encrypt(buf, iv)?;
+        self.touched = true;
         self.data
             .write_all_at(buf, self.new.offset + self.offset)
             .map_err(dio(DeviceOp::WriteData {
                 offset: self.new.offset + self.offset,
             }))?;
-        if self.c.resilience != Resilience::None {
+        // Online, the live mapping reads the new data from the device: sync it first.
+        if self.c.resilience != Resilience::None || hook.is_online() {
             self.data.sync().map_err(dio(DeviceOp::Sync))?;
         }
         // Safe point.
         self.assign(hdr, post, false)?;
         if self.c.resilience != Resilience::None {
             luks2_keys::write_header(self.meta, hdr)?;
+        }
+        self.touched = false;
+        if hook.is_online() {
+            let (table, _) = online::live_table(hdr, keys, self.data_device_size()?)?;
+            hook.after_hotzone(&table)?;
         }
         self.advance();
         Ok(())
@@ -875,9 +910,18 @@ impl<'a> Run<'a> {
     /// The end of a run (`reencrypt_teardown_ok`): with resilience `none` the segments are
     /// written now; when finished, the old keyslots, backup segments, requirement and the
     /// `reencrypt` keyslot go.
-    fn teardown(&self, hdr: &mut Luks2Header) -> Result<Outcome> {
+    fn teardown(
+        &self,
+        hdr: &mut Luks2Header,
+        keys: &Keys,
+        hook: &mut dyn OnlineHook,
+    ) -> Result<Outcome> {
         if self.c.resilience == Resilience::None {
             luks2_keys::write_header(self.meta, hdr)?;
+        }
+        if hook.is_online() {
+            let (table, _) = online::live_table(hdr, keys, self.data_device_size()?)?;
+            hook.finish(&table, self.progress >= self.device_size)?;
         }
         if self.progress < self.device_size {
             return Ok(Outcome::Interrupted);
@@ -971,7 +1015,7 @@ pub fn recover(
     let post = r.post_segments(&hot)?;
     r.assign(hdr, post, false)?;
     r.advance();
-    let out = r.teardown(hdr)?;
+    let out = r.teardown(hdr, keys, &mut Offline)?;
     if out == Outcome::Interrupted {
         luks2_keys::write_header(meta, hdr)?;
     }
@@ -986,8 +1030,26 @@ pub fn run(
     data_block_size: u64,
     hdr: &mut Luks2Header,
     keys: &Keys,
-    mut opts: RunOptions<'_>,
+    opts: RunOptions<'_>,
 ) -> Result<Outcome> {
+    run_online(meta, data, data_block_size, hdr, keys, opts, &mut Offline)
+}
+
+/// [`run`] with a live mapping that follows the hot zones through `hook` (see
+/// [`super::online`]); with [`Offline`] it is [`run`]. The header must not need a crash
+/// recovery when the hook is online (the live mapping would read the hot zone meanwhile).
+pub fn run_online(
+    meta: &dyn Storage,
+    data: &dyn Storage,
+    data_block_size: u64,
+    hdr: &mut Luks2Header,
+    keys: &Keys,
+    mut opts: RunOptions<'_>,
+    hook: &mut dyn OnlineHook,
+) -> Result<Outcome> {
+    if hook.is_online() && status(hdr)? == Status::Crash {
+        return Err(ctx("an interrupted hot zone must be recovered first"));
+    }
     if finished(hdr)? {
         let c = Context::load(hdr)?;
         return finish(meta, hdr, &c);
@@ -996,17 +1058,25 @@ pub fn run(
         return Ok(Outcome::Finished);
     }
     let mut r = Run::load(meta, data, data_block_size, hdr, keys, opts.max_hotzone)?;
+    if hook.is_online() {
+        let (table, _) = online::live_table(hdr, keys, r.data_device_size()?)?;
+        hook.start(&table)?;
+    }
     let mut buf = Vec::new();
     let mut quit = false;
     if let Some(p) = opts.progress.as_mut() {
         quit = !p(r.progress, r.device_size);
     }
     while !quit && r.progress < r.device_size {
-        r.step(hdr, &mut buf)?;
+        if let Err(e) = r.step(hdr, &mut buf, keys, hook) {
+            buf.fill(0);
+            hook.abort(r.touched);
+            return Err(e);
+        }
         if let Some(p) = opts.progress.as_mut() {
             quit = !p(r.progress, r.device_size);
         }
     }
     buf.fill(0);
-    r.teardown(hdr)
+    r.teardown(hdr, keys, hook)
 }

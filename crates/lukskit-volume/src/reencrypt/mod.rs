@@ -6,9 +6,10 @@
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
 //! * [`json`] — segment objects and requirement flags in cryptsetup's form.
 //! * [`lock`] — cryptsetup's re-encryption lock file.
+//! * [`online`] — the hook through which a live mapping follows the hot zones.
 //!
-//! Offline only (no mapping is active). Implemented: mode `reencrypt` (new volume key,
-//! cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
+//! Offline, or online through an [`online::OnlineHook`] that moves a live mapping along.
+//! Implemented: mode `reencrypt` (new volume key, cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
 //! header, resilience `checksum`, `journal` and `none`, crash recovery of either tool's hot
 //! zone. Not yet: `datashift` (moving the data by the header size, `online-reencrypt-v3`).
 
@@ -16,11 +17,12 @@ pub mod context;
 pub mod engine;
 pub mod json;
 pub mod lock;
+pub mod online;
 pub mod verify;
 
 pub use context::{status, Context, Direction, Mode, Resilience, Status};
 pub use engine::{
-    device_block_size, init, recover, run, unlock_keys, InitParams, Keys, Outcome,
+    device_block_size, init, recover, run, run_online, unlock_keys, InitParams, Keys, Outcome,
     ResilienceChoice, RunOptions,
 };
 pub use lock::ReencryptLock;
