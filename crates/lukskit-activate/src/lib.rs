@@ -5,6 +5,8 @@
 //!
 //! * [`kernel`] — a kernel dm-crypt mapping, made exactly as cryptsetup 2.6 makes it (through
 //!   crate `lukskit-dm`), wherever the kernel has device-mapper;
+//! * [`online_reencrypt`] — cryptsetup's device-mapper stack for online re-encryption
+//!   under a kernel mapping;
 //! * [`userspace`] — lukskit's own serving process: a FUSE file with a loop device on top
 //!   (`/dev/mapper/NAME` a link to it), a FUSE file only, or an NBD export (crate
 //!   `lukskit-expose` provides those mechanisms).
@@ -17,6 +19,7 @@
 
 mod error;
 pub mod kernel;
+pub mod online_reencrypt;
 mod request;
 mod status;
 pub mod userspace;

@@ -220,6 +220,21 @@ impl DeviceMapper {
         self.ctl.resume(name, secure)
     }
 
+    /// Load `targets` as the inactive table of existing mapping `name`, without making it
+    /// live (a later resume does; what libdevmapper's reload does). Keyring keys with a
+    /// payload are in this thread's keyring for the load only.
+    pub fn load_inactive(&self, name: &str, targets: &[Target], readonly: bool) -> Result<()> {
+        check_contiguous(targets)?;
+        let specs = targets
+            .iter()
+            .map(Target::to_spec)
+            .collect::<Result<Vec<_>>>()?;
+        let secure = targets.iter().any(|t| matches!(t, Target::Crypt(_)));
+        let keys = load_keyring_payloads(targets)?;
+        self.ctl.load_table(name, &specs, readonly, secure)?;
+        revoke_all(keys)
+    }
+
     /// Remove mapping `name` and, unless udev handles it, its `/dev/mapper/NAME` node.
     pub fn remove(&self, name: &str, opts: RemoveOptions) -> Result<RemoveOutcome> {
         let dev = self.ctl.info(name)?.dev;

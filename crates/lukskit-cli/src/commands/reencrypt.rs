@@ -53,6 +53,7 @@ const SUPPORTED: &[&str] = &[
     "resilience-hash",
     "progress-json",
     "reduce-device-size",
+    "active-name",
 ];
 
 /// The options given that lukskit cannot run for `action` (for the startup check): for
@@ -264,13 +265,14 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         None
     };
     let is_block = data_dev.as_ref().unwrap_or(&vol.dev).is_block_device();
-    // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online.
-    let live = if runs && !has(o, "force-offline-reencrypt") {
+    let mut active = value(o, "active-name").map(|n| lukskit_activate::mapping_name(n).to_string());
+    // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online through it.
+    let live = if runs && !has(o, "force-offline-reencrypt") && active.is_none() {
         super::reencrypt_userspace::active_mapping(&vol.data_path)?
     } else {
         None
     };
-    if checks_active && !has(o, "force-offline-reencrypt") && live.is_none() {
+    if checks_active && !has(o, "force-offline-reencrypt") && active.is_none() && live.is_none() {
         if !is_block {
             return Err(CliError::invalid(format!(
                 "Device {device} is not a block device. Can not auto-detect if it is active or \
@@ -278,10 +280,13 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                  mode (dangerous!)."
             )));
         }
-        return Err(CliError::invalid(
-            "Online re-encryption is not supported by lukskit yet; use \
-             --force-offline-reencrypt when the device is not in use.",
-        ));
+        let data_path = if vol.detached { &vol.data_path } else { device };
+        active = super::reencrypt_online::detect(data_path, vol.uuid())?;
+        if let Some(name) = &active {
+            if !o.batch_mode {
+                println!("Auto-detected active dm device '{name}' for data device {data_path}.");
+            }
+        }
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
     let keys = if let Some(k) = shifted {
@@ -348,14 +353,28 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         .unwrap_or(&vol.dev)
         .file()
         .and_then(reencrypt::fastio::open_direct);
-    let opts = reencrypt::RunOptions {
+    let run_opts = reencrypt::RunOptions {
         max_hotzone,
         progress: Some(&mut cb),
         direct: direct.as_ref(),
     };
-    let out = match live {
-        Some(m) => super::reencrypt_userspace::run(meta, data, block, hdr, &keys, opts, m)?,
-        None => reencrypt::run(meta, data, block, hdr, &keys, opts)?,
+    let out = match (&active, live) {
+        (Some(name), _) => {
+            if reencrypt::status(hdr)? == Status::Crash {
+                return Err(CliError::invalid(
+                    "Cannot proceed with reencryption. Run reencryption recovery first.",
+                ));
+            }
+            let c = reencrypt::Context::load(hdr)?;
+            let forward = c.direction == reencrypt::Direction::Forward;
+            let mut hook =
+                super::reencrypt_online::kernel_hook(name, &uuid, forward, c.data_offset_new())?;
+            reencrypt::run_online(meta, data, block, hdr, &keys, run_opts, &mut hook)?
+        }
+        (None, Some(m)) => {
+            super::reencrypt_userspace::run(meta, data, block, hdr, &keys, run_opts, m)?
+        }
+        (None, None) => reencrypt::run(meta, data, block, hdr, &keys, run_opts)?,
     };
     if out == Outcome::Interrupted {
         // Stopped at a safe point: `--resume-only` continues.

@@ -1,0 +1,213 @@
+# Online LUKS2 re-encryption in the reference VM (crates/lukskit-cli/tests/refvm_reencrypt.rs).
+# The case is in /refvm/files/case; the volume is /dev/vda (64 MiB). Every case ends with
+# "RESULT <case> ok" on stdout, or prints "FAIL: ..." and exits non-zero.
+#
+#   io       ext4 on a lukskit kernel mapping, mounted, re-encrypted online by lukskit to a
+#            new key and cipher while a checksummed write / drop-caches / read-back loop runs
+#            on it; then the files verify, e2fsck is clean, and real cryptsetup opens it.
+#   cs-kill  cryptsetup's online re-encryption killed with kill -9 at a random moment; the
+#            helper devices are torn down as after a crash (the hot zone fails I/O), then
+#            cryptsetup open recovers it and lukskit resumes it online (--resume-only).
+#   lk-kill  the other way round (a volume made by cryptsetup, re-encrypted to a new key and
+#            cipher by lukskit, killed with kill -9): cryptsetup open recovers and cryptsetup
+#            finishes online; lukskit opens the result.
+export DM_DISABLE_UDEV=1
+CASE=$(cat /refvm/files/case)
+D=/dev/vda
+KF=/root/kf
+printf 'online reencryption pass' > $KF
+FAST="--pbkdf pbkdf2 --pbkdf-force-iterations 1000"
+mkdir -p /mnt /root/m
+
+fail() {
+    echo "FAIL: $CASE: $*"
+    dmsetup ls >&2
+    dmsetup table >&2 2>/dev/null | sed 's/[0-9a-f]\{32,\}/KEY/' >&2
+    exit 1
+}
+
+rnd() { od -An -N2 -tu2 /dev/urandom | tr -d ' '; }
+
+# Files with random content and a manifest of their checksums.
+populate() {
+    i=0
+    : > /root/manifest
+    while [ $i -lt 12 ]; do
+        dd if=/dev/urandom of=/mnt/p$i bs=64k count=$((1 + $(rnd) % 16)) 2>/dev/null
+        i=$((i + 1))
+    done
+    sync
+    (cd /mnt && sha256sum p* > /root/manifest)
+}
+
+verify_files() {
+    echo 3 > /proc/sys/vm/drop_caches
+    (cd /mnt && sha256sum -c -s /root/manifest) || fail "checksums differ ($1)"
+}
+
+# The checksummed I/O loop: write a file, sync it, drop the caches, read every file back.
+writer() {
+    i=0
+    : > /root/wmanifest
+    while [ ! -e /root/stop ]; do
+        dd if=/dev/urandom of=/mnt/w$i bs=16k count=$((1 + $(rnd) % 32)) conv=fsync 2>/dev/null \
+            || { echo "writer: write $i failed" > /root/werr; return; }
+        (cd /mnt && sha256sum w$i >> /root/wmanifest)
+        echo 3 > /proc/sys/vm/drop_caches
+        (cd /mnt && sha256sum -c -s /root/wmanifest) \
+            || { echo "writer: read-back after w$i differs" > /root/werr; return; }
+        # Keep the file system from filling up: rewrite old files in place.
+        [ $i -ge 40 ] && { rm -f /mnt/w$((i - 40)); sed -i "/ w$((i - 40))\$/d" /root/wmanifest; }
+        i=$((i + 1))
+        echo $i > /root/wcount
+    done
+}
+
+in_reencryption() { cryptsetup luksDump $D | grep -q 'online-reencrypt'; }
+
+# After a kill -9 in the middle of an online run: what a crash leaves is the helper stack,
+# maybe with the hot-zone device suspended. Fail its I/O (as cryptsetup's fatal path does),
+# then unmount (the journal is replayed at the next mount) and remove the stack.
+teardown_after_kill() {
+    for hz in $(dmsetup ls | awk '/-hotzone-/ {print $1}'); do
+        n=$(blockdev --getsz /dev/mapper/$hz 2>/dev/null || dmsetup table $hz | awk '{print $2}')
+        dmsetup load $hz --table "0 $n error" && dmsetup resume $hz
+    done
+    umount /mnt 2>/dev/null || umount -l /mnt
+    dmsetup remove v 2>/dev/null || { sleep 1; dmsetup remove v; } || fail "cannot remove v"
+    dmsetup remove v-overlay 2>/dev/null
+    for hz in $(dmsetup ls | awk '/-hotzone-/ {print $1}'); do dmsetup remove $hz; done
+    [ "$(dmsetup ls)" = "No devices found" ] || fail "stack left: $(dmsetup ls)"
+}
+
+# Start "$@" in the background, wait until its dm stack is up and the first hot zone is
+# done (the overlay maps new / hot zone / old), then kill -9 it at a random moment (0 to
+# 2.5 s later). Fails unless the re-encryption was caught in the middle.
+kill_midway() {
+    "$@" > /root/run.out 2>&1 &
+    pid=$!
+    t=0
+    while [ "$(dmsetup table v-overlay 2>/dev/null | wc -l)" -lt 3 ]; do
+        kill -0 $pid 2>/dev/null || fail "the run ended before its second hot zone: $(cat /root/run.out)"
+        sleep 0.1
+        t=$((t + 1))
+        [ $t -lt 900 ] || fail "no second hot zone after 90 s"
+    done
+    ms=$(($(rnd) % 2500))
+    sleep $((ms / 1000)).$(printf %03d $((ms % 1000)))
+    kill -9 $pid || fail "the run was already over"
+    wait $pid
+    echo "killed after ${ms} ms"
+    dmsetup ls
+    dmsetup info -c -o name,uuid,attr 2>/dev/null | grep -E 'hotzone|overlay' \
+        | sed 's/-[0-9a-f]\{32\}-/-UUID-/'
+    in_reencryption || fail "the kill came after the end of the re-encryption"
+}
+
+# The file system after an interruption: mount (replays the journal), files, e2fsck.
+check_fs() {
+    mount -o noatime /dev/mapper/v /mnt || fail "mount after $1"
+    verify_files "$1"
+    umount /mnt
+    e2fsck -fn /dev/mapper/v > /root/fsck.out 2>&1 || { cat /root/fsck.out; fail "e2fsck after $1"; }
+}
+
+case $CASE in
+io)
+    cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+    lukskit open -d $KF $D v || fail "lukskit open"
+    dmsetup table v | awk '{print "before:", $4}'
+    mkfs.ext4 -q /dev/mapper/v || fail mkfs
+    mount -o noatime /dev/mapper/v /mnt || fail mount
+    populate
+    writer &
+    wpid=$!
+    lukskit reencrypt -d $KF --cipher aes-cbc-essiv:sha256 --key-size 256 --hotzone-size 1M \
+        --progress-json $D > /root/re.out 2>&1
+    rc=$?
+    touch /root/stop
+    wait $wpid
+    cat /root/re.out | grep -v '^{' 
+    echo "lukskit reencrypt: $rc, progress lines: $(grep -c '^{' /root/re.out)"
+    [ $rc = 0 ] || fail "lukskit reencrypt online: $(cat /root/re.out)"
+    [ -e /root/werr ] && fail "$(cat /root/werr)"
+    echo "writer iterations during the run: $(cat /root/wcount)"
+    [ "$(cat /root/wcount)" -ge 3 ] || fail "the writer did not run during the re-encryption"
+    dmsetup ls | awk '{print "device:", $1}'
+    dmsetup table v | awk '{print "after:", $1, $2, $3, $4, $6, $8}'
+    verify_files "the run"
+    (cd /mnt && sha256sum -c -s /root/wmanifest) || fail "writer files differ after the run"
+    cat /root/wmanifest >> /root/manifest
+    umount /mnt
+    lukskit close v || fail "lukskit close"
+    in_reencryption && fail "still in re-encryption"
+    cryptsetup luksDump $D | awk '/cipher:/ {print "header", $1, $2; exit}'
+    cryptsetup open -d $KF $D v || fail "cryptsetup open"
+    check_fs "cryptsetup open"
+    cryptsetup close v
+    ;;
+cs-kill)
+    cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+    cryptsetup open -d $KF $D v || fail "cryptsetup open"
+    mkfs.ext4 -q /dev/mapper/v || fail mkfs
+    mount -o noatime /dev/mapper/v /mnt || fail mount
+    populate
+    kill_midway cryptsetup reencrypt -q -d $KF --cipher aes-cbc-essiv:sha256 --key-size 256 \
+        --resilience journal --hotzone-size 1M $D
+    teardown_after_kill
+    cryptsetup luksDump $D | grep -E '^  [0-9]+: (crypt|linear)|in-reencryption' | tr -s ' \t' ' '
+    cryptsetup open -d $KF $D v || fail "cryptsetup open (recovery)"
+    dmsetup table v | awk '{print "resumed from:", $1, $2, $3, $4}'
+    mount -o noatime /dev/mapper/v /mnt || fail "mount after recovery"
+    verify_files "recovery"
+    lukskit reencrypt --resume-only -d $KF --hotzone-size 1M $D > /root/re.out 2>&1 \
+        || fail "lukskit reencrypt --resume-only: $(cat /root/re.out)"
+    grep -v Progress /root/re.out | tr -d '\033' | sed 's/\[2K//g'
+    dmsetup ls | awk '{print "device:", $1}'
+    dmsetup table v | awk '{print "after:", $1, $2, $3, $4}'
+    verify_files "lukskit's resume"
+    umount /mnt
+    cryptsetup close v
+    in_reencryption && fail "still in re-encryption"
+    lukskit open -d $KF $D v || fail "lukskit open"
+    check_fs "lukskit open"
+    lukskit close v
+    cryptsetup open -d $KF $D v || fail "cryptsetup open"
+    check_fs "cryptsetup open"
+    cryptsetup close v
+    ;;
+lk-kill)
+    cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+    cryptsetup open -d $KF $D v || fail "cryptsetup open"
+    mkfs.ext4 -q /dev/mapper/v || fail mkfs
+    mount -o noatime /dev/mapper/v /mnt || fail mount
+    populate
+    kill_midway lukskit reencrypt -d $KF --cipher serpent-xts-plain64 --key-size 512 \
+        --resilience checksum --hotzone-size 1M $D
+    teardown_after_kill
+    cryptsetup luksDump $D | grep -E '^  [0-9]+: (crypt|linear)|in-reencryption' | tr -s ' \t' ' '
+    cryptsetup open -d $KF $D v || fail "cryptsetup open (recovery)"
+    dmsetup table v | awk '{print "resumed from:", $1, $2, $3, $4}'
+    mount -o noatime /dev/mapper/v /mnt || fail "mount after recovery"
+    verify_files "recovery"
+    cryptsetup reencrypt -q --resume-only -d $KF --hotzone-size 1M $D > /root/re.out 2>&1 \
+        || fail "cryptsetup reencrypt --resume-only: $(cat /root/re.out)"
+    dmsetup ls | awk '{print "device:", $1}'
+    dmsetup table v | awk '{print "after:", $1, $2, $3, $4}'
+    verify_files "cryptsetup's resume"
+    umount /mnt
+    cryptsetup close v
+    in_reencryption && fail "still in re-encryption"
+    cryptsetup luksDump $D | awk '/cipher:/ {print "header", $1, $2; exit}'
+    cryptsetup open -d $KF $D v || fail "cryptsetup open"
+    check_fs "cryptsetup open"
+    cryptsetup close v
+    lukskit open -d $KF $D v || fail "lukskit open"
+    check_fs "lukskit open"
+    lukskit close v
+    ;;
+*)
+    fail "unknown case"
+    ;;
+esac
+echo "RESULT $CASE ok"
