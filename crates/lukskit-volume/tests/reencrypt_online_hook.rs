@@ -172,6 +172,7 @@ fn run(path: &str, keys: &Keys, hook: &mut dyn OnlineHook) -> lukskit_volume::Re
         RunOptions {
             max_hotzone: MIB,
             progress: None,
+            direct: None,
         },
         hook,
     )
@@ -275,6 +276,7 @@ fn failing_hook_aborts_at_a_safe_point_and_the_run_resumes() {
         RunOptions {
             max_hotzone: MIB,
             progress: None,
+            direct: None,
         },
     )
     .unwrap();
