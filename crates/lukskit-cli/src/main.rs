@@ -65,10 +65,35 @@ fn main() {
             if verbose {
                 println!("Command successful.");
             }
+            drain_terminal();
         }
         Err(e) => {
             report(&e, verbose, &opts);
+            drain_terminal();
             std::process::exit(e.class.exit_code());
+        }
+    }
+}
+
+/// When lukskit leads its own session on a terminal (as an initramfs runs it with
+/// `setsid cttyhack` on the console), its exit hangs the terminal up, and the kernel drops
+/// what a slow serial console has not sent yet — such as the last "NAME: opened." line.
+/// Wait until standard output and standard error are on the wire first.
+fn drain_terminal() {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    // SAFETY: getsid/getpid take no pointers and only read process state.
+    let leader = unsafe { libc::getsid(0) == libc::getpid() };
+    if !leader {
+        return;
+    }
+    for fd in [1, 2] {
+        // SAFETY: isatty and tcdrain only take a file descriptor number; an invalid one
+        // makes them fail with EBADF, which is ignored.
+        unsafe {
+            if libc::isatty(fd) == 1 {
+                libc::tcdrain(fd);
+            }
         }
     }
 }
