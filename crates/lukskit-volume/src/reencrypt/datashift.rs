@@ -324,19 +324,7 @@ pub fn init_encrypt(
     area.insert("size".into(), json::u64_str(DATASHIFT_AREA));
     area.insert("type".into(), "datashift".into());
     area.insert("shift_size".into(), json::u64_str(p.shift));
-    let mut ks = Map::new();
-    ks.insert("area".into(), Value::Object(area));
-    ks.insert("type".into(), "reencrypt".into());
-    ks.insert("key_size".into(), 1.into());
-    ks.insert("mode".into(), Mode::Encrypt.as_str().into());
-    ks.insert("direction".into(), "backward".into());
-    ks.insert("priority".into(), 0.into());
-    hdr.json
-        .get_mut("keyslots")
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| ctx("no keyslots object"))?
-        .insert(rk.to_string(), Value::Object(ks));
-    json::set_requirement(hdr, true)?;
+    json::insert_reencrypt_keyslot(hdr, rk, area, Mode::Encrypt.as_str(), "backward")?;
 
     let c = Context::load(hdr)?;
     let new = keys

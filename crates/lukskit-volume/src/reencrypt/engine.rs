@@ -330,25 +330,13 @@ pub fn init(
             area.insert("type".into(), "none".into());
         }
     }
-    let mut ks = Map::new();
-    ks.insert("area".into(), Value::Object(area));
-    ks.insert("type".into(), "reencrypt".into());
-    ks.insert("key_size".into(), 1.into());
-    ks.insert("mode".into(), p.mode.as_str().into());
     // cryptsetup decrypts backward (offline, header detached) and otherwise goes forward.
     let direction = if p.mode == Mode::Decrypt {
         "backward"
     } else {
         "forward"
     };
-    ks.insert("direction".into(), direction.into());
-    ks.insert("priority".into(), 0.into());
-    hdr.json
-        .get_mut("keyslots")
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| ctx("no keyslots object"))?
-        .insert(rk.to_string(), Value::Object(ks));
-    json::set_requirement(hdr, true)?;
+    json::insert_reencrypt_keyslot(hdr, rk, area, p.mode.as_str(), direction)?;
 
     let c = Context::load(hdr)?;
     let data = verification(hdr, &c, keys)?;

@@ -299,3 +299,27 @@ pub fn move_keyslot_digest(hdr: &mut Luks2Header, keyslot: u32, digest: u32) -> 
     hdr.assign_keyslot_to_digest(keyslot, digest)?;
     Ok(())
 }
+
+/// Add the `reencrypt` keyslot `slot` with resilience `area`, `mode` and `direction`
+/// (cryptsetup's `reencrypt_keyslot_update`), and mark the header as in re-encryption.
+pub fn insert_reencrypt_keyslot(
+    hdr: &mut Luks2Header,
+    slot: u32,
+    area: Map<String, Value>,
+    mode: &str,
+    direction: &str,
+) -> Result<()> {
+    let mut ks = Map::new();
+    ks.insert("area".into(), Value::Object(area));
+    ks.insert("type".into(), "reencrypt".into());
+    ks.insert("key_size".into(), 1.into());
+    ks.insert("mode".into(), mode.into());
+    ks.insert("direction".into(), direction.into());
+    ks.insert("priority".into(), 0.into());
+    hdr.json
+        .get_mut("keyslots")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no keyslots object"))?
+        .insert(slot.to_string(), Value::Object(ks));
+    set_requirement(hdr, true)
+}
