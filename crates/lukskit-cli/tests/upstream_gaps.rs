@@ -1220,3 +1220,103 @@ fn convert_key_ignores_a_positional_key_file() {
     }
     assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
 }
+
+/// Which error a passphrase that opens no keyslot gives, as cryptsetup 2.6.1's
+/// `LUKS2_keyslot_open` decides it: "prefer" keyslots, then "normal" ones, each in the order
+/// the JSON object lists them (not by number); the last keyslot tried decides ("No usable
+/// keyslot is available.", exit 1, when it is unbound; "No key available with this
+/// passphrase.", exit 2, when it is bound), a wrong passphrase in the "prefer" pass wins; and
+/// `--unbound` without `-S` tries every keyslot, bound ones too. Messages and exit codes
+/// compared with real cryptsetup's on the same headers.
+#[test]
+fn keyslot_try_order_decides_the_error() {
+    if !have_cryptsetup("keyslot try order") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let base = sparse(d, "base.img", 20 << 20);
+    let k1 = write_file(d, "k1", b"pass1");
+    let k2 = write_file(d, "k2", b"pass2");
+    let k3 = write_file(d, "k3", b"pass3");
+    let k4 = write_file(d, "k4", b"pass4");
+    let cs = |args: &[&str]| cryptsetup(args, b"").unwrap().ok(&args.join(" "));
+    let mut fast = FAST.to_vec();
+    fast.extend_from_slice(&["-q"]);
+    fn with<'a>(extra: &[&'a str], fast: &[&'a str]) -> Vec<&'a str> {
+        let mut a = extra.to_vec();
+        a.extend_from_slice(fast);
+        a
+    }
+    cs(&with(
+        &["luksFormat", "--type", "luks2", "-d", &k1, &base],
+        &fast,
+    ));
+    // Slot 1 unbound, listed last: the last keyslot tried is unusable for the segment.
+    let unbound_last = format!("{}/unbound-last.img", d.display());
+    std::fs::copy(&base, &unbound_last).unwrap();
+    cs(&with(
+        &[
+            "luksAddKey",
+            "--unbound",
+            "-s",
+            "256",
+            "-S",
+            "2",
+            "-d",
+            &k1,
+            &unbound_last,
+            &k2,
+        ],
+        &fast,
+    ));
+    // Then slot 1 bound, added after slot 2: the JSON lists 0, 2, 1.
+    let json_order = format!("{}/json-order.img", d.display());
+    std::fs::copy(&unbound_last, &json_order).unwrap();
+    cs(&with(
+        &["luksAddKey", "-S", "1", "-d", &k1, &json_order, &k3],
+        &fast,
+    ));
+    // Slot 0 "prefer": its wrong passphrase wins over the unbound slot tried last.
+    let prefer = format!("{}/prefer.img", d.display());
+    std::fs::copy(&unbound_last, &prefer).unwrap();
+    cs(&["config", "--priority", "prefer", "-S", "0", &prefer]);
+    let mut seen: Vec<Vec<(String, i32, String)>> = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let mut log = Vec::new();
+        for img in [&unbound_last, &json_order, &prefer] {
+            let copy = format!("{img}.{tool}");
+            std::fs::copy(img, &copy).unwrap();
+            for args in [
+                vec!["-d", &k2],
+                vec!["-d", &k4],
+                vec!["--unbound", "-d", &k1],
+                vec!["--unbound", "-d", &k2],
+                vec!["--unbound", "-d", &k4],
+            ] {
+                let mut a = vec!["open", "--test-passphrase", &copy];
+                a.extend_from_slice(&args);
+                let r = run_tool(tool, &a, b"");
+                let name = img.rsplit('/').next().unwrap();
+                log.push((format!("{name} {}", args.join(" ")), r.code, r.stderr));
+            }
+        }
+        seen.push(log);
+    }
+    // The test would pass trivially if every case failed the same way: make sure the cases
+    // tell the errors apart.
+    let codes: std::collections::BTreeSet<i32> = seen[0].iter().map(|(_, c, _)| *c).collect();
+    assert_eq!(
+        codes.into_iter().collect::<Vec<_>>(),
+        [0, 1, 2],
+        "{:#?}",
+        seen[0]
+    );
+    let names = |s: &str| s.replace(".cryptsetup", "").replace(".lukskit", "");
+    let norm = |v: &Vec<(String, i32, String)>| {
+        v.iter()
+            .map(|(a, c, e)| (a.clone(), *c, names(e)))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(norm(&seen[1]), norm(&seen[0]), "lukskit vs cryptsetup");
+}

@@ -225,29 +225,44 @@ pub fn unlock(
             .map(|vk| (s, vk))
             .ok_or(VolumeError::WrongPassphrase);
     }
-    let mut candidates: Vec<&Keyslot> = keyslots
-        .iter()
-        .filter(|k| {
-            if unbound {
-                is_unbound(k.id)
-            } else {
-                is_bound(k.id)
+    // cryptsetup (`LUKS2_keyslot_open`): the "prefer" (2) keyslots, then the "normal" (1)
+    // ones, each pass in the JSON object's order; "ignore" (0) or an invalid priority only
+    // when named. With `unbound` every keyslot qualifies (any segment), otherwise only those
+    // bound to the data segment. The last keyslot a pass tried decides its error: one not
+    // usable for the segment means "no usable keyslot", one that did not open "wrong
+    // passphrase"; a wrong passphrase in the "prefer" pass wins over "no usable keyslot".
+    let order = hdr.keyslot_ids_in_json_order()?;
+    let pass = |prio: u32| -> Result<std::result::Result<(u32, SecretBuf), VolumeError>> {
+        let mut last = VolumeError::NoUsableKeyslot;
+        for id in &order {
+            let Some(ks) = keyslots.iter().find(|k| k.id == *id) else {
+                continue;
+            };
+            if priority(ks) != prio {
+                continue;
             }
-        })
-        // cryptsetup tries "prefer" (2), then "normal" (1) keyslots; any other value
-        // ("ignore" 0 or an invalid one) is only used when the keyslot is named.
-        .filter(|k| matches!(priority(k), 1 | 2))
-        .collect();
-    if candidates.is_empty() {
-        return Err(VolumeError::NoUsableKeyslot);
-    }
-    candidates.sort_by_key(|k| (std::cmp::Reverse(priority(k)), k.id));
-    for ks in candidates {
-        if let Some(vk) = open_keyslot(dev, hdr, ks, passphrase)? {
-            return Ok((ks.id, vk));
+            if !unbound && !is_bound(ks.id) {
+                last = VolumeError::NoUsableKeyslot;
+                continue;
+            }
+            match open_keyslot(dev, hdr, ks, passphrase)? {
+                Some(vk) => return Ok(Ok((ks.id, vk))),
+                None => last = VolumeError::WrongPassphrase,
+            }
         }
+        Ok(Err(last))
+    };
+    let preferred = match pass(2)? {
+        Ok(found) => return Ok(found),
+        Err(e) => e,
+    };
+    match pass(1)? {
+        Ok(found) => Ok(found),
+        Err(VolumeError::NoUsableKeyslot) if matches!(preferred, VolumeError::WrongPassphrase) => {
+            Err(preferred)
+        }
+        Err(e) => Err(e),
     }
-    Err(VolumeError::WrongPassphrase)
 }
 
 /// The cipher (spec, key bytes) used to encrypt a new keyslot's area: the data segment's

@@ -931,6 +931,22 @@ impl Luks2Header {
         )
     }
 
+    /// Ids of all keyslots (any type) in the order the JSON object lists them: the order in
+    /// which cryptsetup tries keyslots for a passphrase.
+    pub fn keyslot_ids_in_json_order(&self) -> Result<Vec<u32>> {
+        let object = JsonObject {
+            kind: JsonKind::Keyslot,
+            id: None,
+        };
+        self.section("keyslots")?
+            .keys()
+            .map(|k| {
+                key_id(k)
+                    .ok_or_else(|| json_err(object, JsonProblem::NotNumbered { key: k.clone() }))
+            })
+            .collect()
+    }
+
     /// One keyslot, `None` if it does not exist.
     pub fn keyslot(&self, id: u32) -> Result<Option<Keyslot>> {
         match self.section("keyslots")?.get(&id.to_string()) {
