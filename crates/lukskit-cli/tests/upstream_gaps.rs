@@ -1320,3 +1320,51 @@ fn keyslot_try_order_decides_the_error() {
     };
     assert_eq!(norm(&seen[1]), norm(&seen[0]), "lukskit vs cryptsetup");
 }
+
+/// compat-test2's small keyslots areas: luksFormat warns on standard output, with `-q` too,
+/// when the LUKS2 keyslots area it makes is under 4 MiB less both 16 KiB headers (from
+/// `--luks2-keyslots-size`, a small `--offset` or a big `--luks2-metadata-size`), also when
+/// the keyslot then does not fit. stdout, stderr and exit code compared with cryptsetup's.
+#[test]
+fn small_keyslots_area_warning() {
+    if !have_cryptsetup("small keyslots area warning") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let cases: &[&[&str]] = &[
+        &["--luks2-keyslots-size", "128k"],
+        &["--luks2-keyslots-size", "4060k"],
+        &["--luks2-keyslots-size", "4064k"],
+        &["--offset", "64"],
+        &["--offset", "4096"],
+        &["--offset", "8184"],
+        &["--offset", "8192"],
+        &["--luks2-metadata-size", "2m", "--offset", "8192"],
+        &["--header", "HDR", "--offset", "4096"],
+        &["--header", "HDR"],
+        &["--type", "luks1", "--offset", "4096"],
+    ];
+    let mut warned = 0;
+    for (i, case) in cases.iter().enumerate() {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = sparse(d, &format!("{tool}-{i}.img"), 20 << 20);
+            let hdr = format!("{}/{tool}-{i}.hdr", d.display());
+            let mut a = vec!["luksFormat", "-q", "--type", "luks2", "-d", &kf];
+            a.extend_from_slice(&FAST);
+            a.extend(
+                case.iter()
+                    .map(|&s| if s == "HDR" { hdr.as_str() } else { s }),
+            );
+            a.push(&img);
+            let r = run_tool(tool, &a, b"");
+            let norm = |s: &str| s.replace(tool, "TOOL");
+            seen.push((r.code, norm(&r.stdout), norm(&r.stderr)));
+        }
+        warned += usize::from(seen[0].1.contains("is very small"));
+        assert_eq!(seen[1], seen[0], "case {case:?}: lukskit vs cryptsetup");
+    }
+    assert_eq!(warned, 7, "cases where cryptsetup warned");
+}

@@ -343,15 +343,14 @@ fn block_sector_size(dev: &Device) -> Option<u32> {
 
 /// `dev` holds the header (the data device itself, or the detached header); `data` is the
 /// data device.
-fn format_luks2(
-    p: &FormatParams,
-    dev: &Device,
-    data: &Device,
-    spec: &CipherSpec,
-    vk: &SecretBuf,
-    uuid: &str,
-    passphrase: &[u8],
-) -> Result<FormatOutcome> {
+/// The LUKS2 header's area sizes and data offset `format` would use for `p`.
+struct Luks2Areas {
+    metadata_size: u64,
+    keyslots_size: u64,
+    data_offset: u64,
+}
+
+fn luks2_areas(p: &FormatParams) -> Result<Luks2Areas> {
     let detached = p.header.is_some();
     let metadata_size = p.metadata_size.unwrap_or(luks2::DEFAULT_METADATA_SIZE);
     if !luks2::METADATA_SIZES.contains(&metadata_size) {
@@ -392,6 +391,42 @@ fn format_luks2(
             (2 * metadata_size + keyslots_size).div_ceil(align) * align
         }
     };
+    Ok(Luks2Areas {
+        metadata_size,
+        keyslots_size,
+        data_offset,
+    })
+}
+
+/// cryptsetup's threshold for "keyslots area is very small": 4 MiB less both 16 KiB headers.
+const SMALL_KEYSLOTS_AREA: u64 = 4 * 1024 * 1024 - 2 * 16 * 1024;
+
+/// The size of the LUKS2 keyslots area `format` would make for `p` when it is so small that
+/// few keyslots fit (cryptsetup warns of it before it writes the header), else `None` (also
+/// when `p` is invalid: `format` reports that).
+pub fn small_keyslots_area(p: &FormatParams) -> Option<u64> {
+    if !matches!(p.kind, FormatType::Luks2) {
+        return None;
+    }
+    let areas = luks2_areas(p).ok()?;
+    (areas.keyslots_size < SMALL_KEYSLOTS_AREA).then_some(areas.keyslots_size)
+}
+
+fn format_luks2(
+    p: &FormatParams,
+    dev: &Device,
+    data: &Device,
+    spec: &CipherSpec,
+    vk: &SecretBuf,
+    uuid: &str,
+    passphrase: &[u8],
+) -> Result<FormatOutcome> {
+    let detached = p.header.is_some();
+    let Luks2Areas {
+        metadata_size,
+        keyslots_size,
+        data_offset,
+    } = luks2_areas(p)?;
     let sector_size = match p.sector_size {
         Some(s) => {
             if !(512..=4096).contains(&s) || !s.is_power_of_two() {

@@ -106,6 +106,13 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     let verify = o.verify_passphrase || !o.batch_mode;
     let pass = input::get_secret(&src, &format!("Enter passphrase for {target}: "), verify)?;
     super::luks1_pbkdf_fallback(&mut params);
+    if let Some(size) = lukskit_volume::format::small_keyslots_area(&params) {
+        // cryptsetup prints this on standard output, -q or not, before it adds the keyslot.
+        println!(
+            "WARNING: keyslots area ({size} bytes) is very small, available LUKS2 keyslot \
+             count is very limited."
+        );
+    }
     let out = format(&params, pass.as_bytes())?;
     if let Some(w) = out.warning {
         eprintln!("{}", crate::errors::format_warning(&w));
