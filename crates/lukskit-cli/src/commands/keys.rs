@@ -75,8 +75,9 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     };
     if let Some(s) = new_slot {
         vol.check_new_keyslot(s)?;
-        if o.new_key_slot.is_none() {
-            eprintln!("WARNING: The --key-slot parameter is used for new keyslot number.");
+        if o.new_key_slot.is_none() && !o.batch_mode {
+            // cryptsetup prints this on standard output, and not with -q.
+            println!("WARNING: The --key-slot parameter is used for new keyslot number.");
         }
     } else if !o.unbound {
         vol.free_keyslot()?;
@@ -109,13 +110,21 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         }
         vk
     } else {
+        // With --new-key-slot, --key-slot names the keyslot the passphrase must open; one
+        // that is not in use fails as in cryptsetup: exit 1, nothing said.
+        let old_slot = o.new_key_slot.and(o.key_slot);
+        if let Some(s) = old_slot {
+            if s >= vol.max_keyslots() || !vol.keyslot_active(s)? {
+                return Err(CliError::invalid(""));
+            }
+        }
         let src = existing_key_source(o, None);
         let (_, vk, _) = unlock_with_tries(
             &vol,
             o,
             &src,
             "Enter any existing passphrase: ",
-            None,
+            old_slot,
             false,
         )?;
         vk
