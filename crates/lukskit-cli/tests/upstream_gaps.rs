@@ -1422,3 +1422,92 @@ fn add_key_slot_options() {
         }
     }
 }
+
+/// The keyslots `reencrypt` adds for the new volume key take the old keyslot's area cipher
+/// and, unless a PBKDF option is given, its PBKDF with the same costs and no benchmark (as
+/// cryptsetup 2.6.1's `set_keyslot_params`); the metadata digest follows that PBKDF's
+/// iterations. Keyslots (salts aside) and digests after `reencrypt --init-only` compared
+/// with real cryptsetup's for PBKDF2, Argon2id and Argon2i keyslots, with and without
+/// `--pbkdf` options.
+#[test]
+fn reencrypt_keyslots_keep_the_old_pbkdf() {
+    if !have_cryptsetup("reencrypt keyslot PBKDF") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let summary = |img: &str| {
+        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
+            .unwrap()
+            .ok("luksDump");
+        let mut v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        for (_, ks) in v["keyslots"].as_object_mut().unwrap() {
+            if let Some(kdf) = ks.get_mut("kdf").and_then(|k| k.as_object_mut()) {
+                kdf.remove("salt");
+            }
+        }
+        let areas: Vec<(String, serde_json::Value)> = v["keyslots"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, ks)| (k.clone(), ks.clone()))
+            .collect();
+        let digests: Vec<(String, serde_json::Value, serde_json::Value)> = v["digests"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, dg)| (k.clone(), dg["iterations"].clone(), dg["keyslots"].clone()))
+            .collect();
+        (areas, digests)
+    };
+    let formats: &[&[&str]] = &[
+        &["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"],
+        &[
+            "--pbkdf",
+            "argon2id",
+            "--pbkdf-force-iterations",
+            "4",
+            "--pbkdf-memory",
+            "32",
+            "--pbkdf-parallel",
+            "1",
+        ],
+        &[
+            "--pbkdf",
+            "argon2i",
+            "--pbkdf-force-iterations",
+            "5",
+            "--pbkdf-memory",
+            "64",
+            "--pbkdf-parallel",
+            "2",
+            "--keyslot-cipher",
+            "aes-cbc-essiv:sha256",
+            "--keyslot-key-size",
+            "256",
+        ],
+    ];
+    let extras: &[&[&str]] = &[
+        &[],
+        &["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1001"],
+    ];
+    for (i, fmt) in formats.iter().enumerate() {
+        let base = sparse(d, &format!("base{i}.img"), 20 << 20);
+        let mut a = vec!["luksFormat", "-q", "--type", "luks2", "-d", &kf, &base];
+        a.extend_from_slice(fmt);
+        cryptsetup(&a, b"").unwrap().ok("luksFormat");
+        for extra in extras {
+            let mut seen = Vec::new();
+            for tool in ["cryptsetup", "lukskit"] {
+                let img = format!("{base}.{tool}");
+                std::fs::copy(&base, &img).unwrap();
+                let mut a = vec!["reencrypt", "-q", "--init-only", "-d", &kf, &img];
+                a.extend_from_slice(extra);
+                run_tool(tool, &a, b"").ok("reencrypt --init-only");
+                seen.push(summary(&img));
+            }
+            assert_eq!(seen[1], seen[0], "{fmt:?} {extra:?}: lukskit vs cryptsetup");
+        }
+    }
+}

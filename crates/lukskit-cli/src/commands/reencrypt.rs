@@ -85,6 +85,58 @@ fn has(o: &Opts, long: &str) -> bool {
     o.given.has(long)
 }
 
+/// The PBKDF and keyslot cipher of the keyslot that takes over from `old_slot` for the new
+/// volume key, as cryptsetup 2.6 chooses them: the old keyslot's area cipher (the default
+/// one instead of `cipher_null`) and, unless `--pbkdf`, `--hash`, `--pbkdf-force-iterations`
+/// or `--iter-time` asks for others, its PBKDF with the same costs, without a benchmark.
+fn new_keyslot_pbkdf(
+    o: &Opts,
+    vol: &Volume,
+    old_slot: u32,
+) -> Result<lukskit_volume::pbkdf::PbkdfOptions> {
+    use lukskit_format::luks2::KdfParams;
+    let mut p = pbkdf_options(o);
+    let Header::Luks2(h) = &vol.header else {
+        return Ok(p);
+    };
+    let Some(ks) = h.keyslot(old_slot)? else {
+        return Ok(p);
+    };
+    if !ks.area_encryption.starts_with("cipher_null") {
+        p.keyslot_cipher = Some(ks.area_encryption.clone());
+        p.keyslot_key_size_bits = Some(ks.area_key_size * 8);
+    }
+    if ["pbkdf", "hash", "pbkdf-force-iterations", "iter-time"]
+        .iter()
+        .any(|opt| has(o, opt))
+    {
+        return Ok(p);
+    }
+    match &ks.kdf {
+        KdfParams::Pbkdf2 {
+            hash, iterations, ..
+        } => {
+            p.kind = Some("pbkdf2".into());
+            p.hash = Some(hash.clone());
+            p.force_iterations = Some(*iterations);
+        }
+        KdfParams::Argon2 {
+            variant,
+            time,
+            memory,
+            cpus,
+            ..
+        } => {
+            p.kind = Some(variant.clone());
+            p.force_iterations = Some(*time);
+            p.max_memory_kib = Some(*memory);
+            p.parallel = Some(*cpus);
+        }
+        _ => {}
+    }
+    Ok(p)
+}
+
 /// cryptsetup's progress output: a "Progress: …" line redrawn at most every half second,
 /// then "Finished, …"; or one JSON object per update with `--progress-json`; nothing with
 /// `--batch-mode`.
@@ -513,8 +565,9 @@ fn init(
         .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?;
     lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
     let mut new_digest = None;
-    for pass in &passes {
-        let slot = vol.add_keyslot(&new_vk, pass.as_bytes(), None, &pbkdf, true)?;
+    for (pass, &old_slot) in passes.iter().zip(&slots) {
+        let like_old = new_keyslot_pbkdf(o, vol, old_slot)?;
+        let slot = vol.add_keyslot(&new_vk, pass.as_bytes(), None, &like_old, true)?;
         let Header::Luks2(h) = &mut vol.header else {
             unreachable!("checked above")
         };
@@ -539,7 +592,8 @@ fn init(
         cipher,
         sector_size,
         new_digest,
-        digest_iterations: pbkdf.digest_iterations(key_len)?,
+        // cryptsetup makes the metadata digest with the PBKDF of the new keyslots.
+        digest_iterations: new_keyslot_pbkdf(o, vol, slots[0])?.digest_iterations(key_len)?,
     };
     let keys = reencrypt::Keys {
         old: Some(old_vk),
