@@ -297,25 +297,25 @@ pub struct Opts {
     #[arg(long = "active-name")]
     pub active_name: Option<String>,
     /// Encrypt LUKS2 device (in-place encryption).
-    #[arg(long = "encrypt", action = ArgAction::SetTrue)]
+    #[arg(verbatim_doc_comment, long = "encrypt", action = ArgAction::SetTrue)]
     pub encrypt: bool,
     /// Decrypt LUKS2 device (remove encryption).
-    #[arg(long = "decrypt", action = ArgAction::SetTrue)]
+    #[arg(verbatim_doc_comment, long = "decrypt", action = ArgAction::SetTrue)]
     pub decrypt: bool,
     /// Force offline LUKS2 reencryption and bypass active device detection.
-    #[arg(long = "force-offline-reencrypt", action = ArgAction::SetTrue)]
+    #[arg(verbatim_doc_comment, long = "force-offline-reencrypt", action = ArgAction::SetTrue)]
     pub force_offline_reencrypt: bool,
     /// Maximal reencryption hotzone size.
-    #[arg(long = "hotzone-size", allow_hyphen_values = true)]
+    #[arg(verbatim_doc_comment, long = "hotzone-size", allow_hyphen_values = true)]
     pub hotzone_size: Option<String>,
     /// Initialize LUKS2 reencryption in metadata only.
-    #[arg(long = "init-only", action = ArgAction::SetTrue)]
+    #[arg(verbatim_doc_comment, long = "init-only", action = ArgAction::SetTrue)]
     pub init_only: bool,
     /// Resume initialized LUKS2 reencryption only.
-    #[arg(long = "resume-only", action = ArgAction::SetTrue)]
+    #[arg(verbatim_doc_comment, long = "resume-only", action = ArgAction::SetTrue)]
     pub resume_only: bool,
     /// Reduce data device size (move data offset). DANGEROUS!
-    #[arg(long = "reduce-device-size", allow_hyphen_values = true)]
+    #[arg(verbatim_doc_comment, long = "reduce-device-size", allow_hyphen_values = true)]
     pub reduce_device_size: Option<String>,
     /// Reencryption hotzone resilience type (checksum,journal,none)
     #[arg(long = "resilience")]
@@ -330,7 +330,7 @@ pub struct Opts {
     #[arg(long = "progress-frequency")]
     pub progress_frequency: Option<u32>,
     /// Do not change volume key.
-    #[arg(long = "keep-key", action = ArgAction::SetTrue)]
+    #[arg(verbatim_doc_comment, long = "keep-key", action = ArgAction::SetTrue)]
     pub keep_key: bool,
     /// Reencryption block size
     #[arg(short = 'B', long = "block-size")]
