@@ -364,15 +364,23 @@ fn run(o: &Opts, device: &str) -> Result<()> {
     }
     // The device must open (exclusively when it is a block device).
     let is_block = std::fs::metadata(device).is_ok_and(|m| m.file_type().is_block_device());
-    let claim = if is_block {
-        Some(lukskit_volume::claim::Claim::acquire(device).map_err(|_| {
-            CliError::busy(format!("Cannot exclusively open {device}, device in use."))
-        })?)
-    } else {
-        Device::open(device, Access::Write)
-            .map_err(|_| CliError::invalid(format!("Cannot open device {device}.")))?;
-        None
+    // As cryptsetup: the device must open exclusively now (closed again: the headers are
+    // formatted with their own claim); it is claimed again for the data copy.
+    let claim_device = || -> Result<Option<lukskit_volume::claim::Claim>> {
+        if !is_block {
+            Device::open(device, Access::Write)
+                .map_err(|_| CliError::invalid(format!("Cannot open device {device}.")))?;
+            return Ok(None);
+        }
+        match lukskit_volume::claim::Claim::acquire(device) {
+            Ok(c) => Ok(Some(c)),
+            Err(lukskit_volume::claim::ClaimError::InUse) => Err(CliError::busy(format!(
+                "Cannot exclusively open {device}, device in use."
+            ))),
+            Err(_) => Err(CliError::invalid(format!("Cannot open device {device}."))),
+        }
     };
+    drop(claim_device()?);
     let encrypt = o.given.has("encrypt");
     let uuid = if encrypt {
         NO_UUID.to_string()
@@ -521,6 +529,7 @@ fn run(o: &Opts, device: &str) -> Result<()> {
             }
         }
         if !o.keep_key {
+            let _claim = claim_device()?;
             let old = side(device, &org, main_pass.as_bytes(), p.main, false)?;
             let newside = side(device, &new, main_pass.as_bytes(), p.main, true)?;
             if o.use_directio {
@@ -577,7 +586,6 @@ fn run(o: &Opts, device: &str) -> Result<()> {
         stained = false;
         Ok(())
     })();
-    drop(claim);
     if !stained {
         for f in [&log_path, &org, &new] {
             let _ = std::fs::remove_file(f);
