@@ -306,7 +306,11 @@ pub struct Opts {
     #[arg(verbatim_doc_comment, long = "force-offline-reencrypt", action = ArgAction::SetTrue)]
     pub force_offline_reencrypt: bool,
     /// Maximal reencryption hotzone size.
-    #[arg(verbatim_doc_comment, long = "hotzone-size", allow_hyphen_values = true)]
+    #[arg(
+        verbatim_doc_comment,
+        long = "hotzone-size",
+        allow_hyphen_values = true
+    )]
     pub hotzone_size: Option<String>,
     /// Initialize LUKS2 reencryption in metadata only.
     #[arg(verbatim_doc_comment, long = "init-only", action = ArgAction::SetTrue)]
@@ -315,7 +319,11 @@ pub struct Opts {
     #[arg(verbatim_doc_comment, long = "resume-only", action = ArgAction::SetTrue)]
     pub resume_only: bool,
     /// Reduce data device size (move data offset). DANGEROUS!
-    #[arg(verbatim_doc_comment, long = "reduce-device-size", allow_hyphen_values = true)]
+    #[arg(
+        verbatim_doc_comment,
+        long = "reduce-device-size",
+        allow_hyphen_values = true
+    )]
     pub reduce_device_size: Option<String>,
     /// Reencryption hotzone resilience type (checksum,journal,none)
     #[arg(long = "resilience")]

@@ -10,14 +10,14 @@ use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
-use lukskit_format::io::Storage;
 use lukskit_format::detect::LuksVersion;
+use lukskit_format::io::Storage;
 use lukskit_volume::data::{DataLayout, DataVolume};
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::format::{FormatParams, FormatType};
 use lukskit_volume::reencrypt::luks1::{
-    self as legacy, CopyOutcome, CopyParams, LegacyDirection, LegacyLog, LegacyMode, LogFile,
-    Side, NO_UUID,
+    self as legacy, CopyOutcome, CopyParams, LegacyDirection, LegacyLog, LegacyMode, LogFile, Side,
+    NO_UUID,
 };
 use lukskit_volume::{Header, Volume};
 use std::os::unix::fs::FileTypeExt;
@@ -191,9 +191,7 @@ fn passphrases(o: &Opts, mode: LegacyMode, hdr_vol: Option<&Volume>) -> Result<P
         let slot = o.key_slot.unwrap_or(0);
         let pass = match &o.key_file {
             Some(_) => input::get_secret(&existing_key_source(o, None), "", false)?,
-            None => {
-                input::get_secret(&KeySource::Prompt, "Enter new passphrase: ", true)?
-            }
+            None => input::get_secret(&KeySource::Prompt, "Enter new passphrase: ", true)?,
         };
         p.by_slot[slot as usize] = Some(pass);
         p.main = slot;
@@ -201,7 +199,9 @@ fn passphrases(o: &Opts, mode: LegacyMode, hdr_vol: Option<&Volume>) -> Result<P
     };
     if o.key_file.is_some() {
         let pass = input::get_secret(&existing_key_source(o, None), "", false)?;
-        let (s, _) = vol.unlock(pass.as_bytes(), o.key_slot, false).map_err(|e| errors::volume(&e))?;
+        let (s, _) = vol
+            .unlock(pass.as_bytes(), o.key_slot, false)
+            .map_err(|e| errors::volume(&e))?;
         if o.key_slot.is_none() && vol.active_keyslots()?.len() != 1 {
             return Err(CliError::invalid(
                 "Key file can be used only with --key-slot or with exactly one key slot active.",
@@ -229,7 +229,13 @@ fn passphrases(o: &Opts, mode: LegacyMode, hdr_vol: Option<&Volume>) -> Result<P
         if !vol.keyslot_active(s)? {
             continue;
         }
-        ask_checked(o, vol, &format!("Enter passphrase for key slot {s}: "), Some(s), &mut p)?;
+        ask_checked(
+            o,
+            vol,
+            &format!("Enter passphrase for key slot {s}: "),
+            Some(s),
+            &mut p,
+        )?;
         first.get_or_insert(s);
     }
     p.main = first.ok_or_else(wrong)?;
@@ -244,7 +250,9 @@ fn resume_passphrase(o: &Opts, vol: &Volume) -> Result<Passphrases> {
     };
     if o.key_file.is_some() {
         let pass = input::get_secret(&existing_key_source(o, None), "", false)?;
-        let (s, _) = vol.unlock(pass.as_bytes(), o.key_slot, false).map_err(|e| errors::volume(&e))?;
+        let (s, _) = vol
+            .unlock(pass.as_bytes(), o.key_slot, false)
+            .map_err(|e| errors::volume(&e))?;
         p.by_slot[s as usize] = Some(pass);
         p.main = s;
         return Ok(p);
@@ -266,7 +274,9 @@ fn reduce_bytes(o: &Opts) -> Result<u64> {
         None => Ok(0),
         Some(v) => crate::args::parse_device_size(v)
             .map(round_sector)
-            .ok_or_else(|| CliError::invalid("Invalid size specification in parameter --reduce-device-size.")),
+            .ok_or_else(|| {
+                CliError::invalid("Invalid size specification in parameter --reduce-device-size.")
+            }),
     }
 }
 
@@ -305,9 +315,7 @@ fn make_header(o: &Opts, h: NewHeader<'_>, p: &Passphrases) -> Result<()> {
         volume_key: h.volume_key,
     };
     super::luks1_pbkdf_fallback(&mut params);
-    let main = p.by_slot[p.main as usize]
-        .as_ref()
-        .ok_or_else(wrong)?;
+    let main = p.by_slot[p.main as usize].as_ref().ok_or_else(wrong)?;
     lukskit_volume::format::format(&params, main.as_bytes()).map_err(|e| errors::volume(&e))?;
     if o.verbose {
         println!("Key slot {} created.", p.main);
@@ -390,7 +398,12 @@ fn run(o: &Opts, device: &str) -> Result<()> {
         }
         u.clone()
     } else {
-        match Volume::load_requested(device, o.header.as_deref(), Access::Read, Some(LuksVersion::Luks1)) {
+        match Volume::load_requested(
+            device,
+            o.header.as_deref(),
+            Access::Read,
+            Some(LuksVersion::Luks1),
+        ) {
             Ok(v) => v.uuid().to_string(),
             Err(_) => first_bytes(&hdr_dev)
                 .and_then(|b| legacy::unusable_uuid(&b))
@@ -419,7 +432,11 @@ fn run(o: &Opts, device: &str) -> Result<()> {
         } else {
             LegacyMode::Reencrypt
         },
-        offset: if o.reduce_device_size.is_some() { u64::MAX } else { 0 },
+        offset: if o.reduce_device_size.is_some() {
+            u64::MAX
+        } else {
+            0
+        },
         shift: 0,
     };
     let (logf, mut log, in_progress) = match LogFile::create(&log_path, &fresh)? {
@@ -427,11 +444,46 @@ fn run(o: &Opts, device: &str) -> Result<()> {
         None => {
             println!("Log file {log_path} exists, resuming reencryption.");
             let (f, parsed) = LogFile::open(&log_path, &uuid)?;
-            let l = parsed.map_err(|_| {
+            if parsed == Err(legacy::LogError::Unwritten) {
+                // A run that stopped at its very first write: start again.
+                for f in [&org, &new] {
+                    let _ = std::fs::remove_file(f);
+                }
+                legacy::remove_journal(&journal);
+            }
+            let parsed = match parsed {
+                Err(legacy::LogError::Unwritten) => f.write(&fresh).map(|_| fresh.clone())?,
+                other => other.map_err(|_| {
+                    eprintln!("Wrong log format.");
+                    CliError::invalid("Cannot open reencryption log file.")
+                })?,
+            };
+            let l: std::result::Result<LegacyLog, legacy::LogError> = Ok(parsed);
+            let l = l.map_err(|_| {
                 eprintln!("Wrong log format.");
                 CliError::invalid("Cannot open reencryption log file.")
             })?;
-            (f, l, true)
+            if l.mode != LegacyMode::Decrypt && restored(&hdr_dev, &new) {
+                // Stopped after the new header was written back: only the files are left.
+                drop(f);
+                for f in [&log_path, &org, &new] {
+                    let _ = std::fs::remove_file(f);
+                }
+                legacy::remove_journal(&journal);
+                return Ok(());
+            }
+            if nothing_done(&l, &hdr_dev, &journal) {
+                // Stopped before the data or the device's header was touched (a crash
+                // while the headers were made): start again.
+                for f in [&org, &new] {
+                    let _ = std::fs::remove_file(f);
+                }
+                legacy::remove_journal(&journal);
+                f.write(&fresh)?;
+                (f, fresh, false)
+            } else {
+                (f, l, true)
+            }
         }
     };
     // The files are removed at the end unless the device depends on them.
@@ -445,13 +497,22 @@ fn run(o: &Opts, device: &str) -> Result<()> {
         }
         let mode = log.mode;
         let p = if in_progress {
-            let from = if mode == LegacyMode::Decrypt { &org } else { &new };
+            let from = if mode == LegacyMode::Decrypt {
+                &org
+            } else {
+                &new
+            };
             let v = Volume::load(device, Some(from), Access::Read)?;
             resume_passphrase(o, &v)?
         } else if mode == LegacyMode::Encrypt {
             passphrases(o, mode, None)?
         } else {
-            let v = Volume::load_requested(device, o.header.as_deref(), Access::Read, Some(LuksVersion::Luks1))?;
+            let v = Volume::load_requested(
+                device,
+                o.header.as_deref(),
+                Access::Read,
+                Some(LuksVersion::Luks1),
+            )?;
             passphrases(o, mode, Some(&v))?
         };
         let main_pass = p.by_slot[p.main as usize].as_ref().ok_or_else(wrong)?;
@@ -492,11 +553,18 @@ fn run(o: &Opts, device: &str) -> Result<()> {
                         let old = Volume::load(device, o.header.as_deref(), Access::Read)?;
                         let (cipher, bits, offset) = luks1_cipher(&old)?;
                         let keep = o.keep_key;
-                        let key_bits = if keep { bits } else { o.key_size.unwrap_or(bits) };
+                        let key_bits = if keep {
+                            bits
+                        } else {
+                            o.key_size.unwrap_or(bits)
+                        };
                         let volume_key = if keep {
                             Some(old.unlock(main_pass.as_bytes(), Some(p.main), false)?.1)
                         } else if let Some(f) = &o.volume_key_file {
-                            Some(super::volume_key::read_volume_key_file(f, (key_bits / 8) as usize)?)
+                            Some(super::volume_key::read_volume_key_file(
+                                f,
+                                (key_bits / 8) as usize,
+                            )?)
                         } else {
                             None
                         };
@@ -605,6 +673,35 @@ fn fake_header<'a>(path: &'a str, device: &'a str, key_bits: u32) -> NewHeader<'
         uuid: Some(NO_UUID.into()),
         volume_key: None,
         data: device,
+    }
+}
+
+/// Whether the device's header is the run's new header already (the run stopped between
+/// writing it back and removing its files).
+fn restored(hdr_dev: &str, new: &str) -> bool {
+    // All of what a restore writes, not just the header: a restore cut short must not
+    // count.
+    let Ok(img) = lukskit_volume::backup::read_backup(new) else {
+        return false;
+    };
+    let Ok(dev) = Device::open(hdr_dev, Access::Read) else {
+        return false;
+    };
+    let mut cur = vec![0u8; img.bytes.len()];
+    dev.read_exact_at(&mut cur, 0).is_ok() && cur == img.bytes
+}
+
+/// Whether a run whose log exists has not touched anything yet: the device's header is
+/// still a usable LUKS1 one (a re-encryption or decryption marks it before the first data
+/// write), or an encryption has not written its first block (no redo record either).
+fn nothing_done(log: &LegacyLog, hdr_dev: &str, journal: &str) -> bool {
+    let initial = match log.direction {
+        LegacyDirection::Forward => log.offset == 0,
+        LegacyDirection::Backward => log.offset == u64::MAX,
+    };
+    match log.mode {
+        LegacyMode::Encrypt => initial && std::fs::metadata(journal).is_err(),
+        _ => state_of(hdr_dev) == DevState::Luks1,
     }
 }
 

@@ -21,6 +21,7 @@
 //! between blocks and write the log) is resumed by either tool.
 
 use crate::data::DataVolume;
+use crate::device::{crash_before_sync, crash_before_write};
 use crate::error::{IoOp, Result, VolumeError};
 use lukskit_crypto::hash::HashAlg;
 use std::fs::{File, OpenOptions};
@@ -90,6 +91,10 @@ pub enum LogError {
     /// A line cryptsetup does not accept ("Wrong log format.").
     #[error("wrong log format: {0}")]
     Format(String),
+    /// Shorter than its sector: the log was created but never written (a run stopped
+    /// before it did anything).
+    #[error("log never written")]
+    Unwritten,
 }
 
 impl LegacyLog {
@@ -198,30 +203,43 @@ impl LogFile {
     }
 
     /// Open an existing log and read its state (UUID `uuid`).
-    pub fn open(path: &str, uuid: &str) -> Result<(Self, std::result::Result<LegacyLog, LogError>)> {
+    pub fn open(
+        path: &str,
+        uuid: &str,
+    ) -> Result<(Self, std::result::Result<LegacyLog, LogError>)> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)
             .map_err(|e| VolumeError::io(IoOp::Open, path, e))?;
         let mut s = [0u8; 512];
-        file.seek(SeekFrom::Start(0))
+        let parsed = match file
+            .seek(SeekFrom::Start(0))
             .and_then(|_| file.read_exact(&mut s))
-            .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
+        {
+            Ok(()) => LegacyLog::parse(&s, uuid),
+            // Shorter than a sector: created, never written (the first write of a run).
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(LogError::Unwritten),
+            Err(e) => return Err(VolumeError::io(IoOp::Read, path, e)),
+        };
         Ok((
             LogFile {
                 file,
                 path: path.to_string(),
             },
-            LegacyLog::parse(&s, uuid),
+            parsed,
         ))
     }
 
     /// Write `log` over the log sector and make it durable.
     pub fn write(&self, log: &LegacyLog) -> Result<()> {
+        crash_before_write();
         self.file
             .write_all_at(&log.to_sector(), 0)
-            .and_then(|_| self.file.sync_data())
+            .and_then(|_| {
+                crash_before_sync();
+                self.file.sync_data()
+            })
             .map_err(|e| VolumeError::io(IoOp::Write, &self.path, e))
     }
 }
@@ -314,10 +332,14 @@ fn write_journal(path: &str, offset_log: u64, at: u64, kind: u8, bytes: &[u8]) -
         .mode(0o600)
         .open(path)
         .map_err(|e| VolumeError::io(IoOp::Open, path, e))?;
+    crash_before_write();
     f.write_all_at(&head, 0)
         .and_then(|_| f.write_all_at(bytes, JOURNAL_HEAD as u64))
         .and_then(|_| f.set_len((JOURNAL_HEAD + bytes.len()) as u64))
-        .and_then(|_| f.sync_all())
+        .and_then(|_| {
+            crash_before_sync();
+            f.sync_all()
+        })
         .map_err(|e| VolumeError::io(IoOp::Write, path, e))
 }
 
@@ -367,7 +389,9 @@ fn do_block(p: &CopyParams<'_>, log_offset: u64, at: u64, buf: &mut [u8]) -> Res
         transform(p, buf, at)?;
         write_journal(p.journal, log_offset, at, 0, buf)?;
     }
+    crash_before_write();
     p.new.data.pwrite(buf, at)?;
+    crash_before_sync();
     p.new.data.flush()
 }
 
@@ -396,7 +420,11 @@ pub fn copy(
             }
             p.new.data.pwrite(&bytes, at)?;
             p.new.data.flush()?;
-            log.offset = if backward { at } else { at + bytes.len() as u64 };
+            log.offset = if backward {
+                at
+            } else {
+                at + bytes.len() as u64
+            };
             p.log.write(log)?;
         }
     }
