@@ -331,7 +331,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         })?,
         None => 0,
     };
-    let mut progress = Progress::new(o, &device);
+    let mut progress = Progress::new(o, device);
     catch_interrupts();
     let mut cb = |done: u64, total: u64| {
         progress.update(done, total);

@@ -211,7 +211,7 @@ fn passphrases(o: &Opts, mode: LegacyMode, hdr_vol: Option<&Volume>) -> Result<P
         p.main = s;
         return Ok(p);
     }
-    if o.key_slot.is_some() || mode == LegacyMode::Decrypt || hdr_vol.is_some_and(|_| false) {
+    if o.key_slot.is_some() || mode == LegacyMode::Decrypt {
         let prompt = match o.key_slot {
             Some(s) => format!("Enter passphrase for key slot {s}: "),
             None => "Enter any existing passphrase: ".to_string(),
@@ -598,10 +598,12 @@ fn run(o: &Opts, device: &str) -> Result<()> {
         }
         if !o.keep_key {
             let _claim = claim_device()?;
-            let old = side(device, &org, main_pass.as_bytes(), p.main, false)?;
-            let newside = side(device, &new, main_pass.as_bytes(), p.main, true)?;
+            let mut old = side(device, &org, main_pass.as_bytes(), p.main, false)?;
+            let mut newside = side(device, &new, main_pass.as_bytes(), p.main, true)?;
             if o.use_directio {
-                // Best effort, as with cryptsetup's O_DIRECT.
+                // As cryptsetup's O_DIRECT (where the device takes it).
+                old.data.use_direct_io();
+                newside.data.use_direct_io();
             }
             let dev_size = Device::open(device, Access::Read)?
                 .size()
