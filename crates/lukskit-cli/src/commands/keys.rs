@@ -75,8 +75,9 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     };
     if let Some(s) = new_slot {
         vol.check_new_keyslot(s)?;
-        if o.new_key_slot.is_none() {
-            eprintln!("WARNING: The --key-slot parameter is used for new keyslot number.");
+        // cryptsetup 2.6.1 says so on standard output, and not in batch mode.
+        if o.new_key_slot.is_none() && !o.batch_mode {
+            println!("WARNING: The --key-slot parameter is used for new keyslot number.");
         }
     } else if !o.unbound {
         vol.free_keyslot()?;
