@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
 end
 
 function __fish_lukskit_needs_command
@@ -56,6 +56,13 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-key-size -d 'Ke
 complete -c lukskit -n "__fish_lukskit_needs_command" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l device-size -d 'resize: the new size in bytes (units K, M, G, ... as cryptsetup\'s `--device-size`)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l active-name -d 'Override device autodetection of dm device to be reencrypted' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l hotzone-size -d 'Maximal reencryption hotzone size.' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l reduce-device-size -d 'Reduce data device size (move data offset). DANGEROUS!' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l resilience -d 'Reencryption hotzone resilience type (checksum,journal,none)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l resilience-hash -d 'Reencryption hotzone checksums hash' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l progress-frequency -d 'Progress line update (in seconds)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s B -l block-size -d 'Reencryption block size' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile -d 'New key file (luksAddKey, luksChangeKey)' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-file -d 'Volume key from a file' -r -F
@@ -112,6 +119,17 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l force-password -d 'Acce
 complete -c lukskit -n "__fish_lukskit_needs_command" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l use-random -d 'luksFormat: accepted for compatibility: lukskit\'s keys always come from getrandom(2), which waits until the kernel\'s random pool is initialized (as /dev/random does)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l use-urandom -d 'luksFormat: accepted for compatibility (see `--use-random`)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l encrypt -d 'Encrypt LUKS2 device (in-place encryption).'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l decrypt -d 'Decrypt LUKS2 device (remove encryption).'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l force-offline-reencrypt -d 'Force offline LUKS2 reencryption and bypass active device detection.'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l init-only -d 'Initialize LUKS2 reencryption in metadata only.'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l resume-only -d 'Resume initialized LUKS2 reencryption only.'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l progress-json -d 'Print progress data in json format (suitable for machine processing)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l keep-key -d 'Do not change volume key.'
+complete -c lukskit -n "__fish_lukskit_needs_command" -s N -l new -d 'Create new header on not encrypted device'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l use-directio -d 'Use direct-io when accessing devices'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l use-fsync -d 'Use fsync after each block'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l write-log -d 'Update log file after every block'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s ? -l help -d 'Show help'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l usage -d 'Display brief usage'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s V -l version -d 'Print the version'
@@ -133,7 +151,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -a "benchmark" -d 'benchma
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "repair" -d 'try to repair on-disk metadata'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "erase" -d 'erase all keyslots (remove encryption key)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksErase" -d 'erase all keyslots (remove encryption key)'
-complete -c lukskit -n "__fish_lukskit_needs_command" -a "reencrypt" -d 'reencrypt LUKS2 device (offline)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "reencrypt" -d 'reencrypt LUKS2 device'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "convert" -d 'convert LUKS from/to LUKS2 format'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "config" -d 'set permanent configuration options for LUKS2'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksFormat" -d 'formats a LUKS device'
@@ -461,6 +479,35 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l keyslot-ke
 complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s c -l cipher -d 'Cipher specification' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s s -l key-size -d 'Key size in bits' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l active-name -d 'Override device autodetection of dm device to be reencrypted' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l hotzone-size -d 'Maximal reencryption hotzone size.' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l reduce-device-size -d 'Reduce data device size (move data offset). DANGEROUS!' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l resilience -d 'Reencryption hotzone resilience type (checksum,journal,none)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l resilience-hash -d 'Reencryption hotzone checksums hash' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l progress-frequency -d 'Progress line update (in seconds)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s B -l block-size -d 'Reencryption block size' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l device-size -d 'resize: the new size in bytes (units K, M, G, ... as cryptsetup\'s `--device-size`)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l label -d 'LUKS2 label' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l subsystem -d 'LUKS2 subsystem' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l uuid -d 'UUID' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l encrypt -d 'Encrypt LUKS2 device (in-place encryption).'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l decrypt -d 'Decrypt LUKS2 device (remove encryption).'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l force-offline-reencrypt -d 'Force offline LUKS2 reencryption and bypass active device detection.'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l init-only -d 'Initialize LUKS2 reencryption in metadata only.'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l resume-only -d 'Resume initialized LUKS2 reencryption only.'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l progress-json -d 'Print progress data in json format (suitable for machine processing)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l keep-key -d 'Do not change volume key.'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s N -l new -d 'Create new header on not encrypted device'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l use-directio -d 'Use direct-io when accessing devices'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l use-fsync -d 'Use fsync after each block'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l write-log -d 'Update log file after every block'
+complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
 complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand reencrypt" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -805,7 +852,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_see
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "benchmark" -d 'benchmark cipher'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "repair" -d 'try to repair on-disk metadata'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "erase" -d 'erase all keyslots (remove encryption key)'
-complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "reencrypt" -d 'reencrypt LUKS2 device (offline)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "reencrypt" -d 'reencrypt LUKS2 device'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "convert" -d 'convert LUKS from/to LUKS2 format'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "config" -d 'set permanent configuration options for LUKS2'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "luksFormat" -d 'formats a LUKS device'

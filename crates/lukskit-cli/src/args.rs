@@ -293,6 +293,68 @@ pub struct Opts {
     /// luksFormat: accepted for compatibility (see `--use-random`).
     #[arg(long = "use-urandom", action = ArgAction::SetTrue)]
     pub use_urandom: bool,
+    /// Override device autodetection of dm device to be reencrypted
+    #[arg(long = "active-name")]
+    pub active_name: Option<String>,
+    /// Encrypt LUKS2 device (in-place encryption).
+    #[arg(verbatim_doc_comment, long = "encrypt", action = ArgAction::SetTrue)]
+    pub encrypt: bool,
+    /// Decrypt LUKS2 device (remove encryption).
+    #[arg(verbatim_doc_comment, long = "decrypt", action = ArgAction::SetTrue)]
+    pub decrypt: bool,
+    /// Force offline LUKS2 reencryption and bypass active device detection.
+    #[arg(verbatim_doc_comment, long = "force-offline-reencrypt", action = ArgAction::SetTrue)]
+    pub force_offline_reencrypt: bool,
+    /// Maximal reencryption hotzone size.
+    #[arg(
+        verbatim_doc_comment,
+        long = "hotzone-size",
+        allow_hyphen_values = true
+    )]
+    pub hotzone_size: Option<String>,
+    /// Initialize LUKS2 reencryption in metadata only.
+    #[arg(verbatim_doc_comment, long = "init-only", action = ArgAction::SetTrue)]
+    pub init_only: bool,
+    /// Resume initialized LUKS2 reencryption only.
+    #[arg(verbatim_doc_comment, long = "resume-only", action = ArgAction::SetTrue)]
+    pub resume_only: bool,
+    /// Reduce data device size (move data offset). DANGEROUS!
+    #[arg(
+        verbatim_doc_comment,
+        long = "reduce-device-size",
+        allow_hyphen_values = true
+    )]
+    pub reduce_device_size: Option<String>,
+    /// Reencryption hotzone resilience type (checksum,journal,none)
+    #[arg(long = "resilience")]
+    pub resilience: Option<String>,
+    /// Reencryption hotzone checksums hash
+    #[arg(long = "resilience-hash")]
+    pub resilience_hash: Option<String>,
+    /// Print progress data in json format (suitable for machine processing)
+    #[arg(long = "progress-json", action = ArgAction::SetTrue)]
+    pub progress_json: bool,
+    /// Progress line update (in seconds)
+    #[arg(long = "progress-frequency")]
+    pub progress_frequency: Option<u32>,
+    /// Do not change volume key.
+    #[arg(verbatim_doc_comment, long = "keep-key", action = ArgAction::SetTrue)]
+    pub keep_key: bool,
+    /// Reencryption block size
+    #[arg(short = 'B', long = "block-size")]
+    pub block_size: Option<u32>,
+    /// Create new header on not encrypted device
+    #[arg(short = 'N', long = "new", action = ArgAction::SetTrue)]
+    pub new: bool,
+    /// Use direct-io when accessing devices
+    #[arg(long = "use-directio", action = ArgAction::SetTrue)]
+    pub use_directio: bool,
+    /// Use fsync after each block
+    #[arg(long = "use-fsync", action = ArgAction::SetTrue)]
+    pub use_fsync: bool,
+    /// Update log file after every block
+    #[arg(long = "write-log", action = ArgAction::SetTrue)]
+    pub write_log: bool,
     /// What the command line gave, for cryptsetup's checks (filled in by the parser).
     #[arg(skip)]
     pub given: crate::checks::Given,

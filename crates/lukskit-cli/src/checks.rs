@@ -13,25 +13,12 @@ use crate::args::{parse_device_size, Opts};
 /// as cryptsetup does, but does not implement: an action run with one of them fails with
 /// [`not_implemented`]'s message. (long name, short name, takes a value)
 pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
-    ("active-name", None, true),
     ("debug-json", None, false),
-    ("decrypt", None, false),
     ("disable-veracrypt", None, false),
-    ("encrypt", None, false),
-    ("force-offline-reencrypt", None, false),
-    ("hotzone-size", None, true),
-    ("init-only", None, false),
     ("integrity", Some('I'), true),
     ("integrity-legacy-padding", None, false),
     ("integrity-no-journal", None, false),
     ("integrity-no-wipe", None, false),
-    ("keep-key", None, false),
-    ("progress-json", None, false),
-    ("progress-frequency", None, true),
-    ("reduce-device-size", None, true),
-    ("resilience", None, true),
-    ("resilience-hash", None, true),
-    ("resume-only", None, false),
     ("serialize-memory-hard-pbkdf", None, false),
     ("tcrypt-backup", None, false),
     ("tcrypt-hidden", None, false),
@@ -39,15 +26,10 @@ pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("veracrypt", None, false),
     ("veracrypt-pim", None, true),
     ("veracrypt-query-pim", None, false),
-    ("block-size", Some('B'), true),
-    ("new", Some('N'), false),
-    ("use-directio", None, false),
-    ("use-fsync", None, false),
-    ("write-log", None, false),
 ];
 
 /// The [`NOT_IMPLEMENTED`] options whose value is a number (the others take a string).
-pub const NUMERIC: &[&str] = &["progress-frequency", "veracrypt-pim", "block-size"];
+pub const NUMERIC: &[&str] = &["veracrypt-pim"];
 
 /// The options that belong to some actions only, with those actions (cryptsetup 2.6.1's
 /// lists; every other cryptsetup option goes with any action). Sorted by option name, the
@@ -175,7 +157,8 @@ const CRYPTSETUP_ACTIONS: &[&str] = &[
 pub struct Given {
     /// Long names of the options on the command line, in the order given.
     pub options: Vec<String>,
-    /// Values of the [`NOT_IMPLEMENTED`] options that take one, by long name.
+    /// Values of the options given that take a string (by long name), for the options
+    /// whose checks need the value as typed.
     pub values: Vec<(String, String)>,
 }
 

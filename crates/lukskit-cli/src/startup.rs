@@ -22,7 +22,7 @@ pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
 }
 
 /// The options on the command line (long names, in the order given) and the values of those
-/// [`Opts`] has no field for.
+/// that take a string.
 fn given(m: &clap::ArgMatches) -> Given {
     let cmd = definition::command();
     let mut seen: Vec<(usize, String)> = Vec::new();
@@ -39,14 +39,12 @@ fn given(m: &clap::ArgMatches) -> Given {
         else {
             continue;
         };
+        // `--new` (`-N`) is cryptsetup's alias of `--encrypt`.
+        let long = if long == "new" { "encrypt" } else { long };
         seen.push((m.index_of(id).unwrap_or(usize::MAX), long.to_string()));
-        if checks::NOT_IMPLEMENTED
-            .iter()
-            .any(|(n, _, v)| *n == long && *v)
-        {
-            if let Ok(Some(v)) = m.try_get_one::<String>(id) {
-                values.push((long.to_string(), v.clone()));
-            }
+        // Options whose value is a string (a numeric one is not a String here).
+        if let Ok(Some(v)) = m.try_get_one::<String>(id) {
+            values.push((long.to_string(), v.clone()));
         }
     }
     seen.sort();
@@ -211,10 +209,7 @@ pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
         println!("No action taken. Invoked with --test-args option.");
         return Some(0);
     }
-    let action = o.positional.first().map_or("", String::as_str);
-    if let Some(msg) =
-        checks::not_implemented(&crate::commands::unsupported_given(action, &o.given))
-    {
+    if let Some(msg) = checks::not_implemented(&o.given) {
         eprintln!("{msg}");
         return Some(1);
     }

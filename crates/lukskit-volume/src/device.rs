@@ -55,6 +55,17 @@ static WRITES: () = ();
 #[cfg(not(feature = "crash-injection"))]
 static SYNCS: () = ();
 
+/// A crash point before a write that is not a metadata write of [`Device`] (the data and
+/// files of a LUKS1 re-encryption), counted with them.
+pub(crate) fn crash_before_write() {
+    crash_point("write", &WRITES);
+}
+
+/// A crash point before a sync that is not a [`Device`] sync (see [`crash_before_write`]).
+pub(crate) fn crash_before_sync() {
+    crash_point("sync", &SYNCS);
+}
+
 /// How a device is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {

@@ -11,6 +11,7 @@ mod image;
 mod keys;
 mod open;
 mod reencrypt;
+mod reencrypt_luks1;
 mod reencrypt_online;
 mod reencrypt_shift;
 mod reencrypt_userspace;
@@ -26,8 +27,6 @@ use lukskit_volume::pbkdf::PbkdfOptions;
 
 /// cryptsetup's default LUKS cipher (for the help text).
 pub use format::DEFAULT_CIPHER as DEFAULT_LUKS_CIPHER;
-pub use reencrypt::unsupported_given;
-
 /// Run the action named by the first positional argument.
 pub fn run(o: &Opts) -> Result<()> {
     let action = o.positional[0].as_str();

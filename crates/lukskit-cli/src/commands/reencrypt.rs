@@ -4,7 +4,6 @@
 
 use super::{existing_key_source, need_args, pbkdf_options, tries};
 use crate::args::Opts;
-use crate::checks::Given;
 use crate::errors::{self, CliError, Result};
 use crate::input;
 use lukskit_crypto::spec::CipherSpec;
@@ -24,8 +23,13 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
+/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 /// Catch SIGINT and SIGTERM (with `SA_RESTART`, so that I/O in flight is not cut short).
-fn catch_interrupts() {
+pub(crate) fn catch_interrupts() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler
         // only stores to an atomic, which is async-signal-safe; the pointers passed are
@@ -37,39 +41,6 @@ fn catch_interrupts() {
             libc::sigemptyset(&mut sa.sa_mask);
             libc::sigaction(sig, &sa, std::ptr::null_mut());
         }
-    }
-}
-
-/// The options of cryptsetup's `reencrypt` that lukskit implements (the command-line
-/// parser lists them as not implemented for every other action).
-const SUPPORTED: &[&str] = &[
-    "encrypt",
-    "decrypt",
-    "force-offline-reencrypt",
-    "hotzone-size",
-    "init-only",
-    "resume-only",
-    "resilience",
-    "resilience-hash",
-    "progress-json",
-    "reduce-device-size",
-    "active-name",
-];
-
-/// The options given that lukskit cannot run for `action` (for the startup check): for
-/// `reencrypt`, all but [`SUPPORTED`].
-pub fn unsupported_given(action: &str, g: &Given) -> Given {
-    if action != "reencrypt" {
-        return g.clone();
-    }
-    Given {
-        options: g
-            .options
-            .iter()
-            .filter(|o| !SUPPORTED.contains(&o.as_str()))
-            .cloned()
-            .collect(),
-        values: g.values.clone(),
     }
 }
 
@@ -139,17 +110,32 @@ fn new_keyslot_pbkdf(
 
 /// cryptsetup's progress output: a "Progress: …" line redrawn at most every half second,
 /// then "Finished, …"; or one JSON object per update with `--progress-json`; nothing with
-/// `--batch-mode`.
-struct Progress {
+/// `--batch-mode`. With `--progress-frequency SECS` a line every SECS seconds (not redrawn).
+pub(crate) struct Progress {
     json: bool,
     quiet: bool,
     device: String,
+    /// `--progress-frequency` in microseconds; 0 for the default (redraw every 0.5 s).
+    frequency: u64,
     start: Option<(Instant, u64)>,
     last: Option<Instant>,
 }
 
 impl Progress {
-    fn update(&mut self, done: u64, total: u64) {
+    /// The progress output the command line asks for, naming `device` (in JSON).
+    pub(crate) fn new(o: &Opts, device: &str) -> Self {
+        Progress {
+            json: o.progress_json,
+            quiet: o.batch_mode,
+            device: device.to_string(),
+            frequency: u64::from(o.progress_frequency.unwrap_or(0)) * 1_000_000,
+            start: None,
+            last: None,
+        }
+    }
+
+    /// `done` of `total` bytes processed.
+    pub(crate) fn update(&mut self, done: u64, total: u64) {
         if self.quiet && !self.json {
             return;
         }
@@ -163,7 +149,7 @@ impl Progress {
         if !fin
             && self
                 .last
-                .is_some_and(|l| now.duration_since(l).as_micros() < 500_000)
+                .is_some_and(|l| now.duration_since(l).as_micros() < self.interval())
         {
             return;
         }
@@ -199,7 +185,9 @@ impl Progress {
             } else {
                 (uib, "B")
             };
-            let _ = write!(out, "\x1b[2K\r");
+            if self.frequency == 0 {
+                let _ = write!(out, "\x1b[2K\r");
+            }
             if fin {
                 let _ = writeln!(
                     out,
@@ -210,14 +198,25 @@ impl Progress {
             } else {
                 let _ = write!(
                     out,
-                    "Progress: {:5.1}%, ETA {}, {}, speed {speed:5.1} {unit}/s",
+                    "Progress: {:5.1}%, ETA {}, {}, speed {speed:5.1} {unit}/s{}",
                     done as f64 / total as f64 * 100.0,
                     human_time(eta),
-                    written(done)
+                    written(done),
+                    if self.frequency == 0 { "" } else { "\n" }
                 );
             }
         }
         let _ = out.flush();
+    }
+}
+
+impl Progress {
+    fn interval(&self) -> u128 {
+        if self.frequency == 0 {
+            500_000
+        } else {
+            u128::from(self.frequency)
+        }
     }
 }
 
@@ -258,6 +257,10 @@ fn luks2(vol: &Volume) -> Result<&lukskit_format::luks2::Luks2Header> {
 pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
+    // LUKS1 devices (and `--encrypt --type luks1`): cryptsetup's legacy LUKS1 code.
+    if super::reencrypt_luks1::dispatch(o, device)?.is_some() {
+        return Ok(());
+    }
     if has(o, "init-only") && has(o, "resume-only") {
         return Err(CliError::invalid(
             "Options --init-only and --resume-only cannot be combined.",
@@ -380,13 +383,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         })?,
         None => 0,
     };
-    let mut progress = Progress {
-        json: has(o, "progress-json"),
-        quiet: o.batch_mode,
-        device: device.clone(),
-        start: None,
-        last: None,
-    };
+    let mut progress = Progress::new(o, device);
     catch_interrupts();
     let mut cb = |done: u64, total: u64| {
         progress.update(done, total);

@@ -8,6 +8,8 @@
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
 //! * [`json`] — segment objects and requirement flags in cryptsetup's form.
 //! * [`lock`] — cryptsetup's re-encryption lock file.
+//! * [`luks1`] — LUKS1 re-encryption as cryptsetup's legacy code does it (its log and
+//!   header files).
 //! * [`online`] — the hook through which a live mapping follows the hot zones.
 //!
 //! Offline, or online through an [`online::OnlineHook`] that moves a live mapping along.
@@ -24,6 +26,7 @@ pub mod engine;
 pub mod fastio;
 pub mod json;
 pub mod lock;
+pub mod luks1;
 pub mod online;
 pub mod verify;
 
