@@ -17,8 +17,7 @@ use crate::request::{KernelOptions, MappingConfig};
 use lukskit_crypto::SecretBuf;
 use lukskit_dm::integrity::{self as dmi, IntegrityMode, IntegrityTarget, Superblock};
 use lukskit_dm::{
-    dm_uuid, keyring, CryptFlags, CryptKey, CryptTarget, DevT, DeviceMapper, RemoveOptions,
-    Target,
+    dm_uuid, keyring, CryptFlags, CryptKey, CryptTarget, DevT, DeviceMapper, RemoveOptions, Target,
 };
 use lukskit_expose::loopdev::{LoopDevice, LoopOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -229,7 +228,12 @@ pub fn open(
         fix_padding: sb.fixed_padding(),
     };
     let dif_uuid = dm_uuid::crypt_dm_uuid("INTEGRITY", config.uuid.as_deref(), &dif)?;
-    let made = dm.create(&dif, Some(&dif_uuid), &[itarget.to_target()], config.read_only);
+    let made = dm.create(
+        &dif,
+        Some(&dif_uuid),
+        &[itarget.to_target()],
+        config.read_only,
+    );
     drop(loop_dev);
     let made = made.map_err(|e| {
         if e.is_busy() {

@@ -323,16 +323,15 @@ impl KernelMapping {
         let dev = device_name(self.data_dev);
         let f = &t.flags;
         // An integrity mapping: the LUKS cipher and integrity type behind the capi: field.
-        let (cipher, integrity) = match (
-            &self.dif,
-            lukskit_dm::integrity::parse_dm_cipher(&t.cipher),
-        ) {
-            (Some(_), Some((cipher, integrity))) => {
-                let bits = lukskit_dm::integrity::integrity_key_bytes(&integrity).unwrap_or(0) * 8;
-                (cipher, Some((integrity, bits as u32)))
-            }
-            _ => (t.cipher.clone(), None),
-        };
+        let (cipher, integrity) =
+            match (&self.dif, lukskit_dm::integrity::parse_dm_cipher(&t.cipher)) {
+                (Some(_), Some((cipher, integrity))) => {
+                    let bits =
+                        lukskit_dm::integrity::integrity_key_bytes(&integrity).unwrap_or(0) * 8;
+                    (cipher, Some((integrity, bits as u32)))
+                }
+                _ => (t.cipher.clone(), None),
+            };
         let flags = [
             (f.allow_discards, "discards"),
             (f.same_cpu_crypt, "same_cpu_crypt"),

@@ -37,7 +37,10 @@ fn integrity_volumes_match_cryptsetup() {
     assert!(!out.contains("failed"), "{out}");
     let mut blocks: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (case, tag, line) in refvm_common::block_lines(out) {
-        blocks.entry((case, tag)).or_default().push(line.to_string());
+        blocks
+            .entry((case, tag))
+            .or_default()
+            .push(line.to_string());
     }
     let get = |case: &str, tag: &str, prefix: &str| -> Vec<String> {
         blocks
@@ -77,7 +80,11 @@ fn integrity_volumes_match_cryptsetup() {
                 .iter()
                 .map(|l| l.replacen("lkstatus: ", "status: ", 1))
                 .collect();
-            assert_eq!(lk, get(case, tag, "status: "), "{case} {tag} lukskit status");
+            assert_eq!(
+                lk,
+                get(case, tag, "status: "),
+                "{case} {tag} lukskit status"
+            );
         }
         assert!(
             out.contains(&format!("{case}: corruption: EIO")),
@@ -109,9 +116,24 @@ fn integrity_volumes_match_cryptsetup() {
             cs_of_cs.iter().any(|l| l.contains("integrity: ")),
             "{case}: {cs_of_cs:?}"
         );
-        assert_eq!(pick("cs-lk", "lkdump: "), cs_of_cs, "{case}: lukskit luksDump");
-        assert_eq!(pick("lk-lk", "csdump: "), cs_of_cs, "{case}: lukskit's header");
-        assert_eq!(pick("lk-lk", "lkdump: "), cs_of_cs, "{case}: lukskit's header");
+        assert_eq!(
+            pick("cs-lk", "lkdump: "),
+            cs_of_cs,
+            "{case}: lukskit luksDump"
+        );
+        assert_eq!(
+            pick("lk-lk", "csdump: "),
+            cs_of_cs,
+            "{case}: lukskit's header"
+        );
+        assert_eq!(
+            pick("lk-lk", "lkdump: "),
+            cs_of_cs,
+            "{case}: lukskit's header"
+        );
     }
-    assert!(!out.contains("left: 1") && !out.contains("left: 2"), "{out}");
+    assert!(
+        !out.contains("left: 1") && !out.contains("left: 2"),
+        "{out}"
+    );
 }

@@ -332,19 +332,62 @@ mod tests {
     #[test]
     fn cipher_fields_as_cryptsetup_loads_them() {
         let cases = [
-            ("aes-xts-plain64", "hmac(sha256)", "capi:authenc(hmac(sha256),xts(aes))-plain64", 32),
-            ("aes-xts-random", "hmac(sha256)", "capi:authenc(hmac(sha256),xts(aes))-random", 48),
-            ("aes-cbc-essiv:sha256", "hmac(sha1)", "capi:authenc(hmac(sha1),cbc(aes))-essiv:sha256", 20),
-            ("aes-xts-plain64", "hmac(sha512)", "capi:authenc(hmac(sha512),xts(aes))-plain64", 64),
+            (
+                "aes-xts-plain64",
+                "hmac(sha256)",
+                "capi:authenc(hmac(sha256),xts(aes))-plain64",
+                32,
+            ),
+            (
+                "aes-xts-random",
+                "hmac(sha256)",
+                "capi:authenc(hmac(sha256),xts(aes))-random",
+                48,
+            ),
+            (
+                "aes-cbc-essiv:sha256",
+                "hmac(sha1)",
+                "capi:authenc(hmac(sha1),cbc(aes))-essiv:sha256",
+                20,
+            ),
+            (
+                "aes-xts-plain64",
+                "hmac(sha512)",
+                "capi:authenc(hmac(sha512),xts(aes))-plain64",
+                64,
+            ),
             ("aes-gcm-random", "aead", "capi:gcm(aes)-random", 28),
-            ("aes-ccm-random", "aead", "capi:rfc4309(ccm(aes))-random", 24),
-            ("chacha20-plain64", "poly1305", "capi:rfc7539(chacha20,poly1305)-plain64", 16),
-            ("chacha20-random", "poly1305", "capi:rfc7539(chacha20,poly1305)-random", 28),
+            (
+                "aes-ccm-random",
+                "aead",
+                "capi:rfc4309(ccm(aes))-random",
+                24,
+            ),
+            (
+                "chacha20-plain64",
+                "poly1305",
+                "capi:rfc7539(chacha20,poly1305)-plain64",
+                16,
+            ),
+            (
+                "chacha20-random",
+                "poly1305",
+                "capi:rfc7539(chacha20,poly1305)-random",
+                28,
+            ),
             ("aegis128-random", "aead", "capi:aegis128-random", 32),
         ];
         for (cipher, integrity, field, tag) in cases {
-            assert_eq!(dm_cipher(cipher, integrity).as_deref(), Some(field), "{cipher}");
-            assert_eq!(tag_size(cipher, integrity), Some(tag), "{cipher} {integrity}");
+            assert_eq!(
+                dm_cipher(cipher, integrity).as_deref(),
+                Some(field),
+                "{cipher}"
+            );
+            assert_eq!(
+                tag_size(cipher, integrity),
+                Some(tag),
+                "{cipher} {integrity}"
+            );
             assert_eq!(
                 parse_dm_cipher(field),
                 Some((cipher.to_string(), integrity.to_string())),
