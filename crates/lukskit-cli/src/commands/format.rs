@@ -220,6 +220,9 @@ fn format_with_integrity(
     config.allow_discards = false;
     let kopts = lukskit_activate::KernelOptions {
         digest: vol.segment_digest_id()?,
+        // The device was just checked (and the loop device of the superblock's format may
+        // still be detaching): no second exclusive-use check.
+        shared: true,
         ..Default::default()
     };
     println!(
