@@ -337,7 +337,6 @@ fn unlock_plain(
     c.kind = "PLAIN".into();
     c.device = dev;
     c.layout = LayoutInfo::from(&layout);
-    c.layout.integrity = integrity;
     c.key_bits = p.key_bits;
     Ok((c, key))
 }
