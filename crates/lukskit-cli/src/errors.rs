@@ -1042,7 +1042,7 @@ pub fn inactive(name: &str) -> CliError {
 }
 
 /// `s` with a capital first letter and a final period.
-pub(crate) fn sentence(s: &str) -> String {
+fn sentence(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
         Some(f) => f.to_uppercase().collect::<String>() + c.as_str() + ".",

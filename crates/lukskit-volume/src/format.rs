@@ -154,7 +154,7 @@ fn format_inner(
 ) -> Result<FormatOutcome> {
     if p.integrity.is_some() && (p.kind != FormatType::Luks2 || hook.is_none()) {
         return Err(VolumeError::IntegrityFormat(
-            "Integrity option can be used only for LUKS2 format.".into(),
+            "Integrity option can be used only for LUKS2 format".into(),
         ));
     }
     // With integrity the cipher (aes-gcm-random, aegis128-random, ...) is the kernel's.
@@ -215,7 +215,7 @@ fn format_inner(
     match (p.kind, &spec) {
         (FormatType::Luks1, Some(spec)) => format_luks1(p, dev, spec, &vk, &uuid, passphrase),
         (FormatType::Luks1, None) => Err(VolumeError::IntegrityFormat(
-            "Integrity option can be used only for LUKS2 format.".into(),
+            "Integrity option can be used only for LUKS2 format".into(),
         )),
         (FormatType::Luks2, spec) => format_luks2(
             p,

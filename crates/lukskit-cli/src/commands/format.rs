@@ -186,7 +186,8 @@ fn format_with_integrity(
     let mut hook = |offset: u64, sector_size: u32| {
         integrity::format(&device, &cipher, kind, offset, sector_size, legacy)
             .map(|_| ())
-            .map_err(|e| crate::errors::sentence(&e.to_string()))
+            // The CLI makes the message a sentence (one final period).
+            .map_err(|e| e.to_string().trim_end_matches('.').to_string())
     };
     let out = lukskit_volume::format::format_integrity(params, passphrase, &mut hook)?;
     if let Some(w) = out.warning {
