@@ -1,12 +1,12 @@
 //! LUKS2 authenticated encryption (`luksFormat --integrity`) on the kernel: dm-integrity under
 //! dm-crypt, made as cryptsetup 2.6.1 makes it (see [`lukskit_dm::integrity`] for the tables).
 //!
-//! * [`format`]: the kernel writes the dm-integrity superblock when an integrity target is
+//! * [`format`] — the kernel writes the dm-integrity superblock when an integrity target is
 //!   loaded over a zeroed superblock, so formatting is: zero 8 sectors at the data offset,
 //!   load an 8-sector integrity target under a temporary name, remove it.
-//! * [`open`]: `NAME_dif` (dm-integrity, sized by the superblock's `provided_data_sectors`)
+//! * [`open`] — `NAME_dif` (dm-integrity, sized by the superblock's `provided_data_sectors`)
 //!   and `NAME` (dm-crypt over it with the `capi:` cipher and `integrity:<tag>:aead`).
-//! * [`wipe`]: luksFormat's wipe, through a temporary mapping in direct (journal-less) mode,
+//! * [`wipe`] — luksFormat's wipe, through a temporary mapping in direct (journal-less) mode,
 //!   writing zeros over the whole data area so every sector has a valid tag.
 //!
 //! There is no userspace implementation: without device-mapper these fail with
