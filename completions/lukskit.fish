@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring integrity-no-wipe integrity-legacy-padding integrity-no-journal disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= I/integrity= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
 end
 
 function __fish_lukskit_needs_command
@@ -40,6 +40,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -s S -l key-slot -d 'Keysl
 complete -c lukskit -n "__fish_lukskit_needs_command" -l new-key-slot -d 'Keyslot number for the new key' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s o -l offset -d 'Data offset in 512-byte sectors' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s I -l integrity -d 'luksFormat (LUKS2): authenticated encryption through the kernel\'s dm-integrity (hmac-sha256, hmac-sha512, hmac-sha1, aead, poly1305)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l label -d 'LUKS2 label' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l subsystem -d 'LUKS2 subsystem' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l uuid -d 'UUID' -r
@@ -101,6 +102,9 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l token-replace -d 'Repla
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-keyring -d 'open, refresh (kernel backend): give dm-crypt the LUKS2 volume key in the table, not through the kernel keyring'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l integrity-no-wipe -d 'luksFormat --integrity: do not wipe the device (tags stay invalid until written)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l integrity-legacy-padding -d 'luksFormat --integrity: the legacy dm-integrity metadata padding (old kernels)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-blkid -d 'Accepted for compatibility: lukskit does not call blkid'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-external-tokens -d 'Accepted for compatibility: lukskit has no external token plugins'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
@@ -211,6 +215,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-same_cpu_c
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
@@ -258,6 +263,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-same_cpu
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
@@ -305,6 +311,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-same_
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
@@ -352,6 +359,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-same_c
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
@@ -565,10 +573,13 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l pbkdf-for
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l align-payload -d 'luksFormat: align the data at a multiple of this many 512-byte sectors (deprecated in cryptsetup, use --offset)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s I -l integrity -d 'luksFormat (LUKS2): authenticated encryption through the kernel\'s dm-integrity (hmac-sha256, hmac-sha512, hmac-sha1, aead, poly1305)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l use-random -d 'luksFormat: accepted for compatibility: lukskit\'s keys always come from getrandom(2), which waits until the kernel\'s random pool is initialized (as /dev/random does)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l use-urandom -d 'luksFormat: accepted for compatibility (see `--use-random`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l integrity-no-wipe -d 'luksFormat --integrity: do not wipe the device (tags stay invalid until written)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l integrity-legacy-padding -d 'luksFormat --integrity: the legacy dm-integrity metadata padding (old kernels)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksFormat" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'

@@ -237,6 +237,11 @@ pub struct KernelMapping {
     pub target: CryptTarget,
     /// The data device as a path (`/dev/vda`, or the image file behind a loop device).
     pub device: String,
+    /// The dm-integrity mapping under the crypt target (`NAME_dif`), for LUKS2 authenticated
+    /// encryption.
+    pub dif: Option<String>,
+    /// The data device (under `NAME_dif` when there is one).
+    data_dev: DevT,
 }
 
 /// The kernel mapping `name`: `Ok(None)` when there is none (or no device-mapper at all).
@@ -257,9 +262,14 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
         .as_ref()
         .map_or_else(|| "n/a".to_string(), |u| u.crypt_type.clone());
     let uuid = parsed.and_then(|u| u.uuid_hex).map(|u| with_dashes(&u));
-    let dev = device_name(target.device);
+    // Authenticated encryption: dm-crypt sits on NAME_dif, whose device is the data device.
+    let dif = crate::integrity::dif_under(&dm, name, target.device);
+    let data_dev = dif.as_ref().map_or(target.device, |(_, d)| *d);
+    let dev = device_name(data_dev);
     let device = loop_backing(&dev).unwrap_or(dev);
     Ok(Some(KernelMapping {
+        dif: dif.map(|(n, _)| n),
+        data_dev,
         dm,
         info,
         name: name.to_string(),
@@ -310,8 +320,18 @@ impl KernelMapping {
         } else {
             ("n/a".to_string(), 512)
         };
-        let dev = device_name(t.device);
+        let dev = device_name(self.data_dev);
         let f = &t.flags;
+        // An integrity mapping: the LUKS cipher and integrity type behind the capi: field.
+        let (cipher, integrity) =
+            match (&self.dif, lukskit_dm::integrity::parse_dm_cipher(&t.cipher)) {
+                (Some(_), Some((cipher, integrity))) => {
+                    let bits =
+                        lukskit_dm::integrity::integrity_key_bytes(&integrity).unwrap_or(0) * 8;
+                    (cipher, Some((integrity, bits as u32)))
+                }
+                _ => (t.cipher.clone(), None),
+            };
         let flags = [
             (f.allow_discards, "discards"),
             (f.same_cpu_crypt, "same_cpu_crypt"),
@@ -328,9 +348,10 @@ impl KernelMapping {
                 .display()
                 .to_string(),
             kind,
-            cipher: t.cipher.clone(),
+            cipher,
             key_bits: (t.key.size() * 8) as u32,
             key_in_keyring: t.key.in_keyring(),
+            integrity,
             header: None,
             loop_file: loop_backing(&dev),
             device: dev,
@@ -358,7 +379,19 @@ impl KernelMapping {
             },
         );
         match res {
-            Ok(_) => Ok(()),
+            Ok(_) => {
+                // cryptsetup removes the dm-integrity mapping under it too.
+                if let (Some(dif), false) = (&self.dif, deferred) {
+                    self.dm.remove(
+                        dif,
+                        RemoveOptions {
+                            deferred: false,
+                            retry_busy: Some(Duration::from_secs(2)),
+                        },
+                    )?;
+                }
+                Ok(())
+            }
             Err(e) if e.is_busy() => Err(ActivateError::MappingBusy {
                 name: self.name.clone(),
             }),

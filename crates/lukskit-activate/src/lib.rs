@@ -18,6 +18,7 @@
 //! (no core dumps, not dumpable, locked memory) is the binary's job.
 
 mod error;
+pub mod integrity;
 pub mod kernel;
 pub mod online_reencrypt;
 mod request;
@@ -68,6 +69,15 @@ pub fn activate(
         return Err(ActivateError::NameExists {
             name: config.name.clone(),
         });
+    }
+    if let Some(integrity) = &config.layout.integrity {
+        // Authenticated encryption exists only as the kernel's dm-integrity.
+        let mode = if kernel_opts.integrity_no_journal {
+            lukskit_dm::integrity::IntegrityMode::Direct
+        } else {
+            lukskit_dm::integrity::IntegrityMode::Journal
+        };
+        return integrity::open(config, kernel_opts, key, integrity, mode);
     }
     match backend {
         Backend::Kernel => kernel::open(config, kernel_opts, key),

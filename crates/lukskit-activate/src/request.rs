@@ -45,6 +45,8 @@ pub struct KernelOptions {
     /// `--shared` (plain): the data device may be used by other mappings, so it is not checked
     /// for exclusive use (cryptsetup's shared segments of one device).
     pub shared: bool,
+    /// `--integrity-no-journal`: dm-integrity in direct mode (no journal).
+    pub integrity_no_journal: bool,
 }
 
 impl KernelOptions {
@@ -72,6 +74,10 @@ pub struct LayoutInfo {
     pub iv_offset: u64,
     /// `iv_large_sectors`.
     pub iv_large_sectors: bool,
+    /// LUKS2 authenticated encryption: the segment's integrity type (`hmac(sha256)`, `aead`,
+    /// `poly1305`); the volume is opened over dm-integrity (kernel only).
+    #[serde(default)]
+    pub integrity: Option<String>,
 }
 
 impl From<&DataLayout> for LayoutInfo {
@@ -83,6 +89,7 @@ impl From<&DataLayout> for LayoutInfo {
             sector_size: l.sector_size,
             iv_offset: l.iv_offset,
             iv_large_sectors: l.iv_large_sectors,
+            integrity: None,
         }
     }
 }

@@ -43,6 +43,9 @@ pub struct Status {
     pub key_bits: u32,
     /// Whether dm-crypt holds the key through the kernel keyring (`key location: keyring`).
     pub key_in_keyring: bool,
+    /// LUKS2 authenticated encryption: the integrity type (`hmac(sha256)`, `aead`, ...) and
+    /// the bits of the volume key that are the integrity key (0 for AEAD ciphers).
+    pub integrity: Option<(String, u32)>,
     /// The detached header, where one was used and is known.
     pub header: Option<String>,
     /// The data device (a block device, or the loop device of an image).

@@ -182,6 +182,19 @@ pub struct Opts {
     /// through the kernel keyring.
     #[arg(long = "disable-keyring", action = ArgAction::SetTrue)]
     pub disable_keyring: bool,
+    /// luksFormat (LUKS2): authenticated encryption through the kernel's dm-integrity
+    /// (hmac-sha256, hmac-sha512, hmac-sha1, aead, poly1305).
+    #[arg(short = 'I', long = "integrity")]
+    pub integrity: Option<String>,
+    /// luksFormat --integrity: do not wipe the device (tags stay invalid until written).
+    #[arg(long = "integrity-no-wipe", action = ArgAction::SetTrue)]
+    pub integrity_no_wipe: bool,
+    /// luksFormat --integrity: the legacy dm-integrity metadata padding (old kernels).
+    #[arg(long = "integrity-legacy-padding", action = ArgAction::SetTrue)]
+    pub integrity_legacy_padding: bool,
+    /// open: dm-integrity without its journal (faster, no crash consistency of tags).
+    #[arg(long = "integrity-no-journal", action = ArgAction::SetTrue)]
+    pub integrity_no_journal: bool,
     /// Accepted for compatibility: lukskit does not call blkid.
     #[arg(long = "disable-blkid", action = ArgAction::SetTrue)]
     pub disable_blkid: bool,

@@ -15,10 +15,6 @@ use crate::args::{parse_device_size, Opts};
 pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("debug-json", None, false),
     ("disable-veracrypt", None, false),
-    ("integrity", Some('I'), true),
-    ("integrity-legacy-padding", None, false),
-    ("integrity-no-journal", None, false),
-    ("integrity-no-wipe", None, false),
     ("serialize-memory-hard-pbkdf", None, false),
     ("tcrypt-backup", None, false),
     ("tcrypt-hidden", None, false),

@@ -10,6 +10,8 @@
 //!   TABLE_CLEAR, DEV_SUSPEND, DEV_REMOVE, DEV_STATUS, TABLE_STATUS, TARGET_MSG, DEV_RENAME).
 //! * [`crypt`] — the dm-crypt target ([`CryptTarget`], [`CryptKey`], [`CryptFlags`]).
 //! * [`table`] — typed targets ([`Target`]: crypt, linear, zero, error) and table lines.
+//! * [`integrity`] — LUKS2 authenticated encryption: the dm-integrity target under dm-crypt
+//!   (cipher fields, tag sizes, the kernel's superblock).
 //! * [`dm_uuid`] — cryptsetup's DM UUIDs (`CRYPT-LUKS2-<uuid>-<name>`, `CRYPT-PLAIN-<name>`).
 //! * [`keyring`] — `logon` keys in the thread keyring (`cryptsetup:<uuid>-d<digest>`).
 //! * [`node`] — `/dev/mapper/NAME` and `/dev/mapper/control`, udev or not.
@@ -24,6 +26,7 @@ pub mod crypt;
 pub mod devt;
 pub mod dm_uuid;
 mod error;
+pub mod integrity;
 pub mod ioctl;
 pub mod keyring;
 pub mod mapping;

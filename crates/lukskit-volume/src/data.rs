@@ -113,15 +113,28 @@ impl DataLayout {
     /// LUKS2 headers with requirements (online reencryption, …), several data segments or an
     /// integrity section are refused with a clear message.
     pub fn from_volume(vol: &Volume) -> Result<Self> {
+        match Self::from_volume_with_integrity(vol)? {
+            (_, Some(_)) => Err(DataError::Integrity.into()),
+            (l, None) => Ok(l),
+        }
+    }
+
+    /// [`DataLayout::from_volume`] that also takes a LUKS2 segment with an `integrity` object
+    /// (authenticated encryption, which only the kernel's dm-integrity can open): the layout
+    /// and the integrity type (`hmac(sha256)`, `aead`, ...).
+    pub fn from_volume_with_integrity(vol: &Volume) -> Result<(Self, Option<String>)> {
         match &vol.header {
-            Header::Luks1(h) => Ok(DataLayout {
-                cipher: format!("{}-{}", h.cipher_name, h.cipher_mode),
-                offset: u64::from(h.payload_offset) * 512,
-                size: None,
-                sector_size: 512,
-                iv_offset: 0,
-                iv_large_sectors: false,
-            }),
+            Header::Luks1(h) => Ok((
+                DataLayout {
+                    cipher: format!("{}-{}", h.cipher_name, h.cipher_mode),
+                    offset: u64::from(h.payload_offset) * 512,
+                    size: None,
+                    sector_size: 512,
+                    iv_offset: 0,
+                    iv_large_sectors: false,
+                },
+                None,
+            )),
             Header::Luks2(h) => {
                 let reqs = h.requirements();
                 if !reqs.is_empty() {
@@ -143,17 +156,25 @@ impl DataLayout {
                     [] => return Err(DataError::NoSegment.into()),
                     _ => return Err(DataError::SeveralSegments.into()),
                 };
-                if seg.has_integrity {
-                    return Err(DataError::Integrity.into());
-                }
-                Ok(DataLayout {
-                    cipher: seg.encryption.clone(),
-                    offset: seg.offset,
-                    size: seg.size,
-                    sector_size: seg.sector_size,
-                    iv_offset: seg.iv_tweak,
-                    iv_large_sectors: false,
-                })
+                let integrity = if seg.has_integrity {
+                    Some(
+                        h.segment_integrity(seg.id)
+                            .ok_or(VolumeError::from(DataError::Integrity))?,
+                    )
+                } else {
+                    None
+                };
+                Ok((
+                    DataLayout {
+                        cipher: seg.encryption.clone(),
+                        offset: seg.offset,
+                        size: seg.size,
+                        sector_size: seg.sector_size,
+                        iv_offset: seg.iv_tweak,
+                        iv_large_sectors: false,
+                    },
+                    integrity,
+                ))
             }
         }
     }

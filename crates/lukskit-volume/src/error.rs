@@ -71,6 +71,10 @@ pub enum VolumeError {
         /// The device.
         path: String,
     },
+    /// The dm-integrity part of a `luksFormat --integrity` failed (the message says why; it
+    /// comes from the activation layer, which formats through the kernel).
+    #[error("{0}")]
+    IntegrityFormat(String),
     /// There is no LUKS header on the device.
     #[error("device {path} is not a valid LUKS device")]
     NotLuks {

@@ -67,7 +67,17 @@ pub struct FormatParams {
     pub pbkdf: PbkdfOptions,
     /// A given volume key (`--volume-key-file`); random when None.
     pub volume_key: Option<SecretBuf>,
+    /// LUKS2 authenticated encryption: the segment's integrity type (`hmac(sha256)`, `aead`,
+    /// `poly1305`). The cipher is then the kernel's to check (lukskit's engine has no AEAD
+    /// modes) and `key_size_bits` is the whole key, cipher key then integrity key.
+    pub integrity: Option<String>,
 }
+
+/// The dm-integrity step of a LUKS2 format with integrity, given the data offset in bytes and
+/// the encryption sector size: called after the header areas are wiped and before the header
+/// is written (as cryptsetup formats dm-integrity between the two). Its error message is
+/// returned as [`VolumeError::IntegrityFormat`].
+pub type IntegrityHook<'a> = &'a mut dyn FnMut(u64, u32) -> std::result::Result<(), String>;
 
 /// What `format` produced.
 #[derive(Debug)]
@@ -112,7 +122,18 @@ fn check_uuid(uuid: &Option<String>) -> Result<String> {
 /// Format a new LUKS volume and add the first keyslot. The data device and the detached
 /// header are claimed for exclusive use while the header is written (see [`claim_devices`]).
 pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
-    format_inner(p, None, passphrase)
+    format_inner(p, None, passphrase, None)
+}
+
+/// [`format`] of a LUKS2 volume with `p.integrity`: `hook` has the kernel write the
+/// dm-integrity superblock (see [`IntegrityHook`]). The devices are checked for exclusive
+/// use but not held: the kernel claims the data device itself as it loads dm-integrity.
+pub fn format_integrity(
+    p: &FormatParams,
+    passphrase: &[u8],
+    hook: IntegrityHook<'_>,
+) -> Result<FormatOutcome> {
+    format_inner(p, None, passphrase, Some(hook))
 }
 
 /// [`format`] for a caller that already holds the [`claim_devices`] claims of `p` (and keeps
@@ -122,16 +143,29 @@ pub fn format_claimed(
     claims: &[Claim],
     passphrase: &[u8],
 ) -> Result<FormatOutcome> {
-    format_inner(p, Some(claims), passphrase)
+    format_inner(p, Some(claims), passphrase, None)
 }
 
 fn format_inner(
     p: &FormatParams,
     held: Option<&[Claim]>,
     passphrase: &[u8],
+    hook: Option<IntegrityHook<'_>>,
 ) -> Result<FormatOutcome> {
-    let spec = CipherSpec::parse(&p.cipher)?;
-    let key_bits = p.key_size_bits.unwrap_or_else(|| default_key_bits(&spec));
+    if p.integrity.is_some() && (p.kind != FormatType::Luks2 || hook.is_none()) {
+        return Err(VolumeError::IntegrityFormat(
+            "Integrity option can be used only for LUKS2 format".into(),
+        ));
+    }
+    // With integrity the cipher (aes-gcm-random, aegis128-random, ...) is the kernel's.
+    let spec = match CipherSpec::parse(&p.cipher) {
+        Ok(s) => Some(s),
+        Err(_) if p.integrity.is_some() => None,
+        Err(e) => return Err(e.into()),
+    };
+    let key_bits = p
+        .key_size_bits
+        .unwrap_or_else(|| spec.as_ref().map_or(256, default_key_bits));
     if key_bits == 0 || !key_bits.is_multiple_of(8) {
         return Err(ParamError::KeySizeNotBytes.into());
     }
@@ -166,6 +200,10 @@ fn format_inner(
     // Never format under a live mapping or a mount: held until the new header is written.
     let _own_claims = match held {
         Some(_) => Vec::new(),
+        None if hook.is_some() => {
+            drop(claim_devices(p)?);
+            Vec::new()
+        }
         None => claim_devices(p)?,
     };
 
@@ -174,9 +212,21 @@ fn format_inner(
         None => None,
     };
     let dev = header_dev.as_ref().unwrap_or(&data_dev);
-    match p.kind {
-        FormatType::Luks1 => format_luks1(p, dev, &spec, &vk, &uuid, passphrase),
-        FormatType::Luks2 => format_luks2(p, dev, &data_dev, &spec, &vk, &uuid, passphrase),
+    match (p.kind, &spec) {
+        (FormatType::Luks1, Some(spec)) => format_luks1(p, dev, spec, &vk, &uuid, passphrase),
+        (FormatType::Luks1, None) => Err(VolumeError::IntegrityFormat(
+            "Integrity option can be used only for LUKS2 format".into(),
+        )),
+        (FormatType::Luks2, spec) => format_luks2(
+            p,
+            dev,
+            &data_dev,
+            spec.as_ref(),
+            &vk,
+            &uuid,
+            passphrase,
+            hook,
+        ),
     }
 }
 
@@ -341,8 +391,6 @@ fn block_sector_size(dev: &Device) -> Option<u32> {
     Some((logical as u32).max(physical).clamp(512, 4096))
 }
 
-/// `dev` holds the header (the data device itself, or the detached header); `data` is the
-/// data device.
 /// The LUKS2 header's area sizes and data offset `format` would use for `p`.
 struct Luks2Areas {
     metadata_size: u64,
@@ -412,14 +460,18 @@ pub fn small_keyslots_area(p: &FormatParams) -> Option<u64> {
     (areas.keyslots_size < SMALL_KEYSLOTS_AREA).then_some(areas.keyslots_size)
 }
 
+/// `dev` holds the header (the data device itself, or the detached header); `data` is the
+/// data device.
+#[allow(clippy::too_many_arguments)]
 fn format_luks2(
     p: &FormatParams,
     dev: &Device,
     data: &Device,
-    spec: &CipherSpec,
+    spec: Option<&CipherSpec>,
     vk: &SecretBuf,
     uuid: &str,
     passphrase: &[u8],
+    hook: Option<IntegrityHook<'_>>,
 ) -> Result<FormatOutcome> {
     let detached = p.header.is_some();
     let Luks2Areas {
@@ -456,7 +508,13 @@ fn format_luks2(
             }
         }
     };
-    SectorCipher::check(spec, vk.len(), sector_size)?;
+    let encryption = match spec {
+        Some(spec) if p.integrity.is_none() => {
+            SectorCipher::check(spec, vk.len(), sector_size)?;
+            spec.to_string()
+        }
+        _ => p.cipher.clone(),
+    };
     let hash = p.pbkdf.hash()?;
     let digest_iters = p.pbkdf.digest_iterations(vk.len())?;
     let digest = luks2_keys::make_digest(0, hash, vk.as_bytes(), digest_iters, vec![0])?;
@@ -465,7 +523,7 @@ fn format_luks2(
         keyslots_size,
         data_offset,
         data_size: None,
-        encryption: spec.to_string(),
+        encryption,
         sector_size,
         uuid: uuid.to_string(),
         // cryptsetup stores at most 47 bytes of each (the field is NUL-terminated).
@@ -490,6 +548,10 @@ fn format_luks2(
     .min(8 * 1024 * 1024 + 128 * 1024 * 1024);
     wipe::zero(dev, 0, zero_end)?;
     wipe::random(dev, 2 * metadata_size, keyslots_size)?;
+    if let (Some(kind), Some(hook)) = (&p.integrity, hook) {
+        hdr.set_segment_integrity(0, kind);
+        hook(data_offset, sector_size).map_err(VolumeError::IntegrityFormat)?;
+    }
     luks2_keys::write_header(dev, &mut hdr)?;
     let slot = p.key_slot.unwrap_or(0);
     if slot >= luks2::MAX_KEYSLOTS {

@@ -51,6 +51,7 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
         key_slot: None,
         pbkdf: pbkdf(),
         volume_key: None,
+        integrity: None,
     };
     format(&p, PASS).unwrap();
     let mut vol = Volume::load(path, None, Access::Write).unwrap();

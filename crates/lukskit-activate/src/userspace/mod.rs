@@ -168,6 +168,7 @@ impl UserspaceMapping {
             cipher: c.layout.cipher.clone(),
             key_bits: c.key_bits,
             key_in_keyring: false,
+            integrity: None,
             header: c.header.clone(),
             device: c.device.clone(),
             loop_file: None,

@@ -39,13 +39,44 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         }
     };
     let cipher = o.cipher.clone().unwrap_or_else(|| DEFAULT_CIPHER.into());
-    let key_size_bits = super::volume_key::luks_key_bits(o.key_size);
-    let volume_key = match &o.volume_key_file {
-        Some(p) => Some(super::volume_key::read_volume_key_file(
+    let integrity = match &o.integrity {
+        Some(i) => {
+            if kind != FormatType::Luks2 {
+                return Err(CliError::invalid(
+                    "Integrity option can be used only for LUKS2 format.",
+                ));
+            }
+            Some(integrity_mode(i)?)
+        }
+        None => None,
+    };
+    let mut key_size_bits = super::volume_key::luks_key_bits(o.key_size);
+    let volume_key = match (&o.volume_key_file, &integrity) {
+        (p, Some((_, int_bytes))) => {
+            // cryptsetup: the cipher's key (--key-size or its default), then the integrity
+            // key; the volume key is both.
+            let cipher_bits = key_size_bits.unwrap_or_else(|| {
+                let mode = cipher.split('-').nth(1).unwrap_or_default();
+                if mode == "xts" {
+                    512
+                } else {
+                    256
+                }
+            });
+            let total = cipher_bits as usize / 8 + int_bytes;
+            key_size_bits = Some((total * 8) as u32);
+            Some(match p {
+                Some(p) => super::volume_key::read_volume_key_file(p, total)?,
+                None => lukskit_crypto::SecretBuf::random(total).map_err(|e| {
+                    CliError::invalid(format!("Cannot get random volume key ({e})."))
+                })?,
+            })
+        }
+        (Some(p), None) => Some(super::volume_key::read_volume_key_file(
             p,
             super::volume_key::format_key_bytes(&cipher, key_size_bits)?,
         )?),
-        None => None,
+        (None, None) => None,
     };
     let offset_sectors = super::align::payload_offset(o, kind, &cipher, key_size_bits)?;
     let mut params = FormatParams {
@@ -65,6 +96,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         key_slot: o.key_slot,
         pbkdf: pbkdf_options(o),
         volume_key,
+        integrity: integrity.as_ref().map(|(k, _)| k.clone()),
     };
     let target = o.header.as_deref().unwrap_or(device);
     // Fail before any question when a mapping or a mount holds the device (format claims it
@@ -113,6 +145,9 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
              count is very limited."
         );
     }
+    if let Some((kind, _)) = &integrity {
+        return format_with_integrity(o, &params, kind, pass.as_bytes());
+    }
     let out = format(&params, pass.as_bytes())?;
     if let Some(w) = out.warning {
         eprintln!("{}", crate::errors::format_warning(&w));
@@ -121,4 +156,86 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         println!("Key slot {} created.", out.keyslot);
     }
     Ok(())
+}
+
+/// cryptsetup 2.6.1's `--integrity` values: the LUKS2 integrity type and its key size in
+/// bytes (`hmac-sha256` is `hmac(sha256)` with a 32-byte key; AEAD modes have none).
+fn integrity_mode(arg: &str) -> Result<(String, usize)> {
+    let kind = match arg {
+        "aead" | "poly1305" => arg.to_string(),
+        _ => match arg.strip_prefix("hmac-") {
+            Some(h) => format!("hmac({h})"),
+            None => String::new(),
+        },
+    };
+    match lukskit_dm::integrity::integrity_key_bytes(&kind) {
+        Some(k) if !kind.is_empty() => Ok((kind, k)),
+        _ => Err(CliError::invalid(
+            "No known integrity specification pattern detected.",
+        )),
+    }
+}
+
+/// luksFormat with authenticated encryption: the header, the dm-integrity superblock the
+/// kernel writes (between wiping the header areas and writing the header, as cryptsetup), then
+/// unless `--integrity-no-wipe` zeros written through a temporary mapping so that every sector
+/// has a valid tag.
+fn format_with_integrity(
+    o: &Opts,
+    params: &FormatParams,
+    kind: &str,
+    passphrase: &[u8],
+) -> Result<()> {
+    use lukskit_activate::integrity;
+    let device = params.device.clone();
+    let cipher = params.cipher.clone();
+    let legacy = o.integrity_legacy_padding;
+    let mut hook = |offset: u64, sector_size: u32| {
+        integrity::format(&device, &cipher, kind, offset, sector_size, legacy)
+            .map(|_| ())
+            // The CLI makes the message a sentence (one final period).
+            .map_err(|e| e.to_string().trim_end_matches('.').to_string())
+    };
+    let out = lukskit_volume::format::format_integrity(params, passphrase, &mut hook)?;
+    if let Some(w) = out.warning {
+        eprintln!("{}", crate::errors::format_warning(&w));
+    }
+    if o.verbose {
+        println!("Key slot {} created.", out.keyslot);
+    }
+    if o.integrity_no_wipe {
+        return Ok(());
+    }
+    let vk = params
+        .volume_key
+        .as_ref()
+        .ok_or_else(|| CliError::invalid("No volume key."))?;
+    let vol = lukskit_volume::volume::Volume::load_requested(
+        &params.device,
+        params.header.as_deref(),
+        lukskit_volume::device::Access::Read,
+        None,
+    )?;
+    let (layout, _) = lukskit_volume::data::DataLayout::from_volume_with_integrity(&vol)?;
+    let name = format!("temporary-cryptsetup-{}", std::process::id());
+    let mut config = super::open::base_config(o, &name);
+    config.kind = vol.type_name().to_string();
+    config.uuid = Some(vol.uuid().to_string());
+    config.device = params.device.clone();
+    config.layout = lukskit_activate::LayoutInfo::from(&layout);
+    config.layout.integrity = Some(kind.to_string());
+    config.read_only = false;
+    config.allow_discards = false;
+    let kopts = lukskit_activate::KernelOptions {
+        digest: vol.segment_digest_id()?,
+        // The device was just checked (and the loop device of the superblock's format may
+        // still be detaching): no second exclusive-use check.
+        shared: true,
+        ..Default::default()
+    };
+    println!(
+        "Wiping device to initialize integrity checksum.\nYou can interrupt this by pressing \
+         CTRL+c (rest of not wiped device will contain invalid checksum)."
+    );
+    integrity::wipe(&config, &kopts, vk, kind).map_err(CliError::from)
 }

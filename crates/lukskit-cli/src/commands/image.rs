@@ -352,6 +352,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 key_slot: o.key_slot,
                 pbkdf: pbkdf_options(o),
                 volume_key: Some(vk.clone()),
+                integrity: None,
             };
             let src = match &o.key_file {
                 Some(p) => KeySource::File {

@@ -35,6 +35,7 @@ fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
         digest,
         disable_keyring: o.disable_keyring,
         shared: o.shared,
+        integrity_no_journal: o.integrity_no_journal,
     }
 }
 
@@ -254,7 +255,7 @@ fn absolute(path: &str) -> Result<String> {
         .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }
 
-fn base_config(o: &Opts, name: &str) -> MappingConfig {
+pub(crate) fn base_config(o: &Opts, name: &str) -> MappingConfig {
     MappingConfig {
         name: name.to_string(),
         kind: String::new(),
@@ -268,6 +269,7 @@ fn base_config(o: &Opts, name: &str) -> MappingConfig {
             sector_size: 512,
             iv_offset: 0,
             iv_large_sectors: false,
+            integrity: None,
         },
         key_bits: 0,
         read_only: o.readonly,
@@ -393,7 +395,7 @@ fn unlock_luks(
         ));
     }
     let vol = load_luks(o, device)?;
-    let layout = DataLayout::from_volume(&vol)?;
+    let (layout, integrity) = DataLayout::from_volume_with_integrity(&vol)?;
     let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(device), true)?;
     let mut c = base_config(o, name);
     c.kind = vol.type_name().to_string();
@@ -404,6 +406,7 @@ fn unlock_luks(
         None => None,
     };
     c.layout = LayoutInfo::from(&layout);
+    c.layout.integrity = integrity;
     c.key_bits = (vk.len() * 8) as u32;
     Ok((c, vk, vol.segment_digest_id()?))
 }
@@ -500,6 +503,12 @@ fn format_status(st: &Status) -> String {
         _ => "lukskit serving process",
     };
     s += &format!("  key location: {location}\n");
+    if let Some((integrity, bits)) = &st.integrity {
+        s += &format!("  integrity: {integrity}\n");
+        if *bits > 0 {
+            s += &format!("  integrity keysize: {bits} bits\n");
+        }
+    }
     if let Some(h) = &st.header {
         s += &format!("  header:  {h}\n");
     }
@@ -716,6 +725,7 @@ mod tests {
             cipher: "aes-xts-plain64".into(),
             key_bits: 512,
             key_in_keyring: false,
+            integrity: None,
             header: None,
             device: "/img".into(),
             loop_file: None,

@@ -753,6 +753,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
         key_slot: o.key_slot,
         pbkdf: pbkdf_options(o),
         volume_key: None,
+        integrity: None,
     };
     let src = existing_key_source(o, None);
     let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase)?;

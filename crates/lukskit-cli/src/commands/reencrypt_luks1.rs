@@ -313,6 +313,7 @@ fn make_header(o: &Opts, h: NewHeader<'_>, p: &Passphrases) -> Result<()> {
         key_slot: Some(p.main),
         pbkdf: pbkdf.clone(),
         volume_key: h.volume_key,
+        integrity: None,
     };
     super::luks1_pbkdf_fallback(&mut params);
     let main = p.by_slot[p.main as usize].as_ref().ok_or_else(wrong)?;

@@ -146,6 +146,7 @@ fn init_with_temp(
         key_slot: o.key_slot,
         pbkdf: pbkdf_options(o),
         volume_key: None,
+        integrity: None,
     };
     let src = existing_key_source(o, None);
     let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase).map_err(plain)?;

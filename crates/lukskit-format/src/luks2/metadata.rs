@@ -968,6 +968,40 @@ impl Luks2Header {
             .collect()
     }
 
+    /// The `integrity.type` of segment `id` (authenticated encryption through dm-integrity:
+    /// `hmac(sha256)`, `aead`, `poly1305`, ...), `None` when the segment has no `integrity`
+    /// object (or there is no such segment).
+    pub fn segment_integrity(&self, id: u32) -> Option<String> {
+        self.json
+            .get("segments")?
+            .get(id.to_string())?
+            .get("integrity")?
+            .get("type")?
+            .as_str()
+            .map(str::to_string)
+    }
+
+    /// Give segment `id` an `integrity` object of type `kind` (no journal encryption nor
+    /// journal integrity), as cryptsetup 2.6 writes it for `luksFormat --integrity`: after
+    /// `sector_size`, `{"type": kind, "journal_encryption": "none", "journal_integrity":
+    /// "none"}`. False (nothing changed) when there is no segment `id`.
+    pub fn set_segment_integrity(&mut self, id: u32, kind: &str) -> bool {
+        let Some(seg) = self
+            .json
+            .get_mut("segments")
+            .and_then(|s| s.get_mut(id.to_string()))
+            .and_then(Value::as_object_mut)
+        else {
+            return false;
+        };
+        let mut integrity = Map::new();
+        integrity.insert("type".into(), kind.into());
+        integrity.insert("journal_encryption".into(), "none".into());
+        integrity.insert("journal_integrity".into(), "none".into());
+        seg.insert("integrity".into(), Value::Object(integrity));
+        true
+    }
+
     /// All digests, sorted by id.
     pub fn digests(&self) -> Result<Vec<Digest>> {
         numbered_members(self.section("digests")?, JsonKind::Digest)?
