@@ -11,6 +11,7 @@ mod image;
 mod keys;
 mod open;
 mod reencrypt;
+mod reencrypt_decrypt_shift;
 mod reencrypt_online;
 mod reencrypt_shift;
 mod reencrypt_userspace;
