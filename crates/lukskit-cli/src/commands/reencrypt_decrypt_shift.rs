@@ -97,8 +97,7 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
     }
     let src = existing_key_source(o, None);
     let prompt = format!("Enter passphrase for {device}: ");
-    let (_, vk, _pass) =
-        super::keys::unlock_with_tries(&vol, o, &src, &prompt, o.key_slot, false)?;
+    let (_, vk, _pass) = super::keys::unlock_with_tries(&vol, o, &src, &prompt, o.key_slot, false)?;
     let block = reencrypt::device_block_size(vol.dev.file());
     let params = decrypt_shift::DecryptShiftParams {
         checksum,

@@ -144,7 +144,10 @@ pub fn hot_segments(
         }
         return Ok(v);
     }
-    let first = segs.first().cloned().ok_or_else(|| ctx("no data segment"))?;
+    let first = segs
+        .first()
+        .cloned()
+        .ok_or_else(|| ctx("no data segment"))?;
     v.push(first);
     if offset > moved {
         v.push(json::linear_segment(moved, Some(offset - moved), false));
@@ -162,7 +165,10 @@ fn old_segment(c: &Context, off: u64, size: Option<u64>) -> Value {
         c.data_offset_old() + off,
         json::get_u64(&c.old, "iv_tweak").unwrap_or(0) + (off >> 9),
         size,
-        c.old.get("encryption").and_then(Value::as_str).unwrap_or(""),
+        c.old
+            .get("encryption")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
         Context::sector_size(&c.old),
         false,
     )
