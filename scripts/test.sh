@@ -46,6 +46,8 @@ command -v qemu-system-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-arm)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc)  # ring (rustls) in the static x86_64 build
 command -v cpio >/dev/null 2>&1 || need_pkgs+=(cpio)
+# reencrypt_decrypt_shift.rs kills cryptsetup at chosen syscalls with strace fault injection.
+command -v strace >/dev/null 2>&1 || need_pkgs+=(strace)
 # clevis/tang tokens (tests/tang.rs): Debian's tang server run by socat on loopback, and
 # clevis-luks to bind volumes and decrypt lukskit's tokens.
 [ -x /usr/libexec/tangd ] || need_pkgs+=(tang)

@@ -10,7 +10,11 @@
 //!   crashed stack torn down, recovered by `cryptsetup open`, resumed online by lukskit;
 //! * `lk-kill` (the "done when"): a volume made by cryptsetup, re-encrypted online to
 //!   a new key and cipher by lukskit, killed with kill -9 at a random moment, recovered and
-//!   finished online by cryptsetup; both tools open the result, the file system is intact.
+//!   finished online by cryptsetup; both tools open the result, the file system is intact;
+//! * `dshift-kill`: the offline decryption of a device with its header at the start
+//!   (`--decrypt --header FILE`, the data moves over the old header area) by cryptsetup,
+//!   killed with kill -9 and finished by lukskit, then the other way round; the plain ext4
+//!   on the device is intact.
 
 mod common;
 mod refvm_common;
@@ -120,4 +124,22 @@ fn lukskit_online_killed_cryptsetup_finishes() {
     let after = lines_with(&out, "after: ");
     assert_eq!(after, ["0 98304 crypt serpent-xts-plain64"], "{out}");
     assert!(out.contains("header cipher: serpent-xts-plain64"), "{out}");
+}
+
+#[test]
+fn decrypt_with_data_shift_killed_and_finished_by_the_other_tool() {
+    let Some(out) = run_case("dshift-kill", 300) else {
+        return;
+    };
+    for (first, second) in [("cryptsetup", "lukskit"), ("lukskit", "cryptsetup")] {
+        assert!(
+            out.contains(&format!("decrypted: {first} killed, {second} finished")),
+            "{out}"
+        );
+        // Killed in the middle: the header file had the decryption's segments.
+        assert!(
+            !lines_with(&out, &format!("state after {first}: ")).is_empty(),
+            "{out}"
+        );
+    }
 }

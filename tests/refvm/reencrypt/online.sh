@@ -11,6 +11,9 @@
 #   lk-kill  the other way round (a volume made by cryptsetup, re-encrypted to a new key and
 #            cipher by lukskit, killed with kill -9): cryptsetup open recovers and cryptsetup
 #            finishes online; lukskit opens the result.
+#   dshift-kill  offline --decrypt --header FILE of a device with its header at the start
+#            (the data moves over the old header area): cryptsetup killed with kill -9,
+#            finished by lukskit, then the other way round; the plain ext4 is intact.
 export DM_DISABLE_UDEV=1
 CASE=$(cat /refvm/files/case)
 D=/dev/vda
@@ -205,6 +208,56 @@ lk-kill)
     lukskit open -d $KF $D v || fail "lukskit open"
     check_fs "lukskit open"
     lukskit close v
+    ;;
+dshift-kill)
+    # Offline decryption of a device with its header at the start (--decrypt --header FILE:
+    # the header moves out to FILE, the data down over it): each tool killed with kill -9 in
+    # the middle, the other finishes; the plain ext4 left on the device is intact.
+    for first in cryptsetup lukskit; do
+        if [ $first = cryptsetup ]; then second=lukskit; else second=cryptsetup; fi
+        H=/root/h-$first
+        rm -f $H
+        cryptsetup luksFormat -q --type luks2 $FAST --offset 2048 -d $KF $D || fail luksFormat
+        cryptsetup open -d $KF $D v || fail "cryptsetup open"
+        mkfs.ext4 -q /dev/mapper/v || fail mkfs
+        mount -o noatime /dev/mapper/v /mnt || fail mount
+        populate
+        umount /mnt
+        cryptsetup close v
+        $first reencrypt -q --decrypt --force-offline-reencrypt --header $H -d $KF $D \
+            > /root/run.out 2>&1 &
+        pid=$!
+        t=0
+        while ! cryptsetup luksDump $H 2>/dev/null | grep -q online-reencrypt-v3; do
+            kill -0 $pid 2>/dev/null || fail "$first ended before its initialization was seen: $(cat /root/run.out)"
+            sleep 0.05
+            t=$((t + 1))
+            [ $t -lt 2000 ] || fail "no initialization after 100 s"
+        done
+        ms=$(($(rnd) % 1500))
+        sleep $((ms / 1000)).$(printf %03d $((ms % 1000)))
+        kill -9 $pid || fail "$first was already over"
+        wait $pid
+        echo "$first killed after ${ms} ms"
+        cryptsetup luksDump $H | grep -q online-reencrypt-v3 \
+            || fail "the kill came after the end of the decryption"
+        cryptsetup luksDump $H | grep -E '^  [0-9]+: (crypt|linear)|in-reencryption' \
+            | tr -s ' \t' ' ' | sed "s/^/state after $first: /"
+        # Offline, cryptsetup recovers a crashed hot zone with repair first.
+        if [ $second = cryptsetup ] && cryptsetup luksDump $H | grep -q in-reencryption; then
+            cryptsetup repair -q --header $H -d $KF $D || fail "cryptsetup repair"
+        fi
+        if cryptsetup luksDump $H | grep -q online-reencrypt; then
+            $second reencrypt -q --resume-only --force-offline-reencrypt --header $H -d $KF $D \
+                > /root/re.out 2>&1 || fail "$second --resume-only: $(cat /root/re.out)"
+        fi
+        cryptsetup luksDump $H | grep -q online-reencrypt && fail "still in re-encryption"
+        mount -o noatime,ro $D /mnt || fail "mount of the decrypted device"
+        verify_files "$first killed, $second finished"
+        umount /mnt
+        e2fsck -fn $D > /root/fsck.out 2>&1 || { cat /root/fsck.out; fail "e2fsck"; }
+        echo "decrypted: $first killed, $second finished"
+    done
     ;;
 *)
     fail "unknown case"

@@ -12,6 +12,7 @@ mod keys;
 mod open;
 mod reencrypt;
 mod reencrypt_luks1;
+mod reencrypt_decrypt_shift;
 mod reencrypt_online;
 mod reencrypt_shift;
 mod reencrypt_userspace;

@@ -294,6 +294,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             ));
         }
         shifted = Some(super::reencrypt_shift::init(o, device)?);
+    } else if super::reencrypt_decrypt_shift::wanted(o) {
+        // `--decrypt --header FILE` with FILE missing: the header moves out to FILE.
+        shifted = Some(super::reencrypt_decrypt_shift::init(o, device)?);
     } else if has(o, "encrypt") && !header_in_reencryption(o) {
         formatted = Some(format_for_encrypt(o, device)?);
     }
@@ -304,7 +307,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             "LUKS2 reencryption already initialized. Aborting operation.",
         ));
     }
-    if st != Status::None {
+    if st != Status::None && shifted.is_none() {
         check_resume_resilience(o, luks2(&vol)?)?;
     }
     if st == Status::None && has(o, "resume-only") {
@@ -481,8 +484,8 @@ fn init(
     }
     if has(o, "decrypt") && !vol.detached {
         return Err(CliError::invalid(
-            "Decryption of a device with its header at the start (moving the data over the \
-             header) is not supported by lukskit yet; use --header with a detached header.",
+            "LUKS2 decryption of a device with its header at the start needs --header with \
+             the file to export the header to.",
         ));
     }
     let hdr = luks2(vol)?;

@@ -103,6 +103,9 @@ pub struct Context {
     pub new: Value,
     /// The `backup-moved-segment`, if any.
     pub moved: Option<Value>,
+    /// How the moved segment's hot zone is protected (`datashift-checksum` /
+    /// `datashift-journal`: checksums or a journal), if the area type says so.
+    pub moved_protection: Option<Resilience>,
     /// Digest of the old key (`None` when encrypting).
     pub digest_old: Option<u32>,
     /// Digest of the new key (`None` when decrypting).
@@ -118,6 +121,22 @@ pub fn reencrypt_keyslot(hdr: &Luks2Header) -> Result<Option<u32>> {
         .into_iter()
         .find(|k| k.kind == "reencrypt")
         .map(|k| k.id))
+}
+
+/// The checksum parameters of a keyslot area.
+fn checksum(area: &Value) -> Result<Resilience> {
+    let name = area
+        .get("hash")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ctx("checksum hash"))?;
+    let hash = HashAlg::from_name(name)?;
+    let block_size = area
+        .get("sector_size")
+        .and_then(Value::as_u64)
+        .and_then(|v| u32::try_from(v).ok())
+        .filter(|v| *v >= 512 && v.is_power_of_two())
+        .ok_or_else(|| ctx("checksum sector size"))?;
+    Ok(Resilience::Checksum { hash, block_size })
 }
 
 impl Context {
@@ -147,27 +166,23 @@ impl Context {
         let resilience = match area.get("type").and_then(Value::as_str) {
             Some("none") => Resilience::None,
             Some("journal") => Resilience::Journal,
-            Some("checksum") => {
-                let name = area
-                    .get("hash")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| ctx("checksum hash"))?;
-                let hash = HashAlg::from_name(name)?;
-                let block_size = area
-                    .get("sector_size")
-                    .and_then(Value::as_u64)
-                    .and_then(|v| u32::try_from(v).ok())
-                    .filter(|v| *v >= 512 && v.is_power_of_two())
-                    .ok_or_else(|| ctx("checksum sector size"))?;
-                Resilience::Checksum { hash, block_size }
+            Some("checksum") => checksum(area)?,
+            Some("datashift" | "datashift-checksum" | "datashift-journal") => {
+                Resilience::Datashift {
+                    shift: json::get_u64(area, "shift_size").ok_or_else(|| ctx("shift size"))?,
+                }
             }
-            Some("datashift") => Resilience::Datashift {
-                shift: json::get_u64(area, "shift_size").ok_or_else(|| ctx("shift size"))?,
-            },
             Some(other) => {
                 return Err(ReencryptError::Unsupported(format!("resilience {other}")).into())
             }
             None => return Err(ctx("area type")),
+        };
+        // A decryption with a moved segment protects that segment's hot zone with
+        // checksums or a journal (`datashift-checksum` / `datashift-journal`).
+        let moved_protection = match area.get("type").and_then(Value::as_str) {
+            Some("datashift-checksum") => Some(checksum(area)?),
+            Some("datashift-journal") => Some(Resilience::Journal),
+            _ => None,
         };
         let (old_id, old) = json::segment_by_flag(hdr, "backup-previous")?
             .ok_or_else(|| ctx("no backup-previous"))?;
@@ -192,6 +207,7 @@ impl Context {
             old,
             new,
             moved,
+            moved_protection,
             digest_old,
             digest_new,
             version,

@@ -46,7 +46,10 @@ pub fn is_encrypt_shift(c: &Context) -> bool {
 /// Refuse the data-shift layouts lukskit does not run (a shift without a moved segment, a
 /// decryption or re-encryption with a shift).
 pub fn check_supported(c: &Context) -> Result<()> {
-    if (c.shift() == 0 && c.moved.is_none()) || is_encrypt_shift(c) {
+    if (c.shift() == 0 && c.moved.is_none())
+        || is_encrypt_shift(c)
+        || super::decrypt_shift::is_decrypt_shift(c)
+    {
         return Ok(());
     }
     Err(ReencryptError::Unsupported(format!(

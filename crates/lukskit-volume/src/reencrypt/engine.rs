@@ -18,6 +18,7 @@
 
 use super::context::{status, Context, Direction, Mode, Resilience, Status};
 use super::datashift;
+use super::decrypt_shift;
 use super::fastio;
 use super::json::{self, ctx};
 use super::online::{self, HotZone, Offline, OnlineHook};
@@ -127,7 +128,7 @@ pub fn device_block_size(data: Option<&std::fs::File>) -> u64 {
 }
 
 /// The largest free gap in the keyslots area (`LUKS2_find_area_max_gap`).
-fn max_area_gap(hdr: &Luks2Header) -> Result<(u64, u64)> {
+pub(crate) fn max_area_gap(hdr: &Luks2Header) -> Result<(u64, u64)> {
     let start = 2 * hdr.metadata_size();
     let end = start + hdr.keyslots_size()?;
     let mut used: Vec<(u64, u64)> = hdr
@@ -411,6 +412,8 @@ struct Run<'a> {
     touched: bool,
     /// An encryption with a moved first segment ([`datashift`]).
     shift_encrypt: bool,
+    /// A decryption with a moved first segment ([`decrypt_shift`]).
+    shift_decrypt: bool,
 }
 
 fn physmem_quarter() -> u64 {
@@ -437,6 +440,7 @@ impl<'a> Run<'a> {
         let c = Context::load(hdr)?;
         datashift::check_supported(&c)?;
         let shift_encrypt = datashift::is_encrypt_shift(&c);
+        let shift_decrypt = decrypt_shift::is_decrypt_shift(&c);
         verify::check(hdr, c.keyslot, &verification(hdr, &c, keys)?)?;
         let old = Side::new(&c.old, keys.old.as_ref(), c.data_offset_old())?;
         let new = Side::new(&c.new, keys.new.as_ref(), c.data_offset_new())?;
@@ -444,8 +448,14 @@ impl<'a> Run<'a> {
         let segs = json::data_segments(hdr)?;
         let dynamic = segs.iter().any(|s| json::seg_size(s) == Some(None));
         let real = data.size().map_err(dio(DeviceOp::GetSize))?;
+        // A decryption with a moved segment ends where the old ciphertext ends.
+        let base = if shift_decrypt {
+            c.data_offset_old()
+        } else {
+            data_offset
+        };
         let avail = real
-            .checked_sub(data_offset)
+            .checked_sub(base)
             .ok_or_else(|| ctx("data device smaller than the data offset"))?;
         let (device_size, fixed_length) = if dynamic {
             (avail, false)
@@ -516,6 +526,11 @@ impl<'a> Run<'a> {
             }
             o.checked_sub(data_offset)
                 .ok_or_else(|| ctx("hot zone before the data offset"))?
+        } else if shift_decrypt {
+            let moved = decrypt_shift::moved_len(&c);
+            let (o, l) = decrypt_shift::start(&segs, moved, c.shift(), device_size)?;
+            length = l;
+            o
         } else if shift_encrypt {
             datashift::offset_backward_moved(&segs, c.shift(), &mut length)?
         } else if c.direction == Direction::Backward {
@@ -553,6 +568,9 @@ impl<'a> Run<'a> {
         }
         length = length.min(device_size - offset);
         let progress = match c.direction {
+            _ if shift_decrypt => {
+                decrypt_shift::progress(offset, length, decrypt_shift::moved_len(&c), device_size)
+            }
             Direction::Forward => offset,
             Direction::Backward => device_size - offset - length,
         };
@@ -570,6 +588,7 @@ impl<'a> Run<'a> {
             first_segment: segs.first().cloned(),
             touched: false,
             shift_encrypt,
+            shift_decrypt,
         })
     }
 
@@ -612,6 +631,16 @@ impl<'a> Run<'a> {
     }
 
     fn hot_segments(&self, hdr: &Luks2Header) -> Result<Vec<Value>> {
+        if self.shift_decrypt {
+            return decrypt_shift::hot_segments(
+                &self.c,
+                &json::data_segments(hdr)?,
+                self.offset,
+                self.length,
+                self.device_size,
+                self.fixed_length,
+            );
+        }
         if self.shift_encrypt {
             return datashift::hot_segments(
                 &json::data_segments(hdr)?,
@@ -658,6 +687,15 @@ impl<'a> Run<'a> {
 
     /// Post segments from the current (hot) ones (`reencrypt_make_post_segments_forward`).
     fn post_segments(&self, hot: &[Value]) -> Result<Vec<Value>> {
+        if self.shift_decrypt {
+            return decrypt_shift::post_segments(
+                hot,
+                self.offset,
+                self.length,
+                self.device_size,
+                self.fixed_length,
+            );
+        }
         if self.shift_encrypt {
             return datashift::post_segments(
                 hot,
@@ -746,7 +784,10 @@ impl<'a> Run<'a> {
             assign(hdr, sf, dnew)?;
         }
         if let Some(m) = &self.c.moved {
-            json::push_segment(hdr, m.clone())?;
+            let sm = json::push_segment(hdr, m.clone())?;
+            if m.get("type").and_then(Value::as_str) == Some("crypt") {
+                assign(hdr, sm, dold)?;
+            }
         }
         if self.c.mode != Mode::Reencrypt {
             let d = if self.c.mode == Mode::Encrypt {
@@ -763,8 +804,18 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// The resilience of the current hot zone (the moved segment of a decryption with a
+    /// data shift has its own).
+    fn resilience(&self) -> &Resilience {
+        if self.shift_decrypt && self.offset == 0 {
+            decrypt_shift::moved_protection(&self.c)
+        } else {
+            &self.c.resilience
+        }
+    }
+
     fn protect(&self, hdr: &mut Luks2Header, buf: &[u8]) -> Result<()> {
-        match &self.c.resilience {
+        match self.resilience() {
             Resilience::None => return Ok(()),
             Resilience::Checksum { hash, block_size } => {
                 let mut sums =
@@ -826,7 +877,9 @@ impl<'a> Run<'a> {
         let buf = fastio::aligned(buf, len);
         // The last hot zone of a data shift reads the moved first segment.
         let src = match datashift::moved_area(&self.c) {
-            Some((moved, _)) if self.shift_encrypt && self.offset == 0 => moved,
+            Some((moved, _)) if (self.shift_encrypt || self.shift_decrypt) && self.offset == 0 => {
+                moved
+            }
             _ => self.old.offset + self.offset,
         };
         fastio::read_at(direct, self.data, buf, src)
@@ -867,6 +920,11 @@ impl<'a> Run<'a> {
             datashift::advance(&mut self.offset, &mut self.length, self.c.shift());
             return;
         }
+        if self.shift_decrypt {
+            let moved = decrypt_shift::moved_len(&self.c);
+            decrypt_shift::advance(&mut self.offset, &mut self.length, moved, self.device_size);
+            return;
+        }
         match self.c.direction {
             Direction::Forward => {
                 self.offset += self.length;
@@ -887,7 +945,7 @@ impl<'a> Run<'a> {
         let mut buf = vec![0u8; len];
         let pos = self.new.offset + self.offset;
         let iv = self.offset >> 9;
-        match &self.c.resilience {
+        match self.resilience() {
             Resilience::Checksum { hash, block_size } => {
                 let bs = *block_size as usize;
                 let count = len / bs;
@@ -927,6 +985,17 @@ impl<'a> Run<'a> {
                     }))?;
                 self.old.decrypt(&mut buf, iv)?;
                 self.new.encrypt(&mut buf, iv)?;
+                self.data
+                    .write_all_at(&buf, pos)
+                    .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
+            }
+            Resilience::Datashift { .. } if self.shift_decrypt => {
+                // The ciphertext ahead is intact: do the hot zone again.
+                let src = self.old.offset + self.offset;
+                self.data
+                    .read_exact_at(&mut buf, src)
+                    .map_err(dio(DeviceOp::ReadData { offset: src }))?;
+                self.old.decrypt(&mut buf, iv)?;
                 self.data
                     .write_all_at(&buf, pos)
                     .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
@@ -1021,6 +1090,15 @@ fn finish(
             crate::wipe::random(data, off, len)?;
         }
     }
+    if decrypt_shift::is_decrypt_shift(c) {
+        // The old ciphertext beyond the plaintext goes.
+        let real = data.size().map_err(dio(DeviceOp::GetSize))?;
+        let start = real.saturating_sub(c.data_offset_old());
+        let end = (start + c.shift()).min(real);
+        if end > start {
+            crate::wipe::random(data, start, end - start)?;
+        }
+    }
     if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
         if Some(dold) != dnew {
             let old_slots: Vec<u32> = hdr
@@ -1112,6 +1190,12 @@ pub fn run_online(
         return Ok(Outcome::Finished);
     }
     let mut r = Run::load(meta, data, data_block_size, hdr, keys, opts.max_hotzone)?;
+    if hook.is_online() && r.shift_decrypt {
+        return Err(ReencryptError::Unsupported(
+            "online decryption with a data shift (use --force-offline-reencrypt)".into(),
+        )
+        .into());
+    }
     if hook.is_online() {
         let (table, _) = online::live_table(hdr, keys, r.data_device_size()?)?;
         hook.start(&table)?;

@@ -238,6 +238,12 @@ pub fn delete_segment(hdr: &mut Luks2Header, id: u32) -> Result<()> {
 /// Set or clear the `online-reencrypt-v2` requirement, keeping other requirements
 /// (`LUKS2_config_set_requirements`; an empty `requirements` object is removed).
 pub fn set_requirement(hdr: &mut Luks2Header, enable: bool) -> Result<()> {
+    set_requirement_version(hdr, enable.then_some(2))
+}
+
+/// Set `online-reencrypt-v<version>` (or clear it with `None`), keeping other
+/// requirements.
+pub fn set_requirement_version(hdr: &mut Luks2Header, version: Option<u8>) -> Result<()> {
     let config = hdr
         .json
         .get_mut("config")
@@ -253,8 +259,10 @@ pub fn set_requirement(hdr: &mut Luks2Header, enable: bool) -> Result<()> {
         !v.as_str()
             .is_some_and(|s| s == "online-reencrypt" || s.starts_with("online-reencrypt-v"))
     });
-    if enable {
-        mandatory.push(REQUIREMENT_V2.into());
+    match version {
+        Some(2) => mandatory.push(REQUIREMENT_V2.into()),
+        Some(v) => mandatory.push(format!("online-reencrypt-v{v}").into()),
+        None => {}
     }
     if mandatory.is_empty() {
         config.shift_remove("requirements");

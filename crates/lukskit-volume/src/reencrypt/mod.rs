@@ -3,6 +3,8 @@
 //!
 //! * [`context`] — the `reencrypt` keyslot, backup segments and state of a header.
 //! * [`datashift`] — encryption in place with a data shift (`--reduce-device-size`).
+//! * [`decrypt_shift`] — decryption of a device with its header at the start (the header
+//!   goes to a file, the data moves down over it).
 //! * [`fastio`] — direct reads of the hot zones (the fast path).
 //! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
@@ -16,12 +18,13 @@
 //! Implemented: mode `reencrypt` (new volume key, cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
 //! header, resilience `checksum`, `journal` and `none`, crash recovery of either tool's hot
 //! zone; `encrypt` backward with resilience `datashift` and a moved first segment (the header
-//! goes into space taken from the device). Not yet: decryption with a data shift
-//! (`datashift-checksum` / `datashift-journal`, `online-reencrypt-v3`), re-encryption with
-//! a data shift.
+//! goes into space taken from the device). Decryption with a data shift
+//! (`datashift-checksum` / `datashift-journal`, `online-reencrypt-v3`) offline. Not yet:
+//! re-encryption with a data shift.
 
 pub mod context;
 pub mod datashift;
+pub mod decrypt_shift;
 pub mod engine;
 pub mod fastio;
 pub mod json;

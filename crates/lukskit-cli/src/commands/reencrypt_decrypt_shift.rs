@@ -1,0 +1,139 @@
+//! `reencrypt --decrypt --header FILE <device>` where FILE does not exist and the device
+//! has its LUKS2 header at its start: as cryptsetup 2.6.1's `decrypt_luks2_datashift_init`,
+//! the header is exported to FILE, the signatures on the device are wiped and the data is
+//! decrypted while it moves down over the old header area (resilience
+//! `datashift-checksum`, or `datashift-journal` with `--resilience journal`). FILE is the
+//! header of the re-encryption from then on: `--resume-only --header FILE` continues it.
+
+use super::{existing_key_source, pbkdf_options};
+use crate::args::Opts;
+use crate::errors::{CliError, Result};
+use crate::input;
+use lukskit_crypto::hash::HashAlg;
+use lukskit_volume::device::{Access, Device};
+use lukskit_volume::reencrypt::{self, decrypt_shift};
+use lukskit_volume::{Header, Volume};
+use std::os::unix::fs::OpenOptionsExt;
+
+fn value<'a>(o: &'a Opts, long: &str) -> Option<&'a str> {
+    o.given
+        .values
+        .iter()
+        .find(|(k, _)| k == long)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Whether the command line asks for a decryption that exports the header (`--decrypt
+/// --header FILE` with FILE missing).
+pub fn wanted(o: &Opts) -> bool {
+    o.given.has("decrypt")
+        && o.header
+            .as_deref()
+            .is_some_and(|h| !std::path::Path::new(h).exists())
+}
+
+/// The moved segment's protection (`decrypt_verify_and_set_params`): checksums unless
+/// `--resilience journal`; `datashift` and `none` are refused.
+fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
+    let hash = || {
+        HashAlg::from_name(value(o, "resilience-hash").unwrap_or("sha256"))
+            .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))
+    };
+    match value(o, "resilience") {
+        None | Some("checksum" | "datashift-checksum") => Ok(Some(hash()?)),
+        Some("journal" | "datashift-journal") => Ok(None),
+        Some("datashift" | "none") => Err(CliError::invalid(
+            "Requested --resilience option cannot be applied to current reencryption operation.",
+        )),
+        Some(other) => Err(CliError::invalid(format!(
+            "Unsupported resilience mode {other}"
+        ))),
+    }
+}
+
+/// Initialize the decryption of `device`, exporting its header to `--header`; returns the
+/// volume key.
+pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
+    let file = o
+        .header
+        .clone()
+        .ok_or_else(|| CliError::invalid("No header file."))?;
+    input::confirm(
+        &format!(
+            "Header file {file} does not exist. Do you want to initialize LUKS2 decryption of \
+             device {device} and export LUKS2 header to file {file}?"
+        ),
+        o.batch_mode,
+    )?;
+    let checksum = checksum_hash(o)?;
+    let is_block = std::fs::metadata(device).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_block_device()
+    });
+    if !o.given.has("force-offline-reencrypt") {
+        return Err(CliError::invalid(if is_block {
+            "Online decryption with a data shift is not supported by lukskit yet; use \
+             --force-offline-reencrypt when the device is not in use."
+                .to_string()
+        } else {
+            format!(
+                "Device {device} is not a block device. Can not auto-detect if it is active or \
+                 not.\nUse --force-offline-reencrypt to bypass the check and run in offline \
+                 mode (dangerous!)."
+            )
+        }));
+    }
+    let moved_length = match value(o, "hotzone-size") {
+        Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
+            CliError::invalid("Invalid max reencryption hotzone size specification.")
+        })?,
+        None => 0,
+    };
+    let mut vol = Volume::load(device, None, Access::Write)?;
+    if !matches!(vol.header, Header::Luks2(_)) {
+        return Err(CliError::invalid(
+            "LUKS1 re-encryption is not supported by lukskit (convert to LUKS2 first).",
+        ));
+    }
+    let src = existing_key_source(o, None);
+    let prompt = format!("Enter passphrase for {device}: ");
+    let (_, vk, _pass) = super::keys::unlock_with_tries(&vol, o, &src, &prompt, o.key_slot, false)?;
+    let block = reencrypt::device_block_size(vol.dev.file());
+    let params = decrypt_shift::DecryptShiftParams {
+        checksum,
+        moved_length,
+        digest_iterations: pbkdf_options(o).digest_iterations(vk.len())?,
+    };
+    let keys = reencrypt::Keys {
+        old: Some(vk),
+        new: None,
+    };
+    // The header file: new, readable and writable by its owner only.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&file)
+        .map_err(|_| CliError::invalid(format!("Cannot create header backup file {file}.")))?;
+    let out = Device::open(&file, Access::Write)
+        .map_err(CliError::from)
+        .and_then(|hdr_dev| {
+            let Header::Luks2(hdr) = &mut vol.header else {
+                unreachable!("checked above")
+            };
+            decrypt_shift::init(&vol.dev, &hdr_dev, block, hdr, &params, &keys)
+                .map_err(CliError::from)
+        });
+    if let Err(e) = out {
+        // Before the export started nothing changed: the file goes. Afterwards it is the
+        // header backup.
+        let exported = std::fs::metadata(&file).is_ok_and(|m| m.len() > 0);
+        if exported {
+            eprintln!("Reencryption initialization failed. Header backup is available in {file}.");
+        } else {
+            let _ = std::fs::remove_file(&file);
+        }
+        return Err(e);
+    }
+    Ok(keys)
+}

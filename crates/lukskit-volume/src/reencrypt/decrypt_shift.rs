@@ -1,0 +1,391 @@
+//! Decryption of a device whose header is at its start (`reencrypt --decrypt --header FILE`),
+//! as cryptsetup 2.6 does it (`CRYPT_REENCRYPT_MOVE_FIRST_SEGMENT` with mode `decrypt`,
+//! direction forward, resilience `datashift-checksum` or `datashift-journal`, requirement
+//! `online-reencrypt-v3`):
+//!
+//! * the header area `[0, D)` (D = the data offset = the data shift) is exported to the
+//!   header file and the LUKS signatures on the device are wiped;
+//! * the first `M` bytes of ciphertext (`M` = min(D, 20 MiB), or `--hotzone-size`) are
+//!   copied over the old header area, to `[0, M)`: that copy is the `backup-moved-segment`
+//!   and data segment 0; the rest of the ciphertext stays at `D + M` on;
+//! * hot zones of `D` bytes move forward from `M`: the ciphertext at `[D+o, D+o+L)` is
+//!   decrypted to `[o, o+L)` (`L ≤ D`, so a hot zone never overwrites its own source, and a
+//!   crash is recovered by doing the hot zone again);
+//! * the last hot zone is the moved segment `[0, M)`, decrypted in place: its old ciphertext
+//!   is protected by checksums (or a journal) in the `reencrypt` keyslot area;
+//! * at the end the old ciphertext beyond the plaintext (`[size, size+D)`) is overwritten
+//!   with random bytes.
+//!
+//! The layouts follow `reencrypt_decrypt_with_datashift_init`,
+//! `reencrypt_set_decrypt_shift_segments`, `reencrypt_move_data` and the forward branch of
+//! `reencrypt_context_update` of cryptsetup's `lib/luks2/luks2_reencrypt.c`, checked against
+//! the metadata cryptsetup 2.6.1 writes at every step.
+
+use super::context::{Context, Direction, Mode, Resilience};
+use super::engine::Keys;
+use super::json::{self, ctx};
+use super::verify;
+use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
+use crate::luks2_keys;
+use lukskit_crypto::hash::HashAlg;
+use lukskit_format::io::Storage;
+use lukskit_format::luks2::Luks2Header;
+use serde_json::{Map, Value};
+
+/// The requirement version of a decryption with a moved segment (`online-reencrypt-v3`).
+pub const REQUIREMENT_VERSION: u8 = 3;
+
+/// Default moved-segment length (`LUKS2_DEFAULT_NONE_REENCRYPTION_LENGTH`).
+const DEFAULT_MOVED: u64 = 20 << 20;
+
+/// Copy chunk for exporting the header area.
+const COPY_CHUNK: usize = 1 << 20;
+
+/// Whether `c` is a decryption with a moved first segment.
+pub fn is_decrypt_shift(c: &Context) -> bool {
+    c.mode == Mode::Decrypt
+        && c.direction == Direction::Forward
+        && matches!(c.resilience, Resilience::Datashift { .. })
+        && c.moved.is_some()
+}
+
+/// The size of the moved segment (bytes).
+pub fn moved_len(c: &Context) -> u64 {
+    c.moved
+        .as_ref()
+        .and_then(|m| json::seg_size(m).flatten())
+        .unwrap_or(0)
+}
+
+/// The protection of the moved segment's hot zone (`datashift-checksum` →
+/// checksum, `datashift-journal` → journal).
+pub fn moved_protection(c: &Context) -> &Resilience {
+    c.moved_protection.as_ref().unwrap_or(&Resilience::None)
+}
+
+fn seg_type(s: &Value) -> Option<&str> {
+    s.get("type").and_then(Value::as_str)
+}
+
+/// Where the next hot zone starts when none is recorded: the start of the first crypt
+/// segment after the moved one (in data-area bytes), or the moved segment itself (0)
+/// when only it is left. Returns (offset, length).
+pub fn start(segs: &[Value], moved: u64, shift: u64, device_size: u64) -> Result<(u64, u64)> {
+    let mut pos = 0u64;
+    for (i, s) in segs.iter().enumerate() {
+        let size = json::seg_size(s).ok_or_else(|| ctx("segment size"))?;
+        if i > 0 && seg_type(s) == Some("crypt") {
+            let len = shift.min(device_size.saturating_sub(pos));
+            return Ok((pos, len));
+        }
+        match size {
+            Some(n) => pos += n,
+            None => break,
+        }
+    }
+    if segs.first().map(seg_type) == Some(Some("crypt")) {
+        return Ok((0, moved));
+    }
+    // Everything is linear: done (the caller sees progress == device size).
+    Ok((0, 0))
+}
+
+/// Bytes already decrypted when the hot zone `offset` is next.
+pub fn progress(offset: u64, length: u64, moved: u64, device_size: u64) -> u64 {
+    if offset == 0 {
+        if length == 0 {
+            device_size
+        } else {
+            device_size - moved.min(device_size)
+        }
+    } else {
+        offset - moved
+    }
+}
+
+/// The next hot zone (the forward branch of `reencrypt_context_update`): after the last
+/// forward one comes the moved segment at 0.
+pub fn advance(offset: &mut u64, length: &mut u64, moved: u64, device_size: u64) {
+    if *offset == 0 {
+        *length = 0;
+        return;
+    }
+    *offset += *length;
+    if *offset >= device_size {
+        *offset = 0;
+        *length = moved;
+    } else {
+        *length = (*length).min(device_size - *offset);
+    }
+}
+
+/// The segments while the hot zone `[offset, offset+length)` is decrypted: the moved
+/// crypt segment (unless it is the hot zone), the linear segment already done, the hot
+/// zone, the crypt segment still to do.
+pub fn hot_segments(
+    c: &Context,
+    segs: &[Value],
+    offset: u64,
+    length: u64,
+    device_size: u64,
+    fixed: bool,
+) -> Result<Vec<Value>> {
+    let moved = moved_len(c);
+    let end = offset + length;
+    let mut v = Vec::new();
+    if offset == 0 {
+        v.push(json::linear_segment(0, Some(length), true));
+        if end < device_size {
+            v.push(json::linear_segment(
+                end,
+                fixed.then_some(device_size - end),
+                false,
+            ));
+        }
+        return Ok(v);
+    }
+    let first = segs
+        .first()
+        .cloned()
+        .ok_or_else(|| ctx("no data segment"))?;
+    v.push(first);
+    if offset > moved {
+        v.push(json::linear_segment(moved, Some(offset - moved), false));
+    }
+    v.push(json::linear_segment(offset, Some(length), true));
+    if end < device_size {
+        v.push(old_segment(c, end, fixed.then_some(device_size - end)));
+    }
+    Ok(v)
+}
+
+/// The crypt segment of the old ciphertext from data-area byte `off` on.
+fn old_segment(c: &Context, off: u64, size: Option<u64>) -> Value {
+    json::crypt_segment(
+        c.data_offset_old() + off,
+        json::get_u64(&c.old, "iv_tweak").unwrap_or(0) + (off >> 9),
+        size,
+        c.old
+            .get("encryption")
+            .and_then(Value::as_str)
+            .unwrap_or(""),
+        Context::sector_size(&c.old),
+        false,
+    )
+}
+
+/// The segments once the hot zone is written: the linear segments merge; the last
+/// segment has a `dynamic` size.
+pub fn post_segments(
+    hot: &[Value],
+    offset: u64,
+    length: u64,
+    device_size: u64,
+    fixed: bool,
+) -> Result<Vec<Value>> {
+    let r = hot
+        .iter()
+        .position(|s| json::has_flag(s, "in-reencryption"))
+        .ok_or_else(|| ctx("no hot zone segment"))?;
+    if offset == 0 {
+        return Ok(vec![json::linear_segment(
+            0,
+            fixed.then_some(device_size),
+            false,
+        )]);
+    }
+    let mut v: Vec<Value> = hot[..r].iter().take(1).cloned().collect();
+    let start = if r >= 2 {
+        json::get_u64(&hot[1], "offset").unwrap_or(offset)
+    } else {
+        offset
+    };
+    let end = offset + length;
+    let after = hot.get(r + 1).cloned();
+    let size = if after.is_some() || fixed {
+        Some(end - start)
+    } else {
+        None
+    };
+    v.push(json::linear_segment(start, size, false));
+    if let Some(a) = after {
+        v.push(a);
+    }
+    Ok(v)
+}
+
+/// What the initialization of a decryption with a moved segment needs.
+pub struct DecryptShiftParams {
+    /// The moved segment's protection: checksums with this hash, or a journal (`None`).
+    pub checksum: Option<HashAlg>,
+    /// The moved segment's length (`--hotzone-size`; 0: min(data offset, 20 MiB)).
+    pub moved_length: u64,
+    /// PBKDF2 iterations of the re-encryption metadata digest.
+    pub digest_iterations: u32,
+}
+
+fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
+    move |e| VolumeError::device_io(op, e)
+}
+
+/// Initialize the decryption of `device` (whose header `hdr` is at its start): export the
+/// header area to `file`, wipe the signatures on the device, copy the first segment over
+/// the header area and write the re-encryption metadata to `file`
+/// (`reencrypt_decrypt_with_datashift_init`; the metadata write is the commit). `keys.old`
+/// must be the volume key.
+pub fn init(
+    device: &dyn Storage,
+    file: &dyn Storage,
+    block: u64,
+    hdr: &mut Luks2Header,
+    p: &DecryptShiftParams,
+    keys: &Keys,
+) -> Result<u32> {
+    if super::status(hdr)? != super::Status::None {
+        return Err(ReencryptError::AlreadyInitialized.into());
+    }
+    let data_offset = hdr.data_offset()?;
+    if data_offset == 0 {
+        return Err(ctx("no data offset to move the data over"));
+    }
+    let real = device.size().map_err(dio(DeviceOp::GetSize))?;
+    let data_size = real
+        .checked_sub(data_offset)
+        .ok_or_else(|| ctx("data device smaller than the data offset"))?;
+    let seg0 = json::data_segments(hdr)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ctx("no data segment"))?;
+    if seg_type(&seg0) != Some("crypt") || json::seg_size(&seg0) != Some(None) {
+        return Err(ReencryptError::Unsupported("decryption of this segment layout".into()).into());
+    }
+    let ss = Context::sector_size(&seg0);
+    if !data_size.is_multiple_of(u64::from(ss)) {
+        return Err(ReencryptError::DeviceAlignment { sector_size: ss }.into());
+    }
+    let alignment = block.max(u64::from(ss));
+    let mut moved = if p.moved_length != 0 {
+        if p.moved_length > data_offset {
+            return Err(ReencryptError::Unsupported(
+                "moved segment larger than the data shift".into(),
+            )
+            .into());
+        }
+        p.moved_length
+    } else {
+        data_offset.min(DEFAULT_MOVED)
+    };
+    moved = moved.min(data_size);
+    if moved == 0 || !moved.is_multiple_of(alignment) {
+        return Err(ReencryptError::HotzoneAlignment { alignment }.into());
+    }
+    let digest_old = luks2_keys::segment_digest(hdr)?
+        .ok_or(KeyslotError::NoSegmentDigest)?
+        .id;
+    let used: Vec<u32> = hdr.keyslot_ids()?;
+    let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
+        .find(|i| !used.contains(i))
+        .ok_or(KeyslotError::AllFull)?;
+    let cipher = seg0
+        .get("encryption")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let iv0 = json::get_u64(&seg0, "iv_tweak").unwrap_or(0);
+
+    // Segments (in memory): the moved copy at 0, the rest of the ciphertext.
+    json::unassign_all_segments(hdr)?;
+    let mut segs = vec![json::crypt_segment(0, iv0, Some(moved), &cipher, ss, false)];
+    if data_size > moved {
+        segs.push(json::crypt_segment(
+            data_offset + moved,
+            iv0 + (moved >> 9),
+            None,
+            &cipher,
+            ss,
+            false,
+        ));
+    }
+    let n = segs.len() as u32;
+    json::set_segments(hdr, segs.clone())?;
+    for s in 0..n {
+        json::assign_segment(hdr, s, digest_old)?;
+    }
+    // Backup segments: moved, previous, final (`reencrypt_make_backup_segments`).
+    let mut bm = segs[0].clone();
+    json::set_flag(&mut bm, "backup-moved-segment");
+    let id = json::push_segment(hdr, bm)?;
+    json::assign_segment(hdr, id, digest_old)?;
+    let mut prev = json::crypt_segment(data_offset, iv0, None, &cipher, ss, false);
+    json::set_flag(&mut prev, "backup-previous");
+    let id = json::push_segment(hdr, prev)?;
+    json::assign_segment(hdr, id, digest_old)?;
+    let mut fin = json::linear_segment(0, None, false);
+    json::set_flag(&mut fin, "backup-final");
+    json::push_segment(hdr, fin)?;
+
+    // The reencrypt keyslot over the largest free gap.
+    let (area_offset, area_size) = super::engine::max_area_gap(hdr)?;
+    let mut area = Map::new();
+    area.insert("offset".into(), json::u64_str(area_offset));
+    area.insert("size".into(), json::u64_str(area_size));
+    match &p.checksum {
+        Some(h) => {
+            area.insert("type".into(), "datashift-checksum".into());
+            area.insert("hash".into(), h.name().into());
+            area.insert("sector_size".into(), alignment.into());
+            if area_size / h.digest_size() as u64 * alignment < moved {
+                return Err(ctx("moved segment too large for the checksum area"));
+            }
+        }
+        None => {
+            area.insert("type".into(), "datashift-journal".into());
+            if area_size < moved {
+                return Err(ctx("moved segment too large for the journal"));
+            }
+        }
+    }
+    area.insert("shift_size".into(), json::u64_str(data_offset));
+    json::insert_reencrypt_keyslot(hdr, rk, area, "decrypt", "forward")?;
+    json::set_requirement_version(hdr, Some(REQUIREMENT_VERSION))?;
+    let c = Context::load(hdr)?;
+    let old = keys.old.as_ref().ok_or(ReencryptError::KeysMissing)?;
+    let data = verify::verification_data(hdr, rk, c.version, Some(old.as_bytes()), None)?;
+    verify::create(hdr, rk, &data, p.digest_iterations)?;
+
+    // Export the header area to the file (`crypt_header_backup`).
+    let mut buf = vec![0u8; COPY_CHUNK];
+    let mut pos = 0u64;
+    while pos < data_offset {
+        let n = (data_offset - pos).min(COPY_CHUNK as u64) as usize;
+        device
+            .read_exact_at(&mut buf[..n], pos)
+            .map_err(dio(DeviceOp::ReadData { offset: pos }))?;
+        file.write_all_at(&buf[..n], pos)
+            .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
+        pos += n as u64;
+    }
+    file.sync().map_err(dio(DeviceOp::Sync))?;
+    // Wipe the LUKS signatures on the device (`tools_wipe_all_signatures`).
+    for off in [0, hdr.metadata_size()] {
+        device
+            .write_all_at(&[0u8; 6], off)
+            .and_then(|_| device.sync())
+            .map_err(dio(DeviceOp::WriteData { offset: off }))?;
+    }
+    // Move the first segment over the header area (`reencrypt_move_data`).
+    let mut mv = vec![0u8; moved as usize];
+    device
+        .read_exact_at(&mut mv, data_offset)
+        .map_err(dio(DeviceOp::ReadData {
+            offset: data_offset,
+        }))?;
+    device
+        .write_all_at(&mv, 0)
+        .and_then(|_| device.sync())
+        .map_err(dio(DeviceOp::WriteData { offset: 0 }))?;
+    mv.fill(0);
+    // Commit: the only metadata write of the initialization.
+    luks2_keys::write_header(file, hdr)?;
+    Ok(rk)
+}
