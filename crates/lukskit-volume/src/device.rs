@@ -55,6 +55,12 @@ static WRITES: () = ();
 #[cfg(not(feature = "crash-injection"))]
 static SYNCS: () = ();
 
+/// The crash-injection point of a data write that does not go through a [`Device`] (the
+/// direct writes of a re-encryption's hot zones): counted with the device writes.
+pub(crate) fn data_write_point() {
+    crash_point("write", &WRITES);
+}
+
 /// How a device is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {

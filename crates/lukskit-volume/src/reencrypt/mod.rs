@@ -3,12 +3,13 @@
 //!
 //! * [`context`] — the `reencrypt` keyslot, backup segments and state of a header.
 //! * [`datashift`] — encryption in place with a data shift (`--reduce-device-size`).
-//! * [`fastio`] — direct reads of the hot zones (the fast path).
+//! * [`fastio`] — the `O_DIRECT` handle of the hot zones (the fast path).
 //! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
 //! * [`json`] — segment objects and requirement flags in cryptsetup's form.
 //! * [`lock`] — cryptsetup's re-encryption lock file.
 //! * [`online`] — the hook through which a live mapping follows the hot zones.
+//! * [`pipeline`] — streamed `O_DIRECT` hot-zone I/O of the offline fast path.
 //!
 //! Offline, or online through an [`online::OnlineHook`] that moves a live mapping along.
 //! Implemented: mode `reencrypt` (new volume key, cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
@@ -25,6 +26,7 @@ pub mod fastio;
 pub mod json;
 pub mod lock;
 pub mod online;
+pub mod pipeline;
 pub mod verify;
 
 pub use context::{status, Context, Direction, Mode, Resilience, Status};
