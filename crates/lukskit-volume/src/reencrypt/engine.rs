@@ -943,6 +943,9 @@ impl<'a> Run<'a> {
                     let iv = pos >> 9;
                     self.old.decrypt(b.bytes_mut(), iv)?;
                     self.new.encrypt(b.bytes_mut(), iv)?;
+                    if self.new.cipher.is_some() {
+                        b.holds_ciphertext();
+                    }
                     self.touched = true;
                     io.write(self.new.offset + pos, b).map_err(pio)?;
                     pos += n;
@@ -985,6 +988,9 @@ impl<'a> Run<'a> {
                     let iv = pos >> 9;
                     self.old.decrypt(b.bytes_mut(), iv)?;
                     self.new.encrypt(b.bytes_mut(), iv)?;
+                    if self.new.cipher.is_some() {
+                        b.holds_ciphertext();
+                    }
                     self.touched = true;
                     io.write(self.new.offset + pos, b).map_err(pio)?;
                     pos += n;

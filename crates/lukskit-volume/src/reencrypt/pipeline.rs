@@ -22,24 +22,38 @@ pub const CHUNK: usize = 4 << 20;
 /// Chunk buffers of a streamed (resilience `none`) run: reads ahead plus writes in flight.
 pub const POOL: usize = 8;
 
-/// A [`DIRECT_ALIGN`]-aligned buffer of up to [`CHUNK`] bytes, wiped when dropped (it holds
-/// plaintext).
+/// A [`DIRECT_ALIGN`]-aligned buffer of up to [`CHUNK`] bytes, wiped when dropped unless it
+/// holds only ciphertext ([`Buf::holds_ciphertext`]): between the decryption and the
+/// encryption it holds plaintext.
 pub struct Buf {
     v: Vec<u8>,
     pad: usize,
     len: usize,
+    wipe: bool,
 }
 
 impl Buf {
     fn new() -> Self {
         let v = vec![0u8; CHUNK + DIRECT_ALIGN];
         let pad = v.as_ptr().align_offset(DIRECT_ALIGN).min(DIRECT_ALIGN);
-        Buf { v, pad, len: CHUNK }
+        Buf {
+            v,
+            pad,
+            len: CHUNK,
+            wipe: false,
+        }
     }
 
     fn set_len(&mut self, len: usize) {
         debug_assert!(len <= CHUNK);
         self.len = len.min(CHUNK);
+        self.wipe = true;
+    }
+
+    /// The buffer now holds only ciphertext (encrypted under the new key): no need to wipe
+    /// it (1 GiB of hot zone would take a noticeable time).
+    pub fn holds_ciphertext(&mut self) {
+        self.wipe = false;
     }
 
     /// The bytes of the chunk.
@@ -55,11 +69,14 @@ impl Buf {
 
 impl Drop for Buf {
     fn drop(&mut self) {
-        self.v.zeroize();
+        if self.wipe {
+            self.v.zeroize();
+        }
     }
 }
 
 /// Which I/O failed, and where.
+#[derive(Debug)]
 pub enum IoFailure {
     /// A read at this device offset.
     Read(u64, io::Error),
@@ -180,9 +197,10 @@ impl Io {
 
     /// The oldest queued read, once done: its device offset and data.
     pub fn next_read(&mut self) -> Result<(u64, Buf), IoFailure> {
-        let want = self.reads.pop_front().ok_or_else(|| {
-            IoFailure::Read(u64::MAX, io::Error::other("no read in flight"))
-        })?;
+        let want = self
+            .reads
+            .pop_front()
+            .ok_or_else(|| IoFailure::Read(u64::MAX, io::Error::other("no read in flight")))?;
         let (off, r) = self
             .read_rx
             .recv()
@@ -261,4 +279,57 @@ pub fn checksums(hash: lukskit_crypto::hash::HashAlg, block: usize, data: &[u8],
         s.spawn(|| one(d2, o2));
         one(d1, o1);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lukskit_crypto::hash::HashAlg;
+
+    #[test]
+    fn checksums_on_two_threads_are_the_sequential_ones() {
+        let data: Vec<u8> = (0..(1 << 20)).map(|i| (i * 7 + i / 4096) as u8).collect();
+        let hash = HashAlg::from_name("sha256").unwrap();
+        let mut out = vec![0u8; data.len() / 4096 * 32];
+        checksums(hash, 4096, &data, &mut out);
+        let want: Vec<u8> = data.chunks(4096).flat_map(|b| hash.digest(&[b])).collect();
+        assert_eq!(out, want);
+    }
+
+    #[test]
+    fn reads_come_back_in_order_and_writes_land() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let len = 3 * CHUNK + 8192;
+        let orig: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &orig).unwrap();
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let f = super::super::fastio::open_direct(&f).unwrap_or(f);
+        std::thread::scope(|s| {
+            let mut io = Io::start(s, &f);
+            let mut pos = 0;
+            while pos < len {
+                let n = (len - pos).min(CHUNK);
+                io.read(pos as u64, n, 2).ok().unwrap();
+                pos += n;
+            }
+            let mut pos = 0;
+            while pos < len {
+                let (off, mut b) = io.next_read().ok().unwrap();
+                assert_eq!(off, pos as u64);
+                assert_eq!(b.bytes(), &orig[pos..pos + b.bytes().len()]);
+                b.bytes_mut().iter_mut().for_each(|x| *x ^= 0xff);
+                pos += b.bytes().len();
+                io.write(off, b).ok().unwrap();
+            }
+            io.drain().ok().unwrap();
+            assert!(io.next_read().is_err());
+        });
+        let got = std::fs::read(&path).unwrap();
+        assert!(got.iter().zip(&orig).all(|(a, b)| *a == b ^ 0xff));
+    }
 }
