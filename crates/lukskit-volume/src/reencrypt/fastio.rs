@@ -1,10 +1,11 @@
-//! The fast path of the hot-zone reads: the old data is read with `O_DIRECT` through a second
-//! open file description of the data device, as cryptsetup's storage wrappers do. Cold,
+//! The fast path of the hot-zone I/O: the data is read (and, offline, written by
+//! [`super::pipeline`]) with `O_DIRECT` through a second open file description of the data
+//! device, as cryptsetup's storage wrappers do. Cold,
 //! large sequential reads through the page cache are limited by read-ahead (a few hundred
-//! MiB/s on a virtio disk, against the GiB/s a direct read of a whole hot zone gets). The
-//! writes still go through the [`Storage`] of the caller (the page cache, the same syncs
-//! and the same crash-injection points); a direct read of a range with dirty pages is
-//! coherent (the kernel writes the range back first).
+//! MiB/s on a virtio disk, against the GiB/s a direct read of a whole hot zone gets). Where
+//! the writes go through the [`Storage`] of the caller (online, journal, data shift), a
+//! direct read of a range with dirty pages is coherent (the kernel writes the range back
+//! first).
 
 use lukskit_format::io::Storage;
 use std::fs::File;
@@ -15,14 +16,27 @@ use std::os::unix::io::AsRawFd;
 /// Alignment of the buffers, offsets and lengths of a direct read.
 pub const DIRECT_ALIGN: usize = 4096;
 
-/// A read-only `O_DIRECT` handle on the file `f` is open on, or `None` where the file
-/// system or device does not take `O_DIRECT` (tmpfs).
+/// An `O_DIRECT` handle on the file `f` is open on (read-write when `f`'s file allows it, for
+/// the streamed hot zones of [`super::pipeline`]; read-only otherwise), or `None` where the
+/// file system or device does not take `O_DIRECT` (tmpfs).
 pub fn open_direct(f: &File) -> Option<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
-        .open(format!("/proc/self/fd/{}", f.as_raw_fd()))
-        .ok()
+    let path = format!("/proc/self/fd/{}", f.as_raw_fd());
+    let open = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
+            .open(&path)
+            .ok()
+    };
+    open(true).or_else(|| open(false))
+}
+
+/// Whether `f` was opened for writing.
+pub fn writable(f: &File) -> bool {
+    // SAFETY: F_GETFL on a valid descriptor reads its flags; no memory is passed.
+    let fl = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_GETFL) };
+    fl >= 0 && (fl & libc::O_ACCMODE) == libc::O_RDWR
 }
 
 /// The part of `buf` (grown to `len + DIRECT_ALIGN` bytes) that starts on a

@@ -5,7 +5,7 @@
 //! * [`datashift`] — encryption in place with a data shift (`--reduce-device-size`).
 //! * [`decrypt_shift`] — decryption of a device with its header at the start (the header
 //!   goes to a file, the data moves down over it).
-//! * [`fastio`] — direct reads of the hot zones (the fast path).
+//! * [`fastio`] — the `O_DIRECT` handle of the hot zones (the fast path).
 //! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
 //! * [`json`] — segment objects and requirement flags in cryptsetup's form.
@@ -13,6 +13,7 @@
 //! * [`luks1`] — LUKS1 re-encryption as cryptsetup's legacy code does it (its log and
 //!   header files).
 //! * [`online`] — the hook through which a live mapping follows the hot zones.
+//! * [`pipeline`] — streamed `O_DIRECT` hot-zone I/O of the offline fast path.
 //!
 //! Offline, or online through an [`online::OnlineHook`] that moves a live mapping along.
 //! Implemented: mode `reencrypt` (new volume key, cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
@@ -31,6 +32,7 @@ pub mod json;
 pub mod lock;
 pub mod luks1;
 pub mod online;
+pub mod pipeline;
 pub mod verify;
 
 pub use context::{status, Context, Direction, Mode, Resilience, Status};
