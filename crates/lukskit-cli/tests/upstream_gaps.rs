@@ -1426,9 +1426,9 @@ fn add_key_slot_options() {
 /// The keyslots `reencrypt` adds for the new volume key take the old keyslot's area cipher
 /// and, unless a PBKDF option is given, its PBKDF with the same costs and no benchmark (as
 /// cryptsetup 2.6.1's `set_keyslot_params`); the metadata digest follows that PBKDF's
-/// iterations. Keyslots (salts aside) and digests after `reencrypt --init-only` compared
-/// with real cryptsetup's for PBKDF2, Argon2id and Argon2i keyslots, with and without
-/// `--pbkdf` options.
+/// hash and iterations. Keyslots (salts aside) and digests after `reencrypt --init-only`
+/// compared with real cryptsetup's for PBKDF2 (SHA-256 and SHA-512), Argon2id and Argon2i
+/// keyslots, with and without `--pbkdf` options.
 #[test]
 fn reencrypt_keyslots_keep_the_old_pbkdf() {
     if !have_cryptsetup("reencrypt keyslot PBKDF") {
@@ -1453,16 +1453,31 @@ fn reencrypt_keyslots_keep_the_old_pbkdf() {
             .iter()
             .map(|(k, ks)| (k.clone(), ks.clone()))
             .collect();
-        let digests: Vec<(String, serde_json::Value, serde_json::Value)> = v["digests"]
+        let digests: Vec<(String, [serde_json::Value; 3])> = v["digests"]
             .as_object()
             .unwrap()
             .iter()
-            .map(|(k, dg)| (k.clone(), dg["iterations"].clone(), dg["keyslots"].clone()))
+            .map(|(k, dg)| {
+                let what = [
+                    dg["hash"].clone(),
+                    dg["iterations"].clone(),
+                    dg["keyslots"].clone(),
+                ];
+                (k.clone(), what)
+            })
             .collect();
         (areas, digests)
     };
     let formats: &[&[&str]] = &[
         &["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"],
+        &[
+            "--pbkdf",
+            "pbkdf2",
+            "--hash",
+            "sha512",
+            "--pbkdf-force-iterations",
+            "1200",
+        ],
         &[
             "--pbkdf",
             "argon2id",

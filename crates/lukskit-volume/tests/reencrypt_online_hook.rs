@@ -79,6 +79,7 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
         sector_size: 512,
         new_digest: digest,
         digest_iterations: 1000,
+        digest_hash: lukskit_crypto::hash::HashAlg::Sha256,
     };
     let size = std::fs::metadata(path).unwrap().len();
     reencrypt::init(&vol.dev, size, 4096, h, &params, &keys).unwrap();

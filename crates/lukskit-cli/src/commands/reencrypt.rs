@@ -471,6 +471,7 @@ fn init(
             sector_size: seg.map_or(512, |s| s.sector_size),
             new_digest: digest,
             digest_iterations: pbkdf.digest_iterations(vk.len())?,
+            digest_hash: pbkdf.hash()?,
         };
         let keys = reencrypt::Keys {
             old: None,
@@ -550,6 +551,7 @@ fn init(
             sector_size: 512,
             new_digest: None,
             digest_iterations: pbkdf.digest_iterations(old_vk.len())?,
+            digest_hash: pbkdf.hash()?,
         };
         let keys = reencrypt::Keys {
             old: Some(old_vk),
@@ -594,6 +596,7 @@ fn init(
         new_digest,
         // cryptsetup makes the metadata digest with the PBKDF of the new keyslots.
         digest_iterations: new_keyslot_pbkdf(o, vol, slots[0])?.digest_iterations(key_len)?,
+        digest_hash: new_keyslot_pbkdf(o, vol, slots[0])?.hash()?,
     };
     let keys = reencrypt::Keys {
         old: Some(old_vk),

@@ -103,6 +103,7 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
         checksum,
         moved_length,
         digest_iterations: pbkdf_options(o).digest_iterations(vk.len())?,
+        digest_hash: pbkdf_options(o).hash()?,
     };
     let keys = reencrypt::Keys {
         old: Some(vk),

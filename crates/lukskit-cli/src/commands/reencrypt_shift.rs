@@ -192,6 +192,7 @@ fn init_with_temp(
         digest_iterations: pbkdf_options(o)
             .digest_iterations(vk.len())
             .map_err(|e| plain(e.into()))?,
+        digest_hash: pbkdf_options(o).hash().map_err(|e| plain(e.into()))?,
     };
     let keys = reencrypt::Keys {
         old: None,

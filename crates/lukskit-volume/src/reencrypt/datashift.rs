@@ -220,6 +220,8 @@ pub struct EncryptShiftParams {
     pub new_digest: u32,
     /// PBKDF2 iterations of the metadata digest.
     pub digest_iterations: u32,
+    /// Hash of the metadata digest (cryptsetup: that of the PBKDF in use).
+    pub digest_hash: lukskit_crypto::hash::HashAlg,
 }
 
 /// The plaintext size of a device of `device_size` bytes encrypted in place with a new data
@@ -336,7 +338,7 @@ pub fn init_encrypt(
         .ok_or(ReencryptError::KeysMissing)?
         .as_bytes();
     let vdata = verify::verification_data(hdr, c.keyslot, c.version, None, Some(new))?;
-    verify::create(hdr, rk, &vdata, p.digest_iterations)?;
+    verify::create(hdr, rk, &vdata, p.digest_hash, p.digest_iterations)?;
 
     // Move the first segment to the tail (`reencrypt_move_data`), durably, before the
     // header that points at it exists anywhere.

@@ -222,6 +222,8 @@ pub struct DecryptShiftParams {
     pub moved_length: u64,
     /// PBKDF2 iterations of the re-encryption metadata digest.
     pub digest_iterations: u32,
+    /// Hash of the metadata digest (cryptsetup: that of the PBKDF in use).
+    pub digest_hash: lukskit_crypto::hash::HashAlg,
 }
 
 fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
@@ -351,7 +353,7 @@ pub fn init(
     let c = Context::load(hdr)?;
     let old = keys.old.as_ref().ok_or(ReencryptError::KeysMissing)?;
     let data = verify::verification_data(hdr, rk, c.version, Some(old.as_bytes()), None)?;
-    verify::create(hdr, rk, &data, p.digest_iterations)?;
+    verify::create(hdr, rk, &data, p.digest_hash, p.digest_iterations)?;
 
     // Export the header area to the file (`crypt_header_backup`).
     let mut buf = vec![0u8; COPY_CHUNK];

@@ -75,6 +75,8 @@ pub struct InitParams {
     pub new_digest: Option<u32>,
     /// PBKDF2 iterations of the metadata digest.
     pub digest_iterations: u32,
+    /// Hash of the metadata digest (cryptsetup: that of the PBKDF in use).
+    pub digest_hash: lukskit_crypto::hash::HashAlg,
 }
 
 /// How [`run`] ended.
@@ -357,7 +359,7 @@ pub fn init(
 
     let c = Context::load(hdr)?;
     let data = verification(hdr, &c, keys)?;
-    verify::create(hdr, rk, &data, p.digest_iterations)?;
+    verify::create(hdr, rk, &data, p.digest_hash, p.digest_iterations)?;
     luks2_keys::write_header(meta, hdr)?;
     Ok(rk)
 }

@@ -138,6 +138,7 @@ pub fn create(
     hdr: &mut Luks2Header,
     reenc_keyslot: u32,
     data: &SecretBuf,
+    hash: HashAlg,
     iterations: u32,
 ) -> Result<u32> {
     let used: Vec<u32> = hdr.digests()?.iter().map(|d| d.id).collect();
@@ -154,7 +155,7 @@ pub fn create(
         }
     }
     hdr.erase_unused_digests();
-    let d = luks2_keys::make_digest(id, HashAlg::Sha256, data.as_bytes(), iterations, vec![])?;
+    let d = luks2_keys::make_digest(id, hash, data.as_bytes(), iterations, vec![])?;
     hdr.add_digest(&d)?;
     hdr.assign_keyslot_to_digest(reenc_keyslot, id)?;
     Ok(id)
