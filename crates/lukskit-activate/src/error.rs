@@ -126,6 +126,20 @@ impl std::error::Error for ActivateError {
     }
 }
 
+impl ActivateError {
+    /// What a failed creation of `device`'s mapping means: the device is in use when the
+    /// kernel says busy, otherwise the kernel's own error.
+    pub(crate) fn from_create(device: &str, e: DmError) -> Self {
+        if e.is_busy() {
+            ActivateError::DeviceInUse {
+                device: device.to_string(),
+            }
+        } else {
+            ActivateError::Kernel(e)
+        }
+    }
+}
+
 impl From<DmError> for ActivateError {
     fn from(e: DmError) -> Self {
         ActivateError::Kernel(e)

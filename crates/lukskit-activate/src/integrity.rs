@@ -235,15 +235,7 @@ pub fn open(
         config.read_only,
     );
     drop(loop_dev);
-    let made = made.map_err(|e| {
-        if e.is_busy() {
-            ActivateError::DeviceInUse {
-                device: config.device.clone(),
-            }
-        } else {
-            ActivateError::Kernel(e)
-        }
-    })?;
+    let made = made.map_err(|e| ActivateError::from_create(&config.device, e))?;
     let description = match (&config.uuid, opts.digest) {
         (Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
         _ => None,

@@ -113,15 +113,7 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
     let made = dm.create(&config.name, Some(&uuid), &targets, config.read_only);
     // The mapping holds the loop device now; with autoclear it is detached on close.
     drop(loop_dev);
-    made.map_err(|e| {
-        if e.is_busy() {
-            ActivateError::DeviceInUse {
-                device: config.device.clone(),
-            }
-        } else {
-            ActivateError::Kernel(e)
-        }
-    })?;
+    made.map_err(|e| ActivateError::from_create(&config.device, e))?;
     Ok(())
 }
 

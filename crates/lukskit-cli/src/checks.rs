@@ -164,7 +164,8 @@ impl Given {
         self.options.iter().any(|o| o == long)
     }
 
-    fn value(&self, long: &str) -> Option<&str> {
+    /// The value given to an option that takes one (long name), if it was given.
+    pub fn value(&self, long: &str) -> Option<&str> {
         self.values
             .iter()
             .find(|(k, _)| k == long)

@@ -44,14 +44,6 @@ pub(crate) fn catch_interrupts() {
     }
 }
 
-fn value<'a>(o: &'a Opts, long: &str) -> Option<&'a str> {
-    o.given
-        .values
-        .iter()
-        .find(|(k, _)| k == long)
-        .map(|(_, v)| v.as_str())
-}
-
 fn has(o: &Opts, long: &str) -> bool {
     o.given.has(long)
 }
@@ -323,7 +315,10 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         None
     };
     let is_block = data_dev.as_ref().unwrap_or(&vol.dev).is_block_device();
-    let mut active = value(o, "active-name").map(|n| lukskit_activate::mapping_name(n).to_string());
+    let mut active = o
+        .given
+        .value("active-name")
+        .map(|n| lukskit_activate::mapping_name(n).to_string());
     // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online through it.
     let live = if runs && !has(o, "force-offline-reencrypt") && active.is_none() {
         super::reencrypt_userspace::active_mapping(&vol.data_path)?
@@ -380,7 +375,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     if has(o, "force-offline-reencrypt") && !o.batch_mode {
         println!("Resuming LUKS reencryption in forced offline mode.");
     }
-    let max_hotzone = match value(o, "hotzone-size") {
+    let max_hotzone = match o.given.value("hotzone-size") {
         Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
             CliError::invalid("Invalid max reencryption hotzone size specification.")
         })?,
@@ -666,7 +661,7 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
 /// `--resilience` when resuming (cryptsetup's `reencrypt_verify_and_update_params`): a
 /// data shift cannot change to anything else, nor anything else to a data shift.
 fn check_resume_resilience(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -> Result<()> {
-    let Some(want) = value(o, "resilience") else {
+    let Some(want) = o.given.value("resilience") else {
         return Ok(());
     };
     let shifting = reencrypt::Context::load(hdr)
@@ -687,9 +682,9 @@ fn check_resume_resilience(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -
 }
 
 fn resilience(o: &Opts) -> Result<ResilienceChoice> {
-    Ok(match value(o, "resilience").unwrap_or("checksum") {
+    Ok(match o.given.value("resilience").unwrap_or("checksum") {
         "checksum" => {
-            ResilienceChoice::Checksum(value(o, "resilience-hash").unwrap_or("sha256").into())
+            ResilienceChoice::Checksum(o.given.value("resilience-hash").unwrap_or("sha256").into())
         }
         "journal" => ResilienceChoice::Journal,
         "none" => ResilienceChoice::None,

@@ -15,14 +15,6 @@ use lukskit_volume::reencrypt::{self, decrypt_shift};
 use lukskit_volume::{Header, Volume};
 use std::os::unix::fs::OpenOptionsExt;
 
-fn value<'a>(o: &'a Opts, long: &str) -> Option<&'a str> {
-    o.given
-        .values
-        .iter()
-        .find(|(k, _)| k == long)
-        .map(|(_, v)| v.as_str())
-}
-
 /// Whether the command line asks for a decryption that exports the header (`--decrypt
 /// --header FILE` with FILE missing).
 pub fn wanted(o: &Opts) -> bool {
@@ -36,10 +28,10 @@ pub fn wanted(o: &Opts) -> bool {
 /// `--resilience journal`; `datashift` and `none` are refused.
 fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
     let hash = || {
-        HashAlg::from_name(value(o, "resilience-hash").unwrap_or("sha256"))
+        HashAlg::from_name(o.given.value("resilience-hash").unwrap_or("sha256"))
             .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))
     };
-    match value(o, "resilience") {
+    match o.given.value("resilience") {
         None | Some("checksum" | "datashift-checksum") => Ok(Some(hash()?)),
         Some("journal" | "datashift-journal") => Ok(None),
         Some("datashift" | "none") => Err(CliError::invalid(
@@ -83,7 +75,7 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
             )
         }));
     }
-    let moved_length = match value(o, "hotzone-size") {
+    let moved_length = match o.given.value("hotzone-size") {
         Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
             CliError::invalid("Invalid max reencryption hotzone size specification.")
         })?,

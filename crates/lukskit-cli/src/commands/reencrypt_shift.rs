@@ -16,14 +16,6 @@ use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, datashift};
 use lukskit_volume::{Header, Volume, VolumeError};
 
-fn value<'a>(o: &'a Opts, long: &str) -> Option<&'a str> {
-    o.given
-        .values
-        .iter()
-        .find(|(k, _)| k == long)
-        .map(|(_, v)| v.as_str())
-}
-
 /// Whether the command line asks for an encryption with a data shift (`--encrypt
 /// --reduce-device-size` without `--header`).
 pub fn wanted(o: &Opts) -> bool {
@@ -33,7 +25,7 @@ pub fn wanted(o: &Opts) -> bool {
 /// The resilience requested with a data shift: cryptsetup replaces `checksum`, `journal`
 /// and `none` by `datashift` for this operation, and refuses the `datashift-*` types.
 fn check_resilience(o: &Opts) -> Result<()> {
-    match value(o, "resilience") {
+    match o.given.value("resilience") {
         None | Some("checksum" | "journal" | "none" | "datashift") => Ok(()),
         Some(other) if other.starts_with("datashift-") => Err(CliError::invalid(
             "Failed to initialize LUKS2 reencryption in metadata.",
@@ -47,7 +39,9 @@ fn check_resilience(o: &Opts) -> Result<()> {
 /// Initialize the encryption with a data shift of `device`; returns the new volume key.
 pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
     check_resilience(o)?;
-    let mut reduce = value(o, "reduce-device-size")
+    let mut reduce = o
+        .given
+        .value("reduce-device-size")
         .and_then(crate::args::parse_device_size)
         .ok_or_else(|| {
             CliError::invalid("Invalid size specification in parameter --reduce-device-size.")
