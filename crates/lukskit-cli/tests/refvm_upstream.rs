@@ -4,14 +4,18 @@
 //!
 //! The scripts are read from `../shared` at run time (never copied into the repository), packed
 //! with a `differ` compiled from their `differ.c`, and shipped into the VM, where
-//! `tests/refvm/upstream/run-suite.sh` runs each selected script from a fresh copy, first with
-//! the reference cryptsetup and then with lukskit as `$CRYPTSETUP_PATH/cryptsetup`, under the
-//! same time limit, and reports how far each got. The [`HOST`] scripts (compat-args-test,
-//! luks2-validation-test: header files and argument checks only) run the same way on the host
-//! against the installed cryptsetup 2.6.1, where they take a minute instead of a quarter of an
-//! hour under the VM's emulation. Each test prints the per-script table and, for every script
-//! lukskit does not pass yet, where it stopped and the last commands it ran with their messages
-//! (the list of gaps).
+//! `tests/refvm/upstream/run-suite.sh` runs each selected script from a fresh copy. Each tool
+//! has its own VM and the two VMs run at the same time: one runs every selected script with
+//! the reference cryptsetup, the other with lukskit as `$CRYPTSETUP_PATH/cryptsetup`; each
+//! has its own configuration, scratch disk and copy of the tests, every script has the same
+//! time limit in both, and the test reports how far each tool got. (Until 2026-11-25 one VM
+//! ran both tools in sequence; the scripts are single-threaded enough that two VMs on the
+//! 2-core host take about the time of the slower tool instead of the sum.) The [`HOST`]
+//! scripts (compat-args-test, luks2-validation-test: header files and argument checks only)
+//! run the same way on the host against the installed cryptsetup 2.6.1, where they take a
+//! minute instead of a quarter of an hour under the VM's emulation. Each test prints the
+//! per-script table and, for every script lukskit does not pass yet, where it stopped and the
+//! last commands it ran with their messages (the list of gaps).
 //!
 //! What it asserts: every script on [`RATCHET`] (each verified to pass with lukskit) passes
 //! with real cryptsetup (otherwise the environment is broken and nothing can be checked) and
@@ -20,48 +24,46 @@
 //! fails the test. The others are reported as "not yet".
 //!
 //! Ratchet today: in the VM 00modules-test, discards-test, luks1-compat-test, device-test,
-//! keyring-compat-test, align-test, password-hash-test; on the host compat-args-test and
-//! luks2-validation-test — every script of [`DEFAULT`] and [`HOST`], that is every script of
-//! the directory real cryptsetup passes in the VM except the [`SLOW`] ones (of which
-//! compat-test is known to pass, see below; the others were not measured against lukskit yet).
+//! keyring-compat-test, align-test, password-hash-test, compat-test, compat-test2 and
+//! mode-test; on the host compat-args-test and luks2-validation-test — every script of
+//! [`DEFAULT`] and [`HOST`], that is every script of the directory real cryptsetup passes in
+//! the VM except the [`SLOW`] ones. Of those three long scripts: compat-test (LUKS1 end to
+//! end) passes with both tools, the interactive cases [32]-[41] skipped by both for want of
+//! `expect` in the VM; compat-test2 (LUKS2 end to end, all cases [0]-[43] including the
+//! kernel-keyring ones) with no skip lines; mode-test with all 55 of its output lines the
+//! same for both (`LUKSKIT_UPSTREAM_SHOW=1 LUKSKIT_UPSTREAM_TAIL=100`), the LUKS1 and LUKS2
+//! parts of Adiantum (`xchacha12,aes-adiantum-plain64`, `xchacha20,...`) included: the script
+//! silently leaves out the LUKS parts of a cipher whose format fails, so only the lines show
+//! that. Their times (seconds in the VM, cryptsetup / lukskit): compat-test 419 / 451,
+//! compat-test2 864 / 759 (loaded host), mode-test 543 / 450 (idle host; 1265 / 1020 heavily
+//! loaded), measured 2026-11-25 01:19-04:52 UTC with one VM running both tools in sequence;
+//! SUITE_TIMES.
 //!
-//! Passing but left out of the default run for time ([`SLOW`]): compat-test (both tools pass
-//! it, verified 2026-11-25 01:19 UTC: 419 s with real cryptsetup, 451 s with lukskit, the
-//! interactive cases [32]-[41] skipped by both for want of `expect` in the VM); run it with
-//! `LUKSKIT_UPSTREAM_SCRIPTS=compat-test`. Adding it to [`DEFAULT`] would more than double
-//! the test command's VM time. compat-test2 (LUKS2 end to end, all cases [0]-[43] including
-//! the kernel-keyring ones) passes with both tools too, verified 2026-11-25 04:52 UTC: 864 s
-//! with real cryptsetup, 759 s with lukskit, no skip lines (a 1647 s VM run on the loaded
-//! 2-core development host); run it with `LUKSKIT_UPSTREAM_SCRIPTS=compat-test2`.
-//! mode-test passes with both tools (2026-11-25 04:35 UTC, a heavily loaded host: 1265 s with
-//! real cryptsetup, 1020 s with lukskit; an idle host took 543 s and 450 s), and all 55 of
-//! its output lines are the same for both (`LUKSKIT_UPSTREAM_SHOW=1
-//! LUKSKIT_UPSTREAM_TAIL=100`), the LUKS1 and LUKS2 parts of Adiantum
-//! (`xchacha12,aes-adiantum-plain64`, `xchacha20,...`) included: the script silently leaves
-//! out the LUKS parts of a cipher whose format fails, so only the lines show that.
-//!
+//! [`SLOW`] (left out of the test command): the reencryption and dm-integrity scripts (other
+//! work is under way on both; run one with `LUKSKIT_UPSTREAM_SCRIPTS=name`), and align-test2.
 //! align-test2 was measured 2026-11-25 ~04:45 UTC on a host running three VMs: both tools
 //! reached its 900 s limit (cryptsetup after 200 output lines, lukskit after 229: through the
 //! 4K, misaligned-opt-io, shifted and enterprise 4K drives into the stacked dm-linear one),
 //! every case lukskit ran passed (LUKS2 offsets from the topology: `alignment_offset` 512 and
 //! 3584 give 32769 and 32775 sectors, bogus optimal I/O sizes ignored), and the lines both
 //! printed are the same but for where "Nothing to read on input." (standard error) falls. A
-//! whole run on an idle host is still to be measured.
+//! whole run is still to be measured: `LUKSKIT_UPSTREAM_SCRIPTS=align-test2:3600
+//! LUKSKIT_UPSTREAM_NO_RATCHET=1`.
 //!
 //! Iterating on one script: `LUKSKIT_UPSTREAM_NO_RATCHET=1` runs only the named scripts (and
-//! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool, and
+//! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool (one VM),
+//! `name:secs` in `LUKSKIT_UPSTREAM_SCRIPTS` another time limit for that script, and
 //! `LUKSKIT_UPSTREAM_TESTS=DIR` a copy of the directory whose script starts at a later case;
 //! `LUKSKIT_UPSTREAM_SHOW=1` prints both tools' last output lines even when they pass
-//! (`LUKSKIT_UPSTREAM_TAIL=N`: the last N lines instead of 12).
+//! (`LUKSKIT_UPSTREAM_TAIL=N`: the last N lines instead of 12). `LUKSKIT_UPSTREAM_VM_CPUS=N`
+//! (else `LUKSKIT_REFVM_CPUS`, else 2) sets the vCPUs of each of the two VMs.
 //!
-//! Selection: the test command runs the [`RATCHET`] list (727 s of VM time for both tools in
-//! the last run on the loaded 2-core development host, up to about 17 minutes under heavier
-//! load; plus about 1.5 minutes on the host, in parallel);
-//! `LUKSKIT_UPSTREAM=default` runs [`DEFAULT`] and [`HOST`] (the same scripts today);
-//! [`SLOW`] is left out for time and `LUKSKIT_UPSTREAM=all` runs it too;
-//! `LUKSKIT_UPSTREAM_SCRIPTS="a b"` runs the named scripts (plus the ratchet list). [`NOT_RUN`]
-//! lists the scripts that cannot run here and why. `LUKSKIT_UPSTREAM_TESTS=DIR` reads the
-//! scripts from elsewhere.
+//! Selection: the test command runs the [`RATCHET`] list (SUITE_WALL; plus about 1.5 minutes
+//! on the host, in parallel); `LUKSKIT_UPSTREAM=default` runs [`DEFAULT`] and [`HOST`] (the
+//! same scripts today); [`SLOW`] is left out and `LUKSKIT_UPSTREAM=all` runs it too;
+//! `LUKSKIT_UPSTREAM_SCRIPTS="a b"` runs the named scripts (plus the ratchet list, unless
+//! `LUKSKIT_UPSTREAM_NO_RATCHET=1`). [`NOT_RUN`] lists the scripts that cannot run here and
+//! why. `LUKSKIT_UPSTREAM_TESTS=DIR` reads the scripts from elsewhere.
 
 mod common;
 mod refvm_common;
@@ -74,8 +76,7 @@ use std::process::Command;
 
 /// Scripts run by default, with their time limit in seconds (the same for both tools; about
 /// 2.5 times what the slower of real cryptsetup and lukskit takes in the VM here, so that a
-/// loaded host does not cut a run short). Together about 12 minutes of VM time (727 s in the
-/// last run).
+/// loaded host does not cut a run short). DEFAULT_TIMES.
 const DEFAULT: &[(&str, u64)] = &[
     ("00modules-test", 60),
     ("discards-test", 120),
@@ -95,9 +96,9 @@ const DEFAULT: &[(&str, u64)] = &[
 /// cryptsetup here but over 15 minutes under the VM's emulation.
 const HOST: &[(&str, u64)] = &[("compat-args-test", 300), ("luks2-validation-test", 600)];
 
-/// Scripts left out of the default run for time (run them with `LUKSKIT_UPSTREAM=all`), with
-/// their time limit and why (times of real cryptsetup in the VM on the 2-core development
-/// host, which is about what CI has).
+/// Scripts left out of the default run (run them with `LUKSKIT_UPSTREAM=all` or by name in
+/// `LUKSKIT_UPSTREAM_SCRIPTS`), with their time limit and why (times of real cryptsetup in the
+/// VM on the 2-core development host, which is about what CI has).
 const SLOW: &[(&str, u64, &str)] = &[
     (
         "align-test2",
@@ -509,7 +510,7 @@ fn print_report(sel: &[(String, u64)], res: &BTreeMap<(String, String), Outcome>
         for (s, _, why) in SLOW {
             if !sel.iter().any(|(n, _)| n == s) {
                 say(&format!(
-                    "{s:<32} left out for time (LUKSKIT_UPSTREAM=all): {why}"
+                    "{s:<32} left out (LUKSKIT_UPSTREAM=all or by name): {why}"
                 ));
             }
         }
