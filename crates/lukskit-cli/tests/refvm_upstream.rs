@@ -334,18 +334,20 @@ fn selection() -> Vec<(String, u64)> {
     // `name:secs` (in LUKSKIT_UPSTREAM_SCRIPTS) gives a script another time limit.
     names
         .into_iter()
-        .map(|n| match n.split_once(':') {
-            Some((name, secs)) => {
-                let l = secs.parse().unwrap_or_else(|_| limit_of(name));
-                (name.to_string(), l)
-            }
-            None => {
-                let l = limit_of(&n);
-                (n, l)
-            }
+        .map(|n| {
+            let (name, secs) = split_limit(&n);
+            (name.to_string(), secs.unwrap_or_else(|| limit_of(name)))
         })
         .filter(|(n, _)| !is_host(n))
         .collect()
+}
+
+/// `name:secs` -> (name, Some(secs)); `name` (or a `secs` that is not a number) -> (name, None).
+fn split_limit(entry: &str) -> (&str, Option<u64>) {
+    match entry.split_once(':') {
+        Some((name, secs)) => (name, secs.parse().ok()),
+        None => (entry, None),
+    }
 }
 
 /// vCPUs of each of the two VMs (run at the same time): `LUKSKIT_UPSTREAM_VM_CPUS`, else
@@ -893,6 +895,14 @@ fn lists_are_consistent() {
         default_time <= 150 * 60,
         "DEFAULT's worst case is {default_time} s of VM time"
     );
+}
+
+/// `LUKSKIT_UPSTREAM_SCRIPTS` entries: `name:secs` gives another time limit.
+#[test]
+fn script_entries_take_a_limit() {
+    assert_eq!(split_limit("align-test2:3600"), ("align-test2", Some(3600)));
+    assert_eq!(split_limit("mode-test"), ("mode-test", None));
+    assert_eq!(split_limit("mode-test:x"), ("mode-test", None));
 }
 
 /// run-suite.sh's records are parsed as written.
