@@ -83,9 +83,9 @@ use std::process::Command;
 /// its time.
 const DEFAULT: &[(&str, u64)] = &[
     ("00modules-test", 60),
-    ("discards-test", 120),
-    ("keyring-compat-test", 120),
-    ("password-hash-test", 300),
+    ("discards-test", 180),
+    ("keyring-compat-test", 240),
+    ("password-hash-test", 400),
     ("device-test", 600),
     ("luks1-compat-test", 480),
     ("align-test", 600),
