@@ -18,7 +18,18 @@
 //! run the same way on the host against the installed cryptsetup 2.6.1, where they take a
 //! minute instead of a quarter of an hour under the VM's emulation. Each test prints the
 //! per-script table and, for every script lukskit does not pass yet, where it stopped and the
-//! last commands it ran with their messages (the list of gaps).
+//! last commands it ran with their messages (the list of gaps); for a script real cryptsetup
+//! fails, the same for cryptsetup (marked `REFERENCE`), and after any failure in the VM the
+//! kernel messages of that run and the VM's state (memory, keys, mappings, loop devices).
+//!
+//! The reference VM has no lukskit, so it relies on run.sh giving real cryptsetup all it needs:
+//! the first two-VM run (2026-11-25) had real cryptsetup fail device-test (line 233 via 127:
+//! `luksAddKey -i1` of a LUKS2 Argon2 slot) and compat-test2 (line 721: `open -S1
+//! --test-passphrase` of an Argon2 slot with two threads), both aborting with "libgcc_s.so.1
+//! must be installed for pthread_exit to work" (exit 134): glibc loads that library with
+//! dlopen when a thread ends, and it had come into the VM only with lukskit's libraries.
+//! Reproduced with device-test alone (not a matter of order, state or load) and fixed in
+//! run.sh, which now copies it in; `refvm_smoke` checks Argon2 threads without lukskit.
 //!
 //! What it asserts: every script on [`RATCHET`] (each verified to pass with lukskit) passes
 //! with real cryptsetup (otherwise the environment is broken and nothing can be checked) and
@@ -205,6 +216,8 @@ struct Outcome {
     cmds: Vec<String>,
     /// Lines of the output that report a failed check.
     fails: Vec<String>,
+    /// After a failure: the last kernel messages of the run and the state of the VM.
+    kmsg: Vec<String>,
 }
 
 impl Outcome {
@@ -286,12 +299,13 @@ fn parse(stdout: &str) -> (BTreeMap<(String, String), Outcome>, bool) {
                 }
                 res.insert((script, tool), o);
             }
-            "out" | "cmd" | "fail" => {
+            "out" | "cmd" | "fail" | "kmsg" => {
                 let text = rest.strip_prefix("| ").unwrap_or(rest).to_string();
                 if let Some(o) = res.get_mut(&(script, tool)) {
                     match kind {
                         "out" => o.out.push(text),
                         "fail" => o.fails.push(text),
+                        "kmsg" => o.kmsg.push(text),
                         _ => o.cmds.push(text),
                     }
                 }
@@ -521,37 +535,58 @@ fn print_report(sel: &[(String, u64)], res: &BTreeMap<(String, String), Outcome>
             }
         }
     }
-    say("refvm_upstream: where lukskit stops (last output lines, then its last commands):");
+    say(
+        "refvm_upstream: where a tool stops (lukskit where it does not pass; real cryptsetup \
+         where it fails, which means the environment is broken): its failed checks, last \
+         output lines, then its last commands with their standard error and exit status",
+    );
     for (s, _) in sel {
-        let Some(l) = get(s, "lukskit") else {
-            continue;
-        };
         let c = get(s, "cryptsetup");
+        let l = get(s, "lukskit");
         if std::env::var("LUKSKIT_UPSTREAM_SHOW").as_deref() == Ok("1") {
             // Both tools' last output lines, passes included (to compare what each did).
-            for (tool, o) in [("cryptsetup", c), ("lukskit", Some(l))] {
+            for (tool, o) in [("cryptsetup", c), ("lukskit", l)] {
                 for line in o.map_or(&[][..], |o| &o.out[..]) {
                     say(&format!("    {s} {tool} | {line}"));
                 }
             }
         }
-        if l.passed() && c.is_some_and(|c| l.skips <= c.skips) {
-            continue;
+        let sum = |o: Option<&Outcome>| o.map_or("not run".to_string(), |o| o.summary(s));
+        // Real cryptsetup first: when the reference fails, how it failed is what to look at.
+        if let Some(c) = c.filter(|c| !c.passed()) {
+            say(&format!(
+                "--- {s}: REFERENCE cryptsetup {} / lukskit {}",
+                c.summary(s),
+                sum(l)
+            ));
+            print_stop(c);
         }
-        say(&format!(
-            "--- {s}: lukskit {} / cryptsetup {}",
-            l.summary(s),
-            c.map_or("not run".to_string(), |c| c.summary(s))
-        ));
-        for o in &l.fails {
-            say(&format!("    ! {o}"));
+        if let Some(l) = l.filter(|l| !l.passed() || c.is_some_and(|c| l.skips > c.skips)) {
+            say(&format!(
+                "--- {s}: lukskit {} / cryptsetup {}",
+                l.summary(s),
+                sum(c)
+            ));
+            print_stop(l);
         }
-        for o in l.out.iter().rev().take(6).rev() {
-            say(&format!("    | {o}"));
-        }
-        for o in &l.cmds {
-            say(&format!("    $ {}", o.trim_start_matches("$ ")));
-        }
+    }
+}
+
+/// Where one tool's run of a script stopped: the lines that report a failed check, the last
+/// output lines, and the last commands of the command log (command line, standard error,
+/// exit status).
+fn print_stop(o: &Outcome) {
+    for f in &o.fails {
+        say(&format!("    ! {f}"));
+    }
+    for line in o.out.iter().rev().take(6).rev() {
+        say(&format!("    | {line}"));
+    }
+    for cmd in &o.cmds {
+        say(&format!("    $ {}", cmd.trim_start_matches("$ ")));
+    }
+    for k in &o.kmsg {
+        say(&format!("    kernel/state: {k}"));
     }
 }
 
@@ -682,8 +717,11 @@ fn check_ratchet(names: &[&str], res: &BTreeMap<(String, String), Outcome>) {
                 if !c.passed() {
                     bad.push(format!(
                         "{name}: real cryptsetup does not pass it ({}): the environment is \
-                         broken, lukskit cannot be checked",
-                        c.summary(name)
+                         broken, lukskit cannot be checked (last output: {:?}; last commands: \
+                         {:?})",
+                        c.summary(name),
+                        c.out,
+                        c.cmds
                     ));
                 } else if !l.passed() {
                     bad.push(format!(
@@ -788,6 +826,7 @@ fn run_on_host(src: &Path, work: &Path, script: &str, tool: &str, limit: u64) ->
             .map(|l| l.to_string())
             .collect(),
         cmds: Vec::new(),
+        kmsg: Vec::new(),
         fails: lines
             .iter()
             .filter(|l| {
@@ -922,6 +961,7 @@ fn parses_the_records() {
         suite: cmd a-test lukskit | $ cryptsetup luksDump x\n\
         suite: cmd a-test lukskit |   Device x is not a valid LUKS device.\n\
         suite: cmd a-test lukskit | => exit 1\n\
+        suite: kmsg a-test lukskit | loops \n\
         suite: done\n";
     let (res, done) = parse(out);
     assert!(done);
@@ -931,6 +971,8 @@ fn parses_the_records() {
     assert!(!l.passed());
     assert_eq!(l.stop_line("a-test"), Some(128));
     assert_eq!(l.cmds.len(), 3);
+    assert_eq!(l.kmsg, ["loops "]);
+    assert!(c.kmsg.is_empty());
     assert_eq!(l.fails, ["x.img...Validation rejected correct value"]);
     assert_eq!(l.summary("a-test"), "FAIL rc=2 line 128 3s (7 lines)");
 }
