@@ -497,6 +497,15 @@ build() {
     for f in "$U"/usr/lib/x86_64-linux-gnu/ossl-modules/*.so; do
         [ -f "$f" ] && install_elf "$f" "$R" "usr/lib/x86_64-linux-gnu/ossl-modules/$(basename "$f")"
     done
+    # libgcc_s.so.1: glibc loads it with dlopen when a thread ends (pthread_exit), so ldd lists it
+    # for no binary here, but cryptsetup's Argon2 runs in threads: without it every Argon2 keyslot
+    # (luksAddKey/open of a LUKS2 slot) aborts with "libgcc_s.so.1 must be installed for
+    # pthread_exit to work" (exit 134). Until 2026-11-25 it came in only with lukskit's libraries.
+    for f in "$U"/usr/lib/x86_64-linux-gnu/libgcc_s.so.1 /usr/lib/x86_64-linux-gnu/libgcc_s.so.1 \
+        /lib/x86_64-linux-gnu/libgcc_s.so.1 ""; do
+        [ -n "$f" ] || die "libgcc_s.so.1 found neither in the packages nor on the host (apt-get install libgcc-s1)"
+        [ -f "$f" ] && { install_elf "$f" "$R" usr/lib/x86_64-linux-gnu/libgcc_s.so.1; break; }
+    done
     local r
     mkdir -p "$R/usr/lib/udev/rules.d" "$R/etc/udev/rules.d"
     for r in "${UDEV_RULES[@]}"; do

@@ -2,7 +2,9 @@
 //! aes-xts-plain64 plain-mode volume whose bytes are checked on the host against OpenSSL
 //! (AES-256 from the `openssl` command, the XTS tweak chain per IEEE 1619 written out here) and
 //! against lukskit's own sector engine. A second boot checks the harness itself: only the
-//! script's output comes back, and its exit status becomes run.sh's.
+//! script's output comes back, and its exit status becomes run.sh's. A third checks that real
+//! cryptsetup works in a VM without lukskit where it runs threads (an Argon2 keyslot with two
+//! lanes): glibc then needs libgcc_s.so.1, which until 2026-11-25 came in only with lukskit.
 //!
 //! Fails where the VM cannot be had (run.sh exits 77: not x86_64 Linux, qemu neither
 //! installed nor installable, the Debian mirror unreachable with nothing cached) or when
@@ -12,7 +14,7 @@
 
 mod refvm_common;
 
-use refvm_common::{refvm_dir, run_vm, timeout_for, vm_ready};
+use refvm_common::{refvm_dir, run_vm, run_vm_env, timeout_for, vm_ready};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -214,5 +216,54 @@ fn a_run_stopped_by_its_timeout_says_so() {
             "t: TIMEOUT: the reference VM was stopped by its timeout (5 s) after running"
         ),
         "{msg}"
+    );
+}
+
+/// Real cryptsetup in a VM without lukskit (`with_lukskit` false) formats and opens an Argon2
+/// keyslot with two lanes, which libargon2 computes in two threads: glibc loads libgcc_s.so.1
+/// when a thread ends, and without it cryptsetup aborts ("libgcc_s.so.1 must be installed for
+/// pthread_exit to work", exit 134). The VM has 2 vCPUs here so that the threads do run
+/// (cryptsetup uses no more lanes than online CPUs). ~10 s.
+#[test]
+fn real_cryptsetup_runs_argon2_threads_without_lukskit() {
+    const T: &str = "refvm_smoke argon2 threads";
+    if !vm_ready(T) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(
+        dir.path(),
+        "argon2.sh",
+        b"set -e\n\
+          export DM_DISABLE_UDEV=1\n\
+          if command -v lukskit >/dev/null; then echo lukskit is installed >&2; exit 3; fi\n\
+          head -c 16777216 /dev/zero >/tmp/a.img\n\
+          echo pw | cryptsetup luksFormat -q --type luks2 --pbkdf argon2id --pbkdf-memory 64 \\\n\
+            --pbkdf-force-iterations 4 --pbkdf-parallel 2 /tmp/a.img\n\
+          cryptsetup luksDump /tmp/a.img | grep -E 'PBKDF|Threads'\n\
+          echo pw | cryptsetup open --test-passphrase /tmp/a.img\n\
+          echo argon2: ok\n",
+    );
+    let r = run_vm_env(
+        T,
+        timeout_for(30),
+        &[script.as_os_str()],
+        false,
+        &[("LUKSKIT_REFVM_CPUS", "2".to_string())],
+    );
+    if !r.ran(T) {
+        return;
+    }
+    assert_eq!(
+        (r.code, r.stdout.contains("argon2: ok")),
+        (0, true),
+        "real cryptsetup failed on an Argon2 keyslot in the VM: stdout={} stderr={}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(
+        r.stdout.contains("Threads:    2"),
+        "the keyslot does not use two threads, so the check proves nothing: {}",
+        r.stdout
     );
 }

@@ -24,6 +24,8 @@
 #   suite: out SCRIPT TOOL | LINE           (the last lines of the script's output)
 #   suite: fail SCRIPT TOOL | LINE          (lines of the output that report a failed check)
 #   suite: cmd SCRIPT TOOL | LINE           (the last commands of the command log)
+#   suite: kmsg SCRIPT TOOL | LINE          (after a failure: the last kernel messages of the run,
+#                                            then memory and key counts)
 #   suite: done
 # rc is the script's exit status (0 pass, 77 skipped, 124 stopped by the time limit); lines the
 # number of lines it printed; skips the number of lines that say a part was skipped or is not
@@ -126,6 +128,7 @@ reset_state() {
     rmmod scsi_debug >/dev/null 2>&1
     keyctl clear @u >/dev/null 2>&1
     rm -f /tmp/suite-err.*
+    dmesg -c >/dev/null 2>&1
 }
 
 # --- one script with one tool -------------------------------------------------------------------
@@ -178,6 +181,17 @@ run_one() { # script tool limit
     awk -v n="$CMD_TAIL" '/^\$ cryptsetup/ { c++ } { line[NR] = $0; cmd[NR] = c }
         END { for (i = 1; i <= NR; i++) if (cmd[i] > c - n) print line[i] }' "$CMDLOG" |
         cut -c1-400 | tail -n 40 | sed "s|^|suite: cmd $s $tool \| |"
+    # After a failure, what the kernel said during the run and the state of the VM (memory,
+    # keys, mappings, loop devices), to tell a fault of the tool from one of the environment.
+    if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
+        {
+            dmesg | tail -n 20
+            grep -E '^(MemFree|MemAvailable|Shmem):' /proc/meminfo | tr -s ' ' | paste -sd' '
+            echo "keys $(wc -l </proc/keys) key-users $(paste -sd' ' /proc/key-users)"
+            echo "mappings $(dmsetup ls 2>/dev/null | paste -sd' ')"
+            echo "loops $(losetup -a 2>/dev/null | paste -sd' ')"
+        } | cut -c1-300 | sed "s|^|suite: kmsg $s $tool \| |"
+    fi
     cd /
     rm -rf "$dir"
 }

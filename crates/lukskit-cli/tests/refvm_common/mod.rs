@@ -101,10 +101,21 @@ impl VmRun {
 /// Run `tests/refvm/run.sh --timeout TIMEOUT ARGS` for `test` (see [`run_sh`]), and print
 /// how long it took against the timeout.
 pub fn run_vm(test: &str, timeout: u64, args: &[&std::ffi::OsStr], with_lukskit: bool) -> VmRun {
+    run_vm_env(test, timeout, args, with_lukskit, &[])
+}
+
+/// [`run_vm`] with more environment for run.sh (e.g. `LUKSKIT_REFVM_CPUS` for this VM only).
+pub fn run_vm_env(
+    test: &str,
+    timeout: u64,
+    args: &[&std::ffi::OsStr],
+    with_lukskit: bool,
+    env: &[(&str, String)],
+) -> VmRun {
     let t = timeout.to_string();
     let mut all: Vec<&std::ffi::OsStr> = vec!["--timeout".as_ref(), t.as_ref()];
     all.extend_from_slice(args);
-    let mut r = run_sh(&all, with_lukskit);
+    let mut r = run_sh_env(&all, with_lukskit, env);
     r.timeout = Some(timeout);
     say(&format!(
         "refvm: {test}: the VM run took {:.1} s (timeout {timeout} s, exit status {})",
@@ -117,9 +128,15 @@ pub fn run_vm(test: &str, timeout: u64, args: &[&std::ffi::OsStr], with_lukskit:
 /// Run `tests/refvm/run.sh ARGS`, with the lukskit binary under test in the VM when
 /// `with_lukskit`.
 pub fn run_sh(args: &[&std::ffi::OsStr], with_lukskit: bool) -> VmRun {
+    run_sh_env(args, with_lukskit, &[])
+}
+
+/// [`run_sh`] with more environment for run.sh.
+pub fn run_sh_env(args: &[&std::ffi::OsStr], with_lukskit: bool, env: &[(&str, String)]) -> VmRun {
     let mut cmd = Command::new("bash");
     cmd.arg(refvm_dir().join("run.sh"))
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
