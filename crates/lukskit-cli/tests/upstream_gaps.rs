@@ -1526,3 +1526,132 @@ fn reencrypt_keyslots_keep_the_old_pbkdf() {
         }
     }
 }
+
+/// Rewrite the JSON of both LUKS2 header copies of `img` (16 KiB metadata) with `f`, with
+/// valid checksums, as luks2-reencryption-mangle-test's `img_update_json` does.
+fn rewrite_luks2_json(img: &str, f: impl Fn(&mut serde_json::Value)) {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(img)
+        .unwrap();
+    for off in [0u64, 16384] {
+        let mut h = vec![0u8; 16384];
+        file.read_exact_at(&mut h, off).unwrap();
+        let end = h[4096..].iter().position(|&b| b == 0).unwrap() + 4096;
+        let mut v: serde_json::Value = serde_json::from_slice(&h[4096..end]).unwrap();
+        f(&mut v);
+        let j = serde_json::to_vec(&v).unwrap();
+        h[4096..].fill(0);
+        h[4096..4096 + j.len()].copy_from_slice(&j);
+        h[448..512].fill(0);
+        let sum = Sha256::digest(&h);
+        h[448..448 + 32].copy_from_slice(&sum);
+        file.write_all_at(&h, off).unwrap();
+    }
+}
+
+/// luks2-reencryption-mangle-test [1]: a `reencrypt` keyslot needs a requirement flag that
+/// looks like an online reencryption one (`online-reencrypt`, `online-reencrypt-v<digits>`,
+/// future versions included), a known online reencryption flag needs a `reencrypt` keyslot,
+/// and two such flags make the header invalid. cryptsetup's `LUKS2_keyslots_validate` refuses
+/// the header otherwise ("Missing reencryption requirement flag.", "Missing reencryption
+/// keyslot."), so `luksDump` and `repair` fail; a valid header with an unknown requirement is
+/// dumped but not repaired. Exit codes of both commands compared with cryptsetup's.
+#[test]
+fn reencrypt_keyslot_and_requirement_flags_go_together() {
+    if !have_cryptsetup("reencrypt keyslot requirement flags") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let base = sparse(d, "base.img", 32 << 20);
+    let mut a = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--luks2-metadata-size",
+        "16384",
+        "-d",
+        &kf,
+        &base,
+    ];
+    a.extend_from_slice(&FAST);
+    cryptsetup(&a, b"").unwrap().ok("luksFormat");
+    let reenc = format!("{base}.reenc");
+    std::fs::copy(&base, &reenc).unwrap();
+    cryptsetup(
+        &[
+            "reencrypt",
+            "-q",
+            "--init-only",
+            "--resilience",
+            "none",
+            "-d",
+            &kf,
+            &reenc,
+        ],
+        b"",
+    )
+    .unwrap()
+    .ok("reencrypt --init-only");
+    type Mangle = fn(&mut serde_json::Value);
+    let cases: &[(&str, bool, Mangle)] = &[
+        ("old flag misspelt", true, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencryptx"])
+        }),
+        ("v2 flag", true, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v2"])
+        }),
+        ("future version", true, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v999"])
+        }),
+        ("two flags", true, |v| {
+            v["config"]["requirements"]["mandatory"]
+                .as_array_mut()
+                .unwrap()
+                .push("online-reencrypt-v999".into())
+        }),
+        ("unknown requirement too", true, |v| {
+            v["config"]["requirements"]["mandatory"]
+                .as_array_mut()
+                .unwrap()
+                .push("online-reencrypt-v3X".into())
+        }),
+        ("no flag", true, |v| {
+            v["config"].as_object_mut().unwrap().remove("requirements");
+        }),
+        ("flag without keyslot", false, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v2"])
+        }),
+        ("old flag without keyslot", false, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt"])
+        }),
+        ("future flag without keyslot", false, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v999"])
+        }),
+    ];
+    let mut refused = 0;
+    for &(what, in_reencryption, mangle) in cases {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = format!("{base}.{tool}");
+            std::fs::copy(if in_reencryption { &reenc } else { &base }, &img).unwrap();
+            rewrite_luks2_json(&img, mangle);
+            let dump = run_tool(tool, &["luksDump", &img], b"").code;
+            let repair = run_tool(tool, &["repair", "-q", "-d", &kf, &img], b"").code;
+            let dump_after = run_tool(tool, &["luksDump", &img], b"").code;
+            seen.push((dump, repair, dump_after));
+        }
+        assert_eq!(seen[1], seen[0], "{what}: lukskit vs cryptsetup");
+        if seen[0].0 != 0 {
+            refused += 1;
+        }
+    }
+    // The cases do exercise the refusal (not only the dumps that pass).
+    assert!(refused >= 3, "only {refused} headers refused by cryptsetup");
+}
