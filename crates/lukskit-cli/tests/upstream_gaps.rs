@@ -1655,3 +1655,140 @@ fn reencrypt_keyslot_and_requirement_flags_go_together() {
     // The cases do exercise the refusal (not only the dumps that pass).
     assert!(refused >= 3, "only {refused} headers refused by cryptsetup");
 }
+
+/// luks2-reencryption-mangle-test [1]-[5], [7]: `repair` of a re-encryption in progress. Its
+/// metadata unprotected (the old `online-reencrypt` requirement, or no metadata digest), it is
+/// upgraded with the passphrase to `online-reencrypt-v2` with a new digest (which real
+/// cryptsetup then accepts: its `reencrypt` finishes the run); with a digest, `repair` checks
+/// it and fails on mangled metadata ("Reencryption metadata is invalid.", exit 2). The
+/// requirements, keyslot and segments after the repair and the exit codes compared with
+/// cryptsetup's.
+#[test]
+fn repair_protects_and_verifies_reencryption_metadata() {
+    if !have_cryptsetup("reencrypt metadata repair") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let base = sparse(d, "base.img", 32 << 20);
+    let mut a = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--luks2-metadata-size",
+        "16384",
+        "-d",
+        &kf,
+        &base,
+    ];
+    a.extend_from_slice(&FAST);
+    cryptsetup(&a, b"").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "reencrypt",
+            "-q",
+            "--init-only",
+            "--resilience",
+            "none",
+            "-d",
+            &kf,
+            &base,
+        ],
+        b"",
+    )
+    .unwrap()
+    .ok("reencrypt --init-only");
+    // What a repair leaves: requirements, the reencrypt keyslot with its digest's hash and
+    // keyslots, the segments.
+    let state = |img: &str| {
+        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
+            .unwrap()
+            .ok("luksDump");
+        let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        let reenc_digest: Vec<serde_json::Value> = v["digests"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|dg| dg["keyslots"] == serde_json::json!(["2"]))
+            .map(|dg| serde_json::json!([dg["hash"], dg["segments"]]))
+            .collect();
+        (
+            v["config"]["requirements"].clone(),
+            v["keyslots"]["2"].clone(),
+            v["segments"].clone(),
+            reenc_digest,
+        )
+    };
+    type Mangle = fn(&mut serde_json::Value);
+    let cases: &[(&str, Mangle)] = &[
+        ("old flag, no digest", |v| {
+            v["digests"].as_object_mut().unwrap().remove("2");
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt"]);
+        }),
+        ("no digest", |v| {
+            v["digests"].as_object_mut().unwrap().remove("2");
+        }),
+        ("intact", |_| {}),
+        ("resilience changed", |v| {
+            v["keyslots"]["2"]["area"]["type"] = "journal".into();
+        }),
+        ("direction changed", |v| {
+            v["keyslots"]["2"]["direction"] = "backward".into();
+        }),
+        ("digest iterations changed", |v| {
+            v["digests"]["2"]["iterations"] = 1111.into();
+        }),
+    ];
+    let mut upgraded = 0;
+    for &(what, mangle) in cases {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = format!("{base}.{tool}");
+            std::fs::copy(&base, &img).unwrap();
+            rewrite_luks2_json(&img, mangle);
+            let before = std::fs::read(&img).unwrap();
+            let r = run_tool(tool, &["repair", "-q", "-d", &kf, &img], b"");
+            let changed = std::fs::read(&img).unwrap() != before;
+            if r.code != 0 {
+                assert!(
+                    !changed,
+                    "{what}: {tool} changed the header of a failed repair"
+                );
+                assert!(
+                    r.stderr.contains("Reencryption metadata is invalid."),
+                    "{what}: {tool}: {}",
+                    r.stderr
+                );
+                seen.push((r.code, None));
+                continue;
+            }
+            if changed {
+                upgraded += usize::from(tool == "lukskit");
+            }
+            let after = state(&img);
+            // Real cryptsetup trusts the result: it finishes the re-encryption.
+            cryptsetup(
+                &[
+                    "reencrypt",
+                    "-q",
+                    "--force-offline-reencrypt",
+                    "--resilience",
+                    "none",
+                    "-d",
+                    &kf,
+                    &img,
+                ],
+                b"",
+            )
+            .unwrap()
+            .ok(&format!(
+                "{what}: cryptsetup reencrypt after {tool}'s repair"
+            ));
+            seen.push((r.code, Some(after)));
+        }
+        assert_eq!(seen[1], seen[0], "{what}: lukskit vs cryptsetup");
+    }
+    assert_eq!(upgraded, 2, "lukskit upgraded the two unprotected headers");
+}

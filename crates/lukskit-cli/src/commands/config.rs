@@ -53,7 +53,8 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
         if o.verbose {
             println!("No known problems detected for LUKS header.");
         }
-        return reencrypt_state_known(&vol);
+        reencrypt_state_known(&vol)?;
+        return super::reencrypt::repair_verify_clean(o, &vol);
     };
     // cryptsetup's first load shows its messages only with -v.
     let problem = crate::errors::problem_only(problem);
@@ -97,7 +98,8 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     }
     // cryptsetup loads the repaired header again, with every check.
     vol.validate().map_err(crate::errors::problem_only)?;
-    reencrypt_state_known(&vol)
+    reencrypt_state_known(&vol)?;
+    super::reencrypt::repair_verify_clean(o, &vol)
 }
 
 /// After a LUKS2 header loads (or was repaired), cryptsetup's `repair` looks at the
