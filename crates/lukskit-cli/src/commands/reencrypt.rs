@@ -282,11 +282,14 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // from the device (see `reencrypt_shift`).
     let mut shifted = None;
     if super::reencrypt_shift::wanted(o) {
+        // A block device nothing holds is encrypted offline, as by cryptsetup (which looks
+        // for an active mapping only); one in use would need the online run.
         if !has(o, "force-offline-reencrypt")
             && std::fs::metadata(device).is_ok_and(|m| {
                 use std::os::unix::fs::FileTypeExt;
                 m.file_type().is_block_device()
             })
+            && super::reencrypt_online::has_holders(device)
         {
             return Err(CliError::invalid(
                 "Online re-encryption is not supported by lukskit yet; use \
