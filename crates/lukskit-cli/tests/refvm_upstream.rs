@@ -136,7 +136,8 @@ const SLOW: &[(&str, u64, &str)] = &[
     (
         "luks2-reencryption-mangle-test",
         1200,
-        "over 200 s with real cryptsetup",
+        "over 200 s with real cryptsetup; lukskit stops in [1] (20 s, 2026-11-25): `open` of a \
+         device in re-encryption is not supported yet",
     ),
     (
         "reencryption-compat-test",
@@ -147,7 +148,8 @@ const SLOW: &[(&str, u64, &str)] = &[
     (
         "luks2-reencryption-test",
         3600,
-        "reencryption of many layouts: well over 200 s with real cryptsetup",
+        "reencryption of many layouts: well over 200 s with real cryptsetup; lukskit stops in \
+         [1] (49 s, 2026-11-25): `open` of a device in re-encryption is not supported yet",
     ),
 ];
 

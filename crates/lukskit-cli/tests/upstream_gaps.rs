@@ -1526,3 +1526,335 @@ fn reencrypt_keyslots_keep_the_old_pbkdf() {
         }
     }
 }
+
+/// Rewrite the JSON of both LUKS2 header copies of `img` (16 KiB metadata) with `f`, with
+/// valid checksums, as luks2-reencryption-mangle-test's `img_update_json` does.
+fn rewrite_luks2_json(img: &str, f: impl Fn(&mut serde_json::Value)) {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(img)
+        .unwrap();
+    for off in [0u64, 16384] {
+        let mut h = vec![0u8; 16384];
+        file.read_exact_at(&mut h, off).unwrap();
+        let end = h[4096..].iter().position(|&b| b == 0).unwrap() + 4096;
+        let mut v: serde_json::Value = serde_json::from_slice(&h[4096..end]).unwrap();
+        f(&mut v);
+        let j = serde_json::to_vec(&v).unwrap();
+        h[4096..].fill(0);
+        h[4096..4096 + j.len()].copy_from_slice(&j);
+        h[448..512].fill(0);
+        let sum = Sha256::digest(&h);
+        h[448..448 + 32].copy_from_slice(&sum);
+        file.write_all_at(&h, off).unwrap();
+    }
+}
+
+/// luks2-reencryption-mangle-test [1]: a `reencrypt` keyslot needs a requirement flag that
+/// looks like an online reencryption one (`online-reencrypt`, `online-reencrypt-v<digits>`,
+/// future versions included), a known online reencryption flag needs a `reencrypt` keyslot,
+/// and two such flags make the header invalid. cryptsetup's `LUKS2_keyslots_validate` refuses
+/// the header otherwise ("Missing reencryption requirement flag.", "Missing reencryption
+/// keyslot."), so `luksDump` and `repair` fail; a valid header with an unknown requirement is
+/// dumped but not repaired. Exit codes of both commands compared with cryptsetup's.
+#[test]
+fn reencrypt_keyslot_and_requirement_flags_go_together() {
+    if !have_cryptsetup("reencrypt keyslot requirement flags") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let base = sparse(d, "base.img", 32 << 20);
+    let mut a = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--luks2-metadata-size",
+        "16384",
+        "-d",
+        &kf,
+        &base,
+    ];
+    a.extend_from_slice(&FAST);
+    cryptsetup(&a, b"").unwrap().ok("luksFormat");
+    let reenc = format!("{base}.reenc");
+    std::fs::copy(&base, &reenc).unwrap();
+    cryptsetup(
+        &[
+            "reencrypt",
+            "-q",
+            "--init-only",
+            "--resilience",
+            "none",
+            "-d",
+            &kf,
+            &reenc,
+        ],
+        b"",
+    )
+    .unwrap()
+    .ok("reencrypt --init-only");
+    type Mangle = fn(&mut serde_json::Value);
+    let cases: &[(&str, bool, Mangle)] = &[
+        ("old flag misspelt", true, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencryptx"])
+        }),
+        ("v2 flag", true, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v2"])
+        }),
+        ("future version", true, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v999"])
+        }),
+        ("two flags", true, |v| {
+            v["config"]["requirements"]["mandatory"]
+                .as_array_mut()
+                .unwrap()
+                .push("online-reencrypt-v999".into())
+        }),
+        ("unknown requirement too", true, |v| {
+            v["config"]["requirements"]["mandatory"]
+                .as_array_mut()
+                .unwrap()
+                .push("online-reencrypt-v3X".into())
+        }),
+        ("no flag", true, |v| {
+            v["config"].as_object_mut().unwrap().remove("requirements");
+        }),
+        ("flag without keyslot", false, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v2"])
+        }),
+        ("old flag without keyslot", false, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt"])
+        }),
+        ("future flag without keyslot", false, |v| {
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt-v999"])
+        }),
+    ];
+    let mut refused = 0;
+    for &(what, in_reencryption, mangle) in cases {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = format!("{base}.{tool}");
+            std::fs::copy(if in_reencryption { &reenc } else { &base }, &img).unwrap();
+            rewrite_luks2_json(&img, mangle);
+            let dump = run_tool(tool, &["luksDump", &img], b"").code;
+            let repair = run_tool(tool, &["repair", "-q", "-d", &kf, &img], b"").code;
+            let dump_after = run_tool(tool, &["luksDump", &img], b"").code;
+            seen.push((dump, repair, dump_after));
+        }
+        assert_eq!(seen[1], seen[0], "{what}: lukskit vs cryptsetup");
+        if seen[0].0 != 0 {
+            refused += 1;
+        }
+    }
+    // The cases do exercise the refusal (not only the dumps that pass).
+    assert!(refused >= 3, "only {refused} headers refused by cryptsetup");
+}
+
+/// luks2-reencryption-mangle-test [1]-[5], [7]: `repair` of a re-encryption in progress. Its
+/// metadata unprotected (the old `online-reencrypt` requirement, or no metadata digest), it is
+/// upgraded with the passphrase to `online-reencrypt-v2` with a new digest (which real
+/// cryptsetup then accepts: its `reencrypt` finishes the run); with a digest, `repair` checks
+/// it and fails on mangled metadata ("Reencryption metadata is invalid.", exit 2). The
+/// requirements, keyslot and segments after the repair and the exit codes compared with
+/// cryptsetup's.
+#[test]
+fn repair_protects_and_verifies_reencryption_metadata() {
+    if !have_cryptsetup("reencrypt metadata repair") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let base = sparse(d, "base.img", 32 << 20);
+    let mut a = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--luks2-metadata-size",
+        "16384",
+        "-d",
+        &kf,
+        &base,
+    ];
+    a.extend_from_slice(&FAST);
+    cryptsetup(&a, b"").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "reencrypt",
+            "-q",
+            "--init-only",
+            "--resilience",
+            "none",
+            "-d",
+            &kf,
+            &base,
+        ],
+        b"",
+    )
+    .unwrap()
+    .ok("reencrypt --init-only");
+    // What a repair leaves: requirements, the reencrypt keyslot with its digest's hash and
+    // keyslots, the segments.
+    let state = |img: &str| {
+        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
+            .unwrap()
+            .ok("luksDump");
+        let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        let reenc_digest: Vec<serde_json::Value> = v["digests"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|dg| dg["keyslots"] == serde_json::json!(["2"]))
+            .map(|dg| serde_json::json!([dg["hash"], dg["segments"]]))
+            .collect();
+        (
+            v["config"]["requirements"].clone(),
+            v["keyslots"]["2"].clone(),
+            v["segments"].clone(),
+            reenc_digest,
+        )
+    };
+    type Mangle = fn(&mut serde_json::Value);
+    let cases: &[(&str, Mangle)] = &[
+        ("old flag, no digest", |v| {
+            v["digests"].as_object_mut().unwrap().remove("2");
+            v["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt"]);
+        }),
+        ("no digest", |v| {
+            v["digests"].as_object_mut().unwrap().remove("2");
+        }),
+        ("intact", |_| {}),
+        ("resilience changed", |v| {
+            v["keyslots"]["2"]["area"]["type"] = "journal".into();
+        }),
+        ("direction changed", |v| {
+            v["keyslots"]["2"]["direction"] = "backward".into();
+        }),
+        ("digest iterations changed", |v| {
+            v["digests"]["2"]["iterations"] = 1111.into();
+        }),
+    ];
+    let mut upgraded = 0;
+    for &(what, mangle) in cases {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = format!("{base}.{tool}");
+            std::fs::copy(&base, &img).unwrap();
+            rewrite_luks2_json(&img, mangle);
+            let before = std::fs::read(&img).unwrap();
+            let r = run_tool(tool, &["repair", "-q", "-d", &kf, &img], b"");
+            let changed = std::fs::read(&img).unwrap() != before;
+            if r.code != 0 {
+                assert!(
+                    !changed,
+                    "{what}: {tool} changed the header of a failed repair"
+                );
+                assert!(
+                    r.stderr.contains("Reencryption metadata is invalid."),
+                    "{what}: {tool}: {}",
+                    r.stderr
+                );
+                seen.push((r.code, None));
+                continue;
+            }
+            if changed {
+                upgraded += usize::from(tool == "lukskit");
+            }
+            let after = state(&img);
+            // Real cryptsetup trusts the result: it finishes the re-encryption.
+            cryptsetup(
+                &[
+                    "reencrypt",
+                    "-q",
+                    "--force-offline-reencrypt",
+                    "--resilience",
+                    "none",
+                    "-d",
+                    &kf,
+                    &img,
+                ],
+                b"",
+            )
+            .unwrap()
+            .ok(&format!(
+                "{what}: cryptsetup reencrypt after {tool}'s repair"
+            ));
+            seen.push((r.code, Some(after)));
+        }
+        assert_eq!(seen[1], seen[0], "{what}: lukskit vs cryptsetup");
+    }
+    assert_eq!(upgraded, 2, "lukskit upgraded the two unprotected headers");
+}
+
+/// luks2-reencryption-test [2]: `reencrypt --encrypt --reduce-device-size` of a block device
+/// (a loop device here) that nothing holds runs offline without
+/// `--force-offline-reencrypt`, as with cryptsetup, which looks for an active mapping only;
+/// the plaintext is then read back through real cryptsetup's header and key.
+#[test]
+fn encrypt_with_data_shift_of_an_unused_block_device() {
+    if !have_cryptsetup("encrypt with data shift of a block device")
+        || !common::mapping::capable("encrypt with data shift of a block device")
+        || !common::mapping::have_tool("encrypt with data shift of a block device", "losetup")
+    {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let plain = pattern(32 << 20, 7);
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let file = write_file(d, &format!("{tool}.img"), &plain);
+        let lo = Loop::attach(&file, 512);
+        let mut a = vec![
+            "reencrypt",
+            "--encrypt",
+            "-q",
+            "--reduce-device-size",
+            "8M",
+            "-c",
+            "aes-cbc-essiv:sha256",
+            "-s",
+            "128",
+            "-d",
+            &kf,
+            &lo.0,
+        ];
+        a.extend_from_slice(&FAST);
+        let r = run_tool(tool, &a, b"");
+        seen.push(r.code);
+        drop(lo);
+        if r.code != 0 {
+            continue;
+        }
+        // The data offset is half the reduction; the first MiB of plaintext is there,
+        // decrypted independently with the volume key real cryptsetup reads.
+        let dump = cryptsetup(&["luksDump", &file], b"")
+            .unwrap()
+            .ok("luksDump");
+        assert!(
+            dump.stdout.contains("offset: 4194304 [bytes]"),
+            "{tool}: {}",
+            dump.stdout
+        );
+        let ss: usize = dump
+            .stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("sector: "))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        let vk = hex::decode(volume_key_with("cryptsetup", &file, &kf, &[])).unwrap();
+        if let Some(dec) = python_decrypt("cbc-essiv", &vk, ss, 4 << 20, &file, 0, (1 << 20) / ss) {
+            assert!(dec == plain[..1 << 20], "{tool}: plaintext not found");
+        }
+    }
+    assert_eq!(seen, [0, 0], "exit codes of cryptsetup and lukskit");
+}

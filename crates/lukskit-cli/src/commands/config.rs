@@ -53,7 +53,8 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
         if o.verbose {
             println!("No known problems detected for LUKS header.");
         }
-        return Ok(());
+        reencrypt_state_known(&vol)?;
+        return super::reencrypt::repair_verify_clean(o, &vol);
     };
     // cryptsetup's first load shows its messages only with -v.
     let problem = crate::errors::problem_only(problem);
@@ -96,7 +97,31 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
         Ok(_) => {}
     }
     // cryptsetup loads the repaired header again, with every check.
-    vol.validate().map_err(crate::errors::problem_only)
+    vol.validate().map_err(crate::errors::problem_only)?;
+    reencrypt_state_known(&vol)?;
+    super::reencrypt::repair_verify_clean(o, &vol)
+}
+
+/// After a LUKS2 header loads (or was repaired), cryptsetup's `repair` looks at the
+/// re-encryption state (`crypt_reencrypt_status`): with a requirement other than the online
+/// re-encryption ones it knows (a future `online-reencrypt-v999`, `offline-reencrypt`, any
+/// unknown one) the state is invalid and `repair` fails with -EINVAL (exit 1, no message).
+fn reencrypt_state_known(vol: &Volume) -> Result<()> {
+    const ONLINE: [&str; 3] = [
+        "online-reencrypt",
+        "online-reencrypt-v2",
+        "online-reencrypt-v3",
+    ];
+    match &vol.header {
+        lukskit_volume::Header::Luks2(h)
+            if h.requirements()
+                .iter()
+                .any(|r| !ONLINE.contains(&r.as_str())) =>
+        {
+            Err(CliError::invalid(String::new()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// `token add|remove|import|export|unassign <device>`.

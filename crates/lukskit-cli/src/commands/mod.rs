@@ -61,6 +61,9 @@ pub fn run(o: &Opts) -> Result<()> {
         "erase" | "luksErase" => header::erase(o, args),
         "config" => config::config(o, args),
         "convert" => convert::convert(o, args),
+        "repair" if reencrypt::repair_needs_metadata_upgrade(o, args) => {
+            reencrypt::repair_metadata(o, args)
+        }
         "repair" if reencrypt::repair_needs_recovery(o, args) => reencrypt::repair(o, args),
         "repair" => config::repair(o, args),
         "reencrypt" => reencrypt::reencrypt(o, args),

@@ -274,11 +274,14 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // from the device (see `reencrypt_shift`).
     let mut shifted = None;
     if super::reencrypt_shift::wanted(o) {
+        // A block device nothing holds is encrypted offline, as by cryptsetup (which looks
+        // for an active mapping only); one in use would need the online run.
         if !has(o, "force-offline-reencrypt")
             && std::fs::metadata(device).is_ok_and(|m| {
                 use std::os::unix::fs::FileTypeExt;
                 m.file_type().is_block_device()
             })
+            && super::reencrypt_online::has_holders(device)
         {
             return Err(CliError::invalid(
                 "Online re-encryption is not supported by lukskit yet; use \
@@ -760,4 +763,78 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
     let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase)?;
     lukskit_volume::format::format(&params, pass.as_bytes())?;
     Ok(pass)
+}
+
+/// Whether `repair <device>` must protect unprotected re-encryption metadata (cryptsetup's
+/// `CRYPT_REENCRYPT_REPAIR_NEEDED`: the old `online-reencrypt` requirement, or no metadata
+/// digest); checked before the hot-zone recovery, as cryptsetup does.
+pub fn repair_needs_metadata_upgrade(o: &Opts, args: &[String]) -> bool {
+    let Some(device) = args.first() else {
+        return false;
+    };
+    let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
+        return false;
+    };
+    match &vol.header {
+        Header::Luks2(h) => reencrypt::metadata_repair_needed(h).unwrap_or(false),
+        Header::Luks1(_) => false,
+    }
+}
+
+/// `repair <device>` of unprotected re-encryption metadata (cryptsetup's
+/// `reencrypt_metadata_repair`): after a confirmation, the passphrase unlocks the keys, the
+/// metadata is upgraded to `online-reencrypt-v2` with a new metadata digest, and checked.
+pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    input::confirm(
+        "Unprotected LUKS2 reencryption metadata detected. Please verify the reencryption \
+         operation is desirable (see luksDump output)\nand continue (upgrade metadata) only if \
+         you acknowledge the operation as genuine.",
+        o.batch_mode,
+    )?;
+    let src = existing_key_source(o, None);
+    let pass = input::get_secret(
+        &src,
+        "Enter passphrase to protect and upgrade reencryption metadata: ",
+        false,
+    )?;
+    let mut vol = super::load_volume(o, &args[0], Access::Write)?;
+    let keys = reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot)?;
+    let key_len = keys
+        .new
+        .as_ref()
+        .or(keys.old.as_ref())
+        .map_or(32, |k| k.len());
+    let pbkdf = pbkdf_options(o);
+    let (hash, iterations) = (pbkdf.hash()?, pbkdf.digest_iterations(key_len)?);
+    let Header::Luks2(hdr) = &mut vol.header else {
+        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    };
+    reencrypt::upgrade_metadata(&vol.dev, hdr, &keys, hash, iterations)?;
+    reencrypt::verify_metadata(hdr, &keys)?;
+    Ok(())
+}
+
+/// After `repair` found the header sound: a re-encryption in progress has its metadata
+/// digest checked with the passphrase (cryptsetup's `luks2_reencrypt_repair` in state
+/// `CRYPT_REENCRYPT_CLEAN`): mangled metadata fails with "Reencryption metadata is invalid."
+/// (exit 2).
+pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
+    let Header::Luks2(hdr) = &vol.header else {
+        return Ok(());
+    };
+    if reencrypt::status(hdr).ok() != Some(Status::Clean) {
+        return Ok(());
+    }
+    let src = existing_key_source(o, None);
+    let pass = input::get_secret(
+        &src,
+        "Enter passphrase to verify reencryption metadata digest: ",
+        false,
+    )?;
+    let keys = reencrypt::unlock_keys(&vol.dev, hdr, pass.as_bytes(), o.key_slot)?;
+    reencrypt::verify_metadata(hdr, &keys).map_err(|e| {
+        let e = errors::volume(&e);
+        CliError::permission(e.message)
+    })
 }

@@ -41,6 +41,19 @@ pub fn detect(data_device: &str, uuid: &str) -> Result<Option<String>> {
     Ok(found)
 }
 
+/// Whether block device `device` has holders (a mapping or anything else stacked on it).
+pub fn has_holders(device: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(device) else {
+        return false;
+    };
+    let rdev = m.rdev();
+    let holders = Path::new("/sys/dev/block")
+        .join(format!("{}:{}", libc::major(rdev), libc::minor(rdev)))
+        .join("holders");
+    std::fs::read_dir(holders).is_ok_and(|mut d| d.next().is_some())
+}
+
 /// The hook of an online run under kernel mapping `name` (refused for a userspace one).
 pub fn kernel_hook(
     name: &str,

@@ -688,11 +688,27 @@ fn validate_reencrypt_keyslot(k: &str, v: &Value) -> VResult<()> {
     Ok(())
 }
 
+/// The `config.requirements.mandatory` flags (strings only; validated before).
+fn mandatory_flags(hdr: &Obj) -> impl Iterator<Item = &str> {
+    hdr.get("config")
+        .and_then(|c| c.get("requirements"))
+        .and_then(|r| r.get("mandatory"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
 /// `LUKS2_keyslots_validate`: per-type validation; a `luks2` keyslot must be assigned to
-/// exactly one digest. Keyslots of unknown types are not checked further.
+/// exactly one digest. Keyslots of unknown types are not checked further. Then the
+/// reencryption keyslot and the requirement flags must go together: a known online
+/// reencryption flag needs a `reencrypt` keyslot, a `reencrypt` keyslot needs a flag that looks
+/// like one (`online-reencrypt` or `online-reencrypt-v<digits>`, a future version included),
+/// and there is at most one `reencrypt` keyslot.
 fn validate_keyslot_types(hdr: &Obj) -> VResult<()> {
     let keyslots = top(hdr, "keyslots")?;
     let digests = hdr.get("digests").and_then(Value::as_object);
+    let mut reencrypt_count = 0;
     for (k, v) in keyslots {
         match v.get("type").and_then(Value::as_str) {
             Some("luks2") => {
@@ -710,9 +726,26 @@ fn validate_keyslot_types(hdr: &Obj) -> VResult<()> {
                     ));
                 }
             }
-            Some("reencrypt") => validate_reencrypt_keyslot(k, v)?,
+            Some("reencrypt") => {
+                validate_reencrypt_keyslot(k, v)?;
+                reencrypt_count += 1;
+            }
             _ => {}
         }
+    }
+    let known_online = [
+        "online-reencrypt",
+        "online-reencrypt-v2",
+        "online-reencrypt-v3",
+    ];
+    if reencrypt_count == 0 && mandatory_flags(hdr).any(|f| known_online.contains(&f)) {
+        return Err("Missing reencryption keyslot.".into());
+    }
+    if reencrypt_count > 0 && !mandatory_flags(hdr).any(reencrypt_candidate_flag) {
+        return Err("Missing reencryption requirement flag.".into());
+    }
+    if reencrypt_count > 1 {
+        return Err("Too many reencryption keyslots.".into());
     }
     Ok(())
 }

@@ -1409,3 +1409,44 @@ pub fn run_online(
         r.teardown(hdr, keys, hook)
     })
 }
+
+/// Whether the re-encryption metadata of `hdr` is unprotected and `repair` must upgrade it
+/// (cryptsetup's `CRYPT_REENCRYPT_REPAIR_NEEDED`): the old `online-reencrypt` (version 1)
+/// requirement, or a `reencrypt` keyslot assigned to no digest.
+pub fn metadata_repair_needed(hdr: &Luks2Header) -> Result<bool> {
+    if status(hdr)? == Status::None {
+        return Ok(false);
+    }
+    if json::requirement_version(hdr).is_some_and(|v| v < 2) {
+        return Ok(true);
+    }
+    let c = Context::load(hdr)?;
+    Ok(json::digest_of_keyslot(hdr, c.keyslot)?.is_none())
+}
+
+/// Check the re-encryption metadata digest with the unlocked `keys`
+/// (`LUKS2_reencrypt_digest_verify`; `Reencryption metadata is invalid.` when it does not
+/// match or is missing).
+pub fn verify_metadata(hdr: &Luks2Header, keys: &Keys) -> Result<()> {
+    let c = Context::load(hdr)?;
+    verify::check(hdr, c.keyslot, &verification(hdr, &c, keys)?)
+}
+
+/// Protect unprotected re-encryption metadata (cryptsetup's `reencrypt_upgrade_metadata`,
+/// run by `repair`): the requirement becomes `online-reencrypt-v2` (a higher version is
+/// kept), a new metadata digest over the unlocked `keys` is assigned to the `reencrypt`
+/// keyslot, and the header is written.
+pub fn upgrade_metadata(
+    meta: &dyn Storage,
+    hdr: &mut Luks2Header,
+    keys: &Keys,
+    digest_hash: lukskit_crypto::hash::HashAlg,
+    digest_iterations: u32,
+) -> Result<()> {
+    let version = json::requirement_version(hdr).unwrap_or(2).max(2);
+    json::set_requirement_version(hdr, Some(version))?;
+    let c = Context::load(hdr)?;
+    let data = verification(hdr, &c, keys)?;
+    verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;
+    luks2_keys::write_header(meta, hdr)
+}
