@@ -707,31 +707,6 @@ fn crash_encrypt_decrypt_then_recover() {
     assert!(points > 20 && by_cryptsetup > 0);
 }
 
-/// Rewrite the JSON of both LUKS2 header copies of `img` (16 KiB metadata) with `f`, with
-/// valid checksums: the header stays loadable and only the metadata digest can tell.
-fn tamper(img: &str, f: impl Fn(&mut serde_json::Value)) {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(img)
-        .unwrap();
-    for off in [0u64, 16384] {
-        let mut h = vec![0u8; 16384];
-        file.read_exact_at(&mut h, off).unwrap();
-        let end = h[4096..].iter().position(|&b| b == 0).unwrap() + 4096;
-        let mut v: serde_json::Value = serde_json::from_slice(&h[4096..end]).unwrap();
-        f(&mut v);
-        let j = serde_json::to_vec(&v).unwrap();
-        h[4096..].fill(0);
-        h[4096..4096 + j.len()].copy_from_slice(&j);
-        h[448..512].fill(0);
-        let sum = Sha256::digest(&h);
-        h[448..448 + 32].copy_from_slice(&sum);
-        file.write_all_at(&h, off).unwrap();
-    }
-}
-
 /// The metadata digest (cryptsetup's CVE-2021-4122 fix) is checked by both tools: changed
 /// re-encryption metadata is refused before any data is touched.
 #[test]
@@ -752,7 +727,7 @@ fn tampered_metadata_is_refused_by_both() {
             cryptsetup(&init, b"").unwrap().ok("init");
         }
         // The checksum hash is covered by the digest: sha256 -> sha1.
-        tamper(&img, |v| {
+        rewrite_luks2_json(&img, |v| {
             let ks = v["keyslots"]
                 .as_object_mut()
                 .unwrap()

@@ -93,21 +93,6 @@ fn resume_args<'a>(kf: &'a str, img: &'a str) -> Vec<&'a str> {
     ]
 }
 
-fn json_dump(img: &str) -> serde_json::Value {
-    let j = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
-        .expect("cryptsetup")
-        .ok("luksDump --dump-json-metadata")
-        .stdout;
-    serde_json::from_str(&j).unwrap()
-}
-
-fn in_reencryption(img: &str) -> bool {
-    cryptsetup(&["luksDump", img], b"")
-        .expect("cryptsetup")
-        .stdout
-        .contains("online-reencrypt")
-}
-
 fn is_luks(img: &str) -> bool {
     cryptsetup(&["isLuks", img], b"").expect("cryptsetup").code == 0
 }
@@ -139,45 +124,6 @@ fn check_done(dir: &Path, img: &str, kf: &str, shift: usize, plain: &[u8], what:
     let got = read_plain(dir, img, kf);
     assert!(got.len() >= plain.len(), "{what}: data area too small");
     assert_eq!(sha(&got[..plain.len()]), sha(plain), "{what}: plaintext");
-}
-
-fn have_e2fs(test: &str) -> bool {
-    for tool in ["mkfs.ext4", "e2fsck", "debugfs"] {
-        let found = Command::new(tool).arg("-V").output().is_ok()
-            || Path::new(&format!("/sbin/{tool}")).exists();
-        if !found {
-            skip_or_fail(
-                test,
-                &format!("{tool} is not installed (apt-get install e2fsprogs)"),
-            );
-            return false;
-        }
-    }
-    true
-}
-
-/// `debugfs -R "dump PATH OUT" IMG`: a file of an ext4 image.
-fn ext4_file(img: &str, path: &str, out: &Path) -> Vec<u8> {
-    let _ = std::fs::remove_file(out);
-    let r = Command::new("debugfs")
-        .args(["-R", &format!("dump {path} {}", out.display()), img])
-        .output()
-        .expect("debugfs");
-    assert!(r.status.success(), "debugfs: {:?}", r);
-    std::fs::read(out).unwrap_or_default()
-}
-
-fn fsck(img: &str, what: &str) {
-    let r = Command::new("e2fsck")
-        .args(["-fn", img])
-        .output()
-        .expect("e2fsck");
-    assert!(
-        r.status.success(),
-        "{what}: e2fsck: {}{}",
-        String::from_utf8_lossy(&r.stdout),
-        String::from_utf8_lossy(&r.stderr)
-    );
 }
 
 /// An unencrypted ext4 device is encrypted in place by lukskit (header in the 16 MiB taken

@@ -85,17 +85,6 @@ fn resume_args<'a>(kf: &'a str, hdr: &'a str, img: &'a str) -> Vec<&'a str> {
     ]
 }
 
-fn json_dump(hdr: &str) -> serde_json::Value {
-    let j = cs(&["luksDump", "--dump-json-metadata", hdr])
-        .ok("luksDump --dump-json-metadata")
-        .stdout;
-    serde_json::from_str(&j).unwrap()
-}
-
-fn in_reencryption(hdr: &str) -> bool {
-    cs(&["luksDump", hdr]).stdout.contains("online-reencrypt")
-}
-
 /// JSON metadata without salts, digests and iterations.
 fn layout(hdr: &str) -> serde_json::Value {
     let mut v = json_dump(hdr);
@@ -279,44 +268,6 @@ fn cryptsetup_killed_then_lukskit_finishes() {
     }
     println!("cryptsetup runs killed: {crashed} (inside a hot zone: {hot})");
     assert!(crashed >= 5 && hot >= 2, "{crashed} {hot}");
-}
-
-fn have_e2fs(test: &str) -> bool {
-    for tool in ["mkfs.ext4", "e2fsck", "debugfs"] {
-        let found = Command::new(tool).arg("-V").output().is_ok()
-            || Path::new(&format!("/sbin/{tool}")).exists();
-        if !found {
-            skip_or_fail(
-                test,
-                &format!("{tool} is not installed (apt-get install e2fsprogs)"),
-            );
-            return false;
-        }
-    }
-    true
-}
-
-fn ext4_file(img: &str, path: &str, out: &Path) -> Vec<u8> {
-    let _ = std::fs::remove_file(out);
-    let r = Command::new("debugfs")
-        .args(["-R", &format!("dump {path} {}", out.display()), img])
-        .output()
-        .expect("debugfs");
-    assert!(r.status.success(), "debugfs: {:?}", r);
-    std::fs::read(out).unwrap_or_default()
-}
-
-fn fsck(img: &str, what: &str) {
-    let r = Command::new("e2fsck")
-        .args(["-fn", img])
-        .output()
-        .expect("e2fsck");
-    assert!(
-        r.status.success(),
-        "{what}: e2fsck: {}{}",
-        String::from_utf8_lossy(&r.stdout),
-        String::from_utf8_lossy(&r.stderr)
-    );
 }
 
 /// The "done when": an unencrypted ext4 image with files is encrypted in place by

@@ -1527,32 +1527,6 @@ fn reencrypt_keyslots_keep_the_old_pbkdf() {
     }
 }
 
-/// Rewrite the JSON of both LUKS2 header copies of `img` (16 KiB metadata) with `f`, with
-/// valid checksums, as luks2-reencryption-mangle-test's `img_update_json` does.
-fn rewrite_luks2_json(img: &str, f: impl Fn(&mut serde_json::Value)) {
-    use sha2::{Digest, Sha256};
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(img)
-        .unwrap();
-    for off in [0u64, 16384] {
-        let mut h = vec![0u8; 16384];
-        file.read_exact_at(&mut h, off).unwrap();
-        let end = h[4096..].iter().position(|&b| b == 0).unwrap() + 4096;
-        let mut v: serde_json::Value = serde_json::from_slice(&h[4096..end]).unwrap();
-        f(&mut v);
-        let j = serde_json::to_vec(&v).unwrap();
-        h[4096..].fill(0);
-        h[4096..4096 + j.len()].copy_from_slice(&j);
-        h[448..512].fill(0);
-        let sum = Sha256::digest(&h);
-        h[448..448 + 32].copy_from_slice(&sum);
-        file.write_all_at(&h, off).unwrap();
-    }
-}
-
 /// luks2-reencryption-mangle-test [1]: a `reencrypt` keyslot needs a requirement flag that
 /// looks like an online reencryption one (`online-reencrypt`, `online-reencrypt-v<digits>`,
 /// future versions included), a known online reencryption flag needs a `reencrypt` keyslot,

@@ -368,3 +368,89 @@ sys.stdout.buffer.write(out)
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     Some(o.stdout)
 }
+
+/// cryptsetup's `luksDump --dump-json-metadata` of `img`, parsed.
+pub fn json_dump(img: &str) -> serde_json::Value {
+    let j = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
+        .expect("cryptsetup")
+        .ok("luksDump --dump-json-metadata")
+        .stdout;
+    serde_json::from_str(&j).unwrap()
+}
+
+/// Whether cryptsetup's `luksDump` of `img` shows a re-encryption requirement.
+pub fn in_reencryption(img: &str) -> bool {
+    cryptsetup(&["luksDump", img], b"")
+        .expect("cryptsetup")
+        .stdout
+        .contains("online-reencrypt")
+}
+
+/// Whether mkfs.ext4, e2fsck and debugfs are installed (a skip, or a failure outside
+/// `LUKSKIT_ALLOW_SKIP=1`, when not).
+pub fn have_e2fs(test: &str) -> bool {
+    for tool in ["mkfs.ext4", "e2fsck", "debugfs"] {
+        let found = Command::new(tool).arg("-V").output().is_ok()
+            || Path::new(&format!("/sbin/{tool}")).exists();
+        if !found {
+            skip_or_fail(
+                test,
+                &format!("{tool} is not installed (apt-get install e2fsprogs)"),
+            );
+            return false;
+        }
+    }
+    true
+}
+
+/// The content of `path` in the ext4 file system of `img` (read with debugfs into `out`).
+pub fn ext4_file(img: &str, path: &str, out: &Path) -> Vec<u8> {
+    let _ = std::fs::remove_file(out);
+    let r = Command::new("debugfs")
+        .args(["-R", &format!("dump {path} {}", out.display()), img])
+        .output()
+        .expect("debugfs");
+    assert!(r.status.success(), "debugfs: {:?}", r);
+    std::fs::read(out).unwrap_or_default()
+}
+
+/// `e2fsck -fn` of `img` passes.
+pub fn fsck(img: &str, what: &str) {
+    let r = Command::new("e2fsck")
+        .args(["-fn", img])
+        .output()
+        .expect("e2fsck");
+    assert!(
+        r.status.success(),
+        "{what}: e2fsck: {}{}",
+        String::from_utf8_lossy(&r.stdout),
+        String::from_utf8_lossy(&r.stderr)
+    );
+}
+
+/// Rewrite the JSON of both LUKS2 header copies of `img` (16 KiB metadata) with `f`, with
+/// valid checksums (as luks2-reencryption-mangle-test's `img_update_json` does): the header
+/// stays loadable and only the metadata digest can tell.
+pub fn rewrite_luks2_json(img: &str, f: impl Fn(&mut serde_json::Value)) {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(img)
+        .unwrap();
+    for off in [0u64, 16384] {
+        let mut h = vec![0u8; 16384];
+        file.read_exact_at(&mut h, off).unwrap();
+        let end = h[4096..].iter().position(|&b| b == 0).unwrap() + 4096;
+        let mut v: serde_json::Value = serde_json::from_slice(&h[4096..end]).unwrap();
+        f(&mut v);
+        let j = serde_json::to_vec(&v).unwrap();
+        h[4096..].fill(0);
+        h[4096..4096 + j.len()].copy_from_slice(&j);
+        h[448..512].fill(0);
+        let sum = Sha256::digest(&h);
+        h[448..448 + 32].copy_from_slice(&sum);
+        file.write_all_at(&h, off).unwrap();
+    }
+}
