@@ -586,15 +586,16 @@ fn init(
             e,
         ))
     })?;
+    // cryptsetup makes the metadata digest with the PBKDF of the new keyslots.
+    let digest_pbkdf = new_keyslot_pbkdf(o, vol, slots[0])?;
     let params = InitParams {
         mode: Mode::Reencrypt,
         resilience,
         cipher,
         sector_size,
         new_digest,
-        // cryptsetup makes the metadata digest with the PBKDF of the new keyslots.
-        digest_iterations: new_keyslot_pbkdf(o, vol, slots[0])?.digest_iterations(key_len)?,
-        digest_hash: new_keyslot_pbkdf(o, vol, slots[0])?.hash()?,
+        digest_iterations: digest_pbkdf.digest_iterations(key_len)?,
+        digest_hash: digest_pbkdf.hash()?,
     };
     let keys = reencrypt::Keys {
         old: Some(old_vk),
