@@ -963,6 +963,45 @@ fn config_label_or_subsystem_alone_clears_the_other() {
     assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
 }
 
+/// compat-test2 [34]: `config -S N --priority P` of a keyslot that is not in use fails with
+/// exit 1 and says nothing, as cryptsetup 2.6.1; a bad priority name and a used keyslot as
+/// real cryptsetup. Exit code, both output streams and the priorities luksDump shows compared.
+#[test]
+fn config_priority_of_an_unused_keyslot_is_silent() {
+    if !have_cryptsetup("config --priority") {
+        return;
+    }
+    let dir = tmp();
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 20 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", "-S", "1", &img];
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"pw\n").unwrap().ok("luksFormat");
+        let mut log = Vec::new();
+        for step in [
+            &["-S", "0", "--priority", "prefer"][..],
+            &["-S", "7", "--priority", "ignore"],
+            &["-S", "1", "--priority", "ignore"],
+            &["-S", "1", "--priority", "prefer"],
+        ] {
+            let mut a = vec!["config", &img];
+            a.extend_from_slice(step);
+            let r = run_tool(tool, &a, b"");
+            let dump = cryptsetup(&["luksDump", &img], b"").unwrap().ok("luksDump");
+            let prio: Vec<String> = dump
+                .stdout
+                .lines()
+                .filter(|l| l.trim_start().starts_with("Priority:"))
+                .map(str::to_string)
+                .collect();
+            log.push((r.code, r.stdout, r.stderr, prio));
+        }
+        seen.push(log);
+    }
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
 /// compat-test2 [27], [37], [38]: a keyslot named with `--key-slot` is usable whether it is
 /// bound to the data segment or unbound: `open --test-passphrase -S N` (with or without
 /// `--unbound`), `luksChangeKey -S N` and `luksConvertKey -S N` on an unbound keyslot, as

@@ -6,7 +6,7 @@ use crate::errors::{CliError, Result};
 use crate::input;
 use lukskit_volume::device::Access;
 use lukskit_volume::edit::parse_priority;
-use lukskit_volume::Volume;
+use lukskit_volume::{KeyslotError, Volume, VolumeError};
 use std::io::Read;
 
 /// `config <device> [--label L] [--subsystem S] [--priority P --key-slot N]`.
@@ -23,7 +23,11 @@ pub fn config(o: &Opts, args: &[String]) -> Result<()> {
         let slot = o
             .key_slot
             .ok_or_else(|| CliError::invalid("Keyslot specification is required."))?;
-        vol.set_priority(slot, prio)?;
+        // cryptsetup 2.6.1 says nothing when the keyslot is not in use (exit 1).
+        vol.set_priority(slot, prio).map_err(|e| match e {
+            VolumeError::Keyslot(KeyslotError::NotActive { .. }) => CliError::from(e).silenced(),
+            e => CliError::from(e),
+        })?;
     }
     if o.label.is_some() || o.subsystem.is_some() {
         // cryptsetup sets both at once (crypt_set_label): the one not given is cleared.
