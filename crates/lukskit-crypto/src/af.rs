@@ -160,33 +160,8 @@ fn diffuse_with<D: Digest>(buf: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openssl_oracle::openssl_md;
     use openssl::hash::{hash as ossl_hash, MessageDigest};
-
-    fn openssl_md(hash: HashAlg) -> Option<MessageDigest> {
-        Some(match hash {
-            HashAlg::Sha1 => MessageDigest::sha1(),
-            HashAlg::Sha224 => MessageDigest::sha224(),
-            HashAlg::Sha256 => MessageDigest::sha256(),
-            HashAlg::Sha384 => MessageDigest::sha384(),
-            HashAlg::Sha512 => MessageDigest::sha512(),
-            HashAlg::Ripemd160 => MessageDigest::ripemd160(),
-            HashAlg::Whirlpool => {
-                // OpenSSL 3 keeps whirlpool in the legacy provider.
-                static LEGACY: std::sync::OnceLock<Option<openssl::provider::Provider>> =
-                    std::sync::OnceLock::new();
-                LEGACY.get_or_init(|| {
-                    openssl::provider::Provider::try_load(None, "legacy", true).ok()
-                });
-                MessageDigest::from_name("whirlpool")?
-            }
-            HashAlg::Sha3_224 => MessageDigest::sha3_224(),
-            HashAlg::Sha3_256 => MessageDigest::sha3_256(),
-            HashAlg::Sha3_384 => MessageDigest::sha3_384(),
-            HashAlg::Sha3_512 => MessageDigest::sha3_512(),
-            HashAlg::Sm3 => MessageDigest::from_name("sm3")?,
-            HashAlg::Wp256 | HashAlg::Wp384 => return None,
-        })
-    }
 
     /// Independent H1 from the spec text, with OpenSSL's hash: block i ->
     /// H(BE32(i) || block), the last partial block truncated.

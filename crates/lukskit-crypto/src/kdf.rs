@@ -880,6 +880,7 @@ pub fn benchmark_argon2(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openssl_oracle::openssl_md;
 
     fn pbkdf2_hex(hash: HashAlg, pwd: &[u8], salt: &[u8], iter: u32, len: usize) -> String {
         let kdf = Pbkdf::Pbkdf2 {
@@ -1027,33 +1028,6 @@ mod tests {
             pbkdf2_hex(HashAlg::Whirlpool, &[b'X'; 65], salt, 1200, 32),
             "9c1c74f58826e76a5358f40c39e7808907c031199a50a248f1d9fe7864e58450"
         );
-    }
-
-    fn openssl_md(hash: HashAlg) -> Option<openssl::hash::MessageDigest> {
-        use openssl::hash::MessageDigest;
-        Some(match hash {
-            HashAlg::Sha1 => MessageDigest::sha1(),
-            HashAlg::Sha224 => MessageDigest::sha224(),
-            HashAlg::Sha256 => MessageDigest::sha256(),
-            HashAlg::Sha384 => MessageDigest::sha384(),
-            HashAlg::Sha512 => MessageDigest::sha512(),
-            HashAlg::Ripemd160 => MessageDigest::ripemd160(),
-            HashAlg::Whirlpool => {
-                // OpenSSL 3 keeps whirlpool in the legacy provider.
-                static LEGACY: std::sync::OnceLock<Option<openssl::provider::Provider>> =
-                    std::sync::OnceLock::new();
-                LEGACY.get_or_init(|| {
-                    openssl::provider::Provider::try_load(None, "legacy", true).ok()
-                });
-                MessageDigest::from_name("whirlpool")?
-            }
-            HashAlg::Sha3_224 => MessageDigest::sha3_224(),
-            HashAlg::Sha3_256 => MessageDigest::sha3_256(),
-            HashAlg::Sha3_384 => MessageDigest::sha3_384(),
-            HashAlg::Sha3_512 => MessageDigest::sha3_512(),
-            HashAlg::Sm3 => MessageDigest::from_name("sm3")?,
-            HashAlg::Wp256 | HashAlg::Wp384 => return None,
-        })
     }
 
     /// PBKDF2 with the SHA-3 family and SM3 (hashes cryptsetup 2.6.1 takes through its

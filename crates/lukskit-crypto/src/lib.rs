@@ -15,6 +15,8 @@ pub mod engine;
 mod error;
 pub mod hash;
 pub mod kdf;
+#[cfg(test)]
+mod openssl_oracle;
 pub mod random;
 pub mod secret;
 pub mod spec;
