@@ -18,29 +18,6 @@ const FAST: [&str; 5] = [
     "1000",
 ];
 
-fn run_tool(tool: &str, args: &[&str], stdin: &[u8]) -> Run {
-    if tool == "cryptsetup" {
-        cryptsetup(args, stdin).expect("cryptsetup")
-    } else {
-        lukskit(args, stdin)
-    }
-}
-
-/// Active keyslot numbers as real cryptsetup's luksDump lists them.
-fn active_slots(img: &str) -> Vec<u32> {
-    let d = cryptsetup(&["luksDump", img], b"").unwrap().ok("luksDump");
-    d.stdout
-        .lines()
-        .filter_map(|l| {
-            let t = l.trim_start();
-            let (n, rest) = t.split_once(": ")?;
-            (l.starts_with("  ") && rest.starts_with("luks2"))
-                .then(|| n.parse().ok())
-                .flatten()
-        })
-        .collect()
-}
-
 /// A LUKS2 image made by real cryptsetup with key file `ka` in slot 0 (and `kb` in slot 1).
 fn two_slot_image(dir: &Path, name: &str, second: bool) -> String {
     let img = sparse(dir, name, 20 << 20);

@@ -454,3 +454,31 @@ pub fn rewrite_luks2_json(img: &str, f: impl Fn(&mut serde_json::Value)) {
         file.write_all_at(&h, off).unwrap();
     }
 }
+
+/// Run `args` with real cryptsetup (`tool` "cryptsetup") or lukskit.
+pub fn run_tool(tool: &str, args: &[&str], stdin: &[u8]) -> Run {
+    if tool == "cryptsetup" {
+        cryptsetup(args, stdin).expect("cryptsetup")
+    } else {
+        lukskit(args, stdin)
+    }
+}
+
+/// Active keyslots of a LUKS1 or LUKS2 image, as real cryptsetup's luksDump lists them.
+pub fn active_slots(img: &str) -> Vec<u32> {
+    let d = cryptsetup(&["luksDump", img], b"").unwrap().ok("luksDump");
+    d.stdout
+        .lines()
+        .filter_map(|l| {
+            // LUKS1: "Key Slot 3: ENABLED"; LUKS2: "  3: luks2".
+            if let Some(r) = l.strip_prefix("Key Slot ") {
+                let (n, state) = r.split_once(": ")?;
+                return (state == "ENABLED").then(|| n.parse().ok()).flatten();
+            }
+            let (n, rest) = l.trim_start().split_once(": ")?;
+            (l.starts_with("  ") && rest.starts_with("luks2"))
+                .then(|| n.parse().ok())
+                .flatten()
+        })
+        .collect()
+}
