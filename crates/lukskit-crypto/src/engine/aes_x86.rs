@@ -61,8 +61,13 @@ pub(crate) fn available() -> bool {
 /// Whether the CPU (and OS) also support the 512-bit kernels: AVX512F and AVX512BW (the
 /// byte shifts of the tweak update) with the 512-bit forms of VAES and VPCLMULQDQ (which
 /// need AVX512F). Zen 4 / Ice Lake and later.
+///
+/// Setting the environment variable `LUKSKIT_NO_AVX512` (to anything) turns the 512-bit
+/// kernels off for keys set up afterwards, to compare them with the 256-bit ones (as
+/// `OPENSSL_ia32cap` does for OpenSSL); the output is identical either way.
 pub(crate) fn wide_available() -> bool {
-    available()
+    std::env::var_os("LUKSKIT_NO_AVX512").is_none()
+        && available()
         && std::is_x86_feature_detected!("avx512f")
         && std::is_x86_feature_detected!("avx512bw")
 }
