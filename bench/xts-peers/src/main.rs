@@ -147,6 +147,7 @@ fn timed_threads(ms: u64, threads: usize, c: &SectorCipher, encrypt: bool) -> f6
 fn main() {
     let mut ms = 400u64;
     let mut rounds = 5usize;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -157,7 +158,8 @@ fn main() {
                     .and_then(|v| v.parse().ok())
                     .expect("--rounds N")
             }
-            _ => panic!("usage: lukskit-xts-peers [--ms N] [--rounds N]"),
+            "--only" => only = args.next(),
+            _ => panic!("usage: lukskit-xts-peers [--ms N] [--rounds N] [--only PREFIX]"),
         }
     }
     let mut key = [0u8; 64];
@@ -265,6 +267,9 @@ fn main() {
         ));
     }
 
+    if let Some(p) = &only {
+        jobs.retain(|(name, _)| name.starts_with(p.as_str()));
+    }
     let mut buf = vec![0x5au8; BUFFER];
     let mut best = vec![0f64; jobs.len()];
     for _ in 0..rounds {

@@ -626,12 +626,13 @@ macro_rules! wide_kernels {
       $k4:literal => $o4:literal $(, $k:literal => $off:literal)*],
      $kl:literal => $lo:literal) => {
         /// XTS over `units` consecutive data units of `groups` × 16 blocks each at `p`, in
-        /// place; `tw` holds, per unit, the tweaks of its first sixteen blocks (256 bytes per
-        /// unit, little-endian α-multiples of the unit's first tweak).
+        /// place; `tw` holds the first tweak of each unit (16 bytes per unit, little-endian);
+        /// the kernel derives the tweaks of the unit's first sixteen blocks from it (lane
+        /// `k` of `zmm4` = T·αᵏ by per-qword variable shifts, `zmm5..7` = `zmm4`·α⁴, α⁸, α¹²).
         ///
         /// # Safety
         /// The CPU must support AVX512F, AVX512BW, VAES and VPCLMULQDQ; `rk` must point to a
-        /// [`RoundKeys`]; `tw .. tw + 256 * units` must be readable, `p .. p + 256 * groups *
+        /// [`RoundKeys`]; `tw .. tw + 16 * units` must be readable, `p .. p + 256 * groups *
         /// units` valid for reads and writes; `groups >= 1`, `units >= 1`.
         #[target_feature(enable = "avx512f,avx512bw,vaes,vpclmulqdq")]
         unsafe fn $xts(rk: *const u8, p: *mut u8, groups: usize, units: usize, tw: *const u8) {
@@ -644,10 +645,19 @@ macro_rules! wide_kernels {
                     // zmm12 = the reduction constant 0x87 in the low qword of each lane.
                     "vbroadcasti32x4 zmm12, [{poly}]",
                     "3:",
-                    "vmovdqu64 zmm4, [{tw}]",
-                    "vmovdqu64 zmm5, [{tw} + 64]",
-                    "vmovdqu64 zmm6, [{tw} + 128]",
-                    "vmovdqu64 zmm7, [{tw} + 192]",
+                    // zmm4 = T·α⁰..³: each qword shifted left by k, the bits leaving the low
+                    // qword carried into the high one, those leaving the high one (h, k bits)
+                    // reduced as h·0x87 into the low one.
+                    "vbroadcasti32x4 zmm8, [{tw}]",
+                    "vpsllvq zmm4, zmm8, [{cnt}]",
+                    "vpsrlvq zmm9, zmm8, [{cnt} + 64]",
+                    "vpslldq zmm10, zmm9, 8",
+                    "vpsrldq zmm9, zmm9, 8",
+                    "vpclmulqdq zmm9, zmm9, zmm12, 0",
+                    "vpternlogd zmm4, zmm9, zmm10, 0x96",
+                    wide_kernels!(@mulx "zmm5", 4),
+                    wide_kernels!(@mulx "zmm6", 8),
+                    wide_kernels!(@mulx "zmm7", 12),
                     "mov {n}, {groups}",
                     "2:",
                     // Whitening: data ^ tweak ^ round key 0 (ternary XOR).
@@ -698,13 +708,14 @@ macro_rules! wide_kernels {
                     "add {p}, 256",
                     "dec {n}",
                     "jnz 2b",
-                    "add {tw}, 256",
+                    "add {tw}, 16",
                     "dec {units}",
                     "jnz 3b",
                     wide_kernels!(@wipe),
                     rk = in(reg) rk,
                     tw = inout(reg) tw => _,
                     poly = in(reg) POLY.as_ptr(),
+                    cnt = in(reg) LANE_SHIFTS.as_ptr(),
                     p = inout(reg) p => _,
                     groups = in(reg) groups,
                     units = inout(reg) units => _,
@@ -784,6 +795,18 @@ macro_rules! wide_kernels {
         concat!(
             "vbroadcasti32x4 zmm16, [{rk}]\n",
             $( "vbroadcasti32x4 ", $k, ", [{rk} + ", $off, "]\n", )*
+        )
+    };
+    // $dst = zmm4 · α^$k per 128-bit lane (0 < $k < 57: the $k bits shifted out of the top,
+    // times 0x87, fit in the low qword), with zmm12 = 0x87 per lane; zmm9, zmm10 scratch.
+    (@mulx $dst:literal, $k:literal) => {
+        concat!(
+            "vpsllq ", $dst, ", zmm4, ", $k, "\n",
+            "vpsrlq zmm9, zmm4, 64 - ", $k, "\n",
+            "vpslldq zmm10, zmm9, 8\n",
+            "vpsrldq zmm9, zmm9, 8\n",
+            "vpclmulqdq zmm9, zmm9, zmm12, 0\n",
+            "vpternlogd ", $dst, ", zmm9, zmm10, 0x96"
         )
     };
     // One round on zmm0..3 (16 blocks).
@@ -937,10 +960,32 @@ const DEC: [Kernels; 3] = [
 /// x¹²⁸ = x⁷ + x² + x + 1: the reduction constant in the low qword of both 128-bit lanes.
 static POLY: [u64; 4] = [0x87, 0, 0x87, 0];
 
+/// Per-qword shift counts of the 512-bit XTS kernel's first tweaks: lane k (both qwords)
+/// shifted left by k, then right by 64 − k (a count of 64 gives 0 in `vpsrlvq`).
+static LANE_SHIFTS: [u64; 16] = [0, 0, 1, 1, 2, 2, 3, 3, 64, 64, 63, 63, 62, 62, 61, 61];
+
 /// Multiply by α in GF(2¹²⁸), XTS "ble" convention.
 #[inline(always)]
 fn mul_x(t: u128) -> u128 {
     (t << 1) ^ ((t >> 127) * 0x87)
+}
+
+/// Multiply by αʲ (1 ≤ j ≤ 121) in one step: the j bits shifted out, h, stand for
+/// h·x¹²⁸ = h·(x⁷ + x² + x + 1), which has fewer than 128 bits, so one reduction suffices.
+#[inline(always)]
+fn mul_xj(t: u128, j: u32) -> u128 {
+    let h = t >> (128 - j);
+    (t << j) ^ h ^ (h << 1) ^ (h << 2) ^ (h << 7)
+}
+
+/// `row[j] = t·αʲ`, each computed from `t` independently (no chain of `mul_x`, which made
+/// the per-sector setup a large part of the time for 512-byte sectors).
+#[inline(always)]
+fn tweak_row<const N: usize>(row: &mut [u128; N], t: u128) {
+    row[0] = t;
+    for (j, v) in row.iter_mut().enumerate().skip(1) {
+        *v = mul_xj(t, j as u32);
+    }
 }
 
 impl AesVaes {
@@ -1081,34 +1126,24 @@ impl AesVaes {
     fn xts_units_wide(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
         assert!(self.wide);
         assert!(unit > 0 && unit.is_multiple_of(256) && data.len() == first.len() * unit);
+        if first.is_empty() {
+            return;
+        }
         let (k, rk) = self.kernels(encrypt);
-        // Per unit, the tweaks of its first sixteen blocks.
-        let mut tw = [[0u128; 16]; 16];
-        for (firsts, chunk) in first.chunks(16).zip(data.chunks_mut(16 * unit)) {
-            for (row, &t) in tw.iter_mut().zip(firsts) {
-                let mut x = t;
-                for v in row.iter_mut() {
-                    *v = x;
-                    x = mul_x(x);
-                }
-            }
-            // SAFETY: `wide` is only set when the CPU has the 512-bit features (asserted);
-            // `rk` is the matching schedule; `tw` holds 256 bytes for each of the
-            // `firsts.len()` units; `chunk` is exactly `firsts.len() * unit` bytes (asserted
-            // above), with `unit / 256 >= 1`.
-            unsafe {
-                (k.xts512)(
-                    rk,
-                    chunk.as_mut_ptr(),
-                    unit / 256,
-                    firsts.len(),
-                    tw.as_ptr().cast(),
-                )
-            };
-        }
-        for row in tw.iter_mut() {
-            row.zeroize();
-        }
+        // SAFETY: `wide` is only set when the CPU has the 512-bit features (asserted); `rk`
+        // is the matching schedule; `first` holds 16 bytes (a `u128`, whose in-memory bytes
+        // on little-endian x86-64 are the XTS tweak block) for each of the `first.len() >= 1`
+        // units; `data` is exactly `first.len() * unit` bytes (asserted above), with
+        // `unit / 256 >= 1`.
+        unsafe {
+            (k.xts512)(
+                rk,
+                data.as_mut_ptr(),
+                unit / 256,
+                first.len(),
+                first.as_ptr().cast(),
+            )
+        };
     }
 
     /// [`AesVaes::xts_units`] with the 256-bit kernel; `unit` a non-zero multiple of 128.
@@ -1120,11 +1155,7 @@ impl AesVaes {
         let mut tw = [[0u128; 8]; 16];
         for (firsts, chunk) in first.chunks(16).zip(data.chunks_mut(16 * unit)) {
             for (row, &t) in tw.iter_mut().zip(firsts) {
-                let mut x = t;
-                for v in row.iter_mut() {
-                    *v = x;
-                    x = mul_x(x);
-                }
+                tweak_row(row, t);
             }
             // SAFETY: invariant of the struct for the CPU features; `rk` is the matching
             // schedule; `tw` holds 128 bytes for each of the `firsts.len()` units; `chunk`
@@ -1139,7 +1170,7 @@ impl AesVaes {
                 )
             };
         }
-        for row in tw.iter_mut() {
+        for row in tw.iter_mut().take(first.len()) {
             row.zeroize();
         }
     }
@@ -1306,6 +1337,22 @@ mod tests {
                             "key {klen} blocks {nblocks} enc {encrypt} wide {wide}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// `mul_xj` equals j applications of `mul_x`, including top bits that need the reduction.
+    #[test]
+    fn mul_xj_matches_repeated_mul_x() {
+        let mut seed = 9;
+        for _ in 0..200 {
+            let t = u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap());
+            for t in [t, t | (u128::MAX << 100), u128::MAX] {
+                let mut x = t;
+                for j in 1..=121 {
+                    x = mul_x(x);
+                    assert_eq!(mul_xj(t, j), x, "j {j}");
                 }
             }
         }
