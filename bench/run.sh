@@ -8,6 +8,7 @@
 #   BENCH_BLOCK=0 bench/run.sh   # without the block device / NBD part (bench/block.sh)
 #   BENCH_BLOCK=reuse bench/run.sh   # append the last bench/block.md instead of rerunning it
 #   BENCH_REMOTE=0 / BENCH_REMOTE=reuse  # likewise for bench/remote.sh (ciphertext behind nbdkit)
+#   BENCH_XTS=0 / BENCH_XTS=reuse  # likewise for bench/xts-peers.sh (AES-XTS vs AWS-LC, OpenSSL)
 #   BENCH_REENCRYPT=0 / BENCH_REENCRYPT=reuse  # likewise for bench/reencrypt.sh (re-encryption)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
@@ -35,7 +36,7 @@ if ! command -v qemu-img >/dev/null; then
 fi
 
 # The source state measured, taken before this script rewrites BENCHMARKS.md and bench/block.*.
-revision="$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$repo" && git diff --quiet -- . ':!BENCHMARKS.md' ':!bench/block.md' ':!bench/block.svg' 2>/dev/null || echo ' (with uncommitted changes)')"
+revision="$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$repo" && git diff --quiet -- . ':!BENCHMARKS.md' ':!bench/block.md' ':!bench/block.svg' ':!bench/xts-peers.md' 2>/dev/null || echo ' (with uncommitted changes)')"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 log "building lukskit (release)"
 if ! build_log=$(cd "$repo" && cargo build --release -q -p lukskit-cli 2>&1); then
@@ -227,6 +228,16 @@ cpus=$(nproc)
 } >"$out"
 log "wrote $out"
 
+# AES-XTS beside AWS-LC and OpenSSL in one process (bench/xts-peers.sh; BENCH_XTS=0 skips,
+# BENCH_XTS=reuse appends the last bench/xts-peers.md, which carries its own date).
+if [ "${BENCH_XTS:-1}" = reuse ] && [ -f "$repo/bench/xts-peers.md" ]; then
+    { echo; cat "$repo/bench/xts-peers.md"; } >>"$out"
+    log "appended the previous AES-XTS peer figures (bench/xts-peers.md) to $out"
+elif [ "${BENCH_XTS:-1}" != 0 ]; then
+    log "AES-XTS beside AWS-LC and OpenSSL (bench/xts-peers.sh)"
+    bash "$repo/bench/xts-peers.sh" "$repo/bench/xts-peers.md"
+    { echo; cat "$repo/bench/xts-peers.md"; } >>"$out"
+fi
 # Block device and NBD figures (needs root, /dev/fuse and loop devices; BENCH_BLOCK=0 skips,
 # BENCH_BLOCK=reuse appends the last bench/block.md, which carries its own date).
 if [ "${BENCH_BLOCK:-1}" = reuse ] && [ -f "$repo/bench/block.md" ]; then

@@ -44,6 +44,9 @@ pub(crate) struct AesVaes {
     dec: RoundKeys,
     /// 10, 12 or 14.
     rounds: usize,
+    /// Whether the 512-bit kernels are used (the CPU has AVX-512 F/BW and VAES, VPCLMULQDQ
+    /// on 512-bit registers; see [`wide_available`]).
+    wide: bool,
 }
 
 /// Whether the CPU (and OS) support every instruction the kernels use.
@@ -53,6 +56,20 @@ pub(crate) fn available() -> bool {
         && std::is_x86_feature_detected!("avx2")
         && std::is_x86_feature_detected!("vaes")
         && std::is_x86_feature_detected!("vpclmulqdq")
+}
+
+/// Whether the CPU (and OS) also support the 512-bit kernels: AVX512F and AVX512BW (the
+/// byte shifts of the tweak update) with the 512-bit forms of VAES and VPCLMULQDQ (which
+/// need AVX512F). Zen 4 / Ice Lake and later.
+///
+/// Setting the environment variable `LUKSKIT_NO_AVX512` (to anything) turns the 512-bit
+/// kernels off for keys set up afterwards, to compare them with the 256-bit ones (as
+/// `OPENSSL_ia32cap` does for OpenSSL); the output is identical either way.
+pub(crate) fn wide_available() -> bool {
+    std::env::var_os("LUKSKIT_NO_AVX512").is_none()
+        && available()
+        && std::is_x86_feature_detected!("avx512f")
+        && std::is_x86_feature_detected!("avx512bw")
 }
 
 /// FIPS-197 `SubWord` via AESKEYGENASSIST (constant time, unlike a table lookup): the first
@@ -594,12 +611,297 @@ aes_kernels!(
     448
 );
 
+/// Generates, for one key size and direction, the 512-bit (AVX-512 + VAES) kernels: the
+/// fused XTS kernel (16 blocks in flight per data unit, the next 16 tweaks computed as ×α¹⁶
+/// per lane between the rounds) and an ECB kernel of 32 blocks per iteration.
+///
+/// Unlike the 256-bit kernels the round keys stay in registers (`zmm16..zmm30`, each 128-bit
+/// key broadcast to the four lanes), which AVX-512's 32 vector registers allow; the data
+/// blocks use `zmm0..zmm7`, the tweaks `zmm4..zmm7` (XTS) and their reductions `zmm8..zmm11`.
+/// `$k1..` are the registers of the middle round keys with their byte offsets in
+/// [`RoundKeys`], `$kl => $lo` the last one.
+macro_rules! wide_kernels {
+    ($xts:ident, $ecb:ident, $op:literal, $last:literal,
+     [$k1:literal => $o1:literal, $k2:literal => $o2:literal, $k3:literal => $o3:literal,
+      $k4:literal => $o4:literal $(, $k:literal => $off:literal)*],
+     $kl:literal => $lo:literal) => {
+        /// XTS over `units` consecutive data units of `groups` × 16 blocks each at `p`, in
+        /// place; `tw` holds the first tweak of each unit (16 bytes per unit, little-endian);
+        /// the kernel derives the tweaks of the unit's first sixteen blocks from it (lane
+        /// `k` of `zmm4` = T·αᵏ by per-qword variable shifts, `zmm5..7` = `zmm4`·α⁴, α⁸, α¹²).
+        ///
+        /// # Safety
+        /// The CPU must support AVX512F, AVX512BW, VAES and VPCLMULQDQ; `rk` must point to a
+        /// [`RoundKeys`]; `tw .. tw + 16 * units` must be readable, `p .. p + 256 * groups *
+        /// units` valid for reads and writes; `groups >= 1`, `units >= 1`.
+        #[target_feature(enable = "avx512f,avx512bw,vaes,vpclmulqdq")]
+        unsafe fn $xts(rk: *const u8, p: *mut u8, groups: usize, units: usize, tw: *const u8) {
+            // SAFETY: guaranteed by the caller; the asm touches only that memory, the
+            // 16 bytes of `POLY` and the declared registers.
+            unsafe {
+                asm!(
+                    wide_kernels!(@keys $k1 => $o1, $k2 => $o2, $k3 => $o3, $k4 => $o4
+                                  $(, $k => $off)*, $kl => $lo),
+                    // zmm12 = the reduction constant 0x87 in the low qword of each lane.
+                    "vbroadcasti32x4 zmm12, [{poly}]",
+                    "3:",
+                    // zmm4 = T·α⁰..³: each qword shifted left by k, the bits leaving the low
+                    // qword carried into the high one, those leaving the high one (h, k bits)
+                    // reduced as h·0x87 into the low one.
+                    "vbroadcasti32x4 zmm8, [{tw}]",
+                    "vpsllvq zmm4, zmm8, [{cnt}]",
+                    "vpsrlvq zmm9, zmm8, [{cnt} + 64]",
+                    "vpslldq zmm10, zmm9, 8",
+                    "vpsrldq zmm9, zmm9, 8",
+                    "vpclmulqdq zmm9, zmm9, zmm12, 0",
+                    "vpternlogd zmm4, zmm9, zmm10, 0x96",
+                    wide_kernels!(@mulx "zmm5", 4),
+                    wide_kernels!(@mulx "zmm6", 8),
+                    wide_kernels!(@mulx "zmm7", 12),
+                    "mov {n}, {groups}",
+                    "2:",
+                    // Whitening: data ^ tweak ^ round key 0 (ternary XOR).
+                    "vmovdqu64 zmm0, [{p}]",
+                    "vmovdqu64 zmm1, [{p} + 64]",
+                    "vmovdqu64 zmm2, [{p} + 128]",
+                    "vmovdqu64 zmm3, [{p} + 192]",
+                    "vpternlogd zmm0, zmm4, zmm16, 0x96",
+                    "vpternlogd zmm1, zmm5, zmm16, 0x96",
+                    "vpternlogd zmm2, zmm6, zmm16, 0x96",
+                    "vpternlogd zmm3, zmm7, zmm16, 0x96",
+                    wide_kernels!(@r4 $op, $k1),
+                    // Next tweaks (×α¹⁶ per lane), part 1: the top two bytes of each tweak ...
+                    "vpsrldq zmm8, zmm4, 14",
+                    "vpsrldq zmm9, zmm5, 14",
+                    "vpsrldq zmm10, zmm6, 14",
+                    "vpsrldq zmm11, zmm7, 14",
+                    wide_kernels!(@r4 $op, $k2),
+                    // ... reduced by x^128 = x^7 + x^2 + x + 1 (degree < 23, no second step) ...
+                    "vpclmulqdq zmm8, zmm8, zmm12, 0",
+                    "vpclmulqdq zmm9, zmm9, zmm12, 0",
+                    wide_kernels!(@r4 $op, $k3),
+                    "vpclmulqdq zmm10, zmm10, zmm12, 0",
+                    "vpclmulqdq zmm11, zmm11, zmm12, 0",
+                    wide_kernels!(@r4 $op, $k4),
+                    $( wide_kernels!(@r4 $op, $k), )*
+                    // Last round with (round key ^ tweak), then tweak <<= 16 bits ^ reduction.
+                    concat!("vpxord zmm13, ", $kl, ", zmm4"),
+                    concat!("vpxord zmm14, ", $kl, ", zmm5"),
+                    concat!($last, " zmm0, zmm0, zmm13"),
+                    concat!($last, " zmm1, zmm1, zmm14"),
+                    concat!("vpxord zmm13, ", $kl, ", zmm6"),
+                    concat!("vpxord zmm14, ", $kl, ", zmm7"),
+                    concat!($last, " zmm2, zmm2, zmm13"),
+                    concat!($last, " zmm3, zmm3, zmm14"),
+                    "vpslldq zmm4, zmm4, 2",
+                    "vpslldq zmm5, zmm5, 2",
+                    "vpslldq zmm6, zmm6, 2",
+                    "vpslldq zmm7, zmm7, 2",
+                    "vpxord zmm4, zmm4, zmm8",
+                    "vpxord zmm5, zmm5, zmm9",
+                    "vpxord zmm6, zmm6, zmm10",
+                    "vpxord zmm7, zmm7, zmm11",
+                    "vmovdqu64 [{p}], zmm0",
+                    "vmovdqu64 [{p} + 64], zmm1",
+                    "vmovdqu64 [{p} + 128], zmm2",
+                    "vmovdqu64 [{p} + 192], zmm3",
+                    "add {p}, 256",
+                    "dec {n}",
+                    "jnz 2b",
+                    "add {tw}, 16",
+                    "dec {units}",
+                    "jnz 3b",
+                    wide_kernels!(@wipe),
+                    rk = in(reg) rk,
+                    tw = inout(reg) tw => _,
+                    poly = in(reg) POLY.as_ptr(),
+                    cnt = in(reg) LANE_SHIFTS.as_ptr(),
+                    p = inout(reg) p => _,
+                    groups = in(reg) groups,
+                    units = inout(reg) units => _,
+                    n = out(reg) _,
+                    out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+                    out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+                    out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+                    out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _,
+                    out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+                    out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+                    out("zmm24") _, out("zmm25") _, out("zmm26") _, out("zmm27") _,
+                    out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
+                    options(nostack),
+                );
+            }
+        }
+
+        /// Process `groups` × 32 blocks at `p` in place.
+        ///
+        /// # Safety
+        /// The CPU must support AVX512F and VAES; `rk` must point to a [`RoundKeys`];
+        /// `p .. p + 512 * groups` must be valid for reads and writes; `groups >= 1`.
+        #[target_feature(enable = "avx512f,vaes")]
+        unsafe fn $ecb(rk: *const u8, p: *mut u8, groups: usize) {
+            // SAFETY: guaranteed by the caller; the asm touches only that memory and the
+            // declared registers.
+            unsafe {
+                asm!(
+                    wide_kernels!(@keys $k1 => $o1, $k2 => $o2, $k3 => $o3, $k4 => $o4
+                                  $(, $k => $off)*, $kl => $lo),
+                    "2:",
+                    "vpxord zmm0, zmm16, [{p}]",
+                    "vpxord zmm1, zmm16, [{p} + 64]",
+                    "vpxord zmm2, zmm16, [{p} + 128]",
+                    "vpxord zmm3, zmm16, [{p} + 192]",
+                    "vpxord zmm4, zmm16, [{p} + 256]",
+                    "vpxord zmm5, zmm16, [{p} + 320]",
+                    "vpxord zmm6, zmm16, [{p} + 384]",
+                    "vpxord zmm7, zmm16, [{p} + 448]",
+                    wide_kernels!(@r8 $op, $k1),
+                    wide_kernels!(@r8 $op, $k2),
+                    wide_kernels!(@r8 $op, $k3),
+                    wide_kernels!(@r8 $op, $k4),
+                    $( wide_kernels!(@r8 $op, $k), )*
+                    wide_kernels!(@r8 $last, $kl),
+                    "vmovdqu64 [{p}], zmm0",
+                    "vmovdqu64 [{p} + 64], zmm1",
+                    "vmovdqu64 [{p} + 128], zmm2",
+                    "vmovdqu64 [{p} + 192], zmm3",
+                    "vmovdqu64 [{p} + 256], zmm4",
+                    "vmovdqu64 [{p} + 320], zmm5",
+                    "vmovdqu64 [{p} + 384], zmm6",
+                    "vmovdqu64 [{p} + 448], zmm7",
+                    "add {p}, 512",
+                    "dec {n}",
+                    "jnz 2b",
+                    wide_kernels!(@wipe),
+                    rk = in(reg) rk,
+                    p = inout(reg) p => _,
+                    n = inout(reg) groups => _,
+                    out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+                    out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+                    out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+                    out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _,
+                    out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+                    out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+                    out("zmm24") _, out("zmm25") _, out("zmm26") _, out("zmm27") _,
+                    out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
+    // Round key i (16 bytes at offset 32·i) broadcast to the four lanes of its register;
+    // round key 0 always goes to zmm16.
+    (@keys $($k:literal => $off:literal),*) => {
+        concat!(
+            "vbroadcasti32x4 zmm16, [{rk}]\n",
+            $( "vbroadcasti32x4 ", $k, ", [{rk} + ", $off, "]\n", )*
+        )
+    };
+    // $dst = zmm4 · α^$k per 128-bit lane (0 < $k < 57: the $k bits shifted out of the top,
+    // times 0x87, fit in the low qword), with zmm12 = 0x87 per lane; zmm9, zmm10 scratch.
+    (@mulx $dst:literal, $k:literal) => {
+        concat!(
+            "vpsllq ", $dst, ", zmm4, ", $k, "\n",
+            "vpsrlq zmm9, zmm4, 64 - ", $k, "\n",
+            "vpslldq zmm10, zmm9, 8\n",
+            "vpsrldq zmm9, zmm9, 8\n",
+            "vpclmulqdq zmm9, zmm9, zmm12, 0\n",
+            "vpternlogd ", $dst, ", zmm9, zmm10, 0x96"
+        )
+    };
+    // One round on zmm0..3 (16 blocks).
+    (@r4 $op:literal, $k:literal) => {
+        concat!(
+            $op, " zmm0, zmm0, ", $k, "\n",
+            $op, " zmm1, zmm1, ", $k, "\n",
+            $op, " zmm2, zmm2, ", $k, "\n",
+            $op, " zmm3, zmm3, ", $k
+        )
+    };
+    // One round on zmm0..7 (32 blocks).
+    (@r8 $op:literal, $k:literal) => {
+        concat!(
+            $op, " zmm0, zmm0, ", $k, "\n",
+            $op, " zmm1, zmm1, ", $k, "\n",
+            $op, " zmm2, zmm2, ", $k, "\n",
+            $op, " zmm3, zmm3, ", $k, "\n",
+            $op, " zmm4, zmm4, ", $k, "\n",
+            $op, " zmm5, zmm5, ", $k, "\n",
+            $op, " zmm6, zmm6, ", $k, "\n",
+            $op, " zmm7, zmm7, ", $k
+        )
+    };
+    // Leave no key, tweak or data in any vector register (an EVEX/VEX write to an xmm
+    // register zeroes the whole zmm register).
+    (@wipe) => {
+        concat!(
+            "vpxord xmm0, xmm0, xmm0\n",
+            "vmovdqa64 xmm1, xmm0\n", "vmovdqa64 xmm2, xmm0\n", "vmovdqa64 xmm3, xmm0\n",
+            "vmovdqa64 xmm4, xmm0\n", "vmovdqa64 xmm5, xmm0\n", "vmovdqa64 xmm6, xmm0\n",
+            "vmovdqa64 xmm7, xmm0\n", "vmovdqa64 xmm8, xmm0\n", "vmovdqa64 xmm9, xmm0\n",
+            "vmovdqa64 xmm10, xmm0\n", "vmovdqa64 xmm11, xmm0\n", "vmovdqa64 xmm13, xmm0\n",
+            "vmovdqa64 xmm14, xmm0\n", "vmovdqa64 xmm16, xmm0\n", "vmovdqa64 xmm17, xmm0\n",
+            "vmovdqa64 xmm18, xmm0\n", "vmovdqa64 xmm19, xmm0\n", "vmovdqa64 xmm20, xmm0\n",
+            "vmovdqa64 xmm21, xmm0\n", "vmovdqa64 xmm22, xmm0\n", "vmovdqa64 xmm23, xmm0\n",
+            "vmovdqa64 xmm24, xmm0\n", "vmovdqa64 xmm25, xmm0\n", "vmovdqa64 xmm26, xmm0\n",
+            "vmovdqa64 xmm27, xmm0\n", "vmovdqa64 xmm28, xmm0\n", "vmovdqa64 xmm29, xmm0\n",
+            "vmovdqa64 xmm30, xmm0\n",
+            "vzeroupper"
+        )
+    };
+}
+
+wide_kernels!(
+    xts512_enc_10, ecb512_enc_10, "vaesenc", "vaesenclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288],
+    "zmm26" => 320
+);
+wide_kernels!(
+    xts512_enc_12, ecb512_enc_12, "vaesenc", "vaesenclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352],
+    "zmm28" => 384
+);
+wide_kernels!(
+    xts512_enc_14, ecb512_enc_14, "vaesenc", "vaesenclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352, "zmm28" => 384, "zmm29" => 416],
+    "zmm30" => 448
+);
+wide_kernels!(
+    xts512_dec_10, ecb512_dec_10, "vaesdec", "vaesdeclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288],
+    "zmm26" => 320
+);
+wide_kernels!(
+    xts512_dec_12, ecb512_dec_12, "vaesdec", "vaesdeclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352],
+    "zmm28" => 384
+);
+wide_kernels!(
+    xts512_dec_14, ecb512_dec_14, "vaesdec", "vaesdeclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352, "zmm28" => 384, "zmm29" => 416],
+    "zmm30" => 448
+);
+
 /// The kernels of one direction and key size.
 struct Kernels {
     ecb16: unsafe fn(*const u8, *mut u8, usize),
     ecb2: unsafe fn(*const u8, *mut u8, usize),
     ecb1: unsafe fn(*const u8, *mut u8),
     xts: unsafe fn(*const u8, *mut u8, usize, usize, *const u8),
+    /// 512-bit XTS (16 blocks per group, 256-byte tweak rows); AVX-512 CPUs only.
+    xts512: unsafe fn(*const u8, *mut u8, usize, usize, *const u8),
+    /// 512-bit ECB (32 blocks per group); AVX-512 CPUs only.
+    ecb512: unsafe fn(*const u8, *mut u8, usize),
 }
 
 const ENC: [Kernels; 3] = [
@@ -608,18 +910,24 @@ const ENC: [Kernels; 3] = [
         ecb2: enc2_10,
         ecb1: enc1_10,
         xts: xts_enc_10,
+        xts512: xts512_enc_10,
+        ecb512: ecb512_enc_10,
     },
     Kernels {
         ecb16: enc16_12,
         ecb2: enc2_12,
         ecb1: enc1_12,
         xts: xts_enc_12,
+        xts512: xts512_enc_12,
+        ecb512: ecb512_enc_12,
     },
     Kernels {
         ecb16: enc16_14,
         ecb2: enc2_14,
         ecb1: enc1_14,
         xts: xts_enc_14,
+        xts512: xts512_enc_14,
+        ecb512: ecb512_enc_14,
     },
 ];
 const DEC: [Kernels; 3] = [
@@ -628,23 +936,33 @@ const DEC: [Kernels; 3] = [
         ecb2: dec2_10,
         ecb1: dec1_10,
         xts: xts_dec_10,
+        xts512: xts512_dec_10,
+        ecb512: ecb512_dec_10,
     },
     Kernels {
         ecb16: dec16_12,
         ecb2: dec2_12,
         ecb1: dec1_12,
         xts: xts_dec_12,
+        xts512: xts512_dec_12,
+        ecb512: ecb512_dec_12,
     },
     Kernels {
         ecb16: dec16_14,
         ecb2: dec2_14,
         ecb1: dec1_14,
         xts: xts_dec_14,
+        xts512: xts512_dec_14,
+        ecb512: ecb512_dec_14,
     },
 ];
 
 /// x¹²⁸ = x⁷ + x² + x + 1: the reduction constant in the low qword of both 128-bit lanes.
 static POLY: [u64; 4] = [0x87, 0, 0x87, 0];
+
+/// Per-qword shift counts of the 512-bit XTS kernel's first tweaks: lane k (both qwords)
+/// shifted left by k, then right by 64 − k (a count of 64 gives 0 in `vpsrlvq`).
+static LANE_SHIFTS: [u64; 16] = [0, 0, 1, 1, 2, 2, 3, 3, 64, 64, 63, 63, 62, 62, 61, 61];
 
 /// Multiply by α in GF(2¹²⁸), XTS "ble" convention.
 #[inline(always)]
@@ -652,10 +970,37 @@ fn mul_x(t: u128) -> u128 {
     (t << 1) ^ ((t >> 127) * 0x87)
 }
 
+/// Multiply by αʲ (1 ≤ j ≤ 121) in one step: the j bits shifted out, h, stand for
+/// h·x¹²⁸ = h·(x⁷ + x² + x + 1), which has fewer than 128 bits, so one reduction suffices.
+#[inline(always)]
+fn mul_xj(t: u128, j: u32) -> u128 {
+    let h = t >> (128 - j);
+    (t << j) ^ h ^ (h << 1) ^ (h << 2) ^ (h << 7)
+}
+
+/// `row[j] = t·αʲ`, each computed from `t` independently (no chain of `mul_x`, which made
+/// the per-sector setup a large part of the time for 512-byte sectors).
+#[inline(always)]
+fn tweak_row<const N: usize>(row: &mut [u128; N], t: u128) {
+    row[0] = t;
+    for (j, v) in row.iter_mut().enumerate().skip(1) {
+        *v = mul_xj(t, j as u32);
+    }
+}
+
 impl AesVaes {
     /// Expand a 16-, 24- or 32-byte key; `None` if the CPU lacks a required feature (or the
     /// key length is wrong, which callers have already excluded).
+    ///
+    /// The 512-bit kernels are used where the CPU has them (checked at run time), the 256-bit
+    /// ones otherwise.
     pub(crate) fn new(key: &[u8]) -> Option<Box<Self>> {
+        Self::with_width(key, true)
+    }
+
+    /// Like [`AesVaes::new`]; with `wide` false the 256-bit kernels are used even on an
+    /// AVX-512 CPU (to compare and test them there).
+    pub(crate) fn with_width(key: &[u8], wide: bool) -> Option<Box<Self>> {
         if !matches!(key.len(), 16 | 24 | 32) || !available() {
             return None;
         }
@@ -663,8 +1008,11 @@ impl AesVaes {
             enc: RoundKeys([[0; 32]; 15]),
             dec: RoundKeys([[0; 32]; 15]),
             rounds: 0,
+            wide: wide && wide_available(),
         });
-        let AesVaes { enc, dec, rounds } = &mut *k;
+        let AesVaes {
+            enc, dec, rounds, ..
+        } = &mut *k;
         // SAFETY: `available()` confirmed AES-NI.
         *rounds = unsafe { expand(key, enc, dec) };
         Some(k)
@@ -683,12 +1031,22 @@ impl AesVaes {
     pub(crate) fn ecb(&self, data: &mut [u8], encrypt: bool) {
         debug_assert!(data.len().is_multiple_of(16));
         let (k, rk) = self.kernels(encrypt);
-        let groups = data.len() / 256;
-        let mut rest = data.len() % 256;
         let mut p = data.as_mut_ptr();
+        let mut len = data.len();
+        if self.wide && len >= 512 {
+            // SAFETY: `wide` is only set when the CPU has the 512-bit features; `rk` is the
+            // matching schedule; `len / 512` groups of 512 bytes lie inside `data`.
+            unsafe {
+                (k.ecb512)(rk, p, len / 512);
+                p = p.add(len / 512 * 512);
+            }
+            len %= 512;
+        }
+        let groups = len / 256;
+        let mut rest = len % 256;
         // SAFETY: the struct's invariant guarantees the CPU features; `rk` points to the
         // matching schedule; each call stays inside `data` (groups of 256 bytes, then pairs of
-        // blocks, then one block, all within `data.len()`).
+        // blocks, then one block, all within the `len` bytes left at `p`).
         unsafe {
             if groups > 0 {
                 (k.ecb16)(rk, p, groups);
@@ -709,9 +1067,26 @@ impl AesVaes {
     /// being the tweak of the first block (already encrypted with Key2).
     pub(crate) fn xts(&self, t: u128, data: &mut [u8], encrypt: bool) {
         debug_assert!(data.len().is_multiple_of(16));
+        let wide = if self.wide { data.len() / 256 * 256 } else { 0 };
+        if wide > 0 {
+            self.xts_units(&[t], &mut data[..wide], wide, encrypt);
+            // The rest (fewer than 16 blocks) starts with the tweak times α^(wide / 16).
+            let mut t = t;
+            for _ in 0..wide / 16 {
+                t = mul_x(t);
+            }
+            self.xts_narrow(t, &mut data[wide..], encrypt);
+            t.zeroize();
+        } else {
+            self.xts_narrow(t, data, encrypt);
+        }
+    }
+
+    /// [`AesVaes::xts`] with the 256-bit kernels (and the one-block tail).
+    fn xts_narrow(&self, t: u128, data: &mut [u8], encrypt: bool) {
         let groups = data.len() / 128;
         if groups > 0 {
-            self.xts_units(&[t], &mut data[..groups * 128], groups * 128, encrypt);
+            self.xts_units_narrow(&[t], &mut data[..groups * 128], groups * 128, encrypt);
         }
         // Fewer than 8 trailing blocks (only for tiny buffers, e.g. EBOIV): block by block,
         // with the tweak advanced by α^(8·groups).
@@ -738,7 +1113,41 @@ impl AesVaes {
     /// XTS over consecutive data units of `unit` bytes (a non-zero multiple of 128), unit `i`
     /// starting with tweak `first[i]`; `data.len()` must be `first.len() * unit`. One
     /// assembly call handles up to 16 units.
+    /// The 512-bit kernel is used when the CPU has it and `unit` is a multiple of 256.
     pub(crate) fn xts_units(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
+        if self.wide && unit.is_multiple_of(256) {
+            self.xts_units_wide(first, data, unit, encrypt);
+        } else {
+            self.xts_units_narrow(first, data, unit, encrypt);
+        }
+    }
+
+    /// [`AesVaes::xts_units`] with the 512-bit kernel; `unit` a non-zero multiple of 256.
+    fn xts_units_wide(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
+        assert!(self.wide);
+        assert!(unit > 0 && unit.is_multiple_of(256) && data.len() == first.len() * unit);
+        if first.is_empty() {
+            return;
+        }
+        let (k, rk) = self.kernels(encrypt);
+        // SAFETY: `wide` is only set when the CPU has the 512-bit features (asserted); `rk`
+        // is the matching schedule; `first` holds 16 bytes (a `u128`, whose in-memory bytes
+        // on little-endian x86-64 are the XTS tweak block) for each of the `first.len() >= 1`
+        // units; `data` is exactly `first.len() * unit` bytes (asserted above), with
+        // `unit / 256 >= 1`.
+        unsafe {
+            (k.xts512)(
+                rk,
+                data.as_mut_ptr(),
+                unit / 256,
+                first.len(),
+                first.as_ptr().cast(),
+            )
+        };
+    }
+
+    /// [`AesVaes::xts_units`] with the 256-bit kernel; `unit` a non-zero multiple of 128.
+    fn xts_units_narrow(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
         assert!(unit > 0 && unit.is_multiple_of(128) && data.len() == first.len() * unit);
         let (k, rk) = self.kernels(encrypt);
         // Per unit, the tweaks of its first eight blocks (x86-64 is little-endian, so the
@@ -746,11 +1155,7 @@ impl AesVaes {
         let mut tw = [[0u128; 8]; 16];
         for (firsts, chunk) in first.chunks(16).zip(data.chunks_mut(16 * unit)) {
             for (row, &t) in tw.iter_mut().zip(firsts) {
-                let mut x = t;
-                for v in row.iter_mut() {
-                    *v = x;
-                    x = mul_x(x);
-                }
+                tweak_row(row, t);
             }
             // SAFETY: invariant of the struct for the CPU features; `rk` is the matching
             // schedule; `tw` holds 128 bytes for each of the `firsts.len()` units; `chunk`
@@ -765,7 +1170,7 @@ impl AesVaes {
                 )
             };
         }
-        for row in tw.iter_mut() {
+        for row in tw.iter_mut().take(first.len()) {
             row.zeroize();
         }
     }
@@ -907,8 +1312,9 @@ mod tests {
         assert_eq!(hex::encode(&b), "69c4e0d86a7b0430d8cdb78070b4c55a");
     }
 
-    /// Every block count from 0 to 40 (all kernel paths: 16-block groups, pairs, single) and
-    /// random keys of all sizes, against the RustCrypto `aes` crate.
+    /// Every block count from 0 to 100 (all kernel paths: 32-block groups of the 512-bit
+    /// kernel, 16-block groups, pairs, single), both widths and random keys of all sizes,
+    /// against the RustCrypto `aes` crate.
     #[test]
     fn ecb_matches_aes_crate() {
         if !have_vaes("ecb_matches_aes_crate") {
@@ -916,35 +1322,83 @@ mod tests {
         }
         let mut seed = 1;
         for klen in [16, 24, 32] {
-            for nblocks in 0..=40 {
+            for nblocks in 0..=100 {
                 let key = rng_bytes(&mut seed, klen);
                 let pt = rng_bytes(&mut seed, nblocks * 16);
-                let k = AesVaes::new(&key).unwrap();
-                for encrypt in [true, false] {
-                    let mut a = pt.clone();
-                    let mut b = pt.clone();
-                    k.ecb(&mut a, encrypt);
-                    crate_ecb(&key, &mut b, encrypt);
-                    assert_eq!(a, b, "key {klen} blocks {nblocks} enc {encrypt}");
+                for wide in widths() {
+                    let k = AesVaes::with_width(&key, wide).unwrap();
+                    for encrypt in [true, false] {
+                        let mut a = pt.clone();
+                        let mut b = pt.clone();
+                        k.ecb(&mut a, encrypt);
+                        crate_ecb(&key, &mut b, encrypt);
+                        assert_eq!(
+                            a, b,
+                            "key {klen} blocks {nblocks} enc {encrypt} wide {wide}"
+                        );
+                    }
                 }
             }
         }
     }
 
-    /// XTS with every block count from 1 to 40 against a block-by-block reference over the
-    /// `aes` crate.
+    /// `mul_xj` equals j applications of `mul_x`, including top bits that need the reduction.
+    #[test]
+    fn mul_xj_matches_repeated_mul_x() {
+        let mut seed = 9;
+        for _ in 0..200 {
+            let t = u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap());
+            for t in [t, t | (u128::MAX << 100), u128::MAX] {
+                let mut x = t;
+                for j in 1..=121 {
+                    x = mul_x(x);
+                    assert_eq!(mul_xj(t, j), x, "j {j}");
+                }
+            }
+        }
+    }
+
+    /// The kernel widths this CPU runs: always the 256-bit kernels, and the 512-bit ones
+    /// where the CPU has AVX-512.
+    fn widths() -> Vec<bool> {
+        let mut w = vec![false];
+        if wide_available() {
+            w.push(true);
+        }
+        w
+    }
+
+    /// On an AVX-512 CPU the 512-bit kernels are really selected (so the tests above cover
+    /// them there).
+    #[test]
+    fn wide_kernels_selected_where_available() {
+        if !have_vaes("wide_kernels_selected_where_available") {
+            return;
+        }
+        let k = AesVaes::new(&[7u8; 32]).unwrap();
+        assert_eq!(k.wide, wide_available());
+        assert!(!AesVaes::with_width(&[7u8; 32], false).unwrap().wide);
+    }
+
+    /// XTS with every block count from 1 to 80 (16-block groups of the 512-bit kernel,
+    /// 8-block groups, single blocks), both widths, against a block-by-block reference over
+    /// the `aes` crate.
     #[test]
     fn xts_matches_reference() {
         if !have_vaes("xts_matches_reference") {
             return;
         }
         let mut seed = 2;
-        for klen in [16, 24, 32] {
-            for nblocks in 1..=40 {
+        for (klen, nblocks, wide) in [16, 24, 32]
+            .into_iter()
+            .flat_map(|k| (1..=80).map(move |n| (k, n)))
+            .flat_map(|(k, n)| widths().into_iter().map(move |w| (k, n, w)))
+        {
+            {
                 let key = rng_bytes(&mut seed, klen);
                 let t0 = u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap());
                 let pt = rng_bytes(&mut seed, nblocks * 16);
-                let k = AesVaes::new(&key).unwrap();
+                let k = AesVaes::with_width(&key, wide).unwrap();
                 for encrypt in [true, false] {
                     let mut a = pt.clone();
                     k.xts(t0, &mut a, encrypt);
@@ -957,7 +1411,10 @@ mod tests {
                         blk.iter_mut().zip(&tb).for_each(|(d, s)| *d ^= s);
                         t = mul_x(t);
                     }
-                    assert_eq!(a, b, "key {klen} blocks {nblocks} enc {encrypt}");
+                    assert_eq!(
+                        a, b,
+                        "key {klen} blocks {nblocks} enc {encrypt} wide {wide}"
+                    );
                 }
             }
         }
@@ -971,10 +1428,15 @@ mod tests {
             return;
         }
         let mut seed = 5;
-        for klen in [16, 32] {
+        for (klen, wide) in [16, 24, 32]
+            .into_iter()
+            .flat_map(|k| widths().into_iter().map(move |w| (k, w)))
+        {
             let key = rng_bytes(&mut seed, klen);
-            let k = AesVaes::new(&key).unwrap();
-            for unit in [128usize, 512, 4096] {
+            let k = AesVaes::with_width(&key, wide).unwrap();
+            // The narrow kernel as the reference of the multi-unit wide one.
+            let narrow = AesVaes::with_width(&key, false).unwrap();
+            for unit in [128usize, 256, 384, 512, 4096] {
                 for n in [1usize, 2, 15, 16, 17, 33] {
                     let first: Vec<u128> = (0..n)
                         .map(|_| u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap()))
@@ -987,7 +1449,10 @@ mod tests {
                         for (u, t) in b.chunks_mut(unit).zip(&first) {
                             k.xts(*t, u, encrypt);
                         }
-                        assert_eq!(a, b, "key {klen} unit {unit} n {n} enc {encrypt}");
+                        assert_eq!(a, b, "key {klen} unit {unit} n {n} enc {encrypt} {wide}");
+                        let mut c = pt.clone();
+                        narrow.xts_units(&first, &mut c, unit, encrypt);
+                        assert_eq!(a, c, "wide/narrow key {klen} unit {unit} n {n} {encrypt}");
                     }
                 }
             }
