@@ -476,7 +476,7 @@ impl FuseExport {
             mtime: SystemTime::now(),
         });
         let want_uring =
-            opts.io_uring && !std::env::var_os("LUKSKIT_FUSE_URING").is_some_and(|v| v == "0");
+            opts.io_uring && std::env::var_os("LUKSKIT_FUSE_URING").is_none_or(|v| v != "0");
         if want_uring {
             // Not negotiated (kernel without it, parameter off): the classic session is
             // kept. Negotiated, but the ring could not be set up: mount again without it.
