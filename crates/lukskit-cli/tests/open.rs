@@ -848,7 +848,8 @@ fn thread_switches(m: &Mapping, prefix: &str) -> (u64, usize) {
     (total, n)
 }
 
-/// With `fuse.enable_uring=Y` the FUSE file is served over io_uring: the serving process
+/// With `fuse.enable_uring=Y` and `LUKSKIT_FUSE_URING=1` the FUSE file is served over
+/// io_uring: the serving process
 /// has its ring threads, they (not the classic `/dev/fuse` threads) wake for the loop
 /// device's requests, and what was written through the loop device is what cryptsetup's
 /// volume key decrypts the image's ciphertext to (Python's AES-XTS). With
