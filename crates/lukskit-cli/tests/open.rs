@@ -824,3 +824,128 @@ fn io_uring_and_synchronous_paths_agree() {
         "image decrypt disagrees with the writes"
     );
 }
+
+/// Voluntary context switches (the kernel's count) of the serving process's threads whose
+/// name starts with `prefix`, and how many there are.
+fn thread_switches(m: &Mapping, prefix: &str) -> (u64, usize) {
+    let (mut total, mut n) = (0, 0);
+    for t in std::fs::read_dir(format!("/proc/{}/task", m.pid()))
+        .unwrap()
+        .flatten()
+    {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.trim().starts_with(prefix) {
+            continue;
+        }
+        n += 1;
+        let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+        for l in status.lines() {
+            if let Some(v) = l.strip_prefix("voluntary_ctxt_switches:") {
+                total += v.trim().parse::<u64>().unwrap();
+            }
+        }
+    }
+    (total, n)
+}
+
+/// With `fuse.enable_uring=Y` and `LUKSKIT_FUSE_URING=1` the FUSE file is served over
+/// io_uring: the serving process
+/// has its ring threads, they (not the classic `/dev/fuse` threads) wake for the loop
+/// device's requests, and what was written through the loop device is what cryptsetup's
+/// volume key decrypts the image's ciphertext to (Python's AES-XTS). With
+/// `LUKSKIT_FUSE_URING=0` the classic path serves the same volume.
+#[test]
+fn fuse_over_io_uring_is_used_and_matches_cryptsetup() {
+    let t = "fuse_io_uring";
+    if !capable(t) || !have_cryptsetup(t) {
+        return;
+    }
+    let param = "/sys/module/fuse/parameters/enable_uring";
+    if !std::fs::read_to_string(param).is_ok_and(|v| v.trim() == "Y")
+        && std::fs::write(param, "Y").is_err()
+    {
+        skip_or_fail(
+            t,
+            "the kernel has no FUSE over io_uring (CONFIG_FUSE_IO_URING, Linux 6.14+)",
+        );
+        return;
+    }
+    let d = tmp();
+    let img = sparse(d.path(), "img", 32 << 20);
+    let key = write_file(d.path(), "key", b"cs pass");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2", "--pbkdf", "pbkdf2"];
+    args.extend_from_slice(&["--pbkdf-force-iterations", "1000", &img, &key]);
+    cryptsetup(&args, b"").unwrap().ok("cryptsetup luksFormat");
+    let m = Mapping::new("furing");
+    // Whatever the environment of the test run says.
+    lukskit_env(
+        &["open", &img, &m.name, "-d", &key],
+        b"",
+        &[("LUKSKIT_FUSE_URING", "1")],
+    )
+    .ok("open");
+    let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
+    let ss = status_field(&st, "sector size:") as usize;
+    let data_off = status_field(&st, "offset:") * 512;
+    let (_, rings) = thread_switches(&m, "lukskit-furing");
+    assert!(rings > 0, "no FUSE io_uring threads in the serving process");
+    // Scattered 4 KiB writes, each its own request, then reads of them.
+    let size = 16usize << 20;
+    let mut model = read_direct(&m.dev(), 0, size);
+    let (ring0, classic0) = (
+        thread_switches(&m, "lukskit-furing").0,
+        thread_switches(&m, "fuser-").0,
+    );
+    let mut ops = 0u64;
+    for i in 0..200usize {
+        let off = (i * 7919 % (size / 4096)) * 4096;
+        let data = pattern(4096, i as u64);
+        write_direct(&m.dev(), off as u64, &data).unwrap();
+        model[off..off + 4096].copy_from_slice(&data);
+        assert_eq!(read_direct(&m.dev(), off as u64, 4096), data);
+        ops += 2;
+    }
+    let ring = thread_switches(&m, "lukskit-furing").0 - ring0;
+    let classic = thread_switches(&m, "fuser-").0 - classic0;
+    assert!(
+        ring >= ops,
+        "ring threads woke {ring} times for {ops} requests"
+    );
+    assert!(
+        classic < ops / 10,
+        "classic threads woke {classic} times for {ops} requests"
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+    let vk = volume_key_with("cryptsetup", &img, &key, &[]);
+    if let Some(plain) = python_decrypt(
+        "xts",
+        &hex::decode(&vk).unwrap(),
+        ss,
+        data_off,
+        &img,
+        0,
+        size / ss,
+    ) {
+        assert!(
+            plain == model,
+            "ciphertext does not decrypt to what was written over io_uring"
+        );
+    }
+    // The classic path, asked for, serves the same volume and reads the same data.
+    lukskit_env(
+        &["open", &img, &m.name, "-d", &key],
+        b"",
+        &[("LUKSKIT_FUSE_URING", "0")],
+    )
+    .ok("open with LUKSKIT_FUSE_URING=0");
+    assert_eq!(
+        thread_switches(&m, "lukskit-furing").1,
+        0,
+        "LUKSKIT_FUSE_URING=0 still served over io_uring"
+    );
+    assert!(
+        read_direct(&m.dev(), 0, size) == model,
+        "classic path reads it"
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+}

@@ -24,6 +24,7 @@ use fuser::{
 use lukskit_volume::data::AlignedBuf;
 use std::cell::RefCell;
 use std::io;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -45,6 +46,12 @@ pub struct FuseOptions {
     pub allow_other: bool,
     /// The `fsname` shown in /proc/mounts.
     pub fs_name: String,
+    /// Serve the file's requests over io_uring when the kernel offers FUSE over io_uring
+    /// (`fuse.enable_uring=Y`). Off by default; `LUKSKIT_FUSE_URING=1` in the environment
+    /// turns it on, `LUKSKIT_FUSE_URING=0` off, whatever this says.
+    pub io_uring: bool,
+    /// io_uring threads (ring entries) per CPU (`None`: 16, at most 64 in all).
+    pub uring_threads_per_queue: Option<usize>,
 }
 
 impl Default for FuseOptions {
@@ -55,6 +62,8 @@ impl Default for FuseOptions {
             threads: None,
             allow_other: false,
             fs_name: "lukskit".into(),
+            io_uring: false,
+            uring_threads_per_queue: None,
         }
     }
 }
@@ -82,7 +91,7 @@ pub fn default_threads(backend: &dyn BlockBackend) -> usize {
 }
 
 const ROOT: INodeNo = INodeNo(1);
-const TTL: Duration = Duration::from_secs(1);
+pub(crate) const TTL: Duration = Duration::from_secs(1);
 
 thread_local! {
     /// Per-thread read buffer (grown once to the largest request).
@@ -90,21 +99,38 @@ thread_local! {
     static READ_BUF: RefCell<AlignedBuf> = RefCell::new(AlignedBuf::default());
 }
 
-struct PlainFile {
-    backend: Arc<dyn BlockBackend>,
-    read_only: bool,
+/// The file, shared by the classic request threads and the io_uring ones.
+pub(crate) struct Core {
+    pub(crate) backend: Arc<dyn BlockBackend>,
+    pub(crate) read_only: bool,
     direct_io: bool,
-    uid: u32,
+    pub(crate) allow_other: bool,
+    pub(crate) uid: u32,
     gid: u32,
     mtime: SystemTime,
+}
+
+struct PlainFile {
+    core: Arc<Core>,
+    /// Ask for FUSE over io_uring when the kernel offers it.
+    want_uring: bool,
+    /// Set by `init` when FUSE over io_uring was negotiated.
+    uring: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl std::ops::Deref for PlainFile {
+    type Target = Core;
+    fn deref(&self) -> &Core {
+        &self.core
+    }
 }
 
 fn errno(e: &io::Error) -> Errno {
     Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
 }
 
-impl PlainFile {
-    fn attr(&self) -> FileAttr {
+impl Core {
+    pub(crate) fn attr(&self) -> FileAttr {
         let size = self.backend.size();
         FileAttr {
             ino: ROOT,
@@ -132,6 +158,87 @@ impl PlainFile {
             Err(Errno::ENOENT)
         }
     }
+
+    /// Read at `offset` into `buf` (short at the end of the file); returns the length.
+    pub(crate) fn read(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let total = self.backend.size();
+        if offset >= total {
+            return Ok(0);
+        }
+        let n = (buf.len() as u64).min(total - offset) as usize;
+        self.backend.read_at(&mut buf[..n], offset)?;
+        Ok(n)
+    }
+
+    /// Write `data` at `offset` for a file opened with `flags` (`O_SYNC`/`O_DSYNC`: durable
+    /// on return); returns the length written.
+    pub(crate) fn write(&self, offset: u64, data: &[u8], flags: i32) -> io::Result<u32> {
+        self.check_write(offset, data.len())
+            .map_err(|e| io::Error::from_raw_os_error(e.code()))?;
+        self.backend.write_at(data, offset)?;
+        if flags & (libc::O_SYNC | libc::O_DSYNC) != 0 {
+            self.backend.flush()?;
+        }
+        Ok(data.len() as u32)
+    }
+
+    fn check_write(&self, offset: u64, len: usize) -> Result<(), Errno> {
+        if self.read_only {
+            return Err(Errno::EROFS);
+        }
+        let fits = offset
+            .checked_add(len as u64)
+            .is_some_and(|end| end <= self.backend.size());
+        if fits {
+            Ok(())
+        } else {
+            Err(Errno::ENOSPC)
+        }
+    }
+
+    /// The `FOPEN_*` flags of an open with `flags`, or the errno refusing it.
+    pub(crate) fn open(&self, flags: i32) -> Result<u32, i32> {
+        if self.read_only && flags & libc::O_ACCMODE != libc::O_RDONLY {
+            return Err(libc::EROFS);
+        }
+        let fl = if self.direct_io {
+            FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
+        } else {
+            FopenFlags::FOPEN_KEEP_CACHE
+        };
+        Ok(fl.bits())
+    }
+
+    /// `fallocate(2)` of the file: punching holes discards, zeroing writes zeroes,
+    /// allocation inside the file does nothing.
+    pub(crate) fn fallocate(&self, offset: u64, length: u64, mode: i32) -> io::Result<()> {
+        let err = |e: i32| Err(io::Error::from_raw_os_error(e));
+        if self.read_only {
+            return err(libc::EROFS);
+        }
+        let end = offset.checked_add(length);
+        let inside = end.is_some_and(|e| e <= self.backend.size());
+        if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
+            if !inside {
+                return err(libc::EINVAL);
+            }
+            self.backend.discard(offset, length)
+        } else if mode & libc::FALLOC_FL_ZERO_RANGE != 0 {
+            if !inside {
+                return err(libc::EINVAL);
+            }
+            self.backend.write_zeroes(offset, length)
+        } else if mode & !libc::FALLOC_FL_KEEP_SIZE == 0 {
+            // Allocation: everything inside the volume is allocated already.
+            if inside {
+                Ok(())
+            } else {
+                err(libc::EFBIG)
+            }
+        } else {
+            err(libc::EOPNOTSUPP)
+        }
+    }
 }
 
 impl Filesystem for PlainFile {
@@ -150,11 +257,18 @@ impl Filesystem for PlainFile {
         ] {
             let _ = config.add_capabilities(cap);
         }
+        if self.want_uring
+            && config
+                .add_capabilities(InitFlags::FUSE_OVER_IO_URING)
+                .is_ok()
+        {
+            self.uring.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         Ok(())
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
-        match Self::check_ino(ino) {
+        match Core::check_ino(ino) {
             Ok(()) => reply.attr(&TTL, &self.attr()),
             Err(e) => reply.error(e),
         }
@@ -178,7 +292,7 @@ impl Filesystem for PlainFile {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
-        if let Err(e) = Self::check_ino(ino) {
+        if let Err(e) = Core::check_ino(ino) {
             return reply.error(e);
         }
         // The size is that of the volume: truncating to it (O_TRUNC of a device-like file
@@ -190,19 +304,13 @@ impl Filesystem for PlainFile {
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        if let Err(e) = Self::check_ino(ino) {
+        if let Err(e) = Core::check_ino(ino) {
             return reply.error(e);
         }
-        let acc = flags.0 & libc::O_ACCMODE;
-        if self.read_only && acc != libc::O_RDONLY {
-            return reply.error(Errno::EROFS);
+        match self.core.open(flags.0) {
+            Ok(fl) => reply.opened(FileHandle(0), FopenFlags::from_bits_retain(fl)),
+            Err(e) => reply.error(Errno::from_i32(e)),
         }
-        let fl = if self.direct_io {
-            FopenFlags::FOPEN_DIRECT_IO | FopenFlags::FOPEN_PARALLEL_DIRECT_WRITES
-        } else {
-            FopenFlags::FOPEN_KEEP_CACHE
-        };
-        reply.opened(FileHandle(0), fl);
     }
 
     fn read(
@@ -216,7 +324,7 @@ impl Filesystem for PlainFile {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        if let Err(e) = Self::check_ino(ino) {
+        if let Err(e) = Core::check_ino(ino) {
             return reply.error(e);
         }
         let total = self.backend.size();
@@ -255,18 +363,11 @@ impl Filesystem for PlainFile {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        if let Err(e) = Self::check_ino(ino) {
+        if let Err(e) = Core::check_ino(ino) {
             return reply.error(e);
         }
-        if self.read_only {
-            return reply.error(Errno::EROFS);
-        }
-        let total = self.backend.size();
-        let fits = offset
-            .checked_add(data.len() as u64)
-            .is_some_and(|end| end <= total);
-        if !fits {
-            return reply.error(Errno::ENOSPC);
+        if let Err(e) = self.check_write(offset, data.len()) {
+            return reply.error(e);
         }
         // O_SYNC / O_DSYNC writers expect the data durable on return.
         let sync = flags.0 & (libc::O_SYNC | libc::O_DSYNC) != 0;
@@ -331,34 +432,10 @@ impl Filesystem for PlainFile {
         mode: i32,
         reply: ReplyEmpty,
     ) {
-        if let Err(e) = Self::check_ino(ino) {
+        if let Err(e) = Core::check_ino(ino) {
             return reply.error(e);
         }
-        if self.read_only {
-            return reply.error(Errno::EROFS);
-        }
-        let end = offset.checked_add(length);
-        let inside = end.is_some_and(|e| e <= self.backend.size());
-        let res = if mode & libc::FALLOC_FL_PUNCH_HOLE != 0 {
-            if !inside {
-                return reply.error(Errno::EINVAL);
-            }
-            self.backend.discard(offset, length)
-        } else if mode & libc::FALLOC_FL_ZERO_RANGE != 0 {
-            if !inside {
-                return reply.error(Errno::EINVAL);
-            }
-            self.backend.write_zeroes(offset, length)
-        } else if mode & !libc::FALLOC_FL_KEEP_SIZE == 0 {
-            // Allocation: everything inside the volume is allocated already.
-            if inside {
-                Ok(())
-            } else {
-                Err(io::Error::from_raw_os_error(libc::EFBIG))
-            }
-        } else {
-            Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
-        };
+        let res = self.core.fallocate(offset, length, mode);
         match res {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(&e)),
@@ -369,6 +446,7 @@ impl Filesystem for PlainFile {
 /// A mounted plaintext file. Dropping it unmounts (lazily).
 pub struct FuseExport {
     session: Option<BackgroundSession>,
+    uring: Option<crate::fuse_uring::UringServer>,
     path: PathBuf,
 }
 
@@ -389,13 +467,45 @@ impl FuseExport {
         let threads = opts.threads.unwrap_or_else(|| default_threads(&*backend));
         // SAFETY: getuid/getgid cannot fail.
         let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-        let fs = PlainFile {
+        let core = Arc::new(Core {
             backend,
             read_only: opts.read_only,
             direct_io: opts.direct_io,
+            allow_other: opts.allow_other,
             uid,
             gid,
             mtime: SystemTime::now(),
+        });
+        // Opt-in (measured slower than the classic path here so far): the option, or
+        // LUKSKIT_FUSE_URING=1; LUKSKIT_FUSE_URING=0 turns it off either way.
+        let env = std::env::var_os("LUKSKIT_FUSE_URING");
+        let want_uring = match env.as_deref().and_then(|v| v.to_str()) {
+            Some("0") => false,
+            Some("1") => true,
+            _ => opts.io_uring,
+        };
+        if want_uring {
+            // Not negotiated (kernel without it, parameter off): the classic session is
+            // kept. Negotiated, but the ring could not be set up: mount again without it.
+            if let Ok(export) = Self::mount_with(&core, path, opts, threads, true) {
+                return Ok(export);
+            }
+        }
+        Self::mount_with(&core, path, opts, threads, false)
+    }
+
+    fn mount_with(
+        core: &Arc<Core>,
+        path: &Path,
+        opts: &FuseOptions,
+        threads: usize,
+        want_uring: bool,
+    ) -> io::Result<FuseExport> {
+        let negotiated = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fs = PlainFile {
+            core: Arc::clone(core),
+            want_uring,
+            uring: Arc::clone(&negotiated),
         };
         let mut mount_options = vec![
             MountOption::FSName(opts.fs_name.clone()),
@@ -420,11 +530,47 @@ impl FuseExport {
         };
         config.n_threads = Some(threads.max(1));
         config.clone_fd = true;
-        let session = fuser::spawn_mount(fs, path, &config)?;
+        // The handshake (FUSE_INIT) is done when this returns.
+        let session = fuser::Session::new(fs, path, &config)?;
+        let mut uring = None;
+        if negotiated.load(std::sync::atomic::Ordering::SeqCst) {
+            // Until every queue has an entry the kernel holds requests back, so the ring
+            // is set up before the classic threads start; if that fails the session is
+            // dropped (unmounted) and the caller mounts again without io_uring.
+            let dev = session.as_fd().try_clone_to_owned()?;
+            let per_queue = opts
+                .uring_threads_per_queue
+                .or_else(|| {
+                    std::env::var("LUKSKIT_FUSE_URING_THREADS")
+                        .ok()?
+                        .parse()
+                        .ok()
+                })
+                .unwrap_or(crate::fuse_uring::DEFAULT_PER_QUEUE);
+            uring = Some(crate::fuse_uring::UringServer::start(
+                dev,
+                Arc::clone(core),
+                per_queue,
+                MAX_IO as usize,
+            )?);
+        }
+        let session = session.spawn()?;
         Ok(FuseExport {
             session: Some(session),
+            uring,
             path: path.to_path_buf(),
         })
+    }
+
+    /// Whether requests are served over io_uring (FUSE over io_uring was negotiated and
+    /// its queues are registered).
+    pub fn uses_io_uring(&self) -> bool {
+        self.uring.is_some()
+    }
+
+    /// Requests answered over io_uring so far (0 on the classic path).
+    pub fn io_uring_requests(&self) -> u64 {
+        self.uring.as_ref().map_or(0, |u| u.served())
     }
 
     /// The plaintext file.
@@ -450,12 +596,23 @@ impl FuseExport {
         let Some(session) = self.session.take() else {
             return Ok(());
         };
+        let deadline = std::time::Instant::now() + wait;
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let _ = tx.send(session.umount_and_join());
         });
         match rx.recv_timeout(wait) {
-            Ok(r) => r,
+            Ok(r) => {
+                if let Some(u) = self.uring.take() {
+                    if !u.join_until(deadline) {
+                        return Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "FUSE io_uring threads did not end in time",
+                        ));
+                    }
+                }
+                r
+            }
             Err(_) => Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 "FUSE session did not end in time",

@@ -15,5 +15,6 @@
 
 pub mod backend;
 pub mod fuse;
+mod fuse_uring;
 pub mod loopdev;
 pub mod nbd;
