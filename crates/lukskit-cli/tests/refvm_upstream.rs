@@ -1195,3 +1195,142 @@ fn parses_the_records() {
     assert_eq!(l.fails, ["x.img...Validation rejected correct value"]);
     assert_eq!(l.summary("a-test"), "FAIL rc=2 line 128 3s (7 lines)");
 }
+
+fn jobs(limits: &[(&str, u64)]) -> Vec<(String, u64)> {
+    limits.iter().map(|&(n, l)| (n.to_string(), l)).collect()
+}
+
+/// The queue holds every script with every tool, the longest first, and keeps the order of
+/// the selection and of the tools among equal limits.
+#[test]
+fn the_queue_puts_the_longest_jobs_first() {
+    let tools = vec!["cryptsetup".to_string(), "lukskit".to_string()];
+    let order = queue_order(&jobs(&[("a", 60), ("b", 600), ("c", 180), ("d", 600)]), &tools);
+    let got: Vec<(&str, &str, u64)> = order
+        .iter()
+        .map(|j| (j.script.as_str(), j.tool.as_str(), j.limit))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("b", "cryptsetup", 600),
+            ("b", "lukskit", 600),
+            ("d", "cryptsetup", 600),
+            ("d", "lukskit", 600),
+            ("c", "cryptsetup", 180),
+            ("c", "lukskit", 180),
+            ("a", "cryptsetup", 60),
+            ("a", "lukskit", 60),
+        ]
+    );
+}
+
+/// A VM takes the next job when it is free (not in turns): while one VM runs a long job the
+/// other runs all the short ones.
+#[test]
+fn a_free_vm_takes_the_next_job() {
+    let order = queue_order(
+        &jobs(&[("long", 100), ("s1", 10), ("s2", 10), ("s3", 10), ("s4", 10)]),
+        &["lukskit".to_string()],
+    );
+    let per_vm = simulate(&order, 2, |j| j.limit);
+    assert_eq!(per_vm, [(100, vec![0]), (40, vec![1, 2, 3, 4])]);
+    // Three VMs: the third starts at once with the second job.
+    let per_vm = simulate(&order, 3, |j| j.limit);
+    assert_eq!(per_vm, [(100, vec![0]), (20, vec![1, 3]), (20, vec![2, 4])]);
+}
+
+/// The default run is balanced: both VMs' busy times (every job at its limit) differ by at
+/// most the longest job, so the wall time is about half the sum of all jobs.
+#[test]
+fn the_default_run_is_balanced_over_the_vms() {
+    let tools: Vec<String> = TOOLS.iter().map(|t| t.to_string()).collect();
+    let sel: Vec<(String, u64)> = DEFAULT.iter().map(|&(n, l)| (n.to_string(), l)).collect();
+    let order = queue_order(&sel, &tools);
+    assert_eq!(order.len(), 2 * DEFAULT.len());
+    let per_vm = simulate(&order, VMS, |j| j.limit);
+    let total: u64 = order.iter().map(|j| j.limit).sum();
+    assert_eq!(per_vm.iter().map(|(t, _)| t).sum::<u64>(), total);
+    let longest = order[0].limit;
+    let (max, min) = (
+        per_vm.iter().map(|(t, _)| *t).max().unwrap(),
+        per_vm.iter().map(|(t, _)| *t).min().unwrap(),
+    );
+    assert!(max - min <= longest, "{per_vm:?}");
+    assert!(max <= total / 2 + longest / 2, "{max} s against {total} s in all");
+    // Every job runs once.
+    let mut ran: Vec<usize> = per_vm.iter().flat_map(|(_, j)| j.clone()).collect();
+    ran.sort_unstable();
+    assert_eq!(ran, (0..order.len()).collect::<Vec<_>>());
+}
+
+/// The host's side of the queue against two guests played by threads (each creates want.N in
+/// its own directory and reads job.N, as run-suite.sh does): every job goes to exactly one of
+/// them, each gets "stop" when the queue is empty, and a slow guest takes fewer jobs.
+#[test]
+fn the_queue_hands_each_job_to_one_vm() {
+    let dir = common::tmp();
+    let tools = vec!["cryptsetup".to_string(), "lukskit".to_string()];
+    let order = queue_order(
+        &jobs(&[("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)]),
+        &tools,
+    );
+    let queue = std::sync::Mutex::new(order.iter().cloned().collect::<VecDeque<Job>>());
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let (served, guests) = std::thread::scope(|sc| {
+        let mut servers = Vec::new();
+        let mut guests = Vec::new();
+        for vm in 0..2 {
+            let share = dir.path().join(format!("vm{vm}"));
+            std::fs::create_dir(&share).unwrap();
+            let (q, f) = (&queue, &finished);
+            let s2 = share.clone();
+            servers.push(sc.spawn(move || serve_queue(&s2, q, f, vm)));
+            guests.push(sc.spawn(move || {
+                let mut got = Vec::new();
+                for n in 1.. {
+                    std::fs::write(share.join(format!("want.{n}")), "").unwrap();
+                    let job = share.join(format!("job.{n}"));
+                    while !job.exists() {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    let line = std::fs::read_to_string(&job).unwrap();
+                    if line.trim() == "stop" {
+                        break;
+                    }
+                    got.push(line.trim().to_string());
+                    // VM 1 is slow.
+                    std::thread::sleep(std::time::Duration::from_millis(if vm == 0 {
+                        50
+                    } else {
+                        1500
+                    }));
+                }
+                got
+            }));
+        }
+        let guests: Vec<Vec<String>> = guests.into_iter().map(|g| g.join().unwrap()).collect();
+        let served: Vec<Vec<Taken>> = servers.into_iter().map(|s| s.join().unwrap()).collect();
+        (served, guests)
+    });
+    assert!(queue.lock().unwrap().is_empty());
+    let mut all: Vec<String> = guests.concat();
+    all.sort();
+    let mut want: Vec<String> = order
+        .iter()
+        .map(|j| format!("{}:{} {}", j.script, j.limit, j.tool))
+        .collect();
+    want.sort();
+    assert_eq!(all, want, "every job exactly once");
+    for (vm, (s, g)) in served.iter().zip(&guests).enumerate() {
+        let s: Vec<String> = s
+            .iter()
+            .map(|t| format!("{}:{} {}", t.job.script, t.job.limit, t.job.tool))
+            .collect();
+        assert_eq!(&s, g, "VM {vm}: what the host handed out is what the guest read");
+    }
+    // The longest job went first, to whichever asked first; the slow guest took at most two
+    // jobs while the fast one ran the rest.
+    assert!(guests[1].len() <= 2, "{guests:?}");
+    assert!(guests.iter().any(|g| g[0] == "e:5 cryptsetup"), "{guests:?}");
+}
