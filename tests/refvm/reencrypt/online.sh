@@ -14,6 +14,11 @@
 #   dshift-kill  offline --decrypt --header FILE of a device with its header at the start
 #            (the data moves over the old header area): cryptsetup killed with kill -9,
 #            finished by lukskit, then the other way round; the plain ext4 is intact.
+#   luks1-kill  LUKS1 re-encryption (cryptsetup's legacy offline algorithm, its LUKS-<uuid>
+#            .log/.org/.new files in the current directory) to a new key and cipher: one tool
+#            killed with kill -9 in the middle, the other resumes it from the same directory;
+#            cryptsetup then lukskit, then the other way round; the plaintext's checksum is
+#            the same and both tools open the result.
 export DM_DISABLE_UDEV=1
 CASE=$(cat /refvm/files/case)
 D=/dev/vda
@@ -257,6 +262,53 @@ dshift-kill)
         umount /mnt
         e2fsck -fn $D > /root/fsck.out 2>&1 || { cat /root/fsck.out; fail "e2fsck"; }
         echo "decrypted: $first killed, $second finished"
+    done
+    ;;
+luks1-kill)
+    for first in cryptsetup lukskit; do
+        if [ $first = cryptsetup ]; then second=lukskit; else second=cryptsetup; fi
+        W=/root/l1-$first
+        rm -rf $W
+        mkdir -p $W
+        cryptsetup luksFormat -q --type luks1 $FAST -c aes-xts-plain64 -s 256 -d $KF $D \
+            || fail luksFormat
+        cryptsetup open -d $KF $D v || fail "cryptsetup open"
+        dd if=/dev/urandom of=/dev/mapper/v bs=1M 2>/dev/null
+        sync
+        sum0=$(sha256sum < /dev/mapper/v)
+        cryptsetup close v
+        # serpent (slow under TCG) and 1 MiB blocks: the run takes long enough to be caught.
+        (cd $W && exec $first reencrypt -q $FAST -c serpent-xts-plain64 -s 512 --block-size 1 \
+            -d $KF $D > /root/run.out 2>&1) &
+        pid=$!
+        t=0
+        # Under way: the log is written and the device's magic is no longer LUKS1's.
+        while ! ls $W/LUKS-*.log > /dev/null 2>&1 || cryptsetup isLuks $D; do
+            kill -0 $pid 2>/dev/null || fail "$first ended before its run was seen: $(cat /root/run.out)"
+            sleep 0.05
+            t=$((t + 1))
+            [ $t -lt 2000 ] || fail "no log after 100 s"
+        done
+        ms=$(($(rnd) % 1500))
+        sleep $((ms / 1000)).$(printf %03d $((ms % 1000)))
+        kill -9 $pid || fail "$first was already over"
+        wait $pid
+        echo "$first killed after ${ms} ms"
+        # cryptsetup's temporary mappings of a killed run (a killed lukskit leaves none).
+        for m in $(dmsetup ls | awk '{print $1}'); do dmsetup remove $m; done
+        ls $W/LUKS-*.log > /dev/null 2>&1 || fail "the kill came after the end of the run"
+        sed 's/^/log after '$first': /' $W/LUKS-*.log
+        cryptsetup isLuks $D && fail "the device is not marked as in re-encryption"
+        (cd $W && $second reencrypt -q $FAST -c serpent-xts-plain64 -s 512 --block-size 1 \
+            -d $KF $D > /root/re.out 2>&1) || fail "$second resuming: $(cat /root/re.out)"
+        ls $W/LUKS-* > /dev/null 2>&1 && fail "files left in $W: $(ls $W)"
+        cryptsetup luksDump $D | grep -q 'serpent-xts-plain64' || fail "not the new cipher"
+        for tool in cryptsetup lukskit; do
+            $tool open -d $KF $D v || fail "$tool open"
+            [ "$(sha256sum < /dev/mapper/v)" = "$sum0" ] || fail "plaintext differs ($tool open)"
+            $tool close v || fail "$tool close"
+        done
+        echo "luks1: $first killed, $second finished, plaintext intact"
     done
     ;;
 *)
