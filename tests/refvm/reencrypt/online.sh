@@ -294,8 +294,9 @@ luks1-kill)
             -d $KF $D > /root/run.out 2>&1) &
         pid=$!
         t=0
-        # Under way: the log is written and the device's magic is no longer LUKS1's.
-        while ! ls $W/LUKS-*.log > /dev/null 2>&1 || cryptsetup isLuks $D; do
+        # Under way: the device's magic is no longer LUKS1's and the log (written after each
+        # block) shows a first block done (interrupted before that, cryptsetup rolls back).
+        while cryptsetup isLuks $D || ! cat $W/LUKS-*.log 2>/dev/null | tr -d '\000' | grep -q '^offset = [1-9]'; do
             kill -0 $pid 2>/dev/null || fail "$first ended before its run was seen: $(cat /root/run.out)"
             sleep 0.05
             t=$((t + 1))
