@@ -4,16 +4,24 @@
 //!
 //! The scripts are read from `../shared` at run time (never copied into the repository), packed
 //! with a `differ` compiled from their `differ.c`, and shipped into the VM, where
-//! `tests/refvm/upstream/run-suite.sh` runs each selected script from a fresh copy. Each tool
-//! has its own VM and the two VMs run at the same time: one runs every selected script with
-//! the reference cryptsetup, the other with lukskit as `$CRYPTSETUP_PATH/cryptsetup`; each
-//! has its own configuration, scratch disk and copy of the tests, every script has the same
-//! time limit in both, and the test reports how far each tool got. (Until 2026-11-25 one VM
-//! ran both tools in sequence. Measured 2026-11-25 07:28-07:55 UTC on the 2-core development
-//! host under a load average of 15-21, on 00modules-test, discards-test, keyring-compat-test
-//! and password-hash-test: one VM running both tools 551 s of wall time, two VMs at the same
-//! time with 2 vCPUs each 337 s, with 1 vCPU each 562 s and both tools hit the limits of
-//! keyring-compat-test and password-hash-test — so each VM keeps 2 vCPUs.) The [`HOST`]
+//! `tests/refvm/upstream/run-suite.sh` runs each job (one script with one tool) from a fresh
+//! copy. Two VMs (2 vCPUs each, both tools installed, each with its own configuration, scratch
+//! disk and copy of the tests) share one queue of jobs kept here on the host ([`queue_order`]:
+//! longest first; [`serve_queue`]: each VM takes the next job when it is free, through a
+//! directory shared with it), so the wall time is about half the sum of all jobs. Every script
+//! has the same time limit for both tools, and the test reports how far each tool got. After
+//! each job run-suite.sh reports what the run left behind (mounts, mappings, loop devices,
+//! scsi_debug, keys in the user keyring, files in /run/cryptsetup and /run/lukskit, processes)
+//! and removes it; a VM whose state cannot be reset stops and a fresh one takes the rest of
+//! the queue. Measured 2026-11-25 11:23-11:27 UTC (load average ~9): a reset takes about 1 s
+//! in the VM (2.7 s and 3.8 s for three jobs in each VM), a boot until the first job 23-31 s,
+//! so the VMs are reset, not rebooted, between jobs; 00modules-test, discards-test and
+//! keyring-compat-test with both tools took 224 s of wall time, the two VMs finishing 6 s
+//! apart. (Until 2026-11-25 each tool had its own VM, and before that one VM ran both tools in
+//! sequence: on 00modules-test, discards-test, keyring-compat-test and password-hash-test,
+//! one VM running both tools took 551 s, two VMs 2 vCPUs each 337 s, with 1 vCPU each 562 s,
+//! both tools then hitting the limits of keyring-compat-test and password-hash-test — so each
+//! VM keeps 2 vCPUs.) The [`HOST`]
 //! scripts (compat-args-test, luks2-validation-test: header files and argument checks only)
 //! run the same way on the host against the installed cryptsetup 2.6.1, where they take a
 //! minute instead of a quarter of an hour under the VM's emulation. Each test prints the
@@ -41,22 +49,25 @@
 //! fails the test. The others are reported as "not yet".
 //!
 //! Ratchet today: in the VM 00modules-test, discards-test, luks1-compat-test, device-test,
-//! keyring-compat-test, align-test, password-hash-test, compat-test, compat-test2 and
-//! mode-test; on the host compat-args-test and luks2-validation-test — every script of
-//! [`DEFAULT`] and [`HOST`], that is every script of the directory real cryptsetup passes in
-//! the VM except the [`SLOW`] ones. Of those three long scripts: compat-test (LUKS1 end to
-//! end) passes with both tools, the interactive cases [32]-[41] skipped by both for want of
-//! `expect` in the VM; compat-test2 (LUKS2 end to end, all cases [0]-[43] including the
-//! kernel-keyring ones) with no skip lines; mode-test with all 55 of its output lines the
-//! same for both (`LUKSKIT_UPSTREAM_SHOW=1 LUKSKIT_UPSTREAM_TAIL=100`), the LUKS1 and LUKS2
-//! parts of Adiantum (`xchacha12,aes-adiantum-plain64`, `xchacha20,...`) included: the script
-//! silently leaves out the LUKS parts of a cipher whose format fails, so only the lines show
-//! that. Their times (seconds in the VM, cryptsetup / lukskit): compat-test 419 / 451,
-//! compat-test2 864 / 759 (loaded host), mode-test 543 / 450 (idle host; 1265 / 1020 heavily
-//! loaded), measured 2026-11-25 01:19-04:52 UTC with one VM running both tools in sequence.
+//! keyring-compat-test, align-test, password-hash-test, compat-test, compat-test2, mode-test,
+//! reencryption-compat-test and luks2-integrity-test; on the host compat-args-test and
+//! luks2-validation-test — every script of [`DEFAULT`] and [`HOST`], that is every script of
+//! the directory real cryptsetup passes in the VM except the [`SLOW`] ones. Of the long
+//! scripts: compat-test (LUKS1 end to end) passes with both tools, the interactive cases
+//! [32]-[41] skipped by both for want of `expect` in the VM; compat-test2 (LUKS2 end to end,
+//! all cases [0]-[43] including the kernel-keyring ones) with no skip lines; mode-test with all
+//! 55 of its output lines the same for both (`LUKSKIT_UPSTREAM_SHOW=1 LUKSKIT_UPSTREAM_TAIL=100`),
+//! the LUKS1 and LUKS2 parts of Adiantum (`xchacha12,aes-adiantum-plain64`, `xchacha20,...`)
+//! included: the script silently leaves out the LUKS parts of a cipher whose format fails, so
+//! only the lines show that. Their times (seconds in the VM, cryptsetup / lukskit): compat-test
+//! 419 / 451, compat-test2 864 / 759 (loaded host), mode-test 543 / 450 (idle host; 1265 / 1020
+//! heavily loaded), measured 2026-11-25 01:19-04:52 UTC with one VM running both tools in
+//! sequence; reencryption-compat-test (LUKS1 legacy re-encryption, no skip lines) 397 / 609
+//! and luks2-integrity-test (all 32 cases [OK], no skip lines) over 200 / 1186 s alone on a
+//! loaded host.
 //!
-//! [`SLOW`] (left out of the test command): the reencryption and dm-integrity scripts (other
-//! work is under way on both; run one with `LUKSKIT_UPSTREAM_SCRIPTS=name`), and align-test2.
+//! [`SLOW`] (left out of the test command): the LUKS2 reencryption scripts (other work is under
+//! way on them; run one with `LUKSKIT_UPSTREAM_SCRIPTS=name`), and align-test2.
 //! align-test2 was measured 2026-11-25 ~04:45 UTC on a host running three VMs: both tools
 //! reached its 900 s limit (cryptsetup after 200 output lines, lukskit after 229: through the
 //! 4K, misaligned-opt-io, shifted and enterprise 4K drives into the stacked dm-linear one),
@@ -67,16 +78,18 @@
 //! LUKSKIT_UPSTREAM_NO_RATCHET=1`.
 //!
 //! Iterating on one script: `LUKSKIT_UPSTREAM_NO_RATCHET=1` runs only the named scripts (and
-//! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool (one VM),
+//! checks no ratchet), `LUKSKIT_UPSTREAM_TOOLS=lukskit` (with it) only one tool,
 //! `name:secs` in `LUKSKIT_UPSTREAM_SCRIPTS` another time limit for that script, and
 //! `LUKSKIT_UPSTREAM_TESTS=DIR` a copy of the directory whose script starts at a later case;
 //! `LUKSKIT_UPSTREAM_SHOW=1` prints both tools' last output lines even when they pass
 //! (`LUKSKIT_UPSTREAM_TAIL=N`: the last N lines instead of 12). `LUKSKIT_UPSTREAM_VM_CPUS=N`
 //! (else `LUKSKIT_REFVM_CPUS`, else 2) sets the vCPUs of each of the two VMs.
 //!
-//! Selection: the test command runs the [`RATCHET`] list (about 40 minutes of wall time
-//! or more on the loaded 2-core development host: each VM runs every script once; plus
-//! about 1.5 minutes on the host, in parallel); `LUKSKIT_UPSTREAM=default` runs [`DEFAULT`] and [`HOST`] (the
+//! Selection: the test command runs the [`RATCHET`] list (about half the sum of every
+//! script's time with both tools: the last run with one VM per tool took 3189 s for the ten
+//! scripts before reencryption-compat-test and luks2-integrity-test joined; at worst, every job
+//! at its limit, 229 minutes of one VM, see [`VM_TIME_CAP`]; plus about 1.5 minutes on the
+//! host, in parallel); `LUKSKIT_UPSTREAM=default` runs [`DEFAULT`] and [`HOST`] (the
 //! same scripts today); [`SLOW`] is left out and `LUKSKIT_UPSTREAM=all` runs it too;
 //! `LUKSKIT_UPSTREAM_SCRIPTS="a b"` runs the named scripts (plus the ratchet list, unless
 //! `LUKSKIT_UPSTREAM_NO_RATCHET=1`). [`NOT_RUN`] lists the scripts that cannot run here and
@@ -87,14 +100,14 @@ mod refvm_common;
 
 use lukskit_testkit::skip_or_fail;
 use refvm_common::say;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Scripts run by default, with their time limit in seconds (the same for both tools; about
 /// 2.5 times what the slower of real cryptsetup and lukskit takes in the VM here, so that a
-/// loaded host does not cut a run short). Each of the two VMs runs all of them: the sum of the limits bounds
-/// its time.
+/// loaded host does not cut a run short). The two VMs share the jobs (each script with each
+/// tool): [`lists_are_consistent`] bounds their time with every job at its limit.
 const DEFAULT: &[(&str, u64)] = &[
     ("00modules-test", 60),
     ("discards-test", 180),
@@ -108,6 +121,12 @@ const DEFAULT: &[(&str, u64)] = &[
     // mode-test 1587 s with real cryptsetup.
     ("compat-test2", 2000),
     ("mode-test", 3000),
+    // LUKS1 legacy re-encryption: 397 s with real cryptsetup, 609 s with lukskit on a loaded
+    // host (2026-11-25).
+    ("reencryption-compat-test", 1500),
+    // dm-integrity formats wipe the device: 1186 s with lukskit alone on a loaded host
+    // (2026-11-25), over 200 s with real cryptsetup.
+    ("luks2-integrity-test", 3000),
 ];
 
 /// Scripts that need no device-mapper, run on the host (not in the VM) against the installed
@@ -128,22 +147,10 @@ const SLOW: &[(&str, u64, &str)] = &[
          every case passed and its first 200 lines the same as cryptsetup's)",
     ),
     (
-        "luks2-integrity-test",
-        2400,
-        "dm-integrity formats wipe the device: over 200 s with real cryptsetup; passes with \
-         lukskit (all 32 cases [OK], no skip lines, 1186 s alone on a loaded host, 2026-11-25)",
-    ),
-    (
         "luks2-reencryption-mangle-test",
         1200,
         "over 200 s with real cryptsetup; lukskit stops in [1] (20 s, 2026-11-25): `open` of a \
          device in re-encryption is not supported yet",
-    ),
-    (
-        "reencryption-compat-test",
-        1200,
-        "LUKS1 legacy re-encryption: 397 s with real cryptsetup, 609 s with lukskit on a \
-         loaded host; passes with lukskit, no skip lines (2026-11-25)",
     ),
     (
         "luks2-reencryption-test",
@@ -204,11 +211,123 @@ const RATCHET: &[&str] = &[
     "compat-test",
     "compat-test2",
     "mode-test",
+    "reencryption-compat-test",
+    "luks2-integrity-test",
     "compat-args-test",
     "luks2-validation-test",
 ];
 
 const TOOLS: [&str; 2] = ["cryptsetup", "lukskit"];
+
+/// The VMs that share the jobs (each with its own vCPUs, memory and scratch disk).
+const VMS: usize = 2;
+
+/// What a job costs in a VM besides its script (the fresh copy of the tests, the report, the
+/// reset), in seconds: an allowance, measured well under it (see the module docs).
+const JOB_OVERHEAD: u64 = 15;
+
+/// A VM's boot until it asks for its first job, in seconds: an allowance, measured well under
+/// it (see the module docs).
+const BOOT: u64 = 300;
+
+/// The most VM time any one VM may need when every job runs to its limit, in seconds. With
+/// the per-script limits (about 2.5 times the slower tool's time) the worst case of DEFAULT is
+/// 229 minutes, over the 150 minutes one VM per tool had: the limits were kept, the cap
+/// follows them (the expected time is about 40% of it).
+const VM_TIME_CAP: u64 = 230 * 60;
+
+/// One job of the queue: one script with one tool, under the script's limit.
+#[derive(Debug, Clone, PartialEq)]
+struct Job {
+    script: String,
+    tool: String,
+    limit: u64,
+}
+
+/// A job as a VM took it from the queue.
+struct Taken {
+    job: Job,
+    /// When the VM asked for it.
+    asked: std::time::Instant,
+}
+
+/// The queue: every selected script with every tool, the longest expected first (a script's
+/// limit, about 2.5 times what the slower tool takes, stands for its expected time: the same
+/// order as the measured times), in the order of `sel` and `tools` among equal limits. Each
+/// VM takes the next job when it is free, so the long jobs are spread first and the short
+/// ones fill the gaps, and the VMs finish close together.
+fn queue_order(sel: &[(String, u64)], tools: &[String]) -> Vec<Job> {
+    let mut jobs: Vec<Job> = sel
+        .iter()
+        .flat_map(|(s, l)| {
+            tools.iter().map(move |t| Job {
+                script: s.clone(),
+                tool: t.clone(),
+                limit: *l,
+            })
+        })
+        .collect();
+    // Stable: equal limits keep the order of `sel` and `tools`.
+    jobs.sort_by_key(|j| std::cmp::Reverse(j.limit));
+    jobs
+}
+
+/// The VMs' time as the queue hands out the jobs: each of `vms` VMs, when free, takes the next
+/// job of `order`, which then costs `cost(job)` seconds; ties go to the lower VM. Returns, per
+/// VM, its busy time and the indices of the jobs it ran.
+fn simulate(order: &[Job], vms: usize, cost: impl Fn(&Job) -> u64) -> Vec<(u64, Vec<usize>)> {
+    let mut load: Vec<(u64, Vec<usize>)> = vec![(0, Vec::new()); vms];
+    for (i, job) in order.iter().enumerate() {
+        let free = (0..vms)
+            .min_by_key(|&v| (load[v].0, v))
+            .expect("at least one VM");
+        load[free].0 += cost(job);
+        load[free].1.push(i);
+    }
+    load
+}
+
+/// Hands jobs from `queue` to the VM `vm` through its shared directory `dir` (virtio-9p,
+/// /host in the guest): the guest creates `want.N` when free, and gets `job.N` ("SCRIPT:SECS
+/// TOOL", or "stop" when the queue is empty; written to a temporary name and renamed, so the
+/// guest never reads half a line). Returns the jobs this VM took once it got "stop" or
+/// `finished` (the VM ended) is set.
+fn serve_queue(
+    dir: &Path,
+    queue: &std::sync::Mutex<VecDeque<Job>>,
+    finished: &std::sync::atomic::AtomicBool,
+    vm: usize,
+) -> Vec<Taken> {
+    let mut taken = Vec::new();
+    for n in 1.. {
+        loop {
+            if dir.join(format!("want.{n}")).exists() {
+                break;
+            }
+            if finished.load(std::sync::atomic::Ordering::SeqCst) {
+                return taken;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(250));
+        }
+        let asked = std::time::Instant::now();
+        let job = queue.lock().unwrap().pop_front();
+        let line = job.as_ref().map_or("stop".to_string(), |j| {
+            format!("{}:{} {}", j.script, j.limit, j.tool)
+        });
+        let tmp = dir.join(format!(".job.{n}"));
+        std::fs::write(&tmp, format!("{line}\n")).unwrap();
+        std::fs::rename(&tmp, dir.join(format!("job.{n}"))).unwrap();
+        let Some(job) = job else {
+            return taken;
+        };
+        say(&format!(
+            "refvm_upstream: VM {vm} takes {} with {} (limit {} s)",
+            job.script, job.tool, job.limit
+        ));
+        taken.push(Taken { job, asked });
+    }
+    taken
+}
 
 /// One script run with one tool, as run-suite.sh reported it.
 #[derive(Debug, Default, Clone)]
@@ -227,6 +346,13 @@ struct Outcome {
     fails: Vec<String>,
     /// After a failure: the last kernel messages of the run and the state of the VM.
     kmsg: Vec<String>,
+    /// What the run left behind (mounts, mappings, loop devices, scsi_debug, keys, lock
+    /// files, processes), removed before the next job.
+    left: Vec<String>,
+    /// What the reset after the run could not remove (the VM was then replaced).
+    dirty: Vec<String>,
+    /// How long the reset after the run took in the VM.
+    reset_secs: f64,
 }
 
 impl Outcome {
@@ -308,13 +434,25 @@ fn parse(stdout: &str) -> (BTreeMap<(String, String), Outcome>, bool) {
                 }
                 res.insert((script, tool), o);
             }
-            "out" | "cmd" | "fail" | "kmsg" => {
+            "reset" => {
+                if let Some(o) = res.get_mut(&(script, tool)) {
+                    o.reset_secs = rest
+                        .strip_prefix("secs=")
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0.0);
+                }
+            }
+            "out" | "cmd" | "fail" | "kmsg" | "left" | "dirty" => {
                 let text = rest.strip_prefix("| ").unwrap_or(rest).to_string();
+                // `dirty` names the job as the queue gave it: SCRIPT:SECS.
+                let script = split_limit(&script).0.to_string();
                 if let Some(o) = res.get_mut(&(script, tool)) {
                     match kind {
                         "out" => o.out.push(text),
                         "fail" => o.fails.push(text),
                         "kmsg" => o.kmsg.push(text),
+                        "left" => o.left.push(text),
+                        "dirty" => o.dirty.push(text),
                         _ => o.cmds.push(text),
                     }
                 }
@@ -579,6 +717,8 @@ fn print_report(sel: &[(String, u64)], res: &BTreeMap<(String, String), Outcome>
             print_stop(l);
         }
     }
+    say("refvm_upstream: what the runs left behind (each job starts from a clean state):");
+    print_leftovers(res);
 }
 
 /// Where one tool's run of a script stopped: the lines that report a failed check, the last
@@ -596,6 +736,21 @@ fn print_stop(o: &Outcome) {
     }
     for k in &o.kmsg {
         say(&format!("    kernel/state: {k}"));
+    }
+}
+
+/// What each job left behind in its VM (removed before the next job), and what could not be
+/// removed (that VM was replaced by a fresh one).
+fn print_leftovers(res: &BTreeMap<(String, String), Outcome>) {
+    for ((s, tool), o) in res {
+        for l in &o.left {
+            say(&format!("    left behind by {s} ({tool}): {l}"));
+        }
+        for l in &o.dirty {
+            say(&format!(
+                "    NOT REMOVED after {s} ({tool}), the VM was rebooted: {l}"
+            ));
+        }
     }
 }
 
@@ -626,87 +781,155 @@ fn upstream_scripts_against_cryptsetup_and_lukskit() {
         }
     };
     let sel = selection();
-    let entries: Vec<String> = sel.iter().map(|(n, l)| format!("{n}:{l}")).collect();
+    let tools = tools();
+    let order = queue_order(&sel, &tools);
     let script = refvm_common::refvm_dir().join("upstream/run-suite.sh");
-    // Each script run is stopped by its own limit inside the VM; the VM's timeout only has to
-    // cover all of them at their limits plus the boot (each VM runs one tool).
-    let budget: u64 = sel.iter().map(|(_, l)| l + 10).sum::<u64>() + 300;
+    // Each job is stopped by its own limit inside the VM; a VM's timeout has to cover every job
+    // at its limit (the other VM may stop early and leave it the whole queue) plus the boot.
+    let budget: u64 = order.iter().map(|j| j.limit + JOB_OVERHEAD).sum::<u64>() + BOOT;
     let timeout = refvm_common::timeout_for(budget / 4).max(budget);
     let cpus = vm_cpus();
     say(&format!(
-        "refvm_upstream: {} scripts, one VM per tool ({}) at the same time, {cpus} vCPUs each, \
-         VM timeout {timeout} s",
+        "refvm_upstream: {} jobs ({} scripts x {}) on {VMS} VMs taking the next job when free, \
+         longest first, {cpus} vCPUs each, VM timeout {timeout} s",
+        order.len(),
         sel.len(),
-        tools().join(", ")
+        tools.join(", ")
     ));
-    // One VM per tool, at the same time: each gets its own configuration, scratch disk and
-    // copy of the tests, and runs every selected script with its tool only.
+    let queue = std::sync::Mutex::new(order.iter().cloned().collect::<VecDeque<Job>>());
+    let with_lukskit = tools.iter().any(|t| t == "lukskit");
     let t0 = std::time::Instant::now();
-    let runs: Vec<(String, refvm_common::VmRun)> = std::thread::scope(|sc| {
-        let handles: Vec<_> = tools()
-            .into_iter()
-            .map(|tool| {
-                let (dir, tar, entries, script) = (dir.path(), &tar, &entries, &script);
+    // Every boot of every VM: (VM, boot, jobs it took, run).
+    let runs: Vec<(usize, usize, Vec<Taken>, refvm_common::VmRun)> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..VMS)
+            .map(|vm| {
+                let (dir, tar, script, queue, tools) = (dir.path(), &tar, &script, &queue, &tools);
                 let cpus = cpus.to_string();
                 sc.spawn(move || {
-                    let vm_dir = dir.join(format!("vm-{tool}"));
-                    std::fs::create_dir(&vm_dir).unwrap();
-                    let conf = common::write_file(
-                        &vm_dir,
-                        "suite.conf",
-                        format!(
-                            "SUITE_SCRIPTS=\"{}\"\nSUITE_TOOLS=\"{tool}\"\nSUITE_OUT_TAIL={}\n",
-                            entries.join(" "),
-                            out_tail()
-                        )
-                        .as_bytes(),
-                    );
-                    // A scratch disk for the scripts' images (sparse; the guest formats it).
-                    let work = common::sparse(&vm_dir, "work.img", 6 << 30);
-                    let tar_s = tar.to_string_lossy().into_owned();
-                    let args: Vec<&std::ffi::OsStr> = vec![
-                        "--mem".as_ref(),
-                        "2048".as_ref(),
-                        "--copy".as_ref(),
-                        tar_s.as_ref(),
-                        "--copy".as_ref(),
-                        conf.as_ref(),
-                        script.as_os_str(),
-                        work.as_ref(),
-                    ];
-                    let r = refvm_common::run_vm_env(
-                        &format!("{T} ({tool})"),
-                        timeout,
-                        &args,
-                        tool == "lukskit",
-                        &[("LUKSKIT_REFVM_CPUS", cpus)],
-                    );
-                    (tool, r)
+                    let mut boots = Vec::new();
+                    for boot in 0.. {
+                        let vm_dir = dir.join(format!("vm{vm}-{boot}"));
+                        let share = vm_dir.join("queue");
+                        std::fs::create_dir_all(&share).unwrap();
+                        let conf = common::write_file(
+                            &vm_dir,
+                            "suite.conf",
+                            format!(
+                                "SUITE_QUEUE=/host\nSUITE_TOOLS=\"{}\"\nSUITE_OUT_TAIL={}\n",
+                                tools.join(" "),
+                                out_tail()
+                            )
+                            .as_bytes(),
+                        );
+                        // A scratch disk for the scripts' images (sparse; the guest formats it).
+                        let work = common::sparse(&vm_dir, "work.img", 6 << 30);
+                        let tar_s = tar.to_string_lossy().into_owned();
+                        let args: Vec<&std::ffi::OsStr> = vec![
+                            "--mem".as_ref(),
+                            "2048".as_ref(),
+                            "--share".as_ref(),
+                            share.as_os_str(),
+                            "--copy".as_ref(),
+                            tar_s.as_ref(),
+                            "--copy".as_ref(),
+                            conf.as_ref(),
+                            script.as_os_str(),
+                            work.as_ref(),
+                        ];
+                        let finished = std::sync::atomic::AtomicBool::new(false);
+                        let booted = std::time::Instant::now();
+                        let (taken, r) = std::thread::scope(|sc2| {
+                            let server = sc2.spawn(|| serve_queue(&share, queue, &finished, vm));
+                            let r = refvm_common::run_vm_env(
+                                &format!("{T} (VM {vm}, boot {boot})"),
+                                timeout,
+                                &args,
+                                with_lukskit,
+                                &[("LUKSKIT_REFVM_CPUS", cpus.clone())],
+                            );
+                            finished.store(true, std::sync::atomic::Ordering::SeqCst);
+                            (server.join().unwrap(), r)
+                        });
+                        if let Some(first) = taken.first() {
+                            say(&format!(
+                                "refvm_upstream: VM {vm} boot {boot}: asked for its first job \
+                                 {:.0} s after run.sh started",
+                                first.asked.duration_since(booted).as_secs_f64()
+                            ));
+                        }
+                        // Exit status 3: the state after a job could not be reset (what is
+                        // left is in its `dirty` records); a fresh VM takes the rest.
+                        let again = r.code == 3 && !queue.lock().unwrap().is_empty();
+                        boots.push((vm, boot, taken, r));
+                        if !again {
+                            break;
+                        }
+                    }
+                    boots
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
     });
     say(&format!(
         "refvm_upstream: both VMs done after {:.0} s of wall time",
         t0.elapsed().as_secs_f64()
     ));
+    if runs
+        .iter()
+        .any(|(_, _, _, r)| r.code == refvm_common::EXIT_UNAVAILABLE)
+    {
+        // Skips (or fails unless LUKSKIT_ALLOW_SKIP=1) with run.sh's reason.
+        let (_, _, _, r) = runs
+            .iter()
+            .find(|(_, _, _, r)| r.code == refvm_common::EXIT_UNAVAILABLE)
+            .unwrap();
+        r.ran(T);
+        return;
+    }
     let mut res = BTreeMap::new();
     let mut unfinished = Vec::new();
-    for (tool, r) in &runs {
-        if !r.ran(T) {
-            return;
-        }
+    for (vm, boot, taken, r) in &runs {
         let (part, done) = parse(&r.stdout);
+        let busy: u64 = part.values().map(|o| o.secs).sum();
+        let resets: f64 = part.values().map(|o| o.reset_secs).sum();
+        say(&format!(
+            "refvm_upstream: VM {vm} boot {boot}: {} jobs ({}), {busy} s in scripts, {resets:.1} \
+             s in resets between jobs, {:.0} s in all",
+            part.len(),
+            taken
+                .iter()
+                .map(|t| format!("{} {}", t.job.script, t.job.tool))
+                .collect::<Vec<_>>()
+                .join(", "),
+            r.elapsed.as_secs_f64()
+        ));
         res.extend(part);
-        if r.code != 0 || !done {
+        if !done || (r.code != 0 && r.code != 3) {
             unfinished.push(format!(
-                "the {tool} VM: run-suite.sh did not finish (exit status {}): {}{}",
+                "VM {vm} boot {boot}: run-suite.sh did not finish (exit status {}): {}{}",
                 r.code, r.stdout, r.stderr
             ));
         }
     }
     print_report(&sel, &res, "in the reference VM");
+    for (_, _, _, r) in &runs {
+        // Panics with the VM's output on a timeout or a VM that never reported.
+        r.ran(T);
+    }
+    let lost: Vec<String> = queue
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|j| format!("{} {}", j.script, j.tool))
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "jobs no VM took (both VMs stopped early): {lost:?}"
+    );
     assert!(unfinished.is_empty(), "{}", unfinished.join("\n"));
     if no_ratchet() {
         return;
@@ -836,6 +1059,9 @@ fn run_on_host(src: &Path, work: &Path, script: &str, tool: &str, limit: u64) ->
             .collect(),
         cmds: Vec::new(),
         kmsg: Vec::new(),
+        left: Vec::new(),
+        dirty: Vec::new(),
+        reset_secs: 0.0,
         fails: lines
             .iter()
             .filter(|l| {
@@ -939,13 +1165,17 @@ fn lists_are_consistent() {
             "{n} is in DEFAULT and SLOW"
         );
     }
-    // Each tool has its own VM and the two run at the same time: the worst case is one VM
-    // running every DEFAULT script to its limit.
-    let default_time: u64 = DEFAULT.iter().map(|&(_, l)| l).sum();
+    // The two VMs take the (script, tool) jobs from one queue: the worst case is every job
+    // running to its limit, handed out as the queue does (longest first, to the VM that is free).
+    let tools: Vec<String> = TOOLS.iter().map(|t| t.to_string()).collect();
+    let sel: Vec<(String, u64)> = DEFAULT.iter().map(|&(n, l)| (n.to_string(), l)).collect();
+    let order = queue_order(&sel, &tools);
+    let per_vm = simulate(&order, VMS, |j| j.limit + JOB_OVERHEAD);
+    let worst = per_vm.iter().map(|(t, _)| t).max().unwrap() + BOOT;
     // The limits are upper bounds; the default run must still fit CI at its worst.
     assert!(
-        default_time <= 150 * 60,
-        "DEFAULT's worst case is {default_time} s of VM time"
+        worst <= VM_TIME_CAP,
+        "DEFAULT's worst case is {worst} s of VM time in one VM (cap {VM_TIME_CAP} s)"
     );
 }
 
@@ -971,6 +1201,9 @@ fn parses_the_records() {
         suite: cmd a-test lukskit |   Device x is not a valid LUKS device.\n\
         suite: cmd a-test lukskit | => exit 1\n\
         suite: kmsg a-test lukskit | loops \n\
+        suite: left a-test lukskit | run-files L_8:0\n\
+        suite: reset a-test lukskit secs=1.5\n\
+        suite: dirty a-test:60 lukskit | mappings x\n\
         suite: done\n";
     let (res, done) = parse(out);
     assert!(done);
@@ -983,5 +1216,166 @@ fn parses_the_records() {
     assert_eq!(l.kmsg, ["loops "]);
     assert!(c.kmsg.is_empty());
     assert_eq!(l.fails, ["x.img...Validation rejected correct value"]);
+    assert_eq!(l.left, ["run-files L_8:0"]);
+    assert_eq!(l.dirty, ["mappings x"]);
+    assert_eq!(l.reset_secs, 1.5);
+    assert!(c.left.is_empty() && c.dirty.is_empty());
     assert_eq!(l.summary("a-test"), "FAIL rc=2 line 128 3s (7 lines)");
+}
+
+fn jobs(limits: &[(&str, u64)]) -> Vec<(String, u64)> {
+    limits.iter().map(|&(n, l)| (n.to_string(), l)).collect()
+}
+
+/// The queue holds every script with every tool, the longest first, and keeps the order of
+/// the selection and of the tools among equal limits.
+#[test]
+fn the_queue_puts_the_longest_jobs_first() {
+    let tools = vec!["cryptsetup".to_string(), "lukskit".to_string()];
+    let order = queue_order(
+        &jobs(&[("a", 60), ("b", 600), ("c", 180), ("d", 600)]),
+        &tools,
+    );
+    let got: Vec<(&str, &str, u64)> = order
+        .iter()
+        .map(|j| (j.script.as_str(), j.tool.as_str(), j.limit))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("b", "cryptsetup", 600),
+            ("b", "lukskit", 600),
+            ("d", "cryptsetup", 600),
+            ("d", "lukskit", 600),
+            ("c", "cryptsetup", 180),
+            ("c", "lukskit", 180),
+            ("a", "cryptsetup", 60),
+            ("a", "lukskit", 60),
+        ]
+    );
+}
+
+/// A VM takes the next job when it is free (not in turns): while one VM runs a long job the
+/// other runs all the short ones.
+#[test]
+fn a_free_vm_takes_the_next_job() {
+    let order = queue_order(
+        &jobs(&[
+            ("long", 100),
+            ("s1", 10),
+            ("s2", 10),
+            ("s3", 10),
+            ("s4", 10),
+        ]),
+        &["lukskit".to_string()],
+    );
+    let per_vm = simulate(&order, 2, |j| j.limit);
+    assert_eq!(per_vm, [(100, vec![0]), (40, vec![1, 2, 3, 4])]);
+    // Three VMs: the third starts at once with the second job.
+    let per_vm = simulate(&order, 3, |j| j.limit);
+    assert_eq!(per_vm, [(100, vec![0]), (20, vec![1, 3]), (20, vec![2, 4])]);
+}
+
+/// The default run is balanced: both VMs' busy times (every job at its limit) differ by at
+/// most the longest job, so the wall time is about half the sum of all jobs.
+#[test]
+fn the_default_run_is_balanced_over_the_vms() {
+    let tools: Vec<String> = TOOLS.iter().map(|t| t.to_string()).collect();
+    let sel: Vec<(String, u64)> = DEFAULT.iter().map(|&(n, l)| (n.to_string(), l)).collect();
+    let order = queue_order(&sel, &tools);
+    assert_eq!(order.len(), 2 * DEFAULT.len());
+    let per_vm = simulate(&order, VMS, |j| j.limit);
+    let total: u64 = order.iter().map(|j| j.limit).sum();
+    assert_eq!(per_vm.iter().map(|(t, _)| t).sum::<u64>(), total);
+    let longest = order[0].limit;
+    let (max, min) = (
+        per_vm.iter().map(|(t, _)| *t).max().unwrap(),
+        per_vm.iter().map(|(t, _)| *t).min().unwrap(),
+    );
+    assert!(max - min <= longest, "{per_vm:?}");
+    assert!(
+        max <= total / 2 + longest / 2,
+        "{max} s against {total} s in all"
+    );
+    // Every job runs once.
+    let mut ran: Vec<usize> = per_vm.iter().flat_map(|(_, j)| j.clone()).collect();
+    ran.sort_unstable();
+    assert_eq!(ran, (0..order.len()).collect::<Vec<_>>());
+}
+
+/// The host's side of the queue against two guests played by threads (each creates want.N in
+/// its own directory and reads job.N, as run-suite.sh does): every job goes to exactly one of
+/// them, each gets "stop" when the queue is empty, and a slow guest takes fewer jobs.
+#[test]
+fn the_queue_hands_each_job_to_one_vm() {
+    let dir = common::tmp();
+    let tools = vec!["cryptsetup".to_string(), "lukskit".to_string()];
+    let order = queue_order(
+        &jobs(&[("a", 1), ("b", 2), ("c", 3), ("d", 4), ("e", 5)]),
+        &tools,
+    );
+    let queue = std::sync::Mutex::new(order.iter().cloned().collect::<VecDeque<Job>>());
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    let (served, guests) = std::thread::scope(|sc| {
+        let mut servers = Vec::new();
+        let mut guests = Vec::new();
+        for vm in 0..2 {
+            let share = dir.path().join(format!("vm{vm}"));
+            std::fs::create_dir(&share).unwrap();
+            let (q, f) = (&queue, &finished);
+            let s2 = share.clone();
+            servers.push(sc.spawn(move || serve_queue(&s2, q, f, vm)));
+            guests.push(sc.spawn(move || {
+                let mut got = Vec::new();
+                for n in 1.. {
+                    std::fs::write(share.join(format!("want.{n}")), "").unwrap();
+                    let job = share.join(format!("job.{n}"));
+                    while !job.exists() {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    let line = std::fs::read_to_string(&job).unwrap();
+                    if line.trim() == "stop" {
+                        break;
+                    }
+                    got.push(line.trim().to_string());
+                    // VM 1 is slow.
+                    std::thread::sleep(std::time::Duration::from_millis(if vm == 0 {
+                        50
+                    } else {
+                        1500
+                    }));
+                }
+                got
+            }));
+        }
+        let guests: Vec<Vec<String>> = guests.into_iter().map(|g| g.join().unwrap()).collect();
+        let served: Vec<Vec<Taken>> = servers.into_iter().map(|s| s.join().unwrap()).collect();
+        (served, guests)
+    });
+    assert!(queue.lock().unwrap().is_empty());
+    let mut all: Vec<String> = guests.concat();
+    all.sort();
+    let mut want: Vec<String> = order
+        .iter()
+        .map(|j| format!("{}:{} {}", j.script, j.limit, j.tool))
+        .collect();
+    want.sort();
+    assert_eq!(all, want, "every job exactly once");
+    for (vm, (s, g)) in served.iter().zip(&guests).enumerate() {
+        let s: Vec<String> = s
+            .iter()
+            .map(|t| format!("{}:{} {}", t.job.script, t.job.limit, t.job.tool))
+            .collect();
+        assert_eq!(
+            &s, g,
+            "VM {vm}: what the host handed out is what the guest read"
+        );
+    }
+    // The longest job went first, to whichever asked first; the slow guest took at most two
+    // jobs while the fast one ran the rest.
+    assert!(guests[1].len() <= 2, "{guests:?}");
+    assert!(
+        guests.iter().any(|g| g[0] == "e:5 cryptsetup"),
+        "{guests:?}"
+    );
 }

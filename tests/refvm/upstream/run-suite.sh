@@ -8,7 +8,9 @@
 #   /refvm/files/upstream-tests.tar  the test directory (as tests/) and a compiled tests/differ
 #   /refvm/files/suite.conf          SUITE_SCRIPTS="name[:secs] ...", SUITE_TOOLS="cryptsetup lukskit",
 #                                    SUITE_TIMEOUT=default time limit (seconds) of one script run;
-#                                    name:secs gives a script its own (the same for every tool)
+#                                    name:secs gives a script its own (the same for every tool);
+#                                    or SUITE_QUEUE=/host: take the jobs one at a time from the
+#                                    host's queue in that shared directory (see the end)
 #   /dev/vda (optional)              a scratch disk, formatted ext4 and used as the work directory
 #                                    (otherwise /tmp, which is RAM)
 #
@@ -26,6 +28,10 @@
 #   suite: cmd SCRIPT TOOL | LINE           (the last commands of the command log)
 #   suite: kmsg SCRIPT TOOL | LINE          (after a failure: the last kernel messages of the run,
 #                                            then memory and key counts)
+#   suite: left SCRIPT TOOL | LINE          (what the run left behind, before the reset)
+#   suite: reset SCRIPT TOOL secs=S         (how long the reset after the run took)
+#   suite: job N SCRIPT[:SECS] TOOL uptime=U  (queue mode: this VM took the job)
+#   suite: dirty SCRIPT[:SECS] TOOL | LINE  (queue mode: what the reset could not remove; exit 3)
 #   suite: done
 # rc is the script's exit status (0 pass, 77 skipped, 124 stopped by the time limit); lines the
 # number of lines it printed; skips the number of lines that say a part was skipped or is not
@@ -38,7 +44,7 @@ export DM_DISABLE_UDEV=1
 export LC_ALL=C
 FILES=/refvm/files
 . "$FILES/suite.conf"
-: "${SUITE_SCRIPTS:?}" "${SUITE_TOOLS:=cryptsetup lukskit}" "${SUITE_TIMEOUT:=600}"
+: "${SUITE_SCRIPTS:=}" "${SUITE_TOOLS:=cryptsetup lukskit}" "${SUITE_TIMEOUT:=600}"
 OUT_TAIL=${SUITE_OUT_TAIL:-12}
 CMD_TAIL=${SUITE_CMD_TAIL:-4}
 
@@ -121,12 +127,34 @@ for tool in $SUITE_TOOLS; do
 done
 
 # --- between runs: nothing of the previous run may remain ---------------------------------------
+# What a run can leave behind: mounts under the run directory, device-mapper mappings, loop
+# devices, the scsi_debug module (align-test, discards-test, the sector-size cases), keys in the
+# user keyring (keyring-compat-test, compat-test2), lock files in /run/cryptsetup, state in
+# /run/lukskit, processes of the script's process group. leftovers prints one line per kind that
+# is not clean; reset_state removes all of it.
+leftovers() {
+    m=$(awk '$2 ~ "^'"$W"'/run" { print $2 }' /proc/mounts | paste -sd' ')
+    [ -n "$m" ] && echo "mounts $m"
+    m=$(dmsetup ls 2>/dev/null | grep -v '^No devices found' | awk '{ print $1 }' | paste -sd' ')
+    [ -n "$m" ] && echo "mappings $m"
+    m=$(losetup -a 2>/dev/null | cut -d: -f1 | paste -sd' ')
+    [ -n "$m" ] && echo "loops $m"
+    grep -q '^scsi_debug ' /proc/modules && echo "module scsi_debug"
+    m=$(keyctl rlist @u 2>/dev/null | wc -w)
+    [ "${m:-0}" != 0 ] && echo "keys $m in the user keyring"
+    m=$(ls -A /run/cryptsetup /run/lukskit 2>/dev/null | grep -v '^/\|^$' | paste -sd' ')
+    [ -n "$m" ] && echo "run-files $m"
+    [ -n "${1:-}" ] && kill -0 -"$1" 2>/dev/null && echo "processes of the script's group"
+    return 0
+}
 reset_state() {
+    [ -n "${1:-}" ] && kill -KILL -"$1" 2>/dev/null
     for m in $(awk '$2 ~ "^'"$W"'/run" { print $2 }' /proc/mounts | sort -r); do umount -l "$m" 2>/dev/null; done
     dmsetup remove_all --force >/dev/null 2>&1
     losetup -D 2>/dev/null
     rmmod scsi_debug >/dev/null 2>&1
     keyctl clear @u >/dev/null 2>&1
+    rm -rf /run/cryptsetup/* /run/lukskit/* 2>/dev/null
     rm -f /tmp/suite-err.*
     dmesg -c >/dev/null 2>&1
 }
@@ -134,7 +162,6 @@ reset_state() {
 # --- one script with one tool -------------------------------------------------------------------
 run_one() { # script tool limit
     s=$1 tool=$2 limit=$3 dir=$W/run out=$W/out.txt mark=$W/timed-out
-    reset_state
     rm -rf "$dir" "$mark"
     cp -a "$W/tests" "$dir"
     : >"$CMDLOG"
@@ -192,18 +219,55 @@ run_one() { # script tool limit
             echo "loops $(losetup -a 2>/dev/null | paste -sd' ')"
         } | cut -c1-300 | sed "s|^|suite: kmsg $s $tool \| |"
     fi
+    # What the run left behind (reported; the next run must not see it), then the reset, timed
+    # (what a job costs besides the script; the alternative is a reboot of the VM).
+    leftovers "$pid" | cut -c1-300 | sed "s|^|suite: left $s $tool \| |"
     cd /
     rm -rf "$dir"
+    r0=$(now)
+    reset_state "$pid"
+    say "reset $s $tool secs=$(awk -v a="$r0" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }')"
 }
 
-for entry in $SUITE_SCRIPTS; do
+run_entry() { # name[:secs] tool...
+    entry=$1
+    shift
     s=${entry%%:*} limit=$SUITE_TIMEOUT
     case "$entry" in *:*) limit=${entry#*:} ;; esac
     if [ ! -f "$W/tests/$s" ]; then
-        for tool in $SUITE_TOOLS; do say "result $s $tool rc=126 secs=0 lines=0 skips=0 timeout=0 limit=$limit"; done
-        continue
+        for tool in "$@"; do say "result $s $tool rc=126 secs=0 lines=0 skips=0 timeout=0 limit=$limit"; done
+        return
     fi
-    for tool in $SUITE_TOOLS; do run_one "$s" "$tool" "$limit"; done
-done
+    for tool in "$@"; do run_one "$s" "$tool" "$limit"; done
+}
+
+reset_state
+if [ -n "${SUITE_QUEUE:-}" ]; then
+    # The job queue is on the host (refvm_upstream.rs): this VM asks for its next job by creating
+    # $SUITE_QUEUE/want.N and runs what the host writes into $SUITE_QUEUE/job.N ("SCRIPT:SECS
+    # TOOL", or "stop" once the queue is empty), so that two VMs share the (script, tool) jobs,
+    # each taking the next one when it is free. After each job the state is reset; if it cannot
+    # be (a mapping or loop device still busy), this VM stops with exit status 3 and the host
+    # boots a fresh one for the rest of the queue.
+    say "env queue-ready uptime=$(now)"
+    n=0
+    while :; do
+        n=$((n + 1))
+        : >"$SUITE_QUEUE/want.$n"
+        while [ ! -f "$SUITE_QUEUE/job.$n" ]; do sleep 1; done
+        read -r entry tool <"$SUITE_QUEUE/job.$n"
+        [ "$entry" = stop ] && break
+        say "job $n $entry $tool uptime=$(now)"
+        run_entry "$entry" "$tool"
+        dirty=$(leftovers)
+        if [ -n "$dirty" ]; then
+            echo "$dirty" | cut -c1-300 | sed "s|^|suite: dirty $entry $tool \| |"
+            say "done"
+            exit 3
+        fi
+    done
+else
+    for entry in $SUITE_SCRIPTS; do run_entry "$entry" $SUITE_TOOLS; done
+fi
 reset_state
 say "done"
