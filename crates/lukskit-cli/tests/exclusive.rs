@@ -246,3 +246,66 @@ fn devices_held_by_the_kernel_are_refused_like_cryptsetup() {
     assert_eq!(theirs.code, 0, "cryptsetup formats it");
     drop(lo2);
 }
+
+/// The lock file of a block device (`/run/cryptsetup/L_<major>:<minor>`) and the
+/// re-encryption lock (`LN_LUKS2-reencryption-<uuid>`) are removed by their last holder, as
+/// cryptsetup 2.6.1 removes them: after header commands and a re-encryption of a loop
+/// device, neither tool leaves a lock file behind.
+#[test]
+fn lock_files_are_removed_by_their_last_holder() {
+    if !capable("lock files") || !have_cryptsetup("lock files") {
+        return;
+    }
+    let dir = tmp();
+    let kf = write_file(dir.path(), "k", b"secret");
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 32 << 20);
+        let lo = Loop::attach(&img);
+        let rdev = sh(&format!("stat -L -c '%t %T' {}", lo.0));
+        let (maj, min) = rdev.split_once(' ').unwrap();
+        let (maj, min) = (
+            u32::from_str_radix(maj, 16).unwrap(),
+            u32::from_str_radix(min, 16).unwrap(),
+        );
+        let lock = format!("/run/cryptsetup/L_{maj}:{min}");
+        let _ = std::fs::remove_file(&lock);
+        let run = |args: Vec<&str>| {
+            if tool == "cryptsetup" {
+                cryptsetup(&args, b"").unwrap()
+            } else {
+                lukskit(&args, b"")
+            }
+        };
+        run(fast(vec![
+            "luksFormat",
+            "--type",
+            "luks2",
+            &lo.0,
+            "-d",
+            &kf,
+        ]))
+        .ok("luksFormat");
+        run(vec!["luksDump", &lo.0]).ok("luksDump");
+        run(fast(vec!["luksAddKey", &lo.0, "-d", &kf, &kf])).ok("luksAddKey");
+        let uuid = run(vec!["luksUUID", &lo.0]).ok("luksUUID").stdout;
+        let reenc = format!("/run/cryptsetup/LN_LUKS2-reencryption-{}", uuid.trim());
+        run(fast(vec![
+            "reencrypt",
+            "--init-only",
+            "-S",
+            "0",
+            &lo.0,
+            "-d",
+            &kf,
+        ]))
+        .ok("reencrypt --init-only");
+        assert!(
+            !std::path::Path::new(&lock).exists(),
+            "{tool} left {lock} behind"
+        );
+        assert!(
+            !std::path::Path::new(&reenc).exists(),
+            "{tool} left {reenc} behind"
+        );
+    }
+}

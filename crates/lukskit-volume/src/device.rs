@@ -9,6 +9,7 @@
 //!   enabled only when the environment variable [`CRASH_ENV`] is set).
 
 use crate::error::{IoOp, Result, VolumeError};
+use crate::lock_file::{LockError, LockFile};
 use lukskit_format::io::Storage;
 use lukskit_nbd::NbdClient;
 use std::fs::{File, OpenOptions};
@@ -80,7 +81,7 @@ pub enum Access {
 pub struct Device {
     backing: Backing,
     path: String,
-    _lock: Option<File>,
+    _lock: Option<LockFile>,
 }
 
 /// What a [`Device`] reads and writes.
@@ -184,20 +185,11 @@ impl Device {
             let (maj, min) = (libc::major(rdev), libc::minor(rdev));
             let _ = std::fs::create_dir_all("/run/cryptsetup");
             let lock_path = format!("/run/cryptsetup/L_{maj}:{min}");
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600)
-                .open(&lock_path)
-            {
-                Ok(lf) => {
-                    flock(&lf, op, path)?;
-                    Some(lf)
-                }
+            match LockFile::acquire(&lock_path, op) {
+                Ok(lf) => Some(lf),
+                Err(LockError::Lock(e)) => return Err(VolumeError::io(IoOp::Lock, path, e)),
                 // Without /run (unprivileged, read-only root) fall back to the device node.
-                Err(_) => {
+                Err(LockError::Open(_)) => {
                     flock(&file, op, path)?;
                     None
                 }

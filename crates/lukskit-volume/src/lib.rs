@@ -31,6 +31,7 @@ pub mod edit;
 mod error;
 pub mod format;
 mod keyslot_cipher;
+mod lock_file;
 mod luks1_keys;
 mod luks2_keys;
 pub mod pbkdf;
