@@ -11,7 +11,9 @@
 //!   backup segments, `reencrypt` keyslot with resilience `datashift`, requirement), and
 //!   either tool finishes the other's initialization;
 //! * the header restored over the head of the device (`luksHeaderRestore`, as the upstream
-//!   script does next) gives a device whose plaintext is unchanged.
+//!   script does next) gives a device whose plaintext is unchanged;
+//! * a re-encryption (new key) backward with a data shift and no moved segment, as
+//!   luks2-reencryption-mangle-test [6] leaves it, is finished by lukskit as by cryptsetup.
 
 mod common;
 use common::*;
@@ -289,4 +291,165 @@ fn encrypt_with_detached_header_metadata_larger_than_the_shift() {
         );
     }
     assert_eq!(seen[0], seen[1], "cryptsetup vs lukskit");
+}
+
+/// The encryption sector size of the first data segment cryptsetup's `luksDump` shows.
+fn sector_size(img: &str) -> usize {
+    let dump = cryptsetup(&["luksDump", img], b"").unwrap().ok("luksDump");
+    dump.stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("sector: "))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// luks2-reencryption-mangle-test [6] "Old reencryption in-progress (datashift)": a
+/// re-encryption (new volume key) backward with a data shift of 1 MiB and no moved segment,
+/// interrupted after 13 MiB were left to do, with old (`online-reencrypt`) metadata that
+/// cryptsetup's `repair` upgrades. Both tools then finish it from the same image: the data
+/// area comes out byte for byte the same, and the old key's plaintext is found under the new
+/// key 1 MiB further (Python's `cryptography`).
+#[test]
+fn reencrypt_with_data_shift_backward_as_cryptsetup() {
+    if !have_cryptsetup("re-encryption with a data shift (mangle-test [6])") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", &pattern(32, 5));
+    let img = sparse(d, "base.img", 32 << 20);
+    let cs = |args: &[&str]| {
+        cryptsetup(args, b"")
+            .unwrap()
+            .ok(&format!("cryptsetup {args:?}"))
+    };
+    let mut fmt = vec![
+        "luksFormat",
+        "-q",
+        "--disable-locks",
+        "-d",
+        &kf,
+        "--luks2-metadata-size",
+        "16384",
+        &img,
+    ];
+    fmt.extend_from_slice(&FAST);
+    cs(&fmt);
+    // Random data under the old key.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&img)
+        .and_then(|f| {
+            use std::os::unix::fs::FileExt;
+            f.write_all_at(&pattern(16 * M, 9), 16 * M as u64)
+        })
+        .unwrap();
+    let old_vk = hex::decode(volume_key_with("cryptsetup", &img, &kf, &[])).unwrap();
+    let old_ss = sector_size(&img);
+    cs(&[
+        "reencrypt",
+        &img,
+        "-q",
+        "--disable-locks",
+        "-d",
+        &kf,
+        "--init-only",
+        "--resilience",
+        "none",
+    ]);
+    // The jq program of the upstream script, on serde_json.
+    rewrite_luks2_json(&img, |j| {
+        j["digests"].as_object_mut().unwrap().remove("2");
+        let ks = &mut j["keyslots"]["2"];
+        ks["direction"] = "backward".into();
+        ks["area"]["type"] = "datashift".into();
+        ks["area"]["size"] = "4096".into();
+        ks["area"]["shift_size"] = (1 << 20).to_string().into();
+        let s = j["segments"].clone();
+        let with = |seg: &serde_json::Value, k: &str, v: String| {
+            let mut seg = seg.clone();
+            seg[k] = v.into();
+            seg
+        };
+        j["segments"] = serde_json::json!({
+            "0": with(&s["0"], "size", (13 * M).to_string()),
+            "1": with(&s["0"], "offset", (30 * M).to_string()),
+            "2": s["1"],
+            "3": with(&s["2"], "offset", (17 * M).to_string()),
+        });
+        j["digests"]["0"]["segments"] = serde_json::json!(["0", "2"]);
+        j["digests"]["1"]["segments"] = serde_json::json!(["1", "3"]);
+        j["config"]["requirements"]["mandatory"] = serde_json::json!(["online-reencrypt"]);
+    });
+    cs(&["repair", "-q", "--disable-locks", "-d", &kf, &img]);
+    let before = std::fs::read(&img).unwrap();
+    let mut data = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let copy = write_file(d, &format!("{tool}.img"), &before);
+        run_tool(
+            tool,
+            &[
+                "reencrypt",
+                &copy,
+                "-q",
+                "--disable-locks",
+                "--force-offline-reencrypt",
+                "-d",
+                &kf,
+            ],
+            b"",
+        )
+        .ok(&format!(
+            "{tool} finishes the re-encryption with a data shift"
+        ));
+        assert!(!in_reencryption(&copy), "{tool}: not finished");
+        let dump = cryptsetup(&["luksDump", &copy], b"")
+            .unwrap()
+            .ok("luksDump");
+        assert!(
+            dump.stdout.contains(&format!("offset: {} [bytes]", 17 * M)),
+            "{tool}: {}",
+            dump.stdout
+        );
+        let after = std::fs::read(&copy).unwrap();
+        data.push(after[17 * M..].to_vec());
+        // The old plaintext, 1 MiB further under the new key (windows at every MiB).
+        let new_vk = hex::decode(volume_key_with("cryptsetup", &copy, &kf, &[])).unwrap();
+        let new_ss = sector_size(&copy);
+        for pos in (0..13 * M).step_by(M) {
+            let (Some(was), Some(is)) = (
+                python_decrypt(
+                    "xts",
+                    &old_vk,
+                    old_ss,
+                    (16 * M + pos) as u64,
+                    &img,
+                    (pos / 512) as u64,
+                    (64 << 10) / old_ss,
+                ),
+                python_decrypt(
+                    "xts",
+                    &new_vk,
+                    new_ss,
+                    (17 * M + pos) as u64,
+                    &copy,
+                    (pos / 512) as u64,
+                    (64 << 10) / new_ss,
+                ),
+            ) else {
+                return;
+            };
+            assert!(
+                was == is,
+                "{tool}: plaintext at {pos} not moved by the shift (first difference at {}, sector sizes {:?})",
+                was.iter().zip(&is).position(|(a, b)| a != b).unwrap_or(0),
+                (old_ss, new_ss)
+            );
+        }
+    }
+    assert!(
+        data[0] == data[1],
+        "the data areas of cryptsetup's and lukskit's results differ"
+    );
 }

@@ -48,6 +48,20 @@ pub fn is_encrypt_shift_detached(c: &Context) -> bool {
         && c.moved.is_none()
 }
 
+/// Whether `c` is a re-encryption (mode `reencrypt`) backward with a data shift and no moved
+/// segment (what cryptsetup's `reencrypt_luks2_init` sets up for a negative data shift, and
+/// the old metadata of luks2-reencryption-mangle-test [6]): every hot zone of `shift` bytes
+/// is read from the old data offset and written `shift` bytes further, from the end
+/// backwards, so a hot zone never overwrites its own source (the generic backward layout of
+/// `reencrypt_make_hot_segments_backward`).
+pub fn is_reencrypt_shift(c: &Context) -> bool {
+    c.mode == Mode::Reencrypt
+        && c.direction == Direction::Backward
+        && matches!(c.resilience, Resilience::Datashift { .. })
+        && c.moved.is_none()
+        && c.data_offset_new() == c.data_offset_old() + c.shift()
+}
+
 /// Whether `c` is an encryption with a moved first segment.
 pub fn is_encrypt_shift(c: &Context) -> bool {
     c.mode == Mode::Encrypt
@@ -62,6 +76,7 @@ pub fn check_supported(c: &Context) -> Result<()> {
     if (c.shift() == 0 && c.moved.is_none())
         || is_encrypt_shift(c)
         || is_encrypt_shift_detached(c)
+        || is_reencrypt_shift(c)
         || super::decrypt_shift::is_decrypt_shift(c)
     {
         return Ok(());
