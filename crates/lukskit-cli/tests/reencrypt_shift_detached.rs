@@ -13,7 +13,9 @@
 //! * the header restored over the head of the device (`luksHeaderRestore`, as the upstream
 //!   script does next) gives a device whose plaintext is unchanged;
 //! * a re-encryption (new key) backward with a data shift and no moved segment, as
-//!   luks2-reencryption-mangle-test [6] leaves it, is finished by lukskit as by cryptsetup.
+//!   luks2-reencryption-mangle-test [6] leaves it, is finished by lukskit as by cryptsetup;
+//! * `luksHeaderRestore` of a backup in re-encryption, and `--keep-key` with nothing to
+//!   change, as cryptsetup 2.6.1.
 
 mod common;
 use common::*;
@@ -452,4 +454,120 @@ fn reencrypt_with_data_shift_backward_as_cryptsetup() {
         data[0] == data[1],
         "the data areas of cryptsetup's and lukskit's results differ"
     );
+}
+
+/// luksHeaderRestore of a header backup taken during a re-encryption (requirement
+/// `online-reencrypt-v2`): cryptsetup 2.6.1 restores it (onto a LUKS2 device and onto a
+/// blank one), and so does lukskit, with the same bytes.
+#[test]
+fn header_restore_of_a_backup_in_reencryption() {
+    if !have_cryptsetup("luksHeaderRestore of a backup in re-encryption") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let src = sparse(d, "src.img", 32 << 20);
+    let mut fmt = vec!["luksFormat", "-q", "-d", &kf, &src];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+    cryptsetup(
+        &[
+            "reencrypt",
+            &src,
+            "-q",
+            "-d",
+            &kf,
+            "--init-only",
+            "--resilience",
+            "none",
+        ],
+        b"",
+    )
+    .unwrap()
+    .ok("reencrypt --init-only");
+    let bak = d.join("src.bak").display().to_string();
+    cryptsetup(
+        &["luksHeaderBackup", &src, "--header-backup-file", &bak],
+        b"",
+    )
+    .unwrap()
+    .ok("luksHeaderBackup");
+    assert!(in_reencryption(&bak));
+    let want = std::fs::read(&bak).unwrap();
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        for luks in [true, false] {
+            let dst = sparse(d, &format!("{tool}-{luks}.img"), 32 << 20);
+            if luks {
+                let mut fmt = vec!["luksFormat", "-q", "-d", &kf, &dst];
+                fmt.extend_from_slice(&FAST);
+                cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+            }
+            let r = run_tool(
+                tool,
+                &[
+                    "luksHeaderRestore",
+                    "-q",
+                    &dst,
+                    "--header-backup-file",
+                    &bak,
+                ],
+                b"",
+            );
+            seen.push((tool, luks, r.code));
+            if r.code == 0 {
+                let got = std::fs::read(&dst).unwrap();
+                assert!(
+                    got[..want.len()] == want[..],
+                    "{tool}: the restored header differs from the backup"
+                );
+                assert!(in_reencryption(&dst), "{tool}: requirement lost");
+            }
+        }
+    }
+    assert_eq!(
+        seen.iter().map(|s| s.2).collect::<Vec<_>>(),
+        [0, 0, 0, 0],
+        "(tool, LUKS2 target, exit code): {seen:?}"
+    );
+}
+
+/// `reencrypt --keep-key` of a LUKS2 device with nothing else to change: cryptsetup 2.6.1
+/// (which takes `--keep-key` for LUKS2 too) refuses it with "No data segment parameters
+/// changed. Reencryption aborted." (exit 1) and leaves the header alone; so does lukskit
+/// (it used to ignore `--keep-key` and change the volume key).
+#[test]
+fn keep_key_without_a_change_is_refused_as_by_cryptsetup() {
+    if !have_cryptsetup("reencrypt --keep-key of LUKS2") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(d, &format!("{tool}.img"), 32 << 20);
+        let mut fmt = vec!["luksFormat", "-q", "-d", &kf, &img];
+        fmt.extend_from_slice(&FAST);
+        cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+        let before = std::fs::read(&img).unwrap();
+        let mut a = vec![
+            "reencrypt",
+            &img,
+            "--keep-key",
+            "-q",
+            "-d",
+            &kf,
+            "--force-offline-reencrypt",
+        ];
+        a.extend_from_slice(&FAST);
+        let r = run_tool(tool, &a, b"");
+        seen.push((r.code, r.stderr.trim().to_string()));
+        assert!(
+            std::fs::read(&img).unwrap() == before,
+            "{tool}: the device changed"
+        );
+    }
+    assert_eq!(seen[0], seen[1], "cryptsetup vs lukskit");
 }

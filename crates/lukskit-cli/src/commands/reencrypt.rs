@@ -554,6 +554,20 @@ fn init(
         None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
     };
     let sector_size = o.sector_size.unwrap_or(old_ss);
+    // `--keep-key` (cryptsetup 2.6.1 takes it for LUKS2 too): the volume key stays, so
+    // something else of the data segment must change.
+    if o.keep_key {
+        let same_cipher = cipher.eq_ignore_ascii_case(&old_cipher);
+        if same_cipher && key_len == old_key_len && sector_size == old_ss {
+            return Err(CliError::invalid(
+                "No data segment parameters changed. Reencryption aborted.",
+            ));
+        }
+        return Err(CliError::invalid(
+            "LUKS2 re-encryption with --keep-key (same volume key, new cipher or sector \
+             size) is not supported by lukskit yet.",
+        ));
+    }
     let pbkdf = pbkdf_options(o);
     let mut old_vk: Option<SecretBuf> = None;
     let mut passes = Vec::new();
