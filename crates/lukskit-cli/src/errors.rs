@@ -596,9 +596,6 @@ fn backup(b: &BackupError) -> CliError {
         BackupError::Invalid { path } => {
             format!("Backup file {path} doesn't contain valid LUKS header.")
         }
-        BackupError::Reencryption => {
-            "Header backup with an online reencryption in progress cannot be restored.".into()
-        }
         BackupError::DataOffset => {
             "Data offset differ on device and backup, restore failed.".into()
         }

@@ -848,9 +848,6 @@ pub enum BackupError {
         /// The file.
         path: String,
     },
-    /// The backup has an online reencryption in progress.
-    #[error("backup has a reencryption in progress")]
-    Reencryption,
     /// The data offsets of the device and the backup differ.
     #[error("data offsets differ")]
     DataOffset,

@@ -444,7 +444,7 @@ fn init(
     vol: &mut Volume,
     data_dev: Option<&Device>,
     block: u64,
-    formatted: Option<SecretBuf>,
+    formatted: Option<Formatted>,
 ) -> Result<reencrypt::Keys> {
     let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
         CliError::from(lukskit_volume::VolumeError::device_io(
@@ -454,7 +454,7 @@ fn init(
     })?;
     let resilience = resilience(o)?;
     let pbkdf = pbkdf_options(o);
-    if let Some(pass) = formatted {
+    if let Some(Formatted { pass, shift }) = formatted {
         // --encrypt: the new header holds the new key in its keyslot.
         let (_, vk) = vol.unlock(pass.as_bytes(), None, false)?;
         let digest = vol.segment_digest_id()?;
@@ -478,6 +478,30 @@ fn init(
         let Header::Luks2(h) = &mut vol.header else {
             unreachable!("checked above")
         };
+        if let Some(shift) = shift {
+            let p = reencrypt::datashift::EncryptShiftParams {
+                shift,
+                cipher: params.cipher,
+                sector_size: params.sector_size,
+                new_digest: params
+                    .new_digest
+                    .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?,
+                digest_iterations: params.digest_iterations,
+                digest_hash: params.digest_hash,
+            };
+            reencrypt::datashift::init_encrypt_detached(&vol.dev, size, h, &p, &keys).map_err(
+                |e| match e {
+                    lukskit_volume::VolumeError::Reencrypt(
+                        lukskit_volume::ReencryptError::DeviceAlignment { sector_size },
+                    ) => CliError::invalid(format!(
+                        "Data device is not aligned to encryption sector size ({sector_size} \
+                         bytes)."
+                    )),
+                    _ => CliError::invalid("Failed to initialize LUKS2 reencryption in metadata."),
+                },
+            )?;
+            return Ok(keys);
+        }
         reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
         return Ok(keys);
     }
@@ -530,6 +554,20 @@ fn init(
         None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
     };
     let sector_size = o.sector_size.unwrap_or(old_ss);
+    // `--keep-key` (cryptsetup 2.6.1 takes it for LUKS2 too): the volume key stays, so
+    // something else of the data segment must change.
+    if o.keep_key {
+        let same_cipher = cipher.eq_ignore_ascii_case(&old_cipher);
+        if same_cipher && key_len == old_key_len && sector_size == old_ss {
+            return Err(CliError::invalid(
+                "No data segment parameters changed. Reencryption aborted.",
+            ));
+        }
+        return Err(CliError::invalid(
+            "LUKS2 re-encryption with --keep-key (same volume key, new cipher or sector \
+             size) is not supported by lukskit yet.",
+        ));
+    }
     let pbkdf = pbkdf_options(o);
     let mut old_vk: Option<SecretBuf> = None;
     let mut passes = Vec::new();
@@ -724,19 +762,50 @@ fn header_in_reencryption(o: &Opts) -> bool {
 
 /// `--encrypt --header FILE`: format the detached header (cryptsetup's `encrypt_luks2_init`
 /// without a data shift: data offset 0, 512-byte sectors unless `--sector-size`). Returns
-/// the passphrase of its keyslot.
-fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
+/// the passphrase of its keyslot and the data shift.
+fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
     let Some(header) = o.header.clone() else {
         return Err(CliError::invalid(
             "Encryption without detached header (--header) is not possible without data \
              device size reduction (--reduce-device-size).",
         ));
     };
-    if has(o, "reduce-device-size") {
-        return Err(CliError::invalid(
-            "Encryption with a detached header and --reduce-device-size (a data shift \
-             without moving the first segment) is not supported by lukskit yet.",
-        ));
+    // With --reduce-device-size (cryptsetup's `encrypt_luks2_init` with a detached header):
+    // the header is sized to fill that much space, so that it can later be restored over the
+    // head of the device in front of the data offset (`--offset`), and the data from the
+    // data offset on is encrypted in place, backward, in hot zones of that size with
+    // resilience `datashift`.
+    let mut shift = None;
+    let (mut metadata_size, mut keyslots_size) = (None, None);
+    let parse = |v: &Option<String>, what: &str| -> Result<Option<u64>> {
+        match v {
+            None => Ok(None),
+            Some(v) => crate::args::parse_size(v)
+                .map(Some)
+                .ok_or_else(|| CliError::invalid(format!("Invalid {what} specification."))),
+        }
+    };
+    if let Some(v) = o.given.value("reduce-device-size") {
+        super::reencrypt_shift::check_resilience(o)?;
+        let s = crate::args::parse_device_size(v)
+            .filter(|s| *s != 0)
+            .ok_or_else(|| {
+                CliError::invalid("Invalid size specification in parameter --reduce-device-size.")
+            })?;
+        let md = parse(&o.luks2_metadata_size, "metadata size")?.unwrap_or(0x4000);
+        let given = parse(&o.luks2_keyslots_size, "keyslots size")?;
+        if 2 * md + given.unwrap_or(s.saturating_sub(2 * md)) > s {
+            return Err(CliError::invalid(
+                "LUKS2 metadata size is larger than data shift value.",
+            ));
+        }
+        // Without --luks2-keyslots-size the keyslots area fills the space up to the data
+        // offset (or the shift, when that is larger), at most 128 MiB, as cryptsetup's.
+        let off = o.offset.unwrap_or(0).saturating_mul(512);
+        let ks = given.unwrap_or_else(|| off.max(s).saturating_sub(2 * md).min(128 << 20));
+        shift = Some(s);
+        metadata_size = Some(md);
+        keyslots_size = Some(ks);
     }
     let params = lukskit_volume::format::FormatParams {
         kind: lukskit_volume::format::FormatType::Luks2,
@@ -748,13 +817,13 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
             .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
         key_size_bits: o.key_size,
         sector_size: Some(o.sector_size.unwrap_or(512)),
-        offset_sectors: None,
+        offset_sectors: shift.and(o.offset),
         alignment_sectors: None,
         label: o.label.clone(),
         subsystem: o.subsystem.clone(),
         uuid: o.uuid.clone(),
-        metadata_size: None,
-        keyslots_size: None,
+        metadata_size,
+        keyslots_size,
         key_slot: o.key_slot,
         pbkdf: pbkdf_options(o),
         volume_key: None,
@@ -763,7 +832,14 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<SecretBuf> {
     let src = existing_key_source(o, None);
     let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase)?;
     lukskit_volume::format::format(&params, pass.as_bytes())?;
-    Ok(pass)
+    Ok(Formatted { pass, shift })
+}
+
+/// The header `format_for_encrypt` made: the passphrase of its keyslot and the data shift
+/// in bytes (`--reduce-device-size`), if any.
+struct Formatted {
+    pass: SecretBuf,
+    shift: Option<u64>,
 }
 
 /// Whether `repair <device>` must protect unprotected re-encryption metadata (cryptsetup's

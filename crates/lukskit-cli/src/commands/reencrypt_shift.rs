@@ -24,7 +24,7 @@ pub fn wanted(o: &Opts) -> bool {
 
 /// The resilience requested with a data shift: cryptsetup replaces `checksum`, `journal`
 /// and `none` by `datashift` for this operation, and refuses the `datashift-*` types.
-fn check_resilience(o: &Opts) -> Result<()> {
+pub(super) fn check_resilience(o: &Opts) -> Result<()> {
     match o.given.value("resilience") {
         None | Some("checksum" | "journal" | "none" | "datashift") => Ok(()),
         Some(other) if other.starts_with("datashift-") => Err(CliError::invalid(

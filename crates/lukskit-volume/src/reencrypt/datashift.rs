@@ -34,8 +34,35 @@ const DATASHIFT_AREA: u64 = 4096;
 /// Copy chunk for moving the first segment.
 const COPY_CHUNK: usize = 1 << 20;
 
-/// Whether `c` is an encryption with a moved first segment (the only data-shift layout
-/// lukskit runs).
+/// Whether `c` is an encryption with a data shift and a detached header, without a moved
+/// segment (`reencrypt --encrypt --header FILE --reduce-device-size S`). cryptsetup 2.6.1
+/// runs it as an encryption in place of the data already at the data offset, backward in
+/// hot zones of `S` bytes, with no resilience data (`datashift` protects only a layout
+/// where source and destination differ): the plaintext at `[data offset, D)` becomes
+/// ciphertext in the same place. lukskit does the same; a crash inside a hot zone cannot be
+/// recovered (neither tool can: its source is partly overwritten).
+pub fn is_encrypt_shift_detached(c: &Context) -> bool {
+    c.mode == Mode::Encrypt
+        && c.direction == Direction::Backward
+        && matches!(c.resilience, Resilience::Datashift { .. })
+        && c.moved.is_none()
+}
+
+/// Whether `c` is a re-encryption (mode `reencrypt`) backward with a data shift and no moved
+/// segment (what cryptsetup's `reencrypt_luks2_init` sets up for a negative data shift, and
+/// the old metadata of luks2-reencryption-mangle-test [6]): every hot zone of `shift` bytes
+/// is read from the old data offset and written `shift` bytes further, from the end
+/// backwards, so a hot zone never overwrites its own source (the generic backward layout of
+/// `reencrypt_make_hot_segments_backward`).
+pub fn is_reencrypt_shift(c: &Context) -> bool {
+    c.mode == Mode::Reencrypt
+        && c.direction == Direction::Backward
+        && matches!(c.resilience, Resilience::Datashift { .. })
+        && c.moved.is_none()
+        && c.data_offset_new() == c.data_offset_old() + c.shift()
+}
+
+/// Whether `c` is an encryption with a moved first segment.
 pub fn is_encrypt_shift(c: &Context) -> bool {
     c.mode == Mode::Encrypt
         && c.direction == Direction::Backward
@@ -48,6 +75,8 @@ pub fn is_encrypt_shift(c: &Context) -> bool {
 pub fn check_supported(c: &Context) -> Result<()> {
     if (c.shift() == 0 && c.moved.is_none())
         || is_encrypt_shift(c)
+        || is_encrypt_shift_detached(c)
+        || is_reencrypt_shift(c)
         || super::decrypt_shift::is_decrypt_shift(c)
     {
         return Ok(());
@@ -345,6 +374,77 @@ pub fn init_encrypt(
     copy(data, 0, first_offset, first_len)?;
     data.sync()
         .map_err(|e| VolumeError::device_io(DeviceOp::Sync, e))?;
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(rk)
+}
+
+/// Initialize the encryption with a data shift of `p.shift` bytes in the freshly formatted
+/// detached header `hdr` (on `meta`) for a data device of `device_size` bytes
+/// (`reencrypt_init` of cryptsetup's `encrypt_luks2_init` with `--header` and
+/// `--reduce-device-size`, see [`is_encrypt_shift_detached`]): one linear segment of
+/// `device_size - data offset` bytes at the data offset, the backup segments, the
+/// `reencrypt` keyslot (resilience `datashift`, direction backward), its metadata digest and
+/// the requirement, in one header write. Nothing on the data device is written. Returns the
+/// `reencrypt` keyslot id.
+pub fn init_encrypt_detached(
+    meta: &dyn Storage,
+    device_size: u64,
+    hdr: &mut Luks2Header,
+    p: &EncryptShiftParams,
+    keys: &Keys,
+) -> Result<u32> {
+    let data_offset = hdr.data_offset()?;
+    if p.shift == 0 || !p.shift.is_multiple_of(512) {
+        return Err(ctx("data shift not a multiple of 512 bytes"));
+    }
+    if p.shift > super::engine::MAX_HOTZONE {
+        return Err(ctx("data shift larger than the largest hot zone"));
+    }
+    let data_size = device_size
+        .checked_sub(data_offset)
+        .filter(|s| *s > 0)
+        .ok_or_else(|| ctx("device smaller than the data offset"))?;
+    if !data_size.is_multiple_of(u64::from(p.sector_size))
+        || !p.shift.is_multiple_of(u64::from(p.sector_size))
+    {
+        return Err(ReencryptError::DeviceAlignment {
+            sector_size: p.sector_size,
+        }
+        .into());
+    }
+    let used: Vec<u32> = hdr.keyslot_ids()?;
+    let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
+        .find(|i| !used.contains(i))
+        .ok_or(KeyslotError::AllFull)?;
+    json::unassign_all_segments(hdr)?;
+    json::set_segments(
+        hdr,
+        vec![json::linear_segment(data_offset, Some(data_size), false)],
+    )?;
+    let mut prev = json::linear_segment(data_offset, Some(data_size), false);
+    json::set_flag(&mut prev, "backup-previous");
+    json::push_segment(hdr, prev)?;
+    let mut fin = json::crypt_segment(data_offset, 0, None, &p.cipher, p.sector_size, false);
+    json::set_flag(&mut fin, "backup-final");
+    let sf = json::push_segment(hdr, fin)?;
+    json::assign_segment(hdr, sf, p.new_digest)?;
+
+    let area_offset = area_gap(hdr, DATASHIFT_AREA)?;
+    let mut area = Map::new();
+    area.insert("offset".into(), json::u64_str(area_offset));
+    area.insert("size".into(), json::u64_str(DATASHIFT_AREA));
+    area.insert("type".into(), "datashift".into());
+    area.insert("shift_size".into(), json::u64_str(p.shift));
+    json::insert_reencrypt_keyslot(hdr, rk, area, Mode::Encrypt.as_str(), "backward")?;
+
+    let c = Context::load(hdr)?;
+    let new = keys
+        .new
+        .as_ref()
+        .ok_or(ReencryptError::KeysMissing)?
+        .as_bytes();
+    let vdata = verify::verification_data(hdr, c.keyslot, c.version, None, Some(new))?;
+    verify::create(hdr, rk, &vdata, p.digest_hash, p.digest_iterations)?;
     luks2_keys::write_header(meta, hdr)?;
     Ok(rk)
 }

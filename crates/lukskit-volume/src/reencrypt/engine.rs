@@ -1174,6 +1174,18 @@ impl<'a> Run<'a> {
                     .write_all_at(&buf, pos)
                     .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
             }
+            Resilience::Datashift { .. } if datashift::is_reencrypt_shift(&self.c) => {
+                // The old data of the hot zone lies `shift` before it, intact: do it again.
+                let src = self.old.offset + self.offset;
+                self.data
+                    .read_exact_at(&mut buf, src)
+                    .map_err(dio(DeviceOp::ReadData { offset: src }))?;
+                self.old.decrypt(&mut buf, iv)?;
+                self.new.encrypt(&mut buf, iv)?;
+                self.data
+                    .write_all_at(&buf, pos)
+                    .map_err(dio(DeviceOp::WriteData { offset: pos }))?;
+            }
             other => {
                 return Err(ReencryptError::Unsupported(format!("recovery of {other:?}")).into())
             }
