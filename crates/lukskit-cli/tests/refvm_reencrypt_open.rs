@@ -92,7 +92,10 @@ fn open_during_reencryption_as_cryptsetup() {
         }
         assert!(!l.contains("after open: crash"), "{l}\n{out}");
     }
-    assert!(crash > 0 && clean_two > 0, "crash {crash}, clean {clean_two}\n{out}");
+    assert!(
+        crash > 0 && clean_two > 0,
+        "crash {crash}, clean {clean_two}\n{out}"
+    );
     assert!(
         b.contains_key(&("initname".to_string(), "lukskit".to_string())),
         "{out}"

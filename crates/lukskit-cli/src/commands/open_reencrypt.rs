@@ -112,6 +112,8 @@ pub fn unlock_for_activation(o: &Opts, device: &str) -> Result<Unlocked> {
     let mut vol = super::load_volume(o, device, Access::Read)?;
     let crashed = reencrypt::status(luks2(&vol)?)? == Status::Crash;
     if crashed {
+        // (The read-only handle goes first: its metadata lock would block the write one.)
+        drop(vol);
         vol = super::load_volume(o, device, Access::Write)?;
     }
     let keys = unlock(o, &vol, o.header.as_deref().unwrap_or(device))?;
