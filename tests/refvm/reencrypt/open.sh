@@ -85,13 +85,21 @@ for n in ${CRASH_POINTS:-10 13 16 19 22 25}; do
     open_both lukskit cryptsetup
 done
 
-# 3. reencrypt --init-only DEVICE NAME activates NAME, for both tools.
+# 3. reencrypt --encrypt --init-only --header FILE DEVICE NAME activates NAME, for both
+#    tools (cryptsetup activates only after an encryption's initialization).
+dd if=/dev/urandom of=$D bs=1M count=$MB conv=fsync 2>/dev/null
+dd if=$D bs=1M count=$MB 2>/dev/null | sha256sum | cut -d' ' -f1 > /root/plain2
+echo "plain2: $(cat /root/plain2)"
 for t in cryptsetup lukskit; do
-    cryptsetup luksHeaderRestore -q $D --header-backup-file /root/base.hdr || fail restore
-    $t reencrypt -q --init-only $FAST -d $KF -c aes-cbc-essiv:sha256 -s 256 $D v \
-        || fail "$t reencrypt --init-only NAME"
+    rm -f /root/h.hdr
+    $t reencrypt -q --encrypt --init-only --header /root/h.hdr $FAST -d $KF \
+        --uuid 11111111-2222-3333-4444-555555555555 -c aes-cbc-essiv:sha256 -s 256 $D v \
+        || fail "$t reencrypt --encrypt --init-only NAME"
     STATE=initname
-    show $t v
+    echo "== $STATE $t"
+    dmsetup table --showkeys v | sed 's/^/table: /'
+    echo "uuid: $(dmsetup info -c --noheadings -o uuid v)"
+    echo "namesum: $(sum v)"
     $t close v || fail "$t close after --init-only NAME"
 done
 echo "RESULT ok"
