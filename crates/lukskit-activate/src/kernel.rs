@@ -28,6 +28,29 @@ pub fn available() -> bool {
 
 /// Make the dm-crypt mapping described by `config` with volume key `key`.
 pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Result<()> {
+    open_with(config, opts, TableSource::Layout(key))
+}
+
+/// Make one mapping of all the segments of `table` (a LUKS2 header in re-encryption, as
+/// cryptsetup's `LUKS2_activate_multi`): one target per segment, LUKS2 keys through the
+/// kernel keyring named after each segment's digest. The table must fit the data device.
+pub fn open_table(
+    config: &MappingConfig,
+    opts: &KernelOptions,
+    table: &SegmentTable,
+) -> Result<()> {
+    open_with(config, opts, TableSource::Table(table))
+}
+
+/// Where the table of a new mapping comes from.
+enum TableSource<'a> {
+    /// `config.layout` with this volume key.
+    Layout(&'a SecretBuf),
+    /// A ready segment table.
+    Table(&'a SegmentTable),
+}
+
+fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'_>) -> Result<()> {
     let dm = DeviceMapper::open()?;
     if dm.info(&config.name).is_ok() {
         return Err(ActivateError::NameExists {
@@ -79,7 +102,17 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
     let devt = DevT::of_block_device(backing)?;
     let layout = DataLayout::from(&config.layout);
     let device_size = block_size_bytes(backing)?;
-    let table = SegmentTable::from_layout(&layout, key.as_bytes(), device_size)?;
+    let built;
+    let table = match source {
+        TableSource::Layout(key) => {
+            built = SegmentTable::from_layout(&layout, key.as_bytes(), device_size)?;
+            &built
+        }
+        TableSource::Table(t) => {
+            t.check_device(device_size)?;
+            t
+        }
+    };
     let flags = CryptFlags {
         allow_discards: config.allow_discards,
         same_cpu_crypt: opts.same_cpu_crypt,
@@ -97,7 +130,7 @@ pub fn open(config: &MappingConfig, opts: &KernelOptions, key: &SecretBuf) -> Re
             "Device size is not aligned to device logical block size.".to_string(),
         ));
     }
-    let targets = dm_targets(&table, devt, flags, |c| {
+    let targets = dm_targets(table, devt, flags, |c| {
         // LUKS2 keys go through the kernel keyring, named after their digest.
         let description = match (config.kind.as_str(), &config.uuid, c.digest.or(opts.digest)) {
             ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
@@ -234,6 +267,9 @@ pub struct KernelMapping {
     pub dif: Option<String>,
     /// The data device (under `NAME_dif` when there is one).
     data_dev: DevT,
+    /// The size of the whole table in 512-byte sectors (more than the crypt target's
+    /// during a re-encryption).
+    total_sectors: u64,
 }
 
 /// The kernel mapping `name`: `Ok(None)` when there is none (or no device-mapper at all).
@@ -244,7 +280,11 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
     let Ok((info, targets)) = dm.table(name, false) else {
         return Ok(None);
     };
-    let Some(Target::Crypt(target)) = targets.into_iter().next() else {
+    // A LUKS2 device in re-encryption has several targets (crypt and linear): its first
+    // crypt target describes it.
+    let total_sectors = targets.last().map_or(0, |t| t.start() + t.sectors());
+    let Some(Target::Crypt(target)) = targets.into_iter().find(|t| matches!(t, Target::Crypt(_)))
+    else {
         return Err(ActivateError::Unsupported(format!(
             "Device {name} is not a crypt device."
         )));
@@ -268,6 +308,7 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
         kind,
         uuid,
         target,
+        total_sectors,
         device,
     }))
 }
@@ -349,7 +390,7 @@ impl KernelMapping {
             device: dev,
             sector_size,
             offset_sectors: t.offset,
-            size_sectors: t.sectors,
+            size_sectors: self.total_sectors,
             iv_offset_sectors: t.iv_offset,
             read_only: self.info.flags.readonly,
             suspended: self.info.flags.suspended,

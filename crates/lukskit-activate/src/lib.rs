@@ -92,6 +92,49 @@ pub fn activate(
     }
 }
 
+/// Make `config` available with `backend` as one mapping of all the segments of `table`
+/// (each crypt segment with its own key): a LUKS2 volume whose re-encryption is in
+/// progress, opened as cryptsetup's `LUKS2_activate_multi` does. `config.layout` describes
+/// the volume as `status` shows it (the layout after the re-encryption). The name must not
+/// be in use.
+pub fn activate_table(
+    backend: Backend,
+    config: &MappingConfig,
+    kernel_opts: &KernelOptions,
+    table: &lukskit_volume::segment::SegmentTable,
+) -> Result<()> {
+    userspace::runtime::check_name(&config.name)?;
+    let stale_node = backend == Backend::Kernel && lukskit_dm::node::is_block_node(&config.name);
+    if find(&config.name)?.is_some()
+        || (!stale_node
+            && userspace::runtime::mapper_path(&config.name)
+                .symlink_metadata()
+                .is_ok())
+    {
+        return Err(ActivateError::NameExists {
+            name: config.name.clone(),
+        });
+    }
+    if config.layout.integrity.is_some() {
+        return Err(ActivateError::Unsupported(
+            "Re-encryption of a device with integrity protection is not supported.".into(),
+        ));
+    }
+    match backend {
+        Backend::Kernel => kernel::open_table(config, kernel_opts, table),
+        Backend::Userspace => {
+            if kernel_opts.any_perf_flag() {
+                return Err(ActivateError::Unsupported(
+                    "The --perf-* options need the kernel backend.".into(),
+                ));
+            }
+            let mut c = config.clone();
+            c.segments = true;
+            userspace::launch::start_table(&c, table)
+        }
+    }
+}
+
 /// Whether `/dev/mapper/NAME` is a block node itself (not a symlink). With no mapping of
 /// that name it is a leftover that [`activate`] with the kernel backend replaces.
 pub fn mapper_block_node(name: &str) -> bool {

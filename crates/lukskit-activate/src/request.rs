@@ -145,6 +145,10 @@ pub struct MappingConfig {
     /// (and `systemd-shutdown`'s final kill) leaves running.
     #[serde(default)]
     pub root_storage_daemon: bool,
+    /// The volume is opened with a segment table of its own (a LUKS2 re-encryption in
+    /// progress): the launch message carries it after the key.
+    #[serde(default)]
+    pub segments: bool,
 }
 
 /// TLS of an NBD export.

@@ -32,6 +32,22 @@ pub fn serving_arg0(config: &MappingConfig) -> String {
 /// Start the serving process for `config` and wait until the device is usable (or the
 /// serving process says why not).
 pub fn start(config: &MappingConfig, key: &SecretBuf) -> Result<()> {
+    launch(config, |w| wire::write_launch(w, config, key.as_bytes()))
+}
+
+/// [`start`] for a mapping of all the segments of `table` (`config.segments` set).
+pub fn start_table(
+    config: &MappingConfig,
+    table: &lukskit_volume::segment::SegmentTable,
+) -> Result<()> {
+    let reload = wire::Reload::from_table(table);
+    launch(config, |w| wire::write_launch_table(w, config, &reload))
+}
+
+fn launch(
+    config: &MappingConfig,
+    send: impl FnOnce(&mut std::process::ChildStdin) -> std::io::Result<()>,
+) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let mut child = Command::new("/proc/self/exe")
         .arg0(serving_arg0(config))
@@ -45,7 +61,7 @@ pub fn start(config: &MappingConfig, key: &SecretBuf) -> Result<()> {
         .map_err(|e| ActivateError::io("Cannot start the serving process", e))?;
     let sent = {
         let mut stdin = child.stdin.take().expect("piped stdin");
-        wire::write_launch(&mut stdin, config, key.as_bytes())
+        send(&mut stdin)
     };
     let mut line = String::new();
     if let Some(out) = child.stdout.take() {
@@ -84,7 +100,7 @@ pub fn serve_main() -> i32 {
         .try_clone_to_owned()
         .map(std::fs::File::from)
         .and_then(|mut f| wire::read_launch(&mut f));
-    let (config, key) = match launch {
+    let (config, key, table) = match launch {
         Ok(x) => x,
         Err(e) => {
             answer(&Err(ActivateError::Server(format!(
@@ -93,7 +109,7 @@ pub fn serve_main() -> i32 {
             return 1;
         }
     };
-    super::serve::serve(config, key, |res| {
+    super::serve::serve(config, key, table, |res| {
         answer(&res.map(|()| String::new()));
         detach_stdio();
     })

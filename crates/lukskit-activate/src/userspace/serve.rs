@@ -36,6 +36,7 @@ struct Exposure {
 pub fn serve(
     config: MappingConfig,
     key: Zeroizing<Vec<u8>>,
+    table: Option<wire::Reload>,
     ready: impl FnOnce(Result<()>),
 ) -> i32 {
     let name = config.name.clone();
@@ -43,7 +44,7 @@ pub fn serve(
         ready(Err(e));
         return 1;
     }
-    let (backend, exposure, state) = match setup(&config, key) {
+    let (backend, exposure, state) = match setup(&config, key, table.as_ref()) {
         Ok(x) => x,
         Err(e) => {
             runtime::remove_mapper_link(&name, None);
@@ -73,6 +74,7 @@ pub fn serve(
 fn setup(
     config: &MappingConfig,
     key: Zeroizing<Vec<u8>>,
+    table: Option<&wire::Reload>,
 ) -> Result<(Arc<VolumeBackend>, Exposure, State)> {
     let name = &config.name;
     let layout = DataLayout::from(&config.layout);
@@ -84,8 +86,12 @@ fn setup(
         ClaimError::Io(e) => ActivateError::io(format!("Cannot open {}", config.device), e),
         other => ActivateError::Server(format!("cannot open {}: {other}", config.device)),
     })?;
-    let mut volume = DataVolume::open(&config.device, layout, &key, !config.read_only)
-        .map_err(ActivateError::Volume)?;
+    // A re-encryption in progress: all the segments of its header, each with its key.
+    let mut volume = match table {
+        Some(t) => DataVolume::open_table(&config.device, t.to_table()?, !config.read_only),
+        None => DataVolume::open(&config.device, layout, &key, !config.read_only),
+    }
+    .map_err(ActivateError::Volume)?;
     drop(key);
     // Behind the FUSE file and loop device, the kernel caches the plaintext above us:
     // the ciphertext should not sit in the page cache a second time, so bypass it where

@@ -173,8 +173,41 @@ pub fn write_launch(w: &mut impl Write, config: &MappingConfig, key: &[u8]) -> i
     w.flush()
 }
 
-/// Read the launch message (bounded sizes; the key lands in zeroizing memory).
-pub fn read_launch(r: &mut impl Read) -> io::Result<(MappingConfig, Zeroizing<Vec<u8>>)> {
+/// Write the launch message of a mapping with its own segment table (`config.segments`
+/// set): parameters, the first key of `table` (the launch's key), then the table as a
+/// `reload` carries it (a `u32` length and the JSON segments, a `u32` key count and the
+/// keys).
+pub fn write_launch_table(
+    w: &mut impl Write,
+    config: &MappingConfig,
+    table: &Reload,
+) -> io::Result<()> {
+    let first = table
+        .keys
+        .first()
+        .ok_or_else(|| io::Error::other("a segment table without a key"))?;
+    let json = serde_json::to_vec(config).map_err(io::Error::other)?;
+    w.write_all(&(json.len() as u32).to_le_bytes())?;
+    w.write_all(&json)?;
+    w.write_all(&(first.len() as u32).to_le_bytes())?;
+    w.write_all(first)?;
+    let segs = serde_json::to_vec(&table.segments).map_err(io::Error::other)?;
+    w.write_all(&(segs.len() as u32).to_le_bytes())?;
+    w.write_all(&segs)?;
+    w.write_all(&(table.keys.len() as u32).to_le_bytes())?;
+    for k in &table.keys {
+        w.write_all(&(k.len() as u32).to_le_bytes())?;
+        w.write_all(k)?;
+    }
+    w.flush()
+}
+
+/// What a launch message carries: parameters, key, and the segment table of a mapping
+/// with `segments` set.
+pub type Launch = (MappingConfig, Zeroizing<Vec<u8>>, Option<Reload>);
+
+/// Read the launch message (bounded sizes; the keys land in zeroizing memory).
+pub fn read_launch(r: &mut impl Read) -> io::Result<Launch> {
     let mut n = [0u8; 4];
     r.read_exact(&mut n)?;
     let len = u32::from_le_bytes(n) as usize;
@@ -191,7 +224,37 @@ pub fn read_launch(r: &mut impl Read) -> io::Result<(MappingConfig, Zeroizing<Ve
     }
     let mut key = Zeroizing::new(vec![0u8; klen]);
     r.read_exact(&mut key)?;
-    Ok((config, key))
+    if !config.segments {
+        return Ok((config, key, None));
+    }
+    r.read_exact(&mut n)?;
+    let slen = u32::from_le_bytes(n) as usize;
+    if slen == 0 || slen > MAX_CONFIG {
+        return Err(io::Error::other("bad segment table length"));
+    }
+    let mut json = vec![0u8; slen];
+    r.read_exact(&mut json)?;
+    let segments: Vec<WireSegment> = serde_json::from_slice(&json).map_err(io::Error::other)?;
+    if segments.is_empty() || segments.len() > MAX_RELOAD_SEGMENTS {
+        return Err(io::Error::other("bad segment count"));
+    }
+    r.read_exact(&mut n)?;
+    let count = u32::from_le_bytes(n) as usize;
+    if count == 0 || count > MAX_RELOAD_KEYS {
+        return Err(io::Error::other("bad key count"));
+    }
+    let mut keys = Vec::with_capacity(count);
+    for _ in 0..count {
+        r.read_exact(&mut n)?;
+        let klen = u32::from_le_bytes(n) as usize;
+        if klen == 0 || klen > MAX_KEY {
+            return Err(io::Error::other("bad key length"));
+        }
+        let mut k = Zeroizing::new(vec![0u8; klen]);
+        r.read_exact(&mut k)?;
+        keys.push(k);
+    }
+    Ok((config, key, Some(Reload { segments, keys })))
 }
 
 /// A control request as the server reads it.
@@ -558,7 +621,7 @@ mod tests {
         .unwrap();
         let mut buf = Vec::new();
         write_launch(&mut buf, &config, &[7u8; 64]).unwrap();
-        let (c, k) = read_launch(&mut buf.as_slice()).unwrap();
+        let (c, k, _) = read_launch(&mut buf.as_slice()).unwrap();
         assert_eq!(c, config);
         assert_eq!(&k[..], &[7u8; 64]);
         let mut huge = Vec::new();

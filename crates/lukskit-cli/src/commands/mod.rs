@@ -10,6 +10,7 @@ mod header;
 mod image;
 mod keys;
 mod open;
+mod open_reencrypt;
 mod reencrypt;
 mod reencrypt_decrypt_shift;
 mod reencrypt_luks1;

@@ -93,6 +93,12 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     // fails at once); `base_config` carries what decides it.
     let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
         .map_err(CliError::from)?;
+    if matches!(o.r#type.as_deref(), None | Some("luks") | Some("luks2")) {
+        if let Some(config) = reencrypt_config(&o, device, name)? {
+            let (config, table) = config;
+            return activate_reencrypt(&o, backend, config, &table);
+        }
+    }
     let (config, key, digest) = match o.r#type.as_deref() {
         Some("plain") => {
             let (c, k) = unlock_plain(&o, device, name, backend == activate::Backend::Kernel)?;
@@ -121,6 +127,116 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     activate::activate(backend, &config, &kopts, &key).map_err(CliError::from)?;
     if o.persistent {
         store_flags(&o, &config.device, config.header.as_deref())
+            .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
+    }
+    Ok(())
+}
+
+/// A LUKS2 volume in re-encryption (see [`super::open_reencrypt`]): unlocked, recovered
+/// when a hot zone was in flight, its mapping config and segment table. `None` for any
+/// other volume.
+fn reencrypt_config(
+    o: &Opts,
+    device: &str,
+    name: &str,
+) -> Result<Option<(MappingConfig, lukskit_volume::segment::SegmentTable)>> {
+    let Ok(vol) = load_luks(o, device) else {
+        // Whatever is wrong, the ordinary path reports it.
+        return Ok(None);
+    };
+    if !super::open_reencrypt::in_reencryption(&vol) {
+        return Ok(None);
+    }
+    if o.skip.is_some() || o.iv_large_sectors {
+        return Err(CliError::invalid(
+            "Options --skip and --iv-large-sectors are supported only with --type plain.",
+        ));
+    }
+    drop(vol);
+    let u = super::open_reencrypt::unlock_for_activation(o, device)?;
+    let c = reencrypt_mapping_config(o, name, &u.vol, &u.table)?;
+    Ok(Some((c, u.table)))
+}
+
+/// The mapping config of volume `vol` in re-encryption opened with `table`: `status` of a
+/// userspace mapping shows the first segment under the new key.
+fn reencrypt_mapping_config(
+    o: &Opts,
+    name: &str,
+    vol: &Volume,
+    table: &lukskit_volume::segment::SegmentTable,
+) -> Result<MappingConfig> {
+    let mut c = base_config(o, name);
+    c.kind = vol.type_name().to_string();
+    c.uuid = Some(vol.uuid().to_string());
+    c.device = absolute(&vol.data_path)?;
+    c.header = match &o.header {
+        Some(h) => Some(absolute(h)?),
+        None => None,
+    };
+    let new_digest = match &vol.header {
+        lukskit_volume::volume::Header::Luks2(h) => lukskit_volume::reencrypt::Context::load(h)
+            .ok()
+            .and_then(|c| c.digest_new),
+        _ => None,
+    };
+    if let Some((cipher, offset, sector_size, iv_offset, bits)) =
+        super::open_reencrypt::display_layout(table, new_digest)
+    {
+        c.layout.cipher = cipher;
+        c.layout.offset = offset;
+        c.layout.sector_size = sector_size;
+        c.layout.iv_offset = iv_offset;
+        c.key_bits = bits;
+    }
+    c.layout.size = Some(table.size());
+    Ok(c)
+}
+
+/// `reencrypt --init-only DEVICE NAME`: activate NAME with the keys the initialization
+/// just unlocked (as cryptsetup activates the device after the initialization), over a
+/// data device of `device_size` bytes.
+pub(crate) fn activate_after_init(
+    o: &Opts,
+    name: &str,
+    vol: &Volume,
+    keys: &lukskit_volume::reencrypt::Keys,
+    device_size: u64,
+) -> Result<()> {
+    if activate::find(name).map_err(CliError::from)?.is_some() {
+        return Err(CliError::busy(format!("Device {name} already exists.")));
+    }
+    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    };
+    let table = super::open_reencrypt::table(h, keys, device_size)?;
+    let config = reencrypt_mapping_config(o, name, vol, &table)?;
+    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
+        .map_err(CliError::from)?;
+    activate_reencrypt(o, backend, config, &table)
+}
+
+/// Make the mapping of a volume in re-encryption (persistent flags as for any LUKS2
+/// volume).
+fn activate_reencrypt(
+    o: &Opts,
+    backend: activate::Backend,
+    mut config: MappingConfig,
+    table: &lukskit_volume::segment::SegmentTable,
+) -> Result<()> {
+    let mut kopts = kernel_options(o, None);
+    let stored = if o.persistent {
+        Vec::new()
+    } else {
+        stored_flags(o, &config)?
+    };
+    config.allow_discards |= stored.iter().any(|f| f == "allow-discards");
+    if backend == activate::Backend::Kernel {
+        apply_stored_perf_flags(&stored, &mut kopts);
+    }
+    activate::activate_table(backend, &config, &kopts, table).map_err(CliError::from)?;
+    if o.persistent {
+        store_flags(o, &config.device, config.header.as_deref())
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
     }
     Ok(())
@@ -279,6 +395,7 @@ pub(crate) fn base_config(o: &Opts, name: &str) -> MappingConfig {
         nbd_connections: o.nbd_connections,
         nbd_tls: nbd_tls(o).ok().flatten(),
         root_storage_daemon: root_storage_daemon(),
+        segments: false,
     }
 }
 
@@ -430,6 +547,10 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     }
     let device = &args[0];
     let vol = load_luks(o, device)?;
+    if super::open_reencrypt::in_reencryption(&vol) && !o.unbound && o.volume_key_file.is_none() {
+        drop(vol);
+        return super::open_reencrypt::test_passphrase(o, device);
+    }
     if o.volume_key_file.is_some() && !o.unbound {
         // cryptsetup checks the volume key file against the header's digest.
         luks_key(&vol, o, device, false)?;
@@ -482,9 +603,44 @@ pub fn status(o: &Opts, args: &[String]) -> Result<()> {
         println!("/dev/mapper/{name} is inactive.");
         return Err(CliError::device(""));
     };
-    let st = m.status(o.header.as_deref()).map_err(CliError::from)?;
-    print!("{}", format_status(&st));
+    let mut st = m.status(o.header.as_deref()).map_err(CliError::from)?;
+    let reenc = reencryption_status(o, &m, &mut st);
+    let mut text = format_status(&st);
+    if reenc {
+        // cryptsetup prints it right after the type.
+        if let Some(i) = text.find("  cipher:") {
+            text.insert_str(i, "  reencryption:  in-progress\n");
+        }
+    }
+    print!("{text}");
     Ok(())
+}
+
+/// A LUKS2 mapping whose header is in re-encryption: cryptsetup's `status` says so and
+/// shows the cipher, key size and sector size of the layout after the re-encryption.
+fn reencryption_status(o: &Opts, m: &Mapping, st: &mut Status) -> bool {
+    if st.kind != "LUKS2" {
+        return false;
+    }
+    let header = o.header.clone().or_else(|| m.header().ok().flatten());
+    let Ok(device) = m.device() else {
+        return false;
+    };
+    let Ok(vol) = Volume::load(&device, header.as_deref(), Access::Read) else {
+        return false;
+    };
+    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+        return false;
+    };
+    if !super::open_reencrypt::in_reencryption(&vol) {
+        return false;
+    }
+    if let Some((cipher, bits, sector_size)) = super::open_reencrypt::status_layout(h) {
+        st.cipher = cipher;
+        st.key_bits = bits;
+        st.sector_size = sector_size;
+    }
+    true
 }
 
 /// cryptsetup 2.6.1's `status` text, and for userspace mappings how they are exposed.

@@ -247,8 +247,32 @@ fn luks2(vol: &Volume) -> Result<&lukskit_format::luks2::Luks2Header> {
 
 /// `reencrypt <device>`.
 pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
-    need_args(args, 1, 1, "<device>")?;
+    // `reencrypt --active-name NAME` alone: the device is the one under the mapping.
+    let by_name;
+    let args = match (args.is_empty(), o.given.value("active-name")) {
+        (true, Some(n)) => {
+            let m = lukskit_activate::find(n)
+                .map_err(CliError::from)?
+                .ok_or_else(|| errors::inactive(lukskit_activate::mapping_name(n)))?;
+            let st = m.status(o.header.as_deref()).map_err(CliError::from)?;
+            // The kernel's device node (a loop device stays a loop device), else the
+            // userspace mapping's data device.
+            by_name = vec![match st.exposure {
+                lukskit_activate::Exposure::Kernel => st.device,
+                _ => m.device().map_err(CliError::from)?,
+            }];
+            &by_name[..]
+        }
+        _ => args,
+    };
+    need_args(args, 1, 2, "<device> [<new_name>]")?;
     let device = &args[0];
+    let activate_name = args.get(1);
+    if activate_name.is_some() && !has(o, "init-only") {
+        return Err(CliError::invalid(
+            "A device name to activate is supported by lukskit only with --init-only.",
+        ));
+    }
     // LUKS1 devices (and `--encrypt --type luks1`): cryptsetup's legacy LUKS1 code.
     if super::reencrypt_luks1::dispatch(o, device)?.is_some() {
         return Ok(());
@@ -367,6 +391,16 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         }
     };
     if !runs {
+        if let Some(name) = activate_name {
+            let data: &dyn Storage = match &data_dev {
+                Some(d) => d,
+                None => &vol.dev,
+            };
+            let size = data.size().map_err(|e| {
+                lukskit_volume::VolumeError::device_io(lukskit_volume::DeviceOp::GetSize, e)
+            })?;
+            super::open::activate_after_init(o, name, &vol, &keys, size)?;
+        }
         return Ok(());
     }
     let uuid = vol.uuid().to_string();
