@@ -11,7 +11,8 @@
 //!   `open` recovers before cryptsetup opens the same device; cryptsetup finishes the
 //!   re-encryption and both tools open the result;
 //! * `reencrypt --encrypt --init-only --header FILE DEVICE NAME` activates NAME, with the
-//!   same table and plaintext as cryptsetup's.
+//!   same table, plaintext and message ("… is now active and ready for online
+//!   encryption.") as cryptsetup's.
 
 mod common;
 mod refvm_common;
@@ -19,9 +20,16 @@ mod refvm_common;
 fn blocks(out: &str) -> std::collections::BTreeMap<(String, String), Vec<String>> {
     let mut m = std::collections::BTreeMap::new();
     for (state, tool, line) in refvm_common::block_lines(out) {
-        if ["table: ", "uuid: ", "status: ", "sum: ", "namesum: "]
-            .iter()
-            .any(|p| line.starts_with(p))
+        if [
+            "table: ",
+            "uuid: ",
+            "status: ",
+            "sum: ",
+            "namesum: ",
+            "initout: ",
+        ]
+        .iter()
+        .any(|p| line.starts_with(p))
         {
             m.entry((state, tool))
                 .or_insert_with(Vec::new)

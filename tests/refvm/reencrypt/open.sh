@@ -94,9 +94,10 @@ for t in cryptsetup lukskit; do
     rm -f /root/h.hdr
     $t reencrypt -q --encrypt --init-only --header /root/h.hdr $FAST -d $KF \
         --uuid 11111111-2222-3333-4444-555555555555 -c aes-cbc-essiv:sha256 -s 256 $D v \
-        || fail "$t reencrypt --encrypt --init-only NAME"
+        > /root/init.out || fail "$t reencrypt --encrypt --init-only NAME"
     STATE=initname
     echo "== $STATE $t"
+    sed 's/^/initout: /' /root/init.out
     dmsetup table --showkeys v | sed 's/^/table: /'
     echo "uuid: $(dmsetup info -c --noheadings -o uuid v)"
     echo "namesum: $(sum v)"

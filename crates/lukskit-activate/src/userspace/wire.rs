@@ -174,18 +174,15 @@ pub fn write_launch(w: &mut impl Write, config: &MappingConfig, key: &[u8]) -> i
 }
 
 /// Write the launch message of a mapping with its own segment table (`config.segments`
-/// set): parameters, the first key of `table` (the launch's key), then the table as a
-/// `reload` carries it (a `u32` length and the JSON segments, a `u32` key count and the
-/// keys).
+/// set): parameters, the first key of `table` (the launch's key; empty when no segment is
+/// encrypted, as at the start of an encryption), then the table as a `reload` carries it (a
+/// `u32` length and the JSON segments, a `u32` key count and the keys).
 pub fn write_launch_table(
     w: &mut impl Write,
     config: &MappingConfig,
     table: &Reload,
 ) -> io::Result<()> {
-    let first = table
-        .keys
-        .first()
-        .ok_or_else(|| io::Error::other("a segment table without a key"))?;
+    let first: &[u8] = table.keys.first().map_or(&[], |k| k.as_slice());
     let json = serde_json::to_vec(config).map_err(io::Error::other)?;
     w.write_all(&(json.len() as u32).to_le_bytes())?;
     w.write_all(&json)?;
@@ -219,7 +216,8 @@ pub fn read_launch(r: &mut impl Read) -> io::Result<Launch> {
     let config: MappingConfig = serde_json::from_slice(&json).map_err(io::Error::other)?;
     r.read_exact(&mut n)?;
     let klen = u32::from_le_bytes(n) as usize;
-    if klen == 0 || klen > MAX_KEY {
+    // A segment table may have no encrypted segment (an encryption that has not started).
+    if (klen == 0 && !config.segments) || klen > MAX_KEY {
         return Err(io::Error::other("bad key length"));
     }
     let mut key = Zeroizing::new(vec![0u8; klen]);
@@ -240,7 +238,7 @@ pub fn read_launch(r: &mut impl Read) -> io::Result<Launch> {
     }
     r.read_exact(&mut n)?;
     let count = u32::from_le_bytes(n) as usize;
-    if count == 0 || count > MAX_RELOAD_KEYS {
+    if count > MAX_RELOAD_KEYS {
         return Err(io::Error::other("bad key count"));
     }
     let mut keys = Vec::with_capacity(count);

@@ -199,7 +199,7 @@ fn reencrypt_mapping_config(
 pub(crate) fn activate_after_init(
     o: &Opts,
     name: &str,
-    vol: &Volume,
+    vol: Volume,
     keys: &lukskit_volume::reencrypt::Keys,
     device_size: u64,
 ) -> Result<()> {
@@ -210,7 +210,10 @@ pub(crate) fn activate_after_init(
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
     let table = super::open_reencrypt::table(h, keys, device_size)?;
-    let config = reencrypt_mapping_config(o, name, vol, &table)?;
+    let config = reencrypt_mapping_config(o, name, &vol, &table)?;
+    // The mapping (and its stored flags) open the header again, from this process or a
+    // server: the write lock `vol` holds on it must go first.
+    drop(vol);
     let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
         .map_err(CliError::from)?;
     activate_reencrypt(o, backend, config, &table)

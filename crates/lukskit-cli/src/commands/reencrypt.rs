@@ -391,7 +391,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         }
     };
     if !runs {
-        if let Some(name) = activate_name {
+        // cryptsetup 2.6.1 activates NAME only after an encryption's initialization (other
+        // modes ignore it).
+        if let Some(name) = activate_name.filter(|_| has(o, "encrypt")) {
             let data: &dyn Storage = match &data_dev {
                 Some(d) => d,
                 None => &vol.dev,
@@ -399,7 +401,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             let size = data.size().map_err(|e| {
                 lukskit_volume::VolumeError::device_io(lukskit_volume::DeviceOp::GetSize, e)
             })?;
-            super::open::activate_after_init(o, name, &vol, &keys, size)?;
+            // The mapping opens the data device itself: our write lock on it must go first
+            // (taking the lock again from this process would wait for ever).
+            drop(data_dev);
+            super::open::activate_after_init(o, name, vol, &keys, size)?;
+            println!("/dev/mapper/{name} is now active and ready for online encryption.");
         }
         return Ok(());
     }
