@@ -283,13 +283,36 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
     // A LUKS2 device in re-encryption has several targets (crypt and linear): its first
     // crypt target describes it.
     let total_sectors = targets.last().map_or(0, |t| t.start() + t.sectors());
-    let Some(Target::Crypt(target)) = targets.into_iter().find(|t| matches!(t, Target::Crypt(_)))
-    else {
-        return Err(ActivateError::Unsupported(format!(
-            "Device {name} is not a crypt device."
-        )));
-    };
     let parsed = info.uuid.as_deref().and_then(dm_uuid::parse_crypt_dm_uuid);
+    let first_linear = match targets.first() {
+        Some(Target::Linear(l)) => Some(l.clone()),
+        _ => None,
+    };
+    let target = match targets.into_iter().find(|t| matches!(t, Target::Crypt(_))) {
+        Some(Target::Crypt(t)) => t,
+        // An encryption in progress that has not encrypted anything yet: only dm-linear,
+        // under a LUKS2 DM UUID (cryptsetup's `reencrypt --encrypt --init-only DEV NAME`).
+        // It stands here as the null cipher over the same sectors.
+        _ => match (first_linear, &parsed) {
+            (Some(l), Some(u)) if u.crypt_type.starts_with("LUKS2") => CryptTarget {
+                start: 0,
+                sectors: total_sectors,
+                cipher: "cipher_null-ecb".to_string(),
+                key: CryptKey::Empty,
+                iv_offset: 0,
+                device: l.device,
+                offset: l.offset,
+                flags: CryptFlags::default(),
+                sector_size: 512,
+                extra_options: Vec::new(),
+            },
+            _ => {
+                return Err(ActivateError::Unsupported(format!(
+                    "Device {name} is not a crypt device."
+                )))
+            }
+        },
+    };
     let kind = parsed
         .as_ref()
         .map_or_else(|| "n/a".to_string(), |u| u.crypt_type.clone());

@@ -49,7 +49,9 @@ cryptsetup open -d $KF $D v || fail "cryptsetup open"
 dd if=/dev/urandom of=/dev/mapper/v bs=1M count=$MB conv=fsync 2>/dev/null
 echo "plain: $(sum v)"
 cryptsetup close v
-cryptsetup luksHeaderBackup $D --header-backup-file /root/base.hdr || fail backup
+# The whole disk (header and ciphertext) as the crash cases start from it: section 1
+# re-encrypts the data to a new key, so restoring the header alone would not do.
+dd if=$D of=/root/base.img bs=1M 2>/dev/null || fail backup
 
 # 1. Initialized by real cryptsetup, nothing done yet.
 cryptsetup reencrypt -q --init-only $FAST -d $KF -c aes-cbc-essiv:sha256 -s 256 $D \
@@ -68,7 +70,7 @@ lukskit close v || fail "close after resume"
 #    two segments, or a hot zone in flight. lukskit opens first (recovering), then cryptsetup;
 #    cryptsetup finishes, both open the result.
 for n in ${CRASH_POINTS:-10 13 16 19 22 25}; do
-    cryptsetup luksHeaderRestore -q $D --header-backup-file /root/base.hdr || fail restore
+    dd if=/root/base.img of=$D bs=1M conv=fsync 2>/dev/null || fail restore
     LUKSKIT_CRASH_AT=write:$n lukskit reencrypt -q --force-offline-reencrypt -d $KF $FAST \
         -c aes-xts-plain64 -s 256 --resilience checksum --hotzone-size 1M $D
     rc=$?
