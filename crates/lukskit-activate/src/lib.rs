@@ -48,6 +48,25 @@ pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<B
     }
 }
 
+/// `name` is a valid mapping name that no mapping of either backend uses. A block node at
+/// /dev/mapper/NAME with no mapping of that name is stale: the kernel backend replaces it
+/// (as cryptsetup does); the userspace backend's link cannot.
+fn check_name_free(backend: Backend, name: &str) -> Result<()> {
+    userspace::runtime::check_name(name)?;
+    let stale_node = backend == Backend::Kernel && lukskit_dm::node::is_block_node(name);
+    if find(name)?.is_some()
+        || (!stale_node
+            && userspace::runtime::mapper_path(name)
+                .symlink_metadata()
+                .is_ok())
+    {
+        return Err(ActivateError::NameExists {
+            name: name.to_string(),
+        });
+    }
+    Ok(())
+}
+
 /// Make `config` available with `backend` and volume key `key`. The name must not be in use
 /// by a mapping of either backend.
 pub fn activate(
@@ -56,20 +75,7 @@ pub fn activate(
     kernel_opts: &KernelOptions,
     key: &SecretBuf,
 ) -> Result<()> {
-    userspace::runtime::check_name(&config.name)?;
-    // A block node at /dev/mapper/NAME with no mapping of that name is stale: the kernel
-    // backend replaces it (as cryptsetup does); the userspace backend's link cannot.
-    let stale_node = backend == Backend::Kernel && lukskit_dm::node::is_block_node(&config.name);
-    if find(&config.name)?.is_some()
-        || (!stale_node
-            && userspace::runtime::mapper_path(&config.name)
-                .symlink_metadata()
-                .is_ok())
-    {
-        return Err(ActivateError::NameExists {
-            name: config.name.clone(),
-        });
-    }
+    check_name_free(backend, &config.name)?;
     if let Some(integrity) = &config.layout.integrity {
         // Authenticated encryption exists only as the kernel's dm-integrity.
         let mode = if kernel_opts.integrity_no_journal {
@@ -103,18 +109,7 @@ pub fn activate_table(
     kernel_opts: &KernelOptions,
     table: &lukskit_volume::segment::SegmentTable,
 ) -> Result<()> {
-    userspace::runtime::check_name(&config.name)?;
-    let stale_node = backend == Backend::Kernel && lukskit_dm::node::is_block_node(&config.name);
-    if find(&config.name)?.is_some()
-        || (!stale_node
-            && userspace::runtime::mapper_path(&config.name)
-                .symlink_metadata()
-                .is_ok())
-    {
-        return Err(ActivateError::NameExists {
-            name: config.name.clone(),
-        });
-    }
+    check_name_free(backend, &config.name)?;
     if config.layout.integrity.is_some() {
         return Err(ActivateError::Unsupported(
             "Re-encryption of a device with integrity protection is not supported.".into(),
