@@ -632,6 +632,7 @@ fn run(o: &Opts, device: &str) -> Result<()> {
                 block: block_mib as usize * 1024 * 1024,
                 log: &logf,
                 journal: &journal,
+                run: legacy::run_id(&new)?,
             };
             let out = legacy::copy(&params, &mut log, &mut cb).map_err(|e| {
                 eprintln!("IO error during reencryption.");

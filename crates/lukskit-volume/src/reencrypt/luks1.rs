@@ -299,6 +299,22 @@ pub struct CopyParams<'a> {
     pub log: &'a LogFile,
     /// The redo journal path.
     pub journal: &'a str,
+    /// What ties a journal record to this run ([`run_id`]): a record left by another run
+    /// of the same volume (same UUID) is never replayed.
+    pub run: [u8; 32],
+}
+
+/// The identity of a run: SHA-256 of its new header's LUKS1 header block (its key digest
+/// salt is random for every run). A journal left by an earlier run of the same volume (one
+/// cryptsetup finished, so lukskit could not remove its journal) has another identity.
+pub fn run_id(new_header: &str) -> Result<[u8; 32]> {
+    let mut head = vec![0u8; 592];
+    File::open(new_header)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .map_err(|e| VolumeError::io(IoOp::Read, new_header, e))?;
+    let mut id = [0u8; 32];
+    id.copy_from_slice(&HashAlg::Sha256.digest(&[&head]));
+    Ok(id)
 }
 
 /// How [`copy`] ended.
@@ -311,14 +327,22 @@ pub enum CopyOutcome {
     Interrupted,
 }
 
-const JOURNAL_MAGIC: &[u8; 8] = b"LKLJRNL1";
+const JOURNAL_MAGIC: &[u8; 8] = b"LKLJRNL2";
 const JOURNAL_HEAD: usize = 4096;
 
-/// A redo record: `len` bytes for the block at new-mapping offset `at`, either the new
-/// stored bytes (`kind` 0) or the old stored bytes (`kind` 1), with its SHA-256.
-fn write_journal(path: &str, offset_log: u64, at: u64, kind: u8, bytes: &[u8]) -> Result<()> {
+/// A redo record of run `run`: `len` bytes for the block at new-mapping offset `at`, either
+/// the new stored bytes (`kind` 0) or the old stored bytes (`kind` 1), with its SHA-256.
+fn write_journal(
+    path: &str,
+    run: &[u8; 32],
+    offset_log: u64,
+    at: u64,
+    kind: u8,
+    bytes: &[u8],
+) -> Result<()> {
     let mut head = vec![0u8; JOURNAL_HEAD];
     head[..8].copy_from_slice(JOURNAL_MAGIC);
+    head[72..104].copy_from_slice(run);
     head[8..16].copy_from_slice(&offset_log.to_le_bytes());
     head[16..24].copy_from_slice(&at.to_le_bytes());
     head[24..32].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
@@ -343,13 +367,18 @@ fn write_journal(path: &str, offset_log: u64, at: u64, kind: u8, bytes: &[u8]) -
         .map_err(|e| VolumeError::io(IoOp::Write, path, e))
 }
 
-/// The redo record in `path` if it is complete and belongs to log offset `offset_log`:
-/// (new-mapping offset, kind, bytes).
-fn read_journal(path: &str, offset_log: u64, max: usize) -> Option<(u64, u8, Vec<u8>)> {
+/// The redo record in `path` if it is complete and belongs to run `run` at log offset
+/// `offset_log`: (new-mapping offset, kind, bytes).
+fn read_journal(
+    path: &str,
+    run: &[u8; 32],
+    offset_log: u64,
+    max: usize,
+) -> Option<(u64, u8, Vec<u8>)> {
     let mut f = File::open(path).ok()?;
     let mut head = vec![0u8; JOURNAL_HEAD];
     f.read_exact(&mut head).ok()?;
-    if &head[..8] != JOURNAL_MAGIC {
+    if &head[..8] != JOURNAL_MAGIC || head[72..104] != run[..] {
         return None;
     }
     let word = |i: usize| u64::from_le_bytes(head[i..i + 8].try_into().unwrap_or([0; 8]));
@@ -383,11 +412,11 @@ fn do_block(p: &CopyParams<'_>, log_offset: u64, at: u64, buf: &mut [u8]) -> Res
     p.old.data.pread(buf, at)?;
     if p.new.plain {
         // The block becomes plaintext: journal the old ciphertext instead.
-        write_journal(p.journal, log_offset, at, 1, buf)?;
+        write_journal(p.journal, &p.run, log_offset, at, 1, buf)?;
         transform(p, buf, at)?;
     } else {
         transform(p, buf, at)?;
-        write_journal(p.journal, log_offset, at, 0, buf)?;
+        write_journal(p.journal, &p.run, log_offset, at, 0, buf)?;
     }
     crash_before_write();
     p.new.data.pwrite(buf, at)?;
@@ -408,7 +437,7 @@ pub fn copy(
         log.offset = size;
     }
     // A block interrupted by a crash: replay its redo record.
-    if let Some((at, kind, mut bytes)) = read_journal(p.journal, log.offset, p.block) {
+    if let Some((at, kind, mut bytes)) = read_journal(p.journal, &p.run, log.offset, p.block) {
         let expected = if backward {
             log.offset.saturating_sub(bytes.len() as u64) == at
         } else {
@@ -461,6 +490,23 @@ pub fn copy(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A journal record is replayed only by the run that wrote it: a record left by another
+    /// run of the same volume (same UUID, same log offset) is ignored.
+    #[test]
+    fn journal_records_belong_to_their_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("LUKS-x.lukskit-journal");
+        let path = path.to_str().unwrap();
+        let (a, b) = ([1u8; 32], [2u8; 32]);
+        write_journal(path, &a, 4096, 8192, 0, &[7u8; 512]).unwrap();
+        assert_eq!(
+            read_journal(path, &a, 4096, 1 << 20),
+            Some((8192, 0, vec![7u8; 512]))
+        );
+        assert_eq!(read_journal(path, &b, 4096, 1 << 20), None);
+        assert_eq!(read_journal(path, &a, 0, 1 << 20), None);
+    }
 
     #[test]
     fn log_round_trip_and_cryptsetup_text() {
