@@ -85,7 +85,8 @@ fi
 echo "==> cargo test"
 log=$(mktemp)
 set +e
-cargo test --workspace 2>&1 | tee "$log"
+# --no-fail-fast: a failing test binary must not hide the results of the ones after it.
+cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # lukskit-crypto's tests compiled for aarch64, run under qemu-user (LUKSKIT_AARCH64_CRYPTO=0
