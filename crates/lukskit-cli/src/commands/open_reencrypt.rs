@@ -42,7 +42,7 @@ fn luks2(vol: &Volume) -> Result<&Luks2Header> {
 }
 
 /// Ask for the passphrase (with `--tries`) until it unlocks the keys of the re-encryption.
-fn unlock(o: &Opts, vol: &Volume, device: &str) -> Result<Keys> {
+pub(crate) fn unlock(o: &Opts, vol: &Volume, device: &str) -> Result<Keys> {
     let src = existing_key_source(o, None);
     let prompt = format!("Enter passphrase for {device}: ");
     let n = tries(o, &src);

@@ -2,7 +2,7 @@
 //! (new volume key, cipher, key size, sector size; `--resilience`, `--hotzone-size`,
 //! `--init-only`, `--resume-only`, `--force-offline-reencrypt`, progress output).
 
-use super::{existing_key_source, need_args, pbkdf_options, tries};
+use super::{existing_key_source, need_args, pbkdf_options};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
@@ -374,21 +374,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else if st == Status::None {
         init(o, &mut vol, data_dev.as_ref(), block, formatted)?
     } else {
-        let src = existing_key_source(o, None);
-        let prompt = format!("Enter passphrase for {device}: ");
-        let n = tries(o, &src);
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let pass = input::get_secret(&src, &prompt, false)?;
-            match reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot) {
-                Ok(k) => break k,
-                Err(e) if errors::is_wrong_passphrase(&e) && attempt < n => {
-                    eprintln!("{}", errors::volume(&e).message);
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        super::open_reencrypt::unlock(o, &vol, device)?
     };
     if !runs {
         // cryptsetup 2.6.1 activates NAME only after an encryption's initialization (other
