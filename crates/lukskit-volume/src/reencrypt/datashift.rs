@@ -347,27 +347,7 @@ pub fn init_encrypt(
     let mut prev = json::linear_segment(0, Some(data_size), false);
     json::set_flag(&mut prev, "backup-previous");
     json::push_segment(hdr, prev)?;
-    let mut fin = json::crypt_segment(data_offset, 0, None, &p.cipher, p.sector_size, false);
-    json::set_flag(&mut fin, "backup-final");
-    let sf = json::push_segment(hdr, fin)?;
-    json::assign_segment(hdr, sf, p.new_digest)?;
-
-    let area_offset = area_gap(hdr, DATASHIFT_AREA)?;
-    let mut area = Map::new();
-    area.insert("offset".into(), json::u64_str(area_offset));
-    area.insert("size".into(), json::u64_str(DATASHIFT_AREA));
-    area.insert("type".into(), "datashift".into());
-    area.insert("shift_size".into(), json::u64_str(p.shift));
-    json::insert_reencrypt_keyslot(hdr, rk, area, Mode::Encrypt.as_str(), "backward")?;
-
-    let c = Context::load(hdr)?;
-    let new = keys
-        .new
-        .as_ref()
-        .ok_or(ReencryptError::KeysMissing)?
-        .as_bytes();
-    let vdata = verify::verification_data(hdr, c.keyslot, c.version, None, Some(new))?;
-    verify::create(hdr, rk, &vdata, p.digest_hash, p.digest_iterations)?;
+    encrypt_metadata_tail(hdr, rk, data_offset, p, keys)?;
 
     // Move the first segment to the tail (`reencrypt_move_data`), durably, before the
     // header that points at it exists anywhere.
@@ -424,6 +404,22 @@ pub fn init_encrypt_detached(
     let mut prev = json::linear_segment(data_offset, Some(data_size), false);
     json::set_flag(&mut prev, "backup-previous");
     json::push_segment(hdr, prev)?;
+    encrypt_metadata_tail(hdr, rk, data_offset, p, keys)?;
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(rk)
+}
+
+/// Copy `len` bytes of `dev` from `from` to `to` (non-overlapping), in chunks.
+/// What both encryptions with a data shift add after their segments and `backup-previous`:
+/// the `backup-final` segment under the new digest (encrypted from `data_offset` on), the
+/// `reencrypt` keyslot `rk` with its datashift area (backward), and the metadata digest.
+fn encrypt_metadata_tail(
+    hdr: &mut Luks2Header,
+    rk: u32,
+    data_offset: u64,
+    p: &EncryptShiftParams,
+    keys: &Keys,
+) -> Result<()> {
     let mut fin = json::crypt_segment(data_offset, 0, None, &p.cipher, p.sector_size, false);
     json::set_flag(&mut fin, "backup-final");
     let sf = json::push_segment(hdr, fin)?;
@@ -445,11 +441,9 @@ pub fn init_encrypt_detached(
         .as_bytes();
     let vdata = verify::verification_data(hdr, c.keyslot, c.version, None, Some(new))?;
     verify::create(hdr, rk, &vdata, p.digest_hash, p.digest_iterations)?;
-    luks2_keys::write_header(meta, hdr)?;
-    Ok(rk)
+    Ok(())
 }
 
-/// Copy `len` bytes of `dev` from `from` to `to` (non-overlapping), in chunks.
 fn copy(dev: &dyn Storage, from: u64, to: u64, len: u64) -> Result<()> {
     let mut buf = vec![0u8; COPY_CHUNK.min(len as usize)];
     let mut done = 0u64;
