@@ -158,14 +158,9 @@ fn reencrypt_config(
     Ok(Some((c, u.table)))
 }
 
-/// The mapping config of volume `vol` in re-encryption opened with `table`: `status` of a
-/// userspace mapping shows the first segment under the new key.
-fn reencrypt_mapping_config(
-    o: &Opts,
-    name: &str,
-    vol: &Volume,
-    table: &lukskit_volume::segment::SegmentTable,
-) -> Result<MappingConfig> {
+/// The parameters every mapping of LUKS volume `vol` starts from: type, UUID, and the
+/// absolute paths of its data device and (with `--header`) its header.
+fn luks_config(o: &Opts, name: &str, vol: &Volume) -> Result<MappingConfig> {
     let mut c = base_config(o, name);
     c.kind = vol.type_name().to_string();
     c.uuid = Some(vol.uuid().to_string());
@@ -174,6 +169,18 @@ fn reencrypt_mapping_config(
         Some(h) => Some(absolute(h)?),
         None => None,
     };
+    Ok(c)
+}
+
+/// The mapping config of volume `vol` in re-encryption opened with `table`: `status` of a
+/// userspace mapping shows the first segment under the new key.
+fn reencrypt_mapping_config(
+    o: &Opts,
+    name: &str,
+    vol: &Volume,
+    table: &lukskit_volume::segment::SegmentTable,
+) -> Result<MappingConfig> {
+    let mut c = luks_config(o, name, vol)?;
     let new_digest = match &vol.header {
         lukskit_volume::volume::Header::Luks2(h) => lukskit_volume::reencrypt::Context::load(h)
             .ok()
@@ -517,14 +524,7 @@ fn unlock_luks(
     let vol = load_luks(o, device)?;
     let (layout, integrity) = DataLayout::from_volume_with_integrity(&vol)?;
     let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(device), true)?;
-    let mut c = base_config(o, name);
-    c.kind = vol.type_name().to_string();
-    c.uuid = Some(vol.uuid().to_string());
-    c.device = absolute(&vol.data_path)?;
-    c.header = match &o.header {
-        Some(h) => Some(absolute(h)?),
-        None => None,
-    };
+    let mut c = luks_config(o, name, &vol)?;
     c.layout = LayoutInfo::from(&layout);
     c.layout.integrity = integrity;
     c.key_bits = (vk.len() * 8) as u32;
