@@ -77,12 +77,23 @@ writer() {
 in_reencryption() { cryptsetup luksDump $D | grep -q 'online-reencrypt'; }
 
 # After a kill -9 in the middle of an online run: what a crash leaves is the helper stack,
-# maybe with the hot-zone device suspended. Fail its I/O (as cryptsetup's fatal path does),
-# then unmount (the journal is replayed at the next mount) and remove the stack.
+# maybe with the hot-zone device suspended, and (killed between the two steps of a table
+# switch, both tools suspend the overlay, then the hot zone, then resume the overlay) the
+# overlay or the top device suspended too, with its next table loaded. Fail the hot zone's
+# I/O (as cryptsetup's fatal path does), resume whatever is still suspended (its loaded table
+# maps the hot zone to the failing device), then unmount (the journal is replayed at the next
+# mount) and remove the stack.
+suspended() { dmsetup info -c --noheadings -o attr "$1" 2>/dev/null | grep -q '^..s'; }
 teardown_after_kill() {
     for hz in $(dmsetup ls | awk '/-hotzone-/ {print $1}'); do
-        n=$(blockdev --getsz /dev/mapper/$hz 2>/dev/null || dmsetup table $hz | awk '{print $2}')
-        dmsetup load $hz --table "0 $n error" && dmsetup resume $hz
+        n=$(dmsetup table $hz | awk '{print $2}')
+        dmsetup load $hz --table "0 $n error" && dmsetup resume $hz || fail "cannot fail $hz"
+    done
+    for dev in v-overlay v; do
+        if suspended $dev; then
+            echo "resuming $dev, left suspended by the kill"
+            dmsetup resume $dev || fail "cannot resume $dev"
+        fi
     done
     umount /mnt 2>/dev/null || umount -l /mnt
     dmsetup remove v 2>/dev/null || { sleep 1; dmsetup remove v; } || fail "cannot remove v"
