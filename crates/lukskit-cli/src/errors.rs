@@ -376,21 +376,22 @@ fn keyslot(k: &KeyslotError) -> String {
     }
 }
 
+/// cryptsetup 2.6.1's words for a header whose requirements forbid the operation
+/// (`LUKS2_unmet_requirements`): requirements it does not know (`opal` among them, which came
+/// with 2.7) first, then a legacy or a LUKS2 re-encryption in progress.
 fn requirements(r: &RequirementsError) -> String {
-    match r {
-        RequirementsError::Unknown(r) => format!(
-            "Operation incompatible with device marked for unknown requirements ({}).",
-            r.join(", ")
-        ),
-        RequirementsError::Unsupported(r) => format!(
-            "Operation not supported on a device with requirements ({}).",
-            r.join(", ")
-        ),
-        RequirementsError::DataAccess(r) => format!(
-            "Data access is not supported on a device with requirements ({}).",
-            r.join(", ")
-        ),
-        other => sentence(&other.to_string()),
+    const UNMET: &str = "Unmet LUKS2 requirements detected.";
+    let reqs = match r {
+        RequirementsError::Unknown(_) => return UNMET.into(),
+        RequirementsError::Unsupported(r) | RequirementsError::DataAccess(r) => r,
+        other => return sentence(&other.to_string()),
+    };
+    if reqs.iter().any(|q| q.starts_with("online-reencrypt")) {
+        "Operation incompatible with device marked for LUKS2 reencryption. Aborting.".into()
+    } else if reqs.iter().any(|q| q == "offline-reencrypt") {
+        "Operation incompatible with device marked for legacy reencryption. Aborting.".into()
+    } else {
+        UNMET.into()
     }
 }
 
@@ -1143,7 +1144,17 @@ mod tests {
             (
                 RequirementsError::Unknown(vec!["a".into(), "b".into()]).into(),
                 1,
-                "Operation incompatible with device marked for unknown requirements (a, b).",
+                "Unmet LUKS2 requirements detected.",
+            ),
+            (
+                RequirementsError::Unsupported(vec!["online-reencrypt-v2".into()]).into(),
+                1,
+                "Operation incompatible with device marked for LUKS2 reencryption. Aborting.",
+            ),
+            (
+                RequirementsError::Unsupported(vec!["offline-reencrypt".into()]).into(),
+                1,
+                "Operation incompatible with device marked for legacy reencryption. Aborting.",
             ),
             (
                 ParamError::KeySizeNotBytes.into(),

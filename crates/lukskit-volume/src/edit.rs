@@ -118,11 +118,12 @@ impl Volume {
 
     /// Remove a token.
     pub fn token_remove(&mut self, id: u32) -> Result<()> {
-        self.check_requirements_for_write()?;
-        let h = self.luks2_mut()?;
-        if !h.tokens()?.iter().any(|t| t.id == id) {
+        // As cryptsetup: a token that is not there is reported before the requirements.
+        if !self.luks2_mut()?.tokens()?.iter().any(|t| t.id == id) {
             return Err(TokenError::NotInUse { id }.into());
         }
+        self.check_requirements_for_write()?;
+        let h = self.luks2_mut()?;
         h.remove_token(id)?;
         self.write_header()
     }

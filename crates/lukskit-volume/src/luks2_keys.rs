@@ -183,7 +183,10 @@ fn priority(ks: &Keyslot) -> u32 {
 
 /// Unlock with a passphrase. `slot` restricts to one keyslot (used even when its priority is
 /// "ignore"); `unbound` selects keyslots whose digest is bound to no segment. Otherwise
-/// keyslots bound to the data segment are tried, "prefer" ones first, "ignore" ones never.
+/// keyslots bound to the data segment are tried, "prefer" ones first, "ignore" ones never;
+/// during a re-encryption that is cryptsetup's default segment, the new volume key's
+/// ([`default_segment_digest`]), so that `luksDump --dump-volume-key`, `luksRemoveKey` and
+/// `luksKillSlot` find the keyslot cryptsetup finds.
 pub fn unlock(
     dev: &dyn Storage,
     hdr: &Luks2Header,
@@ -191,7 +194,35 @@ pub fn unlock(
     slot: Option<u32>,
     unbound: bool,
 ) -> Result<(u32, SecretBuf)> {
-    let seg_digest = segment_digest(hdr)?.map(|d| d.id);
+    let seg_digest = default_segment_digest(hdr)?.map(|d| d.id);
+    unlock_digest(dev, hdr, passphrase, slot, unbound, seg_digest)
+}
+
+/// The digest of cryptsetup's default segment (`LUKS2_get_default_segment`): during a
+/// re-encryption the `backup-final` segment's (the new volume key), otherwise segment 0's.
+pub fn default_segment_digest(hdr: &Luks2Header) -> Result<Option<Digest>> {
+    let last = hdr
+        .segments()?
+        .into_iter()
+        .find(|s| s.flags.iter().any(|f| f == "backup-final"));
+    match last {
+        Some(s) => Ok(hdr
+            .digests()?
+            .into_iter()
+            .find(|d| d.segments.contains(&s.id))),
+        None => segment_digest(hdr),
+    }
+}
+
+/// As [`unlock`], with the keyslots of digest `seg_digest` as the bound ones.
+fn unlock_digest(
+    dev: &dyn Storage,
+    hdr: &Luks2Header,
+    passphrase: &[u8],
+    slot: Option<u32>,
+    unbound: bool,
+    seg_digest: Option<u32>,
+) -> Result<(u32, SecretBuf)> {
     let digests = hdr.digests()?;
     let is_bound = |id: u32| {
         digests

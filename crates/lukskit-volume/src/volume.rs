@@ -302,6 +302,38 @@ impl Volume {
         }
     }
 
+    /// LUKS2: whether keyslot `slot` is the keyslot of a re-encryption (type `reencrypt`),
+    /// which holds no key.
+    pub fn is_reencrypt_keyslot(&self, slot: u32) -> Result<bool> {
+        Ok(match &self.header {
+            Header::Luks1(_) => false,
+            Header::Luks2(h) => h
+                .keyslots()?
+                .iter()
+                .any(|k| k.id == slot && k.kind == "reencrypt"),
+        })
+    }
+
+    /// LUKS2 during a re-encryption (requirement `online-reencrypt*`): the id of a digest of
+    /// the data segments (old or new volume key) that keyslot `slot` does not open, that is
+    /// the key an update of the keyslot would lack; `None` otherwise.
+    pub fn reencryption_other_digest(&self, slot: u32) -> Result<Option<u32>> {
+        let Header::Luks2(h) = &self.header else {
+            return Ok(None);
+        };
+        if !h
+            .requirements()
+            .iter()
+            .any(|r| r.starts_with("online-reencrypt"))
+        {
+            return Ok(None);
+        }
+        Ok(h.digests()?
+            .into_iter()
+            .find(|d| !d.segments.is_empty() && !d.keyslots.contains(&slot))
+            .map(|d| d.id))
+    }
+
     /// LUKS2: the id of the digest that covers the data segment (cryptsetup names the
     /// volume key in the kernel keyring after it); `None` for LUKS1.
     pub fn segment_digest_id(&self) -> Result<Option<u32>> {
@@ -513,9 +545,11 @@ impl Volume {
         }
     }
 
-    /// Set the UUID (`luksUUID --uuid`).
+    /// Set the UUID (`luksUUID --uuid`); refused, as every header update, when the header's
+    /// requirements forbid it.
     pub fn set_uuid(&mut self, uuid: &str) -> Result<()> {
         let parsed = uuid::Uuid::parse_str(uuid).map_err(|_| ParamError::Uuid)?;
+        self.check_requirements_for_write()?;
         let text = parsed.hyphenated().to_string();
         match &mut self.header {
             Header::Luks1(h) => h.uuid = text,

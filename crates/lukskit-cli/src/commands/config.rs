@@ -253,7 +253,17 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                 }
             }
             let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
-            let id = vol.token_add(o.token_id, token, o.token_replace)?;
+            let id = vol
+                .token_add(o.token_id, token, o.token_replace)
+                .map_err(|e| {
+                    // cryptsetup adds its own line when the header refuses the update.
+                    let refused = matches!(e, lukskit_volume::VolumeError::Requirements(_));
+                    let mut err = CliError::from(e);
+                    if refused {
+                        err.message.push_str("\nFailed to import token from file.");
+                    }
+                    err
+                })?;
             if o.verbose {
                 println!("Token {id} created.");
             }

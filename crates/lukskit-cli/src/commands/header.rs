@@ -69,7 +69,7 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
         let mut last = None;
         for _ in 0..tries(o, &src) {
             let pass = input::get_secret(&src, &format!("Enter passphrase for {device}: "), false)?;
-            match vol.unlock(pass.as_bytes(), o.key_slot, o.unbound) {
+            match vol.unlock(pass.as_bytes(), o.key_slot, false) {
                 Ok((_, vk)) => {
                     let payload = vol.data_offset()? / 512;
                     let text = dump::volume_key(
@@ -217,7 +217,12 @@ pub fn erase(o: &Opts, args: &[String]) -> Result<()> {
         &format!("WARNING: Device {} will be erased.\nAll key slots will be wiped, the data will no longer be accessible.", vol.dev.path()),
         o.batch_mode,
     )?;
+    // The keyslot of a LUKS2 re-encryption in progress stays (as with cryptsetup: its
+    // metadata would not be valid without it); every other one goes.
     for slot in vol.active_keyslots()? {
+        if vol.is_reencrypt_keyslot(slot)? {
+            continue;
+        }
         vol.kill_keyslot(slot)?;
         if o.verbose {
             println!("Key slot {slot} removed.");

@@ -66,6 +66,9 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;
     let device = &args[0];
     let mut vol = super::load_volume(o, device, Access::Write)?;
+    // cryptsetup refuses a header whose requirements forbid the update before it tries
+    // the passphrase (a wrong one then does not matter).
+    vol.check_requirements_for_write()?;
     // cryptsetup 2.6: --key-slot names the new keyslot for luksAddKey (with a warning);
     // --new-key-slot is the explicit spelling.
     let new_slot = match (o.new_key_slot, o.key_slot) {
@@ -210,6 +213,16 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
     if o.verbose {
         println!("Key slot {old_slot} unlocked.");
     }
+    // During a LUKS2 re-encryption cryptsetup 2.6.1 opens the keyslot, then finds that the
+    // other volume key (of the re-encryption's other digest) was not unlocked with it and
+    // fails silently (exit 1, "Key (digest id N) required but not unlocked." only in its
+    // debug output).
+    if let Some(other) = vol.reencryption_other_digest(old_slot)? {
+        crate::debug::log(format_args!(
+            "Key (digest id {other}) required but not unlocked."
+        ));
+        return Err(CliError::invalid(""));
+    }
     let new_src = new_key_source(o, args.get(1));
     let verify = o.verify_passphrase || !o.batch_mode;
     let new_pass = input::get_secret(&new_src, "Enter new passphrase: ", verify)?;
@@ -243,6 +256,8 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
         Some(s) => vol.keyslot_unbound(s)?,
         None => false,
     };
+    // As luksAddKey: the requirements are checked before the passphrase.
+    vol.check_requirements_for_write()?;
     // cryptsetup 2.6.1 takes the passphrase from --key-file or the prompt only: a second
     // positional argument is accepted and ignored.
     let src = existing_key_source(o, None);

@@ -320,6 +320,17 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         formatted = Some(format_for_encrypt(o, device)?);
     }
     let mut vol = super::load_volume(o, device, Access::Write)?;
+    // A LUKS2 header marked by the legacy (2.0) offline re-encryption: cryptsetup 2.6.1
+    // refuses it with these words.
+    if luks2(&vol)?
+        .requirements()
+        .iter()
+        .any(|r| r == "offline-reencrypt")
+    {
+        return Err(CliError::invalid(
+            "Legacy LUKS2 reencryption is no longer supported.",
+        ));
+    }
     let st = reencrypt::status(luks2(&vol)?)?;
     if st != Status::None && has(o, "init-only") && shifted.is_none() {
         return Err(CliError::invalid(

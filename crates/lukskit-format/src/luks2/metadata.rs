@@ -12,13 +12,14 @@ use crate::{
 };
 use serde_json::{Map, Value};
 
-/// Requirement names known to cryptsetup 2.6 / 2.7 (`requirements_flags[]`).
-pub const KNOWN_REQUIREMENTS: [&str; 5] = [
+/// Requirement names known to cryptsetup 2.6.1 (`requirements_flags[]`). `opal` (hardware
+/// OPAL encryption, cryptsetup 2.7) is not among them: 2.6.1 refuses such a header as having
+/// unmet requirements, and lukskit, which does not drive OPAL drives, does the same.
+pub const KNOWN_REQUIREMENTS: [&str; 4] = [
     "offline-reencrypt",
     "online-reencrypt",
     "online-reencrypt-v2",
     "online-reencrypt-v3",
-    "opal",
 ];
 
 /// Persistent activation flags known to cryptsetup 2.7 (`persistent_flags[]`); others are
@@ -1069,7 +1070,7 @@ impl Luks2Header {
             .unwrap_or_default()
     }
 
-    /// Mandatory requirements cryptsetup 2.6/2.7 does not know ([`KNOWN_REQUIREMENTS`]);
+    /// Mandatory requirements cryptsetup 2.6.1 does not know ([`KNOWN_REQUIREMENTS`]);
     /// cryptsetup refuses to activate or modify such a device.
     pub fn unknown_requirements(&self) -> Vec<String> {
         self.requirements()
