@@ -14,12 +14,13 @@
 //!
 //! # Speed
 //!
-//! Buffers are processed in runs of up to 16 sectors: their IVs are generated together
+//! Buffers are processed in runs of up to 32 sectors: their IVs are generated together
 //! (ESSIV encrypts all of them in one multi-block call), XTS encrypts all their tweaks in one
-//! call, and CBC encryption runs the sectors' chains in lockstep. Nothing is allocated and no
-//! system call is made per sector. Backends (chosen once per key, at run time): VAES assembly
-//! for AES when the CPU has it (else RustCrypto `aes`, which uses AES-NI or constant-time
-//! software), eight-lane AVX2 (else four-lane SSE2) Serpent, table-driven Twofish.
+//! call, and CBC encryption runs the sectors' chains in lockstep (16 at a time). Nothing is
+//! allocated and no system call is made per sector. Backends (chosen once per key, at run
+//! time): VAES assembly for AES when the CPU has it (else RustCrypto `aes`, which uses AES-NI
+//! or constant-time software), eight-lane AVX2 (else four-lane SSE2) Serpent, table-driven
+//! Twofish.
 //! [`SectorCipher::new_portable`] builds the same engine from portable Rust only. The
 //! `*_parallel` / `*_with_threads` entry points spread large buffers over a rayon pool in
 //! 64 KiB pieces, like dm-crypt's per-CPU workers.
