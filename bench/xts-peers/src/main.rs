@@ -9,8 +9,14 @@
 //! `EVP_CipherUpdate`) and without (one `EVP_CipherUpdate` per unit on an unchanged IV, as
 //! `openssl speed -evp aes-256-xts` does; AWS-LC refuses that); the faster of the two counts.
 //!
-//! Also: lukskit with its 256-bit kernels (`LUKSKIT_NO_AVX512`), with 2 threads (one buffer
-//! per thread), and AES-CBC-ESSIV decryption with 1 and 2 threads.
+//! Also: lukskit with its 256-bit kernels (`LUKSKIT_NO_AVX512`) and with the four-register
+//! 512-bit XTS kernel for 512-byte sectors (`LUKSKIT_XTS_4REG`), with 2 threads (one buffer
+//! per thread), AES-CBC-ESSIV decryption with 1 and 2 threads, and, as the machine's own
+//! ceiling for that scaling, AWS-LC in 1 and 2 threads (a context and buffer per thread).
+//!
+//! With `--cpu-time`, single-thread figures are per second of the measuring thread's CPU
+//! time (`CLOCK_THREAD_CPUTIME_ID`), so that other processes on a shared machine do not
+//! distort them; the thread-scaling figures are always per wall-clock second.
 //!
 //! Output: one line per measurement, `name<TAB>MiB/s`, then nothing else (bench/run.sh
 //! turns it into tables). Not a test: no figure is checked here.
@@ -105,10 +111,38 @@ macro_rules! evp_peer {
 evp_peer!(awslc, aws_lc_sys);
 evp_peer!(ossl, openssl_sys);
 
-/// Run `f` over the buffer repeatedly for `ms` milliseconds; MiB/s.
-fn timed(ms: u64, buf: &mut [u8], mut f: impl FnMut(&mut [u8], u64)) -> f64 {
+/// `struct timespec` of x86-64 / aarch64 Linux.
+#[repr(C)]
+struct Timespec {
+    sec: i64,
+    nsec: i64,
+}
+
+extern "C" {
+    fn clock_gettime(clock: c_int, ts: *mut Timespec) -> c_int;
+}
+
+/// CPU time of the calling thread (Linux `CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu_time() -> Duration {
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; clock 3 is CLOCK_THREAD_CPUTIME_ID.
+    let r = unsafe { clock_gettime(3, &mut ts) };
+    assert_eq!(r, 0, "clock_gettime");
+    Duration::new(ts.sec as u64, ts.nsec as u32)
+}
+
+/// Whether single-thread figures are per second of the thread's CPU time rather than of
+/// wall-clock time (`--cpu-time`): on a shared machine, time slices given to other
+/// processes then do not count against the implementation being measured.
+static CPU_TIME: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Run `f` over the buffer repeatedly for `ms` milliseconds; MiB/s (per wall-clock second,
+/// or per second of this thread's CPU time with `--cpu-time` unless `wall`).
+fn timed_clock(ms: u64, buf: &mut [u8], wall: bool, mut f: impl FnMut(&mut [u8], u64)) -> f64 {
+    let cpu = !wall && CPU_TIME.load(std::sync::atomic::Ordering::Relaxed);
     f(buf, 0); // warm-up
     let start = Instant::now();
+    let cpu_start = thread_cpu_time();
     let deadline = start + Duration::from_millis(ms);
     let mut bytes = 0u64;
     let mut sector = 0u64;
@@ -118,9 +152,19 @@ fn timed(ms: u64, buf: &mut [u8], mut f: impl FnMut(&mut [u8], u64)) -> f64 {
         sector += (buf.len() / 512) as u64;
         let now = Instant::now();
         if now >= deadline {
-            return bytes as f64 / (now - start).as_secs_f64() / 1048576.0;
+            let secs = if cpu {
+                (thread_cpu_time() - cpu_start).as_secs_f64()
+            } else {
+                (now - start).as_secs_f64()
+            };
+            return bytes as f64 / secs / 1048576.0;
         }
     }
+}
+
+/// [`timed_clock`] for single-thread measurements.
+fn timed(ms: u64, buf: &mut [u8], f: impl FnMut(&mut [u8], u64)) -> f64 {
+    timed_clock(ms, buf, false, f)
 }
 
 /// `threads` threads, one buffer each, for `ms` milliseconds; total MiB/s.
@@ -130,12 +174,32 @@ fn timed_threads(ms: u64, threads: usize, c: &SectorCipher, encrypt: bool) -> f6
             .map(|_| {
                 s.spawn(move || {
                     let mut b = vec![0x5au8; BUFFER];
-                    timed(ms, &mut b, |b, sector| {
+                    // Wall-clock time: scaling is about elapsed time.
+                    timed_clock(ms, &mut b, true, |b, sector| {
                         if encrypt {
                             c.encrypt(b, sector).unwrap()
                         } else {
                             c.decrypt(b, sector).unwrap()
                         }
+                    })
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
+    })
+}
+
+/// The machine's own 1 → 2 thread ceiling: AWS-LC AES-256-XTS (4 KiB units) in `threads`
+/// threads, each with its own context and buffer (trivially parallel); total MiB/s.
+fn awslc_threads(ms: u64, threads: usize, key: &[u8; 64], encrypt: bool) -> f64 {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(move || {
+                    let mut a = awslc::Xts::new(key, encrypt);
+                    let mut b = vec![0x5au8; BUFFER];
+                    timed_clock(ms, &mut b, true, |b, sector| {
+                        a.run(b, 4096, sector / 8, true)
                     })
                 })
             })
@@ -159,7 +223,10 @@ fn main() {
                     .expect("--rounds N")
             }
             "--only" => only = args.next(),
-            _ => panic!("usage: lukskit-xts-peers [--ms N] [--rounds N] [--only PREFIX]"),
+            "--cpu-time" => CPU_TIME.store(true, std::sync::atomic::Ordering::Relaxed),
+            _ => panic!(
+                "usage: lukskit-xts-peers [--ms N] [--rounds N] [--only PREFIX] [--cpu-time]"
+            ),
         }
     }
     let mut key = [0u8; 64];
@@ -183,30 +250,36 @@ fn main() {
         assert!(a == b && a == o, "ciphertexts differ ({unit}-byte units)");
     }
 
+    // (unit, kernels, cipher): "" = the default (512-bit, eight registers in flight),
+    // "-256bit" = the 256-bit kernels, "-4reg" = the 512-bit kernel with four registers.
     let mut ciphers = Vec::new();
     for unit in [4096usize, 512] {
-        for wide in [true, false] {
+        for (tag, var) in [
+            ("", None),
+            ("-256bit", Some("LUKSKIT_NO_AVX512")),
+            ("-4reg", Some("LUKSKIT_XTS_4REG")),
+        ] {
             // Read when the key is set up (no other thread runs yet).
-            if wide {
-                std::env::remove_var("LUKSKIT_NO_AVX512");
-            } else {
-                std::env::set_var("LUKSKIT_NO_AVX512", "1");
+            if let Some(v) = var {
+                std::env::set_var(v, "1");
             }
             ciphers.push((
                 unit,
-                wide,
+                tag,
                 SectorCipher::new(&xts, &key, unit as u32, false).unwrap(),
             ));
+            if let Some(v) = var {
+                std::env::remove_var(v);
+            }
         }
     }
-    std::env::remove_var("LUKSKIT_NO_AVX512");
     let cbc = SectorCipher::new(&essiv, &key[..32], 512, false).unwrap();
     type Job<'a> = (String, Box<dyn FnMut(&mut [u8]) -> f64 + 'a>);
     let mut jobs: Vec<Job> = Vec::new();
-    for (unit, wide, c) in &ciphers {
+    for (unit, tag, c) in &ciphers {
         for enc in [true, false] {
             let dir = if enc { "enc" } else { "dec" };
-            let name = format!("lukskit{} {unit} {dir}", if *wide { "" } else { "-256bit" });
+            let name = format!("lukskit{tag} {unit} {dir}");
             jobs.push((
                 name,
                 Box::new(move |b: &mut [u8]| {
@@ -246,10 +319,19 @@ fn main() {
             }
         }
     }
-    // Thread scaling: XTS (4096) and CBC-ESSIV decryption (512), 1 and 2 threads.
+    // Thread scaling: XTS (4096) and CBC-ESSIV decryption (512), 1 and 2 threads, beside
+    // the machine's ceiling (AWS-LC, one independent context per thread).
     let x4 = &ciphers[0].2;
     let cbc = &cbc;
+    let key = &key;
     for threads in [1usize, 2] {
+        for enc in [true, false] {
+            let dir = if enc { "enc" } else { "dec" };
+            jobs.push((
+                format!("awslc-threads{threads} 4096 {dir}"),
+                Box::new(move |_: &mut [u8]| awslc_threads(ms, threads, key, enc)),
+            ));
+        }
         for enc in [true, false] {
             let dir = if enc { "enc" } else { "dec" };
             jobs.push((

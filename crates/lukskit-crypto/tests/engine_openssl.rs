@@ -614,7 +614,7 @@ fn capi_form_is_the_same_cipher() {
 }
 
 /// The multi-sector fast paths (batched IVs and XTS tweaks, lockstep CBC chains, 8-block
-/// groups) with sector counts around every batch and lane width (1, 2, 4, 8, 16), start
+/// groups) with sector counts around every batch and lane width (1, 2, 4, 8, 16, 32), start
 /// sectors just below 2³² (plain wraps there), against the reference, the portable build,
 /// and the same sectors processed one call per sector.
 #[test]
@@ -655,7 +655,7 @@ fn many_sectors_batches_and_lanes() {
             let counts: &[usize] = if slow_ref && ss == 4096 {
                 &[1, 5, 17]
             } else {
-                &[1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 40]
+                &[1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 31, 32, 33, 40, 64, 70]
             };
             for &units in counts {
                 let start = (1u64 << 32) - 5 * step;

@@ -47,6 +47,10 @@ pub(crate) struct AesVaes {
     /// Whether the 512-bit kernels are used (the CPU has AVX-512 F/BW and VAES, VPCLMULQDQ
     /// on 512-bit registers; see [`wide_available`]).
     wide: bool,
+    /// Whether the 512-bit XTS kernel with eight registers in flight is used for 512-byte
+    /// units (always, unless `LUKSKIT_XTS_4REG` was set at key setup: a benchmark knob to
+    /// compare it with the four-register kernel; same output).
+    eight: bool,
 }
 
 /// Whether the CPU (and OS) support every instruction the kernels use.
@@ -892,6 +896,200 @@ wide_kernels!(
     "zmm30" => 448
 );
 
+/// Generates, for one key size and direction, the 512-bit XTS kernel with eight registers
+/// (32 blocks, 512 bytes) in flight: one 512-byte sector per iteration, or eight iterations
+/// of a 4 KiB sector.
+///
+/// The per-unit setup is short and free of long chains, so that out-of-order execution
+/// overlaps it with the previous unit's rounds: the eight tweak registers (`zmm8..zmm15`,
+/// lane `j` of register `k` = T·α^(4k + j)) are each derived straight from the unit's first
+/// tweak T with per-qword variable shifts ([`TWEAK8_SHIFTS`]) and one carry-less
+/// reduction. Within a unit, the next 32 tweaks are the current ones ×α³² per lane (a
+/// 4-byte lane shift and the reduction of the 32 bits shifted out by 0x87). The round keys
+/// stay in `zmm16..zmm30` as in [`wide_kernels`], the reduction constant in `zmm31`; the data
+/// registers `zmm0..zmm7` double as scratch for the tweak arithmetic.
+macro_rules! wide8_kernel {
+    ($xts8:ident, $op:literal, $last:literal, [$($k:literal => $off:literal),*],
+     $kl:literal => $lo:literal) => {
+        /// XTS over `units` consecutive data units of `groups` × 32 blocks each at `p`, in
+        /// place; `tw` holds the first tweak of each unit (16 bytes per unit, little-endian).
+        ///
+        /// # Safety
+        /// The CPU must support AVX512F, AVX512BW, VAES and VPCLMULQDQ; `rk` must point to a
+        /// [`RoundKeys`]; `tw .. tw + 16 * units` must be readable, `p .. p + 512 * groups *
+        /// units` valid for reads and writes; `groups >= 1`, `units >= 1`.
+        #[target_feature(enable = "avx512f,avx512bw,vaes,vpclmulqdq")]
+        unsafe fn $xts8(rk: *const u8, p: *mut u8, groups: usize, units: usize, tw: *const u8) {
+            // SAFETY: guaranteed by the caller; the asm touches only that memory, the
+            // 16 bytes of `POLY`, the 1 KiB of `TWEAK8_SHIFTS` and the declared registers.
+            unsafe {
+                asm!(
+                    wide_kernels!(@keys $($k => $off,)* $kl => $lo),
+                    "vbroadcasti32x4 zmm31, [{poly}]",
+                    "3:",
+                    // zmm8 + k = T·α^(4k + 0..3): each qword shifted left, the bits leaving
+                    // the low qword carried into the high one, those leaving the high one
+                    // reduced (times 0x87, fewer than 64 bits) into the low one.
+                    "vbroadcasti32x4 zmm0, [{tw}]",
+                    wide8_kernel!(@first "zmm8", 0),
+                    wide8_kernel!(@first "zmm9", 128),
+                    wide8_kernel!(@first "zmm10", 256),
+                    wide8_kernel!(@first "zmm11", 384),
+                    wide8_kernel!(@first "zmm12", 512),
+                    wide8_kernel!(@first "zmm13", 640),
+                    wide8_kernel!(@first "zmm14", 768),
+                    wide8_kernel!(@first "zmm15", 896),
+                    "mov {n}, {groups}",
+                    "2:",
+                    // Whitening: data ^ tweak ^ round key 0 (ternary XOR).
+                    wide8_kernel!(@white "zmm0", "zmm8", 0),
+                    wide8_kernel!(@white "zmm1", "zmm9", 64),
+                    wide8_kernel!(@white "zmm2", "zmm10", 128),
+                    wide8_kernel!(@white "zmm3", "zmm11", 192),
+                    wide8_kernel!(@white "zmm4", "zmm12", 256),
+                    wide8_kernel!(@white "zmm5", "zmm13", 320),
+                    wide8_kernel!(@white "zmm6", "zmm14", 384),
+                    wide8_kernel!(@white "zmm7", "zmm15", 448),
+                    $( wide_kernels!(@r8 $op, $k), )*
+                    wide_kernels!(@r8 $last, $kl),
+                    wide8_kernel!(@out "zmm0", "zmm8", 0),
+                    wide8_kernel!(@out "zmm1", "zmm9", 64),
+                    wide8_kernel!(@out "zmm2", "zmm10", 128),
+                    wide8_kernel!(@out "zmm3", "zmm11", 192),
+                    wide8_kernel!(@out "zmm4", "zmm12", 256),
+                    wide8_kernel!(@out "zmm5", "zmm13", 320),
+                    wide8_kernel!(@out "zmm6", "zmm14", 384),
+                    wide8_kernel!(@out "zmm7", "zmm15", 448),
+                    "add {p}, 512",
+                    "dec {n}",
+                    "jz 4f",
+                    // Next 32 tweaks of this unit: ×α³² per lane.
+                    wide8_kernel!(@mul32 "zmm0", "zmm8"),
+                    wide8_kernel!(@mul32 "zmm1", "zmm9"),
+                    wide8_kernel!(@mul32 "zmm2", "zmm10"),
+                    wide8_kernel!(@mul32 "zmm3", "zmm11"),
+                    wide8_kernel!(@mul32 "zmm4", "zmm12"),
+                    wide8_kernel!(@mul32 "zmm5", "zmm13"),
+                    wide8_kernel!(@mul32 "zmm6", "zmm14"),
+                    wide8_kernel!(@mul32 "zmm7", "zmm15"),
+                    "jmp 2b",
+                    "4:",
+                    "add {tw}, 16",
+                    "dec {units}",
+                    "jnz 3b",
+                    // Leave no key, tweak or data in any vector register (zmm31 holds only
+                    // the public constant).
+                    "vpxord xmm0, xmm0, xmm0",
+                    "vmovdqa64 xmm1, xmm0", "vmovdqa64 xmm2, xmm0", "vmovdqa64 xmm3, xmm0",
+                    "vmovdqa64 xmm4, xmm0", "vmovdqa64 xmm5, xmm0", "vmovdqa64 xmm6, xmm0",
+                    "vmovdqa64 xmm7, xmm0", "vmovdqa64 xmm8, xmm0", "vmovdqa64 xmm9, xmm0",
+                    "vmovdqa64 xmm10, xmm0", "vmovdqa64 xmm11, xmm0", "vmovdqa64 xmm12, xmm0",
+                    "vmovdqa64 xmm13, xmm0", "vmovdqa64 xmm14, xmm0", "vmovdqa64 xmm15, xmm0",
+                    "vmovdqa64 xmm16, xmm0", "vmovdqa64 xmm17, xmm0", "vmovdqa64 xmm18, xmm0",
+                    "vmovdqa64 xmm19, xmm0", "vmovdqa64 xmm20, xmm0", "vmovdqa64 xmm21, xmm0",
+                    "vmovdqa64 xmm22, xmm0", "vmovdqa64 xmm23, xmm0", "vmovdqa64 xmm24, xmm0",
+                    "vmovdqa64 xmm25, xmm0", "vmovdqa64 xmm26, xmm0", "vmovdqa64 xmm27, xmm0",
+                    "vmovdqa64 xmm28, xmm0", "vmovdqa64 xmm29, xmm0", "vmovdqa64 xmm30, xmm0",
+                    "vzeroupper",
+                    rk = in(reg) rk,
+                    tw = inout(reg) tw => _,
+                    poly = in(reg) POLY.as_ptr(),
+                    cnt = in(reg) TWEAK8_SHIFTS.0.as_ptr(),
+                    p = inout(reg) p => _,
+                    groups = in(reg) groups,
+                    units = inout(reg) units => _,
+                    n = out(reg) _,
+                    out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+                    out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+                    out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+                    out("zmm12") _, out("zmm13") _, out("zmm14") _, out("zmm15") _,
+                    out("zmm16") _, out("zmm17") _, out("zmm18") _, out("zmm19") _,
+                    out("zmm20") _, out("zmm21") _, out("zmm22") _, out("zmm23") _,
+                    out("zmm24") _, out("zmm25") _, out("zmm26") _, out("zmm27") _,
+                    out("zmm28") _, out("zmm29") _, out("zmm30") _, out("zmm31") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
+    // $dst = T·α^(shift counts at {cnt} + $o) per lane, T broadcast in zmm0; zmm1/zmm2
+    // scratch (free before the data is loaded).
+    (@first $dst:literal, $o:literal) => {
+        concat!(
+            "vpsllvq ", $dst, ", zmm0, [{cnt} + ", $o, "]\n",
+            "vpsrlvq zmm1, zmm0, [{cnt} + ", $o, " + 64]\n",
+            "vpslldq zmm2, zmm1, 8\n",
+            "vpsrldq zmm1, zmm1, 8\n",
+            "vpclmulqdq zmm1, zmm1, zmm31, 0\n",
+            "vpternlogd ", $dst, ", zmm1, zmm2, 0x96"
+        )
+    };
+    // Load 4 blocks at {p} + $o into $d, XOR the tweaks $t and round key 0 (zmm16).
+    (@white $d:literal, $t:literal, $o:literal) => {
+        concat!(
+            "vmovdqu64 ", $d, ", [{p} + ", $o, "]\n",
+            "vpternlogd ", $d, ", ", $t, ", zmm16, 0x96"
+        )
+    };
+    // XOR the tweaks $t into the result $d and store it at {p} + $o.
+    (@out $d:literal, $t:literal, $o:literal) => {
+        concat!(
+            "vpxord ", $d, ", ", $d, ", ", $t, "\n",
+            "vmovdqu64 [{p} + ", $o, "], ", $d
+        )
+    };
+    // $t ×= α³² per lane; $s scratch.
+    (@mul32 $s:literal, $t:literal) => {
+        concat!(
+            "vpsrldq ", $s, ", ", $t, ", 12\n",
+            "vpclmulqdq ", $s, ", ", $s, ", zmm31, 0\n",
+            "vpslldq ", $t, ", ", $t, ", 4\n",
+            "vpxord ", $t, ", ", $t, ", ", $s
+        )
+    };
+}
+
+wide8_kernel!(
+    xts8_enc_10, "vaesenc", "vaesenclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288],
+    "zmm26" => 320
+);
+wide8_kernel!(
+    xts8_enc_12, "vaesenc", "vaesenclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352],
+    "zmm28" => 384
+);
+wide8_kernel!(
+    xts8_enc_14, "vaesenc", "vaesenclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352, "zmm28" => 384, "zmm29" => 416],
+    "zmm30" => 448
+);
+wide8_kernel!(
+    xts8_dec_10, "vaesdec", "vaesdeclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288],
+    "zmm26" => 320
+);
+wide8_kernel!(
+    xts8_dec_12, "vaesdec", "vaesdeclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352],
+    "zmm28" => 384
+);
+wide8_kernel!(
+    xts8_dec_14, "vaesdec", "vaesdeclast",
+    ["zmm17" => 32, "zmm18" => 64, "zmm19" => 96, "zmm20" => 128, "zmm21" => 160,
+     "zmm22" => 192, "zmm23" => 224, "zmm24" => 256, "zmm25" => 288, "zmm26" => 320,
+     "zmm27" => 352, "zmm28" => 384, "zmm29" => 416],
+    "zmm30" => 448
+);
+
 /// The kernels of one direction and key size.
 struct Kernels {
     ecb16: unsafe fn(*const u8, *mut u8, usize),
@@ -902,6 +1100,8 @@ struct Kernels {
     xts512: unsafe fn(*const u8, *mut u8, usize, usize, *const u8),
     /// 512-bit ECB (32 blocks per group); AVX-512 CPUs only.
     ecb512: unsafe fn(*const u8, *mut u8, usize),
+    /// 512-bit XTS with 32 blocks in flight (512-byte groups); AVX-512 CPUs only.
+    xts8: unsafe fn(*const u8, *mut u8, usize, usize, *const u8),
 }
 
 const ENC: [Kernels; 3] = [
@@ -912,6 +1112,7 @@ const ENC: [Kernels; 3] = [
         xts: xts_enc_10,
         xts512: xts512_enc_10,
         ecb512: ecb512_enc_10,
+        xts8: xts8_enc_10,
     },
     Kernels {
         ecb16: enc16_12,
@@ -920,6 +1121,7 @@ const ENC: [Kernels; 3] = [
         xts: xts_enc_12,
         xts512: xts512_enc_12,
         ecb512: ecb512_enc_12,
+        xts8: xts8_enc_12,
     },
     Kernels {
         ecb16: enc16_14,
@@ -928,6 +1130,7 @@ const ENC: [Kernels; 3] = [
         xts: xts_enc_14,
         xts512: xts512_enc_14,
         ecb512: ecb512_enc_14,
+        xts8: xts8_enc_14,
     },
 ];
 const DEC: [Kernels; 3] = [
@@ -938,6 +1141,7 @@ const DEC: [Kernels; 3] = [
         xts: xts_dec_10,
         xts512: xts512_dec_10,
         ecb512: ecb512_dec_10,
+        xts8: xts8_dec_10,
     },
     Kernels {
         ecb16: dec16_12,
@@ -946,6 +1150,7 @@ const DEC: [Kernels; 3] = [
         xts: xts_dec_12,
         xts512: xts512_dec_12,
         ecb512: ecb512_dec_12,
+        xts8: xts8_dec_12,
     },
     Kernels {
         ecb16: dec16_14,
@@ -954,6 +1159,7 @@ const DEC: [Kernels; 3] = [
         xts: xts_dec_14,
         xts512: xts512_dec_14,
         ecb512: ecb512_dec_14,
+        xts8: xts8_dec_14,
     },
 ];
 
@@ -963,6 +1169,26 @@ static POLY: [u64; 4] = [0x87, 0, 0x87, 0];
 /// Per-qword shift counts of the 512-bit XTS kernel's first tweaks: lane k (both qwords)
 /// shifted left by k, then right by 64 − k (a count of 64 gives 0 in `vpsrlvq`).
 static LANE_SHIFTS: [u64; 16] = [0, 0, 1, 1, 2, 2, 3, 3, 64, 64, 63, 63, 62, 62, 61, 61];
+
+/// Per-qword shift counts of the 8-register XTS kernel's first tweaks: for register k
+/// (128 bytes each), lane j shifted left by 4k + j (8 qwords), then right by 64 − (4k + j)
+/// (8 qwords; a count of 64 gives 0 in `vpsrlvq`).
+#[repr(C, align(64))]
+struct Shifts([u64; 128]);
+static TWEAK8_SHIFTS: Shifts = Shifts(tweak8_shifts());
+
+const fn tweak8_shifts() -> [u64; 128] {
+    let mut s = [0u64; 128];
+    let mut i = 0;
+    while i < 64 {
+        // Register k = i / 8, lane j = (i % 8) / 2 (two qwords per lane).
+        let n = (i / 8 * 4 + i % 8 / 2) as u64;
+        s[i / 8 * 16 + i % 8] = n;
+        s[i / 8 * 16 + 8 + i % 8] = 64 - n;
+        i += 1;
+    }
+    s
+}
 
 /// Multiply by α in GF(2¹²⁸), XTS "ble" convention.
 #[inline(always)]
@@ -1009,6 +1235,7 @@ impl AesVaes {
             dec: RoundKeys([[0; 32]; 15]),
             rounds: 0,
             wide: wide && wide_available(),
+            eight: std::env::var_os("LUKSKIT_XTS_4REG").is_none(),
         });
         let AesVaes {
             enc, dec, rounds, ..
@@ -1124,22 +1351,45 @@ impl AesVaes {
 
     /// [`AesVaes::xts_units`] with the 512-bit kernel; `unit` a non-zero multiple of 256.
     fn xts_units_wide(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
+        // Measured on Zen 5 (bench/xts-peers.md): with 512-byte units, where each unit's
+        // tweak setup used to stall the four-register kernel, eight registers in flight
+        // gain ~3 %; with 4 KiB units the four-register kernel (tweak update between the
+        // rounds, two groups overlapped by out-of-order execution) stays ~1 % ahead.
+        self.xts_units_wide_with(first, data, unit, encrypt, self.eight && unit == 512);
+    }
+
+    /// [`AesVaes::xts_units_wide`] with the kernel chosen by the caller: `eight` (for `unit`
+    /// a multiple of 512) selects the eight-register kernel.
+    fn xts_units_wide_with(
+        &self,
+        first: &[u128],
+        data: &mut [u8],
+        unit: usize,
+        encrypt: bool,
+        eight: bool,
+    ) {
         assert!(self.wide);
         assert!(unit > 0 && unit.is_multiple_of(256) && data.len() == first.len() * unit);
         if first.is_empty() {
             return;
         }
         let (k, rk) = self.kernels(encrypt);
+        let (kernel, group) = if eight {
+            assert!(unit.is_multiple_of(512));
+            (k.xts8, 512)
+        } else {
+            (k.xts512, 256)
+        };
         // SAFETY: `wide` is only set when the CPU has the 512-bit features (asserted); `rk`
         // is the matching schedule; `first` holds 16 bytes (a `u128`, whose in-memory bytes
         // on little-endian x86-64 are the XTS tweak block) for each of the `first.len() >= 1`
         // units; `data` is exactly `first.len() * unit` bytes (asserted above), with
-        // `unit / 256 >= 1`.
+        // `unit / group >= 1` groups of the kernel's size per unit.
         unsafe {
-            (k.xts512)(
+            kernel(
                 rk,
                 data.as_mut_ptr(),
-                unit / 256,
+                unit / group,
                 first.len(),
                 first.as_ptr().cast(),
             )
@@ -1391,7 +1641,7 @@ mod tests {
         let mut seed = 2;
         for (klen, nblocks, wide) in [16, 24, 32]
             .into_iter()
-            .flat_map(|k| (1..=80).map(move |n| (k, n)))
+            .flat_map(|k| (1..=80).chain([96, 128, 256, 264]).map(move |n| (k, n)))
             .flat_map(|(k, n)| widths().into_iter().map(move |w| (k, n, w)))
         {
             {
@@ -1436,8 +1686,8 @@ mod tests {
             let k = AesVaes::with_width(&key, wide).unwrap();
             // The narrow kernel as the reference of the multi-unit wide one.
             let narrow = AesVaes::with_width(&key, false).unwrap();
-            for unit in [128usize, 256, 384, 512, 4096] {
-                for n in [1usize, 2, 15, 16, 17, 33] {
+            for unit in [128usize, 256, 384, 512, 768, 1024, 1536, 4096] {
+                for n in [1usize, 2, 3, 15, 16, 17, 33] {
                     let first: Vec<u128> = (0..n)
                         .map(|_| u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap()))
                         .collect();
@@ -1453,6 +1703,40 @@ mod tests {
                         let mut c = pt.clone();
                         narrow.xts_units(&first, &mut c, unit, encrypt);
                         assert_eq!(a, c, "wide/narrow key {klen} unit {unit} n {n} {encrypt}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The eight-register 512-bit kernel with one to eight 512-byte groups per unit (in
+    /// production it runs 512-byte units only) and partial and full sets of units, against
+    /// the 256-bit kernels.
+    #[test]
+    fn xts8_kernel_matches_narrow() {
+        if !have_vaes("xts8_kernel_matches_narrow") || !wide_available() {
+            return;
+        }
+        let mut seed = 11;
+        for klen in [16, 24, 32] {
+            let key = rng_bytes(&mut seed, klen);
+            let k = AesVaes::with_width(&key, true).unwrap();
+            let narrow = AesVaes::with_width(&key, false).unwrap();
+            for unit in [512usize, 1024, 1536, 4096] {
+                for n in [1usize, 2, 3, 16] {
+                    let first: Vec<u128> = (0..n)
+                        .map(|_| u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap()))
+                        .collect();
+                    let pt = rng_bytes(&mut seed, n * unit);
+                    for encrypt in [true, false] {
+                        let mut a = pt.clone();
+                        k.xts_units_wide_with(&first, &mut a, unit, encrypt, true);
+                        let mut b = pt.clone();
+                        narrow.xts_units(&first, &mut b, unit, encrypt);
+                        assert_eq!(a, b, "key {klen} unit {unit} n {n} enc {encrypt}");
+                        let mut c = pt.clone();
+                        k.xts_units_wide_with(&first, &mut c, unit, encrypt, false);
+                        assert_eq!(a, c, "8/4 registers key {klen} unit {unit} n {n}");
                     }
                 }
             }
