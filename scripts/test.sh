@@ -46,6 +46,11 @@ command -v qemu-system-aarch64 >/dev/null 2>&1 || need_pkgs+=(qemu-system-arm)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need_pkgs+=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
 command -v gcc >/dev/null 2>&1 || need_pkgs+=(gcc)  # ring (rustls) in the static x86_64 build
 command -v cpio >/dev/null 2>&1 || need_pkgs+=(cpio)
+# The reference VM's static fio (tests/refvm/fio-build.sh, refvm_reencrypt's fio cases) is
+# built from Debian's fio source package: make, dpkg-source (dpkg-dev), libz.a (zlib1g-dev).
+command -v make >/dev/null 2>&1 || need_pkgs+=(make)
+command -v dpkg-source >/dev/null 2>&1 || need_pkgs+=(dpkg-dev)
+[ -f /usr/lib/x86_64-linux-gnu/libz.a ] || need_pkgs+=(zlib1g-dev)
 # reencrypt_decrypt_shift.rs kills cryptsetup at chosen syscalls with strace fault injection.
 command -v strace >/dev/null 2>&1 || need_pkgs+=(strace)
 # clevis/tang tokens (tests/tang.rs): Debian's tang server run by socat on loopback, and

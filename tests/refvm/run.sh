@@ -36,6 +36,7 @@ KERNEL_PIN=${LUKSKIT_REFVM_KERNEL:-}
 EXTRA_MODULES=${LUKSKIT_REFVM_EXTRA_MODULES:-}
 APPEND=${LUKSKIT_REFVM_APPEND:-}
 LUKSKIT_BIN=${LUKSKIT_BIN:-}
+FIO=${LUKSKIT_REFVM_FIO:-0}
 
 # Debian packages unpacked into the initramfs (the kernel package is added by version). Libraries
 # that every Debian system has (libc, libblkid, libuuid, libselinux, libudev, ...) are taken from
@@ -139,6 +140,8 @@ options:
                    Enter on it (several --answer are answered in order)
   --append ARGS    more kernel command line (as LUKSKIT_REFVM_APPEND)
   --snapshot       the guest's writes to the DISKs are thrown away (qemu snapshot=on)
+  --fio            put a static fio (built once from Debian's source package by fio-build.sh)
+                   into the guest as /usr/bin/fio, for this run only (LUKSKIT_REFVM_FIO=1)
 
 environment: LUKSKIT_BIN (lukskit binary, installed as /usr/bin/lukskit),
   LUKSKIT_REFVM_CACHE (cache dir), LUKSKIT_REFVM_KERNEL (e.g. 6.1.0-56-amd64),
@@ -165,6 +168,7 @@ while [ $# -gt 0 ]; do
     --answer) ANSWERS+=("$2"); shift 2 ;;
     --append) APPEND="$APPEND $2"; shift 2 ;;
     --snapshot) SNAPSHOT=1; shift ;;
+    --fio) FIO=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
     -*) usage >&2; exit 2 ;;
@@ -584,6 +588,16 @@ build() {
 
 if [ "$(cat "$CACHE/vm/stamp" 2>/dev/null)" != "$STAMP" ] || [ ! -f "$CACHE/vm/base.cpio" ]; then
     build
+fi
+
+# fio is not in the base initramfs (Debian's binary needs ~84 MB of libraries): a static build
+# goes into the per-run overlay of the runs that ask for it, so other boots do not change.
+FIO_BIN=
+if [ "$FIO" = 1 ]; then
+    rc=0
+    FIO_BIN=$("$HERE/fio-build.sh") || rc=$?
+    [ "$rc" = 0 ] || { [ "$rc" = 77 ] && exit 77; die "fio-build.sh failed (exit $rc)"; }
+    COPIES+=("$FIO_BIN:/usr/bin/fio")
 fi
 
 if [ "$PREPARE" = 1 ]; then

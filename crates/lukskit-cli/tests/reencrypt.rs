@@ -991,3 +991,127 @@ fn detached_header_chain_across_tools() {
     lk_reencrypt(&data, &kf, &["--decrypt", "--header", &hdr]).ok("lukskit --decrypt");
     assert_eq!(sha(&std::fs::read(&data).unwrap()), sha(&plaintext()));
 }
+
+/// `luksDump` without what differs between two runs (UUID, salts, digests; the iterations
+/// of a digest are "forced" when 1000, else "benchmarked").
+fn dump_shape(img: &str) -> String {
+    let d = dump("cryptsetup", img);
+    let (head, digests) = d.split_at(d.find("\nDigests:").expect("Digests section"));
+    let digests = digests
+        .lines()
+        .map(|l| match l.trim().strip_prefix("Iterations:") {
+            Some(n) if n.trim() == "1000" => "\tIterations: forced".to_string(),
+            Some(_) => "\tIterations: benchmarked".to_string(),
+            None => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!("{head}{digests}")
+        .lines()
+        .filter(|l| {
+            let t = l.trim();
+            !(t.starts_with("UUID:")
+                || t.starts_with("Salt:")
+                || t.starts_with("Digest:")
+                || (!t.is_empty()
+                    && t.split_whitespace()
+                        .all(|w| w.len() == 2 && w.chars().all(|c| c.is_ascii_hexdigit()))))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `reencrypt --keep-key` of LUKS2 with a new cipher and sector size, as cryptsetup 2.6.1
+/// does it: the volume key stays (no keyslot added; the new segment bound to the old key's
+/// digest), the header after `--init-only` has the shape of cryptsetup's, each tool resumes
+/// the other's initialization and an interrupted (crash-injected) run, and the plaintext is
+/// intact; a kept 256-bit key cannot serve a cipher that needs another size.
+#[test]
+fn keep_key_with_new_cipher_and_sector_size() {
+    if !have_cryptsetup("keep_key_with_new_cipher_and_sector_size") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let cbc = ["-c", "aes-cbc-essiv:sha256", "-s", "256"];
+    let new = [
+        "--keep-key",
+        "-c",
+        "aes-xts-plain64",
+        "--sector-size",
+        "4096",
+    ];
+    let base = make_image(t.path(), "base.img", &kf, &cbc);
+    let vk = volume_key_with("cryptsetup", &base, &kf, &[]);
+    // The header after --init-only: the same shape with both tools.
+    let (lk, cs) = (
+        t.path().join("lk.img").to_str().unwrap().to_string(),
+        t.path().join("cs.img").to_str().unwrap().to_string(),
+    );
+    std::fs::copy(&base, &lk).unwrap();
+    std::fs::copy(&base, &cs).unwrap();
+    let mut init = vec!["--init-only"];
+    init.extend_from_slice(&new);
+    lk_reencrypt(&lk, &kf, &init).ok("lukskit --keep-key --init-only");
+    cs_reencrypt(&cs, &kf, &init).ok("cryptsetup --keep-key --init-only");
+    let shape = dump_shape(&cs);
+    assert!(shape.contains("backup-final"), "{shape}");
+    assert_eq!(dump_shape(&lk), shape, "header after --init-only");
+    // Each tool resumes the other's initialization.
+    lk_reencrypt(&cs, &kf, &["--resume-only", "--hotzone-size", "4M"])
+        .ok("lukskit resumes cryptsetup's --keep-key");
+    cs_reencrypt(&lk, &kf, &["--resume-only", "--hotzone-size", "4M"])
+        .ok("cryptsetup resumes lukskit's --keep-key");
+    for img in [&lk, &cs] {
+        check_done(t.path(), img, &kf, "aes-xts-plain64", "keep-key");
+        assert_eq!(volume_key_with("cryptsetup", img, &kf, &[]), vk, "key kept");
+        let d = dump("cryptsetup", img);
+        assert!(d.contains("sector: 4096 [bytes]"), "{d}");
+        assert!(!d.contains("  1: luks2"), "no keyslot added: {d}");
+    }
+    // A whole run by lukskit, and one interrupted at its 5th write, finished by cryptsetup.
+    let img = t.path().join("w.img").to_str().unwrap().to_string();
+    std::fs::copy(&base, &img).unwrap();
+    let mut run = vec!["--hotzone-size", "4M"];
+    run.extend_from_slice(&new);
+    lk_reencrypt(&img, &kf, &run).ok("lukskit --keep-key");
+    check_done(t.path(), &img, &kf, "aes-xts-plain64", "lukskit --keep-key");
+    assert_eq!(volume_key_with("cryptsetup", &img, &kf, &[]), vk);
+    std::fs::copy(&base, &img).unwrap();
+    let mut args = vec!["reencrypt", "-q", "--force-offline-reencrypt", "-d", &kf];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&run);
+    args.push(&img);
+    let r = lukskit_env(&args, b"", &[("LUKSKIT_CRASH_AT", "write:5")]);
+    assert_eq!(r.code, CRASH_STATUS, "{}", r.stderr);
+    assert!(in_reencryption(&img));
+    assert_eq!(dump("lukskit", &img), dump("cryptsetup", &img));
+    if dump("cryptsetup", &img).contains("in-reencryption") {
+        cryptsetup(&["repair", "-q", "-d", &kf, &img], b"")
+            .expect("cryptsetup")
+            .ok("cryptsetup repair");
+    }
+    if in_reencryption(&img) {
+        cs_reencrypt(&img, &kf, &["--resume-only"]).ok("cryptsetup finishes lukskit's run");
+    }
+    check_done(
+        t.path(),
+        &img,
+        &kf,
+        "aes-xts-plain64",
+        "interrupted --keep-key",
+    );
+    assert_eq!(volume_key_with("cryptsetup", &img, &kf, &[]), vk);
+    // A kept key must suit the new cipher: a 512-bit XTS key cannot be an AES-CBC key;
+    // both tools refuse, and leave the header as it was.
+    let xts512 = make_image(t.path(), "x.img", &kf, &[]);
+    for tool in ["lukskit", "cryptsetup"] {
+        let r = if tool == "lukskit" {
+            lk_reencrypt(&xts512, &kf, &["--keep-key", "-c", "aes-cbc-essiv:sha256"])
+        } else {
+            cs_reencrypt(&xts512, &kf, &["--keep-key", "-c", "aes-cbc-essiv:sha256"])
+        };
+        assert_ne!(r.code, 0, "{tool}: a 512-bit key for aes-cbc");
+        assert!(!in_reencryption(&xts512), "{tool}");
+    }
+}

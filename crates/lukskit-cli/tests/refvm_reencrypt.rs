@@ -4,8 +4,15 @@
 //!
 //! * `io`: ext4 on a lukskit kernel mapping, mounted, re-encrypted online by lukskit to a new
 //!   key and cipher while a checksummed write / fsync / drop-caches / read-back loop runs on
-//!   it (fio is not in the VM image); the files verify, the helper devices are gone, the
-//!   mapping is the new cipher, and real cryptsetup opens the result (e2fsck clean);
+//!   it; the files verify, the helper devices are gone, the mapping is the new cipher, and
+//!   real cryptsetup opens the result (e2fsck clean);
+//! * `fio:lukskit` / `fio:cryptsetup` (the control): fio verify jobs (random writes with
+//!   crc32c verify headers, a verify backlog and a full verify after each loop; two files
+//!   with O_DIRECT, two buffered with fsync) on the mounted ext4 while the tool re-encrypts it
+//!   online; fio started before the re-encryption and still runs when it has finished (so it
+//!   overlapped every hot zone), exits 0 with no verify error, and a verify-only pass over
+//!   every block passes, after the run and again once the other tool opened the result. The
+//!   VM gets a static fio built from Debian's source package (`run.sh --fio`).
 //! * `cs-kill`: cryptsetup's online re-encryption killed with kill -9 at a random moment, the
 //!   crashed stack torn down, recovered by `cryptsetup open`, resumed online by lukskit;
 //! * `lk-kill` (the "done when"): a volume made by cryptsetup, re-encrypted online to
@@ -30,6 +37,11 @@ mod refvm_common;
 /// Run `case` of online.sh on a blank 64 MiB disk; `None` when the VM cannot be had (and a
 /// skip is allowed). The run must have passed.
 fn run_case(case: &str, expected: u64) -> Option<String> {
+    run_case_with(case, expected, &[])
+}
+
+/// `run_case` with more run.sh options (e.g. `--fio`).
+fn run_case_with(case: &str, expected: u64, options: &[&str]) -> Option<String> {
     let test = format!("refvm_reencrypt {case}");
     if !refvm_common::vm_ready(&test) {
         return None;
@@ -43,12 +55,13 @@ fn run_case(case: &str, expected: u64) -> Option<String> {
     std::fs::write(&case_file, case).unwrap();
     let copy = format!("{}:/refvm/files/case", case_file.display());
     let script = refvm_common::refvm_dir().join("reencrypt/online.sh");
-    let args: Vec<&std::ffi::OsStr> = vec![
+    let mut args: Vec<&std::ffi::OsStr> = options.iter().map(|o| o.as_ref()).collect();
+    args.extend([
         "--copy".as_ref(),
         copy.as_ref(),
         script.as_os_str(),
         disk.as_os_str(),
-    ];
+    ]);
     let r = refvm_common::run_vm(&test, refvm_common::timeout_for(expected), &args, true);
     if !r.ran(&test) {
         return None;
@@ -88,6 +101,63 @@ fn online_reencryption_under_io_then_cryptsetup_opens() {
         "{out}"
     );
     assert!(out.contains("header cipher: aes-cbc-essiv:sha256"), "{out}");
+}
+
+/// The `fio:TOOL` case: `tool` re-encrypts online under fio verify jobs; the other tool opens
+/// the result.
+fn fio_case(tool: &str, other: &str) {
+    let case = format!("fio:{tool}");
+    let Some(out) = run_case_with(&case, 300, &["--fio"]) else {
+        return;
+    };
+    assert_eq!(lines_with(&out, "before: "), ["aes-xts-plain64"], "{out}");
+    assert!(out.contains(&format!("{tool} reencrypt: 0,")), "{out}");
+    // More than one hot zone was re-encrypted (1 MiB each, 48 MiB of data), all while fio ran.
+    let progress: usize = out
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{tool} reencrypt: 0, progress lines: ")))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no progress line count: {out}"));
+    assert!(progress >= 2, "{out}");
+    assert!(
+        out.contains("fio running at the end of the re-encryption: yes"),
+        "{out}"
+    );
+    assert!(out.contains("fio stopped at "), "{out}");
+    assert!(out.contains(": exit 0"), "{out}");
+    // Four jobs reported, none with an error, in the run and in both verify-only passes.
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.starts_with("fio: ") && l.contains("err= 0"))
+            .count(),
+        4,
+        "{out}"
+    );
+    assert!(
+        out.contains("fio verified after the re-encryption: 4 jobs"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("fio verified after {other} open: 4 jobs")),
+        "{out}"
+    );
+    assert_eq!(
+        lines_with(&out, "after: "),
+        ["0 98304 crypt aes-cbc-essiv:sha256"],
+        "{out}"
+    );
+    assert!(out.contains("header cipher: aes-cbc-essiv:sha256"), "{out}");
+}
+
+#[test]
+fn online_reencryption_under_fio_verify_jobs() {
+    fio_case("lukskit", "cryptsetup");
+}
+
+/// The control: the same workload and checks with cryptsetup's own online re-encryption.
+#[test]
+fn cryptsetup_online_reencryption_under_fio_verify_jobs_control() {
+    fio_case("cryptsetup", "lukskit");
 }
 
 #[test]

@@ -5,6 +5,12 @@
 #   io       ext4 on a lukskit kernel mapping, mounted, re-encrypted online by lukskit to a
 #            new key and cipher while a checksummed write / drop-caches / read-back loop runs
 #            on it; then the files verify, e2fsck is clean, and real cryptsetup opens it.
+#   fio:TOOL  ext4 on a mapping opened by TOOL (lukskit or cryptsetup, the control), mounted;
+#            fio verify jobs (random writes with crc32c verify headers and a verify backlog,
+#            four files, two with O_DIRECT and two buffered with fsync) start, then TOOL
+#            re-encrypts the volume online to a new key and cipher; fio must still be running
+#            when the re-encryption ends, then it is stopped (its trigger file), must report no
+#            error, and a verify-only pass over every file must pass. Needs run.sh --fio.
 #   cs-kill  cryptsetup's online re-encryption killed with kill -9 at a random moment; the
 #            helper devices are torn down as after a crash (the hot zone fails I/O), then
 #            cryptsetup open recovers it and lukskit resumes it online (--resume-only).
@@ -22,7 +28,9 @@
 #            the same and both tools open the result. On an image file on /dev/vda.
 export DM_DISABLE_UDEV=1
 CASE=$(cat /refvm/files/case)
+CASE_ARG=$CASE
 # luks1-kill:PAIRS (e.g. luks1-kill:cryptsetup:cryptsetup) runs only those directions.
+case "$CASE" in fio:*) FIO_TOOL=${CASE#fio:}; CASE=fio ;; esac
 case "$CASE" in luks1-kill:*) LUKS1_PAIRS=${CASE#luks1-kill:} LUKS1_DEBUG=1; CASE=luks1-kill ;; esac
 D=/dev/vda
 KF=/root/kf
@@ -167,6 +175,104 @@ io)
     cryptsetup open -d $KF $D v || fail "cryptsetup open"
     check_fs "cryptsetup open"
     cryptsetup close v
+    ;;
+fio)
+    command -v fio >/dev/null || fail "no fio in the guest (run.sh --fio)"
+    up() { cut -d' ' -f1 /proc/uptime; }
+    cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+    $FIO_TOOL open -d $KF $D v || fail "$FIO_TOOL open"
+    dmsetup table v | awk '{print "before:", $4}'
+    mkfs.ext4 -q /dev/mapper/v || fail mkfs
+    mount -o noatime /dev/mapper/v /mnt || fail mount
+    mkdir /mnt/fio
+    # Every block fio writes carries a header (offset, sequence number) and a crc32c of the
+    # block; fio reads back and checks the last 32 blocks written after every 32 writes
+    # (verify_backlog) and the whole file at the end of each loop over it.
+    cat > /root/job.fio <<'JOB'
+[global]
+directory=/mnt/fio
+ioengine=psync
+bs=4k
+size=4M
+nrfiles=1
+rw=randwrite
+verify=crc32c
+verify_fatal=1
+loops=100000
+verify_backlog=32
+[direct-a]
+direct=1
+[direct-b]
+direct=1
+bs=16k
+[buffered-a]
+fsync=8
+[buffered-b]
+fsync=32
+bs=8k
+JOB
+    # The last pass: every block of every file read back and checked (no backlog, one loop:
+    # fio replays the same offsets and checks each block's header and crc).
+    sed -e 's/^loops=.*/loops=1/' -e '/^verify_backlog=/d' /root/job.fio > /root/verify.fio
+    fio --trigger-file=/root/fio.stop /root/job.fio > /root/fio.out 2>&1 &
+    fpid=$!
+    # Wait until every job has laid out its file and is writing.
+    t=0
+    while [ "$(ls /mnt/fio 2>/dev/null | wc -l)" -lt 4 ]; do
+        kill -0 $fpid 2>/dev/null || fail "fio ended before the re-encryption: $(cat /root/fio.out)"
+        sleep 0.2; t=$((t + 1)); [ $t -lt 600 ] || fail "fio did not start"
+    done
+    sleep 2
+    kill -0 $fpid 2>/dev/null || fail "fio ended before the re-encryption: $(cat /root/fio.out)"
+    t_fio=$(up)
+    t_start=$(up)
+    if [ $FIO_TOOL = lukskit ]; then
+        lukskit reencrypt -d $KF --cipher aes-cbc-essiv:sha256 --key-size 256 --hotzone-size 1M \
+            --progress-json $D > /root/re.out 2>&1
+    else
+        cryptsetup reencrypt -q -d $KF --cipher aes-cbc-essiv:sha256 --key-size 256 \
+            --hotzone-size 1M --progress-json $D > /root/re.out 2>&1
+    fi
+    rc=$?
+    t_end=$(up)
+    # fio must still be running: it overlapped the whole re-encryption, every hot zone.
+    if kill -0 $fpid 2>/dev/null; then running=yes; else running=no; fi
+    grep -v '^{' /root/re.out
+    echo "$FIO_TOOL reencrypt: $rc, progress lines: $(grep -c '^{' /root/re.out)"
+    echo "fio running at the end of the re-encryption: $running"
+    echo "timeline: fio writing at ${t_fio}s, re-encryption ${t_start}s to ${t_end}s"
+    [ $rc = 0 ] || fail "$FIO_TOOL reencrypt online: $(cat /root/re.out)"
+    [ $running = yes ] || fail "fio ended during the re-encryption: $(cat /root/fio.out)"
+    touch /root/fio.stop
+    wait $fpid
+    frc=$?
+    echo "fio stopped at $(up)s: exit $frc"
+    grep -E 'err=|verify|write:|read:|bad|fail' /root/fio.out | sed 's/^/fio: /'
+    [ $frc = 0 ] || fail "fio failed during the re-encryption: $(cat /root/fio.out)"
+    grep -q 'err= 0' /root/fio.out || fail "no fio job reported: $(cat /root/fio.out)"
+    grep -E 'err= *[1-9]|verify failed|bad magic|crc32c: verify' /root/fio.out && fail "fio reported errors"
+    echo 3 > /proc/sys/vm/drop_caches
+    fio --verify_only /root/verify.fio > /root/fio.verify 2>&1
+    vrc=$?
+    grep -E 'err=|read:' /root/fio.verify | sed 's/^/verify-only: /'
+    [ $vrc = 0 ] || fail "fio verify-only pass: $(cat /root/fio.verify)"
+    grep -E 'err= *[1-9]|verify failed' /root/fio.verify && fail "fio verify-only pass reported errors"
+    echo "fio verified after the re-encryption: $(grep -c 'err= 0' /root/fio.verify) jobs"
+    umount /mnt
+    $FIO_TOOL close v || fail "$FIO_TOOL close"
+    in_reencryption && fail "still in re-encryption"
+    cryptsetup luksDump $D | awk '/cipher:/ {print "header", $1, $2; exit}'
+    # The other tool opens the result; the file system is clean and fio's files verify.
+    other=cryptsetup
+    [ $FIO_TOOL = cryptsetup ] && other=lukskit
+    $other open -d $KF $D v || fail "$other open"
+    dmsetup table v | awk '{print "after:", $1, $2, $3, $4}'
+    e2fsck -fn /dev/mapper/v > /root/fsck.out 2>&1 || { cat /root/fsck.out; fail "e2fsck"; }
+    mount -o noatime /dev/mapper/v /mnt || fail "mount after $other open"
+    fio --verify_only /root/verify.fio > /root/fio.verify 2>&1 || fail "fio verify-only after $other open: $(cat /root/fio.verify)"
+    echo "fio verified after $other open: $(grep -c 'err= 0' /root/fio.verify) jobs"
+    umount /mnt
+    $other close v
     ;;
 cs-kill)
     cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
@@ -372,4 +478,4 @@ luks1-kill)
     fail "unknown case"
     ;;
 esac
-echo "RESULT $CASE ok"
+echo "RESULT $CASE_ARG ok"

@@ -592,7 +592,10 @@ fn init(
     };
     let sector_size = o.sector_size.unwrap_or(old_ss);
     // `--keep-key` (cryptsetup 2.6.1 takes it for LUKS2 too): the volume key stays, so
-    // something else of the data segment must change.
+    // something else of the data segment must change. As cryptsetup: a `--key-size` or a
+    // new cipher's default key size that differs from the kept key's counts as a change,
+    // but the key kept (and so its size) is the old one; no keyslot is added, the new
+    // segment is bound to the old key's digest, and the new cipher must take that key.
     if o.keep_key {
         let same_cipher = cipher.eq_ignore_ascii_case(&old_cipher);
         if same_cipher && key_len == old_key_len && sector_size == old_ss {
@@ -600,10 +603,17 @@ fn init(
                 "No data segment parameters changed. Reencryption aborted.",
             ));
         }
-        return Err(CliError::invalid(
-            "LUKS2 re-encryption with --keep-key (same volume key, new cipher or sector \
-             size) is not supported by lukskit yet.",
-        ));
+        return keep_key_init(
+            o,
+            vol,
+            size,
+            block,
+            resilience,
+            &slots,
+            &src,
+            &cipher,
+            sector_size,
+        );
     }
     let pbkdf = pbkdf_options(o);
     let mut old_vk: Option<SecretBuf> = None;
@@ -678,6 +688,64 @@ fn init(
     };
     let Header::Luks2(h) = &mut vol.header else {
         unreachable!("checked above")
+    };
+    reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+    Ok(keys)
+}
+
+/// `reencrypt --keep-key` of a LUKS2 volume with a new cipher, key size or sector size
+/// (cryptsetup 2.6.1's `reencrypt_luks2_init` with the volume key unchanged): one keyslot is
+/// unlocked, no keyslot is added, and the new segment (`backup-final`) is bound to the digest
+/// of the kept key, the same digest as the old segment. The key keeps its size, so a
+/// `--key-size` other than the kept key's changes nothing of the key; the new cipher must
+/// take a key of that size.
+#[allow(clippy::too_many_arguments)]
+fn keep_key_init(
+    o: &Opts,
+    vol: &mut Volume,
+    size: u64,
+    block: u64,
+    resilience: ResilienceChoice,
+    slots: &[u32],
+    src: &input::KeySource,
+    cipher: &str,
+    sector_size: u32,
+) -> Result<reencrypt::Keys> {
+    let slot = slots[0];
+    let prompt = format!("Enter passphrase for key slot {slot}: ");
+    let (_, vk, _pass) = super::keys::unlock_with_tries(vol, o, src, &prompt, Some(slot), false)?;
+    let spec = CipherSpec::parse(cipher)?;
+    lukskit_crypto::engine::SectorCipher::check(&spec, vk.len(), sector_size).map_err(|_| {
+        CliError::invalid(format!(
+            "Unable to use cipher specification {cipher} for LUKS2."
+        ))
+    })?;
+    let digest = vol
+        .segment_digest_id()?
+        .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?;
+    // No keyslot is made, so (as in cryptsetup, whose PBKDF options reach the context only
+    // through the new keyslots' parameters) the metadata digest gets the default PBKDF:
+    // iterations benchmarked, never the forced ones.
+    let digest_pbkdf = lukskit_volume::pbkdf::PbkdfOptions {
+        force_iterations: None,
+        hash: None,
+        ..pbkdf_options(o)
+    };
+    let params = InitParams {
+        mode: Mode::Reencrypt,
+        resilience,
+        cipher: cipher.to_string(),
+        sector_size,
+        new_digest: Some(digest),
+        digest_iterations: digest_pbkdf.digest_iterations(vk.len())?,
+        digest_hash: digest_pbkdf.hash()?,
+    };
+    let keys = reencrypt::Keys {
+        old: Some(vk.clone()),
+        new: Some(vk),
+    };
+    let Header::Luks2(h) = &mut vol.header else {
+        unreachable!("checked by the caller")
     };
     reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
     Ok(keys)
