@@ -1121,3 +1121,57 @@ fn unbound_add_key_prints_no_key_slot_warning() {
         );
     }
 }
+
+/// luks2-reencryption-test [3] "Device encryption with data offset set in detached header":
+/// `--encrypt --header FILE --offset N` (no data shift) puts the data segment N sectors into
+/// the device, as cryptsetup's `luksFormat` in `encrypt_luks2_init` does: the N sectors in
+/// front are left as they were and only what follows is encrypted (lukskit ignored
+/// `--offset` without `--reduce-device-size` and encrypted the device from sector 0).
+#[test]
+fn encrypt_detached_header_with_offset_as_cryptsetup() {
+    if !have_cryptsetup("encrypt_detached_header_with_offset_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let head = pattern(4 << 20, 7);
+    let mut offsets = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let data = sparse(t.path(), &format!("{tool}.img"), 16 << 20);
+        std::fs::write(&data, [head.as_slice(), &vec![0u8; 12 << 20]].concat()).unwrap();
+        let hdr = t.path().join(format!("{tool}.hdr"));
+        let hdr = hdr.to_str().unwrap();
+        let mut args = vec![
+            "reencrypt",
+            "--encrypt",
+            "-q",
+            "--force-offline-reencrypt",
+            "--header",
+            hdr,
+            "--offset",
+            "8192",
+            "-d",
+            &kf,
+        ];
+        args.extend_from_slice(&FAST);
+        args.push(&data);
+        match tool {
+            "cryptsetup" => cryptsetup(&args, b"").unwrap(),
+            _ => lukskit(&args, b""),
+        }
+        .ok(&format!("{tool} reencrypt --encrypt --offset"));
+        let after = std::fs::read(&data).unwrap();
+        assert!(
+            after[..4 << 20] == head[..],
+            "{tool}: the head before the offset changed"
+        );
+        assert!(
+            after[4 << 20..].iter().any(|&b| b != 0),
+            "{tool}: not encrypted"
+        );
+        let j = json_dump(hdr);
+        offsets.push(j["segments"]["0"]["offset"].as_str().unwrap().to_string());
+        assert!(!in_reencryption(hdr), "{tool}: not finished");
+    }
+    assert_eq!(offsets, ["4194304", "4194304"]);
+}

@@ -866,6 +866,8 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
         metadata_size = Some(md);
         keyslots_size = Some(ks);
     }
+    // `--offset` sets the data offset with or without a data shift (cryptsetup's luksFormat
+    // in `encrypt_luks2_init`): what lies in front of it is left as it is.
     let params = lukskit_volume::format::FormatParams {
         kind: lukskit_volume::format::FormatType::Luks2,
         device: device.to_string(),
@@ -876,7 +878,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
             .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
         key_size_bits: o.key_size,
         sector_size: Some(o.sector_size.unwrap_or(512)),
-        offset_sectors: shift.and(o.offset),
+        offset_sectors: o.offset,
         alignment_sectors: None,
         label: o.label.clone(),
         subsystem: o.subsystem.clone(),
