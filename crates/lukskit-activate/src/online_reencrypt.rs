@@ -58,6 +58,26 @@ pub struct KernelReencrypt {
     hotzone_sectors: u64,
 }
 
+/// `targets` cut to the first `sectors` sectors: the live mapping keeps its size through the
+/// run and after it, as cryptsetup's (which re-encrypts the active device's size), where
+/// the header's last segment may reach further (`whole device` after an encryption with a
+/// data shift, whose mapping is the device less the shift; a mapping resized smaller).
+fn clip(mut targets: Vec<Target>, sectors: u64) -> Vec<Target> {
+    targets.retain(|t| t.start() < sectors);
+    if let Some(last) = targets.last_mut() {
+        let len = sectors - last.start();
+        match last {
+            Target::Crypt(c) => c.sectors = c.sectors.min(len),
+            Target::Linear(l) => l.sectors = l.sectors.min(len),
+            Target::Zero { sectors, .. }
+            | Target::Error { sectors, .. }
+            | Target::Other { sectors, .. } => *sectors = (*sectors).min(len),
+            _ => {}
+        }
+    }
+    targets
+}
+
 fn online_err(e: impl std::fmt::Display) -> VolumeError {
     ReencryptError::Online(e.to_string()).into()
 }
@@ -161,7 +181,7 @@ impl KernelReencrypt {
                 _ => {}
             }
         }
-        targets
+        clip(targets, self.sectors)
     }
 
     /// The live table must be what the header describes (cryptsetup's "Mismatching
@@ -219,10 +239,10 @@ impl KernelReencrypt {
             let _ = self.remove_helpers();
             return Err(e.into());
         }
-        // NAME → linear over the overlay.
+        // NAME → linear over the overlay, at its own size.
         let top = Target::Linear(LinearTarget {
             start: 0,
-            sectors: span,
+            sectors: span.min(self.sectors),
             device: self.dm.dev(&self.overlay)?,
             offset: 0,
         });

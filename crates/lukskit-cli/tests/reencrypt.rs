@@ -1115,3 +1115,187 @@ fn keep_key_with_new_cipher_and_sector_size() {
         assert!(!in_reencryption(&xts512), "{tool}");
     }
 }
+
+/// luks2-reencryption-test [28]/[29]: options that conflict with the re-encryption already in
+/// progress (`--encrypt`/`--decrypt` of another mode, `--resilience` a data shift cannot
+/// switch to or from, `--type luks1`, a data device in re-encryption under a new detached
+/// header) are refused by lukskit with cryptsetup's exit status and message, and the
+/// header is left as it was (`--encrypt --reduce-device-size` of a device in re-encryption
+/// must not format it again).
+#[test]
+fn resume_conflicts_as_cryptsetup() {
+    if !have_cryptsetup("resume_conflicts_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let fast = "--pbkdf pbkdf2 --pbkdf-force-iterations 1000";
+    let new_hdr = t.path().join("new.hdr");
+    let new_hdr = new_hdr.to_str().unwrap();
+    // (how the device is prepared, the conflicting command lines)
+    let reenc = format!("reencrypt -q --init-only --force-offline-reencrypt -d KF {fast} IMG");
+    let shift = format!(
+        "reencrypt -q --encrypt --init-only --force-offline-reencrypt --reduce-device-size 16M \
+         -d KF {fast} IMG"
+    );
+    let setups: [(&str, Vec<String>, Vec<String>); 2] = [
+        (
+            "re-encryption initialized",
+            vec![
+                format!("luksFormat -q --type luks2 -d KF {fast} IMG"),
+                reenc,
+            ],
+            vec![
+                "reencrypt -q --encrypt -d KF IMG".into(),
+                format!("reencrypt -q --encrypt --reduce-device-size 4M -d KF {fast} IMG"),
+                "reencrypt -q --decrypt -d KF IMG".into(),
+                "reencrypt -q --resilience datashift -d KF IMG".into(),
+                "reencrypt -q --resilience datashift-checksum -d KF IMG".into(),
+                "reencrypt -q --resilience datashift-journal -d KF IMG".into(),
+                "reencrypt -q --type luks1 -d KF IMG".into(),
+                format!("reencrypt -q --encrypt --type luks2 --header NEWHDR -d KF {fast} IMG"),
+            ],
+        ),
+        (
+            "encryption with a data shift initialized",
+            vec![shift],
+            vec![
+                "reencrypt -q --decrypt -d KF IMG".into(),
+                "reencrypt -q --resilience journal -d KF IMG".into(),
+                "reencrypt -q --resilience datashift-checksum -d KF IMG".into(),
+            ],
+        ),
+    ];
+    for (what, prepare, cases) in setups {
+        let img = t.path().join("c.img");
+        let img = img.to_str().unwrap();
+        let _ = std::fs::remove_file(img);
+        sparse(t.path(), "c.img", 64 << 20);
+        let expand = |line: &str| -> Vec<String> {
+            line.split_whitespace()
+                .map(|w| match w {
+                    "KF" => kf.clone(),
+                    "IMG" => img.to_string(),
+                    "NEWHDR" => new_hdr.to_string(),
+                    w => w.to_string(),
+                })
+                .collect()
+        };
+        for line in &prepare {
+            let a = expand(line);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            cryptsetup(&a, b"").unwrap().ok(&format!("{what}: {line}"));
+        }
+        let before = std::fs::read(img).unwrap();
+        for line in &cases {
+            let a = expand(line);
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let c = cryptsetup(&a, b"").unwrap();
+            let l = lukskit(&a, b"");
+            assert_ne!(c.code, 0, "{what}: cryptsetup {line}");
+            assert_eq!(
+                (l.code, l.stderr.trim()),
+                (c.code, c.stderr.trim()),
+                "{what}: {line}"
+            );
+            assert!(
+                std::fs::read(img).unwrap() == before,
+                "{what}: {line} changed the device"
+            );
+            assert!(
+                !Path::new(new_hdr).exists(),
+                "{what}: {line} made {new_hdr}"
+            );
+        }
+    }
+}
+
+/// `luksAddKey --unbound -S N` prints no "--key-slot parameter is used for new keyslot
+/// number" warning (cryptsetup adds an unbound key before it gets to that warning), which it
+/// does print for a bound key (luks2-reencryption-test [27] runs the former).
+#[test]
+fn unbound_add_key_prints_no_key_slot_warning() {
+    if !have_cryptsetup("unbound_add_key_prints_no_key_slot_warning") {
+        return;
+    }
+    let t = tmp();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(t.path(), &format!("{tool}.img"), 20 << 20);
+        let run = |args: &[&str], input: &[u8]| match tool {
+            "cryptsetup" => cryptsetup(args, input).unwrap(),
+            _ => lukskit(args, input),
+        };
+        let mut fmt = vec!["luksFormat", "-q", "--type", "luks2"];
+        fmt.extend_from_slice(&FAST);
+        fmt.push(&img);
+        run(&fmt, b"pw\n").ok("luksFormat");
+        let mut unbound = vec!["luksAddKey", "--unbound", "-s", "256", "-S", "3"];
+        unbound.extend_from_slice(&FAST);
+        unbound.push(&img);
+        let u = run(&unbound, b"pw\npw\n").ok("luksAddKey --unbound -S3");
+        assert_eq!(u.stdout, "", "{tool}: --unbound -S3");
+        let mut bound = vec!["luksAddKey", "-S", "4"];
+        bound.extend_from_slice(&FAST);
+        bound.push(&img);
+        let b = run(&bound, b"pw\nnew\n").ok("luksAddKey -S4");
+        assert_eq!(
+            b.stdout.trim(),
+            "WARNING: The --key-slot parameter is used for new keyslot number.",
+            "{tool}: -S4"
+        );
+    }
+}
+
+/// luks2-reencryption-test [3] "Device encryption with data offset set in detached header":
+/// `--encrypt --header FILE --offset N` (no data shift) puts the data segment N sectors into
+/// the device, as cryptsetup's `luksFormat` in `encrypt_luks2_init` does: the N sectors in
+/// front are left as they were and only what follows is encrypted (lukskit ignored
+/// `--offset` without `--reduce-device-size` and encrypted the device from sector 0).
+#[test]
+fn encrypt_detached_header_with_offset_as_cryptsetup() {
+    if !have_cryptsetup("encrypt_detached_header_with_offset_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let head = pattern(4 << 20, 7);
+    let mut offsets = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let data = sparse(t.path(), &format!("{tool}.img"), 16 << 20);
+        std::fs::write(&data, [head.as_slice(), &vec![0u8; 12 << 20]].concat()).unwrap();
+        let hdr = t.path().join(format!("{tool}.hdr"));
+        let hdr = hdr.to_str().unwrap();
+        let mut args = vec![
+            "reencrypt",
+            "--encrypt",
+            "-q",
+            "--force-offline-reencrypt",
+            "--header",
+            hdr,
+            "--offset",
+            "8192",
+            "-d",
+            &kf,
+        ];
+        args.extend_from_slice(&FAST);
+        args.push(&data);
+        match tool {
+            "cryptsetup" => cryptsetup(&args, b"").unwrap(),
+            _ => lukskit(&args, b""),
+        }
+        .ok(&format!("{tool} reencrypt --encrypt --offset"));
+        let after = std::fs::read(&data).unwrap();
+        assert!(
+            after[..4 << 20] == head[..],
+            "{tool}: the head before the offset changed"
+        );
+        assert!(
+            after[4 << 20..].iter().any(|&b| b != 0),
+            "{tool}: not encrypted"
+        );
+        let j = json_dump(hdr);
+        offsets.push(j["segments"]["0"]["offset"].as_str().unwrap().to_string());
+        assert!(!in_reencryption(hdr), "{tool}: not finished");
+    }
+    assert_eq!(offsets, ["4194304", "4194304"]);
+}

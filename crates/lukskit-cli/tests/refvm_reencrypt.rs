@@ -22,6 +22,12 @@
 //!   (`--decrypt --header FILE`, the data moves over the old header area) by cryptsetup,
 //!   killed with kill -9 and finished by lukskit, then the other way round; the plain ext4
 //!   on the device is intact.
+//! * `shift-online` (luks2-reencryption-test [2]): an encryption with a data shift
+//!   initialized with a name to activate (`--init-only ... --reduce-device-size 8M NAME`),
+//!   resumed online by each tool with the mapping auto-detected: the mapping keeps its size
+//!   (the device less the shift: lukskit's once grew to the header's `whole device`
+//!   segment), its plaintext is unchanged and the helper devices are gone, as with
+//!   cryptsetup.
 //! * `luks1-kill`: LUKS1 re-encryption (the legacy offline algorithm, with its log and header
 //!   files in the current directory, `--write-log --use-fsync`) of an image file to a new key
 //!   and cipher, interrupted in the middle by SIGTERM by cryptsetup and resumed by lukskit,
@@ -217,6 +223,20 @@ fn decrypt_with_data_shift_killed_and_finished_by_the_other_tool() {
         // Killed in the middle: the header file had the decryption's segments.
         assert!(
             !lines_with(&out, &format!("state after {first}: ")).is_empty(),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn encryption_with_data_shift_resumed_online_keeps_the_mapping_size() {
+    let Some(out) = run_case("shift-online", 200) else {
+        return;
+    };
+    for tool in ["cryptsetup", "lukskit"] {
+        assert_eq!(
+            lines_with(&out, &format!("shift-online {tool}: ")),
+            ["0 114688 crypt aes-cbc-essiv:sha256"],
             "{out}"
         );
     }

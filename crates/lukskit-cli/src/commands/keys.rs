@@ -78,8 +78,9 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     };
     if let Some(s) = new_slot {
         vol.check_new_keyslot(s)?;
-        if o.new_key_slot.is_none() && !o.batch_mode {
-            // cryptsetup prints this on standard output, and not with -q.
+        if o.new_key_slot.is_none() && !o.batch_mode && !o.unbound {
+            // cryptsetup prints this on standard output, and not with -q (nor for an
+            // unbound key, which it adds before it gets there).
             println!("WARNING: The --key-slot parameter is used for new keyslot number.");
         }
     } else if !o.unbound {

@@ -297,7 +297,10 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // `--encrypt --reduce-device-size` without `--header`: the header goes into space taken
     // from the device (see `reencrypt_shift`).
     let mut shifted = None;
-    if super::reencrypt_shift::wanted(o) {
+    // `--encrypt` of a LUKS2 device (or header) already in re-encryption resumes it, as
+    // cryptsetup's does (which then checks that it is an encryption).
+    let resuming = has(o, "encrypt") && header_in_reencryption(o, device);
+    if super::reencrypt_shift::wanted(o) && !resuming {
         // A block device nothing holds is encrypted offline, as by cryptsetup (which looks
         // for an active mapping only); one in use would need the online run.
         if !has(o, "force-offline-reencrypt")
@@ -316,7 +319,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else if super::reencrypt_decrypt_shift::wanted(o) {
         // `--decrypt --header FILE` with FILE missing: the header moves out to FILE.
         shifted = Some(super::reencrypt_decrypt_shift::init(o, device)?);
-    } else if has(o, "encrypt") && !header_in_reencryption(o) {
+    } else if has(o, "encrypt") && !resuming {
         formatted = Some(format_for_encrypt(o, device)?);
     }
     let mut vol = super::load_volume(o, device, Access::Write)?;
@@ -338,7 +341,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         ));
     }
     if st != Status::None && shifted.is_none() {
-        check_resume_resilience(o, luks2(&vol)?)?;
+        check_resume_params(o, luks2(&vol)?)?;
     }
     if st == Status::None && has(o, "resume-only") {
         return Err(CliError::invalid("Device reencryption not in progress."));
@@ -805,25 +808,57 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `--resilience` when resuming (cryptsetup's `reencrypt_verify_and_update_params`): a
-/// data shift cannot change to anything else, nor anything else to a data shift.
-fn check_resume_resilience(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -> Result<()> {
+/// `--encrypt`, `--decrypt` and `--resilience` when resuming (cryptsetup's
+/// `reencrypt_verify_and_update_params`): the mode must be the one in progress; a data shift
+/// cannot change to anything else, nor anything else to a data shift; a decryption with a
+/// data shift (`datashift-checksum`/`-journal`) takes `checksum`/`journal` or those, nothing
+/// else.
+fn check_resume_params(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -> Result<()> {
+    let Ok(c) = reencrypt::Context::load(hdr) else {
+        return Ok(());
+    };
+    if has(o, "encrypt") && c.mode != Mode::Encrypt {
+        return Err(CliError::invalid(
+            "Device is not in LUKS2 encryption. Conflicting option --encrypt.",
+        ));
+    }
+    if has(o, "decrypt") && c.mode != Mode::Decrypt {
+        return Err(CliError::invalid(
+            "Device is not in LUKS2 decryption. Conflicting option --decrypt.",
+        ));
+    }
     let Some(want) = o.given.value("resilience") else {
         return Ok(());
     };
-    let shifting = reencrypt::Context::load(hdr)
-        .is_ok_and(|c| matches!(c.resilience, reencrypt::Resilience::Datashift { .. }));
-    if shifting && want != "datashift" {
+    let shifting = matches!(c.resilience, reencrypt::Resilience::Datashift { .. });
+    // `datashift` alone, or `datashift-checksum`/`-journal` (a decryption moving the data).
+    let plain_shift = shifting && c.moved_protection.is_none();
+    let cannot = || {
+        Err(CliError::invalid(
+            "Requested --resilience option cannot be applied to current reencryption \
+             operation.",
+        ))
+    };
+    if plain_shift && want != "datashift" {
         return Err(CliError::invalid(
             "Device is in reencryption using datashift resilience. Requested --resilience \
              option cannot be applied.",
         ));
     }
-    if !shifting && want == "datashift" {
-        return Err(CliError::invalid(
-            "Requested --resilience option cannot be applied to current reencryption \
-             operation.",
-        ));
+    if !plain_shift && want == "datashift" {
+        return cannot();
+    }
+    if shifting && !plain_shift {
+        return match want {
+            "none" => cannot(),
+            "checksum" | "journal" | "datashift-checksum" | "datashift-journal" => Ok(()),
+            other => Err(CliError::invalid(format!(
+                "Unsupported resilience mode {other}"
+            ))),
+        };
+    }
+    if want.starts_with("datashift-") {
+        return cannot();
     }
     Ok(())
 }
@@ -850,12 +885,10 @@ fn resilience(o: &Opts) -> Result<ResilienceChoice> {
     })
 }
 
-/// With `--encrypt`: whether `--header` names a LUKS2 header already in re-encryption (then
-/// the run resumes it instead of formatting a new one).
-fn header_in_reencryption(o: &Opts) -> bool {
-    let Some(h) = o.header.as_deref() else {
-        return false;
-    };
+/// With `--encrypt`: whether the header (`--header`, else the device) is LUKS2 already in
+/// re-encryption (then the run resumes it instead of formatting a new one).
+fn header_in_reencryption(o: &Opts, device: &str) -> bool {
+    let h = o.header.as_deref().unwrap_or(device);
     match Volume::load(h, None, Access::Read) {
         Ok(v) => match &v.header {
             Header::Luks2(h) => reencrypt::status(h).ok().is_some_and(|s| s != Status::None),
@@ -912,6 +945,8 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
         metadata_size = Some(md);
         keyslots_size = Some(ks);
     }
+    // `--offset` sets the data offset with or without a data shift (cryptsetup's luksFormat
+    // in `encrypt_luks2_init`): what lies in front of it is left as it is.
     let params = lukskit_volume::format::FormatParams {
         kind: lukskit_volume::format::FormatType::Luks2,
         device: device.to_string(),
@@ -922,7 +957,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
             .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
         key_size_bits: o.key_size,
         sector_size: Some(o.sector_size.unwrap_or(512)),
-        offset_sectors: shift.and(o.offset),
+        offset_sectors: o.offset,
         alignment_sectors: None,
         label: o.label.clone(),
         subsystem: o.subsystem.clone(),

@@ -34,6 +34,8 @@ enum DevState {
     /// LUKS1 with the magic of a legacy re-encryption in progress.
     Luks1Unusable,
     Luks2,
+    /// LUKS2 with an `online-reencrypt` requirement (re-encryption initialised).
+    Luks2Reencrypt,
     NotLuks,
 }
 
@@ -55,7 +57,17 @@ fn state_of(path: &str) -> DevState {
     }
     match lukskit_format::detect::detect(&b) {
         Some(LuksVersion::Luks1) => DevState::Luks1,
-        Some(LuksVersion::Luks2) => DevState::Luks2,
+        Some(LuksVersion::Luks2) => {
+            let in_reencryption = Volume::load_as_is(path, None, Access::Read).is_ok_and(|v| {
+                matches!(&v.header, Header::Luks2(h)
+                    if h.requirements().iter().any(|r| r.starts_with("online-reencrypt")))
+            });
+            if in_reencryption {
+                DevState::Luks2Reencrypt
+            } else {
+                DevState::Luks2
+            }
+        }
         None => DevState::NotLuks,
     }
 }
@@ -90,6 +102,7 @@ pub fn dispatch(o: &Opts, device: &str) -> Result<Option<()>> {
         (DevState::Luks1, Some("luks2")) => return conflict("LUKS1"),
         (DevState::Luks1Unusable, Some("luks2")) => return conflict("in LUKS1 reencryption"),
         (DevState::Luks2, Some("luks1")) => return conflict("LUKS2"),
+        (DevState::Luks2Reencrypt, Some("luks1")) => return conflict("in LUKS2 reencryption"),
         _ => {}
     }
     let encrypt = o.given.has("encrypt");
@@ -109,7 +122,7 @@ pub fn dispatch(o: &Opts, device: &str) -> Result<Option<()>> {
                     "Device {device} is already LUKS device. Aborting operation."
                 )));
             }
-            if data == DevState::Luks1Unusable {
+            if matches!(data, DevState::Luks1Unusable | DevState::Luks2Reencrypt) {
                 return Err(CliError::invalid(format!(
                     "Device {device} is already in LUKS reencryption. Aborting operation."
                 )));
