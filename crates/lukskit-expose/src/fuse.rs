@@ -50,7 +50,7 @@ pub struct FuseOptions {
     /// (`fuse.enable_uring=Y`). Off by default; `LUKSKIT_FUSE_URING=1` in the environment
     /// turns it on, `LUKSKIT_FUSE_URING=0` off, whatever this says.
     pub io_uring: bool,
-    /// io_uring threads per CPU (`None`: 1, or `LUKSKIT_FUSE_URING_THREADS`); each has 16
+    /// io_uring threads per CPU (`None`: 2, or `LUKSKIT_FUSE_URING_THREADS`); each has 8
     /// ring entries (`LUKSKIT_FUSE_URING_DEPTH`), at most 64 entries in all.
     pub uring_threads_per_queue: Option<usize>,
 }

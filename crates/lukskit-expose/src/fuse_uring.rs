@@ -4,9 +4,10 @@
 //!
 //! After the classic `FUSE_INIT` handshake has negotiated `FUSE_OVER_IO_URING`, every
 //! possible CPU gets a queue (the kernel puts a request on the queue of the CPU that
-//! issued it). Each queue is served by a thread pinned to that CPU (more with
-//! `LUKSKIT_FUSE_URING_THREADS`); each thread owns an io_uring (128-byte SQEs) and several
-//! ring entries (16, `LUKSKIT_FUSE_URING_DEPTH`; at most 64 entries in all): a header
+//! issued it). Each queue is served by two threads pinned to that CPU
+//! (`LUKSKIT_FUSE_URING_THREADS`: two, so that one thread serving a request synchronously
+//! or descheduled does not stall its queue); each thread owns an io_uring (128-byte SQEs)
+//! and several ring entries (8, `LUKSKIT_FUSE_URING_DEPTH`; at most 64 entries in all): a header
 //! buffer (`fuse_uring_req_header`: the request's `fuse_in_header`, the opcode's fixed
 //! argument, the entry's commit id and payload size) and a payload buffer of the largest
 //! request (the data of a write, the reply of a read). `FUSE_IO_URING_CMD_REGISTER` hands
@@ -67,9 +68,9 @@ const FUSE_FALLOCATE: u32 = 43;
 /// At most this many ring entries (of [`crate::fuse::MAX_IO`] bytes of payload each) in all.
 const MAX_ENTRIES: usize = 64;
 /// Threads per queue when the options do not say.
-pub(crate) const DEFAULT_PER_QUEUE: usize = 1;
+pub(crate) const DEFAULT_PER_QUEUE: usize = 2;
 /// Ring entries per thread when `LUKSKIT_FUSE_URING_DEPTH` does not say.
-pub(crate) const DEFAULT_DEPTH: usize = 16;
+pub(crate) const DEFAULT_DEPTH: usize = 8;
 
 /// `user_data` tags (the entry's index is in the low 32 bits).
 const TAG_FETCH: u64 = 0;
