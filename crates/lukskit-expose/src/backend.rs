@@ -51,6 +51,14 @@ pub trait BlockBackend: Send + Sync {
         let _ = (data, offset);
         Err(done)
     }
+    /// The volume behind the backend, for callers that run its transfers on an io_uring of
+    /// their own ([`lukskit_volume::ring::Transfer`]); `None`, at once and without waiting,
+    /// when it is not available now (suspended, held, no io_uring wanted:
+    /// `LUKSKIT_IO_URING=0`) or the backend has none: the caller then uses the synchronous
+    /// calls.
+    fn volume_now(&self) -> Option<Arc<DataVolume>> {
+        None
+    }
     /// Make everything written so far durable on the backing store.
     fn flush(&self) -> io::Result<()>;
     /// Discard (TRIM) a range. Backends that do not discard return `Unsupported`.
@@ -405,6 +413,13 @@ impl BlockBackend for VolumeBackend {
             Box::new(move |r| done(r.map_err(io_error))),
         );
         Ok(())
+    }
+
+    fn volume_now(&self) -> Option<Arc<DataVolume>> {
+        if std::env::var_os("LUKSKIT_IO_URING").is_some_and(|v| v == "0") {
+            return None;
+        }
+        self.lock().volume.clone()
     }
 
     fn flush(&self) -> io::Result<()> {

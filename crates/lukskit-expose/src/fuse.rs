@@ -50,7 +50,8 @@ pub struct FuseOptions {
     /// (`fuse.enable_uring=Y`). Off by default; `LUKSKIT_FUSE_URING=1` in the environment
     /// turns it on, `LUKSKIT_FUSE_URING=0` off, whatever this says.
     pub io_uring: bool,
-    /// io_uring threads (ring entries) per CPU (`None`: 16, at most 64 in all).
+    /// io_uring threads per CPU (`None`: 2, or `LUKSKIT_FUSE_URING_THREADS`); each has 8
+    /// ring entries (`LUKSKIT_FUSE_URING_DEPTH`), at most 64 entries in all.
     pub uring_threads_per_queue: Option<usize>,
 }
 
@@ -182,7 +183,7 @@ impl Core {
         Ok(data.len() as u32)
     }
 
-    fn check_write(&self, offset: u64, len: usize) -> Result<(), Errno> {
+    pub(crate) fn check_write(&self, offset: u64, len: usize) -> Result<(), Errno> {
         if self.read_only {
             return Err(Errno::EROFS);
         }
@@ -547,10 +548,15 @@ impl FuseExport {
                         .ok()
                 })
                 .unwrap_or(crate::fuse_uring::DEFAULT_PER_QUEUE);
+            let depth = std::env::var("LUKSKIT_FUSE_URING_DEPTH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(crate::fuse_uring::DEFAULT_DEPTH);
             uring = Some(crate::fuse_uring::UringServer::start(
                 dev,
                 Arc::clone(core),
                 per_queue,
+                depth,
                 MAX_IO as usize,
             )?);
         }

@@ -4,14 +4,26 @@
 //!
 //! After the classic `FUSE_INIT` handshake has negotiated `FUSE_OVER_IO_URING`, every
 //! possible CPU gets a queue (the kernel puts a request on the queue of the CPU that
-//! issued it). Each queue is served by a few threads pinned to that CPU; each thread owns
-//! an io_uring (128-byte SQEs) and one ring entry: a header buffer (`fuse_uring_req_header`:
-//! the request's `fuse_in_header`, the opcode's fixed argument, the entry's commit id and
-//! payload size) and a payload buffer of the largest request (the data of a write, the
-//! reply of a read). `FUSE_IO_URING_CMD_REGISTER` hands the entry to the kernel; its
-//! completion carries a request; the answer goes back with
-//! `FUSE_IO_URING_CMD_COMMIT_AND_FETCH`, which also waits for the next request: one system
-//! call per request and no wake-up of another thread.
+//! issued it). Each queue is served by two threads pinned to that CPU
+//! (`LUKSKIT_FUSE_URING_THREADS`: two, so that one thread serving a request synchronously
+//! or descheduled does not stall its queue); each thread owns an io_uring (128-byte SQEs)
+//! and several ring entries (8, `LUKSKIT_FUSE_URING_DEPTH`; at most 64 entries in all): a header
+//! buffer (`fuse_uring_req_header`: the request's `fuse_in_header`, the opcode's fixed
+//! argument, the entry's commit id and payload size) and a payload buffer of the largest
+//! request (the data of a write, the reply of a read). `FUSE_IO_URING_CMD_REGISTER` hands
+//! an entry to the kernel; its completion carries a request; the answer goes back with
+//! `FUSE_IO_URING_CMD_COMMIT_AND_FETCH`, which also waits for the next request.
+//!
+//! The backing store's I/O goes on the same ring: a read of whole sectors becomes a read of
+//! the ciphertext straight into the entry's payload buffer, decrypted there when it
+//! completes, then committed; a write is encrypted in place in the payload buffer and
+//! written from it; `fsync`, `flush` and `O_SYNC`/`O_DSYNC` writes become an `fdatasync`
+//! on the ring. So one thread keeps all its entries' requests in flight and sleeps only
+//! when none of them has anything to do, with no copy of the data. Requests the volume
+//! cannot take that way (partial sectors, a suspended or held volume, another write on the
+//! same sectors with nothing of this thread in flight) are served synchronously, after the
+//! thread's own transfers in flight have completed (so a suspend, which waits for them,
+//! is never blocked by a thread that waits for the resume).
 //!
 //! Interrupts and forgets stay on `/dev/fuse` (the kernel sends them there), served by the
 //! classic threads, which keep running. The buffers hold what the classic path's buffers
@@ -19,9 +31,11 @@
 
 use crate::fuse::Core;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use lukskit_volume::data::AlignedBuf;
+use lukskit_volume::data::{AlignedBuf, DataVolume};
+use lukskit_volume::ring::{SectorRing, Transfer};
+use std::collections::VecDeque;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
@@ -51,10 +65,17 @@ const FUSE_FSYNC: u32 = 20;
 const FUSE_FLUSH: u32 = 25;
 const FUSE_FALLOCATE: u32 = 43;
 
-/// At most this many threads (and entries of [`crate::fuse::MAX_IO`] bytes) in all.
-const MAX_THREADS: usize = 64;
+/// At most this many ring entries (of [`crate::fuse::MAX_IO`] bytes of payload each) in all.
+const MAX_ENTRIES: usize = 64;
 /// Threads per queue when the options do not say.
-pub(crate) const DEFAULT_PER_QUEUE: usize = 16;
+pub(crate) const DEFAULT_PER_QUEUE: usize = 2;
+/// Ring entries per thread when `LUKSKIT_FUSE_URING_DEPTH` does not say.
+pub(crate) const DEFAULT_DEPTH: usize = 8;
+
+/// `user_data` tags (the entry's index is in the low 32 bits).
+const TAG_FETCH: u64 = 0;
+const TAG_IO: u64 = 1 << 32;
+const TAG_SYNC: u64 = 2 << 32;
 
 /// The number of queues the kernel expects: one per possible CPU.
 fn possible_cpus() -> usize {
@@ -89,18 +110,20 @@ pub(crate) struct UringServer {
 }
 
 impl UringServer {
-    /// Register `per_queue` entries on every queue of the connection behind `dev` (a
-    /// duplicate of the session's `/dev/fuse` descriptor, after `FUSE_INIT`) and serve
-    /// them. Returns once every entry is registered (the kernel then routes requests to
-    /// the ring), or the first error.
+    /// Register `per_queue` threads of `depth` entries each on every queue of the
+    /// connection behind `dev` (a duplicate of the session's `/dev/fuse` descriptor, after
+    /// `FUSE_INIT`) and serve them. Returns once every entry is registered (the kernel
+    /// then routes requests to the ring), or the first error.
     pub(crate) fn start(
         dev: OwnedFd,
         core: Arc<Core>,
         per_queue: usize,
+        depth: usize,
         payload: usize,
     ) -> io::Result<UringServer> {
         let queues = possible_cpus();
-        let per_queue = per_queue.clamp(1, (MAX_THREADS / queues).max(1));
+        let per_queue = per_queue.clamp(1, (MAX_ENTRIES / queues).max(1));
+        let depth = depth.clamp(1, (MAX_ENTRIES / (queues * per_queue)).max(1));
         let dev = Arc::new(dev);
         let served = Arc::new(AtomicU64::new(0));
         let (tx, rx) = mpsc::channel::<io::Result<()>>();
@@ -117,7 +140,7 @@ impl UringServer {
                     .name("lukskit-furing".into())
                     .spawn(move || {
                         pin_to(qid);
-                        let (q, first) = match Entry::register(&dev, qid as u16, payload) {
+                        let q = match Queue::register(&dev, qid as u16, depth, payload, served) {
                             Ok(q) => {
                                 let _ = tx.send(Ok(()));
                                 q
@@ -128,7 +151,8 @@ impl UringServer {
                             }
                         };
                         drop(tx);
-                        q.serve(&dev, &core, &served, first);
+                        q.serve(&core);
+                        drop(dev);
                     })?;
                 threads.push(t);
             }
@@ -164,15 +188,50 @@ impl UringServer {
     }
 }
 
-/// One ring entry with the io_uring of its thread.
-struct Entry {
-    ring: IoUring<squeue::Entry128, cqueue::Entry>,
+/// What an entry's request waits for on the ring.
+enum Op {
+    /// The ciphertext of `len` bytes being read into the payload.
+    Read { t: Transfer, len: usize },
+    /// The ciphertext of `len` bytes being written from the payload; `sync`: an
+    /// `fdatasync` follows before the answer.
+    Write {
+        t: Transfer,
+        len: usize,
+        sync: Option<Arc<DataVolume>>,
+    },
+    /// An `fdatasync`; the answer then has `reply` bytes of payload (prepared already).
+    Sync { vol: Arc<DataVolume>, reply: usize },
+}
+
+/// One ring entry: the buffers the kernel reads requests into and answers from.
+struct Slot {
     header: Box<[u8; HDR_LEN]>,
     payload: AlignedBuf,
-    payload_len: usize,
-    qid: u16,
     /// Header and payload as the kernel's `iovec[2]` (kept alive with the entry).
     iov: Box<[libc::iovec; 2]>,
+    /// The request's `unique` and commit id while it waits for I/O.
+    pending: Option<(u64, u64, Op)>,
+}
+
+/// The entries of one thread with the io_uring they share.
+struct Queue {
+    /// Dropped first: the kernel lets go of the buffers once the ring is gone.
+    ring: IoUring<squeue::Entry128, cqueue::Entry>,
+    slots: Vec<Slot>,
+    payload_len: usize,
+    qid: u16,
+    /// Backing-store operations in flight.
+    in_flight: usize,
+    /// Entries holding a request not yet started.
+    backlog: VecDeque<usize>,
+    /// Writes waiting for sectors another write holds.
+    deferred: VecDeque<usize>,
+    /// The connection is ending (a fetch failed).
+    ending: bool,
+    /// The session's `/dev/fuse` descriptor (kept open by the server).
+    dev_fd: RawFd,
+    /// Requests answered, for [`UringServer::served`].
+    served: Arc<AtomicU64>,
 }
 
 /// Set `len` of an SQE (the io-uring crate's `UringCmd80` has no setter for it; FUSE's
@@ -205,121 +264,391 @@ fn u64_at(b: &[u8], off: usize) -> u64 {
     u64::from_ne_bytes(b[off..off + 8].try_into().expect("8 bytes"))
 }
 
-impl Entry {
-    fn register(dev: &OwnedFd, qid: u16, payload_len: usize) -> io::Result<(Entry, Option<i32>)> {
+/// Put the answer (`error`, `out_sz` bytes of payload) to request `unique` in `h`.
+fn set_reply(h: &mut [u8], unique: u64, error: i32, out_sz: usize) {
+    h[..OUT_HDR].fill(0);
+    h[0..4].copy_from_slice(&((OUT_HDR + out_sz) as u32).to_ne_bytes());
+    h[4..8].copy_from_slice(&error.to_ne_bytes());
+    h[8..16].copy_from_slice(&unique.to_ne_bytes());
+    h[ENT + 16..ENT + 20].copy_from_slice(&(out_sz as u32).to_ne_bytes());
+}
+
+fn volume_errno(e: &lukskit_volume::VolumeError) -> i32 {
+    match e {
+        lukskit_volume::VolumeError::ReadOnly { .. } => libc::EROFS,
+        _ => libc::EIO,
+    }
+}
+
+impl Queue {
+    fn register(
+        dev: &OwnedFd,
+        qid: u16,
+        depth: usize,
+        payload_len: usize,
+        served: Arc<AtomicU64>,
+    ) -> io::Result<Queue> {
         let ring = IoUring::<squeue::Entry128, cqueue::Entry>::builder()
             .setup_single_issuer()
             .setup_defer_taskrun()
-            .build(2)?;
-        let mut payload = AlignedBuf::default();
-        payload.ensure(payload_len);
-        let mut header = Box::new([0u8; HDR_LEN]);
-        let iov = Box::new([
-            libc::iovec {
-                iov_base: header.as_mut_ptr().cast(),
-                iov_len: HDR_LEN,
-            },
-            libc::iovec {
-                iov_base: payload.as_mut_slice().as_mut_ptr().cast(),
-                iov_len: payload_len,
-            },
-        ]);
-        let mut e = Entry {
+            .setup_cqsize((4 * depth).next_power_of_two() as u32)
+            .build((2 * depth).next_power_of_two() as u32)?;
+        let mut q = Queue {
             ring,
-            header,
-            payload,
+            slots: Vec::with_capacity(depth),
             payload_len,
             qid,
-            iov,
+            in_flight: 0,
+            backlog: VecDeque::new(),
+            deferred: VecDeque::new(),
+            ending: false,
+            dev_fd: dev.as_raw_fd(),
+            served,
         };
-        let sqe = opcode::UringCmd80::new(types::Fd(dev.as_raw_fd()), CMD_REGISTER)
-            .cmd(cmd_req(0, qid))
-            .addr(Some(e.iov.as_ptr() as u64))
-            .build();
-        let sqe = with_len(sqe, 2);
-        // The kernel answers a REGISTER sent before the connection is initialized with
-        // EAGAIN; the handshake is over when this runs, but retry briefly anyway. A
-        // REGISTER that fails completes inside the submitting call; one that succeeds
-        // completes only with the first request.
-        let deadline = Instant::now() + Duration::from_secs(5);
-        loop {
-            e.push(&sqe)?;
-            e.ring.submit()?;
-            let res = e.ring.completion().next().map(|c| c.result());
-            match res {
-                Some(r) if r == -libc::EAGAIN && Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
+        for i in 0..depth {
+            let mut payload = AlignedBuf::default();
+            payload.ensure(payload_len);
+            let mut header = Box::new([0u8; HDR_LEN]);
+            let iov = Box::new([
+                libc::iovec {
+                    iov_base: header.as_mut_ptr().cast(),
+                    iov_len: HDR_LEN,
+                },
+                libc::iovec {
+                    iov_base: payload.as_mut_slice().as_mut_ptr().cast(),
+                    iov_len: payload_len,
+                },
+            ]);
+            q.slots.push(Slot {
+                header,
+                payload,
+                iov,
+                pending: None,
+            });
+            let sqe = opcode::UringCmd80::new(types::Fd(dev.as_raw_fd()), CMD_REGISTER)
+                .cmd(cmd_req(0, qid))
+                .addr(Some(q.slots[i].iov.as_ptr() as u64))
+                .build()
+                .user_data(TAG_FETCH | i as u64);
+            let sqe = with_len(sqe, 2);
+            // The kernel answers a REGISTER sent before the connection is initialized with
+            // EAGAIN; the handshake is over when this runs, but retry briefly anyway. A
+            // REGISTER that fails completes inside the submitting call; one that succeeds
+            // completes only with the first request.
+            let deadline = Instant::now() + Duration::from_secs(5);
+            'retry: loop {
+                q.push(&sqe)?;
+                q.ring.submit()?;
+                let done: Vec<(u64, i32)> = q
+                    .ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result()))
+                    .collect();
+                let mut again = false;
+                for (ud, r) in done {
+                    let slot = (ud & 0xffff_ffff) as usize;
+                    if r == -libc::EAGAIN && slot == i && Instant::now() < deadline {
+                        again = true;
+                    } else if r < 0 {
+                        return Err(io::Error::from_raw_os_error(-r));
+                    } else {
+                        q.backlog.push_back(slot);
+                    }
                 }
-                Some(r) if r < 0 => return Err(io::Error::from_raw_os_error(-r)),
-                other => return Ok((e, other)),
+                if !again {
+                    break 'retry;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        Ok(q)
+    }
+
+    fn push(&mut self, sqe: &squeue::Entry128) -> io::Result<()> {
+        for attempt in 0..2 {
+            // SAFETY: the SQE points at buffers of `self.slots` (an entry's iovecs, header
+            // and payload, or a transfer's part of a payload) or at nothing; they live as
+            // long as `self`, whose ring is dropped first, and a slot's buffers are not
+            // touched while the kernel holds its request or transfer.
+            if unsafe { self.ring.submission().push(sqe) }.is_ok() {
+                return Ok(());
+            }
+            if attempt == 0 {
+                self.ring.submit()?;
+            }
+        }
+        Err(io::Error::other("io_uring submission queue full"))
+    }
+
+    /// Answer until the connection ends.
+    fn serve(mut self, core: &Core) {
+        loop {
+            while let Some(i) = self.backlog.pop_front() {
+                self.start(i, core);
+            }
+            if !self.deferred.is_empty() {
+                let waiting = std::mem::take(&mut self.deferred);
+                for i in waiting {
+                    self.start(i, core);
+                }
+            }
+            if self.ending && self.in_flight == 0 {
+                return;
+            }
+            if !self.reap(true) {
+                return;
             }
         }
     }
 
-    /// Answer requests until the connection ends. `first`: a completion already taken.
-    fn serve(mut self, dev: &OwnedFd, core: &Core, served: &AtomicU64, mut first: Option<i32>) {
-        loop {
-            let res = match first.take() {
-                Some(r) => r,
-                None => {
-                    match self.ring.submit_and_wait(1) {
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(_) => return,
-                    }
-                    match self.ring.completion().next() {
-                        Some(c) => c.result(),
-                        None => continue,
-                    }
+    /// Submit, wait (`wait`) for a completion and take all of them: requests go to the
+    /// backlog, finished transfers are answered. False when the ring failed.
+    fn reap(&mut self, wait: bool) -> bool {
+        let r = if wait {
+            self.ring.submit_and_wait(1)
+        } else {
+            self.ring.submit()
+        };
+        match r {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+            Err(_) => return false,
+        }
+        let done: Vec<(u64, i32)> = self
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (ud, res) in done {
+            let i = (ud & 0xffff_ffff) as usize;
+            match ud & !0xffff_ffff {
+                TAG_FETCH if res < 0 => self.ending = true, // ENOTCONN / ECANCELED
+                TAG_FETCH => self.backlog.push_back(i),
+                _ => {
+                    self.in_flight -= 1;
+                    self.io_done(i, res);
                 }
-            };
-            if res < 0 {
-                // ENOTCONN / ECANCELED: the connection is ending.
-                return;
             }
-            let commit_id = u64_at(&self.header[..], ENT + 8);
-            self.handle(core);
-            served.fetch_add(1, Ordering::Relaxed);
-            let sqe = opcode::UringCmd80::new(types::Fd(dev.as_raw_fd()), CMD_COMMIT_AND_FETCH)
-                .cmd(cmd_req(commit_id, self.qid))
-                .build();
-            if self.push(&sqe).is_err() {
+        }
+        true
+    }
+
+    /// Wait until this thread has no transfer in flight.
+    fn drain(&mut self) {
+        while self.in_flight > 0 {
+            if !self.reap(true) {
                 return;
             }
         }
     }
 
-    /// Answer the request in the header and payload buffers in place.
-    fn handle(&mut self, core: &Core) {
-        let h = &self.header[..];
+    /// Answer entry `i`'s request (`error`, `out_sz` bytes of payload) and fetch the next.
+    fn commit(&mut self, i: usize, unique: u64, error: i32, out_sz: usize) {
+        let out_sz = out_sz.min(self.payload_len);
+        let h = &mut self.slots[i].header[..];
+        let commit_id = u64_at(h, ENT + 8);
+        set_reply(h, unique, error, out_sz);
+        self.served.fetch_add(1, Ordering::Relaxed);
+        let sqe = opcode::UringCmd80::new(types::Fd(self.dev_fd), CMD_COMMIT_AND_FETCH)
+            .cmd(cmd_req(commit_id, self.qid))
+            .build()
+            .user_data(TAG_FETCH | i as u64);
+        if self.push(&sqe).is_err() {
+            self.ending = true;
+        }
+    }
+
+    /// Start serving the request of entry `i`: queue its transfer, or answer it at once.
+    fn start(&mut self, i: usize, core: &Core) {
+        let h = &self.slots[i].header[..];
         let opcode = u32_at(h, 4);
         let unique = u64_at(h, 8);
         let nodeid = u64_at(h, 16);
         let uid = u32_at(h, 24);
         let in_sz = (u32_at(h, ENT + 16) as usize).min(self.payload_len);
         let op: [u8; 128] = h[OP_IN..OP_IN + 128].try_into().expect("128 bytes");
-        let payload = &mut self.payload.as_mut_slice()[..self.payload_len];
-        let res = reply(core, opcode, nodeid, uid, &op, payload, in_sz);
-        let (error, out_sz) = match res {
-            Ok(n) => (0i32, n.min(self.payload_len)),
+        match self.start_async(i, core, opcode, unique, nodeid, &op, in_sz) {
+            Started::Queued => return,
+            Started::Answered(error, out) => return self.commit(i, unique, error, out),
+            Started::Deferred => {
+                self.deferred.push_back(i);
+                return;
+            }
+            Started::No => {}
+        }
+        // Served synchronously: first let this thread's own transfers finish (a suspend
+        // waits for them while the synchronous path may wait for the resume).
+        self.drain();
+        let payload = &mut self.slots[i].payload.as_mut_slice()[..self.payload_len];
+        let (error, out) = match reply(core, opcode, nodeid, uid, &op, payload, in_sz) {
+            Ok(n) => (0, n),
             Err(e) => (-e, 0),
         };
-        let h = &mut self.header[..];
-        h[..OUT_HDR].fill(0);
-        h[0..4].copy_from_slice(&((OUT_HDR + out_sz) as u32).to_ne_bytes());
-        h[4..8].copy_from_slice(&error.to_ne_bytes());
-        h[8..16].copy_from_slice(&unique.to_ne_bytes());
-        h[ENT + 16..ENT + 20].copy_from_slice(&(out_sz as u32).to_ne_bytes());
+        self.commit(i, unique, error, out);
     }
 
-    fn push(&mut self, sqe: &squeue::Entry128) -> io::Result<()> {
-        // SAFETY: the SQE points at `self.iov` (and through it at the header and payload),
-        // which live as long as `self`, i.e. as long as the ring that uses them.
-        unsafe { self.ring.submission().push(sqe) }
-            .map_err(|_| io::Error::other("io_uring submission queue full"))
+    /// The ring's way of serving a request: reads, writes and syncs of the volume.
+    #[allow(clippy::too_many_arguments)]
+    fn start_async(
+        &mut self,
+        i: usize,
+        core: &Core,
+        opcode: u32,
+        unique: u64,
+        nodeid: u64,
+        op: &[u8; 128],
+        in_sz: usize,
+    ) -> Started {
+        // Only the requests `reply` lets any uid make (READ, WRITE, FSYNC) and FLUSH, which
+        // is checked there: FLUSH goes the synchronous way unless the caller may.
+        if nodeid != 1 || !matches!(opcode, FUSE_READ | FUSE_WRITE | FUSE_FSYNC) {
+            return Started::No;
+        }
+        let Some(vol) = core.backend.volume_now() else {
+            return Started::No;
+        };
+        let commit_id = u64_at(&self.slots[i].header[..], ENT + 8);
+        let payload_len = self.payload_len;
+        let slot = &mut self.slots[i];
+        let (sqe, pending) = match opcode {
+            FUSE_READ => {
+                let offset = u64_at(op, 8);
+                let total = core.backend.size();
+                if offset >= total {
+                    return Started::Answered(0, 0);
+                }
+                let n = (u32_at(op, 16) as usize)
+                    .min(payload_len)
+                    .min((total - offset).min(usize::MAX as u64) as usize);
+                if !SectorRing::accepts(&vol, offset, n) {
+                    return Started::No;
+                }
+                let buf = &mut slot.payload.as_mut_slice()[..n];
+                match Transfer::read(vol, offset, buf) {
+                    Ok((t, e)) => (e.user_data(TAG_IO | i as u64), Op::Read { t, len: n }),
+                    Err(e) => return Started::Answered(-volume_errno(&e), 0),
+                }
+            }
+            FUSE_WRITE => {
+                let offset = u64_at(op, 8);
+                let n = (u32_at(op, 16) as usize).min(in_sz);
+                let flags = u32_at(op, 32) as i32;
+                if let Err(e) = core.check_write(offset, n) {
+                    return Started::Answered(-e.code(), 0);
+                }
+                if core.backend.read_only() {
+                    return Started::Answered(-libc::EROFS, 0);
+                }
+                if !SectorRing::accepts(&vol, offset, n) {
+                    return Started::No;
+                }
+                let sync = (flags & (libc::O_SYNC | libc::O_DSYNC) != 0).then(|| Arc::clone(&vol));
+                let buf = &mut slot.payload.as_mut_slice()[..n];
+                match Transfer::write(vol, offset, buf) {
+                    Ok(Some((t, e))) => (
+                        e.user_data(TAG_IO | i as u64),
+                        Op::Write { t, len: n, sync },
+                    ),
+                    // Another write holds some of the sectors: wait for it while this
+                    // thread has something in flight, else the synchronous path waits.
+                    Ok(None) if self.in_flight > 0 => return Started::Deferred,
+                    Ok(None) => return Started::No,
+                    Err(e) => return Started::Answered(-volume_errno(&e), 0),
+                }
+            }
+            _ => {
+                // FUSE_FSYNC
+                if core.backend.read_only() {
+                    return Started::Answered(0, 0);
+                }
+                let Some(e) = Transfer::sync_entry(&vol) else {
+                    return Started::No;
+                };
+                (e.user_data(TAG_SYNC | i as u64), Op::Sync { vol, reply: 0 })
+            }
+        };
+        slot.pending = Some((unique, commit_id, pending));
+        if self.push(&sqe.into()).is_err() {
+            // Not queued: finish it the synchronous way (the transfer is dropped, its
+            // locks released; the payload is rebuilt by the caller only for reads, so a
+            // write is answered with an error rather than written half-encrypted).
+            let (_, _, p) = self.slots[i].pending.take().expect("just set");
+            return match p {
+                Op::Write { .. } => Started::Answered(-libc::EIO, 0),
+                _ => Started::No,
+            };
+        }
+        self.in_flight += 1;
+        Started::Queued
+    }
+
+    /// The backing store's part of entry `i`'s request completed with `res`.
+    fn io_done(&mut self, i: usize, res: i32) {
+        let Some((unique, _, op)) = self.slots[i].pending.take() else {
+            return;
+        };
+        let slot = &mut self.slots[i];
+        let (error, out) = match op {
+            Op::Read { t, len } => {
+                let buf = &mut slot.payload.as_mut_slice()[..len];
+                match t.complete(buf, res) {
+                    Ok(()) => (0, len),
+                    Err(e) => (-volume_errno(&e), 0),
+                }
+            }
+            Op::Write { t, len, sync } => {
+                let buf = &mut slot.payload.as_mut_slice()[..len];
+                let r = t.complete(buf, res);
+                // fuse_write_out { size u32; padding u32 }
+                let p = slot.payload.as_mut_slice();
+                p[..8].fill(0);
+                p[..4].copy_from_slice(&(len as u32).to_ne_bytes());
+                match (r, sync) {
+                    (Err(e), _) => (-volume_errno(&e), 0),
+                    (Ok(()), None) => (0, 8),
+                    (Ok(()), Some(vol)) => {
+                        let commit_id = u64_at(&slot.header[..], ENT + 8);
+                        match Transfer::sync_entry(&vol) {
+                            Some(e) => {
+                                let sqe = e.user_data(TAG_SYNC | i as u64).into();
+                                slot.pending =
+                                    Some((unique, commit_id, Op::Sync { vol, reply: 8 }));
+                                if self.push(&sqe).is_ok() {
+                                    self.in_flight += 1;
+                                    return;
+                                }
+                                self.slots[i].pending = None;
+                                (-libc::EIO, 0)
+                            }
+                            None => match vol.flush() {
+                                Ok(()) => (0, 8),
+                                Err(e) => (-volume_errno(&e), 0),
+                            },
+                        }
+                    }
+                }
+            }
+            Op::Sync { vol, reply } => match Transfer::sync_result(&vol, res) {
+                Ok(()) => (0, reply),
+                Err(e) => (-volume_errno(&e), 0),
+            },
+        };
+        self.commit(i, unique, error, out);
     }
 }
 
+/// How [`Queue::start_async`] left a request.
+enum Started {
+    /// Its transfer is on the ring.
+    Queued,
+    /// Answered at once with (error, payload length).
+    Answered(i32, usize),
+    /// A write waiting for sectors another write holds.
+    Deferred,
+    /// Not for the ring: serve it synchronously.
+    No,
+}
 /// The errno of an I/O error.
 fn errno(e: &io::Error) -> i32 {
     e.raw_os_error().unwrap_or(libc::EIO)

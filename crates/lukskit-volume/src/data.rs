@@ -262,6 +262,16 @@ impl RangeLocks {
         busy.push((start, end));
     }
 
+    /// Hold `[start, end)` if no held range overlaps it; false (holding nothing) otherwise.
+    fn try_acquire(&self, start: u64, end: u64) -> bool {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        if busy.iter().any(|&(s, e)| s < end && start < e) {
+            return false;
+        }
+        busy.push((start, end));
+        true
+    }
+
     /// Release a range taken with [`RangeLocks::acquire`].
     fn release(&self, range: (u64, u64)) {
         let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
@@ -916,6 +926,12 @@ impl DataVolume {
     /// Hold the lock of a sector range beyond one call (an asynchronous write).
     pub(crate) fn lock_range(&self, range: (u64, u64)) {
         self.locks.acquire(range.0, range.1);
+    }
+
+    /// [`DataVolume::lock_range`] without waiting: false (nothing held) when part of the
+    /// range is held already.
+    pub(crate) fn try_lock_range(&self, range: (u64, u64)) -> bool {
+        self.locks.try_acquire(range.0, range.1)
     }
 
     /// Release a range taken with [`DataVolume::lock_range`].

@@ -446,6 +446,136 @@ fn finish(shared: &Shared, p: Pending, res: i32) {
     shared.put_buf(buf);
 }
 
+/// One whole-sector transfer whose I/O the caller runs on an io_uring of its own (the FUSE
+/// over io_uring threads, which fetch requests and answer them on the same ring): this
+/// prepares the submission entry (encrypting a write's plaintext in place first) and
+/// finishes it once the completion has come (decrypting a read in place).
+///
+/// The same rules as [`SectorRing`] hold: a write holds the range lock of its sectors from
+/// before it is encrypted until [`Transfer::complete`] (or the drop of the transfer); a
+/// transfer that comes back short or interrupted is finished synchronously; the volume is
+/// kept alive until then. The buffer given to [`Transfer::read`] or [`Transfer::write`]
+/// must stay in place, untouched, until [`Transfer::complete`] is called with it.
+#[derive(Debug)]
+pub struct Transfer {
+    vol: Arc<DataVolume>,
+    offset: u64,
+    len: usize,
+    /// The sectors a write holds locked.
+    lock: Option<(u64, u64)>,
+}
+
+impl Transfer {
+    /// The read of the ciphertext of `buf.len()` plaintext bytes at `offset` (see
+    /// [`SectorRing::accepts`]) into `buf`.
+    pub fn read(
+        vol: Arc<DataVolume>,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(Self, squeue::Entry)> {
+        let len = buf.len();
+        check(&vol, offset, len)?;
+        let e = Self::entry(&vol, offset, buf, false)?;
+        Ok((
+            Transfer {
+                vol,
+                offset,
+                len,
+                lock: None,
+            },
+            e,
+        ))
+    }
+
+    /// The write of the plaintext in `buf` at `offset` (see [`SectorRing::accepts`]): the
+    /// sectors are locked and `buf` is encrypted in place. `Ok(None)`, with `buf` untouched,
+    /// when another write holds some of the sectors (try again once it is done).
+    pub fn write(
+        vol: Arc<DataVolume>,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<Option<(Self, squeue::Entry)>> {
+        let len = buf.len();
+        vol.check_writable().and(check(&vol, offset, len))?;
+        let range = vol.sector_range(offset, len);
+        if !vol.try_lock_range(range) {
+            return Ok(None);
+        }
+        let t = Transfer {
+            vol,
+            offset,
+            len,
+            lock: Some(range),
+        };
+        t.vol.encrypt_sectors(buf, offset)?;
+        let e = Self::entry(&t.vol, offset, buf, true)?;
+        Ok(Some((t, e)))
+    }
+
+    fn entry(vol: &DataVolume, offset: u64, buf: &mut [u8], write: bool) -> Result<squeue::Entry> {
+        let len = buf.len();
+        let gone = || DataError::NotQueued { offset, len };
+        let at = vol.device_offset(offset).ok_or_else(gone)?;
+        let fd = types::Fd(vol.file_for(buf, at).ok_or_else(gone)?.as_raw_fd());
+        let ptr = buf.as_mut_ptr();
+        Ok(if write {
+            opcode::Write::new(fd, ptr, len as u32).offset(at).build()
+        } else {
+            opcode::Read::new(fd, ptr, len as u32).offset(at).build()
+        })
+    }
+
+    /// Finish the transfer whose completion gave `res`; `buf` is the buffer it was
+    /// prepared with (a read's plaintext on success).
+    pub fn complete(mut self, buf: &mut [u8], res: i32) -> Result<()> {
+        let buf = &mut buf[..self.len];
+        let complete = usize::try_from(res).is_ok_and(|n| n == self.len);
+        let retry = res >= 0 || res == -libc::EINTR || res == -libc::EAGAIN;
+        let (op, write) = match self.lock {
+            Some(_) => (IoOp::Write, true),
+            None => (IoOp::Read, false),
+        };
+        let r = match (complete, retry) {
+            (true, _) => Ok(()),
+            (false, true) if write => self.vol.pwrite(buf, self.offset),
+            (false, true) => self.vol.pread(buf, self.offset),
+            (false, false) => Err(io_err(op, &self.vol, -res)),
+        };
+        if let Some(range) = self.lock.take() {
+            self.vol.unlock_range(range);
+            return r;
+        }
+        r.and_then(|()| self.vol.decrypt_sectors(buf, self.offset))
+    }
+
+    /// `fdatasync` of the volume's data device as a submission entry (what
+    /// [`DataVolume::flush`] does); `None` for a remote volume.
+    pub fn sync_entry(vol: &DataVolume) -> Option<squeue::Entry> {
+        let fd = types::Fd(vol.file()?.as_raw_fd());
+        Some(
+            opcode::Fsync::new(fd)
+                .flags(types::FsyncFlags::DATASYNC)
+                .build(),
+        )
+    }
+
+    /// The outcome of a [`Transfer::sync_entry`] that completed with `res`.
+    pub fn sync_result(vol: &DataVolume, res: i32) -> Result<()> {
+        if res < 0 {
+            return Err(io_err(IoOp::Sync, vol, -res));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Transfer {
+    fn drop(&mut self) {
+        if let Some(range) = self.lock.take() {
+            self.vol.unlock_range(range);
+        }
+    }
+}
+
 impl Drop for SectorRing {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
