@@ -297,6 +297,8 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // `--encrypt --reduce-device-size` without `--header`: the header goes into space taken
     // from the device (see `reencrypt_shift`).
     let mut shifted = None;
+    // The kernel mapping a decryption with a moved segment was initialized under.
+    let mut shift_active = None;
     if super::reencrypt_shift::wanted(o) {
         // A block device nothing holds is encrypted offline, as by cryptsetup (which looks
         // for an active mapping only); one in use would need the online run.
@@ -315,7 +317,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         shifted = Some(super::reencrypt_shift::init(o, device)?);
     } else if super::reencrypt_decrypt_shift::wanted(o) {
         // `--decrypt --header FILE` with FILE missing: the header moves out to FILE.
-        shifted = Some(super::reencrypt_decrypt_shift::init(o, device)?);
+        let (keys, name) = super::reencrypt_decrypt_shift::init(o, device)?;
+        shifted = Some(keys);
+        shift_active = name;
     } else if has(o, "encrypt") && !header_in_reencryption(o) {
         formatted = Some(format_for_encrypt(o, device)?);
     }
@@ -345,7 +349,8 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     let mut active = o
         .given
         .value("active-name")
-        .map(|n| lukskit_activate::mapping_name(n).to_string());
+        .map(|n| lukskit_activate::mapping_name(n).to_string())
+        .or(shift_active);
     // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online through it.
     let live = if runs && !has(o, "force-offline-reencrypt") && active.is_none() {
         super::reencrypt_userspace::active_mapping(&vol.data_path)?
