@@ -381,6 +381,26 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         super::open_reencrypt::unlock(o, &vol, device)?
     };
+    // `--resilience` at the resume of a decryption with a moved segment: the moved
+    // segment's protection changes as requested (cryptsetup's reencrypt keyslot update).
+    if st != Status::None && o.given.has("resilience") {
+        if let Header::Luks2(hdr) = &mut vol.header {
+            if reencrypt::Context::load(hdr).is_ok_and(|c| c.moved_protection.is_some()) {
+                let checksum = super::reencrypt_decrypt_shift::checksum_hash(o)?;
+                let vk_len = keys.old.as_ref().map_or(32, |k| k.len());
+                let pbkdf = pbkdf_options(o);
+                reencrypt::decrypt_shift::update_protection(
+                    &vol.dev,
+                    hdr,
+                    checksum,
+                    block,
+                    &keys,
+                    pbkdf.hash()?,
+                    pbkdf.digest_iterations(vk_len)?,
+                )?;
+            }
+        }
+    }
     if !runs {
         // cryptsetup 2.6.1 activates NAME only after an encryption's initialization (other
         // modes ignore it).
@@ -737,6 +757,18 @@ fn check_resume_resilience(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -
     let Some(want) = o.given.value("resilience") else {
         return Ok(());
     };
+    // A decryption with a moved segment (`datashift-checksum`/`-journal`): its moved
+    // segment's protection may change (`decrypt_verify_and_set_params`).
+    if reencrypt::Context::load(hdr).is_ok_and(|c| c.moved_protection.is_some()) {
+        return if want == "datashift" {
+            Err(CliError::invalid(
+                "Requested --resilience option cannot be applied to current reencryption \
+                 operation.",
+            ))
+        } else {
+            super::reencrypt_decrypt_shift::checksum_hash(o).map(|_| ())
+        };
+    }
     let shifting = reencrypt::Context::load(hdr)
         .is_ok_and(|c| matches!(c.resilience, reencrypt::Resilience::Datashift { .. }));
     if shifting && want != "datashift" {

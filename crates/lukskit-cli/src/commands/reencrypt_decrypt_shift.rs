@@ -26,7 +26,7 @@ pub fn wanted(o: &Opts) -> bool {
 
 /// The moved segment's protection (`decrypt_verify_and_set_params`): checksums unless
 /// `--resilience journal`; `datashift` and `none` are refused.
-fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
+pub fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
     let hash = || {
         HashAlg::from_name(o.given.value("resilience-hash").unwrap_or("sha256"))
             .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))

@@ -451,3 +451,97 @@ fn move_first(device: &dyn Storage, data_offset: u64, moved: u64) -> Result<()> 
     mv.fill(0);
     out
 }
+
+/// Switch the protection of the moved segment of a decryption in progress (`--resilience`
+/// at a resume, as cryptsetup 2.6.1's `LUKS2_keyslot_reencrypt_update`): `checksum` gives
+/// `datashift-checksum` with that hash, `None` `datashift-journal`. The metadata digest is
+/// checked with `keys` first and made again over the new area; the area keeps its place,
+/// and must be large enough for the moved segment under the new protection. Returns whether
+/// anything changed (and the header was written to `meta`).
+pub fn update_protection(
+    meta: &dyn Storage,
+    hdr: &mut Luks2Header,
+    checksum: Option<HashAlg>,
+    block: u64,
+    keys: &Keys,
+    digest_hash: HashAlg,
+    digest_iterations: u32,
+) -> Result<bool> {
+    let c = Context::load(hdr)?;
+    if c.moved_protection.is_none() {
+        return Err(ReencryptError::Unsupported(
+            "a resilience change of this re-encryption".into(),
+        )
+        .into());
+    }
+    verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
+    let alignment = block
+        .max(u64::from(Context::sector_size(&c.old)))
+        .max(u64::from(Context::sector_size(&c.new)));
+    let slot = c.keyslot.to_string();
+    let area = hdr
+        .json
+        .get("keyslots")
+        .and_then(|k| k.get(&slot))
+        .and_then(|k| k.get("area"))
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+    let kind = area.get("type").and_then(Value::as_str).unwrap_or("");
+    let same = match &checksum {
+        Some(h) => {
+            kind == "datashift-checksum"
+                && area.get("hash").and_then(Value::as_str) == Some(h.name())
+                && area.get("sector_size").and_then(Value::as_u64) == Some(alignment)
+        }
+        None => kind == "datashift-journal",
+    };
+    if same {
+        return Ok(false);
+    }
+    let size = area
+        .get("size")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| ctx("reencrypt keyslot area size"))?;
+    let mut new = Map::new();
+    for k in ["offset", "size"] {
+        if let Some(v) = area.get(k) {
+            new.insert(k.into(), v.clone());
+        }
+    }
+    let capacity = match &checksum {
+        Some(h) => {
+            new.insert("type".into(), "datashift-checksum".into());
+            new.insert("hash".into(), h.name().into());
+            new.insert("sector_size".into(), alignment.into());
+            size / h.digest_size() as u64 * alignment
+        }
+        None => {
+            new.insert("type".into(), "datashift-journal".into());
+            size
+        }
+    };
+    if let Some(v) = area.get("shift_size") {
+        new.insert("shift_size".into(), v.clone());
+    }
+    let moved = moved_len(&c);
+    if moved > capacity {
+        return Err(ReencryptError::Unsupported(format!(
+            "Can not update resilience type. New type only provides {capacity} bytes, \
+             required space is: {moved} bytes."
+        ))
+        .into());
+    }
+    hdr.json
+        .get_mut("keyslots")
+        .and_then(|k| k.get_mut(&slot))
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no reencrypt keyslot"))?
+        .insert("area".into(), Value::Object(new));
+    let c = Context::load(hdr)?;
+    let data = super::engine::verification(hdr, &c, keys)?;
+    verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(true)
+}

@@ -221,7 +221,7 @@ pub fn unlock_keys(
     Ok(keys)
 }
 
-fn verification(hdr: &Luks2Header, c: &Context, keys: &Keys) -> Result<SecretBuf> {
+pub(super) fn verification(hdr: &Luks2Header, c: &Context, keys: &Keys) -> Result<SecretBuf> {
     let old = if c.digest_old.is_some() {
         Some(
             keys.old
