@@ -436,6 +436,12 @@ impl KernelMapping {
         );
         match res {
             Ok(_) => {
+                // The helper devices an online re-encryption that failed (or was killed)
+                // left under it go too, as cryptsetup's deactivation removes its
+                // `CRYPT-SUBDEV-` devices.
+                if !deferred {
+                    self.remove_reencrypt_helpers();
+                }
                 // cryptsetup removes the dm-integrity mapping under it too.
                 if let (Some(dif), false) = (&self.dif, deferred) {
                     self.dm.remove(
@@ -452,6 +458,28 @@ impl KernelMapping {
                 name: self.name.clone(),
             }),
             Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Remove `NAME-overlay` and `NAME-hotzone-forward`/`-backward` when they are the
+    /// helper devices of an online re-encryption (DM UUID `CRYPT-SUBDEV-…`).
+    fn remove_reencrypt_helpers(&self) {
+        for suffix in ["overlay", "hotzone-forward", "hotzone-backward"] {
+            let helper = format!("{}-{suffix}", self.name);
+            let is_subdev = self.dm.info(&helper).is_ok_and(|i| {
+                i.uuid
+                    .as_deref()
+                    .is_some_and(|u| u.starts_with("CRYPT-SUBDEV-"))
+            });
+            if is_subdev {
+                let _ = self.dm.remove(
+                    &helper,
+                    RemoveOptions {
+                        deferred: false,
+                        retry_busy: Some(Duration::from_secs(2)),
+                    },
+                );
+            }
         }
     }
 

@@ -25,8 +25,9 @@ use lukskit_dm::{
     dm_uuid, keyring, CryptFlags, CryptKey, DevT, DeviceMapper, LinearTarget, RemoveOptions,
     SuspendOptions, Target,
 };
+use lukskit_volume::reencrypt::decrypt_shift::MoveHook;
 use lukskit_volume::reencrypt::online::{HotZone, OnlineHook};
-use lukskit_volume::segment::SegmentTable;
+use lukskit_volume::segment::{SegmentKind, SegmentTable};
 use lukskit_volume::{ReencryptError, VolumeError};
 use std::os::fd::AsRawFd;
 use std::time::Duration;
@@ -283,8 +284,8 @@ impl KernelReencrypt {
     }
 
     /// Drop the data device's cached pages of `[offset, offset + len)` (bytes of the data
-    /// area): the engine reads the hot zone through the page cache, which dm-crypt's
-    /// writes bypass.
+    /// area; `len` 0: to the end of the device): the engine reads the hot zone through the
+    /// page cache, which dm-crypt's writes bypass.
     fn drop_cache(&self, offset: u64, len: u64) {
         let start = (self.data_offset + offset) as libc::off_t;
         // SAFETY: posix_fadvise only reads its integer arguments; the descriptor is open.
@@ -310,6 +311,49 @@ fn device_path(dev: DevT) -> String {
                 .find_map(|l| l.strip_prefix("DEVNAME=").map(|n| format!("/dev/{n}")))
         })
         .unwrap_or_else(|| format!("/dev/block/{maj}:{min}"))
+}
+
+/// The initialization of a decryption with a moved segment under this mapping
+/// (cryptsetup 2.6.1's online `reencrypt_decrypt_with_datashift_init`): the mapping's table
+/// is checked against the old segment, the moved layout's table is loaded, the mapping is
+/// suspended (skipping the file-system freeze, but with its writes flushed, as
+/// `DM_SUSPEND_SKIP_LOCKFS`) while the first segment moves, and resumed once the metadata
+/// is committed (under its old table after a failure).
+impl MoveHook for KernelReencrypt {
+    fn check(&mut self, old: &SegmentTable) -> lukskit_volume::Result<()> {
+        self.check_live(old).map_err(online_err)
+    }
+
+    fn before_move(&mut self, new: &SegmentTable) -> lukskit_volume::Result<()> {
+        let targets = self.targets(new, None);
+        self.dm
+            .load_inactive(&self.name, &targets, self.readonly)
+            .map_err(|e| online_err(format!("Failed to reload device {}: {e}", self.name)))?;
+        let flush = SuspendOptions {
+            noflush: false,
+            skip_lockfs: true,
+        };
+        if let Err(e) = self.dm.suspend(&self.name, flush) {
+            let _ = self.dm.clear_inactive(&self.name);
+            return Err(online_err(format!(
+                "Failed to suspend device {}: {e}",
+                self.name
+            )));
+        }
+        // The mapping wrote the data to move past the page cache of the device.
+        self.drop_cache(0, 0);
+        Ok(())
+    }
+
+    fn after_move(&mut self, committed: bool) -> lukskit_volume::Result<()> {
+        if !committed && self.dm.clear_inactive(&self.name).is_err() {
+            return Err(online_err("Failed to clear table."));
+        }
+        self.dm
+            .resume(&self.name)
+            .map(|_| ())
+            .map_err(|e| online_err(format!("Failed to resume device {}: {e}", self.name)))
+    }
 }
 
 impl OnlineHook for KernelReencrypt {
@@ -339,7 +383,9 @@ impl OnlineHook for KernelReencrypt {
         self.dm
             .resume(&self.overlay)
             .map_err(|e| online_err(format!("Failed to resume device {}: {e}", self.overlay)))?;
-        self.drop_cache(hot.offset, hot.length);
+        // From the hot zone on to the end of the device: a decryption with a moved segment
+        // reads the hot zone's ciphertext further on, where the mapping wrote it.
+        self.drop_cache(hot.offset, 0);
         Ok(())
     }
 
@@ -351,7 +397,7 @@ impl OnlineHook for KernelReencrypt {
         Ok(())
     }
 
-    fn finish(&mut self, segments: &SegmentTable, _finished: bool) -> lukskit_volume::Result<()> {
+    fn finish(&mut self, segments: &SegmentTable, finished: bool) -> lukskit_volume::Result<()> {
         if !self.stacked {
             return Ok(());
         }
@@ -361,6 +407,20 @@ impl OnlineHook for KernelReencrypt {
             .map_err(|e| online_err(format!("Failed to reload device {}: {e}", self.name)));
         let removed = self.remove_helpers().map_err(online_err);
         self.stacked = false;
+        // A finished decryption (nothing left encrypted): as cryptsetup 2.6.1's
+        // `reencrypt_teardown_ok`, the mapping goes with a deferred removal (at once when
+        // nothing holds it open, else on its last close, e.g. the unmount).
+        let decrypted = !segments
+            .segments()
+            .iter()
+            .any(|s| matches!(s.kind, SegmentKind::Crypt(_)));
+        if reloaded.is_ok() && finished && decrypted {
+            let deferred = RemoveOptions {
+                deferred: true,
+                retry_busy: None,
+            };
+            let _ = self.dm.remove(&self.name, deferred);
+        }
         reloaded.and(removed)
     }
 

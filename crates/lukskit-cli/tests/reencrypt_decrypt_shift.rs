@@ -450,3 +450,84 @@ fn crash_at_every_write_and_sync_of_a_decryption() {
     );
     assert!(points > 30 && by_cryptsetup > 0 && before_commit > 0);
 }
+
+/// `--resilience` at the resume of a decryption with a moved segment switches the moved
+/// segment's protection, as cryptsetup 2.6.1 (its reencrypt keyslot update):
+/// `datashift-checksum` → `datashift-journal` by lukskit, interrupted right after the switch
+/// (crash injection), is what cryptsetup accepts (metadata digest made again) and finishes;
+/// each tool also runs a whole resume with the switch; `--resilience datashift` is refused
+/// by both with the same message (luks2-reencryption-test [34] resumes with
+/// `--resilience datashift-journal`).
+#[test]
+fn resilience_switched_at_resume_as_cryptsetup() {
+    if !have_cryptsetup("resilience_switched_at_resume_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let dir = t.path();
+    let kf = write_file(dir, "kf", b"secret passphrase");
+    let base = format(dir, "base.img", 12 * M, &kf, &["--offset", "8192"]);
+    let before = std::fs::read(&base).unwrap();
+    let plain = read_plain(dir, &base, None, &kf);
+    let img = dir.join("s.img").to_str().unwrap().to_string();
+    let hdr = dir.join("s.hdr").to_str().unwrap().to_string();
+    let init = |img: &str, hdr: &str| {
+        let _ = std::fs::remove_file(hdr);
+        std::fs::copy(&base, img).unwrap();
+        lukskit(
+            &decrypt_args(&kf, hdr, &["--init-only", "--hotzone-size", "1M"], img),
+            b"",
+        )
+        .ok("init");
+        assert_eq!(
+            json_dump(hdr)["keyslots"]["1"]["area"]["type"],
+            "datashift-checksum"
+        );
+    };
+    // Refused alike.
+    init(&img, &hdr);
+    let mut r = resume_args(&kf, &hdr, &img);
+    r.extend_from_slice(&["--resilience", "datashift"]);
+    let (l, c) = (lukskit(&r, b""), cs(&r));
+    assert_eq!((l.code, l.stderr.trim()), (c.code, c.stderr.trim()));
+    assert!(c.code != 0);
+    // A whole resume with the switch, by each tool.
+    for tool in ["lukskit", "cryptsetup"] {
+        init(&img, &hdr);
+        let mut r = resume_args(&kf, &hdr, &img);
+        r.extend_from_slice(&["--resilience", "datashift-journal"]);
+        if tool == "lukskit" {
+            lukskit(&r, b"").ok(tool);
+        } else {
+            cs(&r).ok(tool);
+        }
+        check_done(&img, &hdr, &plain, &before, tool);
+    }
+    // lukskit interrupted after the switch: cryptsetup reads and finishes it.
+    let mut caught = false;
+    for n in 1..40 {
+        init(&img, &hdr);
+        let mut r = resume_args(&kf, &hdr, &img);
+        r.extend_from_slice(&["--resilience", "journal"]);
+        let spec = format!("sync:{n}");
+        let out = lukskit_env(&r, b"", &[("LUKSKIT_CRASH_AT", &spec)]);
+        if out.code == 0 {
+            break;
+        }
+        assert_eq!(out.code, CRASH_STATUS, "{spec}: {}", out.stderr);
+        let v = json_dump(&hdr);
+        if !in_reencryption(&hdr) || v["keyslots"]["1"]["area"]["type"] != "datashift-journal" {
+            continue;
+        }
+        let d = cs(&["luksDump", &hdr]).stdout;
+        assert_eq!(lukskit(&["luksDump", &hdr], b"").ok("luksDump").stdout, d);
+        if cs(&["luksDump", &hdr]).stdout.contains("in-reencryption") {
+            cs(&["repair", "-q", "--header", &hdr, "-d", &kf, &img]).ok("cryptsetup repair");
+        }
+        cs(&resume_args(&kf, &hdr, &img)).ok(&format!("{spec}: cryptsetup resumes"));
+        check_done(&img, &hdr, &plain, &before, &spec);
+        caught = true;
+        break;
+    }
+    assert!(caught, "no crash point after the switch was found");
+}

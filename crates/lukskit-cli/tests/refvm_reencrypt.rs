@@ -28,6 +28,11 @@
 //!   (the device less the shift: lukskit's once grew to the header's `whole device`
 //!   segment), its plaintext is unchanged and the helper devices are gone, as with
 //!   cryptsetup.
+//! * `dshift-online-kill`: the same decryption online (cryptsetup 2.6.1 moves the mapping
+//!   along with the data): ext4 on the mapping, mounted, under the checksummed I/O loop; one
+//!   tool killed with kill -9 in the middle, the crashed stack torn down, the other recovers
+//!   it (`open --header FILE`) and finishes online; cryptsetup first, then lukskit. The files
+//!   written before the kill verify on the plain device, e2fsck is clean.
 //! * `luks1-kill`: LUKS1 re-encryption (the legacy offline algorithm, with its log and header
 //!   files in the current directory, `--write-log --use-fsync`) of an image file to a new key
 //!   and cipher, interrupted in the middle by SIGTERM by cryptsetup and resumed by lukskit,
@@ -240,6 +245,48 @@ fn encryption_with_data_shift_resumed_online_keeps_the_mapping_size() {
             "{out}"
         );
     }
+}
+
+#[test]
+fn online_decrypt_with_data_shift_killed_and_finished_by_the_other_tool() {
+    let Some(out) = run_case("dshift-online-kill", 400) else {
+        return;
+    };
+    for (first, second) in [("cryptsetup", "lukskit"), ("lukskit", "cryptsetup")] {
+        assert!(
+            out.contains(&format!(
+                "decrypted online: {first} killed, {second} finished"
+            )),
+            "{out}"
+        );
+        // Killed in the middle of the online run: the decryption's segments in the header
+        // file, and the mapping the second tool resumed from has more than one segment.
+        assert!(
+            !lines_with(&out, &format!("state after {first}: ")).is_empty(),
+            "{out}"
+        );
+        assert!(
+            lines_with(&out, &format!("resumed from ({first}): ")).len() >= 2,
+            "{out}"
+        );
+        // The second tool finished under the live mapping: no helper device is left, and
+        // the mapping is the plain device (dm-linear).
+        assert_eq!(
+            lines_with(&out, &format!("device ({first} killed): ")),
+            ["v"],
+            "{out}"
+        );
+        let after = lines_with(&out, &format!("after ({first} killed): "));
+        assert_eq!(after.len(), 1, "{out}");
+        assert!(after[0].contains(" linear "), "{out}");
+        // Finished, the decryption removed the mapping (deferred until the unmount).
+        assert!(
+            out.contains(&format!("mapping removed at the unmount ({first} killed)")),
+            "{out}"
+        );
+    }
+    // lukskit's stack (when it was the one killed) had cryptsetup's names.
+    assert!(out.contains("v-hotzone-forward"), "{out}");
 }
 
 #[test]

@@ -308,6 +308,12 @@ impl DeviceMapper {
         self.ctl.suspend(name, opts)
     }
 
+    /// Drop the inactive table of `name` loaded by [`DeviceMapper::load_inactive`] (so that
+    /// a resume keeps the live one).
+    pub fn clear_inactive(&self, name: &str) -> Result<()> {
+        self.ctl.clear_table(name).map(|_| ())
+    }
+
     /// Resume `name`.
     pub fn resume(&self, name: &str) -> Result<DeviceInfo> {
         self.ctl.resume(name, true)

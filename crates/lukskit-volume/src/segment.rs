@@ -310,6 +310,25 @@ impl SegmentTable {
         Self::from_layout(&DataLayout::from_volume(vol)?, key, device_size)
     }
 
+    /// The table cut to its first `size` bytes (segments starting at or after `size` go,
+    /// the last one kept ends at `size`); a table no larger is returned as it is. The
+    /// mapping of a decryption with a moved segment keeps the size of the old ciphertext
+    /// while its last (dynamic) segment would reach the end of the device.
+    pub fn truncated(self, size: u64) -> Result<Self> {
+        if size >= self.size {
+            return Ok(self);
+        }
+        let mut segments: Vec<Segment> = self
+            .segments
+            .into_iter()
+            .filter(|s| s.start < size)
+            .collect();
+        if let Some(last) = segments.last_mut() {
+            last.len = size - last.start;
+        }
+        SegmentTable::new(segments)
+    }
+
     /// The segments, in order.
     pub fn segments(&self) -> &[Segment] {
         &self.segments
@@ -383,6 +402,38 @@ mod tests {
 
     fn err(segments: Vec<Segment>) -> String {
         SegmentTable::new(segments).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn truncated_keeps_the_first_bytes() {
+        // A decryption with a moved segment at its end: the linear plaintext from 0 would
+        // reach the end of the device; the mapping keeps the old ciphertext's size.
+        let t = SegmentTable::new(vec![
+            linear(0, 1 << 20, 0),
+            linear(1 << 20, 9 << 20, 1 << 20),
+        ])
+        .unwrap()
+        .truncated(6 << 20)
+        .unwrap();
+        assert_eq!(t.size(), 6 << 20);
+        assert_eq!(t.segments().len(), 2);
+        assert_eq!(t.segments()[1].len, 5 << 20);
+        // Segments past the size go.
+        let t = SegmentTable::new(vec![
+            crypt(0, 1 << 20, 512, 0, 64),
+            linear(1 << 20, 4 << 20, 0),
+        ])
+        .unwrap()
+        .truncated(1 << 20)
+        .unwrap();
+        assert_eq!(t.segments().len(), 1);
+        assert_eq!(t.size(), 1 << 20);
+        // A table no larger is left as it is.
+        let t = SegmentTable::new(vec![zero(0, 4096)])
+            .unwrap()
+            .truncated(8192)
+            .unwrap();
+        assert_eq!(t.size(), 4096);
     }
 
     #[test]

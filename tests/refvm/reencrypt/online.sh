@@ -20,6 +20,11 @@
 #   dshift-kill  offline --decrypt --header FILE of a device with its header at the start
 #            (the data moves over the old header area): cryptsetup killed with kill -9,
 #            finished by lukskit, then the other way round; the plain ext4 is intact.
+#   dshift-online-kill  the same decryption ONLINE: ext4 on the mapping, mounted, under the
+#            checksummed I/O loop; one tool killed with kill -9 in the middle of its online
+#            run, the stack torn down as after a crash, the other tool recovers it (open
+#            --header FILE) and finishes online; both directions; the files written before
+#            the kill verify, e2fsck of the plain device is clean.
 #   luks1-kill  LUKS1 re-encryption (cryptsetup's legacy offline algorithm, its LUKS-<uuid>
 #            .log/.org/.new files in the current directory) to a new key and cipher: one tool
 #            interrupted (SIGTERM, see below) in the middle, the other resumes it from the
@@ -82,7 +87,8 @@ writer() {
     done
 }
 
-in_reencryption() { cryptsetup luksDump $D | grep -q 'online-reencrypt'; }
+# The header is $HDR when set (a header moved out to a file), else the device's own.
+in_reencryption() { cryptsetup luksDump ${HDR:-$D} | grep -q 'online-reencrypt'; }
 
 # After a kill -9 in the middle of an online run: what a crash leaves is the helper stack,
 # maybe with the hot-zone device suspended, and (killed between the two steps of a table
@@ -401,6 +407,54 @@ dshift-kill)
         umount /mnt
         e2fsck -fn $D > /root/fsck.out 2>&1 || { cat /root/fsck.out; fail "e2fsck"; }
         echo "decrypted: $first killed, $second finished"
+    done
+    ;;
+dshift-online-kill)
+    # Online decryption of a device with its header at the start (--decrypt --header FILE):
+    # the mapping follows the data as it moves down over the old header area. One tool is
+    # killed in the middle, the other recovers (open --header FILE) and finishes online.
+    for first in cryptsetup lukskit; do
+        if [ $first = cryptsetup ]; then second=lukskit; else second=cryptsetup; fi
+        HDR=/root/h-$first
+        rm -f $HDR /root/stop /root/werr /root/wcount
+        cryptsetup luksFormat -q --type luks2 $FAST --offset 2048 -d $KF $D || fail luksFormat
+        $first open -d $KF $D v || fail "$first open"
+        mkfs.ext4 -q /dev/mapper/v || fail mkfs
+        mount -o noatime /dev/mapper/v /mnt || fail mount
+        populate
+        writer &
+        wpid=$!
+        kill_midway $first reencrypt -q --decrypt --header $HDR -d $KF $D
+        # The writer's I/O to the hot zone fails once the stack is torn down: stop it first.
+        touch /root/stop
+        teardown_after_kill
+        wait $wpid
+        echo "writer iterations before the kill ($first): $(cat /root/wcount 2>/dev/null)"
+        cryptsetup luksDump $HDR | grep -E '^  [0-9]+: (crypt|linear)|in-reencryption' \
+            | tr -s ' \t' ' ' | sed "s/^/state after $first: /"
+        $second open --header $HDR -d $KF $D v || fail "$second open --header (recovery)"
+        dmsetup table v | awk '{print "resumed from ('$first'):", $1, $2, $3, $4}'
+        mount -o noatime /dev/mapper/v /mnt || fail "mount after recovery"
+        verify_files "recovery ($first killed)"
+        (cd /mnt && sha256sum -c -s /root/wmanifest) || fail "writer files differ after the kill"
+        $second reencrypt -q --resume-only --header $HDR -d $KF $D > /root/re.out 2>&1 \
+            || fail "$second reencrypt --resume-only --header: $(cat /root/re.out)"
+        dmsetup ls | awk '{print "device ('$first' killed):", $1}'
+        dmsetup table v | awk '{print "after ('$first' killed):", $1, $2, $3, $4}'
+        verify_files "$second's online resume"
+        (cd /mnt && sha256sum -c -s /root/wmanifest) || fail "writer files differ after the resume"
+        umount /mnt
+        # A finished decryption removes its mapping (deferred: on the unmount), as cryptsetup.
+        dmsetup info v > /dev/null 2>&1 && fail "v left after the unmount"
+        echo "mapping removed at the unmount ($first killed)"
+        in_reencryption && fail "still in re-encryption"
+        mount -o noatime,ro $D /mnt || fail "mount of the decrypted device"
+        verify_files "$first killed, $second finished online"
+        (cd /mnt && sha256sum -c -s /root/wmanifest) || fail "writer files differ on the plain device"
+        umount /mnt
+        e2fsck -fn $D > /root/fsck.out 2>&1 || { cat /root/fsck.out; fail "e2fsck"; }
+        echo "decrypted online: $first killed, $second finished"
+        HDR=
     done
     ;;
 luks1-kill)

@@ -141,6 +141,18 @@ pub fn unlock_for_activation(o: &Opts, device: &str) -> Result<Unlocked> {
             let m = errors::volume(&e).message;
             CliError::invalid(format!("Failed to recover from reencryption crash.\n{m}"))
         })?;
+        // The recovery finished a decryption (its last hot zone was the one in flight): the
+        // device is plain now and no keyslot is left, so there is nothing to open, as with
+        // cryptsetup 2.6.1 (which then opens by the keyslot the recovery used, now gone).
+        let plain = reencrypt::status(hdr)? == Status::None
+            && hdr
+                .segments()
+                .map_err(VolumeError::from)?
+                .iter()
+                .all(|s| s.kind != "crypt");
+        if plain {
+            return Err(CliError::invalid("No usable keyslot is available."));
+        }
     }
     let hdr = luks2(&vol)?;
     verify(hdr, &keys)?;

@@ -300,6 +300,8 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // `--encrypt` of a LUKS2 device (or header) already in re-encryption resumes it, as
     // cryptsetup's does (which then checks that it is an encryption).
     let resuming = has(o, "encrypt") && header_in_reencryption(o, device);
+    // The kernel mapping a decryption with a moved segment was initialized under.
+    let mut shift_active = None;
     if super::reencrypt_shift::wanted(o) && !resuming {
         // A block device nothing holds is encrypted offline, as by cryptsetup (which looks
         // for an active mapping only); one in use would need the online run.
@@ -318,7 +320,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         shifted = Some(super::reencrypt_shift::init(o, device)?);
     } else if super::reencrypt_decrypt_shift::wanted(o) {
         // `--decrypt --header FILE` with FILE missing: the header moves out to FILE.
-        shifted = Some(super::reencrypt_decrypt_shift::init(o, device)?);
+        let (keys, name) = super::reencrypt_decrypt_shift::init(o, device)?;
+        shifted = Some(keys);
+        shift_active = name;
     } else if has(o, "encrypt") && !resuming {
         formatted = Some(format_for_encrypt(o, device)?);
     }
@@ -359,7 +363,8 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     let mut active = o
         .given
         .value("active-name")
-        .map(|n| lukskit_activate::mapping_name(n).to_string());
+        .map(|n| lukskit_activate::mapping_name(n).to_string())
+        .or(shift_active);
     // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online through it.
     let live = if runs && !has(o, "force-offline-reencrypt") && active.is_none() {
         super::reencrypt_userspace::active_mapping(&vol.data_path)?
@@ -390,6 +395,26 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         super::open_reencrypt::unlock(o, &vol, device)?
     };
+    // `--resilience` at the resume of a decryption with a moved segment: the moved
+    // segment's protection changes as requested (cryptsetup's reencrypt keyslot update).
+    if st != Status::None && o.given.has("resilience") {
+        if let Header::Luks2(hdr) = &mut vol.header {
+            if reencrypt::Context::load(hdr).is_ok_and(|c| c.moved_protection.is_some()) {
+                let checksum = super::reencrypt_decrypt_shift::checksum_hash(o)?;
+                let vk_len = keys.old.as_ref().map_or(32, |k| k.len());
+                let pbkdf = pbkdf_options(o);
+                reencrypt::decrypt_shift::update_protection(
+                    &vol.dev,
+                    hdr,
+                    checksum,
+                    block,
+                    &keys,
+                    pbkdf.hash()?,
+                    pbkdf.digest_iterations(vk_len)?,
+                )?;
+            }
+        }
+    }
     if !runs {
         // cryptsetup 2.6.1 activates NAME only after an encryption's initialization (other
         // modes ignore it).
@@ -849,13 +874,9 @@ fn check_resume_params(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -> Re
         return cannot();
     }
     if shifting && !plain_shift {
-        return match want {
-            "none" => cannot(),
-            "checksum" | "journal" | "datashift-checksum" | "datashift-journal" => Ok(()),
-            other => Err(CliError::invalid(format!(
-                "Unsupported resilience mode {other}"
-            ))),
-        };
+        // The moved segment's protection may change (`decrypt_verify_and_set_params`):
+        // `checksum`/`journal` or their datashift- names, with a known hash.
+        return super::reencrypt_decrypt_shift::checksum_hash(o).map(|_| ());
     }
     if want.starts_with("datashift-") {
         return cannot();

@@ -26,7 +26,7 @@ pub fn wanted(o: &Opts) -> bool {
 
 /// The moved segment's protection (`decrypt_verify_and_set_params`): checksums unless
 /// `--resilience journal`; `datashift` and `none` are refused.
-fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
+pub fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
     let hash = || {
         HashAlg::from_name(o.given.value("resilience-hash").unwrap_or("sha256"))
             .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))
@@ -44,8 +44,9 @@ fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
 }
 
 /// Initialize the decryption of `device`, exporting its header to `--header`; returns the
-/// volume key.
-pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
+/// volume key and, when the device is open through a kernel mapping (online, as cryptsetup
+/// 2.6.1: the mapping follows the moved layout), the mapping's name.
+pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>)> {
     let file = o
         .header
         .clone()
@@ -62,18 +63,13 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
         use std::os::unix::fs::FileTypeExt;
         m.file_type().is_block_device()
     });
-    if !o.given.has("force-offline-reencrypt") {
-        return Err(CliError::invalid(if is_block {
-            "Online decryption with a data shift is not supported by lukskit yet; use \
-             --force-offline-reencrypt when the device is not in use."
-                .to_string()
-        } else {
-            format!(
-                "Device {device} is not a block device. Can not auto-detect if it is active or \
-                 not.\nUse --force-offline-reencrypt to bypass the check and run in offline \
-                 mode (dangerous!)."
-            )
-        }));
+    let offline = o.given.has("force-offline-reencrypt");
+    if !offline && !is_block {
+        return Err(CliError::invalid(format!(
+            "Device {device} is not a block device. Can not auto-detect if it is active or \
+             not.\nUse --force-offline-reencrypt to bypass the check and run in offline mode \
+             (dangerous!)."
+        )));
     }
     let moved_length = match o.given.value("hotzone-size") {
         Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
@@ -90,6 +86,29 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
     let src = existing_key_source(o, None);
     let prompt = format!("Enter passphrase for {device}: ");
     let (_, vk, _pass) = super::keys::unlock_with_tries(&vol, o, &src, &prompt, o.key_slot, false)?;
+    // The kernel mapping of the device, if it is open (`reencrypt_get_active_name`).
+    let active = if offline {
+        None
+    } else if let Some(n) = o.given.value("active-name") {
+        Some(lukskit_activate::mapping_name(n).to_string())
+    } else {
+        let found = super::reencrypt_online::detect(device, vol.uuid())?;
+        if let Some(name) = &found {
+            if !o.batch_mode {
+                println!("Auto-detected active dm device '{name}' for data device {device}.");
+            }
+        }
+        found
+    };
+    let mut hook = match &active {
+        Some(name) => Some(super::reencrypt_online::kernel_hook(
+            name,
+            vol.uuid(),
+            true,
+            0,
+        )?),
+        None => None,
+    };
     let block = reencrypt::device_block_size(vol.dev.file());
     let params = decrypt_shift::DecryptShiftParams {
         checksum,
@@ -114,7 +133,8 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
             let Header::Luks2(hdr) = &mut vol.header else {
                 unreachable!("checked above")
             };
-            decrypt_shift::init(&vol.dev, &hdr_dev, block, hdr, &params, &keys)
+            let online = hook.as_mut().map(|h| h as &mut dyn decrypt_shift::MoveHook);
+            decrypt_shift::init(&vol.dev, &hdr_dev, block, hdr, &params, &keys, online)
                 .map_err(CliError::from)
         });
     if let Err(e) = out {
@@ -128,5 +148,5 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
         }
         return Err(e);
     }
-    Ok(keys)
+    Ok((keys, active))
 }

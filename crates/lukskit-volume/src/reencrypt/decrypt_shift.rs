@@ -27,7 +27,9 @@ use super::json::{self, ctx};
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
+use crate::segment::SegmentTable;
 use lukskit_crypto::hash::HashAlg;
+use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_format::luks2::Luks2Header;
 use serde_json::{Map, Value};
@@ -226,6 +228,37 @@ pub struct DecryptShiftParams {
     pub digest_hash: lukskit_crypto::hash::HashAlg,
 }
 
+/// The live mapping of a decryption with a moved segment initialized online (the device is
+/// open through a kernel mapping), as cryptsetup 2.6.1's
+/// `reencrypt_decrypt_with_datashift_init` drives it: the mapping's table must be the old
+/// segment's ([`MoveHook::check`], before anything changes); the table of the moved layout
+/// is loaded and the mapping suspended, with its writes flushed, before the first segment is
+/// copied over the header area ([`MoveHook::before_move`]); once the metadata is committed
+/// the mapping resumes under the new table ([`MoveHook::after_move`] with `true`), and on a
+/// failure it resumes under the old one (`false`).
+pub trait MoveHook {
+    /// The live mapping must serve `old` (the volume's segments before the initialization).
+    fn check(&mut self, old: &SegmentTable) -> Result<()>;
+    /// Load `new` (the segments once the first segment is moved) and suspend the mapping.
+    fn before_move(&mut self, new: &SegmentTable) -> Result<()>;
+    /// Resume the mapping: under the loaded table when `committed`, else under its old one.
+    fn after_move(&mut self, committed: bool) -> Result<()>;
+}
+
+fn data_table(hdr: &Luks2Header, key: &[u8], device_size: u64) -> Result<SegmentTable> {
+    let digests: Vec<(u32, Vec<u32>)> = hdr
+        .digests()?
+        .into_iter()
+        .map(|d| (d.id, d.segments))
+        .collect();
+    SegmentTable::from_luks2(
+        &hdr.segments()?,
+        &digests,
+        |_| Ok(SecretBuf::from_slice(key)),
+        device_size,
+    )
+}
+
 fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
     move |e| VolumeError::device_io(op, e)
 }
@@ -234,7 +267,8 @@ fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
 /// header area to `file`, wipe the signatures on the device, copy the first segment over
 /// the header area and write the re-encryption metadata to `file`
 /// (`reencrypt_decrypt_with_datashift_init`; the metadata write is the commit). `keys.old`
-/// must be the volume key.
+/// must be the volume key. `online`: the live kernel mapping of the volume, moved to the new
+/// layout with the data (see [`MoveHook`]).
 pub fn init(
     device: &dyn Storage,
     file: &dyn Storage,
@@ -242,6 +276,7 @@ pub fn init(
     hdr: &mut Luks2Header,
     p: &DecryptShiftParams,
     keys: &Keys,
+    mut online: Option<&mut dyn MoveHook>,
 ) -> Result<u32> {
     if super::status(hdr)? != super::Status::None {
         return Err(ReencryptError::AlreadyInitialized.into());
@@ -280,6 +315,10 @@ pub fn init(
     moved = moved.min(data_size);
     if moved == 0 || !moved.is_multiple_of(alignment) {
         return Err(ReencryptError::HotzoneAlignment { alignment }.into());
+    }
+    let old = keys.old.as_ref().ok_or(ReencryptError::KeysMissing)?;
+    if let Some(h) = online.as_mut() {
+        h.check(&data_table(hdr, old.as_bytes(), real)?)?;
     }
     let digest_old = luks2_keys::segment_digest(hdr)?
         .ok_or(KeyslotError::NoSegmentDigest)?
@@ -351,7 +390,6 @@ pub fn init(
     json::insert_reencrypt_keyslot(hdr, rk, area, "decrypt", "forward")?;
     json::set_requirement_version(hdr, Some(REQUIREMENT_VERSION))?;
     let c = Context::load(hdr)?;
-    let old = keys.old.as_ref().ok_or(ReencryptError::KeysMissing)?;
     let data = verify::verification_data(hdr, rk, c.version, Some(old.as_bytes()), None)?;
     verify::create(hdr, rk, &data, p.digest_hash, p.digest_iterations)?;
 
@@ -375,19 +413,135 @@ pub fn init(
             .and_then(|_| device.sync())
             .map_err(dio(DeviceOp::WriteData { offset: off }))?;
     }
-    // Move the first segment over the header area (`reencrypt_move_data`).
+    // Online: the mapping gets the moved layout's table and is suspended (its writes to the
+    // first segment flushed) while that segment moves.
+    if let Some(h) = online.as_mut() {
+        let new = data_table(hdr, old.as_bytes(), real)?;
+        h.before_move(&new)?;
+    }
+    // Move the first segment over the header area (`reencrypt_move_data`), then commit: the
+    // only metadata write of the initialization.
+    let moved_and_committed =
+        move_first(device, data_offset, moved).and_then(|_| luks2_keys::write_header(file, hdr));
+    if let Some(h) = online {
+        let resumed = h.after_move(moved_and_committed.is_ok());
+        moved_and_committed?;
+        resumed?;
+    } else {
+        moved_and_committed?;
+    }
+    Ok(rk)
+}
+
+/// Copy the first `moved` bytes of the data area (at `data_offset`) to the start of the
+/// device and sync them.
+fn move_first(device: &dyn Storage, data_offset: u64, moved: u64) -> Result<()> {
     let mut mv = vec![0u8; moved as usize];
-    device
+    let out = device
         .read_exact_at(&mut mv, data_offset)
         .map_err(dio(DeviceOp::ReadData {
             offset: data_offset,
-        }))?;
-    device
-        .write_all_at(&mv, 0)
-        .and_then(|_| device.sync())
-        .map_err(dio(DeviceOp::WriteData { offset: 0 }))?;
+        }))
+        .and_then(|_| {
+            device
+                .write_all_at(&mv, 0)
+                .and_then(|_| device.sync())
+                .map_err(dio(DeviceOp::WriteData { offset: 0 }))
+        });
     mv.fill(0);
-    // Commit: the only metadata write of the initialization.
-    luks2_keys::write_header(file, hdr)?;
-    Ok(rk)
+    out
+}
+
+/// Switch the protection of the moved segment of a decryption in progress (`--resilience`
+/// at a resume, as cryptsetup 2.6.1's `LUKS2_keyslot_reencrypt_update`): `checksum` gives
+/// `datashift-checksum` with that hash, `None` `datashift-journal`. The metadata digest is
+/// checked with `keys` first and made again over the new area; the area keeps its place,
+/// and must be large enough for the moved segment under the new protection. Returns whether
+/// anything changed (and the header was written to `meta`).
+pub fn update_protection(
+    meta: &dyn Storage,
+    hdr: &mut Luks2Header,
+    checksum: Option<HashAlg>,
+    block: u64,
+    keys: &Keys,
+    digest_hash: HashAlg,
+    digest_iterations: u32,
+) -> Result<bool> {
+    let c = Context::load(hdr)?;
+    if c.moved_protection.is_none() {
+        return Err(ReencryptError::Unsupported(
+            "a resilience change of this re-encryption".into(),
+        )
+        .into());
+    }
+    verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
+    let alignment = block
+        .max(u64::from(Context::sector_size(&c.old)))
+        .max(u64::from(Context::sector_size(&c.new)));
+    let slot = c.keyslot.to_string();
+    let area = hdr
+        .json
+        .get("keyslots")
+        .and_then(|k| k.get(&slot))
+        .and_then(|k| k.get("area"))
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+    let kind = area.get("type").and_then(Value::as_str).unwrap_or("");
+    let same = match &checksum {
+        Some(h) => {
+            kind == "datashift-checksum"
+                && area.get("hash").and_then(Value::as_str) == Some(h.name())
+                && area.get("sector_size").and_then(Value::as_u64) == Some(alignment)
+        }
+        None => kind == "datashift-journal",
+    };
+    if same {
+        return Ok(false);
+    }
+    let size = area
+        .get("size")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<u64>().ok())
+        .ok_or_else(|| ctx("reencrypt keyslot area size"))?;
+    let mut new = Map::new();
+    for k in ["offset", "size"] {
+        if let Some(v) = area.get(k) {
+            new.insert(k.into(), v.clone());
+        }
+    }
+    let capacity = match &checksum {
+        Some(h) => {
+            new.insert("type".into(), "datashift-checksum".into());
+            new.insert("hash".into(), h.name().into());
+            new.insert("sector_size".into(), alignment.into());
+            size / h.digest_size() as u64 * alignment
+        }
+        None => {
+            new.insert("type".into(), "datashift-journal".into());
+            size
+        }
+    };
+    if let Some(v) = area.get("shift_size") {
+        new.insert("shift_size".into(), v.clone());
+    }
+    let moved = moved_len(&c);
+    if moved > capacity {
+        return Err(ReencryptError::Unsupported(format!(
+            "Can not update resilience type. New type only provides {capacity} bytes, \
+             required space is: {moved} bytes."
+        ))
+        .into());
+    }
+    hdr.json
+        .get_mut("keyslots")
+        .and_then(|k| k.get_mut(&slot))
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no reencrypt keyslot"))?
+        .insert("area".into(), Value::Object(new));
+    let c = Context::load(hdr)?;
+    let data = super::engine::verification(hdr, &c, keys)?;
+    verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(true)
 }

@@ -26,6 +26,7 @@ use super::pipeline::{self, Io, IoFailure, CHUNK};
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
+use crate::segment::SegmentTable;
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
@@ -220,7 +221,7 @@ pub fn unlock_keys(
     Ok(keys)
 }
 
-fn verification(hdr: &Luks2Header, c: &Context, keys: &Keys) -> Result<SecretBuf> {
+pub(super) fn verification(hdr: &Luks2Header, c: &Context, keys: &Keys) -> Result<SecretBuf> {
     let old = if c.digest_old.is_some() {
         Some(
             keys.old
@@ -881,6 +882,17 @@ impl<'a> Run<'a> {
         self.data.size().map_err(dio(DeviceOp::GetSize))
     }
 
+    /// The live mapping's table now ([`online::live_table`]). A decryption with a moved
+    /// segment keeps the mapping at the size of the old ciphertext, as cryptsetup's
+    /// (`rh->device_size`), though its plaintext segments become dynamic from 0.
+    fn live_table(&self, hdr: &Luks2Header, keys: &Keys) -> Result<(SegmentTable, Option<usize>)> {
+        let (table, hot) = online::live_table(hdr, keys, self.data_device_size()?)?;
+        if self.shift_decrypt {
+            return Ok((table.truncated(self.device_size)?, hot));
+        }
+        Ok((table, hot))
+    }
+
     fn step(
         &mut self,
         hdr: &mut Luks2Header,
@@ -893,7 +905,7 @@ impl<'a> Run<'a> {
         let post = self.post_segments(&hot)?;
         self.assign(hdr, hot, true)?;
         if hook.is_online() {
-            let (table, index) = online::live_table(hdr, keys, self.data_device_size()?)?;
+            let (table, index) = self.live_table(hdr, keys)?;
             let index = index.ok_or_else(|| ctx("no hot zone segment"))?;
             hook.before_hotzone(
                 &table,
@@ -937,7 +949,7 @@ impl<'a> Run<'a> {
         }
         self.touched = false;
         if hook.is_online() {
-            let (table, _) = online::live_table(hdr, keys, self.data_device_size()?)?;
+            let (table, _) = self.live_table(hdr, keys)?;
             hook.after_hotzone(&table)?;
         }
         self.advance();
@@ -1209,7 +1221,7 @@ impl<'a> Run<'a> {
             luks2_keys::write_header(self.meta, hdr)?;
         }
         if hook.is_online() {
-            let (table, _) = online::live_table(hdr, keys, self.data_device_size()?)?;
+            let (table, _) = self.live_table(hdr, keys)?;
             hook.finish(&table, self.progress >= self.device_size)?;
         }
         if self.progress < self.device_size {
@@ -1367,14 +1379,8 @@ pub fn run_online(
         return Ok(Outcome::Finished);
     }
     let mut r = Run::load(meta, data, data_block_size, hdr, keys, opts.max_hotzone)?;
-    if hook.is_online() && r.shift_decrypt {
-        return Err(ReencryptError::Unsupported(
-            "online decryption with a data shift (use --force-offline-reencrypt)".into(),
-        )
-        .into());
-    }
     if hook.is_online() {
-        let (table, _) = online::live_table(hdr, keys, r.data_device_size()?)?;
+        let (table, _) = r.live_table(hdr, keys)?;
         hook.start(&table)?;
     }
     // Offline, with a direct read-write handle, the hot zones stream (see [`pipeline`]).
