@@ -1299,3 +1299,24 @@ fn encrypt_detached_header_with_offset_as_cryptsetup() {
     }
     assert_eq!(offsets, ["4194304", "4194304"]);
 }
+
+/// `--device-size` (cryptsetup: re-encrypt only the first SIZE bytes) is refused, for LUKS2
+/// and LUKS1 alike, and nothing is written: lukskit ignored it and re-encrypted the whole
+/// device (luks2-reencryption-test [16]-[21] use it).
+#[test]
+fn device_size_is_refused_not_ignored() {
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    for kind in ["luks2", "luks1"] {
+        let img = make_image(t.path(), &format!("{kind}.img"), &kf, &["--type", kind]);
+        let before = std::fs::read(&img).unwrap();
+        let r = lk_reencrypt(&img, &kf, &["--device-size", "1M"]);
+        assert_eq!(r.code, 1, "{kind}: {}", r.stderr);
+        assert_eq!(
+            r.stderr.trim(),
+            "Option --device-size is not supported by lukskit's reencrypt yet.",
+            "{kind}"
+        );
+        assert!(std::fs::read(&img).unwrap() == before, "{kind}: written");
+    }
+}

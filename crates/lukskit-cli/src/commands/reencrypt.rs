@@ -267,6 +267,13 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     };
     need_args(args, 1, 2, "<device> [<new_name>]")?;
     let device = &args[0];
+    // cryptsetup re-encrypts only the first SIZE bytes of the data with --device-size;
+    // lukskit cannot yet, and must not re-encrypt the whole device instead.
+    if o.device_size.is_some() {
+        return Err(CliError::invalid(
+            "Option --device-size is not supported by lukskit's reencrypt yet.",
+        ));
+    }
     let activate_name = args.get(1);
     if activate_name.is_some() && !has(o, "init-only") {
         return Err(CliError::invalid(
