@@ -153,21 +153,7 @@ fn cryptsetup_made_volumes_open_and_match() {
         lukskit(&["close", &m.name], b"").ok("close");
         drop(m);
         // Independent check: cryptsetup's volume key, Python's AES-XTS.
-        let vk = volume_key_with("cryptsetup", &img, &key, &[]);
-        if let Some(plain) = python_decrypt(
-            "xts",
-            &hex::decode(&vk).unwrap(),
-            ss,
-            off,
-            &img,
-            0,
-            (1 << 20) / ss,
-        ) {
-            assert!(
-                plain == data,
-                "{kind} {extra:?}: ciphertext does not decrypt to what was written"
-            );
-        }
+        assert_cryptsetup_key_decrypts(&img, &key, ss, off, &data, &format!("{kind} {extra:?}"));
         // The header is untouched: cryptsetup still unlocks it.
         cryptsetup(&["open", "--test-passphrase", "-d", &key, &img], b"")
             .unwrap()
@@ -918,21 +904,7 @@ fn fuse_over_io_uring_is_used_and_matches_cryptsetup() {
         "classic threads woke {classic} times for {ops} requests"
     );
     lukskit(&["close", &m.name], b"").ok("close");
-    let vk = volume_key_with("cryptsetup", &img, &key, &[]);
-    if let Some(plain) = python_decrypt(
-        "xts",
-        &hex::decode(&vk).unwrap(),
-        ss,
-        data_off,
-        &img,
-        0,
-        size / ss,
-    ) {
-        assert!(
-            plain == model,
-            "ciphertext does not decrypt to what was written over io_uring"
-        );
-    }
+    assert_cryptsetup_key_decrypts(&img, &key, ss, data_off, &model, "over io_uring");
     // The classic path, asked for, serves the same volume and reads the same data.
     lukskit_env(
         &["open", &img, &m.name, "-d", &key],
@@ -1070,20 +1042,35 @@ fn concurrent_requests_on_both_fuse_paths_match_cryptsetup() {
             "{path}: device reads back wrong"
         );
         lukskit(&["close", &m.name], b"").ok("close");
-        let vk = volume_key_with("cryptsetup", &img, &key, &[]);
-        if let Some(plain) = python_decrypt(
-            "xts",
-            &hex::decode(&vk).unwrap(),
-            ss,
-            data_off,
-            &img,
-            0,
-            SIZE / ss,
-        ) {
-            assert!(
-                plain == model,
-                "{path}: ciphertext does not decrypt to what was written"
-            );
-        }
+        assert_cryptsetup_key_decrypts(&img, &key, ss, data_off, &model, path);
+    }
+}
+
+/// Independent check of what a mapping wrote: the first `len` bytes of the data area of
+/// LUKS image `img` (data at byte `data_off`, `ss`-byte sectors, aes-xts), decrypted by
+/// Python's AES-XTS with the volume key real cryptsetup gives for key file `key`, must be
+/// `want` (nothing is checked where Python's `cryptography` is missing).
+fn assert_cryptsetup_key_decrypts(
+    img: &str,
+    key: &str,
+    ss: usize,
+    data_off: u64,
+    want: &[u8],
+    what: &str,
+) {
+    let vk = volume_key_with("cryptsetup", img, key, &[]);
+    if let Some(plain) = python_decrypt(
+        "xts",
+        &hex::decode(&vk).unwrap(),
+        ss,
+        data_off,
+        img,
+        0,
+        want.len() / ss,
+    ) {
+        assert!(
+            plain == want,
+            "{what}: ciphertext does not decrypt to what was written"
+        );
     }
 }
