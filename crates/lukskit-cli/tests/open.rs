@@ -26,6 +26,16 @@ fn luks2_image(dir: &Path, size: u64) -> (String, String) {
     (img, key)
 }
 
+/// A 32 MiB LUKS2 image formatted by real cryptsetup (fast PBKDF2), and its key file.
+fn cs_luks2_image(dir: &Path) -> (String, String) {
+    let img = sparse(dir, "img", 32 << 20);
+    let key = write_file(dir, "key", b"cs pass");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2", "--pbkdf", "pbkdf2"];
+    args.extend_from_slice(&["--pbkdf-force-iterations", "1000", &img, &key]);
+    cryptsetup(&args, b"").unwrap().ok("cryptsetup luksFormat");
+    (img, key)
+}
+
 fn open(m: &Mapping, img: &str, key: &str, extra: &[&str]) {
     let mut args = vec!["open", img, &m.name, "-d", key];
     args.extend_from_slice(extra);
@@ -859,11 +869,7 @@ fn fuse_over_io_uring_is_used_and_matches_cryptsetup() {
         return;
     }
     let d = tmp();
-    let img = sparse(d.path(), "img", 32 << 20);
-    let key = write_file(d.path(), "key", b"cs pass");
-    let mut args = vec!["luksFormat", "-q", "--type", "luks2", "--pbkdf", "pbkdf2"];
-    args.extend_from_slice(&["--pbkdf-force-iterations", "1000", &img, &key]);
-    cryptsetup(&args, b"").unwrap().ok("cryptsetup luksFormat");
+    let (img, key) = cs_luks2_image(d.path());
     let m = Mapping::new("furing");
     // Whatever the environment of the test run says.
     lukskit_env(
@@ -956,11 +962,7 @@ fn concurrent_requests_on_both_fuse_paths_match_cryptsetup() {
             continue;
         }
         let d = tmp();
-        let img = sparse(d.path(), "img", 32 << 20);
-        let key = write_file(d.path(), "key", b"cs pass");
-        let mut args = vec!["luksFormat", "-q", "--type", "luks2", "--pbkdf", "pbkdf2"];
-        args.extend_from_slice(&["--pbkdf-force-iterations", "1000", &img, &key]);
-        cryptsetup(&args, b"").unwrap().ok("cryptsetup luksFormat");
+        let (img, key) = cs_luks2_image(d.path());
         let m = Mapping::new("fconc");
         lukskit_env(
             &["open", &img, &m.name, "-d", &key],
