@@ -90,6 +90,30 @@ writer() {
 # The header is $HDR when set (a header moved out to a file), else the device's own.
 in_reencryption() { cryptsetup luksDump ${HDR:-$D} | grep -q 'online-reencrypt'; }
 
+# Run "$@" with a deadline of $1 seconds: a step that hangs (I/O stuck in a suspended
+# device) fails the case at once with the device stack and the kernel's list of blocked
+# tasks (sysrq w, in the kernel log printed here), instead of running into the VM's timeout.
+guard() {
+    secs=$1
+    shift
+    "$@" &
+    gp=$!
+    t=0
+    while kill -0 $gp 2>/dev/null; do
+        sleep 1
+        t=$((t + 1))
+        if [ $t -ge "$secs" ]; then
+            echo "HUNG for ${secs} s: $*"
+            dmsetup info -c -o name,attr,open,major,minor
+            echo w > /proc/sysrq-trigger
+            sleep 1
+            dmesg | tail -n 120
+            fail "hung: $*"
+        fi
+    done
+    wait $gp
+}
+
 # After a kill -9 in the middle of an online run: what a crash leaves is the helper stack,
 # maybe with the hot-zone device suspended, and (killed between the two steps of a table
 # switch, both tools suspend the overlay, then the hot zone, then resume the overlay) the
@@ -101,15 +125,18 @@ suspended() { dmsetup info -c --noheadings -o attr "$1" 2>/dev/null | grep -q '^
 teardown_after_kill() {
     for hz in $(dmsetup ls | awk '/-hotzone-/ {print $1}'); do
         n=$(dmsetup table $hz | awk '{print $2}')
-        dmsetup load $hz --table "0 $n error" && dmsetup resume $hz || fail "cannot fail $hz"
+        guard 60 dmsetup load $hz --table "0 $n error" && guard 60 dmsetup resume $hz \
+            || fail "cannot fail $hz"
     done
     for dev in v-overlay v; do
         if suspended $dev; then
             echo "resuming $dev, left suspended by the kill"
-            dmsetup resume $dev || fail "cannot resume $dev"
+            guard 60 dmsetup resume $dev || fail "cannot resume $dev"
         fi
     done
-    umount /mnt 2>/dev/null || umount -l /mnt
+    echo "after the teardown's resumes:"
+    dmsetup info -c -o name,attr | sed 's/^/  /'
+    guard 180 umount /mnt 2>/dev/null || guard 60 umount -l /mnt
     dmsetup remove v 2>/dev/null || { sleep 1; dmsetup remove v; } || fail "cannot remove v"
     dmsetup remove v-overlay 2>/dev/null
     for hz in $(dmsetup ls | awk '/-hotzone-/ {print $1}'); do dmsetup remove $hz; done
