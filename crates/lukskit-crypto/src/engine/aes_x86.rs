@@ -2069,6 +2069,73 @@ mod tests {
         }
     }
 
+    /// Block-by-block XTS over the `aes` crate (the reference of the kernel tests).
+    fn reference_xts(key: &[u8], t0: u128, data: &mut [u8], encrypt: bool) {
+        let mut t = t0;
+        for blk in data.chunks_exact_mut(16) {
+            let tb = t.to_le_bytes();
+            blk.iter_mut().zip(&tb).for_each(|(d, s)| *d ^= s);
+            crate_ecb(key, blk, encrypt);
+            blk.iter_mut().zip(&tb).for_each(|(d, s)| *d ^= s);
+            t = mul_x(t);
+        }
+    }
+
+    /// The eight-register 256-bit XTS kernel (tweaks derived per unit in the previous
+    /// unit's last group, ×α¹⁶ between groups) against the four-register one and the
+    /// block-by-block reference: one to 16 groups per unit, unit counts around the
+    /// 16-unit calls and the 32-sector runs of the sector path, and buffers of any block
+    /// count through [`AesVaes::xts`] (the 256-byte groups, then an 8-block group and
+    /// single blocks), with the kernel on and off.
+    #[test]
+    fn xts_eight_register_256bit_kernel_matches() {
+        if !have_vaes("xts_eight_register_256bit_kernel_matches") {
+            return;
+        }
+        let mut seed = 13;
+        for klen in [16, 24, 32] {
+            let key = rng_bytes(&mut seed, klen);
+            let k = AesVaes::with_width(&key, false).unwrap();
+            for unit in [256usize, 512, 768, 1024, 4096] {
+                for n in [1usize, 2, 3, 15, 16, 17, 31, 32, 33] {
+                    let first: Vec<u128> = (0..n)
+                        .map(|_| u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap()))
+                        .collect();
+                    let pt = rng_bytes(&mut seed, n * unit);
+                    for encrypt in [true, false] {
+                        let mut a = pt.clone();
+                        k.xts_units_narrow8(&first, &mut a, unit, encrypt);
+                        let mut b = pt.clone();
+                        k.xts_units_narrow4(&first, &mut b, unit, encrypt);
+                        let what = format!("key {klen} unit {unit} n {n} enc {encrypt}");
+                        assert_eq!(a, b, "8/4 registers {what}");
+                        let mut r = pt.clone();
+                        for (u, &t) in r.chunks_mut(unit).zip(&first) {
+                            reference_xts(&key, t, u, encrypt);
+                        }
+                        assert_eq!(a, r, "reference {what}");
+                    }
+                }
+            }
+            let mut four = AesVaes::with_width(&key, false).unwrap();
+            four.eight = false;
+            for nblocks in (1..=56).chain([255, 256, 257, 263, 264, 271]) {
+                let t0 = u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap());
+                let pt = rng_bytes(&mut seed, nblocks * 16);
+                for encrypt in [true, false] {
+                    let mut r = pt.clone();
+                    reference_xts(&key, t0, &mut r, encrypt);
+                    for kern in [&k, &four] {
+                        let mut a = pt.clone();
+                        kern.xts(t0, &mut a, encrypt);
+                        let e = kern.eight;
+                        assert_eq!(a, r, "key {klen} blocks {nblocks} enc {encrypt} eight {e}");
+                    }
+                }
+            }
+        }
+    }
+
     /// Lockstep CBC encryption of 16 units (direct and through the 256-byte slices used for
     /// units of 2 KiB and more) against one chain at a time over the `aes` crate.
     #[test]
