@@ -10,7 +10,8 @@
 //! `openssl speed -evp aes-256-xts` does; AWS-LC refuses that); the faster of the two counts.
 //!
 //! Also: lukskit with its 256-bit kernels (`LUKSKIT_NO_AVX512`) and with the four-register
-//! 512-bit XTS kernel for 512-byte sectors (`LUKSKIT_XTS_4REG`), with 2 threads (one buffer
+//! XTS kernels (`LUKSKIT_XTS_4REG`: the 512-bit one for 512-byte sectors with AVX-512, the
+//! 256-bit one for every sector size without), with 2 threads (one buffer
 //! per thread), AES-CBC-ESSIV decryption with 1 and 2 threads, and, as the machine's own
 //! ceiling for that scaling, AWS-LC in 1 and 2 threads (a context and buffer per thread).
 //!

@@ -47,9 +47,10 @@ pub(crate) struct AesVaes {
     /// Whether the 512-bit kernels are used (the CPU has AVX-512 F/BW and VAES, VPCLMULQDQ
     /// on 512-bit registers; see [`wide_available`]).
     wide: bool,
-    /// Whether the 512-bit XTS kernel with eight registers in flight is used for 512-byte
-    /// units (always, unless `LUKSKIT_XTS_4REG` was set at key setup: a benchmark knob to
-    /// compare it with the four-register kernel; same output).
+    /// Whether the XTS kernels with eight registers in flight are used: the 512-bit one for
+    /// 512-byte units, the 256-bit one (without AVX-512) for every unit or buffer of 256
+    /// bytes or more (always, unless `LUKSKIT_XTS_4REG` was set at key setup: a benchmark
+    /// knob to compare them with the four-register kernels; same output).
     eight: bool,
 }
 
@@ -615,6 +616,247 @@ aes_kernels!(
     448
 );
 
+/// Generates, for one key size and direction, the 256-bit XTS kernel with eight registers
+/// (16 blocks, 256 bytes) in flight: `ymm0..ymm7` hold the data, `ymm8` the current round
+/// key, `ymm15` the reduction constant, `ymm9..ymm14` are scratch.
+///
+/// On Zen 3 a 256-bit `vaesenc` has a latency of 4 cycles and two issue per cycle, so eight
+/// independent registers are what it takes to keep both AES units busy; the four-register
+/// kernel of [`aes_kernels`] relies on out-of-order execution to overlap two groups. With
+/// the data in eight registers there is no room for the tweaks too, and round keys as
+/// memory operands cost a load per instruction (two loads per cycle is the limit here,
+/// measured ~25 % slower), so the round key is loaded once per round into `ymm8` and the
+/// tweaks live in a 512-byte buffer: two halves, `{cur}` (this group's 16 tweaks, two per
+/// 32-byte row) and `{nxt}` (the next group's), swapped after each group.
+///
+/// The next group's tweaks are computed between the first eight rounds, one row per round
+/// (so that they share the cycles the AES units leave): within a unit the current ones
+/// ×α¹⁶ per lane (a 2-byte lane shift and the reduction of the 16 bits shifted out by
+/// 0x87); in the last group of a unit, the next unit's first 16 tweaks, each derived
+/// straight from its first tweak T (lane `j` of row `k` = T·α^(2k + j), per-qword variable
+/// shifts from [`TWEAK16_SHIFTS`] and one carry-less reduction: no chain). So a 512-byte
+/// sector costs no set-up of its own beyond the AES rounds.
+macro_rules! narrow8_kernel {
+    ($name:ident, $op:literal, $last:literal,
+     [$o1:literal, $o2:literal, $o3:literal, $o4:literal, $o5:literal, $o6:literal,
+      $o7:literal, $o8:literal $(, $off:literal)*], $lo:literal) => {
+        /// XTS over `units` consecutive data units of `groups` × 16 blocks each at `p`, in
+        /// place; `tw` holds the first tweak of each unit (16 bytes per unit, little-endian);
+        /// `buf` is a 512-byte scratch buffer (32-byte aligned) that receives tweaks.
+        ///
+        /// # Safety
+        /// The CPU must support AVX2, VAES and VPCLMULQDQ; `rk` must point to a
+        /// [`RoundKeys`]; `tw .. tw + 16 * units` must be readable, `p .. p + 256 * groups *
+        /// units` and `buf .. buf + 512` valid for reads and writes, `buf` 32-byte aligned;
+        /// `groups >= 1`, `units >= 1`.
+        #[target_feature(enable = "avx2,vaes,vpclmulqdq")]
+        unsafe fn $name(
+            rk: *const u8,
+            p: *mut u8,
+            groups: usize,
+            units: usize,
+            tw: *const u8,
+            buf: *mut u8,
+        ) {
+            // SAFETY: guaranteed by the caller; the asm touches only that memory, the
+            // 32 bytes of `POLY`, the 512 bytes of `TWEAK16_SHIFTS` and the declared
+            // registers.
+            unsafe {
+                asm!(
+                    "vmovdqu ymm15, [{poly}]",
+                    // The first unit's tweaks into {cur}: the same steps with {nxt} = {cur}.
+                    "xchg {cur}, {nxt}",
+                    "vbroadcasti128 ymm9, [{tw}]",
+                    narrow8_kernel!(@first 0), narrow8_kernel!(@first 1),
+                    narrow8_kernel!(@first 2), narrow8_kernel!(@first 3),
+                    narrow8_kernel!(@first 4), narrow8_kernel!(@first 5),
+                    narrow8_kernel!(@first 6), narrow8_kernel!(@first 7),
+                    "xchg {cur}, {nxt}",
+                    "3:",
+                    "mov {n}, {groups}",
+                    "2:",
+                    "cmp {n}, 1",
+                    "je 5f",
+                    // A group with another one after it in this unit.
+                    narrow8_kernel!(@group $op, $last, mul16,
+                                    [$o1, $o2, $o3, $o4, $o5, $o6, $o7, $o8 $(, $off)*], $lo),
+                    "dec {n}",
+                    "jmp 2b",
+                    "5:",
+                    // The unit's last group: derive the next unit's first tweaks (from this
+                    // unit's own T for the last unit: computed, never used).
+                    "mov {n}, {tw}",
+                    "add {tw}, 16",
+                    "cmp {units}, 1",
+                    "cmove {tw}, {n}",
+                    "vbroadcasti128 ymm9, [{tw}]",
+                    narrow8_kernel!(@group $op, $last, first,
+                                    [$o1, $o2, $o3, $o4, $o5, $o6, $o7, $o8 $(, $off)*], $lo),
+                    "dec {units}",
+                    "jnz 3b",
+                    // Leave no key, tweak or data in any vector register.
+                    "vzeroall",
+                    rk = in(reg) rk,
+                    tw = inout(reg) tw => _,
+                    poly = in(reg) POLY.as_ptr(),
+                    cnt = in(reg) TWEAK16_SHIFTS.0.as_ptr(),
+                    p = inout(reg) p => _,
+                    groups = in(reg) groups,
+                    units = inout(reg) units => _,
+                    cur = inout(reg) buf => _,
+                    nxt = inout(reg) buf.wrapping_add(256) => _,
+                    n = out(reg) _,
+                    out("ymm0") _, out("ymm1") _, out("ymm2") _, out("ymm3") _,
+                    out("ymm4") _, out("ymm5") _, out("ymm6") _, out("ymm7") _,
+                    out("ymm8") _, out("ymm9") _, out("ymm10") _, out("ymm11") _,
+                    out("ymm12") _, out("ymm13") _, out("ymm14") _, out("ymm15") _,
+                    options(nostack),
+                );
+            }
+        }
+    };
+    // One group of 16 blocks at {p} with the tweaks at {cur}; `@$step k` (row k of the next
+    // group's tweaks into {nxt}) after each of the first eight rounds; then {p} advances and
+    // {cur}/{nxt} swap.
+    (@group $op:literal, $last:literal, $step:ident,
+     [$o1:literal, $o2:literal, $o3:literal, $o4:literal, $o5:literal, $o6:literal,
+      $o7:literal, $o8:literal $(, $off:literal)*], $lo:literal) => {
+        concat!(
+            // Whitening: data ^ round key 0 ^ tweak.
+            "vmovdqa ymm8, [{rk}]\n",
+            "vpxor ymm0, ymm8, [{p}]\n",
+            "vpxor ymm1, ymm8, [{p} + 32]\n",
+            "vpxor ymm2, ymm8, [{p} + 64]\n",
+            "vpxor ymm3, ymm8, [{p} + 96]\n",
+            "vpxor ymm4, ymm8, [{p} + 128]\n",
+            "vpxor ymm5, ymm8, [{p} + 160]\n",
+            "vpxor ymm6, ymm8, [{p} + 192]\n",
+            "vpxor ymm7, ymm8, [{p} + 224]\n",
+            "vpxor ymm0, ymm0, [{cur}]\n",
+            "vpxor ymm1, ymm1, [{cur} + 32]\n",
+            "vpxor ymm2, ymm2, [{cur} + 64]\n",
+            "vpxor ymm3, ymm3, [{cur} + 96]\n",
+            "vpxor ymm4, ymm4, [{cur} + 128]\n",
+            "vpxor ymm5, ymm5, [{cur} + 160]\n",
+            "vpxor ymm6, ymm6, [{cur} + 192]\n",
+            "vpxor ymm7, ymm7, [{cur} + 224]\n",
+            narrow8_kernel!(@round $op, $o1), narrow8_kernel!(@ $step 0),
+            narrow8_kernel!(@round $op, $o2), narrow8_kernel!(@ $step 1),
+            narrow8_kernel!(@round $op, $o3), narrow8_kernel!(@ $step 2),
+            narrow8_kernel!(@round $op, $o4), narrow8_kernel!(@ $step 3),
+            narrow8_kernel!(@round $op, $o5), narrow8_kernel!(@ $step 4),
+            narrow8_kernel!(@round $op, $o6), narrow8_kernel!(@ $step 5),
+            narrow8_kernel!(@round $op, $o7), narrow8_kernel!(@ $step 6),
+            narrow8_kernel!(@round $op, $o8), narrow8_kernel!(@ $step 7),
+            $( narrow8_kernel!(@round $op, $off), )*
+            // Last round with (round key ^ tweak), then store.
+            concat!("vmovdqa ymm8, [{rk} + ", $lo, "]\n"),
+            narrow8_kernel!(@last $last, 0, "ymm9"),
+            narrow8_kernel!(@last $last, 1, "ymm10"),
+            narrow8_kernel!(@last $last, 2, "ymm11"),
+            narrow8_kernel!(@last $last, 3, "ymm12"),
+            narrow8_kernel!(@last $last, 4, "ymm13"),
+            narrow8_kernel!(@last $last, 5, "ymm14"),
+            narrow8_kernel!(@last $last, 6, "ymm9"),
+            narrow8_kernel!(@last $last, 7, "ymm10"),
+            "add {p}, 256\n",
+            "xchg {cur}, {nxt}\n"
+        )
+    };
+    // One round on ymm0..7 with the round key at {rk} + $off (through ymm8).
+    (@round $op:literal, $off:literal) => {
+        concat!(
+            "vmovdqa ymm8, [{rk} + ", $off, "]\n",
+            $op, " ymm0, ymm0, ymm8\n",
+            $op, " ymm1, ymm1, ymm8\n",
+            $op, " ymm2, ymm2, ymm8\n",
+            $op, " ymm3, ymm3, ymm8\n",
+            $op, " ymm4, ymm4, ymm8\n",
+            $op, " ymm5, ymm5, ymm8\n",
+            $op, " ymm6, ymm6, ymm8\n",
+            $op, " ymm7, ymm7, ymm8\n"
+        )
+    };
+    // Last round of block pair $k with key ymm8 ^ tweak row $k (in scratch $s), store.
+    (@last $last:literal, $k:literal, $s:literal) => {
+        concat!(
+            "vpxor ", $s, ", ymm8, [{cur} + 32 * ", $k, "]\n",
+            $last, " ymm", $k, ", ymm", $k, ", ", $s, "\n",
+            "vmovdqu [{p} + 32 * ", $k, "], ymm", $k, "\n"
+        )
+    };
+    // Row $k of {nxt} = row $k of {cur} ×α¹⁶ per lane: the top 16 bits of each lane,
+    // reduced by x^128 = x^7 + x^2 + x + 1, XORed into the lane shifted by 2 bytes.
+    (@mul16 $k:literal) => {
+        concat!(
+            "vmovdqa ymm10, [{cur} + 32 * ", $k, "]\n",
+            "vpsrldq ymm11, ymm10, 14\n",
+            "vpclmulqdq ymm11, ymm11, ymm15, 0\n",
+            "vpslldq ymm10, ymm10, 2\n",
+            "vpxor ymm10, ymm10, ymm11\n",
+            "vmovdqa [{nxt} + 32 * ", $k, "], ymm10\n"
+        )
+    };
+    // Row $k of {nxt} = T·α^(2k + j) per lane j, T in both lanes of ymm9: each qword
+    // shifted left, the bits leaving the low qword carried into the high one, those leaving
+    // the high one (fewer than 16) reduced as h·0x87 into the low one (the carry-less
+    // multiply takes the high qword of ymm11 directly: immediate 0x01).
+    (@first $k:literal) => {
+        concat!(
+            "vpsllvq ymm10, ymm9, [{cnt} + 64 * ", $k, "]\n",
+            "vpsrlvq ymm11, ymm9, [{cnt} + 64 * ", $k, " + 32]\n",
+            "vpslldq ymm12, ymm11, 8\n",
+            "vpclmulqdq ymm11, ymm11, ymm15, 0x01\n",
+            "vpxor ymm10, ymm10, ymm12\n",
+            "vpxor ymm10, ymm10, ymm11\n",
+            "vmovdqa [{nxt} + 32 * ", $k, "], ymm10\n"
+        )
+    };
+}
+
+narrow8_kernel!(
+    xts8y_enc_10,
+    "vaesenc",
+    "vaesenclast",
+    [32, 64, 96, 128, 160, 192, 224, 256, 288],
+    320
+);
+narrow8_kernel!(
+    xts8y_enc_12,
+    "vaesenc",
+    "vaesenclast",
+    [32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352],
+    384
+);
+narrow8_kernel!(
+    xts8y_enc_14,
+    "vaesenc",
+    "vaesenclast",
+    [32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416],
+    448
+);
+narrow8_kernel!(
+    xts8y_dec_10,
+    "vaesdec",
+    "vaesdeclast",
+    [32, 64, 96, 128, 160, 192, 224, 256, 288],
+    320
+);
+narrow8_kernel!(
+    xts8y_dec_12,
+    "vaesdec",
+    "vaesdeclast",
+    [32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352],
+    384
+);
+narrow8_kernel!(
+    xts8y_dec_14,
+    "vaesdec",
+    "vaesdeclast",
+    [32, 64, 96, 128, 160, 192, 224, 256, 288, 320, 352, 384, 416],
+    448
+);
+
 /// Generates, for one key size and direction, the 512-bit (AVX-512 + VAES) kernels: the
 /// fused XTS kernel (16 blocks in flight per data unit, the next 16 tweaks computed as ×α¹⁶
 /// per lane between the rounds) and an ECB kernel of 32 blocks per iteration.
@@ -1096,6 +1338,8 @@ struct Kernels {
     ecb2: unsafe fn(*const u8, *mut u8, usize),
     ecb1: unsafe fn(*const u8, *mut u8),
     xts: unsafe fn(*const u8, *mut u8, usize, usize, *const u8),
+    /// 256-bit XTS with 16 blocks in flight (256-byte groups, first tweak per unit).
+    xts8y: unsafe fn(*const u8, *mut u8, usize, usize, *const u8, *mut u8),
     /// 512-bit XTS (16 blocks per group, 256-byte tweak rows); AVX-512 CPUs only.
     xts512: unsafe fn(*const u8, *mut u8, usize, usize, *const u8),
     /// 512-bit ECB (32 blocks per group); AVX-512 CPUs only.
@@ -1110,6 +1354,7 @@ const ENC: [Kernels; 3] = [
         ecb2: enc2_10,
         ecb1: enc1_10,
         xts: xts_enc_10,
+        xts8y: xts8y_enc_10,
         xts512: xts512_enc_10,
         ecb512: ecb512_enc_10,
         xts8: xts8_enc_10,
@@ -1119,6 +1364,7 @@ const ENC: [Kernels; 3] = [
         ecb2: enc2_12,
         ecb1: enc1_12,
         xts: xts_enc_12,
+        xts8y: xts8y_enc_12,
         xts512: xts512_enc_12,
         ecb512: ecb512_enc_12,
         xts8: xts8_enc_12,
@@ -1128,6 +1374,7 @@ const ENC: [Kernels; 3] = [
         ecb2: enc2_14,
         ecb1: enc1_14,
         xts: xts_enc_14,
+        xts8y: xts8y_enc_14,
         xts512: xts512_enc_14,
         ecb512: ecb512_enc_14,
         xts8: xts8_enc_14,
@@ -1139,6 +1386,7 @@ const DEC: [Kernels; 3] = [
         ecb2: dec2_10,
         ecb1: dec1_10,
         xts: xts_dec_10,
+        xts8y: xts8y_dec_10,
         xts512: xts512_dec_10,
         ecb512: ecb512_dec_10,
         xts8: xts8_dec_10,
@@ -1148,6 +1396,7 @@ const DEC: [Kernels; 3] = [
         ecb2: dec2_12,
         ecb1: dec1_12,
         xts: xts_dec_12,
+        xts8y: xts8y_dec_12,
         xts512: xts512_dec_12,
         ecb512: ecb512_dec_12,
         xts8: xts8_dec_12,
@@ -1157,6 +1406,7 @@ const DEC: [Kernels; 3] = [
         ecb2: dec2_14,
         ecb1: dec1_14,
         xts: xts_dec_14,
+        xts8y: xts8y_dec_14,
         xts512: xts512_dec_14,
         ecb512: ecb512_dec_14,
         xts8: xts8_dec_14,
@@ -1165,6 +1415,30 @@ const DEC: [Kernels; 3] = [
 
 /// x¹²⁸ = x⁷ + x² + x + 1: the reduction constant in the low qword of both 128-bit lanes.
 static POLY: [u64; 4] = [0x87, 0, 0x87, 0];
+
+/// The tweak buffer of the eight-register 256-bit XTS kernel.
+#[repr(C, align(32))]
+struct TweakBuf([u8; 512]);
+
+/// Per-qword shift counts of the eight-register 256-bit XTS kernel's first tweaks: for
+/// register k (64 bytes each), lane j shifted left by 2k + j (4 qwords), then right by
+/// 64 − (2k + j) (4 qwords; a count of 64 gives 0 in `vpsrlvq`).
+#[repr(C, align(32))]
+struct Shifts16([u64; 64]);
+static TWEAK16_SHIFTS: Shifts16 = Shifts16(tweak16_shifts());
+
+const fn tweak16_shifts() -> [u64; 64] {
+    let mut s = [0u64; 64];
+    let mut i = 0;
+    while i < 32 {
+        // Register k = i / 4, lane j = (i % 4) / 2 (two qwords per lane).
+        let n = (i / 4 * 2 + i % 4 / 2) as u64;
+        s[i / 4 * 8 + i % 4] = n;
+        s[i / 4 * 8 + 4 + i % 4] = 64 - n;
+        i += 1;
+    }
+    s
+}
 
 /// Per-qword shift counts of the 512-bit XTS kernel's first tweaks: lane k (both qwords)
 /// shifted left by k, then right by 64 − k (a count of 64 gives 0 in `vpsrlvq`).
@@ -1312,8 +1586,21 @@ impl AesVaes {
     /// [`AesVaes::xts`] with the 256-bit kernels (and the one-block tail).
     fn xts_narrow(&self, t: u128, data: &mut [u8], encrypt: bool) {
         let groups = data.len() / 128;
+        if self.eight && groups >= 2 {
+            // The eight-register kernel over the whole 256-byte groups, then at most one
+            // 8-block group and single blocks, starting with the tweak times α^(16·n).
+            let n = groups / 2;
+            self.xts_units_narrow8(&[t], &mut data[..n * 256], n * 256, encrypt);
+            let mut t = t;
+            for _ in 0..n * 16 {
+                t = mul_x(t);
+            }
+            self.xts_narrow(t, &mut data[n * 256..], encrypt);
+            t.zeroize();
+            return;
+        }
         if groups > 0 {
-            self.xts_units_narrow(&[t], &mut data[..groups * 128], groups * 128, encrypt);
+            self.xts_units_narrow4(&[t], &mut data[..groups * 128], groups * 128, encrypt);
         }
         // Fewer than 8 trailing blocks (only for tiny buffers, e.g. EBOIV): block by block,
         // with the tweak advanced by α^(8·groups).
@@ -1397,7 +1684,46 @@ impl AesVaes {
     }
 
     /// [`AesVaes::xts_units`] with the 256-bit kernel; `unit` a non-zero multiple of 128.
+    /// The eight-register kernel when `unit` is a multiple of 256 (unless `LUKSKIT_XTS_4REG`
+    /// was set at key setup), the four-register one otherwise.
     fn xts_units_narrow(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
+        if self.eight && unit.is_multiple_of(256) {
+            self.xts_units_narrow8(first, data, unit, encrypt);
+        } else {
+            self.xts_units_narrow4(first, data, unit, encrypt);
+        }
+    }
+
+    /// [`AesVaes::xts_units`] with the eight-register 256-bit kernel; `unit` a non-zero
+    /// multiple of 256.
+    fn xts_units_narrow8(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
+        assert!(unit > 0 && unit.is_multiple_of(256) && data.len() == first.len() * unit);
+        if first.is_empty() {
+            return;
+        }
+        let (k, rk) = self.kernels(encrypt);
+        let mut buf = TweakBuf([0; 512]);
+        // SAFETY: invariant of the struct for the CPU features; `rk` is the matching
+        // schedule; `first` holds 16 bytes (a `u128`, whose in-memory bytes on little-endian
+        // x86-64 are the XTS tweak block) for each of the `first.len() >= 1` units; `data` is
+        // exactly `first.len() * unit` bytes (asserted above), with `unit / 256 >= 1` groups
+        // per unit; `buf` is 512 bytes, 32-byte aligned.
+        unsafe {
+            (k.xts8y)(
+                rk,
+                data.as_mut_ptr(),
+                unit / 256,
+                first.len(),
+                first.as_ptr().cast(),
+                buf.0.as_mut_ptr(),
+            )
+        };
+        buf.0.zeroize();
+    }
+
+    /// [`AesVaes::xts_units`] with the four-register 256-bit kernel; `unit` a non-zero
+    /// multiple of 128.
+    fn xts_units_narrow4(&self, first: &[u128], data: &mut [u8], unit: usize, encrypt: bool) {
         assert!(unit > 0 && unit.is_multiple_of(128) && data.len() == first.len() * unit);
         let (k, rk) = self.kernels(encrypt);
         // Per unit, the tweaks of its first eight blocks (x86-64 is little-endian, so the
@@ -1737,6 +2063,73 @@ mod tests {
                         let mut c = pt.clone();
                         k.xts_units_wide_with(&first, &mut c, unit, encrypt, false);
                         assert_eq!(a, c, "8/4 registers key {klen} unit {unit} n {n}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Block-by-block XTS over the `aes` crate (the reference of the kernel tests).
+    fn reference_xts(key: &[u8], t0: u128, data: &mut [u8], encrypt: bool) {
+        let mut t = t0;
+        for blk in data.chunks_exact_mut(16) {
+            let tb = t.to_le_bytes();
+            blk.iter_mut().zip(&tb).for_each(|(d, s)| *d ^= s);
+            crate_ecb(key, blk, encrypt);
+            blk.iter_mut().zip(&tb).for_each(|(d, s)| *d ^= s);
+            t = mul_x(t);
+        }
+    }
+
+    /// The eight-register 256-bit XTS kernel (tweaks derived per unit in the previous
+    /// unit's last group, ×α¹⁶ between groups) against the four-register one and the
+    /// block-by-block reference: one to 16 groups per unit, unit counts around the
+    /// 16-unit calls and the 32-sector runs of the sector path, and buffers of any block
+    /// count through [`AesVaes::xts`] (the 256-byte groups, then an 8-block group and
+    /// single blocks), with the kernel on and off.
+    #[test]
+    fn xts_eight_register_256bit_kernel_matches() {
+        if !have_vaes("xts_eight_register_256bit_kernel_matches") {
+            return;
+        }
+        let mut seed = 13;
+        for klen in [16, 24, 32] {
+            let key = rng_bytes(&mut seed, klen);
+            let k = AesVaes::with_width(&key, false).unwrap();
+            for unit in [256usize, 512, 768, 1024, 4096] {
+                for n in [1usize, 2, 3, 15, 16, 17, 31, 32, 33] {
+                    let first: Vec<u128> = (0..n)
+                        .map(|_| u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap()))
+                        .collect();
+                    let pt = rng_bytes(&mut seed, n * unit);
+                    for encrypt in [true, false] {
+                        let mut a = pt.clone();
+                        k.xts_units_narrow8(&first, &mut a, unit, encrypt);
+                        let mut b = pt.clone();
+                        k.xts_units_narrow4(&first, &mut b, unit, encrypt);
+                        let what = format!("key {klen} unit {unit} n {n} enc {encrypt}");
+                        assert_eq!(a, b, "8/4 registers {what}");
+                        let mut r = pt.clone();
+                        for (u, &t) in r.chunks_mut(unit).zip(&first) {
+                            reference_xts(&key, t, u, encrypt);
+                        }
+                        assert_eq!(a, r, "reference {what}");
+                    }
+                }
+            }
+            let mut four = AesVaes::with_width(&key, false).unwrap();
+            four.eight = false;
+            for nblocks in (1..=56).chain([255, 256, 257, 263, 264, 271]) {
+                let t0 = u128::from_le_bytes(rng_bytes(&mut seed, 16).try_into().unwrap());
+                let pt = rng_bytes(&mut seed, nblocks * 16);
+                for encrypt in [true, false] {
+                    let mut r = pt.clone();
+                    reference_xts(&key, t0, &mut r, encrypt);
+                    for kern in [&k, &four] {
+                        let mut a = pt.clone();
+                        kern.xts(t0, &mut a, encrypt);
+                        let e = kern.eight;
+                        assert_eq!(a, r, "key {klen} blocks {nblocks} enc {encrypt} eight {e}");
                     }
                 }
             }
