@@ -1569,3 +1569,44 @@ fn decrypt_with_a_detached_header_of_nonzero_data_offset_refused_as_cryptsetup()
     assert_ne!(seen[0].0, 0, "cryptsetup");
     assert_eq!(seen[1], seen[0]);
 }
+
+/// luks2-reencryption-test [5] ("funny user ideas"): `--decrypt DEV --header DEV` (the
+/// device itself, or a link to it) is refused at once by both tools with the same words and
+/// nothing is written; lukskit took the device's write lock a second time and waited for
+/// ever (run under `timeout` here so that this fails instead of hanging).
+#[test]
+fn decrypt_with_the_device_as_its_own_header_refused_as_cryptsetup() {
+    if !have_cryptsetup("decrypt_with_the_device_as_its_own_header_refused_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    let img = make_image(t.path(), "orig.img", &kf, &[]);
+    let link = t.path().join("link").to_str().unwrap().to_string();
+    std::os::unix::fs::symlink(&img, &link).unwrap();
+    let before = std::fs::read(&img).unwrap();
+    for hdr in [&img, &link] {
+        let args = [
+            "reencrypt",
+            "--decrypt",
+            &img,
+            "--header",
+            hdr,
+            "-q",
+            "-d",
+            &kf,
+            "--force-offline-reencrypt",
+        ];
+        let cs = cryptsetup(&args, b"").unwrap();
+        let lk = std::process::Command::new("timeout")
+            .arg("60")
+            .arg(env!("CARGO_BIN_EXE_lukskit"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_ne!(cs.code, 0, "cryptsetup {hdr}");
+        assert_eq!(lk.status.code(), Some(cs.code), "{hdr}");
+        assert_eq!(String::from_utf8_lossy(&lk.stderr), cs.stderr, "{hdr}");
+        assert!(std::fs::read(&img).unwrap() == before, "{hdr}: written");
+    }
+}

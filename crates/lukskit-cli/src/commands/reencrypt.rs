@@ -277,6 +277,15 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     if super::reencrypt_luks1::dispatch(o, device)?.is_some() {
         return Ok(());
     }
+    // `--decrypt --header DEVICE` (the device itself, or a link to it) is no detached
+    // header: cryptsetup 2.6.1 refuses it at once (lukskit took the device's write lock a
+    // second time and waited for ever; luks2-reencryption-test [5]).
+    if has(o, "decrypt") && o.header.as_deref().is_some_and(|h| same_device(h, device)) {
+        return Err(CliError::invalid(
+            "LUKS2 decryption is supported with detached header device only (with data \
+             offset set to 0).",
+        ));
+    }
     if has(o, "init-only") && has(o, "resume-only") {
         return Err(CliError::invalid(
             "Options --init-only and --resume-only cannot be combined.",
@@ -510,6 +519,18 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         return Err(CliError::invalid("\nReencryption interrupted."));
     }
     Ok(())
+}
+
+/// Whether paths `a` and `b` name the same file or block device (links followed).
+fn same_device(a: &str, b: &str) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) if x.file_type().is_block_device() && y.file_type().is_block_device() => {
+            x.rdev() == y.rdev()
+        }
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
