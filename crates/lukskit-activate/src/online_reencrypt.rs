@@ -89,6 +89,30 @@ impl KernelReencrypt {
     /// `forward`: the direction (it names the hot-zone device). Checks that `name` is a
     /// mapping of crypt/linear targets on one device and that no helper device is left.
     pub fn new(name: &str, luks_uuid: &str, forward: bool, data_offset: u64) -> Result<Self> {
+        let me = Self::query(name, luks_uuid, forward, data_offset)?;
+        for helper in [&me.overlay, &me.hotzone] {
+            if me.dm.info(helper).is_ok() {
+                return Err(ActivateError::InvalidRequest(format!(
+                    "Failed to activate hotzone device {}. Device {helper} already \
+                     exists (left over by an interrupted online re-encryption): close \
+                     {name} and remove it first.",
+                    me.hotzone
+                )));
+            }
+        }
+        Ok(me)
+    }
+
+    /// cryptsetup's check of the active mapping when a re-encryption is initialized under
+    /// it (`reencrypt_init`, before the metadata is written): mapping `name` must be active
+    /// and its table exactly `table` (the initialized header's segments with their keys;
+    /// key descriptions included), else "Mismatching parameters on device NAME.".
+    pub fn check_mapping(name: &str, luks_uuid: &str, table: &SegmentTable) -> Result<()> {
+        Self::query(name, luks_uuid, true, 0)?.check_live(table)
+    }
+
+    /// The live mapping `name`: one device under crypt/linear targets.
+    fn query(name: &str, luks_uuid: &str, forward: bool, data_offset: u64) -> Result<Self> {
         let dm = DeviceMapper::open()?;
         let (info, targets) = dm
             .table(name, false)
@@ -126,15 +150,6 @@ impl KernelReencrypt {
             "{name}-hotzone-{}",
             if forward { "forward" } else { "backward" }
         );
-        for helper in [&overlay, &hotzone] {
-            if dm.info(helper).is_ok() {
-                return Err(ActivateError::InvalidRequest(format!(
-                    "Failed to activate hotzone device {hotzone}. Device {helper} already \
-                     exists (left over by an interrupted online re-encryption): close \
-                     {name} and remove it first."
-                )));
-            }
-        }
         let path = device_path(device);
         let data = std::fs::File::open(&path)
             .map_err(|e| ActivateError::io(format!("Cannot open {path}"), e))?;
@@ -357,6 +372,10 @@ impl MoveHook for KernelReencrypt {
 }
 
 impl OnlineHook for KernelReencrypt {
+    fn mapping_size(&self) -> Option<u64> {
+        Some(self.sectors * 512)
+    }
+
     fn start(&mut self, live: &SegmentTable) -> lukskit_volume::Result<()> {
         self.build_stack(live).map_err(online_err)
     }

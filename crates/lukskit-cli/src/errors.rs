@@ -274,14 +274,22 @@ fn reencrypt(r: &lukskit_volume::ReencryptError) -> String {
         R::MetadataInvalid => "Reencryption metadata is invalid.".into(),
         R::AlreadyRunning => "Reencryption process is already running.".into(),
         R::Context(_) => "Failed to load LUKS2 reencryption context.".into(),
-        R::DeviceAlignment { sector_size } => format!(
-            "Data device is not aligned to requested encryption sector size ({sector_size} bytes)."
-        ),
+        R::DeviceAlignment { sector_size } => {
+            format!("Data device is not aligned to encryption sector size ({sector_size} bytes).")
+        }
         R::HotzoneAlignment { alignment } => format!(
             "Hotzone size must be multiple of calculated zone alignment ({alignment} bytes)."
         ),
         R::KeysMissing => WRONG_PASSPHRASE.into(),
         R::ChecksumRead => "Failed to read checksums for current hotzone.".into(),
+        R::ActiveSizeMismatch => {
+            "Active device size and requested reencryption size don't match.".into()
+        }
+        R::IllegalDeviceSize => "Illegal device size requested in reencryption parameters.".into(),
+        R::DeviceSizeAlignment { alignment } => format!(
+            "Device size must be multiple of calculated zone alignment ({alignment} bytes).\n\
+             Failed to load LUKS2 reencryption context."
+        ),
         other => sentence(&other.to_string()),
     }
 }

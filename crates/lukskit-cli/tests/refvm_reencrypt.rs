@@ -33,6 +33,13 @@
 //!   tool killed with kill -9 in the middle, the crashed stack torn down, the other recovers
 //!   it (`open --header FILE`) and finishes online; cryptsetup first, then lukskit. The files
 //!   written before the kill verify on the plain device, e2fsck is clean.
+//! * `init-mismatch` (luks2-reencryption-test [4]): an online re-encryption under a mapping
+//!   whose key description names a digest the header no longer has fails with cryptsetup's
+//!   words and leaves the header as it was (no re-encryption initialized, no keyslot added),
+//!   with each tool.
+//! * `fixed-online` (luks2-reencryption-test [17]): a mapping resized smaller than the data,
+//!   re-encrypted online: only its size is re-encrypted, a `--device-size` other than its
+//!   size is refused, a size that is not whole new sectors is refused; each tool.
 //! * `luks1-kill`: LUKS1 re-encryption (the legacy offline algorithm, with its log and header
 //!   files in the current directory, `--write-log --use-fsync`) of an image file to a new key
 //!   and cipher, interrupted in the middle by SIGTERM by cryptsetup and resumed by lukskit,
@@ -287,6 +294,73 @@ fn online_decrypt_with_data_shift_killed_and_finished_by_the_other_tool() {
     }
     // lukskit's stack (when it was the one killed) had cryptsetup's names.
     assert!(out.contains("v-hotzone-forward"), "{out}");
+}
+
+/// luks2-reencryption-test [4]: `reencrypt --active-name NAME2` under a mapping whose key
+/// description names the digest of a volume key the header no longer has must fail as
+/// cryptsetup's does and leave the header as it was: cryptsetup 2.6.1 checks the mapping
+/// against the metadata before it writes anything and removes the keyslot it added for the
+/// new key; lukskit initialized the re-encryption first and failed only when the online run
+/// started, leaving `online-reencrypt` (and the new keyslot) behind.
+#[test]
+fn online_start_under_a_mismatching_mapping_leaves_the_header_as_before() {
+    let Some(out) = run_case("init-mismatch", 120) else {
+        return;
+    };
+    let of = |tool: &str| -> Vec<String> {
+        lines_with(&out, &format!("mismatch {tool}: "))
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
+    let cs = of("cryptsetup");
+    // The reference: cryptsetup refuses with its words and writes nothing.
+    for want in [
+        "exit 1",
+        "stderr: Mismatching parameters on device b.",
+        "stderr: Failed to initialize LUKS2 reencryption in metadata.",
+        "not in reencryption",
+        "header as before",
+        "mappings: a b ",
+    ] {
+        assert!(cs.iter().any(|l| l == want), "cryptsetup: {want}: {out}");
+    }
+    assert_eq!(of("lukskit"), cs, "{out}");
+}
+
+/// luks2-reencryption-test [17] (online re-encryption with a fixed device size): a mapping
+/// resized to 28 MiB of 56 MiB of data, re-encrypted online, has only its 28 MiB
+/// re-encrypted (the data beyond is untouched; lukskit re-encrypted the whole data area),
+/// keeps its size and plaintext, and the header's segments are cryptsetup's; a
+/// `--device-size` other than the mapping's is refused with cryptsetup's words and the same
+/// is taken; a mapping that is not whole sectors of the new layout is refused. Every line
+/// of lukskit is cryptsetup's.
+#[test]
+fn online_reencryption_of_a_resized_mapping_as_cryptsetup() {
+    let Some(out) = run_case("fixed-online", 200) else {
+        return;
+    };
+    let of = |tool: &str| -> Vec<String> {
+        lines_with(&out, &format!("fixed {tool}: "))
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
+    let cs = of("cryptsetup");
+    for want in [
+        "size 57344",
+        "mappings: v ",
+        "data beyond the mapping untouched",
+        "plaintext intact",
+        "--device-size not the mapping's: exit 1",
+        "stderr: Active device size and requested reencryption size don't match.",
+        "--device-size of the mapping: size 57344",
+        "mapping not whole new sectors: exit 1",
+        "stderr: Illegal device size requested in reencryption parameters.",
+    ] {
+        assert!(cs.iter().any(|l| l == want), "cryptsetup: {want}: {out}");
+    }
+    assert_eq!(of("lukskit"), cs, "{out}");
 }
 
 #[test]

@@ -911,4 +911,17 @@ pub enum ReencryptError {
     /// message: a device-mapper ioctl, a daemon's reply).
     #[error("{0}")]
     Online(String),
+    /// A fixed size to re-encrypt (`--device-size`) that is not the live mapping's size.
+    #[error("the active device size and the requested re-encryption size differ")]
+    ActiveSizeMismatch,
+    /// A fixed size to re-encrypt beyond the data device, short of the fixed segments, or
+    /// not whole encryption sectors.
+    #[error("illegal device size requested in the re-encryption parameters")]
+    IllegalDeviceSize,
+    /// A fixed size to re-encrypt that is not a multiple of the zone alignment.
+    #[error("the device size must be a multiple of the zone alignment ({alignment} bytes)")]
+    DeviceSizeAlignment {
+        /// The alignment in bytes.
+        alignment: u64,
+    },
 }

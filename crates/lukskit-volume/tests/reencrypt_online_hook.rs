@@ -175,6 +175,7 @@ fn run(path: &str, keys: &Keys, hook: &mut dyn OnlineHook) -> lukskit_volume::Re
             max_hotzone: MIB,
             progress: None,
             direct: None,
+            device_size: None,
         },
         hook,
     )
@@ -279,6 +280,7 @@ fn failing_hook_aborts_at_a_safe_point_and_the_run_resumes() {
             max_hotzone: MIB,
             progress: None,
             direct: None,
+            device_size: None,
         },
     )
     .unwrap();

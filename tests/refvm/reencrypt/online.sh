@@ -25,6 +25,14 @@
 #            run, the stack torn down as after a crash, the other tool recovers it (open
 #            --header FILE) and finishes online; both directions; the files written before
 #            the kill verify, e2fsck of the plain device is clean.
+#   init-mismatch  luks2-reencryption-test [4]: an online re-encryption under a mapping
+#            whose key description no longer matches the header fails and leaves the header
+#            as it was (cryptsetup checks the mapping before it writes the metadata); each
+#            tool.
+#   fixed-online  luks2-reencryption-test [17]: a mapping resized smaller than the data is
+#            re-encrypted online; only the mapping's size is (the rest of the data stays as
+#            it was), --device-size must be the mapping's size, a size that is not whole new
+#            sectors is refused; each tool.
 #   luks1-kill  LUKS1 re-encryption (cryptsetup's legacy offline algorithm, its LUKS-<uuid>
 #            .log/.org/.new files in the current directory) to a new key and cipher: one tool
 #            interrupted (SIGTERM, see below) in the middle, the other resumes it from the
@@ -568,6 +576,104 @@ shift-online)
         [ "$(sha256sum < /dev/mapper/v)" = "$before" ] || fail "$tool: plaintext differs"
         echo "shift-online $tool: $(dmsetup table v | awk '{print $1, $2, $3, $4}')"
         [ "$(dmsetup ls | wc -l)" = 1 ] || fail "$tool: helpers left: $(dmsetup ls)"
+        $tool close v || fail "$tool close"
+    done
+    ;;
+init-mismatch)
+    # luks2-reencryption-test [4]: two mappings of one detached header, one on a 4 KiB
+    # image, one on the disk; the first is re-encrypted online (new volume key), so the
+    # second's key description names the old digest. Re-encrypting under the second must
+    # fail ("Mismatching parameters") and leave the header as it was: no re-encryption
+    # initialized, no keyslot added. Each tool, with the same commands.
+    IMG=/root/img4k HDR=/root/hdr
+    for tool in cryptsetup lukskit; do
+        rm -f $HDR
+        dd if=/dev/zero of=$IMG bs=4k count=1 2>/dev/null
+        cryptsetup luksFormat --type luks2 -c aes-cbc-essiv:sha256 -s 128 --header $HDR -q \
+            $FAST -d $KF $D || fail "$tool: format"
+        $tool open $IMG a --header $HDR -d $KF || fail "$tool open a"
+        $tool open $D b --header $HDR -d $KF || fail "$tool open b"
+        $tool reencrypt --active-name a --header $HDR -q $FAST -d $KF > /dev/null \
+            || fail "$tool reencrypt a"
+        cryptsetup luksDump $HDR | grep -v '^Epoch:' > /root/dump.before
+        rc=0
+        $tool reencrypt --active-name b --header $HDR $FAST -d $KF > /dev/null 2> /root/err \
+            || rc=$?
+        echo "mismatch $tool: exit $rc"
+        sed "s/^/mismatch $tool: stderr: /" /root/err
+        if cryptsetup luksDump $HDR | grep -q online-reencrypt; then
+            echo "mismatch $tool: left in reencryption"
+        else
+            echo "mismatch $tool: not in reencryption"
+        fi
+        cryptsetup luksDump $HDR | grep -v '^Epoch:' > /root/dump.after
+        if cmp -s /root/dump.before /root/dump.after; then
+            echo "mismatch $tool: header as before"
+        else
+            echo "mismatch $tool: header changed"
+            diff /root/dump.before /root/dump.after | sed "s/^/mismatch $tool: diff: /"
+        fi
+        echo "mismatch $tool: mappings: $(dmsetup ls | awk '{print $1}' | sort | tr '\n' ' ')"
+        $tool close a || fail "$tool close a"
+        $tool close b || fail "$tool close b"
+    done
+    ;;
+fixed-online)
+    # luks2-reencryption-test [17]: a mapping resized to S sectors (less than the data) is
+    # re-encrypted online: cryptsetup re-encrypts the active device's size only, so the data
+    # beyond it stays as it was and the mapping keeps its size; --device-size other than the
+    # mapping's size is refused, the same size is taken; a mapping whose size is not whole
+    # sectors of the new layout is refused. Each tool, the same commands.
+    S=57344 OFF=16384
+    fmt_open() {
+        cryptsetup -q luksFormat --type luks2 --sector-size 512 --offset $OFF $FAST -d $KF $D \
+            || fail "format"
+        $tool open $D v -d $KF || fail "$tool open"
+    }
+    for tool in cryptsetup lukskit; do
+        fmt_open
+        dd if=/dev/urandom of=/dev/mapper/v bs=1M count=56 conv=fsync 2>/dev/null
+        head_sum=$(head -c $((S * 512)) /dev/mapper/v | sha256sum)
+        $tool resize v --size $S -d $KF || fail "$tool resize"
+        tail_before=$(dd if=$D bs=512 skip=$((OFF + S)) 2>/dev/null | sha256sum)
+        $tool reencrypt -q $FAST -d $KF $D --sector-size 4096 --resilience checksum \
+            --hotzone-size 4M > /dev/null || fail "$tool reencrypt"
+        echo "fixed $tool: size $(blockdev --getsz /dev/mapper/v)"
+        echo "fixed $tool: mappings: $(dmsetup ls | awk '{print $1}' | sort | tr '\n' ' ')"
+        echo "fixed $tool: table: $(dmsetup table v | awk '{print $1, $2, $3, $4}')"
+        if [ "$(dd if=$D bs=512 skip=$((OFF + S)) 2>/dev/null | sha256sum)" = "$tail_before" ]; then
+            echo "fixed $tool: data beyond the mapping untouched"
+        else
+            echo "fixed $tool: data beyond the mapping changed"
+        fi
+        echo 3 > /proc/sys/vm/drop_caches
+        [ "$(head -c $((S * 512)) /dev/mapper/v | sha256sum)" = "$head_sum" ] \
+            && echo "fixed $tool: plaintext intact"
+        cryptsetup luksDump $D | sed -n '/^Data segments:/,/^Keyslots:/p' \
+            | sed "s/^/fixed $tool: segments: /"
+        $tool close v || fail "$tool close"
+
+        fmt_open
+        $tool resize v --size $S -d $KF || fail "$tool resize"
+        $tool reencrypt -q $FAST -d $KF $D --sector-size 4096 --init-only > /dev/null \
+            || fail "$tool init-only"
+        rc=0
+        $tool reencrypt -q -d $KF $D --device-size $((S - 8))s > /dev/null 2> /root/err || rc=$?
+        echo "fixed $tool: --device-size not the mapping's: exit $rc"
+        sed "s/^/fixed $tool: stderr: /" /root/err
+        $tool reencrypt -q -d $KF $D --device-size ${S}s > /dev/null || fail "$tool --device-size"
+        echo "fixed $tool: --device-size of the mapping: size $(blockdev --getsz /dev/mapper/v)"
+        $tool close v || fail "$tool close"
+
+        fmt_open
+        $tool resize v --size $((S + 7)) -d $KF || fail "$tool resize"
+        $tool reencrypt -q $FAST -d $KF $D --sector-size 4096 --init-only > /dev/null \
+            || fail "$tool init-only"
+        rc=0
+        $tool reencrypt -q -d $KF $D > /dev/null 2> /root/err || rc=$?
+        echo "fixed $tool: mapping not whole new sectors: exit $rc"
+        sed "s/^/fixed $tool: stderr: /" /root/err
+        echo "fixed $tool: mappings after: $(dmsetup ls | awk '{print $1}' | sort | tr '\n' ' ')"
         $tool close v || fail "$tool close"
     done
     ;;

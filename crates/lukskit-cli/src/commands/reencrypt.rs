@@ -267,13 +267,6 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     };
     need_args(args, 1, 2, "<device> [<new_name>]")?;
     let device = &args[0];
-    // cryptsetup re-encrypts only the first SIZE bytes of the data with --device-size;
-    // lukskit cannot yet, and must not re-encrypt the whole device instead.
-    if o.device_size.is_some() {
-        return Err(CliError::invalid(
-            "Option --device-size is not supported by lukskit's reencrypt yet.",
-        ));
-    }
     let activate_name = args.get(1);
     if activate_name.is_some() && !has(o, "init-only") {
         return Err(CliError::invalid(
@@ -283,6 +276,15 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // LUKS1 devices (and `--encrypt --type luks1`): cryptsetup's legacy LUKS1 code.
     if super::reencrypt_luks1::dispatch(o, device)?.is_some() {
         return Ok(());
+    }
+    // `--decrypt --header DEVICE` (the device itself, or a link to it) is no detached
+    // header: cryptsetup 2.6.1 refuses it at once (lukskit took the device's write lock a
+    // second time and waited for ever; luks2-reencryption-test [5]).
+    if has(o, "decrypt") && o.header.as_deref().is_some_and(|h| same_device(h, device)) {
+        return Err(CliError::invalid(
+            "LUKS2 decryption is supported with detached header device only (with data \
+             offset set to 0).",
+        ));
     }
     if has(o, "init-only") && has(o, "resume-only") {
         return Err(CliError::invalid(
@@ -398,7 +400,10 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     let keys = if let Some(k) = shifted {
         k
     } else if st == Status::None {
-        init(o, &mut vol, data_dev.as_ref(), block, formatted)?
+        // cryptsetup checks the mapping of an online run before it writes the metadata
+        // (not with --init-only, which it runs without the mapping's name).
+        let online = active.as_deref().filter(|_| runs);
+        init(o, &mut vol, data_dev.as_ref(), block, formatted, online)?
     } else {
         super::open_reencrypt::unlock(o, &vol, device)?
     };
@@ -450,6 +455,12 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     if has(o, "force-offline-reencrypt") && !o.batch_mode {
         println!("Resuming LUKS reencryption in forced offline mode.");
     }
+    // `--device-size`: only the first SIZE bytes are re-encrypted (checked by the value
+    // checks: whole 512-byte sectors).
+    let device_size = o
+        .device_size
+        .as_deref()
+        .and_then(crate::args::parse_device_size);
     let max_hotzone = match o.given.value("hotzone-size") {
         Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
             CliError::invalid("Invalid max reencryption hotzone size specification.")
@@ -479,6 +490,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         max_hotzone,
         progress: Some(&mut cb),
         direct: direct.as_ref(),
+        device_size,
     };
     let out = match (&active, live) {
         (Some(name), _) => {
@@ -509,14 +521,29 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Whether paths `a` and `b` name the same file or block device (links followed).
+fn same_device(a: &str, b: &str) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) if x.file_type().is_block_device() && y.file_type().is_block_device() => {
+            x.rdev() == y.rdev()
+        }
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 /// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
-/// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata.
+/// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata. `online`:
+/// the kernel mapping the run will go on under, which must match the metadata before it is
+/// written (see [`commit_init`]).
 fn init(
     o: &Opts,
     vol: &mut Volume,
     data_dev: Option<&Device>,
     block: u64,
     formatted: Option<Formatted>,
+    online: Option<&str>,
 ) -> Result<reencrypt::Keys> {
     let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
         CliError::from(lukskit_volume::VolumeError::device_io(
@@ -581,6 +608,15 @@ fn init(
         return Err(CliError::invalid(
             "LUKS2 decryption of a device with its header at the start needs --header with \
              the file to export the header to.",
+        ));
+    }
+    // A detached header whose data starts further on (a backup of a header that was in
+    // front of the data): cryptsetup 2.6.1's `decrypt_luks2_init` refuses it before asking
+    // for the passphrase (luks2-reencryption-test [5]).
+    if has(o, "decrypt") && luks2(vol)?.data_offset()? > 0 {
+        return Err(CliError::invalid(
+            "LUKS2 decryption is supported with detached header device only (with data \
+             offset set to 0).",
         ));
     }
     let hdr = luks2(vol)?;
@@ -648,6 +684,7 @@ fn init(
             &src,
             &cipher,
             sector_size,
+            online,
         );
     }
     let pbkdf = pbkdf_options(o);
@@ -675,21 +712,53 @@ fn init(
             old: Some(old_vk),
             new: None,
         };
-        let Header::Luks2(h) = &mut vol.header else {
-            unreachable!("checked above")
-        };
-        reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+        commit_init(vol, (size, block), &params, &keys, online)?;
         return Ok(keys);
     }
     let new_vk = SecretBuf::random(key_len)
         .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?;
     lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
+    let mut new_slots = Vec::new();
+    let added = add_new_keyslots(o, vol, &new_vk, &passes, &slots, &mut new_slots);
+    let r = added.and_then(|new_digest| {
+        let keys = reencrypt::Keys {
+            old: Some(old_vk),
+            new: Some(new_vk),
+        };
+        let p = (cipher, sector_size, key_len, resilience);
+        reencrypt_init(
+            o, vol, data_dev, block, &slots, new_digest, p, &keys, online,
+        )?;
+        Ok(keys)
+    });
+    if r.is_err() {
+        // As cryptsetup's `reencrypt_luks2_init` when the initialization fails (nothing of
+        // it was written): the keyslots just added for the new volume key go again.
+        for slot in new_slots.into_iter().rev() {
+            let _ = vol.kill_keyslot(slot);
+        }
+    }
+    r
+}
+
+/// One unbound keyslot for the new volume key per unlocked old keyslot (`slots`, with their
+/// `passes`), all under one digest; the keyslots made are pushed to `made`. Returns the
+/// new key's digest.
+fn add_new_keyslots(
+    o: &Opts,
+    vol: &mut Volume,
+    new_vk: &SecretBuf,
+    passes: &[SecretBuf],
+    slots: &[u32],
+    made: &mut Vec<u32>,
+) -> Result<Option<u32>> {
     let mut new_digest = None;
-    for (pass, &old_slot) in passes.iter().zip(&slots) {
+    for (pass, &old_slot) in passes.iter().zip(slots) {
         let like_old = new_keyslot_pbkdf(o, vol, old_slot)?;
-        let slot = vol.add_keyslot(&new_vk, pass.as_bytes(), None, &like_old, true)?;
+        let slot = vol.add_keyslot(new_vk, pass.as_bytes(), None, &like_old, true)?;
+        made.push(slot);
         let Header::Luks2(h) = &mut vol.header else {
-            unreachable!("checked above")
+            unreachable!("checked by the caller")
         };
         let d = lukskit_volume::reencrypt::json::digest_of_keyslot(h, slot)?;
         match new_digest {
@@ -700,6 +769,23 @@ fn init(
             }
         }
     }
+    Ok(new_digest)
+}
+
+/// The re-encryption metadata of a new volume key whose keyslots exist (digest
+/// `new_digest`); `(cipher, sector size, key length, resilience)` of the new layout.
+#[allow(clippy::too_many_arguments)]
+fn reencrypt_init(
+    o: &Opts,
+    vol: &mut Volume,
+    data_dev: Option<&Device>,
+    block: u64,
+    slots: &[u32],
+    new_digest: Option<u32>,
+    (cipher, sector_size, key_len, resilience): (String, u32, usize, ResilienceChoice),
+    keys: &reencrypt::Keys,
+    online: Option<&str>,
+) -> Result<()> {
     let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
         CliError::from(lukskit_volume::VolumeError::device_io(
             lukskit_volume::DeviceOp::GetSize,
@@ -717,15 +803,7 @@ fn init(
         digest_iterations: digest_pbkdf.digest_iterations(key_len)?,
         digest_hash: digest_pbkdf.hash()?,
     };
-    let keys = reencrypt::Keys {
-        old: Some(old_vk),
-        new: Some(new_vk),
-    };
-    let Header::Luks2(h) = &mut vol.header else {
-        unreachable!("checked above")
-    };
-    reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
-    Ok(keys)
+    commit_init(vol, (size, block), &params, keys, online)
 }
 
 /// `reencrypt --keep-key` of a LUKS2 volume with a new cipher, key size or sector size
@@ -745,6 +823,7 @@ fn keep_key_init(
     src: &input::KeySource,
     cipher: &str,
     sector_size: u32,
+    online: Option<&str>,
 ) -> Result<reencrypt::Keys> {
     let slot = slots[0];
     let prompt = format!("Enter passphrase for key slot {slot}: ");
@@ -779,11 +858,60 @@ fn keep_key_init(
         old: Some(vk.clone()),
         new: Some(vk),
     };
-    let Header::Luks2(h) = &mut vol.header else {
-        unreachable!("checked by the caller")
-    };
-    reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+    commit_init(vol, (size, block), &params, &keys, online)?;
     Ok(keys)
+}
+
+/// Write the re-encryption metadata (`params`, `keys`) of a re-encryption or decryption,
+/// `(data size, data block size)`: when the run goes on under kernel mapping `online`,
+/// that mapping must first match the metadata about to be written, as cryptsetup 2.6.1's
+/// `reencrypt_init` checks it (`crypt_compare_dm_devices`: the mapping `NAME2` of
+/// luks2-reencryption-test [4], whose key description names an old digest). Otherwise
+/// nothing is written: "Mismatching parameters on device NAME." and, as after any failure
+/// of the initialization, "Failed to initialize LUKS2 reencryption in metadata.", as
+/// cryptsetup.
+fn commit_init(
+    vol: &mut Volume,
+    (size, block): (u64, u64),
+    params: &InitParams,
+    keys: &reencrypt::Keys,
+    online: Option<&str>,
+) -> Result<()> {
+    let uuid = vol.uuid().to_string();
+    let failed = std::cell::RefCell::new(None);
+    let mut check = |h: &lukskit_format::luks2::Luks2Header,
+                     k: &reencrypt::Keys|
+     -> lukskit_volume::Result<()> {
+        let Some(name) = online else {
+            return Ok(());
+        };
+        super::reencrypt_online::check_before_init(name, &uuid, h, k, size).map_err(|e| {
+            let m = e.message.clone();
+            *failed.borrow_mut() = Some(e);
+            lukskit_volume::ReencryptError::Online(m).into()
+        })
+    };
+    let Header::Luks2(h) = &mut vol.header else {
+        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    };
+    let r = reencrypt::init_checked(&vol.dev, size, block, h, params, keys, &mut check);
+    let e = match r {
+        Ok(_) => return Ok(()),
+        Err(
+            e @ lukskit_volume::VolumeError::Reencrypt(
+                lukskit_volume::ReencryptError::AlreadyInitialized,
+            ),
+        ) => return Err(e.into()),
+        Err(e) => failed.into_inner().unwrap_or_else(|| e.into()),
+    };
+    // cryptsetup's words after any failure of its `reencrypt_init`.
+    Err(CliError::new(
+        e.class,
+        format!(
+            "{}\nFailed to initialize LUKS2 reencryption in metadata.",
+            e.message
+        ),
+    ))
 }
 
 /// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as

@@ -377,6 +377,13 @@ fn side(data: &str, path: &str, pass: &[u8], slot: u32, writable: bool) -> Resul
 
 /// cryptsetup's `reencrypt_luks1`.
 fn run(o: &Opts, device: &str) -> Result<()> {
+    // cryptsetup's legacy code re-encrypts only the first SIZE bytes; lukskit's has not been
+    // checked against it for that, and must not re-encrypt the whole device instead.
+    if o.device_size.is_some() {
+        return Err(CliError::invalid(
+            "Option --device-size is not supported by lukskit's LUKS1 reencrypt yet.",
+        ));
+    }
     let hdr_dev = o.header.as_deref().unwrap_or(device).to_string();
     let block_mib = o.block_size.unwrap_or(4);
     if !(1..=64).contains(&block_mib) {

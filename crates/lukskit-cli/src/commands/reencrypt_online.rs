@@ -78,3 +78,25 @@ pub fn kernel_hook(
         data_offset,
     )?)
 }
+
+/// Before the re-encryption metadata (`hdr`, initialized in memory, with the unlocked
+/// `keys`; data device of `data_size` bytes) is written for an online run under `name`:
+/// the kernel mapping must be active and map exactly the header's segments, as cryptsetup
+/// 2.6.1's `reencrypt_init` checks it. A lukskit userspace mapping is left to the run
+/// (which refuses it).
+pub fn check_before_init(
+    name: &str,
+    uuid: &str,
+    hdr: &lukskit_format::luks2::Luks2Header,
+    keys: &lukskit_volume::reencrypt::Keys,
+    data_size: u64,
+) -> Result<()> {
+    match lukskit_activate::find(name) {
+        Ok(Some(lukskit_activate::Mapping::Kernel(_))) | Err(_) => {}
+        Ok(Some(_)) => return Ok(()),
+        Ok(None) => return Err(CliError::invalid(format!("Device {name} is not active."))),
+    }
+    let (table, _) = lukskit_volume::reencrypt::online::live_table(hdr, keys, data_size)?;
+    lukskit_activate::online_reencrypt::KernelReencrypt::check_mapping(name, uuid, &table)?;
+    Ok(())
+}

@@ -99,6 +99,10 @@ pub struct RunOptions<'a> {
     /// The data device opened a second time for direct reads of the hot zones
     /// ([`fastio::open_direct`]); `None` reads through the data [`Storage`].
     pub direct: Option<&'a std::fs::File>,
+    /// Re-encrypt only the first this many bytes of the data (`--device-size`, cryptsetup's
+    /// fixed device size); `None`: the data segments' size, or the size of the live mapping
+    /// of an online run ([`OnlineHook::mapping_size`]), which must then be the same.
+    pub device_size: Option<u64>,
 }
 
 fn dio(op: DeviceOp) -> impl FnOnce(std::io::Error) -> VolumeError {
@@ -257,6 +261,47 @@ pub fn init(
     p: &InitParams,
     keys: &Keys,
 ) -> Result<u32> {
+    init_checked(
+        meta,
+        data_size,
+        data_block_size,
+        hdr,
+        p,
+        keys,
+        &mut |_, _| Ok(()),
+    )
+}
+
+/// [`init`] with `check` called on the initialized metadata (in memory, with the unlocked
+/// `keys`) before anything is written, as cryptsetup's `reencrypt_init` checks an active
+/// mapping against the metadata it is about to commit ("Mismatching parameters"). When
+/// `check` (or anything before the write) fails, nothing is written and `hdr` is left as it
+/// was (cryptsetup reloads its header then).
+pub fn init_checked(
+    meta: &dyn Storage,
+    data_size: u64,
+    data_block_size: u64,
+    hdr: &mut Luks2Header,
+    p: &InitParams,
+    keys: &Keys,
+    check: &mut dyn FnMut(&Luks2Header, &Keys) -> Result<()>,
+) -> Result<u32> {
+    let mut work = hdr.clone();
+    let rk = init_metadata(data_size, data_block_size, &mut work, p, keys)?;
+    check(&work, keys)?;
+    luks2_keys::write_header(meta, &mut work)?;
+    *hdr = work;
+    Ok(rk)
+}
+
+/// The metadata of [`init`], in memory only.
+fn init_metadata(
+    data_size: u64,
+    data_block_size: u64,
+    hdr: &mut Luks2Header,
+    p: &InitParams,
+    keys: &Keys,
+) -> Result<u32> {
     if status(hdr)? != Status::None {
         return Err(ReencryptError::AlreadyInitialized.into());
     }
@@ -361,7 +406,6 @@ pub fn init(
     let c = Context::load(hdr)?;
     let data = verification(hdr, &c, keys)?;
     verify::create(hdr, rk, &data, p.digest_hash, p.digest_iterations)?;
-    luks2_keys::write_header(meta, hdr)?;
     Ok(rk)
 }
 
@@ -468,6 +512,7 @@ impl<'a> Run<'a> {
         hdr: &Luks2Header,
         keys: &Keys,
         max_hotzone: u64,
+        required: Option<u64>,
     ) -> Result<Self> {
         let c = Context::load(hdr)?;
         datashift::check_supported(&c)?;
@@ -489,17 +534,37 @@ impl<'a> Run<'a> {
         let avail = real
             .checked_sub(base)
             .ok_or_else(|| ctx("data device smaller than the data offset"))?;
-        let (device_size, fixed_length) = if dynamic {
+        let minimal: u64 = segs
+            .iter()
+            .filter_map(|s| json::seg_size(s).flatten())
+            .sum();
+        let (device_size, fixed_length) = if let Some(size) = required {
+            // A fixed size (`reencrypt_load_by_passphrase`): within the data device, at
+            // least the fixed segments (all of them when none is dynamic), and whole
+            // encryption sectors of both layouts.
+            if shift_encrypt || shift_decrypt {
+                return Err(ReencryptError::Unsupported(
+                    "a fixed device size with a data shift".into(),
+                )
+                .into());
+            }
+            let whole = |ss: u32| size.is_multiple_of(u64::from(ss));
+            if (minimal != 0 && size < minimal)
+                || size > avail
+                || (!dynamic && size != minimal)
+                || !whole(Context::sector_size(&c.old))
+                || !whole(Context::sector_size(&c.new))
+            {
+                return Err(ReencryptError::IllegalDeviceSize.into());
+            }
+            (size, true)
+        } else if dynamic {
             (avail, false)
         } else {
-            let sum: u64 = segs
-                .iter()
-                .filter_map(|s| json::seg_size(s).flatten())
-                .sum();
-            if sum > avail {
+            if minimal > avail {
                 return Err(ctx("data device smaller than the segments"));
             }
-            (sum, true)
+            (minimal, true)
         };
         let alignment = match c.resilience {
             Resilience::Checksum { block_size, .. } => u64::from(block_size),
@@ -509,6 +574,9 @@ impl<'a> Run<'a> {
         };
         if !max_hotzone.is_multiple_of(alignment) {
             return Err(ReencryptError::HotzoneAlignment { alignment }.into());
+        }
+        if required.is_some_and(|size| !size.is_multiple_of(alignment)) {
+            return Err(ReencryptError::DeviceSizeAlignment { alignment }.into());
         }
         let mut length = match &c.resilience {
             Resilience::None => {
@@ -1330,7 +1398,7 @@ pub fn recover(
         Status::Clean => return Ok(None),
         Status::Crash => {}
     }
-    let mut r = Run::load(meta, data, data_block_size, hdr, keys, 0)?;
+    let mut r = Run::load(meta, data, data_block_size, hdr, keys, 0, None)?;
     r.recover_hotzone()?;
     let hot = json::data_segments(hdr)?;
     let post = r.post_segments(&hot)?;
@@ -1371,6 +1439,22 @@ pub fn run_online(
     if hook.is_online() && status(hdr)? == Status::Crash {
         return Err(ctx("an interrupted hot zone must be recovered first"));
     }
+    // cryptsetup re-encrypts the size of the live mapping (with a data shift lukskit keeps
+    // to the segments' size): a fixed size asked for must be the same.
+    let required = match (opts.device_size, hook.mapping_size()) {
+        (Some(asked), Some(live)) if asked != live => {
+            return Err(ReencryptError::ActiveSizeMismatch.into())
+        }
+        (asked, Some(live)) => {
+            let c = Context::load(hdr)?;
+            if datashift::is_encrypt_shift(&c) || decrypt_shift::is_decrypt_shift(&c) {
+                asked
+            } else {
+                Some(live)
+            }
+        }
+        (asked, None) => asked,
+    };
     if finished(hdr)? {
         let c = Context::load(hdr)?;
         return finish(meta, data, hdr, &c);
@@ -1378,7 +1462,15 @@ pub fn run_online(
     if let Some(Outcome::Finished) = recover(meta, data, data_block_size, hdr, keys)? {
         return Ok(Outcome::Finished);
     }
-    let mut r = Run::load(meta, data, data_block_size, hdr, keys, opts.max_hotzone)?;
+    let mut r = Run::load(
+        meta,
+        data,
+        data_block_size,
+        hdr,
+        keys,
+        opts.max_hotzone,
+        required,
+    )?;
     if hook.is_online() {
         let (table, _) = r.live_table(hdr, keys)?;
         hook.start(&table)?;

@@ -38,7 +38,8 @@ pub mod verify;
 
 pub use context::{status, Context, Direction, Mode, Resilience, Status};
 pub use engine::{
-    device_block_size, init, metadata_repair_needed, recover, run, run_online, unlock_keys,
-    upgrade_metadata, verify_metadata, InitParams, Keys, Outcome, ResilienceChoice, RunOptions,
+    device_block_size, init, init_checked, metadata_repair_needed, recover, run, run_online,
+    unlock_keys, upgrade_metadata, verify_metadata, InitParams, Keys, Outcome, ResilienceChoice,
+    RunOptions,
 };
 pub use lock::ReencryptLock;

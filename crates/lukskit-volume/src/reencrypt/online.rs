@@ -62,6 +62,13 @@ pub trait OnlineHook {
         true
     }
 
+    /// The size in bytes of the live mapping, which an online run re-encrypts (cryptsetup
+    /// takes the active device's size as the fixed size of the run); `None` to re-encrypt
+    /// the data segments' size.
+    fn mapping_size(&self) -> Option<u64> {
+        None
+    }
+
     /// Before the first hot zone: `live` are the segments the header holds now (after any
     /// crash recovery), which the live mapping must already be serving.
     fn start(&mut self, live: &SegmentTable) -> Result<()>;
