@@ -277,6 +277,11 @@ fn reencrypt(r: &lukskit_volume::ReencryptError) -> String {
         R::DeviceAlignment { sector_size } => format!(
             "Data device is not aligned to requested encryption sector size ({sector_size} bytes)."
         ),
+        // cryptsetup's reason, then its failure of the initialization.
+        R::ShiftAlignment { sector_size } => format!(
+            "Data shift value is not aligned to encryption sector size ({sector_size} \
+             bytes).\nFailed to initialize LUKS2 reencryption in metadata."
+        ),
         R::HotzoneAlignment { alignment } => format!(
             "Hotzone size must be multiple of calculated zone alignment ({alignment} bytes)."
         ),
