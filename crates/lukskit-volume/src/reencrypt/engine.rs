@@ -1327,6 +1327,13 @@ fn finish(
             crate::wipe::random(data, start, end - start)?;
         }
     }
+    // The keyslots area reaches the new data offset (`LUKS2_set_keyslots_size` in
+    // `reencrypt_teardown_ok`, whatever the offset: a data shift moved it, or a small
+    // `--luks2-keyslots-size` left space in front of it), written with the next header.
+    let new_offset = c.data_offset_new();
+    if new_offset != 0 {
+        json::set_keyslots_size(hdr, new_offset)?;
+    }
     if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
         if Some(dold) != dnew {
             let old_slots: Vec<u32> = hdr
