@@ -277,6 +277,9 @@ fn reencrypt(r: &lukskit_volume::ReencryptError) -> String {
         R::DeviceAlignment { sector_size } => {
             format!("Data device is not aligned to encryption sector size ({sector_size} bytes).")
         }
+        R::ShiftAlignment { sector_size } => format!(
+            "Data shift value is not aligned to encryption sector size ({sector_size} bytes)."
+        ),
         R::HotzoneAlignment { alignment } => format!(
             "Hotzone size must be multiple of calculated zone alignment ({alignment} bytes)."
         ),

@@ -571,3 +571,272 @@ fn keep_key_without_a_change_is_refused_as_by_cryptsetup() {
     }
     assert_eq!(seen[0], seen[1], "cryptsetup vs lukskit");
 }
+
+/// `reencrypt --reduce-device-size 2M` without `--encrypt` (luks2-reencryption-mangle-test
+/// [7] initializes one, with a `--resilience none` that cryptsetup ignores there): cryptsetup
+/// 2.6.1's `reencrypt_luks2_init` with a negative data shift, a re-encryption (new volume key)
+/// backward with resilience `datashift` whose new data offset lies 2 MiB further, giving up
+/// the last 2 MiB of the data. Against real cryptsetup on the same image: the initialization
+/// writes the metadata cryptsetup writes; either tool finishes either tool's initialization,
+/// and each runs the whole command; every result has its data at 18 MiB, the keyslots area
+/// grown to it as cryptsetup's, the old 2 MiB in front of it untouched, and the old key's
+/// first 14 MiB of plaintext there under the new key (Python's `cryptography`). A shift that
+/// is not whole 4096-byte sectors is refused with cryptsetup's words and exit code, and
+/// lukskit leaves the image as it was.
+#[test]
+fn reencrypt_with_reduce_device_size_as_cryptsetup() {
+    if !have_cryptsetup("re-encryption with --reduce-device-size") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", &pattern(32, 11));
+    let base = sparse(d, "base.img", 32 << 20);
+    let mut fmt = vec![
+        "luksFormat",
+        "-q",
+        "--disable-locks",
+        "-d",
+        &kf,
+        "--luks2-metadata-size",
+        "16384",
+        &base,
+    ];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+    // Random bytes as the old key's ciphertext: its plaintext is whatever they decrypt to.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&base)
+        .and_then(|f| {
+            use std::os::unix::fs::FileExt;
+            f.write_all_at(&pattern(16 * M, 12), 16 * M as u64)
+        })
+        .unwrap();
+    let before = std::fs::read(&base).unwrap();
+    let old_vk = hex::decode(volume_key_with("cryptsetup", &base, &kf, &[])).unwrap();
+    let old_ss = sector_size(&base);
+    let Some(old_plain) = python_decrypt(
+        "xts",
+        &old_vk,
+        old_ss,
+        16 * M as u64,
+        &base,
+        0,
+        16 * M / old_ss,
+    ) else {
+        return;
+    };
+    let args = |img: &'static str, extra: &[&'static str]| -> Vec<String> {
+        let mut a: Vec<String> = ["reencrypt", img, "-q", "--disable-locks", "-d", "KF"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let run = |tool: &str, img: &str, a: Vec<String>| {
+        let a: Vec<&str> = a
+            .iter()
+            .map(|s| match s.as_str() {
+                "IMG" => img,
+                "KF" => kf.as_str(),
+                s => s,
+            })
+            .collect();
+        run_tool(tool, &a, b"")
+    };
+    let init = args(
+        "IMG",
+        &[
+            "--init-only",
+            "--resilience",
+            "none",
+            "--reduce-device-size",
+            "2M",
+        ],
+    );
+    let resume = args("IMG", &["--force-offline-reencrypt"]);
+    let whole = args(
+        "IMG",
+        &["--force-offline-reencrypt", "--reduce-device-size", "2M"],
+    );
+
+    // The initialization: cryptsetup's metadata.
+    let mut shapes = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = write_file(d, &format!("{tool}.init.img"), &before);
+        run(tool, &img, init.clone()).ok(&format!("{tool} --init-only"));
+        shapes.push(shape(&img));
+    }
+    let ks = &shapes[0]["keyslots"]["2"];
+    assert_eq!(
+        (
+            &ks["area"]["type"],
+            &ks["area"]["shift_size"],
+            &ks["direction"],
+            &shapes[0]["segments"]["2"]["offset"]
+        ),
+        (
+            &"datashift".into(),
+            &"2097152".into(),
+            &"backward".into(),
+            &(18 * M).to_string().into()
+        ),
+        "cryptsetup's initialization is a backward data shift of 2 MiB"
+    );
+    assert_eq!(
+        shapes[1], shapes[0],
+        "initialization: lukskit vs cryptsetup"
+    );
+
+    // Every way to the end: each tool resumes each tool's initialization, and runs the
+    // whole command.
+    let mut cases = Vec::new();
+    for init_tool in ["cryptsetup", "lukskit"] {
+        for run_tool in ["cryptsetup", "lukskit"] {
+            let img = d
+                .join(format!("{init_tool}.init.img"))
+                .display()
+                .to_string();
+            let copy = write_file(
+                d,
+                &format!("{init_tool}-{run_tool}.img"),
+                &std::fs::read(&img).unwrap(),
+            );
+            run(run_tool, &copy, resume.clone())
+                .ok(&format!("{run_tool} resumes {init_tool}'s initialization"));
+            cases.push((format!("{init_tool} init, {run_tool} run"), copy));
+        }
+    }
+    for tool in ["cryptsetup", "lukskit"] {
+        let copy = write_file(d, &format!("{tool}.whole.img"), &before);
+        run(tool, &copy, whole.clone()).ok(&format!("{tool} reencrypt --reduce-device-size"));
+        cases.push((format!("{tool} alone"), copy));
+    }
+    let reference = json_dump(&cases[4].1)["config"].clone();
+    for (what, img) in &cases {
+        assert!(!in_reencryption(img), "{what}: not finished");
+        let j = json_dump(img);
+        assert_eq!(j["segments"]["0"]["offset"], (18 * M).to_string(), "{what}");
+        assert_eq!(
+            j["config"], reference,
+            "{what}: config (keyslots area) as cryptsetup's"
+        );
+        let after = std::fs::read(img).unwrap();
+        assert!(
+            after[16 * M..18 * M] == before[16 * M..18 * M],
+            "{what}: the 2 MiB given up changed"
+        );
+        let new_vk = hex::decode(volume_key_with("cryptsetup", img, &kf, &[])).unwrap();
+        assert_ne!(new_vk, old_vk, "{what}: the volume key is new");
+        let new_ss = sector_size(img);
+        let Some(plain) = python_decrypt(
+            "xts",
+            &new_vk,
+            new_ss,
+            18 * M as u64,
+            img,
+            0,
+            14 * M / new_ss,
+        ) else {
+            return;
+        };
+        assert!(
+            plain == old_plain[..14 * M],
+            "{what}: plaintext not moved by the shift (first difference at {:?})",
+            plain.iter().zip(&old_plain).position(|(a, b)| a != b)
+        );
+    }
+
+    // A shift that is not whole 4096-byte sectors.
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = write_file(d, &format!("{tool}.odd.img"), &before);
+        let r = run(
+            tool,
+            &img,
+            args("IMG", &["--init-only", "--reduce-device-size", "2050k"]),
+        );
+        assert!(
+            r.stderr.contains(
+                "Data shift value is not aligned to encryption sector size (4096 bytes)."
+            ),
+            "{tool}: {}",
+            r.stderr
+        );
+        assert_eq!(
+            active_slots(&img),
+            vec![0],
+            "{tool}: keyslots after the refusal"
+        );
+        if tool == "lukskit" {
+            assert!(
+                std::fs::read(&img).unwrap() == before,
+                "lukskit changed the image"
+            );
+        }
+        seen.push(r.code);
+    }
+    assert_eq!(seen[1], seen[0], "exit code: lukskit vs cryptsetup");
+}
+
+/// The end of a re-encryption grows the keyslots area up to the data offset, as cryptsetup
+/// 2.6.1's `reencrypt_teardown_ok` does (`LUKS2_set_keyslots_size`): a volume formatted with
+/// a 1 MiB keyslots area in front of a 16 MiB data offset comes out of a plain re-encryption
+/// (no data shift) with 16 MiB - 32 KiB of keyslots area; lukskit kept 1 MiB. The `config`
+/// of both tools' results compared.
+#[test]
+fn reencrypt_end_grows_keyslots_area_as_cryptsetup() {
+    if !have_cryptsetup("keyslots area after a re-encryption") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "kf", b"pass1");
+    let base = sparse(d, "base.img", 24 << 20);
+    let mut fmt = vec![
+        "luksFormat",
+        "-q",
+        "--disable-locks",
+        "-d",
+        &kf,
+        "--luks2-keyslots-size",
+        "1M",
+        "--offset",
+        "32768",
+        &base,
+    ];
+    fmt.extend_from_slice(&FAST);
+    cryptsetup(&fmt, b"").unwrap().ok("luksFormat");
+    assert_eq!(json_dump(&base)["config"]["keyslots_size"], "1048576");
+    let before = std::fs::read(&base).unwrap();
+    let mut configs = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = write_file(d, &format!("{tool}.img"), &before);
+        run_tool(
+            tool,
+            &[
+                "reencrypt",
+                &img,
+                "-q",
+                "--disable-locks",
+                "--force-offline-reencrypt",
+                "--resilience",
+                "none",
+                "-d",
+                &kf,
+            ],
+            b"",
+        )
+        .ok(&format!("{tool} reencrypt"));
+        assert!(!in_reencryption(&img), "{tool}: not finished");
+        configs.push(json_dump(&img)["config"].clone());
+    }
+    assert_eq!(
+        configs[0]["keyslots_size"],
+        (16 * M - 32 * 1024).to_string(),
+        "cryptsetup grew the keyslots area"
+    );
+    assert_eq!(configs[1], configs[0], "config: lukskit vs cryptsetup");
+}

@@ -148,9 +148,12 @@ const SLOW: &[(&str, u64, &str)] = &[
     ),
     (
         "luks2-reencryption-mangle-test",
-        1200,
-        "over 200 s with real cryptsetup; lukskit stops in [1] (20 s, 2026-11-25): `open` of a \
-         device in re-encryption is not supported yet",
+        3000,
+        "lukskit passes all of [1]-[9] (2026-11-27 09:15-09:32 UTC, load 8-18: 1033 s; its one \
+         'skip' line is the title of [8], 'Reencryption with AEAD is not supported'); real \
+         cryptsetup reached the 1500 s limit of that run in [7] on the same loaded host (one \
+         VM: the other panicked at boot), so the time of a whole reference run is still to be \
+         measured before it can join the default list",
     ),
     (
         "luks2-reencryption-test",

@@ -895,6 +895,13 @@ pub enum ReencryptError {
         /// The sector size.
         sector_size: u32,
     },
+    /// A data shift is not a multiple of the encryption sector size (the larger of the
+    /// old and the new one).
+    #[error("the data shift is not aligned to the encryption sector size ({sector_size} bytes)")]
+    ShiftAlignment {
+        /// The sector size.
+        sector_size: u32,
+    },
     /// `--hotzone-size` is not a multiple of the zone alignment.
     #[error("the hotzone size must be a multiple of the zone alignment ({alignment} bytes)")]
     HotzoneAlignment {

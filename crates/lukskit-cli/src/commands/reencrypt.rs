@@ -296,10 +296,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             "Options --encrypt and --decrypt cannot be combined.",
         ));
     }
-    if has(o, "reduce-device-size") && !has(o, "encrypt") {
+    if has(o, "reduce-device-size") && has(o, "decrypt") {
         return Err(CliError::invalid(
-            "A data shift (--reduce-device-size) is supported by lukskit only with --encrypt \
-             (encryption in place).",
+            "A data shift (--reduce-device-size) is not supported by lukskit with --decrypt.",
         ));
     }
     let mut formatted = None;
@@ -500,12 +499,20 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                 ));
             }
             let c = reencrypt::Context::load(hdr)?;
+            if reencrypt::datashift::is_reencrypt_shift(&c) {
+                return Err(online_shift_unsupported());
+            }
             let forward = c.direction == reencrypt::Direction::Forward;
             let mut hook =
                 super::reencrypt_online::kernel_hook(name, &uuid, forward, c.data_offset_new())?;
             reencrypt::run_online(meta, data, block, hdr, &keys, run_opts, &mut hook)?
         }
         (None, Some(m)) => {
+            if reencrypt::Context::load(hdr)
+                .is_ok_and(|c| reencrypt::datashift::is_reencrypt_shift(&c))
+            {
+                return Err(online_shift_unsupported());
+            }
             super::reencrypt_userspace::run(meta, data, block, hdr, &keys, run_opts, m)?
         }
         (None, None) => reencrypt::run(meta, data, block, hdr, &keys, run_opts)?,
@@ -533,6 +540,14 @@ fn same_device(a: &str, b: &str) -> bool {
     }
 }
 
+/// A re-encryption with a data shift under a live mapping: lukskit runs it offline only.
+fn online_shift_unsupported() -> CliError {
+    CliError::invalid(
+        "Online re-encryption with a data shift (--reduce-device-size) is not supported by \
+         lukskit; use --force-offline-reencrypt when the device is not in use.",
+    )
+}
+
 /// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
 /// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata. `online`:
 /// the kernel mapping the run will go on under, which must match the metadata before it is
@@ -551,7 +566,10 @@ fn init(
             e,
         ))
     })?;
-    let resilience = resilience(o)?;
+    let resilience = match reencrypt_data_shift(o) {
+        Some(shift) => ResilienceChoice::Datashift(shift),
+        None => resilience(o)?,
+    };
     let pbkdf = pbkdf_options(o);
     if let Some(Formatted { pass, shift }) = formatted {
         // --encrypt: the new header holds the new key in its keyslot.
@@ -662,6 +680,27 @@ fn init(
         None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
     };
     let sector_size = o.sector_size.unwrap_or(old_ss);
+    // A data shift must be whole sectors of both layouts; checked (as by the library)
+    // before any keyslot is added, so that nothing is written when it is not.
+    if let ResilienceChoice::Datashift(shift) = resilience {
+        let sector = old_ss.max(sector_size);
+        if !shift.is_multiple_of(u64::from(sector)) {
+            let e = CliError::from(lukskit_volume::VolumeError::from(
+                lukskit_volume::ReencryptError::ShiftAlignment {
+                    sector_size: sector,
+                },
+            ));
+            // cryptsetup's reason, then its failure of the initialization (as
+            // `commit_init` adds it to a failure inside the library's initialization).
+            return Err(CliError::new(
+                e.class,
+                format!(
+                    "{}\nFailed to initialize LUKS2 reencryption in metadata.",
+                    e.message
+                ),
+            ));
+        }
+    }
     // `--keep-key` (cryptsetup 2.6.1 takes it for LUKS2 too): the volume key stays, so
     // something else of the data segment must change. As cryptsetup: a `--key-size` or a
     // new cipher's default key size that differs from the kept key's counts as a change,
@@ -1017,6 +1056,20 @@ fn check_resume_params(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -> Re
         return cannot();
     }
     Ok(())
+}
+
+/// The data shift of a re-encryption with `--reduce-device-size` (not `--encrypt`, whose
+/// shift comes with its new header): cryptsetup's `reencrypt_luks2_init` then shifts the
+/// data by the whole size, backward, with resilience `datashift` whatever `--resilience`
+/// says (a size of 0 is no shift).
+fn reencrypt_data_shift(o: &Opts) -> Option<u64> {
+    if has(o, "encrypt") {
+        return None;
+    }
+    o.given
+        .value("reduce-device-size")
+        .and_then(crate::args::parse_device_size)
+        .filter(|s| *s != 0)
 }
 
 fn resilience(o: &Opts) -> Result<ResilienceChoice> {

@@ -29,7 +29,7 @@ use lukskit_format::luks2::Luks2Header;
 use serde_json::{Map, Value};
 
 /// Size of the `reencrypt` keyslot area with resilience `datashift` (it stores nothing).
-const DATASHIFT_AREA: u64 = 4096;
+pub(super) const DATASHIFT_AREA: u64 = 4096;
 
 /// Copy chunk for moving the first segment.
 const COPY_CHUNK: usize = 1 << 20;
@@ -261,7 +261,7 @@ pub fn plaintext_size(device_size: u64, data_offset: u64, shift: u64) -> Option<
 }
 
 /// The first gap of the keyslots area that holds `len` bytes (`LUKS2_find_area_gap`).
-fn area_gap(hdr: &Luks2Header, len: u64) -> Result<u64> {
+pub(super) fn area_gap(hdr: &Luks2Header, len: u64) -> Result<u64> {
     let start = 2 * hdr.metadata_size();
     let end = start + hdr.keyslots_size()?;
     let mut used: Vec<(u64, u64)> = hdr

@@ -57,6 +57,11 @@ pub enum ResilienceChoice {
     Journal,
     /// `none`.
     None,
+    /// `datashift` by this many bytes (mode [`Mode::Reencrypt`] with `--reduce-device-size`,
+    /// as cryptsetup's `reencrypt_luks2_init` with a negative data shift): the new data
+    /// offset lies this much further, the last bytes of the data are given up, and the run
+    /// goes backward in hot zones of the shift, each written where it was not read.
+    Datashift(u64),
 }
 
 /// Parameters of [`init`].
@@ -340,6 +345,28 @@ fn init_metadata(
                 .ok_or_else(|| ctx("no digest for the new key"))?,
         ),
     };
+    // A data shift (`reencrypt_verify_datashift_params`): only a re-encryption here (the
+    // encryptions with a shift are in `datashift`), by whole sectors of both layouts.
+    let shift = match p.resilience {
+        ResilienceChoice::Datashift(shift) => {
+            if p.mode != Mode::Reencrypt {
+                return Err(ReencryptError::Unsupported(format!(
+                    "{} with a data shift",
+                    p.mode.as_str()
+                ))
+                .into());
+            }
+            let sector = old_ss.max(sector_size);
+            if shift == 0 || !shift.is_multiple_of(u64::from(sector)) {
+                return Err(ReencryptError::ShiftAlignment {
+                    sector_size: sector,
+                }
+                .into());
+            }
+            shift
+        }
+        _ => 0,
+    };
 
     // Backup segments (in memory), as `reencrypt_make_backup_segments`.
     let (mut prev, digest_old) = match p.mode {
@@ -365,7 +392,7 @@ fn init_metadata(
     }
     let mut fin = match p.mode {
         Mode::Decrypt => json::linear_segment(data_offset, None, false),
-        _ => json::crypt_segment(data_offset, 0, None, &p.cipher, sector_size, false),
+        _ => json::crypt_segment(data_offset + shift, 0, None, &p.cipher, sector_size, false),
     };
     json::set_flag(&mut fin, "backup-final");
     let sf = json::push_segment(hdr, fin)?;
@@ -377,7 +404,14 @@ fn init_metadata(
     let alignment = data_block_size
         .max(u64::from(old_ss))
         .max(u64::from(sector_size));
-    let (area_offset, area_size) = max_area_gap(hdr)?;
+    let (area_offset, area_size) = match p.resilience {
+        // A data shift keeps nothing in its area: the first gap that holds one block.
+        ResilienceChoice::Datashift(_) => {
+            let len = datashift::DATASHIFT_AREA;
+            (datashift::area_gap(hdr, len)?, len)
+        }
+        _ => max_area_gap(hdr)?,
+    };
     let mut area = Map::new();
     area.insert("offset".into(), json::u64_str(area_offset));
     area.insert("size".into(), json::u64_str(area_size));
@@ -394,9 +428,14 @@ fn init_metadata(
         ResilienceChoice::None => {
             area.insert("type".into(), "none".into());
         }
+        ResilienceChoice::Datashift(shift) => {
+            area.insert("type".into(), "datashift".into());
+            area.insert("shift_size".into(), json::u64_str(*shift));
+        }
     }
-    // cryptsetup decrypts backward (offline, header detached) and otherwise goes forward.
-    let direction = if p.mode == Mode::Decrypt {
+    // cryptsetup decrypts backward (offline, header detached), shifts the data backward,
+    // and otherwise goes forward.
+    let direction = if p.mode == Mode::Decrypt || shift != 0 {
         "backward"
     } else {
         "forward"
@@ -1355,6 +1394,13 @@ fn finish(
         if end > start {
             crate::wipe::random(data, start, end - start)?;
         }
+    }
+    // The keyslots area reaches the new data offset (`LUKS2_set_keyslots_size` in
+    // `reencrypt_teardown_ok`, whatever the offset: a data shift moved it, or a small
+    // `--luks2-keyslots-size` left space in front of it), written with the next header.
+    let new_offset = c.data_offset_new();
+    if new_offset != 0 {
+        json::set_keyslots_size(hdr, new_offset)?;
     }
     if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
         if Some(dold) != dnew {

@@ -241,6 +241,24 @@ pub fn set_requirement(hdr: &mut Luks2Header, enable: bool) -> Result<()> {
     set_requirement_version(hdr, enable.then_some(2))
 }
 
+/// `config.keyslots_size` from a data offset (`LUKS2_set_keyslots_size`): the space between
+/// the two metadata copies and `data_offset`, at most 128 MiB, in whole 4 KiB blocks.
+/// Nothing changes when the data offset lies within the metadata.
+pub fn set_keyslots_size(hdr: &mut Luks2Header, data_offset: u64) -> Result<()> {
+    let Some(size) = data_offset.checked_sub(2 * hdr.metadata_size()) else {
+        return Ok(());
+    };
+    let size = size.min(lukskit_format::luks2::MAX_KEYSLOTS_SIZE);
+    let size = size - size % 4096;
+    let config = hdr
+        .json
+        .get_mut("config")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no config object"))?;
+    config.insert("keyslots_size".into(), u64_str(size));
+    Ok(())
+}
+
 /// Set `online-reencrypt-v<version>` (or clear it with `None`), keeping other
 /// requirements.
 pub fn set_requirement_version(hdr: &mut Luks2Header, version: Option<u8>) -> Result<()> {

@@ -20,9 +20,9 @@
 //! header, resilience `checksum`, `journal` and `none`, crash recovery of either tool's hot
 //! zone; `encrypt` backward with resilience `datashift` and a moved first segment (the header
 //! goes into space taken from the device), or with a detached header (in place, zones of
-//! the shift size); `reencrypt` backward with a data shift and no moved segment. Decryption with a data shift
-//! (`datashift-checksum` / `datashift-journal`, `online-reencrypt-v3`) offline. Not yet:
-//! re-encryption with a data shift.
+//! the shift size); `reencrypt` backward with a data shift and no moved segment (initialized
+//! with [`ResilienceChoice::Datashift`], offline). Decryption with a data shift
+//! (`datashift-checksum` / `datashift-journal`, `online-reencrypt-v3`).
 
 pub mod context;
 pub mod datashift;
