@@ -1425,16 +1425,19 @@ struct TweakBuf([u8; 512]);
 /// 64 − (2k + j) (4 qwords; a count of 64 gives 0 in `vpsrlvq`).
 #[repr(C, align(32))]
 struct Shifts16([u64; 64]);
-static TWEAK16_SHIFTS: Shifts16 = Shifts16(tweak16_shifts());
+static TWEAK16_SHIFTS: Shifts16 = Shifts16(tweak_shifts(4));
 
-const fn tweak16_shifts() -> [u64; 64] {
-    let mut s = [0u64; 64];
+/// The shift counts of the multi-register XTS kernels' first tweaks, registers of `q`
+/// qwords (4: 256-bit, 8: 512-bit): for register k, its `q` left shifts (lane j of two
+/// qwords shifted by k·q/2 + j), then its `q` right shifts by 64 minus that.
+const fn tweak_shifts<const N: usize>(q: usize) -> [u64; N] {
+    let mut s = [0u64; N];
     let mut i = 0;
-    while i < 32 {
-        // Register k = i / 4, lane j = (i % 4) / 2 (two qwords per lane).
-        let n = (i / 4 * 2 + i % 4 / 2) as u64;
-        s[i / 4 * 8 + i % 4] = n;
-        s[i / 4 * 8 + 4 + i % 4] = 64 - n;
+    while i < N / 2 {
+        // Register k = i / q, lane j = (i % q) / 2 (two qwords per lane).
+        let n = (i / q * (q / 2) + i % q / 2) as u64;
+        s[i / q * 2 * q + i % q] = n;
+        s[i / q * 2 * q + q + i % q] = 64 - n;
         i += 1;
     }
     s
@@ -1449,20 +1452,7 @@ static LANE_SHIFTS: [u64; 16] = [0, 0, 1, 1, 2, 2, 3, 3, 64, 64, 63, 63, 62, 62,
 /// (8 qwords; a count of 64 gives 0 in `vpsrlvq`).
 #[repr(C, align(64))]
 struct Shifts([u64; 128]);
-static TWEAK8_SHIFTS: Shifts = Shifts(tweak8_shifts());
-
-const fn tweak8_shifts() -> [u64; 128] {
-    let mut s = [0u64; 128];
-    let mut i = 0;
-    while i < 64 {
-        // Register k = i / 8, lane j = (i % 8) / 2 (two qwords per lane).
-        let n = (i / 8 * 4 + i % 8 / 2) as u64;
-        s[i / 8 * 16 + i % 8] = n;
-        s[i / 8 * 16 + 8 + i % 8] = 64 - n;
-        i += 1;
-    }
-    s
-}
+static TWEAK8_SHIFTS: Shifts = Shifts(tweak_shifts(8));
 
 /// Multiply by α in GF(2¹²⁸), XTS "ble" convention.
 #[inline(always)]
@@ -1820,6 +1810,20 @@ impl Drop for AesVaes {
 mod tests {
     use super::*;
     use ::cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
+
+    /// The tweak shift tables of both multi-register kernels (the 512-bit one cannot run
+    /// on a machine without AVX-512, so its table is checked here): register k's lanes are
+    /// shifted by k·(lanes) + lane, then right by 64 minus that.
+    #[test]
+    fn tweak_shift_tables() {
+        assert_eq!(TWEAK8_SHIFTS.0[..16], LANE_SHIFTS);
+        assert_eq!(
+            TWEAK8_SHIFTS.0[112..],
+            [28, 28, 29, 29, 30, 30, 31, 31, 36, 36, 35, 35, 34, 34, 33, 33]
+        );
+        assert_eq!(TWEAK16_SHIFTS.0[..8], [0, 0, 1, 1, 64, 64, 63, 63]);
+        assert_eq!(TWEAK16_SHIFTS.0[56..], [14, 14, 15, 15, 50, 50, 49, 49]);
+    }
 
     fn rng_bytes(seed: &mut u64, n: usize) -> Vec<u8> {
         (0..n)
