@@ -62,6 +62,8 @@ command -v jose >/dev/null 2>&1 || need_pkgs+=(jose)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
 # builds the initramfs images with its own mkinitramfs.
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
+# scripts/test-lanes.sh reads cargo's list of test binaries with python3.
+command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"
@@ -90,8 +92,10 @@ fi
 echo "==> cargo test"
 log=$(mktemp)
 set +e
-# --no-fail-fast: a failing test binary must not hide the results of the ones after it.
-cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
+# Every test binary, as `cargo test --workspace --no-fail-fast` runs them (a failing binary
+# does not hide the results of the others), in two lanes at once: the reference-VM tests and
+# the rest (scripts/test-lanes.sh says why).
+bash scripts/test-lanes.sh 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # lukskit-crypto's tests compiled for aarch64, run under qemu-user (LUKSKIT_AARCH64_CRYPTO=0

@@ -628,6 +628,9 @@ else
             case "$p" in ./usr/lib*) mkdir -p "$RUN/base/$(dirname "$p")" && : >"$RUN/base/$p" ;; esac
         done < <(grep -E '^\./usr/lib(64)?/[^/]+(/[^/]+)?$' "$CACHE/vm/files.txt")
         install_elf "$LUKSKIT_BIN" "$RUN/base" usr/bin/lukskit
+        # Without its debug info (a test build carries about 130 MB of it; the symbols stay for
+        # backtraces): every boot packs, loads and unpacks the initramfs, under emulation.
+        strip --strip-debug "$RUN/base/usr/bin/lukskit" 2>/dev/null || true
         (cd "$RUN/base" && find . -type f -size +0) | while read -r p; do
             mkdir -p "$O/$(dirname "$p")"
             mv "$RUN/base/$p" "$O/$p"

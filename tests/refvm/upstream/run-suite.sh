@@ -49,6 +49,10 @@ OUT_TAIL=${SUITE_OUT_TAIL:-12}
 CMD_TAIL=${SUITE_CMD_TAIL:-4}
 
 say() { echo "suite: $*"; }
+# A job's "result" record: printed, and kept in $W/last-result for the host's queue (queue mode
+# hands it back as $SUITE_QUEUE/result.N: real cryptsetup's run of a script is queued only
+# where lukskit's result needs it).
+result() { say "result $*"; echo "suite: result $*" >"$W/last-result"; }
 now() { cut -d' ' -f1 /proc/uptime; }
 
 # scsi_debug disks (the sector-size cases): without udev nothing loads sd_mod when a disk appears,
@@ -167,7 +171,7 @@ run_one() { # script tool limit
     : >"$CMDLOG"
     : >"$out"
     if [ ! -x "$W/bin-$tool/cryptsetup" ]; then
-        say "result $s $tool rc=125 secs=0 lines=0 skips=0 timeout=0 limit=$limit"
+        result "$s $tool rc=125 secs=0 lines=0 skips=0 timeout=0 limit=$limit"
         say "out $s $tool | the tool is not installed in the VM"
         return
     fi
@@ -199,7 +203,7 @@ run_one() { # script tool limit
     # Parts a script left out: "test skipped", "[N/A]" (luks2-integrity-test reads a failed
     # luksFormat as "mode not available"), "not supported".
     skips=$(grep -ciE 'skip|N/A|not supported|unsupported|not available' "$out")
-    say "result $s $tool rc=$rc secs=$secs lines=$lines skips=$skips timeout=$to limit=$limit"
+    result "$s $tool rc=$rc secs=$secs lines=$lines skips=$skips timeout=$to limit=$limit"
     grep -v '^[[:space:]]*$' "$out" | tail -n "$OUT_TAIL" | sed "s|^|suite: out $s $tool \| |"
     # Every line that reports a failed check (some scripts go on after one and fail at the end).
     grep -iE 'fail|wrong|mismatch' "$out" | grep -vE '^FAILED backtrace|\.\.\.(done|OK|PASSED)$' | head -n 40 | cut -c1-300 |
@@ -235,7 +239,7 @@ run_entry() { # name[:secs] tool...
     s=${entry%%:*} limit=$SUITE_TIMEOUT
     case "$entry" in *:*) limit=${entry#*:} ;; esac
     if [ ! -f "$W/tests/$s" ]; then
-        for tool in "$@"; do say "result $s $tool rc=126 secs=0 lines=0 skips=0 timeout=0 limit=$limit"; done
+        for tool in "$@"; do result "$s $tool rc=126 secs=0 lines=0 skips=0 timeout=0 limit=$limit"; done
         return
     fi
     for tool in "$@"; do run_one "$s" "$tool" "$limit"; done
@@ -258,7 +262,14 @@ if [ -n "${SUITE_QUEUE:-}" ]; then
         read -r entry tool <"$SUITE_QUEUE/job.$n"
         [ "$entry" = stop ] && break
         say "job $n $entry $tool uptime=$(now)"
+        rm -f "$W/last-result"
         run_entry "$entry" "$tool"
+        # The job's result for the host, which reads it when this VM asks for its next job
+        # (want.N+1); written under a temporary name and renamed, never read half written.
+        if [ -f "$W/last-result" ]; then
+            cp "$W/last-result" "$SUITE_QUEUE/.result.$n"
+            mv "$SUITE_QUEUE/.result.$n" "$SUITE_QUEUE/result.$n"
+        fi
         dirty=$(leftovers)
         if [ -n "$dirty" ]; then
             echo "$dirty" | cut -c1-300 | sed "s|^|suite: dirty $entry $tool \| |"

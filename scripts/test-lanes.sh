@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Runs every test of the workspace, as `cargo test --workspace --no-fail-fast` does, in two
+# lanes at once instead of one binary after the other:
+#   - the VM lane: the test binaries named refvm_* (the reference VM under QEMU's TCG, the
+#     longest by far), one after the other, refvm_upstream first, their output as it comes;
+#   - the host lane: every other test binary, one after the other, then the doc tests; each
+#     binary's output is printed whole when it ends (so the lanes' lines do not mix).
+# On 2 cores a single VM keeps about one core busy (its guest runs one command at a time), and
+# the host tests mostly wait on their tools, so the two lanes share the machine well; one
+# after the other, the test command no longer fitted CI's 90 minutes (2026-11-27).
+#
+# Each binary runs as cargo runs it: from its package's directory, with the usual libtest
+# output ("test result: ..." lines, which scripts/test.sh counts). Extra arguments go to every
+# test binary (a test name filter, --nocapture, ...). Exit status: 0 when every binary passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "==> building the test binaries"
+if ! cargo test --workspace --no-run --message-format=json-render-diagnostics >"$work/build.json"; then
+    echo "lukskit: the test binaries did not build" >&2
+    exit 101
+fi
+# One line per test binary: lane, package directory, source path, executable.
+python3 - "$work/build.json" >"$work/binaries" <<'EOF' || exit 101
+import json, os, sys
+seen = set()
+for line in open(sys.argv[1]):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        continue
+    if m.get("reason") != "compiler-artifact" or not m.get("profile", {}).get("test"):
+        continue
+    exe = m.get("executable")
+    if not exe or exe in seen:
+        continue
+    seen.add(exe)
+    t = m["target"]
+    pkg = os.path.dirname(m["manifest_path"])
+    lane = "vm" if t["name"].startswith("refvm_") else "host"
+    src = os.path.relpath(t["src_path"], pkg)
+    # refvm_upstream, the longest, first in its lane (the rest in cargo's order).
+    first = "0" if t["name"] == "refvm_upstream" else "1"
+    print("\t".join([lane, first, pkg, src, exe]))
+EOF
+[ -s "$work/binaries" ] || { echo "lukskit: no test binaries found" >&2; exit 101; }
+
+run_binary() { # pkg src exe [args...]
+    local pkg=$1 src=$2 exe=$3 t rc
+    shift 3
+    t=$(date +%s)
+    echo "     Running $src ($(realpath --relative-to=. "$exe")) in $(basename "$pkg")"
+    (cd "$pkg" && "$exe" "$@")
+    rc=$?
+    echo "==> $(basename "$pkg") $src: exit $rc after $(($(date +%s) - t)) s"
+    return $rc
+}
+
+# The VM lane: output as it comes.
+vm_lane() {
+    local rc=0 lane first pkg src exe
+    while IFS=$'\t' read -r lane first pkg src exe; do
+        run_binary "$pkg" "$src" "$exe" "$@" </dev/null 2>&1 || rc=1
+    done < <(awk -F'\t' '$1 == "vm"' "$work/binaries" | sort -s -t$'\t' -k2,2)
+    return $rc
+}
+
+# The host lane: each binary's output whole when it ends, under a lock shared with nothing
+# else (the VM lane writes its lines as they come; a whole binary's output is one write
+# stream after the other).
+host_lane() {
+    local rc=0 n=0 lane first pkg src exe
+    while IFS=$'\t' read -r lane first pkg src exe; do
+        n=$((n + 1))
+        run_binary "$pkg" "$src" "$exe" "$@" >"$work/host.$n" </dev/null 2>&1 || rc=1
+        cat "$work/host.$n"
+        rm -f "$work/host.$n"
+    done < <(awk -F'\t' '$1 == "host"' "$work/binaries")
+    echo "   Doc-tests (cargo test --workspace --doc)"
+    cargo test --workspace --doc -q >"$work/doc" 2>&1 || rc=1
+    cat "$work/doc"
+    return $rc
+}
+
+t0=$(date +%s)
+vm_lane "$@" &
+vm_pid=$!
+host_lane "$@"
+host_rc=$?
+echo "==> host lane done after $(($(date +%s) - t0)) s; waiting for the VM lane"
+wait "$vm_pid"
+vm_rc=$?
+echo "==> both lanes done after $(($(date +%s) - t0)) s (host lane exit $host_rc, VM lane exit $vm_rc)"
+[ "$host_rc" = 0 ] && [ "$vm_rc" = 0 ]
