@@ -2,7 +2,8 @@
 # Runs every test of the workspace, as `cargo test --workspace --no-fail-fast` does, in two
 # lanes at once instead of one binary after the other:
 #   - the VM lane: the test binaries named refvm_* (the reference VM under QEMU's TCG, the
-#     longest by far), one after the other, refvm_upstream first, their output as it comes;
+#     longest by far), one after the other, their output as it comes; refvm_upstream (two VMs
+#     at once, the longest) last, when the host lane has most likely ended;
 #   - the host lane: every other test binary, one after the other, then the doc tests; each
 #     binary's output is printed whole when it ends (so the lanes' lines do not mix).
 # On 2 cores a single VM keeps about one core busy (its guest runs one command at a time), and
@@ -10,10 +11,18 @@
 # after the other, the test command no longer fitted CI's 90 minutes (2026-11-27).
 #
 # Each binary runs as cargo runs it: from its package's directory, with the usual libtest
-# output ("test result: ..." lines, which scripts/test.sh counts). Extra arguments go to every
-# test binary (a test name filter, --nocapture, ...). Exit status: 0 when every binary passed.
+# output ("test result: ..." lines, which scripts/test.sh counts). `--then SCRIPT` (repeatable,
+# first) runs SCRIPT with bash at the end of the host lane; the other arguments go to every
+# test binary (a test name filter, --nocapture, ...). Exit status: 0 when every binary and
+# script passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+then=()
+while [ "${1:-}" = --then ]; do
+    [ -n "${2:-}" ] || { echo "test-lanes.sh: --then needs a script" >&2; exit 2; }
+    then+=("$2")
+    shift 2
+done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -42,8 +51,8 @@ for line in open(sys.argv[1]):
     pkg = os.path.dirname(m["manifest_path"])
     lane = "vm" if t["name"].startswith("refvm_") else "host"
     src = os.path.relpath(t["src_path"], pkg)
-    # refvm_upstream, the longest, first in its lane (the rest in cargo's order).
-    first = "0" if t["name"] == "refvm_upstream" else "1"
+    # refvm_upstream, the longest (two VMs), last in its lane (the rest in cargo's order).
+    first = "1" if t["name"] == "refvm_upstream" else "0"
     print("\t".join([lane, first, pkg, src, exe]))
 EOF
 [ -s "$work/binaries" ] || { echo "lukskit: no test binaries found" >&2; exit 101; }
@@ -82,6 +91,15 @@ host_lane() {
     echo "   Doc-tests (cargo test --workspace --doc)"
     cargo test --workspace --doc -q >"$work/doc" 2>&1 || rc=1
     cat "$work/doc"
+    local s t
+    for s in "${then[@]}"; do
+        t=$(date +%s)
+        bash "$s" >"$work/then" 2>&1 </dev/null
+        local src=$?
+        cat "$work/then"
+        echo "==> $s: exit $src after $(($(date +%s) - t)) s"
+        [ "$src" = 0 ] || rc=1
+    done
     return $rc
 }
 

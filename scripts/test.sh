@@ -93,35 +93,12 @@ echo "==> cargo test"
 log=$(mktemp)
 set +e
 # Every test binary, as `cargo test --workspace --no-fail-fast` runs them (a failing binary
-# does not hide the results of the others), in two lanes at once: the reference-VM tests and
-# the rest (scripts/test-lanes.sh says why).
-bash scripts/test-lanes.sh 2>&1 | tee "$log"
+# does not hide the results of the others), in two lanes at once: the reference-VM tests, and
+# the rest followed by scripts/test-more.sh (lukskit-crypto's tests on aarch64 under
+# qemu-user, a short fuzzing run); scripts/test-lanes.sh says why.
+bash scripts/test-lanes.sh --then scripts/test-more.sh 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-# lukskit-crypto's tests compiled for aarch64, run under qemu-user (LUKSKIT_AARCH64_CRYPTO=0
-# leaves them out; exit 77 = the tools could not be had here).
-if [ "${LUKSKIT_AARCH64_CRYPTO:-1}" != 0 ]; then
-    echo "==> crypto tests on aarch64 (scripts/test-aarch64-crypto.sh)"
-    set +e
-    bash scripts/test-aarch64-crypto.sh 2>&1 | tee -a "$log"
-    arc=${PIPESTATUS[0]}
-    set -e
-    if [ "$arc" = 77 ] && [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
-        echo "SKIP: crypto tests on aarch64 (LUKSKIT_ALLOW_SKIP=1)" | tee -a "$log"
-    elif [ "$arc" != 0 ]; then
-        echo "lukskit: the crypto tests on aarch64 failed (exit $arc)" >&2
-        [ "$status" != 0 ] || status=1
-    fi
-fi
-# A short fuzzing run (15 s per cargo-fuzz target; installs nightly + cargo-fuzz the first
-# time; LUKSKIT_FUZZ=0 skips it).
-if [ "${LUKSKIT_FUZZ:-1}" != 0 ]; then
-    echo "==> fuzz (scripts/ci-fuzz.sh)"
-    if ! bash scripts/ci-fuzz.sh 15; then
-        echo "lukskit: fuzzing found a failure (see above; inputs in fuzz/artifacts/)" >&2
-        [ "$status" != 0 ] || status=1
-    fi
-fi
 # One closing line for the whole run (cargo prints one per test binary, the last of which
 # is usually the empty doc-test run).
 awk '/^test result:/ { p += $4; f += $6; s += $8 } /^SKIP: / { k++ }

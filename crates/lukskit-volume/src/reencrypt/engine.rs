@@ -36,6 +36,12 @@ use serde_json::{Map, Value};
 
 /// Default hot zone with resilience `none` (`LUKS2_DEFAULT_NONE_REENCRYPTION_LENGTH`).
 pub const DEFAULT_NONE_HOTZONE: u64 = 20 << 20;
+/// Largest hot zone of resilience `checksum` without `--hotzone-size` (cryptsetup takes as
+/// much as the checksums in the keyslot area cover, up to 1 GiB, held in memory at once): the
+/// next hot zone is read and hashed while this one is written, so smaller hot zones overlap
+/// more of the work; each costs two metadata commits. The hot zone is recorded in the metadata,
+/// so either tool resumes the other's run whatever its size.
+pub const DEFAULT_CHECKSUM_HOTZONE: u64 = 64 << 20;
 /// Largest hot zone (`LUKS2_REENCRYPT_MAX_HOTZONE_LENGTH`).
 pub const MAX_HOTZONE: u64 = 1 << 30;
 
@@ -121,8 +127,9 @@ fn pio(e: IoFailure) -> VolumeError {
     }
 }
 
-/// Where the reads ahead of a streamed (resilience `none`) run are: the next chunk to read
-/// and the end of the hot zone it is in (hot zones follow as [`Run::advance`] moves them).
+/// Where the reads ahead of a streamed run are: the next chunk to read (resilience `none`
+/// and `checksum`) and, for `none`, the end of the hot zone it is in (hot zones follow as
+/// [`Run::advance`] moves them).
 struct Ahead {
     pos: u64,
     zone_end: u64,
@@ -626,7 +633,12 @@ impl<'a> Run<'a> {
                 }
             }
             Resilience::Checksum { hash, block_size } => {
-                c.area_size / hash.digest_size() as u64 * u64::from(*block_size)
+                let fits = c.area_size / hash.digest_size() as u64 * u64::from(*block_size);
+                if max_hotzone != 0 {
+                    fits
+                } else {
+                    fits.min(DEFAULT_CHECKSUM_HOTZONE)
+                }
             }
             Resilience::Journal => c.area_size,
             Resilience::Datashift { shift } => *shift,
@@ -1100,12 +1112,24 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
+    /// Queue the reads of a checksum run up to device offset `end` (of the data area) from
+    /// where the reads ahead stopped.
+    fn read_to(&self, io: &mut Io, ahead: &mut Ahead, end: u64) -> Result<()> {
+        while ahead.pos < end {
+            let len = (end - ahead.pos).min(CHUNK as u64);
+            io.read(self.old.offset + ahead.pos, len as usize, usize::MAX)
+                .map_err(pio)?;
+            ahead.pos += len;
+        }
+        Ok(())
+    }
+
     /// One hot zone through [`pipeline`] (see [`Run::fast_ok`]), with the commits of
     /// [`Run::step`]. Resilience `none`: the chunks stream (reads run ahead into the next hot
     /// zones; nothing is committed per hot zone). Resilience `checksum`: the whole hot zone
     /// is read and hashed, the checksums and the hot-zone metadata are committed, then the
-    /// hot zone is re-encrypted and written chunk by chunk, the writes are waited for and
-    /// synced, and the segments move.
+    /// reads of the next hot zone are queued and this one is re-encrypted and written chunk
+    /// by chunk, the writes are waited for and synced, and the segments move.
     fn step_fast(
         &mut self,
         hdr: &mut Luks2Header,
@@ -1145,21 +1169,19 @@ impl<'a> Run<'a> {
                     return Err(ctx("checksums larger than the keyslot area"));
                 }
                 let mut sums = vec![0u8; count * ds];
-                let mut queued = 0;
+                // This hot zone's reads (those the previous one did not queue ahead).
+                self.read_to(io, ahead, end)?;
+                let mut at = 0;
                 let mut pos = start;
                 while pos < end {
-                    let len = (end - pos).min(CHUNK as u64);
-                    io.read(self.old.offset + pos, len as usize, usize::MAX)
-                        .map_err(pio)?;
-                    pos += len;
-                    queued += 1;
-                }
-                let mut at = 0;
-                for _ in 0..queued {
-                    let (_, b) = io.next_read().map_err(pio)?;
+                    let (off, b) = io.next_read().map_err(pio)?;
+                    if off != self.old.offset + pos {
+                        return Err(ctx("streamed read out of step"));
+                    }
                     let n = b.bytes().len() / bs * ds;
                     pipeline::checksums(hash, bs, b.bytes(), &mut sums[at..at + n]);
                     at += n;
+                    pos += b.bytes().len() as u64;
                     zone.push(b);
                 }
                 // Commit point: the checksums, then the hot-zone metadata.
@@ -1168,6 +1190,11 @@ impl<'a> Run<'a> {
                     .and_then(|_| self.meta.sync())
                     .map_err(dio(DeviceOp::WriteKeyslotArea))?;
                 luks2_keys::write_header(self.meta, hdr)?;
+                // The next hot zone's reads run while this one is re-encrypted and written:
+                // they read old ciphertext no write of this hot zone touches (forward, no data
+                // shift), and nothing of the next hot zone is written before its own commit.
+                let next_end = (end + self.length).min(self.device_size);
+                self.read_to(io, ahead, next_end)?;
                 let mut pos = start;
                 for mut b in zone.drain(..) {
                     let n = b.bytes().len() as u64;

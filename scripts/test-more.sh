@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# The parts of the test command beyond `cargo test` (scripts/test.sh runs this in the host lane
+# of scripts/test-lanes.sh, beside the reference-VM tests): lukskit-crypto's tests compiled for
+# aarch64 under qemu-user, and a short fuzzing run. Exit status 0 when both passed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+status=0
+# LUKSKIT_AARCH64_CRYPTO=0 leaves them out; exit 77 = the tools could not be had here.
+if [ "${LUKSKIT_AARCH64_CRYPTO:-1}" != 0 ]; then
+    echo "==> crypto tests on aarch64 (scripts/test-aarch64-crypto.sh)"
+    bash scripts/test-aarch64-crypto.sh 2>&1
+    arc=$?
+    if [ "$arc" = 77 ] && [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
+        echo "SKIP: crypto tests on aarch64 (LUKSKIT_ALLOW_SKIP=1)"
+    elif [ "$arc" != 0 ]; then
+        echo "lukskit: the crypto tests on aarch64 failed (exit $arc)"
+        status=1
+    fi
+fi
+# 15 s per cargo-fuzz target; installs nightly + cargo-fuzz the first time; LUKSKIT_FUZZ=0
+# leaves it out.
+if [ "${LUKSKIT_FUZZ:-1}" != 0 ]; then
+    echo "==> fuzz (scripts/ci-fuzz.sh)"
+    if ! bash scripts/ci-fuzz.sh 15 2>&1; then
+        echo "lukskit: fuzzing found a failure (see above; inputs in fuzz/artifacts/)"
+        status=1
+    fi
+fi
+exit "$status"
