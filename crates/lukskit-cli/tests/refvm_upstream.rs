@@ -1488,6 +1488,50 @@ fn the_default_run_is_balanced_over_the_vms() {
     assert_eq!(ran, (0..order.len()).collect::<Vec<_>>());
 }
 
+/// Two guests played by threads against the host's side of the queue ([`serve_queue`], with
+/// `on_demand` references), each in its own directory under `dir` as run-suite.sh does: it
+/// creates want.N, waits for job.N and, until "stop", runs `job(vm, its directory, N, line)`
+/// for the job's line, keeping what that returns. Returns, per VM, the jobs the host handed
+/// out and what the guest kept.
+fn play_guests(
+    dir: &Path,
+    queue: &std::sync::Mutex<VecDeque<Job>>,
+    on_demand: bool,
+    job: impl Fn(usize, &Path, u32, &str) -> String + Sync,
+) -> (Vec<Vec<Taken>>, Vec<Vec<String>>) {
+    let finished = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let mut servers = Vec::new();
+        let mut guests = Vec::new();
+        for vm in 0..2 {
+            let share = dir.join(format!("vm{vm}"));
+            std::fs::create_dir(&share).unwrap();
+            let (f, job) = (&finished, &job);
+            let s2 = share.clone();
+            servers.push(sc.spawn(move || serve_queue(&s2, queue, f, vm, on_demand)));
+            guests.push(sc.spawn(move || {
+                let mut got = Vec::new();
+                for n in 1.. {
+                    std::fs::write(share.join(format!("want.{n}")), "").unwrap();
+                    let path = share.join(format!("job.{n}"));
+                    while !path.exists() {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                    let line = std::fs::read_to_string(&path).unwrap();
+                    if line.trim() == "stop" {
+                        break;
+                    }
+                    got.push(job(vm, &share, n, line.trim()));
+                }
+                got
+            }));
+        }
+        let guests: Vec<Vec<String>> = guests.into_iter().map(|g| g.join().unwrap()).collect();
+        let served: Vec<Vec<Taken>> = servers.into_iter().map(|s| s.join().unwrap()).collect();
+        (served, guests)
+    })
+}
+
 /// The host's side of the queue against two guests played by threads (each creates want.N in
 /// its own directory and reads job.N, as run-suite.sh does): every job goes to exactly one of
 /// them, each gets "stop" when the queue is empty, and a slow guest takes fewer jobs.
@@ -1500,42 +1544,14 @@ fn the_queue_hands_each_job_to_one_vm() {
         &tools,
     );
     let queue = std::sync::Mutex::new(order.iter().cloned().collect::<VecDeque<Job>>());
-    let finished = std::sync::atomic::AtomicBool::new(false);
-    let (served, guests) = std::thread::scope(|sc| {
-        let mut servers = Vec::new();
-        let mut guests = Vec::new();
-        for vm in 0..2 {
-            let share = dir.path().join(format!("vm{vm}"));
-            std::fs::create_dir(&share).unwrap();
-            let (q, f) = (&queue, &finished);
-            let s2 = share.clone();
-            servers.push(sc.spawn(move || serve_queue(&s2, q, f, vm, false)));
-            guests.push(sc.spawn(move || {
-                let mut got = Vec::new();
-                for n in 1.. {
-                    std::fs::write(share.join(format!("want.{n}")), "").unwrap();
-                    let job = share.join(format!("job.{n}"));
-                    while !job.exists() {
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                    }
-                    let line = std::fs::read_to_string(&job).unwrap();
-                    if line.trim() == "stop" {
-                        break;
-                    }
-                    got.push(line.trim().to_string());
-                    // VM 1 is slow.
-                    std::thread::sleep(std::time::Duration::from_millis(if vm == 0 {
-                        50
-                    } else {
-                        1500
-                    }));
-                }
-                got
-            }));
-        }
-        let guests: Vec<Vec<String>> = guests.into_iter().map(|g| g.join().unwrap()).collect();
-        let served: Vec<Vec<Taken>> = servers.into_iter().map(|s| s.join().unwrap()).collect();
-        (served, guests)
+    let (served, guests) = play_guests(dir.path(), &queue, false, |vm, _, _, line| {
+        // VM 1 is slow.
+        std::thread::sleep(std::time::Duration::from_millis(if vm == 0 {
+            50
+        } else {
+            1500
+        }));
+        line.to_string()
     });
     assert!(queue.lock().unwrap().is_empty());
     let mut all: Vec<String> = guests.concat();
@@ -1653,50 +1669,21 @@ fn the_queue_adds_reference_jobs_on_demand() {
         &lukskit,
     );
     let queue = std::sync::Mutex::new(order.iter().cloned().collect::<VecDeque<Job>>());
-    let finished = std::sync::atomic::AtomicBool::new(false);
-    let guests = std::thread::scope(|sc| {
-        let mut servers = Vec::new();
-        let mut guests = Vec::new();
-        for vm in 0..2 {
-            let share = dir.path().join(format!("vm{vm}"));
-            std::fs::create_dir(&share).unwrap();
-            let (q, f) = (&queue, &finished);
-            let s2 = share.clone();
-            servers.push(sc.spawn(move || serve_queue(&s2, q, f, vm, true)));
-            guests.push(sc.spawn(move || {
-                let mut got = Vec::new();
-                for n in 1.. {
-                    std::fs::write(share.join(format!("want.{n}")), "").unwrap();
-                    let job = share.join(format!("job.{n}"));
-                    while !job.exists() {
-                        std::thread::sleep(std::time::Duration::from_millis(20));
-                    }
-                    let line = std::fs::read_to_string(&job).unwrap();
-                    let Some((entry, tool)) = line.trim().split_once(' ') else {
-                        break;
-                    };
-                    let script = split_limit(entry).0.to_string();
-                    let fields = match (script.as_str(), tool) {
-                        ("fails", "lukskit") => "rc=1 skips=0 timeout=0",
-                        ("skips", "lukskit") => "rc=0 skips=2 timeout=0",
-                        _ => "rc=0 skips=0 timeout=0",
-                    };
-                    std::fs::write(
-                        share.join(format!("result.{n}")),
-                        format!("suite: result {script} {tool} {fields}\n"),
-                    )
-                    .unwrap();
-                    got.push(format!("{script} {tool}"));
-                    std::thread::sleep(std::time::Duration::from_millis(60));
-                }
-                got
-            }));
-        }
-        let guests: Vec<Vec<String>> = guests.into_iter().map(|g| g.join().unwrap()).collect();
-        for s in servers {
-            s.join().unwrap();
-        }
-        guests
+    let (_, guests) = play_guests(dir.path(), &queue, true, |_, share, n, line| {
+        let (entry, tool) = line.split_once(' ').expect("SCRIPT:SECS TOOL");
+        let script = split_limit(entry).0.to_string();
+        let fields = match (script.as_str(), tool) {
+            ("fails", "lukskit") => "rc=1 skips=0 timeout=0",
+            ("skips", "lukskit") => "rc=0 skips=2 timeout=0",
+            _ => "rc=0 skips=0 timeout=0",
+        };
+        std::fs::write(
+            share.join(format!("result.{n}")),
+            format!("suite: result {script} {tool} {fields}\n"),
+        )
+        .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(60));
+        format!("{script} {tool}")
     });
     assert!(queue.lock().unwrap().is_empty());
     let mut all = guests.concat();
