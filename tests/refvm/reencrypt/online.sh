@@ -122,13 +122,37 @@ guard() {
     wait $gp
 }
 
-# After a kill -9 in the middle of an online run: what a crash leaves is the helper stack,
-# maybe with the hot-zone device suspended, and (killed between the two steps of a table
-# switch, both tools suspend the overlay, then the hot zone, then resume the overlay) the
-# overlay or the top device suspended too, with its next table loaded. Fail the hot zone's
-# I/O (as cryptsetup's fatal path does), resume whatever is still suspended (its loaded table
-# maps the hot zone to the failing device), then unmount (the journal is replayed at the next
-# mount) and remove the stack.
+# A kill -9 in the middle of an online run is taken as a crash: the power is cut at the kill
+# (power_cut, called by kill_midway): from then on nothing written through the mapping
+# reaches the disk, as after a power loss; what the file system had fsync'd before is on the
+# disk (in its journal, replayed at the next mount). Not the hot zone alone: a file system
+# still running on the rest writes its dirty metadata back at the unmount, and where that
+# metadata lies in the failing hot zone the kernel drops it ("lost async page write") and
+# ext4 then clears its journal ("Couldn't clean up the journal"), which loses fsync'd files
+# whichever tool ran (seen with cryptsetup killed, 2026-11-27).
+power_cut() {
+    n=$(dmsetup table v | awk '{s += $2} END {print s}')
+    # The error table goes in v's inactive slot first (replacing a next table the kill left).
+    guard 60 dmsetup load v --table "0 $n error" || fail "cannot load the power cut into v"
+    # I/O the kill left queued below v (a suspended hot zone or overlay) was never completed:
+    # it fails, as at a power loss. Then v switches to the error table: a suspend waits for
+    # the I/O in flight below it, which no longer waits on a suspended device.
+    for hz in $(dmsetup ls | awk '/-hotzone-/ {print $1}'); do
+        hn=$(dmsetup table $hz | awk '{print $2}')
+        guard 60 dmsetup load $hz --table "0 $hn error" && guard 60 dmsetup resume $hz \
+            || fail "cannot fail $hz"
+    done
+    if suspended v-overlay; then guard 60 dmsetup resume v-overlay || fail "cannot resume v-overlay"; fi
+    suspended v || guard 60 dmsetup suspend --noflush --nolockfs v || fail "cannot suspend v"
+    guard 60 dmsetup resume v || fail "cannot cut v's power"
+    echo "power cut at the kill"
+}
+
+# What the crash leaves is the helper stack, maybe with the hot-zone device suspended, and
+# (killed between the two steps of a table switch, both tools suspend the overlay, then the
+# hot zone, then resume the overlay) the overlay suspended too, with its next table loaded.
+# Fail the hot zone's I/O (as cryptsetup's fatal path does), resume whatever is still
+# suspended (its queued I/O fails), then unmount and remove the stack.
 suspended() { dmsetup info -c --noheadings -o attr "$1" 2>/dev/null | grep -q '^..s'; }
 teardown_after_kill() {
     for hz in $(dmsetup ls | awk '/-hotzone-/ {print $1}'); do
@@ -168,6 +192,7 @@ kill_midway() {
     sleep $((ms / 1000)).$(printf %03d $((ms % 1000)))
     kill -9 $pid || fail "the run was already over"
     wait $pid
+    power_cut
     echo "killed after ${ms} ms"
     dmsetup ls
     dmsetup info -c -o name,uuid,attr 2>/dev/null | grep -E 'hotzone|overlay' \
@@ -460,7 +485,7 @@ dshift-online-kill)
         writer &
         wpid=$!
         kill_midway $first reencrypt -q --decrypt --header $HDR -d $KF $D
-        # The writer's I/O to the hot zone fails once the stack is torn down: stop it first.
+        # The writer's I/O fails since the power cut: stop it.
         touch /root/stop
         teardown_after_kill
         wait $wpid

@@ -358,6 +358,13 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     if st == Status::None && has(o, "resume-only") {
         return Err(CliError::invalid("Device reencryption not in progress."));
     }
+    // A decryption not started yet needs --header (cryptsetup 2.6.1's `action_decrypt` asks
+    // before it looks for an active mapping): the header goes out to that file, or is there.
+    if st == Status::None && has(o, "decrypt") && shifted.is_none() && o.header.is_none() {
+        return Err(CliError::invalid(
+            "LUKS2 decryption requires --header option.",
+        ));
+    }
     let runs = !has(o, "init-only");
     // cryptsetup checks whether the device is in use for every run, and for the
     // initialization of a decryption.
@@ -621,12 +628,6 @@ fn init(
         }
         reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
         return Ok(keys);
-    }
-    if has(o, "decrypt") && !vol.detached {
-        return Err(CliError::invalid(
-            "LUKS2 decryption of a device with its header at the start needs --header with \
-             the file to export the header to.",
-        ));
     }
     // A detached header whose data starts further on (a backup of a header that was in
     // front of the data): cryptsetup 2.6.1's `decrypt_luks2_init` refuses it before asking
