@@ -130,6 +130,14 @@ fn pio(e: IoFailure) -> VolumeError {
 /// Where the reads ahead of a streamed run are: the next chunk to read (resilience `none`
 /// and `checksum`) and, for `none`, the end of the hot zone it is in (hot zones follow as
 /// [`Run::advance`] moves them).
+/// The chunks of the next hot zone a checksum run has already read and hashed (from the
+/// zone's start on) while it wrote the previous one, and their checksums.
+#[derive(Default)]
+struct Hashed {
+    bufs: Vec<pipeline::Buf>,
+    sums: Vec<u8>,
+}
+
 struct Ahead {
     pos: u64,
     zone_end: u64,
@@ -1127,15 +1135,17 @@ impl<'a> Run<'a> {
     /// One hot zone through [`pipeline`] (see [`Run::fast_ok`]), with the commits of
     /// [`Run::step`]. Resilience `none`: the chunks stream (reads run ahead into the next hot
     /// zones; nothing is committed per hot zone). Resilience `checksum`: the whole hot zone
-    /// is read and hashed, the checksums and the hot-zone metadata are committed, then the
-    /// reads of the next hot zone are queued and this one is re-encrypted and written chunk
-    /// by chunk, the writes are waited for and synced, and the segments move.
+    /// is read and hashed (what the previous hot zone's write phase did not already read and
+    /// hash of it), the checksums and the hot-zone metadata are committed, then the reads of
+    /// the next hot zone are queued and this one is re-encrypted and written chunk by chunk,
+    /// hashing the next zone's chunks as they land between two writes ([`Hashed`]); the
+    /// writes are waited for and synced, and the segments move.
     fn step_fast(
         &mut self,
         hdr: &mut Luks2Header,
         io: &mut Io,
         ahead: &mut Ahead,
-        zone: &mut Vec<pipeline::Buf>,
+        zone: &mut Hashed,
     ) -> Result<()> {
         let hot = self.hot_segments(hdr)?;
         let post = self.post_segments(&hot)?;
@@ -1168,11 +1178,17 @@ impl<'a> Run<'a> {
                 if (count * ds) as u64 > self.c.area_size {
                     return Err(ctx("checksums larger than the keyslot area"));
                 }
-                let mut sums = vec![0u8; count * ds];
-                // This hot zone's reads (those the previous one did not queue ahead).
+                // What the previous hot zone's write phase already read and hashed of this
+                // one (chunks from its start on), then the rest.
+                let mut sums = std::mem::take(&mut zone.sums);
+                let mut bufs = std::mem::take(&mut zone.bufs);
+                let mut at = sums.len();
+                let mut pos = start + bufs.iter().map(|b| b.bytes().len() as u64).sum::<u64>();
+                if at > count * ds || pos > end {
+                    return Err(ctx("hashed ahead past the hot zone"));
+                }
+                sums.resize(count * ds, 0);
                 self.read_to(io, ahead, end)?;
-                let mut at = 0;
-                let mut pos = start;
                 while pos < end {
                     let (off, b) = io.next_read().map_err(pio)?;
                     if off != self.old.offset + pos {
@@ -1182,7 +1198,7 @@ impl<'a> Run<'a> {
                     pipeline::checksums(hash, bs, b.bytes(), &mut sums[at..at + n]);
                     at += n;
                     pos += b.bytes().len() as u64;
-                    zone.push(b);
+                    bufs.push(b);
                 }
                 // Commit point: the checksums, then the hot-zone metadata.
                 self.meta
@@ -1190,13 +1206,15 @@ impl<'a> Run<'a> {
                     .and_then(|_| self.meta.sync())
                     .map_err(dio(DeviceOp::WriteKeyslotArea))?;
                 luks2_keys::write_header(self.meta, hdr)?;
-                // The next hot zone's reads run while this one is re-encrypted and written:
-                // they read old ciphertext no write of this hot zone touches (forward, no data
-                // shift), and nothing of the next hot zone is written before its own commit.
+                // The next hot zone's reads run while this one is re-encrypted and written,
+                // and each read that lands is hashed between two writes: they read old
+                // ciphertext no write of this hot zone touches (forward, no data shift), and
+                // nothing of the next hot zone is written before its own commit.
                 let next_end = (end + self.length).min(self.device_size);
                 self.read_to(io, ahead, next_end)?;
+                let mut next_pos = end;
                 let mut pos = start;
-                for mut b in zone.drain(..) {
+                for mut b in bufs {
                     let n = b.bytes().len() as u64;
                     let iv = pos >> 9;
                     self.new.reencrypt_chunk(&self.old, b.bytes_mut(), iv)?;
@@ -1206,6 +1224,18 @@ impl<'a> Run<'a> {
                     self.touched = true;
                     io.write(self.new.offset + pos, b).map_err(pio)?;
                     pos += n;
+                    if next_pos < next_end {
+                        let (off, nb) = io.next_read().map_err(pio)?;
+                        if off != self.old.offset + next_pos {
+                            return Err(ctx("streamed read out of step"));
+                        }
+                        let k = nb.bytes().len() / bs * ds;
+                        let from = zone.sums.len();
+                        zone.sums.resize(from + k, 0);
+                        pipeline::checksums(hash, bs, nb.bytes(), &mut zone.sums[from..]);
+                        next_pos += nb.bytes().len() as u64;
+                        zone.bufs.push(nb);
+                    }
                 }
                 io.drain().map_err(pio)?;
                 self.data.sync().map_err(dio(DeviceOp::Sync))?;
@@ -1561,7 +1591,7 @@ pub fn run_online(
             zone_end: r.offset + r.length,
             zone_len: r.length,
         };
-        let mut zone = Vec::new();
+        let mut zone = Hashed::default();
         let mut buf = Vec::new();
         let mut quit = false;
         if let Some(p) = opts.progress.as_mut() {
