@@ -554,3 +554,76 @@ fn decryption_without_a_header_file_refused_as_by_cryptsetup() {
     assert_eq!((l.code, l.stderr.as_str()), (1, words), "lukskit");
     assert!(std::fs::read(&img).unwrap() == before, "the device changed");
 }
+
+/// `--reduce-device-size` with `--decrypt`, as cryptsetup 2.6.1: where the header moves out
+/// to a new FILE it is ignored (both tools leave the same plaintext and the same header as
+/// without it); on a detached header (data offset 0) it fails with cryptsetup's words and
+/// exit code, and lukskit leaves the header and the device as they were (cryptsetup leaves
+/// the start of a re-encryption in the header).
+#[test]
+fn reduce_device_size_with_decrypt_as_cryptsetup() {
+    if !have_cryptsetup("reduce_device_size_with_decrypt_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let dir = t.path();
+    let kf = write_file(dir, "kf", b"secret passphrase");
+    let base = format(dir, "base.img", 40 * M, &kf, &[]);
+    let plain = read_plain(dir, &base, None, &kf);
+    let before = std::fs::read(&base).unwrap();
+    let mut headers = Vec::new();
+    for (tool, extra) in [
+        ("cryptsetup", &["--reduce-device-size", "8M"][..]),
+        ("lukskit", &["--reduce-device-size", "8M"][..]),
+        ("lukskit", &[][..]),
+    ] {
+        let img = dir.join("w.img").to_str().unwrap().to_string();
+        let hdr = dir.join(format!("h{}.img", headers.len()));
+        let hdr = hdr.to_str().unwrap().to_string();
+        std::fs::copy(&base, &img).unwrap();
+        let args = decrypt_args(&kf, &hdr, extra, &img);
+        if tool == "cryptsetup" {
+            cs(&args).ok("cryptsetup decrypt");
+        } else {
+            lukskit(&args, b"").ok(&format!("lukskit decrypt {extra:?}"));
+        }
+        check_done(&img, &hdr, &plain, &before, &format!("{tool} {extra:?}"));
+        headers.push(layout(&hdr));
+    }
+    assert_eq!(
+        headers[1], headers[0],
+        "lukskit's header differs from cryptsetup's"
+    );
+    assert_eq!(headers[2], headers[0], "the option changed the header");
+
+    // A detached header with data offset 0.
+    let img = dir.join("d.img").to_str().unwrap().to_string();
+    let hdr = dir.join("dh.img").to_str().unwrap().to_string();
+    std::fs::write(&img, pattern(32 * M, 9)).unwrap();
+    let mut a = vec!["luksFormat", "-q", "--type", "luks2", "-d", &kf];
+    a.extend_from_slice(&FAST);
+    a.extend_from_slice(&["--header", &hdr, "--offset", "0", &img]);
+    cs(&a).ok("luksFormat --header");
+    let (img0, hdr0) = (std::fs::read(&img).unwrap(), std::fs::read(&hdr).unwrap());
+    let args = decrypt_args(&kf, &hdr, &["--reduce-device-size", "8M"], &img);
+    let l = lukskit(&args, b"");
+    assert_eq!(
+        (l.code, l.stderr.as_str()),
+        (1, "Failed to write reencryption resilience metadata.\n"),
+        "lukskit"
+    );
+    assert!(
+        std::fs::read(&img).unwrap() == img0,
+        "lukskit wrote the device"
+    );
+    assert!(
+        std::fs::read(&hdr).unwrap() == hdr0,
+        "lukskit wrote the header"
+    );
+    let c = cs(&args);
+    assert_eq!(
+        (c.code, c.stderr.as_str()),
+        (l.code, l.stderr.as_str()),
+        "cryptsetup"
+    );
+}
