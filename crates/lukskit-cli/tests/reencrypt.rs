@@ -1610,3 +1610,77 @@ fn decrypt_with_the_device_as_its_own_header_refused_as_cryptsetup() {
         assert!(std::fs::read(&img).unwrap() == before, "{hdr}: written");
     }
 }
+
+/// luks2-reencryption-test [23]: `reencrypt -S0 --volume-key-file FILE -s 128` makes the
+/// file's key the new volume key (after `luksErase`, cryptsetup's `luksAddKey
+/// --volume-key-file FILE` accepts it; the plaintext is intact); a file too short and a file
+/// holding the current key (nothing changes) are refused with cryptsetup's words and exit
+/// code, the device left as it was.
+#[test]
+fn new_volume_key_from_a_file_as_cryptsetup() {
+    if !have_cryptsetup("new_volume_key_from_a_file_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let dir = t.path();
+    let kf = write_file(dir, "kf", b"secret passphrase");
+    let kf3 = write_file(dir, "kf3", b"third passphrase");
+    let vk = write_file(dir, "vk", &pattern(16, 23));
+    let short = write_file(dir, "short", &pattern(8, 23));
+    let img = make_image(
+        dir,
+        "vk.img",
+        &kf,
+        &["-c", "aes-cbc-essiv:sha256", "-s", "256"],
+    );
+    let mut add = vec!["luksAddKey", "-q", "-d", &kf];
+    add.extend_from_slice(&FAST);
+    add.extend_from_slice(&[&img, &kf3]);
+    cryptsetup(&add, b"").expect("cryptsetup").ok("luksAddKey");
+    lk_reencrypt(
+        &img,
+        &kf,
+        &["-S", "0", "--volume-key-file", &vk, "-s", "128"],
+    )
+    .ok("lukskit reencrypt --volume-key-file");
+    check_done(dir, &img, &kf, "aes-cbc-essiv:sha256", "--volume-key-file");
+    // The third passphrase's keyslot is gone (-S0), as with cryptsetup.
+    let open3 = cryptsetup(&["open", "--test-passphrase", "-d", &kf3, &img], b"").unwrap();
+    assert_ne!(open3.code, 0, "keyslot of the other passphrase left");
+    let before = std::fs::read(&img).unwrap();
+    for (file, words) in [
+        (
+            &short,
+            format!("Cannot read 16 bytes from keyfile {short}.\n"),
+        ),
+        (
+            &vk,
+            "No data segment parameters changed. Reencryption aborted.\n".to_string(),
+        ),
+    ] {
+        let extra = ["--volume-key-file", file.as_str(), "-s", "128"];
+        let l = lk_reencrypt(&img, &kf, &extra);
+        let c = cs_reencrypt(&img, &kf, &extra);
+        assert_eq!(
+            (c.code, c.stderr.as_str()),
+            (1, words.as_str()),
+            "cryptsetup"
+        );
+        assert_eq!((l.code, l.stderr.as_str()), (1, words.as_str()), "lukskit");
+        assert!(
+            std::fs::read(&img).unwrap() == before,
+            "{file}: device changed"
+        );
+    }
+    // The new volume key is the file's: cryptsetup adds a keyslot with it after luksErase.
+    cryptsetup(&["luksErase", "-q", &img], b"")
+        .expect("cryptsetup")
+        .ok("luksErase");
+    let mut add = vec!["luksAddKey", "-q", "--volume-key-file", &vk, "-s", "128"];
+    add.extend_from_slice(&FAST);
+    add.extend_from_slice(&[&img, &kf]);
+    cryptsetup(&add, b"")
+        .expect("cryptsetup")
+        .ok("luksAddKey --volume-key-file");
+    assert_eq!(sha(&read_plain(dir, &img, &kf)), sha(&plaintext()));
+}

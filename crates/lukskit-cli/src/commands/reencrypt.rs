@@ -713,7 +713,20 @@ fn init(
     // new cipher's default key size that differs from the kept key's counts as a change,
     // but the key kept (and so its size) is the old one; no keyslot is added, the new
     // segment is bound to the old key's digest, and the new cipher must take that key.
-    if o.keep_key {
+    // `--volume-key-file` (cryptsetup 2.6.1's `reencrypt_luks2_init`, read before any
+    // passphrase is asked): the new volume key is the file's first key-size bytes; a file
+    // that holds the current volume key changes no key, as `--keep-key`.
+    let mut keep_key = o.keep_key;
+    let mut file_vk = None;
+    if let (Some(f), false) = (&o.volume_key_file, o.keep_key) {
+        let vk = super::volume_key::read_volume_key_file(f, key_len)?;
+        if vol.verify_volume_key(vk.as_bytes()).is_ok() {
+            keep_key = true;
+        } else {
+            file_vk = Some(vk);
+        }
+    }
+    if keep_key {
         let same_cipher = cipher.eq_ignore_ascii_case(&old_cipher);
         if same_cipher && key_len == old_key_len && sector_size == old_ss {
             return Err(CliError::invalid(
@@ -761,8 +774,11 @@ fn init(
         commit_init(vol, (size, block), &params, &keys, online)?;
         return Ok(keys);
     }
-    let new_vk = SecretBuf::random(key_len)
-        .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?;
+    let new_vk = match file_vk {
+        Some(vk) => vk,
+        None => SecretBuf::random(key_len)
+            .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?,
+    };
     lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
     let mut new_slots = Vec::new();
     let added = add_new_keyslots(o, vol, &new_vk, &passes, &slots, &mut new_slots);
