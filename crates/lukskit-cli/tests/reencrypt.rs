@@ -1684,3 +1684,124 @@ fn new_volume_key_from_a_file_as_cryptsetup() {
         .ok("luksAddKey --volume-key-file");
     assert_eq!(sha(&read_plain(dir, &img, &kf)), sha(&plaintext()));
 }
+
+/// The area type of the `reencrypt` keyslot of `img`.
+fn area_type(img: &str) -> String {
+    let v = json_dump(img);
+    v["keyslots"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|k| k["type"] == "reencrypt")
+        .map(|k| k["area"]["type"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+/// `--resume-only --resilience X` of a re-encryption initialized by cryptsetup (checksum),
+/// as cryptsetup 2.6.1: `datashift` refused alike (exit code and words, header unchanged);
+/// `journal` switches the protection of the rest of the run: lukskit interrupted after the
+/// switch leaves a `journal` area that cryptsetup reads and finishes; `none` runs to the end.
+#[test]
+fn resilience_switched_at_resume_as_cryptsetup() {
+    if !have_cryptsetup("resilience_switched_at_resume_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let dir = t.path();
+    let kf = write_file(dir, "kf", b"secret passphrase");
+    let base = make_image(dir, "base.img", &kf, &[]);
+    let img = dir.join("r.img").to_str().unwrap().to_string();
+    let init = || {
+        std::fs::copy(&base, &img).unwrap();
+        cs_reencrypt(&img, &kf, &["--init-only", "--hotzone-size", "1M"]).ok("init");
+        assert_eq!(area_type(&img), "checksum");
+    };
+    init();
+    let header = std::fs::read(&img).unwrap();
+    let r = ["--resume-only", "--resilience", "datashift"];
+    let (l, c) = (lk_reencrypt(&img, &kf, &r), cs_reencrypt(&img, &kf, &r));
+    assert_eq!((l.code, l.stderr.as_str()), (c.code, c.stderr.as_str()));
+    assert_eq!(
+        c.stderr,
+        "Requested --resilience option cannot be applied to current reencryption operation.\n"
+    );
+    assert!(
+        std::fs::read(&img).unwrap() == header,
+        "refused resume wrote"
+    );
+    init();
+    lk_reencrypt(&img, &kf, &["--resume-only", "--resilience", "none"]).ok("none");
+    check_done(dir, &img, &kf, "aes-xts-plain64", "resumed with none");
+    let mut caught = false;
+    for n in 1..60 {
+        init();
+        let spec = format!("sync:{n}");
+        let args = [
+            "reencrypt",
+            "-q",
+            "--force-offline-reencrypt",
+            "--resume-only",
+            "--resilience",
+            "journal",
+            "--hotzone-size",
+            "1M",
+            "-d",
+            &kf,
+            &img,
+        ];
+        let out = lukskit_env(&args, b"", &[("LUKSKIT_CRASH_AT", &spec)]);
+        if out.code == 0 {
+            break;
+        }
+        assert_eq!(out.code, CRASH_STATUS, "{spec}: {}", out.stderr);
+        if !in_reencryption(&img) || area_type(&img) != "journal" {
+            continue;
+        }
+        caught = true;
+        cryptsetup(&["repair", "-q", "-d", &kf, &img], b"")
+            .expect("cryptsetup")
+            .ok(&format!("{spec}: cryptsetup repair"));
+        if in_reencryption(&img) {
+            cs_reencrypt(&img, &kf, &["--resume-only"]).ok(&format!("{spec}: cryptsetup resume"));
+        }
+        check_done(dir, &img, &kf, "aes-xts-plain64", &spec);
+        break;
+    }
+    assert!(caught, "no interruption after the switch to journal");
+    // A hot zone left by a crash under checksums is recovered from them before the switch.
+    let mut crashed = false;
+    for n in 1..60 {
+        init();
+        let spec = format!("write:{n}");
+        let args = [
+            "reencrypt",
+            "-q",
+            "--force-offline-reencrypt",
+            "--resume-only",
+            "--hotzone-size",
+            "1M",
+            "-d",
+            &kf,
+            &img,
+        ];
+        let out = lukskit_env(&args, b"", &[("LUKSKIT_CRASH_AT", &spec)]);
+        if out.code == 0 {
+            break;
+        }
+        if !dump("cryptsetup", &img).contains("in-reencryption") {
+            continue;
+        }
+        crashed = true;
+        lk_reencrypt(&img, &kf, &["--resume-only", "--resilience", "journal"])
+            .ok(&format!("{spec}: resume with journal"));
+        check_done(
+            dir,
+            &img,
+            &kf,
+            "aes-xts-plain64",
+            &format!("{spec}: switched"),
+        );
+        break;
+    }
+    assert!(crashed, "no crash inside a hot zone");
+}

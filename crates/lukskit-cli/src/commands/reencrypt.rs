@@ -419,18 +419,47 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         super::open_reencrypt::unlock(o, &vol, device)?
     };
-    // `--resilience` at the resume of a decryption with a moved segment: the moved
-    // segment's protection changes as requested (cryptsetup's reencrypt keyslot update).
+    // `--resilience` at a resume (cryptsetup's reencrypt keyslot update): the rest of the
+    // run is protected as asked; a decryption with a moved segment changes the moved
+    // segment's protection. A hot zone left by a crash is recovered first, under the
+    // protection it was written with (online the run refuses a crashed header anyway).
     if st != Status::None && o.given.has("resilience") {
         if let Header::Luks2(hdr) = &mut vol.header {
-            if reencrypt::Context::load(hdr).is_ok_and(|c| c.moved_protection.is_some()) {
+            let c = reencrypt::Context::load(hdr)?;
+            let moved = c.moved_protection.is_some();
+            let shifting = matches!(c.resilience, reencrypt::Resilience::Datashift { .. });
+            let vk_len = keys
+                .old
+                .as_ref()
+                .or(keys.new.as_ref())
+                .map_or(32, |k| k.len());
+            let pbkdf = pbkdf_options(o);
+            if (moved || !shifting) && active.is_none() && live.is_none() {
+                if reencrypt::status(hdr)? == Status::Crash {
+                    let data: &dyn Storage = match &data_dev {
+                        Some(d) => d,
+                        None => &vol.dev,
+                    };
+                    reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
+                }
+            }
+            let clean = reencrypt::status(hdr)? == Status::Clean;
+            if moved && clean {
                 let checksum = super::reencrypt_decrypt_shift::checksum_hash(o)?;
-                let vk_len = keys.old.as_ref().map_or(32, |k| k.len());
-                let pbkdf = pbkdf_options(o);
                 reencrypt::decrypt_shift::update_protection(
                     &vol.dev,
                     hdr,
                     checksum,
+                    block,
+                    &keys,
+                    pbkdf.hash()?,
+                    pbkdf.digest_iterations(vk_len)?,
+                )?;
+            } else if !shifting && clean {
+                reencrypt::resilience_switch::switch(
+                    &vol.dev,
+                    hdr,
+                    &resilience(o)?,
                     block,
                     &keys,
                     pbkdf.hash()?,

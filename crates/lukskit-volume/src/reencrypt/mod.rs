@@ -14,6 +14,8 @@
 //!   header files).
 //! * [`online`] — the hook through which a live mapping follows the hot zones.
 //! * [`pipeline`] — streamed `O_DIRECT` hot-zone I/O of the offline fast path.
+//! * [`resilience_switch`] — a new resilience for the rest of a run (`--resilience` at a
+//!   resume).
 //!
 //! Offline, or online through an [`online::OnlineHook`] that moves a live mapping along.
 //! Implemented: mode `reencrypt` (new volume key, cipher, sector size) forward, `encrypt` forward and `decrypt` backward with a detached
@@ -34,6 +36,7 @@ pub mod lock;
 pub mod luks1;
 pub mod online;
 pub mod pipeline;
+pub mod resilience_switch;
 pub mod verify;
 
 pub use context::{status, Context, Direction, Mode, Resilience, Status};

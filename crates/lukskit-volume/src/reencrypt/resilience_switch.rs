@@ -1,0 +1,98 @@
+//! A new resilience for the rest of a re-encryption in progress (`--resilience` at a
+//! resume, as cryptsetup 2.6.1's `LUKS2_keyslot_reencrypt_update` for the keyslot's primary
+//! protection): `checksum` (with its hash), `journal` or `none` replace the `reencrypt`
+//! keyslot's area description in place (same offset and size), the metadata digest is made
+//! again over it, and the header is written. A data shift cannot be switched to or from
+//! (the caller refuses that with cryptsetup's words); a decryption with a moved segment
+//! changes its secondary protection instead ([`super::decrypt_shift::update_protection`]).
+//!
+//! The switch must come after the recovery of a hot zone left by a crash: that hot zone is
+//! restored from what the old protection wrote.
+
+use super::context::{status, Context, Resilience, Status};
+use super::engine::{Keys, ResilienceChoice};
+use super::json::ctx;
+use super::verify;
+use crate::error::{ReencryptError, Result};
+use crate::luks2_keys;
+use lukskit_crypto::hash::HashAlg;
+use lukskit_format::io::Storage;
+use lukskit_format::luks2::Luks2Header;
+use serde_json::{Map, Value};
+
+/// Give the re-encryption in `hdr` the protection `choice` from its next hot zone on;
+/// `block` is the data device's block size (the checksum block is the largest of it and
+/// both layouts' sector sizes, as at the initialization). The metadata digest is checked
+/// with `keys` first. Returns whether anything changed (the header was then written to
+/// `meta`).
+pub fn switch(
+    meta: &dyn Storage,
+    hdr: &mut Luks2Header,
+    choice: &ResilienceChoice,
+    block: u64,
+    keys: &Keys,
+    digest_hash: HashAlg,
+    digest_iterations: u32,
+) -> Result<bool> {
+    if status(hdr)? != Status::Clean {
+        return Err(ReencryptError::Unsupported(
+            "a resilience change before the interrupted hot zone is recovered".into(),
+        )
+        .into());
+    }
+    let c = Context::load(hdr)?;
+    if matches!(c.resilience, Resilience::Datashift { .. })
+        || matches!(choice, ResilienceChoice::Datashift(_))
+    {
+        return Err(
+            ReencryptError::Unsupported("a resilience change of a data shift".into()).into(),
+        );
+    }
+    verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
+    let alignment = block
+        .max(u64::from(Context::sector_size(&c.old)))
+        .max(u64::from(Context::sector_size(&c.new)));
+    let slot = c.keyslot.to_string();
+    let area = hdr
+        .json
+        .get("keyslots")
+        .and_then(|k| k.get(&slot))
+        .and_then(|k| k.get("area"))
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+    let mut new = Map::new();
+    for k in ["offset", "size"] {
+        let v = area.get(k).ok_or_else(|| ctx("reencrypt keyslot area"))?;
+        new.insert(k.into(), v.clone());
+    }
+    match choice {
+        ResilienceChoice::Checksum(h) => {
+            let alg = HashAlg::from_name(h)?;
+            new.insert("type".into(), "checksum".into());
+            new.insert("hash".into(), alg.name().into());
+            new.insert("sector_size".into(), alignment.into());
+        }
+        ResilienceChoice::Journal => {
+            new.insert("type".into(), "journal".into());
+        }
+        ResilienceChoice::None => {
+            new.insert("type".into(), "none".into());
+        }
+        ResilienceChoice::Datashift(_) => unreachable!("refused above"),
+    }
+    if new == area {
+        return Ok(false);
+    }
+    hdr.json
+        .get_mut("keyslots")
+        .and_then(|k| k.get_mut(&slot))
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no reencrypt keyslot"))?
+        .insert("area".into(), Value::Object(new));
+    let c = Context::load(hdr)?;
+    let data = super::engine::verification(hdr, &c, keys)?;
+    verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;
+    luks2_keys::write_header(meta, hdr)?;
+    Ok(true)
+}
