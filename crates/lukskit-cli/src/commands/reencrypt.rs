@@ -434,14 +434,16 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                 .or(keys.new.as_ref())
                 .map_or(32, |k| k.len());
             let pbkdf = pbkdf_options(o);
-            if (moved || !shifting) && active.is_none() && live.is_none() {
-                if reencrypt::status(hdr)? == Status::Crash {
-                    let data: &dyn Storage = match &data_dev {
-                        Some(d) => d,
-                        None => &vol.dev,
-                    };
-                    reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
-                }
+            if (moved || !shifting)
+                && active.is_none()
+                && live.is_none()
+                && reencrypt::status(hdr)? == Status::Crash
+            {
+                let data: &dyn Storage = match &data_dev {
+                    Some(d) => d,
+                    None => &vol.dev,
+                };
+                reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
             }
             let clean = reencrypt::status(hdr)? == Status::Clean;
             if moved && clean {
