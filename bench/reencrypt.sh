@@ -57,6 +57,7 @@ fresh() {
 }
 
 best() { sort -g | head -1; }
+worst() { sort -g | tail -1; }
 
 time_dd() {
     # Into a file already written in full, overwritten in place (conv=notrunc), as a
@@ -123,17 +124,20 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
     echo "re-encrypted offline in place to a new volume key with the same cipher. Baseline:"
     echo "\`dd bs=4M iflag=direct oflag=direct conv=notrunc,fdatasync\` of the same ${size_mib} MiB"
     echo "over a file of that size already written on the same storage (no block allocation)."
-    echo "Page cache dropped before each run; best of $runs."
+    echo "Page cache dropped before each run; best of $runs (the slowest run shows how much"
+    echo "the storage varied meanwhile)."
     echo
-    echo "| What | Seconds | MiB/s | vs dd copy |"
-    echo "|---|---|---|---|"
-    printf '| dd copy (O_DIRECT) | %.2f | %s | 1.00 |\n' "$dd_s" "$dd_r"
+    echo "| What | Seconds (best) | MiB/s | vs dd copy | Slowest run (s) |"
+    echo "|---|---|---|---|---|"
+    printf '| dd copy (O_DIRECT) | %.2f | %s | 1.00 | %.2f |\n' "$dd_s" "$dd_r" \
+        "$(printf '%s' "${secs[dd]}" | worst)"
     for tool in lukskit cryptsetup; do
         for res in none checksum; do
             s=$(printf '%s' "${secs[$tool-$res]}" | best)
             r=$(rate "$s")
-            printf '| %s reencrypt --resilience %s | %.2f | %s | %.2f |\n' \
-                "$tool" "$res" "$s" "$r" "$(echo "$r / $dd_r" | bc -l)"
+            printf '| %s reencrypt --resilience %s | %.2f | %s | %.2f | %.2f |\n' \
+                "$tool" "$res" "$s" "$r" "$(echo "$r / $dd_r" | bc -l)" \
+                "$(printf '%s' "${secs[$tool-$res]}" | worst)"
         done
     done
     echo
