@@ -474,19 +474,7 @@ pub fn update_protection(
         )
         .into());
     }
-    verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
-    let alignment = block
-        .max(u64::from(Context::sector_size(&c.old)))
-        .max(u64::from(Context::sector_size(&c.new)));
-    let slot = c.keyslot.to_string();
-    let area = hdr
-        .json
-        .get("keyslots")
-        .and_then(|k| k.get(&slot))
-        .and_then(|k| k.get("area"))
-        .and_then(Value::as_object)
-        .cloned()
-        .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+    let (c, alignment, area) = super::resilience_switch::verified_area(hdr, block, keys)?;
     let kind = area.get("type").and_then(Value::as_str).unwrap_or("");
     let same = match &checksum {
         Some(h) => {
@@ -533,15 +521,14 @@ pub fn update_protection(
         ))
         .into());
     }
-    hdr.json
-        .get_mut("keyslots")
-        .and_then(|k| k.get_mut(&slot))
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| ctx("no reencrypt keyslot"))?
-        .insert("area".into(), Value::Object(new));
-    let c = Context::load(hdr)?;
-    let data = super::engine::verification(hdr, &c, keys)?;
-    verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;
-    luks2_keys::write_header(meta, hdr)?;
+    super::resilience_switch::store_area(
+        meta,
+        hdr,
+        c.keyslot,
+        new,
+        keys,
+        digest_hash,
+        digest_iterations,
+    )?;
     Ok(true)
 }

@@ -70,6 +70,35 @@ pub enum ResilienceChoice {
     Datashift(u64),
 }
 
+/// The protection fields of a `reencrypt` keyslot area for `choice` (after its `offset` and
+/// `size`): `type`, and the checksums' `hash` and `sector_size` (`alignment`) or the data
+/// shift's `shift_size`.
+pub(super) fn protection_fields(
+    choice: &ResilienceChoice,
+    alignment: u64,
+) -> Result<Map<String, Value>> {
+    let mut f = Map::new();
+    match choice {
+        ResilienceChoice::Checksum(h) => {
+            let alg = lukskit_crypto::hash::HashAlg::from_name(h)?;
+            f.insert("type".into(), "checksum".into());
+            f.insert("hash".into(), alg.name().into());
+            f.insert("sector_size".into(), alignment.into());
+        }
+        ResilienceChoice::Journal => {
+            f.insert("type".into(), "journal".into());
+        }
+        ResilienceChoice::None => {
+            f.insert("type".into(), "none".into());
+        }
+        ResilienceChoice::Datashift(shift) => {
+            f.insert("type".into(), "datashift".into());
+            f.insert("shift_size".into(), json::u64_str(*shift));
+        }
+    }
+    Ok(f)
+}
+
 /// Parameters of [`init`].
 #[derive(Debug, Clone)]
 pub struct InitParams {
@@ -430,24 +459,7 @@ fn init_metadata(
     let mut area = Map::new();
     area.insert("offset".into(), json::u64_str(area_offset));
     area.insert("size".into(), json::u64_str(area_size));
-    match &p.resilience {
-        ResilienceChoice::Checksum(h) => {
-            let alg = lukskit_crypto::hash::HashAlg::from_name(h)?;
-            area.insert("type".into(), "checksum".into());
-            area.insert("hash".into(), alg.name().into());
-            area.insert("sector_size".into(), alignment.into());
-        }
-        ResilienceChoice::Journal => {
-            area.insert("type".into(), "journal".into());
-        }
-        ResilienceChoice::None => {
-            area.insert("type".into(), "none".into());
-        }
-        ResilienceChoice::Datashift(shift) => {
-            area.insert("type".into(), "datashift".into());
-            area.insert("shift_size".into(), json::u64_str(*shift));
-        }
-    }
+    area.extend(protection_fields(&p.resilience, alignment)?);
     // cryptsetup decrypts backward (offline, header detached), shifts the data backward,
     // and otherwise goes forward.
     let direction = if p.mode == Mode::Decrypt || shift != 0 {

@@ -48,51 +48,71 @@ pub fn switch(
             ReencryptError::Unsupported("a resilience change of a data shift".into()).into(),
         );
     }
-    verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
-    let alignment = block
-        .max(u64::from(Context::sector_size(&c.old)))
-        .max(u64::from(Context::sector_size(&c.new)));
-    let slot = c.keyslot.to_string();
-    let area = hdr
-        .json
-        .get("keyslots")
-        .and_then(|k| k.get(&slot))
-        .and_then(|k| k.get("area"))
-        .and_then(Value::as_object)
-        .cloned()
-        .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+    let (c, alignment, area) = verified_area(hdr, block, keys)?;
     let mut new = Map::new();
     for k in ["offset", "size"] {
         let v = area.get(k).ok_or_else(|| ctx("reencrypt keyslot area"))?;
         new.insert(k.into(), v.clone());
     }
-    match choice {
-        ResilienceChoice::Checksum(h) => {
-            let alg = HashAlg::from_name(h)?;
-            new.insert("type".into(), "checksum".into());
-            new.insert("hash".into(), alg.name().into());
-            new.insert("sector_size".into(), alignment.into());
-        }
-        ResilienceChoice::Journal => {
-            new.insert("type".into(), "journal".into());
-        }
-        ResilienceChoice::None => {
-            new.insert("type".into(), "none".into());
-        }
-        ResilienceChoice::Datashift(_) => unreachable!("refused above"),
-    }
+    new.extend(super::engine::protection_fields(choice, alignment)?);
     if new == area {
         return Ok(false);
     }
+    store_area(
+        meta,
+        hdr,
+        c.keyslot,
+        new,
+        keys,
+        digest_hash,
+        digest_iterations,
+    )?;
+    Ok(true)
+}
+
+/// The `reencrypt` keyslot's area of `hdr`, once the metadata digest checked out with
+/// `keys`; with the context and the checksum block for `block` (the largest of it and both
+/// layouts' sector sizes, as at the initialization).
+pub(crate) fn verified_area(
+    hdr: &Luks2Header,
+    block: u64,
+    keys: &Keys,
+) -> Result<(Context, u64, Map<String, Value>)> {
+    let c = Context::load(hdr)?;
+    verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
+    let alignment = block
+        .max(u64::from(Context::sector_size(&c.old)))
+        .max(u64::from(Context::sector_size(&c.new)));
+    let area = hdr
+        .json
+        .get("keyslots")
+        .and_then(|k| k.get(c.keyslot.to_string()))
+        .and_then(|k| k.get("area"))
+        .and_then(Value::as_object)
+        .cloned()
+        .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+    Ok((c, alignment, area))
+}
+
+/// Put `area` in the `reencrypt` keyslot `keyslot` of `hdr`, make the metadata digest again
+/// over it and write the header to `meta`.
+pub(crate) fn store_area(
+    meta: &dyn Storage,
+    hdr: &mut Luks2Header,
+    keyslot: u32,
+    area: Map<String, Value>,
+    keys: &Keys,
+    digest_hash: HashAlg,
+    digest_iterations: u32,
+) -> Result<()> {
     hdr.json
         .get_mut("keyslots")
-        .and_then(|k| k.get_mut(&slot))
+        .and_then(|k| k.get_mut(keyslot.to_string()))
         .and_then(Value::as_object_mut)
         .ok_or_else(|| ctx("no reencrypt keyslot"))?
-        .insert("area".into(), Value::Object(new));
+        .insert("area".into(), Value::Object(area));
     let c = Context::load(hdr)?;
     let data = super::engine::verification(hdr, &c, keys)?;
     verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;
-    luks2_keys::write_header(meta, hdr)?;
-    Ok(true)
+    luks2_keys::write_header(meta, hdr)
 }
