@@ -361,6 +361,12 @@ impl KernelMapping {
         self.info.flags.suspended
     }
 
+    /// The size of the whole table in 512-byte sectors (read from the live table; the data
+    /// device is not opened).
+    pub fn size_sectors(&self) -> u64 {
+        self.total_sectors
+    }
+
     /// What `status` shows. Like cryptsetup, the type (and the sector size) come from the
     /// LUKS header, read from `header` or the mapped device: where it cannot be read (a
     /// detached header not given) the type is `n/a` and the sector size 512.

@@ -648,3 +648,36 @@ fn online_reencrypt_killed_then_resume_only() {
         assert!(p[..] == base[..2 * MIB as usize]);
     }
 }
+
+/// `reencrypt --reduce-device-size` (a data shift) of a volume served by a FUSE + loop
+/// mapping: lukskit runs that under a kernel mapping or offline only, and refuses it here
+/// before it writes anything: the header's bytes and the mapping's data are as before.
+#[test]
+fn online_reencrypt_with_a_data_shift_of_a_userspace_mapping_refused_untouched() {
+    let t = "online_fuse_shift";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 64 * MIB, &[]);
+    let m = Mapping::new("online-fuse-shift");
+    lukskit(&["open", &img, &m.name, "-d", &key], b"").ok("open");
+    let data = pattern(4 * MIB as usize, 11);
+    write_direct(&m.dev(), 0, &data).unwrap();
+    let header = std::fs::read(&img).unwrap()[..16 * MIB as usize].to_vec();
+    let args = reencrypt_args(&img, &key, &["--reduce-device-size", "8M"]);
+    let r = lukskit(&args, b"");
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "Online re-encryption with a data shift (--reduce-device-size) of a lukskit \
+             userspace mapping is not supported; close it first or use \
+             --force-offline-reencrypt."
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(std::fs::read(&img).unwrap()[..16 * MIB as usize] == header[..]);
+    assert!(read_direct(&m.dev(), 0, data.len()) == data);
+    close_and_wait(&m.name);
+}

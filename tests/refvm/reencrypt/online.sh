@@ -33,6 +33,14 @@
 #            re-encrypted online; only the mapping's size is (the rest of the data stays as
 #            it was), --device-size must be the mapping's size, a size that is not whole new
 #            sectors is refused; each tool.
+#   reduce-online  a re-encryption with --reduce-device-size 8M (the data moves 8 MiB
+#            further into the device: room for a larger header) under a live mapping. The
+#            mapping of the whole data area is refused (it would not fit after the shift:
+#            cryptsetup writes the metadata first and leaves the header in re-encryption,
+#            lukskit writes nothing); then the ext4 on it is shrunk, the mapping resized to the
+#            data less 8 MiB, mounted, and re-encrypted online under the checksummed I/O loop:
+#            the files verify, e2fsck is clean, the mapping ends 8 MiB further on. Each tool;
+#            the other tool opens the result.
 #   luks1-kill  LUKS1 re-encryption (cryptsetup's legacy offline algorithm, its LUKS-<uuid>
 #            .log/.org/.new files in the current directory) to a new key and cipher: one tool
 #            interrupted (SIGTERM, see below) in the middle, the other resumes it from the
@@ -602,6 +610,68 @@ shift-online)
         echo "shift-online $tool: $(dmsetup table v | awk '{print $1, $2, $3, $4}')"
         [ "$(dmsetup ls | wc -l)" = 1 ] || fail "$tool: helpers left: $(dmsetup ls)"
         $tool close v || fail "$tool close"
+    done
+    ;;
+reduce-online)
+    # 64 MiB disk, 16 MiB header: 48 MiB of data (98304 sectors); after the shift 40 MiB.
+    for tool in cryptsetup lukskit; do
+        if [ $tool = cryptsetup ]; then other=lukskit; else other=cryptsetup; fi
+        cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+        $tool open -d $KF $D v || fail "$tool open"
+        cryptsetup luksDump $D | grep -v '^Epoch:' > /root/dump.before
+        rc=0
+        $tool reencrypt -q $FAST -d $KF --reduce-device-size 8M $D > /dev/null 2> /root/err \
+            || rc=$?
+        echo "reduce $tool: whole mapping: exit $rc"
+        sed "s/^/reduce $tool: whole mapping: stderr: /" /root/err
+        if in_reencryption; then
+            echo "reduce $tool: whole mapping: left in reencryption"
+        else
+            echo "reduce $tool: whole mapping: not in reencryption"
+        fi
+        cryptsetup luksDump $D | grep -v '^Epoch:' > /root/dump.after
+        cmp -s /root/dump.before /root/dump.after \
+            && echo "reduce $tool: whole mapping: header as before"
+        echo "reduce $tool: whole mapping: table: $(dmsetup table v | awk '{print $1, $2, $3, $4, $7, $8}')"
+        $tool close v || fail "$tool close"
+
+        cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+        $tool open -d $KF $D v || fail "$tool open"
+        mkfs.ext4 -q /dev/mapper/v || fail mkfs
+        mount -o noatime /dev/mapper/v /mnt || fail mount
+        populate
+        umount /mnt
+        e2fsck -fy /dev/mapper/v > /dev/null 2>&1
+        resize2fs /dev/mapper/v 40M > /dev/null 2>&1 || fail "resize2fs"
+        $tool resize v --size 81920 -d $KF || fail "$tool resize"
+        mount -o noatime /dev/mapper/v /mnt || fail "mount after resize"
+        rm -f /root/stop /root/werr /root/wcount
+        writer &
+        wpid=$!
+        rc=0
+        guard 900 $tool reencrypt -q $FAST -d $KF --reduce-device-size 8M --progress-json $D \
+            > /root/re.out 2>&1 || rc=$?
+        touch /root/stop
+        wait $wpid
+        echo "reduce $tool: online: exit $rc"
+        [ $rc = 0 ] || fail "$tool reencrypt: $(cat /root/re.out)"
+        [ -e /root/werr ] && fail "$(cat /root/werr)"
+        echo "reduce $tool: writer iterations: $(cat /root/wcount)"
+        [ "$(cat /root/wcount)" -ge 3 ] || fail "the writer did not run during the re-encryption"
+        echo "reduce $tool: online: table: $(dmsetup table v | awk '{print $1, $2, $3, $4, $7, $8}')"
+        echo "reduce $tool: online: mappings: $(dmsetup ls | awk '{print $1}' | tr '\n' ' ')"
+        verify_files "the run"
+        (cd /mnt && sha256sum -c -s /root/wmanifest) || fail "writer files differ after the run"
+        cat /root/wmanifest >> /root/manifest
+        umount /mnt
+        in_reencryption && fail "still in re-encryption"
+        cryptsetup luksDump $D | sed -n '/^Data segments:/,/^Keyslots:/p' \
+            | sed "s/^/reduce $tool: segments: /"
+        $tool close v || fail "$tool close"
+        $other open -d $KF $D v || fail "$other open"
+        echo "reduce $tool: $other opens: $(dmsetup table v | awk '{print $1, $2, $3, $4, $7, $8}')"
+        check_fs "$other open"
+        $other close v || fail "$other close"
     done
     ;;
 init-mismatch)

@@ -415,6 +415,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         // cryptsetup checks the mapping of an online run before it writes the metadata
         // (not with --init-only, which it runs without the mapping's name).
         let online = active.as_deref().filter(|_| runs);
+        if live.is_some() && runs && reencrypt_data_shift(o).is_some() {
+            return Err(online_shift_unsupported());
+        }
         init(o, &mut vol, data_dev.as_ref(), block, formatted, online)?
     } else {
         super::open_reencrypt::unlock(o, &vol, device)?
@@ -543,9 +546,6 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                 ));
             }
             let c = reencrypt::Context::load(hdr)?;
-            if reencrypt::datashift::is_reencrypt_shift(&c) {
-                return Err(online_shift_unsupported());
-            }
             let forward = c.direction == reencrypt::Direction::Forward;
             let mut hook =
                 super::reencrypt_online::kernel_hook(name, &uuid, forward, c.data_offset_new())?;
@@ -584,12 +584,37 @@ fn same_device(a: &str, b: &str) -> bool {
     }
 }
 
-/// A re-encryption with a data shift under a live mapping: lukskit runs it offline only.
+/// A re-encryption with a data shift under a live userspace (FUSE or NBD) mapping: lukskit
+/// runs it offline or under a kernel mapping only.
 fn online_shift_unsupported() -> CliError {
     CliError::invalid(
-        "Online re-encryption with a data shift (--reduce-device-size) is not supported by \
-         lukskit; use --force-offline-reencrypt when the device is not in use.",
+        "Online re-encryption with a data shift (--reduce-device-size) of a lukskit \
+         userspace mapping is not supported; close it first or use --force-offline-reencrypt.",
     )
+}
+
+/// A re-encryption with a data shift of `shift` bytes under kernel mapping `name`, of a
+/// data area of `data` bytes (`sector`: the larger of the old and new encryption sector
+/// sizes): the data left after the shift must hold the whole mapping, in whole sectors,
+/// as cryptsetup 2.6.1's `reencrypt_load_by_passphrase` requires (a user shrinks the file
+/// system and the mapping first, `resize --size`). cryptsetup checks it after it has
+/// written the metadata and leaves the header in re-encryption; lukskit checks it before
+/// anything is written, with cryptsetup's words and exit code.
+fn check_online_shift_size(name: &str, data: u64, shift: u64, sector: u32) -> Result<()> {
+    let mapping = match lukskit_activate::find(name) {
+        // (not `status`: it reads the header, whose device this process holds locked)
+        Ok(Some(lukskit_activate::Mapping::Kernel(k))) => k.size_sectors() * 512,
+        Ok(Some(_)) => return Err(online_shift_unsupported()),
+        Ok(None) | Err(_) => {
+            return Err(CliError::invalid(format!("Device {name} is not active.")))
+        }
+    };
+    if mapping > data.saturating_sub(shift) || !mapping.is_multiple_of(u64::from(sector)) {
+        return Err(CliError::invalid(
+            "Illegal device size requested in reencryption parameters.",
+        ));
+    }
+    Ok(())
 }
 
 /// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
@@ -738,6 +763,11 @@ fn init(
                 ),
             ));
         }
+    }
+    if let (ResilienceChoice::Datashift(shift), Some(name)) = (&resilience, online) {
+        let seg0 = hdr.segments()?.into_iter().find(|s| s.id == 0);
+        let data = seg0.map_or(0, |s| s.size.unwrap_or(size.saturating_sub(s.offset)));
+        check_online_shift_size(name, data, *shift, old_ss.max(sector_size))?;
     }
     // `--keep-key` (cryptsetup 2.6.1 takes it for LUKS2 too): the volume key stays, so
     // something else of the data segment must change. As cryptsetup: a `--key-size` or a
