@@ -280,9 +280,13 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
     let Ok((info, targets)) = dm.table(name, false) else {
         return Ok(None);
     };
+    let total_sectors = targets.last().map_or(0, |t| t.start() + t.sectors());
+    // An online re-encryption (running, or stopped by a failure and waiting for recovery)
+    // maps NAME as one linear target over NAME-overlay, whose table holds the segments:
+    // look through it, past the crypt target that goes through the hot-zone device.
+    let targets = through_reencryption_stack(&dm, name, targets);
     // A LUKS2 device in re-encryption has several targets (crypt and linear): its first
     // crypt target describes it.
-    let total_sectors = targets.last().map_or(0, |t| t.start() + t.sectors());
     let parsed = info.uuid.as_deref().and_then(dm_uuid::parse_crypt_dm_uuid);
     let first_linear = match targets.first() {
         Some(Target::Linear(l)) => Some(l.clone()),
@@ -334,6 +338,39 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
         total_sectors,
         device,
     }))
+}
+
+/// The targets that describe mapping `name` whose own table is `targets`: those of
+/// `NAME-overlay` when `name` is one linear target over it (the online re-encryption stack,
+/// see `online_reencrypt`), without the targets that go through a `NAME-hotzone-*` device
+/// (they would name the hot-zone device as the data device); else `targets`.
+fn through_reencryption_stack(dm: &DeviceMapper, name: &str, targets: Vec<Target>) -> Vec<Target> {
+    let overlay = format!("{name}-overlay");
+    match (targets.as_slice(), dm.dev(&overlay)) {
+        ([Target::Linear(l)], Ok(dev)) if l.device == dev => {}
+        _ => return targets,
+    }
+    let Ok((_, inner)) = dm.table(&overlay, false) else {
+        return targets;
+    };
+    let hot: Vec<DevT> = ["forward", "backward"]
+        .iter()
+        .filter_map(|d| dm.dev(&format!("{name}-hotzone-{d}")).ok())
+        .collect();
+    let device = |t: &Target| match t {
+        Target::Crypt(c) => Some(c.device),
+        Target::Linear(l) => Some(l.device),
+        _ => None,
+    };
+    let kept: Vec<Target> = inner
+        .into_iter()
+        .filter(|t| device(t).is_some_and(|d| !hot.contains(&d)))
+        .collect();
+    if kept.is_empty() {
+        targets
+    } else {
+        kept
+    }
 }
 
 /// A UUID written without dashes (as in DM UUIDs) in its canonical form.

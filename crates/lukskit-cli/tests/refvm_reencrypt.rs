@@ -114,6 +114,11 @@ fn online_reencryption_under_io_then_cryptsetup_opens() {
         return;
     };
     assert_eq!(lines_with(&out, "before: "), ["aes-xts-plain64"], "{out}");
+    // `status v` while v was a linear target over v-overlay: found through the overlay.
+    let during = lines_with(&out, "during: ");
+    for want in ["  type:    LUKS2", "  device:  /dev/vda"] {
+        assert!(during.contains(&want), "{want}: {out}");
+    }
     assert!(
         out.contains("Auto-detected active dm device 'v' for data device /dev/vda."),
         "{out}"

@@ -226,11 +226,27 @@ io)
     populate
     writer &
     wpid=$!
+    # `status v` while the stack is up (v linear over v-overlay): the mapping is found
+    # through the overlay (type, data device). (It then waits for the header's lock, which
+    # lukskit's run holds to its end, so it reads the header as the run left it.)
+    : > /root/st.out
+    (
+        while [ ! -e /root/stop ]; do
+            if dmsetup info v-overlay > /dev/null 2>&1; then
+                lukskit status v > /root/st.out 2>&1
+                break
+            fi
+            sleep 0.2
+        done
+    ) &
+    spid=$!
     lukskit reencrypt -d $KF --cipher aes-cbc-essiv:sha256 --key-size 256 --hotzone-size 1M \
         --progress-json $D > /root/re.out 2>&1
     rc=$?
     touch /root/stop
     wait $wpid
+    wait $spid
+    sed 's/^/during: /' /root/st.out
     cat /root/re.out | grep -v '^{' 
     echo "lukskit reencrypt: $rc, progress lines: $(grep -c '^{' /root/re.out)"
     [ $rc = 0 ] || fail "lukskit reencrypt online: $(cat /root/re.out)"
