@@ -1805,3 +1805,82 @@ fn resilience_switched_at_resume_as_cryptsetup() {
     }
     assert!(crashed, "no crash inside a hot zone");
 }
+
+/// The metadata lock during a run: cryptsetup's re-encryption holds the device's metadata
+/// lock (`/run/cryptsetup/L_<major>:<minor>`) only while it writes metadata, so `luksDump`
+/// of either tool reads the header in the middle of a run. lukskit held it to the end of
+/// the run until 2026-11-27 (cryptsetup's `luksDump` of the device then waited for the whole
+/// run). On a loop device (the lock is that of block devices): real cryptsetup's `luksDump`,
+/// run once the first hot zone is done, shows the re-encryption in progress (the
+/// `online-reencrypt-v2` requirement, gone once the run ends) while the run goes on.
+#[test]
+fn cryptsetup_reads_the_header_during_a_run() {
+    let t = "reencrypt_metadata_lock";
+    if !common::mapping::capable(t) || !have_cryptsetup(t) {
+        return;
+    }
+    let d = tmp();
+    let kf = write_file(d.path(), "kf", b"lock pass");
+    let img = sparse(d.path(), "img", 16 * MIB + 256 * MIB);
+    let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", "-d", &kf];
+    fmt.extend_from_slice(&FAST);
+    fmt.push(&img);
+    lukskit(&fmt, b"").ok("luksFormat");
+    let out = std::process::Command::new("losetup")
+        .args(["-f", "--show", &img])
+        .output()
+        .unwrap();
+    let dev = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(dev.starts_with("/dev/loop"), "losetup: {out:?}");
+    let detach = LoopGuard(dev.clone());
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lukskit"));
+    cmd.args([
+        "reencrypt",
+        "-q",
+        "--force-offline-reencrypt",
+        "--resilience",
+        "journal",
+        "--hotzone-size",
+        "1M",
+        "--progress-json",
+        "-d",
+        &kf,
+    ])
+    .args(FAST)
+    .arg(&dev)
+    .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    // The first progress line: the metadata is written and hot zones are being done.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stdout, &mut line).unwrap();
+    assert!(line.starts_with('{'), "{line}");
+    let dump = cryptsetup(&["luksDump", &dev], b"").unwrap();
+    let running = child.try_wait().unwrap().is_none();
+    std::io::copy(&mut stdout, &mut std::io::sink()).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "reencrypt: {status:?}");
+    assert_eq!(dump.code, 0, "{}", dump.stderr);
+    assert!(
+        dump.stdout.contains("online-reencrypt-v2"),
+        "luksDump waited for the end of the run: {}",
+        dump.stdout
+    );
+    assert!(running, "the run ended before luksDump returned");
+    let after = cryptsetup(&["luksDump", &dev], b"").unwrap().stdout;
+    assert!(!after.contains("online-reencrypt"), "{after}");
+    drop(detach);
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Detaches the loop device when dropped.
+struct LoopGuard(String);
+
+impl Drop for LoopGuard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.0])
+            .status();
+    }
+}

@@ -76,12 +76,54 @@ pub enum Access {
     Write,
 }
 
-/// An open device or image file with its lock held.
+/// An open device or image file with its lock held (see [`Device::release_lock`] for a
+/// long update that takes it only while it writes metadata).
 #[derive(Debug)]
 pub struct Device {
     backing: Backing,
     path: String,
-    _lock: Option<LockFile>,
+    /// The lock file held (block devices), until [`Device::release_lock`].
+    lock: std::sync::Mutex<Option<LockFile>>,
+    /// How the lock is taken again for an update after [`Device::release_lock`].
+    relock: Relock,
+    /// Whether [`Device::release_lock`] released it.
+    released: std::sync::atomic::AtomicBool,
+}
+
+/// Where a [`Device`]'s lock lives.
+#[derive(Debug, Clone)]
+enum Relock {
+    /// Not locked (NBD exports).
+    Nothing,
+    /// `/run/cryptsetup/L_<major>:<minor>` (block devices).
+    File(String),
+    /// `flock` on the device or image file itself.
+    Own,
+}
+
+/// The exclusive lock of a [`Device`] taken again for one update (see
+/// [`Device::update_lock`]); released when dropped.
+#[derive(Debug)]
+pub struct UpdateLock<'a> {
+    kind: UpdateKind<'a>,
+}
+
+#[derive(Debug)]
+enum UpdateKind<'a> {
+    /// The device's own lock was never released: nothing to do.
+    Held,
+    File {
+        _lock: LockFile,
+    },
+    Own(&'a File),
+}
+
+impl Drop for UpdateLock<'_> {
+    fn drop(&mut self) {
+        if let UpdateKind::Own(f) = self.kind {
+            let _ = flock(f, libc::LOCK_UN, "");
+        }
+    }
 }
 
 /// What a [`Device`] reads and writes.
@@ -132,7 +174,9 @@ impl Device {
             return Ok(Device {
                 backing: Backing::Nbd(remote::connect(path, access == Access::Write)?),
                 path: path.to_string(),
-                _lock: None,
+                lock: std::sync::Mutex::new(None),
+                relock: Relock::Nothing,
+                released: std::sync::atomic::AtomicBool::new(false),
             });
         }
         let file = OpenOptions::new()
@@ -180,29 +224,79 @@ impl Device {
             Access::Read => libc::LOCK_SH,
             Access::Write => libc::LOCK_EX,
         };
-        let lock = if md.file_type().is_block_device() {
+        let (lock, relock) = if md.file_type().is_block_device() {
             let rdev = md.rdev();
             let (maj, min) = (libc::major(rdev), libc::minor(rdev));
             let _ = std::fs::create_dir_all("/run/cryptsetup");
             let lock_path = format!("/run/cryptsetup/L_{maj}:{min}");
             match LockFile::acquire(&lock_path, op) {
-                Ok(lf) => Some(lf),
+                Ok(lf) => (Some(lf), Relock::File(lock_path)),
                 Err(LockError::Lock(e)) => return Err(VolumeError::io(IoOp::Lock, path, e)),
                 // Without /run (unprivileged, read-only root) fall back to the device node.
                 Err(LockError::Open(_)) => {
                     flock(&file, op, path)?;
-                    None
+                    (None, Relock::Own)
                 }
             }
         } else {
             flock(&file, op, path)?;
-            None
+            (None, Relock::Own)
         };
         Ok(Device {
             backing: Backing::File(file),
             path: path.to_string(),
-            _lock: lock,
+            lock: std::sync::Mutex::new(lock),
+            relock,
+            released: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Release the lock this device was opened with, for an update that lasts long (a
+    /// re-encryption) and must not keep other readers of the metadata (`status`,
+    /// `luksDump`, of lukskit or cryptsetup) waiting: cryptsetup's re-encryption holds the
+    /// metadata lock only while it writes metadata. From then on every metadata write must
+    /// hold [`Device::update_lock`] (see [`LockedUpdates`]).
+    pub fn release_lock(&self) {
+        use std::sync::atomic::Ordering;
+        if self.released.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        match (&self.relock, &self.backing) {
+            (Relock::File(_), _) => {
+                let held = self.lock.lock().map(|mut l| l.take());
+                drop(held);
+            }
+            (Relock::Own, Backing::File(f)) => {
+                let _ = flock(f, libc::LOCK_UN, &self.path);
+            }
+            _ => {}
+        }
+    }
+
+    /// The exclusive lock for one metadata update: taken again (waiting for readers and
+    /// writers) after [`Device::release_lock`]; otherwise the lock held since the device was
+    /// opened serves.
+    pub fn update_lock(&self) -> Result<UpdateLock<'_>> {
+        use std::sync::atomic::Ordering;
+        if !self.released.load(Ordering::SeqCst) {
+            return Ok(UpdateLock {
+                kind: UpdateKind::Held,
+            });
+        }
+        let kind = match (&self.relock, &self.backing) {
+            (Relock::File(p), _) => match LockFile::acquire(p, libc::LOCK_EX) {
+                Ok(lf) => UpdateKind::File { _lock: lf },
+                Err(LockError::Lock(e) | LockError::Open(e)) => {
+                    return Err(VolumeError::io(IoOp::Lock, &self.path, e))
+                }
+            },
+            (Relock::Own, Backing::File(f)) => {
+                flock(f, libc::LOCK_EX, &self.path)?;
+                UpdateKind::Own(f)
+            }
+            _ => UpdateKind::Held,
+        };
+        Ok(UpdateLock { kind })
     }
 
     /// The path this device was opened with.
@@ -290,5 +384,162 @@ impl Storage for Device {
             Backing::File(f) => Storage::size(f),
             Backing::Nbd(c) => Ok(c.size()),
         }
+    }
+}
+
+/// The metadata [`Storage`] of a long update whose [`Device`] released its lock
+/// ([`Device::release_lock`]): the exclusive lock is taken at the first write after a sync
+/// and released at the next sync (one LUKS2 header copy, one piece of resilience data), as
+/// cryptsetup takes its metadata lock around each metadata write. Before it writes again it
+/// checks, as cryptsetup's `LUKS2_check_sequence_id`, that the primary LUKS2 header on the
+/// device still has the sequence id it had after its own last write: another process that
+/// updated the metadata meanwhile (a keyslot added by cryptsetup) makes the write fail
+/// instead of being overwritten. Reads and the data itself need no lock.
+#[derive(Debug)]
+pub struct LockedUpdates<'a> {
+    dev: &'a Device,
+    held: std::sync::Mutex<Option<UpdateLock<'a>>>,
+    seqid: std::sync::Mutex<Option<u64>>,
+}
+
+impl<'a> LockedUpdates<'a> {
+    /// Wrap `dev` (opened for writing, its lock held): record the primary header's sequence
+    /// id, then release the lock.
+    pub fn new(dev: &'a Device) -> Self {
+        let seqid = primary_seqid(dev);
+        dev.release_lock();
+        LockedUpdates {
+            dev,
+            held: std::sync::Mutex::new(None),
+            seqid: std::sync::Mutex::new(seqid),
+        }
+    }
+
+    fn hold(&self) -> io::Result<()> {
+        let mut held = self
+            .held
+            .lock()
+            .map_err(|_| io::Error::other("lock poisoned"))?;
+        if held.is_some() {
+            return Ok(());
+        }
+        let guard = self
+            .dev
+            .update_lock()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let expected = *self
+            .seqid
+            .lock()
+            .map_err(|_| io::Error::other("lock poisoned"))?;
+        if let (Some(before), Some(now)) = (expected, primary_seqid(self.dev)) {
+            if before != now {
+                return Err(io::Error::other(
+                    "the LUKS2 metadata was changed by another process meanwhile",
+                ));
+            }
+        }
+        *held = Some(guard);
+        Ok(())
+    }
+}
+
+impl Storage for LockedUpdates<'_> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.dev.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.hold()?;
+        self.dev.write_all_at(buf, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        let r = self.dev.sync();
+        let mut held = self
+            .held
+            .lock()
+            .map_err(|_| io::Error::other("lock poisoned"))?;
+        if held.is_some() {
+            if r.is_ok() {
+                *self
+                    .seqid
+                    .lock()
+                    .map_err(|_| io::Error::other("lock poisoned"))? = primary_seqid(self.dev);
+            }
+            *held = None;
+        }
+        r
+    }
+    fn size(&self) -> io::Result<u64> {
+        self.dev.size()
+    }
+}
+
+/// The sequence id of the primary LUKS2 header on `dev`, if it holds one.
+fn primary_seqid(dev: &Device) -> Option<u64> {
+    let mut b = [0u8; 24];
+    dev.read_exact_at(&mut b, 0).ok()?;
+    if b[..6] != lukskit_format::luks2::MAGIC_PRIMARY || b[6..8] != [0, 2] {
+        return None;
+    }
+    Some(u64::from_be_bytes(b[16..24].try_into().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file that starts like a LUKS2 primary header with sequence id `seqid`.
+    fn luks2_like(dir: &std::path::Path, seqid: u64) -> String {
+        let path = dir.join("hdr").to_str().unwrap().to_string();
+        let mut b = vec![0u8; 8192];
+        b[..6].copy_from_slice(&lukskit_format::luks2::MAGIC_PRIMARY);
+        b[6..8].copy_from_slice(&2u16.to_be_bytes());
+        b[16..24].copy_from_slice(&seqid.to_be_bytes());
+        std::fs::write(&path, b).unwrap();
+        path
+    }
+
+    /// Whether another open file description can take the exclusive lock now.
+    fn free(path: &str) -> bool {
+        let f = File::open(path).unwrap();
+        flock(&f, libc::LOCK_EX | libc::LOCK_NB, path).is_ok()
+    }
+
+    #[test]
+    fn locked_updates_hold_the_lock_from_a_write_to_the_next_sync_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = luks2_like(dir.path(), 5);
+        let dev = Device::open(&path, Access::Write).unwrap();
+        assert!(!free(&path), "held while opened for writing");
+        let meta = LockedUpdates::new(&dev);
+        assert!(free(&path), "released for the long update");
+        meta.write_all_at(b"x", 4096).unwrap();
+        assert!(!free(&path), "held from the write");
+        meta.sync().unwrap();
+        assert!(free(&path), "released at the sync");
+        let mut b = [0u8; 1];
+        meta.read_exact_at(&mut b, 4096).unwrap();
+        assert_eq!(&b, b"x");
+    }
+
+    #[test]
+    fn locked_updates_refuse_to_write_over_another_process_update() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = luks2_like(dir.path(), 5);
+        let dev = Device::open(&path, Access::Write).unwrap();
+        let meta = LockedUpdates::new(&dev);
+        meta.write_all_at(b"a", 4096).unwrap();
+        meta.sync().unwrap();
+        // Another writer (it could take the lock) updates the header: seqid 6.
+        {
+            let other = Device::open(&path, Access::Write).unwrap();
+            other.write_all_at(&6u64.to_be_bytes(), 16).unwrap();
+            other.sync().unwrap();
+        }
+        let e = meta.write_all_at(b"b", 4096).unwrap_err();
+        assert!(e.to_string().contains("changed by another process"), "{e}");
+        let mut b = [0u8; 1];
+        meta.read_exact_at(&mut b, 4096).unwrap();
+        assert_eq!(&b, b"a", "nothing written over the other update");
+        assert!(free(&path), "the lock is not kept after the refusal");
     }
 }

@@ -522,7 +522,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     let Header::Luks2(hdr) = &mut vol.header else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
-    let meta: &dyn Storage = &vol.dev;
+    // From here on the metadata lock is held only while metadata is written, as
+    // cryptsetup's re-encryption does: `status` and `luksDump` (of either tool) go on
+    // meanwhile; the re-encryption lock (`_lock` above) keeps other runs out.
+    let locked = lukskit_volume::device::LockedUpdates::new(&vol.dev);
+    let meta: &dyn Storage = &locked;
     let data: &dyn Storage = match &data_dev {
         Some(d) => d,
         None => &vol.dev,
