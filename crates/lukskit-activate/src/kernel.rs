@@ -238,6 +238,16 @@ fn device_name(dev: DevT) -> String {
         .unwrap_or_else(|| format!("{maj}:{min}"))
 }
 
+/// `/dev/mapper/NAME` when `dev` is a device-mapper device (what cryptsetup's `status`
+/// names a data device that is itself a mapping), from sysfs.
+fn mapper_name(dev: DevT) -> Option<String> {
+    let raw = dev.to_raw();
+    let (maj, min) = (libc::major(raw), libc::minor(raw));
+    let name = std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/dm/name")).ok()?;
+    let name = name.trim_end();
+    (!name.is_empty()).then(|| format!("/dev/mapper/{name}"))
+}
+
 fn loop_backing(dev: &str) -> Option<String> {
     let n = dev.strip_prefix("/dev/")?;
     if !n.starts_with("loop") {
@@ -453,7 +463,7 @@ impl KernelMapping {
             integrity,
             header: None,
             loop_file: loop_backing(&dev),
-            device: dev,
+            device: mapper_name(self.data_dev).unwrap_or(dev),
             sector_size,
             offset_sectors: t.offset,
             size_sectors: self.total_sectors,

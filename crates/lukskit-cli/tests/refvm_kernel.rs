@@ -1,7 +1,8 @@
 //! The kernel backend against cryptsetup 2.6.1 and real dm-crypt (reference VM, script
 //! tests/refvm/kernel/open.sh): for LUKS2 (keyring key), LUKS1 (hex key), LUKS2 with
 //! Serpent and 4096-byte sectors, read-only with discards and every --perf-* flag, plain mode
-//! with --offset/--skip, an image file (loop device) and a LUKS2 image with a detached header,
+//! with --offset/--skip, an image file (loop device), a LUKS2 image with a detached header
+//! and a volume on a device-mapper device (status names it /dev/mapper/NAME, as cryptsetup),
 //! `lukskit open` must make the mapping
 //! cryptsetup makes — the same `dmsetup table --showkeys` line, DM UUID (but for the name),
 //! attributes and `cryptsetup status` text — and `lukskit status` must print what
@@ -18,7 +19,7 @@ mod refvm_common;
 
 use std::collections::BTreeMap;
 
-const CASES: [&str; 7] = [
+const CASES: [&str; 8] = [
     "luks2",
     "luks1",
     "luks2-4k-serpent",
@@ -26,6 +27,7 @@ const CASES: [&str; 7] = [
     "plain",
     "image",
     "detached",
+    "stacked",
 ];
 
 #[test]

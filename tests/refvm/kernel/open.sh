@@ -41,6 +41,10 @@ run luks2-flags -d /tmp/k --readonly --allow-discards --perf-same_cpu_crypt --pe
 run plain --type plain -d /tmp/k32 -c aes-cbc-essiv:sha256 -s 256 --offset 8 --skip 16 /dev/vdb
 run image -d /tmp/k /tmp/img
 run detached --header /tmp/hdr2 -d /tmp/k /tmp/img2
+# A volume on a device-mapper device: status names it /dev/mapper/NAME.
+dmsetup create lower --table "0 $(blockdev --getsz /dev/vdc) linear /dev/vdc 0" || exit 1
+run stacked -d /tmp/k /dev/mapper/lower
+dmsetup remove lower
 # luksSuspend / luksResume / resize: the same states as cryptsetup's, each tool resuming the
 # other's suspended mapping.
 lifecycle() { # TOOL-A TOOL-B: A opens, suspends, B resumes, A resizes down, then grows
