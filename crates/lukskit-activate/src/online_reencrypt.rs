@@ -232,13 +232,9 @@ impl KernelReencrypt {
         // The hot-zone device: 1:1 over the data area from the new data offset, up to the end
         // of the device (a re-encryption that shifts the data further on maps less than the
         // old data area: the mapping was shrunk by the shift).
-        let device_sectors = {
-            use std::io::{Seek, SeekFrom};
-            (&self.data)
-                .seek(SeekFrom::End(0))
-                .map_err(|e| ActivateError::io("Cannot get the size of the data device", e))?
-                / 512
-        };
+        let device_sectors = lukskit_format::io::Storage::size(&self.data)
+            .map_err(|e| ActivateError::io("Cannot get the size of the data device", e))?
+            / 512;
         let span = (live.size() / 512).min(device_sectors.saturating_sub(self.data_offset / 512));
         let hz = Target::Linear(LinearTarget {
             start: 0,
