@@ -398,8 +398,16 @@ impl Storage for Device {
 #[derive(Debug)]
 pub struct LockedUpdates<'a> {
     dev: &'a Device,
-    held: std::sync::Mutex<Option<UpdateLock<'a>>>,
-    seqid: std::sync::Mutex<Option<u64>>,
+    state: std::sync::Mutex<Updates<'a>>,
+}
+
+/// What [`LockedUpdates`] keeps between calls.
+#[derive(Debug)]
+struct Updates<'a> {
+    /// The exclusive lock, from a write to the next sync.
+    held: Option<UpdateLock<'a>>,
+    /// The primary header's sequence id after the last sync (`None`: not a LUKS2 header).
+    seqid: Option<u64>,
 }
 
 impl<'a> LockedUpdates<'a> {
@@ -410,35 +418,33 @@ impl<'a> LockedUpdates<'a> {
         dev.release_lock();
         LockedUpdates {
             dev,
-            held: std::sync::Mutex::new(None),
-            seqid: std::sync::Mutex::new(seqid),
+            state: std::sync::Mutex::new(Updates { held: None, seqid }),
         }
     }
 
-    fn hold(&self) -> io::Result<()> {
-        let mut held = self
-            .held
+    fn state(&self) -> io::Result<std::sync::MutexGuard<'_, Updates<'a>>> {
+        self.state
             .lock()
-            .map_err(|_| io::Error::other("lock poisoned"))?;
-        if held.is_some() {
+            .map_err(|_| io::Error::other("lock poisoned"))
+    }
+
+    fn hold(&self) -> io::Result<()> {
+        let mut st = self.state()?;
+        if st.held.is_some() {
             return Ok(());
         }
         let guard = self
             .dev
             .update_lock()
             .map_err(|e| io::Error::other(e.to_string()))?;
-        let expected = *self
-            .seqid
-            .lock()
-            .map_err(|_| io::Error::other("lock poisoned"))?;
-        if let (Some(before), Some(now)) = (expected, primary_seqid(self.dev)) {
+        if let (Some(before), Some(now)) = (st.seqid, primary_seqid(self.dev)) {
             if before != now {
                 return Err(io::Error::other(
                     "the LUKS2 metadata was changed by another process meanwhile",
                 ));
             }
         }
-        *held = Some(guard);
+        st.held = Some(guard);
         Ok(())
     }
 }
@@ -453,18 +459,12 @@ impl Storage for LockedUpdates<'_> {
     }
     fn sync(&self) -> io::Result<()> {
         let r = self.dev.sync();
-        let mut held = self
-            .held
-            .lock()
-            .map_err(|_| io::Error::other("lock poisoned"))?;
-        if held.is_some() {
+        let mut st = self.state()?;
+        if st.held.is_some() {
             if r.is_ok() {
-                *self
-                    .seqid
-                    .lock()
-                    .map_err(|_| io::Error::other("lock poisoned"))? = primary_seqid(self.dev);
+                st.seqid = primary_seqid(self.dev);
             }
-            *held = None;
+            st.held = None;
         }
         r
     }
