@@ -89,6 +89,14 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 if [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
     echo "WARNING: LUKSKIT_ALLOW_SKIP=1: tests that cannot run here skip instead of failing" >&2
 fi
+# lukskit serves its FUSE files over io_uring wherever the kernel offers FUSE over io_uring;
+# a kernel offers it only while fuse.enable_uring is Y. Turned on here (where the kernel has
+# it and we are root) so that every host test runs that default path, whatever ran before;
+# the classic /dev/fuse path, a kernel's default, is tested by name (open.rs, fuse_uring.rs).
+uring_param=/sys/module/fuse/parameters/enable_uring
+if [ -w "$uring_param" ]; then
+    echo Y >"$uring_param" || echo "WARNING: could not turn on $uring_param" >&2
+fi
 echo "==> cargo test"
 log=$(mktemp)
 set +e

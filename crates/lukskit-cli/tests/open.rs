@@ -846,6 +846,62 @@ fn thread_switches(m: &Mapping, prefix: &str) -> (u64, usize) {
     (total, n)
 }
 
+/// Held by the tests that need `fuse.enable_uring` at a given value while they mount (one
+/// of them turns it off for a moment).
+static URING_PARAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Without `LUKSKIT_FUSE_URING` in its environment, `open` serves the FUSE file over io_uring
+/// exactly when the kernel offers it: with `fuse.enable_uring=N` it has no ring threads and
+/// the classic `/dev/fuse` threads serve the requests; with `Y` the ring threads serve them.
+/// Either way the data written is read back. The parameter is left as it was found.
+#[test]
+fn fuse_path_by_default_follows_the_kernel() {
+    let t = "fuse_default_path";
+    if !capable(t) {
+        return;
+    }
+    let param = "/sys/module/fuse/parameters/enable_uring";
+    let Ok(was) = std::fs::read_to_string(param) else {
+        skip_or_fail(
+            t,
+            "the kernel has no FUSE over io_uring (CONFIG_FUSE_IO_URING, Linux 6.14+)",
+        );
+        return;
+    };
+    let _param = URING_PARAM.lock().unwrap_or_else(|e| e.into_inner());
+    for (value, rings_wanted) in [("N", false), ("Y", true)] {
+        std::fs::write(param, value).unwrap();
+        let d = tmp();
+        let (img, key) = luks2_image(d.path(), 32 << 20);
+        let m = Mapping::new("fdefault");
+        // An empty value is no choice: the default.
+        lukskit_env(
+            &["open", &img, &m.name, "-d", &key],
+            b"",
+            &[("LUKSKIT_FUSE_URING", "")],
+        )
+        .ok("open");
+        let (_, rings) = thread_switches(&m, "lukskit-furing");
+        assert_eq!(
+            rings > 0,
+            rings_wanted,
+            "enable_uring={value}: {rings} FUSE io_uring threads"
+        );
+        let classic0 = thread_switches(&m, "fuser-").0;
+        let data = pattern(1 << 20, 7);
+        write_direct(&m.dev(), 4096, &data).unwrap();
+        assert_eq!(read_direct(&m.dev(), 4096, 1 << 20), data);
+        let classic = thread_switches(&m, "fuser-").0 - classic0;
+        assert_eq!(
+            classic > 0,
+            !rings_wanted,
+            "enable_uring={value}: the classic threads woke {classic} times"
+        );
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
+    std::fs::write(param, was.trim()).unwrap();
+}
+
 /// With `fuse.enable_uring=Y` and `LUKSKIT_FUSE_URING=1` the FUSE file is served over
 /// io_uring: the serving process
 /// has its ring threads, they (not the classic `/dev/fuse` threads) wake for the loop
@@ -859,6 +915,7 @@ fn fuse_over_io_uring_is_used_and_matches_cryptsetup() {
         return;
     }
     let param = "/sys/module/fuse/parameters/enable_uring";
+    let _param = URING_PARAM.lock().unwrap_or_else(|e| e.into_inner());
     if !std::fs::read_to_string(param).is_ok_and(|v| v.trim() == "Y")
         && std::fs::write(param, "Y").is_err()
     {
@@ -944,6 +1001,7 @@ fn concurrent_requests_on_both_fuse_paths_match_cryptsetup() {
         return;
     }
     let param = "/sys/module/fuse/parameters/enable_uring";
+    let _param = URING_PARAM.lock().unwrap_or_else(|e| e.into_inner());
     let uring = std::fs::read_to_string(param).is_ok_and(|v| v.trim() == "Y")
         || std::fs::write(param, "Y").is_ok();
     if !uring {

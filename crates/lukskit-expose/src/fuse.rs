@@ -47,8 +47,9 @@ pub struct FuseOptions {
     /// The `fsname` shown in /proc/mounts.
     pub fs_name: String,
     /// Serve the file's requests over io_uring when the kernel offers FUSE over io_uring
-    /// (`fuse.enable_uring=Y`). Off by default; `LUKSKIT_FUSE_URING=1` in the environment
-    /// turns it on, `LUKSKIT_FUSE_URING=0` off, whatever this says.
+    /// (`fuse.enable_uring=Y`; the classic `/dev/fuse` path otherwise). On by default;
+    /// `LUKSKIT_FUSE_URING=0` in the environment turns it off, `LUKSKIT_FUSE_URING=1` on,
+    /// whatever this says.
     pub io_uring: bool,
     /// io_uring threads per CPU (`None`: 2, or `LUKSKIT_FUSE_URING_THREADS`); each has 8
     /// ring entries (`LUKSKIT_FUSE_URING_DEPTH`), at most 64 entries in all.
@@ -63,7 +64,7 @@ impl Default for FuseOptions {
             threads: None,
             allow_other: false,
             fs_name: "lukskit".into(),
-            io_uring: false,
+            io_uring: true,
             uring_threads_per_queue: None,
         }
     }
@@ -477,8 +478,8 @@ impl FuseExport {
             gid,
             mtime: SystemTime::now(),
         });
-        // Opt-in (measured slower than the classic path here so far): the option, or
-        // LUKSKIT_FUSE_URING=1; LUKSKIT_FUSE_URING=0 turns it off either way.
+        // Wherever the kernel offers it (the option's default; measured faster than the
+        // classic path, bench/fuse-paths.md); LUKSKIT_FUSE_URING=0 or 1 overrides the option.
         let env = std::env::var_os("LUKSKIT_FUSE_URING");
         let want_uring = match env.as_deref().and_then(|v| v.to_str()) {
             Some("0") => false,
