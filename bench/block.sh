@@ -207,7 +207,13 @@ min() { awk -v a="$1" -v b="$2" 'BEGIN {print (a+0<b+0)?a:b}'; }
     echo
     echo "fio on ext4, iodepth 16, \`--direct=1\`, libaio. *plain*: a loop device (direct I/O) over"
     echo "a file; *lukskit*: \`lukskit open\` of a LUKS2 volume (aes-xts-plain64, 4 KiB sectors) in"
-    echo "a file of the same directory, i.e. FUSE file + loop device, /dev/mapper/NAME."
+    uring=$(cat /sys/module/fuse/parameters/enable_uring 2>/dev/null || echo absent)
+    case $uring in
+    Y) path="FUSE over io_uring (fuse.enable_uring=Y: lukskit's default where the kernel offers it)";;
+    *) path="the classic /dev/fuse path (fuse.enable_uring: $uring)";;
+    esac
+    echo "a file of the same directory, i.e. FUSE file + loop device, /dev/mapper/NAME; requests"
+    echo "served by $path."
     echo
     echo "| Job | plain MiB/s | plain IOPS | lukskit MiB/s | lukskit IOPS | lukskit / plain |"
     echo "|---|---|---|---|---|---|"

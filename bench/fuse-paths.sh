@@ -3,8 +3,10 @@
 # bench/block.sh: 1 MiB sequential write/read, 4 KiB random write/read, iodepth 16,
 # O_DIRECT, libaio) over
 #   plain   a loop device (direct I/O) over a file,
-#   classic `lukskit open` with the classic /dev/fuse request path (LUKSKIT_FUSE_URING=0),
-#   uring   `lukskit open` with FUSE over io_uring (LUKSKIT_FUSE_URING=1),
+#   classic `lukskit open` with the classic /dev/fuse request path (LUKSKIT_FUSE_URING=0;
+#           what a kernel with fuse.enable_uring=N, its default, gets),
+#   uring   `lukskit open` with FUSE over io_uring (LUKSKIT_FUSE_URING=1; lukskit's default
+#           wherever the kernel offers it),
 # the three interleaved, ROUNDS times (3), in one directory. Prints a markdown report (per
 # round: MiB/s or IOPS and the ratios to plain of the same round; the load average before
 # each round) to stdout or to the file given as $1. The machine may be shared: compare the
