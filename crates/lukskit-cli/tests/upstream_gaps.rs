@@ -1844,3 +1844,161 @@ fn encrypt_with_data_shift_of_an_unused_block_device() {
     }
     assert_eq!(seen, [0, 0], "exit codes of cryptsetup and lukskit");
 }
+
+/// Keyslot numbers that name no usable keyslot, as cryptsetup 2.6.1 answers them (found
+/// while tracing compat-test2's output): `token unassign` says "Token T is not assigned to
+/// keyslot S." for a missing token or an inactive keyslot as well as for a keyslot the token
+/// does not name (numbers out of range: "Failed to unassign ..."); `luksConvertKey -S N` of
+/// an inactive keyslot says "Keyslot N is not active."; `luksDump --dump-volume-key`
+/// ignores `--key-slot` (any keyslot the passphrase opens dumps the key, LUKS1 and LUKS2).
+/// Exit code, both output streams (the image's name and UUID made equal) and the
+/// header afterwards compared with real cryptsetup's, step by step.
+#[test]
+fn keyslot_numbers_naming_no_keyslot() {
+    if !have_cryptsetup("token unassign / luksConvertKey / luksDump -S") {
+        return;
+    }
+    let dir = tmp();
+    let uuid = "0b3c6b2e-4d4f-4a51-9d8e-2f7f1c2a9e10";
+    // One volume key for both runs, so that the dumps compare.
+    let vk = write_file(dir.path(), "vk", &pattern(64, 9));
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), &format!("{tool}.img"), 32 << 20);
+        let l1 = sparse(dir.path(), &format!("{tool}-l1.img"), 8 << 20);
+        fn fast(mut a: Vec<&str>) -> Vec<&str> {
+            a.extend_from_slice(&FAST);
+            a
+        }
+        let setup: [(Vec<&str>, &[u8]); 6] = [
+            (
+                fast(vec![
+                    "luksFormat",
+                    "-q",
+                    "--type",
+                    "luks2",
+                    "--uuid",
+                    uuid,
+                    "-S",
+                    "1",
+                    "--volume-key-file",
+                    &vk,
+                    &img,
+                ]),
+                b"pw\n",
+            ),
+            (
+                fast(vec!["luksAddKey", "-q", "-S", "2", &img]),
+                b"pw\nother\n",
+            ),
+            (
+                fast(vec![
+                    "luksAddKey",
+                    "-q",
+                    "--unbound",
+                    "-s",
+                    "256",
+                    "-S",
+                    "7",
+                    &img,
+                ]),
+                b"pw\nunb\n",
+            ),
+            (
+                vec![
+                    "token",
+                    "add",
+                    "--key-description",
+                    "a",
+                    "--token-id",
+                    "0",
+                    "--unbound",
+                    &img,
+                ],
+                b"",
+            ),
+            (
+                vec![
+                    "token",
+                    "add",
+                    "--key-description",
+                    "b",
+                    "--token-id",
+                    "1",
+                    "-S",
+                    "1",
+                    &img,
+                ],
+                b"",
+            ),
+            (
+                fast(vec![
+                    "luksFormat",
+                    "-q",
+                    "--type",
+                    "luks1",
+                    "--uuid",
+                    uuid,
+                    "-S",
+                    "1",
+                    "--volume-key-file",
+                    &vk,
+                    &l1,
+                ]),
+                b"pw\n",
+            ),
+        ];
+        for (a, input) in setup {
+            cryptsetup(&a, input).unwrap().ok(&format!("{a:?}"));
+        }
+        let mut log = Vec::new();
+        for step in [
+            &["token", "unassign", "--token-id", "0", "-S", "1", "IMG"][..],
+            &["token", "unassign", "--token-id", "1", "-S", "0", "IMG"],
+            &["token", "unassign", "--token-id", "5", "-S", "1", "IMG"],
+            &["token", "unassign", "--token-id", "1", "-S", "7", "IMG"],
+            &["token", "unassign", "--token-id", "1", "-S", "40", "IMG"],
+            &["token", "unassign", "--token-id", "40", "-S", "1", "IMG"],
+            &["luksConvertKey", "-S", "5", "IMG"],
+            &["luksConvertKey", "-S", "40", "IMG"],
+            &["luksDump", "--dump-volume-key", "-q", "-S", "5", "IMG"],
+            &["luksDump", "--dump-volume-key", "-q", "-S", "2", "IMG"],
+            &["luksDump", "--dump-volume-key", "-q", "-S", "3", "L1"],
+            &["token", "unassign", "--token-id", "1", "-S", "1", "IMG"],
+        ] {
+            let a: Vec<&str> = step
+                .iter()
+                .map(|&s| match s {
+                    "IMG" => img.as_str(),
+                    "L1" => l1.as_str(),
+                    s => s,
+                })
+                .collect();
+            let r = run_tool(tool, &a, b"pw\n");
+            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .ok("luksDump");
+            let same = |s: &str| s.replace(&img, "IMG").replace(&l1, "L1");
+            // The header's tokens and keyslot numbers (its salts differ between the runs).
+            let json: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let slots: Vec<String> = json["keyslots"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            log.push((
+                step.join(" "),
+                r.code,
+                same(&r.stdout),
+                same(&r.stderr),
+                json["tokens"].to_string(),
+                slots,
+            ));
+        }
+        seen.push(log);
+    }
+    for (c, l) in seen[0].iter().zip(&seen[1]) {
+        assert_eq!(l, c, "lukskit vs cryptsetup");
+    }
+}

@@ -190,16 +190,19 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                 lukskit_volume::Header::Luks2(h) => h.tokens()?.into_iter().find(|t| t.id == id),
                 lukskit_volume::Header::Luks1(_) => None,
             };
-            let Some(token) = token else {
-                return Err(failed());
-            };
-            if !vol.active_keyslots()?.contains(&slot) {
+            // As cryptsetup's crypt_token_is_assigned: numbers out of range are an error of
+            // their own; a missing token, an inactive keyslot or a keyslot the token does not
+            // name are all "not assigned".
+            if slot >= vol.max_keyslots() || id >= lukskit_format::luks2::MAX_TOKENS {
                 return Err(failed());
             }
-            if !token.keyslots.contains(&slot) {
-                return Err(CliError::invalid(format!(
-                    "Token {id} is not assigned to keyslot {slot}."
-                )));
+            let not_assigned =
+                || CliError::invalid(format!("Token {id} is not assigned to keyslot {slot}."));
+            let Some(token) = token else {
+                return Err(not_assigned());
+            };
+            if !vol.active_keyslots()?.contains(&slot) || !token.keyslots.contains(&slot) {
+                return Err(not_assigned());
             }
             let mut json = token.json;
             let remaining: Vec<String> = token

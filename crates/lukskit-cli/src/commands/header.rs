@@ -69,7 +69,8 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
         let mut last = None;
         for _ in 0..tries(o, &src) {
             let pass = input::get_secret(&src, &format!("Enter passphrase for {device}: "), false)?;
-            match vol.unlock(pass.as_bytes(), o.key_slot, false) {
+            // Any keyslot, whatever --key-slot says: cryptsetup 2.6.1 does the same.
+            match vol.unlock(pass.as_bytes(), None, false) {
                 Ok((_, vk)) => {
                     let payload = vol.data_offset()? / 512;
                     let text = dump::volume_key(

@@ -252,6 +252,13 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
             "Invalid LUKS type, only luks2 is supported.",
         ));
     }
+    // As cryptsetup: a keyslot number in range that holds no keyslot is named as such (one
+    // out of range finds no usable keyslot below).
+    if let Some(s) = o.key_slot {
+        if s < vol.max_keyslots() && !vol.keyslot_active(s)? {
+            return Err(CliError::invalid(format!("Keyslot {s} is not active.")));
+        }
+    }
     // An unbound keyslot named with --key-slot converts as well.
     let unbound_slot = match o.key_slot {
         Some(s) => vol.keyslot_unbound(s)?,
