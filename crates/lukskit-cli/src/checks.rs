@@ -8,6 +8,7 @@
 //! the installed cryptsetup's on every command line of upstream's `compat-args-test`.
 
 use crate::args::{parse_device_size, Opts};
+use crate::definition::canonical;
 
 /// cryptsetup 2.6.1 options that lukskit parses, so that `--test-args` judges a command line
 /// as cryptsetup does, but does not implement: an action run with one of them fails with
@@ -213,6 +214,16 @@ pub fn check(o: &Opts, g: &Given, key_files: usize) -> Option<String> {
     let name = o.positional.first()?.as_str();
     if let Some(e) = value_checks(o, g) {
         return Some(e);
+    }
+    // luksKillSlot's keyslot argument is cryptsetup's --key-slot: a negative one (after `--`)
+    // is refused as such.
+    if canonical(name) == Some("luksKillSlot")
+        && o.positional.get(2).is_some_and(|s| {
+            s.strip_prefix('-')
+                .is_some_and(|d| d.starts_with(|c: char| c.is_ascii_digit()))
+        })
+    {
+        return Some("Key slot is invalid.".into());
     }
     let refresh = g.has("refresh") || name == "refresh";
     let Some((action, ty)) = resolve(name, o, refresh) else {

@@ -596,10 +596,9 @@ fn not_luks1(why: &Luks1Incompatibility) -> String {
 
 fn backup(b: &BackupError) -> CliError {
     let m = match b {
+        // Exit 1 as with cryptsetup 2.6.1 (not 5: its library reports it as EINVAL).
         BackupError::Exists { path } => {
-            return CliError::busy(format!(
-                "Requested header backup file {path} already exists."
-            ))
+            format!("Requested header backup file {path} already exists.")
         }
         BackupError::NoHeader { path } => format!(
             "Device {path} does not exist or access denied.\n\
@@ -608,6 +607,13 @@ fn backup(b: &BackupError) -> CliError {
         BackupError::Invalid { path } => {
             format!("Backup file {path} doesn't contain valid LUKS header.")
         }
+        BackupError::Incompatible { .. } => {
+            "Header backup file does not contain compatible LUKS header.".into()
+        }
+        BackupError::InvalidLuks1 { .. } => {
+            "Backup file does not contain valid LUKS header.".into()
+        }
+        BackupError::Truncated { path } => format!("Cannot read header backup file {path}."),
         BackupError::DataOffset => {
             "Data offset differ on device and backup, restore failed.".into()
         }
@@ -1209,7 +1215,7 @@ mod tests {
             ),
             (
                 BackupError::Exists { path: "/b".into() }.into(),
-                5,
+                1,
                 "Requested header backup file /b already exists.",
             ),
             (

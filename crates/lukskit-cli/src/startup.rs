@@ -15,8 +15,20 @@ use std::io::IsTerminal;
 pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
     let matches = definition::command()
         .try_get_matches_from(argv)
-        .map_err(|e| parse_error(&e))?;
+        .map_err(|e| parse_error(&e, argv))?;
     let mut opts = Opts::from_arg_matches(&matches).map_err(|e| first_line(&e.to_string()))?;
+    // Negative numbers are let through as values of options (`-s -32`: "invalid numeric
+    // value"); as an action's argument popt takes one for an unknown option, unless `--`
+    // came before it.
+    if !argv.iter().any(|a| a == "--") {
+        if let Some(n) = opts
+            .positional
+            .iter()
+            .find(|p| p.parse::<i64>().is_ok_and(|v| v < 0))
+        {
+            return Err(format!("{}{n}: unknown option", help::usage()));
+        }
+    }
     opts.given = given(&matches);
     Ok(opts)
 }
@@ -56,7 +68,7 @@ fn given(m: &clap::ArgMatches) -> Given {
 
 /// What to say of a command line the parser refused: cryptsetup's words for a bad number
 /// (after its usage text), otherwise the parser's first line.
-fn parse_error(e: &clap::Error) -> String {
+fn parse_error(e: &clap::Error, argv: &[OsString]) -> String {
     use clap::error::{ContextKind, ErrorKind};
     if e.kind() == ErrorKind::ValueValidation {
         let arg = e
@@ -69,6 +81,22 @@ fn parse_error(e: &clap::Error) -> String {
             "invalid numeric value"
         };
         return format!("{}{}: {what}", help::usage(), program_name());
+    }
+    if e.kind() == ErrorKind::UnknownArgument {
+        // popt's words, after the usage text: "--bogus: unknown option", "-1: unknown option".
+        if let Some(arg) = e.get(ContextKind::InvalidArg) {
+            // popt names the word as given (`--bogus=3`), clap only the option.
+            let arg = arg.to_string();
+            let word = argv
+                .iter()
+                .map(|a| a.to_string_lossy())
+                .find(|a| {
+                    a.strip_prefix(arg.as_str())
+                        .is_some_and(|r| r.starts_with('='))
+                })
+                .map_or(arg, |a| a.into_owned());
+            return format!("{}{word}: unknown option", help::usage());
+        }
     }
     first_line(&e.to_string())
 }

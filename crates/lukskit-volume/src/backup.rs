@@ -77,10 +77,13 @@ pub fn read_backup(backup: &str) -> Result<BackupImage> {
             path: backup.to_string(),
         })
     };
-    let version = detect(&bytes).ok_or_else(invalid)?;
+    let path = || backup.to_string();
+    let version = detect(&bytes)
+        .ok_or_else(|| VolumeError::from(BackupError::Incompatible { path: path() }))?;
     let mem = MemStorage::from_vec(bytes.clone());
     let (len, data_offset) = match version {
         LuksVersion::Luks1 => {
+            let invalid = || VolumeError::from(BackupError::InvalidLuks1 { path: path() });
             let h = Luks1Header::read(&mem).map_err(|_| invalid())?;
             h.validate(None).map_err(|_| invalid())?;
             (h.keyslots_end_bytes(), u64::from(h.payload_offset) * 512)
@@ -95,7 +98,7 @@ pub fn read_backup(backup: &str) -> Result<BackupImage> {
         }
     };
     if (bytes.len() as u64) < len {
-        return Err(invalid());
+        return Err(BackupError::Truncated { path: path() }.into());
     }
     Ok(BackupImage {
         bytes: bytes[..len as usize].to_vec(),

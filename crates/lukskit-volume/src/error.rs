@@ -848,6 +848,24 @@ pub enum BackupError {
         /// The file.
         path: String,
     },
+    /// The backup file holds no LUKS signature at all.
+    #[error("backup file {path} holds no LUKS header")]
+    Incompatible {
+        /// The file.
+        path: String,
+    },
+    /// The backup file's LUKS1 header (its first sector) is not valid.
+    #[error("backup file {path} has no valid LUKS1 header")]
+    InvalidLuks1 {
+        /// The file.
+        path: String,
+    },
+    /// The backup file is shorter than the header and keyslots area it describes.
+    #[error("backup file {path} is shorter than its header")]
+    Truncated {
+        /// The file.
+        path: String,
+    },
     /// The data offsets of the device and the backup differ.
     #[error("data offsets differ")]
     DataOffset,

@@ -146,7 +146,17 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
             let active = vol.active_keyslots()?;
             if let Some(slot) = o.key_slot {
-                // cryptsetup checks before it adds anything.
+                // cryptsetup checks before it adds anything: a keyslot number in range that
+                // is not active, then one out of range (named with the token it would add).
+                if slot >= vol.max_keyslots() {
+                    let id = match o.token_id {
+                        Some(id) => id,
+                        None => first_free_token(&vol)?,
+                    };
+                    return Err(CliError::invalid(format!(
+                        "Failed to assign token {id} to keyslot {slot}."
+                    )));
+                }
                 if !active.contains(&slot) {
                     return Err(CliError::invalid(format!("Keyslot {slot} is not active.")));
                 }
@@ -220,6 +230,9 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                 CliError::invalid("Action requires specific token. Use --token-id parameter.")
             })?;
             let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
+            if id >= lukskit_format::luks2::MAX_TOKENS {
+                return Err(CliError::invalid(format!("Token {id} is invalid.")));
+            }
             vol.token_remove(id)?;
             if o.verbose {
                 println!("Token {id} removed.");
@@ -227,19 +240,27 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             Ok(())
         }
         "import" => {
+            // At most 4 MiB (and one byte to see that there is more) is ever read.
+            const MAX_JSON: u64 = 4 * 1024 * 1024;
             let mut text = String::new();
             match &o.json_file {
                 Some(f) if f != "-" => {
-                    text = std::fs::read_to_string(f)
+                    std::fs::File::open(f)
+                        .and_then(|file| file.take(MAX_JSON + 1).read_to_string(&mut text))
                         .map_err(|e| CliError::io("Reading JSON file", f, &e))?;
                 }
                 _ => {
-                    std::io::stdin().read_to_string(&mut text).map_err(|e| {
-                        CliError::invalid(format!("Failed to read JSON from standard input: {e}."))
-                    })?;
+                    std::io::stdin()
+                        .take(MAX_JSON + 1)
+                        .read_to_string(&mut text)
+                        .map_err(|e| {
+                            CliError::invalid(format!(
+                                "Failed to read JSON from standard input: {e}."
+                            ))
+                        })?;
                 }
             }
-            if text.len() > 4 * 1024 * 1024 {
+            if text.len() as u64 > MAX_JSON {
                 return Err(CliError::invalid("JSON file is too large."));
             }
             let mut token: serde_json::Value = serde_json::from_str(text.trim_end())
@@ -256,16 +277,35 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                 }
             }
             let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
+            if let Some(slot) = o.key_slot {
+                if slot < vol.max_keyslots() && !vol.keyslot_active(slot)? {
+                    return Err(CliError::invalid(format!("Keyslot {slot} is not active.")));
+                }
+            }
+            if let Some(id) = o
+                .token_id
+                .filter(|&id| id >= lukskit_format::luks2::MAX_TOKENS)
+            {
+                return Err(CliError::invalid(format!("Token {id} is invalid.")));
+            }
+            const FAILED: &str = "Failed to import token from file.";
             let id = vol
                 .token_add(o.token_id, token, o.token_replace)
-                .map_err(|e| {
-                    // cryptsetup adds its own line when the header refuses the update.
-                    let refused = matches!(e, lukskit_volume::VolumeError::Requirements(_));
-                    let mut err = CliError::from(e);
-                    if refused {
-                        err.message.push_str("\nFailed to import token from file.");
+                .map_err(|e| match e {
+                    // A token the header's rules refuse: cryptsetup's one line for all of
+                    // them (`--debug` says why).
+                    lukskit_volume::VolumeError::Format(f) => {
+                        crate::debug::log(format_args!("Token refused: {f}."));
+                        CliError::invalid(FAILED)
                     }
-                    err
+                    // cryptsetup adds its own line when the header refuses the update.
+                    e @ lukskit_volume::VolumeError::Requirements(_) => {
+                        let mut err = CliError::from(e);
+                        err.message.push('\n');
+                        err.message.push_str(FAILED);
+                        err
+                    }
+                    e => CliError::from(e),
                 })?;
             if o.verbose {
                 println!("Token {id} created.");
@@ -291,4 +331,15 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
         }
         other => Err(CliError::invalid(format!("Invalid token action {other}."))),
     }
+}
+
+/// The token id cryptsetup gives a new token: the first one not in use.
+fn first_free_token(vol: &lukskit_volume::Volume) -> Result<u32> {
+    let used: Vec<u32> = match &vol.header {
+        lukskit_volume::Header::Luks2(h) => h.tokens()?.iter().map(|t| t.id).collect(),
+        lukskit_volume::Header::Luks1(_) => Vec::new(),
+    };
+    Ok((0..lukskit_format::luks2::MAX_TOKENS)
+        .find(|i| !used.contains(i))
+        .unwrap_or(lukskit_format::luks2::MAX_TOKENS))
 }

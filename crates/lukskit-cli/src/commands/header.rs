@@ -37,15 +37,27 @@ pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
 /// `luksUUID <device>`: print the UUID, or set it with `--uuid`.
 pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
+    // A device with no LUKS header at all fails without a word, as with cryptsetup (exit 1).
+    let no_luks = |e: lukskit_volume::VolumeError| match e {
+        lukskit_volume::VolumeError::NotLuks { .. } => CliError::invalid(String::new()),
+        e => errors::problem_only(e),
+    };
     match &o.uuid {
         None => {
             let vol = super::load_volume_typed(o, &args[0], Access::Read, super::requested_luks(o))
-                .map_err(errors::problem_only)?;
+                .map_err(no_luks)?;
             println!("{}", vol.uuid());
             Ok(())
         }
         Some(u) => {
-            let mut vol = super::load_volume(o, &args[0], Access::Write)?;
+            let mut vol =
+                super::load_volume_typed(o, &args[0], Access::Write, super::requested_luks(o))
+                    .map_err(|e| match e {
+                        lukskit_volume::VolumeError::NotLuks { .. } => {
+                            CliError::invalid(String::new())
+                        }
+                        e => CliError::from(e),
+                    })?;
             input::confirm("Do you really want to change UUID of device?", o.batch_mode)?;
             vol.set_uuid(u).map_err(CliError::from)
         }
@@ -176,7 +188,7 @@ fn write_key_file(path: &str, key: &[u8]) -> Result<()> {
         .create_new(true)
         .mode(0o400)
         .open(path)
-        .map_err(|e| CliError::io("Creating volume key file", path, &e))?;
+        .map_err(|_| CliError::invalid(format!("Cannot open keyfile {path} for write.")))?;
     f.write_all(key)
         .and_then(|_| f.sync_all())
         .map_err(|e| CliError::io("Writing volume key file", path, &e))

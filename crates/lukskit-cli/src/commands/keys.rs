@@ -77,12 +77,12 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         (None, None) => None,
     };
     if let Some(s) = new_slot {
-        vol.check_new_keyslot(s)?;
         if o.new_key_slot.is_none() && !o.batch_mode && !o.unbound {
-            // cryptsetup prints this on standard output, and not with -q (nor for an
-            // unbound key, which it adds before it gets there).
+            // cryptsetup prints this on standard output, before it checks the keyslot, and
+            // not with -q (nor for an unbound key, which it adds before it gets there).
             println!("WARNING: The --key-slot parameter is used for new keyslot number.");
         }
+        vol.check_new_keyslot(s)?;
     } else if !o.unbound {
         vol.free_keyslot()?;
     }
@@ -288,12 +288,17 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
 pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 2, 2, "<device> <key slot>")?;
     let device = &args[0];
-    let slot: u32 = args[1]
-        .parse()
-        .map_err(|_| CliError::invalid(format!("Key slot {} is invalid.", args[1])))?;
+    // As cryptsetup 2.6.1, which reads the number with atoi(): its leading digits ("abc" is
+    // keyslot 0), and a number beyond the keyslots fails without a word (exit 1).
+    let digits: String = args[1].chars().take_while(char::is_ascii_digit).collect();
+    let slot: u32 = if digits.is_empty() {
+        0
+    } else {
+        digits.parse().unwrap_or(u32::MAX)
+    };
     let mut vol = super::load_volume(o, device, Access::Write)?;
     if slot >= vol.max_keyslots() {
-        return Err(CliError::invalid(format!("Key slot {slot} is invalid.")));
+        return Err(CliError::invalid(String::new()));
     }
     if !vol.keyslot_active(slot)? {
         return Err(CliError::invalid(format!("Keyslot {slot} is not active.")));

@@ -234,7 +234,8 @@ pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<Secret
         return Err(CliError::invalid(""));
     };
     let Some(t) = h.tokens()?.into_iter().find(|t| t.id == id) else {
-        return Err(CliError::invalid(format!("Token {id} is not in use.")));
+        // cryptsetup 2.6.1 fails here without a word (exit 1).
+        return Err(CliError::invalid(String::new()));
     };
     match t.kind.as_str() {
         "luks2-keyring" => keyring_token_passphrase(&t).ok_or_else(|| {
