@@ -478,8 +478,9 @@ impl FuseExport {
             gid,
             mtime: SystemTime::now(),
         });
-        // Wherever the kernel offers it (the option's default; measured faster than the
-        // classic path, bench/fuse-paths.md); LUKSKIT_FUSE_URING=0 or 1 overrides the option.
+        // Wherever the kernel offers it (the option's default: the kernel offers it only
+        // once root turned fuse.enable_uring on; the two paths measured within noise of each
+        // other, bench/fuse-paths.md); LUKSKIT_FUSE_URING=0 or 1 overrides the option.
         let env = std::env::var_os("LUKSKIT_FUSE_URING");
         let want_uring = match env.as_deref().and_then(|v| v.to_str()) {
             Some("0") => false,
