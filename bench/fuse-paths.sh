@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The FUSE file's two request paths side by side, in one run: fio on ext4 (the jobs of
+# The FUSE file's request paths side by side, in one run: fio on ext4 (the jobs of
 # bench/block.sh: 1 MiB sequential write/read, 4 KiB random write/read, iodepth 16,
 # O_DIRECT, libaio) over
 #   plain   a loop device (direct I/O) over a file,
@@ -7,12 +7,15 @@
 #           what a kernel with fuse.enable_uring=N, its default, gets),
 #   uring   `lukskit open` with FUSE over io_uring (LUKSKIT_FUSE_URING=1; lukskit's default
 #           wherever the kernel offers it),
-# the three interleaved, ROUNDS times (3), in one directory. Prints a markdown report (per
-# round: MiB/s or IOPS and the ratios to plain of the same round; the load average before
-# each round) to stdout or to the file given as $1. The machine may be shared: compare the
-# ratios within a round.
+# interleaved, ROUNDS times (3), in one directory. PATHS picks the paths besides plain
+# (default "classic uring"; also uring-pinned and uring-unpinned: io_uring with its threads
+# kept on their queue's CPU or free to move, LUKSKIT_FUSE_URING_PIN=1/0). Prints a markdown
+# report (per round: MiB/s or IOPS and the ratios to plain of the same round, the load
+# average before each round; then each ratio's median over the rounds) to stdout or to the
+# file given as $1. The machine may be shared: compare the ratios within a round.
 #
 #   sudo bench/fuse-paths.sh                       # ~3 minutes per round
+#   PATHS="classic uring-pinned uring-unpinned" ROUNDS=5 bench/fuse-paths.sh /tmp/pin.md
 #   ROUNDS=5 FIO_SECONDS=10 BLOCK_SIZE_MIB=1024 bench/fuse-paths.sh /tmp/paths.md
 #
 # Needs root, /dev/fuse, loop devices and a kernel with FUSE over io_uring (6.14+); turns
@@ -76,6 +79,7 @@ print("%.1f %.0f" % (side["bw"] / 1024.0, side["iops"]))'
 }
 
 jobs=("write 1M" "read 1M" "randwrite 4k" "randread 4k")
+read -r -a paths <<<"${PATHS:-classic uring}"
 declare -A R
 suite() { # label device
     local label=$1 dev=$2
@@ -102,15 +106,22 @@ for round in $(seq "$rounds"); do
     suite plain "$plain_loop"
     losetup -d "$plain_loop"
     plain_loop=""
-    for path in classic uring; do
-        flag=0
-        [ "$path" = uring ] && flag=1
-        LUKSKIT_FUSE_URING=$flag "$L" open -d "$work/kf" "$work/luks.img" "$name"
+    for path in "${paths[@]}"; do
+        flag=1 pin=1
+        case $path in
+        classic) flag=0 ;;
+        uring) ;;
+        uring-unpinned) pin=0 ;;
+        uring-pinned) pin=1 ;;
+        *) die "unknown path $path (classic, uring, uring-pinned, uring-unpinned)" ;;
+        esac
+        case $path in uring) envs=(LUKSKIT_FUSE_URING=1) ;; *) envs=(LUKSKIT_FUSE_URING=$flag LUKSKIT_FUSE_URING_PIN=$pin) ;; esac
+        env "${envs[@]}" "$L" open -d "$work/kf" "$work/luks.img" "$name"
         pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' \
             "/run/lukskit/$name/state.json")
         n=$(cat /proc/"$pid"/task/*/comm | grep -c lukskit-furing || true)
-        if [ "$path" = uring ] && [ "$n" = 0 ]; then die "no FUSE io_uring threads: not served over io_uring"; fi
-        if [ "$path" = classic ] && [ "$n" != 0 ]; then die "io_uring threads on the classic path"; fi
+        if [ "$flag" = 1 ] && [ "$n" = 0 ]; then die "no FUSE io_uring threads: not served over io_uring"; fi
+        if [ "$flag" = 0 ] && [ "$n" != 0 ]; then die "io_uring threads on the classic path"; fi
         suite "$path" "/dev/mapper/$name"
         "$L" close "$name"
     done
@@ -118,24 +129,56 @@ done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.2f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+value() { # round label rw -> MiB/s (sequential) or IOPS (random)
+    local col=1
+    case $3 in rand*) col=2 ;; esac
+    echo "${R[$1,$2,$3]}" | cut -d' ' -f$col
+}
 {
     echo "## FUSE request paths side by side (\`bench/fuse-paths.sh\`)"
     echo
     echo "* Date: $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs; kernel $(uname -r); load average at the end $load_end"
-    echo "* ${size_mib} MiB volumes in \`$work\`; fio ${secs} s per job, iodepth 16, O_DIRECT, ext4"
+    echo "* ${size_mib} MiB volumes in \`$work\`; fio ${secs} s per job, iodepth 16, O_DIRECT, ext4; paths: ${paths[*]}"
     echo
-    echo "| Round (load before) | Job | plain | classic | uring | classic / plain | uring / plain | uring / classic |"
-    echo "|---|---|---|---|---|---|---|---|"
+    head="| Round (load before) | Job | plain"
+    rule="|---|---|---"
+    for path in "${paths[@]}"; do head+=" | $path"; rule+="|---"; done
+    for path in "${paths[@]}"; do head+=" | $path / plain"; rule+="|---"; done
+    echo "$head |"
+    echo "$rule|"
     for round in $(seq "$rounds"); do
         for job in "${jobs[@]}"; do
             # shellcheck disable=SC2086
             set -- $job
-            col=1 unit="MiB/s"
-            case $1 in rand*) col=2 unit=IOPS ;; esac
-            p=$(echo "${R[$round,plain,$1]}" | cut -d' ' -f$col)
-            c=$(echo "${R[$round,classic,$1]}" | cut -d' ' -f$col)
-            u=$(echo "${R[$round,uring,$1]}" | cut -d' ' -f$col)
-            echo "| $round (${LOAD[$round]}) | $1 $2 ($unit) | $p | $c | $u | $(ratio "$c" "$p") | $(ratio "$u" "$p") | $(ratio "$u" "$c") |"
+            unit="MiB/s"
+            case $1 in rand*) unit=IOPS ;; esac
+            p=$(value "$round" plain "$1")
+            line="| $round (${LOAD[$round]}) | $1 $2 ($unit) | $p"
+            for path in "${paths[@]}"; do line+=" | $(value "$round" "$path" "$1")"; done
+            for path in "${paths[@]}"; do line+=" | $(ratio "$(value "$round" "$path" "$1")" "$p")"; done
+            echo "$line |"
         done
+    done
+    echo
+    echo "Median over the rounds of each round's ratio to plain:"
+    echo
+    head="| Job"
+    rule="|---"
+    for path in "${paths[@]}"; do head+=" | $path / plain"; rule+="|---"; done
+    echo "$head |"
+    echo "$rule|"
+    for job in "${jobs[@]}"; do
+        # shellcheck disable=SC2086
+        set -- $job
+        line="| $1 $2"
+        for path in "${paths[@]}"; do
+            rs=()
+            for round in $(seq "$rounds"); do
+                rs+=("$(ratio "$(value "$round" "$path" "$1")" "$(value "$round" plain "$1")")")
+            done
+            line+=" | $(median "${rs[@]}")"
+        done
+        echo "$line |"
     done
 } >"$outfile"

@@ -850,6 +850,19 @@ fn thread_switches(m: &Mapping, prefix: &str) -> (u64, usize) {
 /// of them turns it off for a moment).
 static URING_PARAM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Puts a module parameter back to the value it had when dropped, also when the test using
+/// it fails.
+struct RestoreParam {
+    path: &'static str,
+    value: String,
+}
+
+impl Drop for RestoreParam {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.path, self.value.trim());
+    }
+}
+
 /// Without `LUKSKIT_FUSE_URING` in its environment, `open` serves the FUSE file over io_uring
 /// exactly when the kernel offers it: with `fuse.enable_uring=N` it has no ring threads and
 /// the classic `/dev/fuse` threads serve the requests; with `Y` the ring threads serve them.
@@ -869,6 +882,11 @@ fn fuse_path_by_default_follows_the_kernel() {
         return;
     };
     let _param = URING_PARAM.lock().unwrap_or_else(|e| e.into_inner());
+    // Dropped before the lock: the parameter is back before another test may look.
+    let _restore = RestoreParam {
+        path: param,
+        value: was,
+    };
     for (value, rings_wanted) in [("N", false), ("Y", true)] {
         std::fs::write(param, value).unwrap();
         let d = tmp();
@@ -899,7 +917,6 @@ fn fuse_path_by_default_follows_the_kernel() {
         );
         lukskit(&["close", &m.name], b"").ok("close");
     }
-    std::fs::write(param, was.trim()).unwrap();
 }
 
 /// With `fuse.enable_uring=Y` and `LUKSKIT_FUSE_URING=1` the FUSE file is served over

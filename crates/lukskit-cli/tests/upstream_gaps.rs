@@ -600,10 +600,7 @@ fn token_add_unbound_and_unassign() {
             let mut a = step.to_vec();
             a.insert(2, &img);
             let r = run_tool(tool, &a, b"");
-            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-                .unwrap()
-                .ok("luksDump");
-            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let v = json_dump(&img);
             log.push((
                 step.join(" "),
                 r.code,
@@ -815,11 +812,8 @@ fn luks_add_key_through_tokens() {
                 a.extend_from_slice(&FAST);
             }
             let r = run_tool(tool, &a, stdin);
-            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-                .unwrap()
-                .ok("luksDump");
-            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
-            let slots: Vec<String> = v["keyslots"].as_object().unwrap().keys().cloned().collect();
+            let v = json_dump(&img);
+            let slots = keyslot_ids(&v);
             log.push((step.join(" "), r.code, slots, v["tokens"].clone()));
         }
         seen.push(log);
@@ -871,10 +865,7 @@ fn change_key_in_a_full_keyslots_area_rewrites_in_place() {
             let mut a = step.to_vec();
             a.extend_from_slice(&FAST);
             let r = run_tool(tool, &a, b"");
-            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-                .unwrap()
-                .ok("luksDump");
-            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let v = json_dump(&img);
             let areas: Vec<(String, serde_json::Value)> = v["keyslots"]
                 .as_object()
                 .unwrap()
@@ -1028,10 +1019,7 @@ fn named_unbound_keyslots_test_change_and_convert() {
             }
             log.push((step.join(" "), run_tool(tool, &a, stdin).code));
         }
-        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-            .unwrap()
-            .ok("luksDump");
-        let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        let v = json_dump(&img);
         log.push((
             "keyslot 1 kdf".into(),
             v["keyslots"]["1"]["kdf"]["iterations"]
@@ -1222,10 +1210,7 @@ fn convert_key_ignores_a_positional_key_file() {
                 iters,
             ];
             let r = run_tool(tool, &a, stdin);
-            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-                .unwrap()
-                .ok("luksDump");
-            let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+            let v = json_dump(&img);
             log.push((r.code, v["keyslots"]["0"]["kdf"]["iterations"].clone()));
         }
         seen.push(log);
@@ -1450,10 +1435,7 @@ fn reencrypt_keyslots_keep_the_old_pbkdf() {
     let d = dir.path();
     let kf = write_file(d, "kf", b"pass1");
     let summary = |img: &str| {
-        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
-            .unwrap()
-            .ok("luksDump");
-        let mut v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        let mut v = json_dump(img);
         for (_, ks) in v["keyslots"].as_object_mut().unwrap() {
             if let Some(kdf) = ks.get_mut("kdf").and_then(|k| k.as_object_mut()) {
                 kdf.remove("salt");
@@ -1689,10 +1671,7 @@ fn repair_protects_and_verifies_reencryption_metadata() {
     // What a repair leaves: requirements, the reencrypt keyslot with its digest's hash and
     // keyslots, the segments.
     let state = |img: &str| {
-        let dump = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
-            .unwrap()
-            .ok("luksDump");
-        let v: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
+        let v = json_dump(img);
         let reenc_digest: Vec<serde_json::Value> = v["digests"]
             .as_object()
             .unwrap()
@@ -1975,18 +1954,10 @@ fn keyslot_numbers_naming_no_keyslot() {
                 })
                 .collect();
             let r = run_tool(tool, &a, b"pw\n");
-            let dump = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-                .unwrap()
-                .ok("luksDump");
             let same = |s: &str| s.replace(&img, "IMG").replace(&l1, "L1");
             // The header's tokens and keyslot numbers (its salts differ between the runs).
-            let json: serde_json::Value = serde_json::from_str(&dump.stdout).unwrap();
-            let slots: Vec<String> = json["keyslots"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .cloned()
-                .collect();
+            let json = json_dump(&img);
+            let slots = keyslot_ids(&json);
             log.push((
                 step.join(" "),
                 r.code,

@@ -560,6 +560,8 @@ impl FuseExport {
                 per_queue,
                 depth,
                 MAX_IO as usize,
+                std::env::var("LUKSKIT_FUSE_URING_PIN")
+                    .map_or(crate::fuse_uring::DEFAULT_PIN, |v| v != "0"),
             )?);
         }
         let session = session.spawn()?;

@@ -71,6 +71,9 @@ const MAX_ENTRIES: usize = 64;
 pub(crate) const DEFAULT_PER_QUEUE: usize = 2;
 /// Ring entries per thread when `LUKSKIT_FUSE_URING_DEPTH` does not say.
 pub(crate) const DEFAULT_DEPTH: usize = 8;
+/// Whether each thread is kept on its queue's CPU when `LUKSKIT_FUSE_URING_PIN` does not say
+/// (`0`: the threads may run on any CPU).
+pub(crate) const DEFAULT_PIN: bool = true;
 
 /// `user_data` tags (the entry's index is in the low 32 bits).
 const TAG_FETCH: u64 = 0;
@@ -112,7 +115,7 @@ pub(crate) struct UringServer {
 impl UringServer {
     /// Register `per_queue` threads of `depth` entries each on every queue of the
     /// connection behind `dev` (a duplicate of the session's `/dev/fuse` descriptor, after
-    /// `FUSE_INIT`) and serve them. Returns once every entry is registered (the kernel
+    /// `FUSE_INIT`) and serve them; `pin` keeps each thread on its queue's CPU. Returns once every entry is registered (the kernel
     /// then routes requests to the ring), or the first error.
     pub(crate) fn start(
         dev: OwnedFd,
@@ -120,6 +123,7 @@ impl UringServer {
         per_queue: usize,
         depth: usize,
         payload: usize,
+        pin: bool,
     ) -> io::Result<UringServer> {
         let queues = possible_cpus();
         let per_queue = per_queue.clamp(1, (MAX_ENTRIES / queues).max(1));
@@ -139,7 +143,9 @@ impl UringServer {
                 let t = std::thread::Builder::new()
                     .name("lukskit-furing".into())
                     .spawn(move || {
-                        pin_to(qid);
+                        if pin {
+                            pin_to(qid);
+                        }
                         let q = match Queue::register(&dev, qid as u16, depth, payload, served) {
                             Ok(q) => {
                                 let _ = tx.send(Ok(()));

@@ -333,13 +333,12 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
     }
 }
 
-/// The token id cryptsetup gives a new token: the first one not in use.
+/// The token id cryptsetup gives a new token (and names in its errors): the first one not in
+/// use, or [`lukskit_format::luks2::MAX_TOKENS`] when none is free.
 fn first_free_token(vol: &lukskit_volume::Volume) -> Result<u32> {
-    let used: Vec<u32> = match &vol.header {
-        lukskit_volume::Header::Luks2(h) => h.tokens()?.iter().map(|t| t.id).collect(),
-        lukskit_volume::Header::Luks1(_) => Vec::new(),
+    let free = match &vol.header {
+        lukskit_volume::Header::Luks2(h) => h.free_token_id()?,
+        lukskit_volume::Header::Luks1(_) => Some(0),
     };
-    Ok((0..lukskit_format::luks2::MAX_TOKENS)
-        .find(|i| !used.contains(i))
-        .unwrap_or(lukskit_format::luks2::MAX_TOKENS))
+    Ok(free.unwrap_or(lukskit_format::luks2::MAX_TOKENS))
 }

@@ -369,6 +369,16 @@ sys.stdout.buffer.write(out)
     Some(o.stdout)
 }
 
+/// The keyslot ids of a parsed LUKS2 JSON area (as [`json_dump`] gives it), in its order.
+pub fn keyslot_ids(json: &serde_json::Value) -> Vec<String> {
+    json["keyslots"]
+        .as_object()
+        .expect("a keyslots object")
+        .keys()
+        .cloned()
+        .collect()
+}
+
 /// cryptsetup's `luksDump --dump-json-metadata` of `img`, parsed.
 pub fn json_dump(img: &str) -> serde_json::Value {
     let j = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")

@@ -1318,6 +1318,13 @@ impl Luks2Header {
         (u64::from(key_size) * 4000).div_ceil(4096) * 4096
     }
 
+    /// The id a new token gets when none is asked for: the lowest id below [`MAX_TOKENS`] not
+    /// in use, or `None` when every one is.
+    pub fn free_token_id(&self) -> Result<Option<u32>> {
+        let tokens = self.section("tokens")?;
+        Ok((0..MAX_TOKENS).find(|i| !tokens.contains_key(&i.to_string())))
+    }
+
     /// Add (or replace) a token as `LUKS2_token_create`: `id` `None` takes the first free id.
     /// The token must be an object with a non-empty string `type` and a `keyslots` array of
     /// existing keyslot ids; types starting with `luks2-` are reserved, of which only
@@ -1326,12 +1333,9 @@ impl Luks2Header {
     pub fn add_token(&mut self, id: Option<u32>, token: Value) -> Result<u32> {
         let id = match id {
             Some(i) => i,
-            None => {
-                let tokens = self.section("tokens")?;
-                (0..MAX_TOKENS)
-                    .find(|i| !tokens.contains_key(&i.to_string()))
-                    .ok_or_else(|| FormatError::from(Luks2Error::NoFreeToken))?
-            }
+            None => self
+                .free_token_id()?
+                .ok_or_else(|| FormatError::from(Luks2Error::NoFreeToken))?,
         };
         if id >= MAX_TOKENS {
             return Err(Luks2Error::TokenIdInvalid { id }.into());
