@@ -131,7 +131,14 @@ impl KernelReencrypt {
                             iv_large_sectors: false,
                             ..c.flags
                         });
-                        keyring = c.key.in_keyring();
+                        // Keys go where the live mapping keeps its key; a mapping with
+                        // none (cipher_null) gives no hint, so the new key goes into the
+                        // keyring wherever dm-crypt takes keys from it, as cryptsetup's
+                        // reload does (luks2-reencryption-test [24]).
+                        keyring = match c.key {
+                            CryptKey::Empty => dm.crypt_features()?.is_some_and(|f| f.keyring()),
+                            _ => c.key.in_keyring(),
+                        };
                     }
                     c.device
                 }

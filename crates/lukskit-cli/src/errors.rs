@@ -237,6 +237,11 @@ fn header_problem(path: &str, e: &FormatError) -> Option<String> {
             "Device {path} is too small. (LUKS1 requires at least {need} bytes.)"
         )),
         FormatError::Luks2(Luks2Error::NoValidCopy { .. }) => None,
+        FormatError::Luks2(Luks2Error::AmbiguousSignatures { .. }) => Some(
+            "Device contains ambiguous signatures, cannot auto-recover LUKS2.\n\
+             Please run \"cryptsetup repair\" for recovery."
+                .into(),
+        ),
         other => Some(format_text(other)),
     }
 }

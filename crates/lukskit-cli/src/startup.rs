@@ -190,9 +190,40 @@ fn required_args(name: &str, args: &str) -> usize {
     n
 }
 
+/// cryptsetup's check of an action's argument count (its `help_args`, before any option is
+/// looked at): fewer arguments than the action requires is "ACTION: requires ARGS as
+/// arguments" after the usage, ACTION the canonical name (`luksOpen` is `open`). With
+/// `--test-args` an action line with a second word (`image encrypt`) must also match it.
+/// `reencrypt` requires none here (cryptsetup checks its device itself); lukskit's own
+/// actions (`image`, `crypttab`, `rename`) say what they need themselves, unless
+/// `--test-args`.
+fn missing_arguments(o: &Opts, canon: &str) -> Option<String> {
+    if canon == "reencrypt" || (!o.test_args && matches!(canon, "image" | "crypttab" | "rename")) {
+        return None;
+    }
+    let given = o.positional.len() - 1;
+    let lines = lines_of(canon);
+    let fits = lines.iter().any(|l| {
+        let word = l.name.split(' ').nth(1);
+        let matches_word =
+            !o.test_args || word.is_none_or(|w| o.positional.get(1).map(String::as_str) == Some(w));
+        matches_word && given >= required_args(l.name, l.args)
+    });
+    if fits {
+        return None;
+    }
+    // cryptsetup 2.6.1's words for `token` predate its `unassign` (lukskit's table also
+    // names `bind-tang`).
+    let args = match canon {
+        "token" => "<add|remove|import|export> <device>",
+        _ => lines[0].args,
+    };
+    Some(format!("{canon}: requires {args} as arguments"))
+}
+
 /// Checks before the action runs, as cryptsetup 2.6.1 makes them: an action lukskit lacks
-/// (exit 1, but `--test-args` checks its command line as cryptsetup would), then with
-/// `--test-args` the argument count, then cryptsetup's checks of the options ([`checks`]),
+/// (exit 1, but `--test-args` checks its command line as cryptsetup would), then the
+/// argument count ([`missing_arguments`]), then cryptsetup's checks of the options ([`checks`]),
 /// then `--test-args` ends here and an option lukskit does not implement stops an action run.
 /// Some(exit code) when the action must not run.
 pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
@@ -205,26 +236,11 @@ pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
         eprintln!("{}", unknown_action(action));
         return Some(1);
     }
-    if o.test_args {
-        if let Some(canon) = known {
-            let given = o.positional.len() - 1;
-            let lines = lines_of(canon);
-            let fits = lines.iter().any(|l| {
-                let word = l.name.split(' ').nth(1);
-                let matches_word =
-                    word.is_none_or(|w| o.positional.get(1).map(String::as_str) == Some(w));
-                matches_word && given >= required_args(l.name, l.args)
-            });
-            if !fits {
-                let l = lines[0];
-                eprint!("{}", help::usage());
-                eprintln!(
-                    "{}: {action}: requires {} as arguments",
-                    program_name(),
-                    l.args
-                );
-                return Some(1);
-            }
+    if let Some(canon) = known {
+        if let Some(msg) = missing_arguments(o, canon) {
+            eprint!("{}", help::usage());
+            eprintln!("{}: {msg}", program_name());
+            return Some(1);
         }
     }
     if let Some(msg) = checks::check(o, &o.given, key_file_count(argv)) {

@@ -45,6 +45,8 @@
 //! * `fixed-online` (luks2-reencryption-test [17]): a mapping resized smaller than the data,
 //!   re-encrypted online: only its size is re-encrypted, a `--device-size` other than its
 //!   size is refused, a size that is not whole new sectors is refused; each tool.
+//! * `null-online` (luks2-reencryption-test [24]): a cipher_null volume re-encrypted online
+//!   to aes-xts: the new key in the kernel keyring, as cryptsetup puts it; each tool.
 //! * `reduce-online`: `--reduce-device-size` under a live mapping: a mapping that would not
 //!   fit after the shift is refused with cryptsetup's words (lukskit writes nothing, where
 //!   cryptsetup leaves the header in re-encryption); a mapping resized to fit is
@@ -381,6 +383,40 @@ fn online_reencryption_of_a_resized_mapping_as_cryptsetup() {
     ] {
         assert!(cs.iter().any(|l| l == want), "cryptsetup: {want}: {out}");
     }
+    assert_eq!(of("lukskit"), cs, "{out}");
+}
+
+/// luks2-reencryption-test [24] (online re-encryption from cipher_null): the mapping of a
+/// cipher_null volume has no key, so nothing tells where the new one goes; cryptsetup puts
+/// it in the kernel keyring (as for any LUKS2 mapping where dm-crypt takes keys from it),
+/// lukskit put it in the table as hex, and upstream's `status | grep "key location:
+/// keyring"` failed. Every line of lukskit (status before and after, the table's key form,
+/// the plaintext) is cryptsetup's.
+#[test]
+fn online_reencryption_from_cipher_null_keeps_the_key_in_the_keyring() {
+    let Some(out) = run_case("null-online", 150) else {
+        return;
+    };
+    let of = |tool: &str| -> Vec<String> {
+        lines_with(&out, &format!("null {tool}: "))
+            .into_iter()
+            .map(String::from)
+            .collect()
+    };
+    let cs = of("cryptsetup");
+    assert!(
+        cs.iter().any(|l| l == "plaintext intact"),
+        "cryptsetup: {out}"
+    );
+    assert!(
+        cs.iter().any(|l| l.starts_with("table key: keyring ")),
+        "cryptsetup: {out}"
+    );
+    assert!(
+        cs.iter()
+            .any(|l| l.starts_with("after:") && l.contains("key location: keyring")),
+        "cryptsetup: {out}"
+    );
     assert_eq!(of("lukskit"), cs, "{out}");
 }
 

@@ -2235,3 +2235,209 @@ fn header_operations_on_nothing_usable_answer_as_cryptsetup() {
         );
     }
 }
+
+/// Found by a side-by-side sweep of the actions' argument checks, `reencrypt`'s and
+/// `benchmark`'s: each command line run by real cryptsetup 2.6.1 and by lukskit on the same
+/// fresh image (a LUKS2 one with keyslot 1, or one without any header), compared in exit
+/// code, output (a usage error by the line after the usage text, whose option list and
+/// program name are each tool's own) and the header's keyslots and requirements after it.
+/// - too few arguments: the usage, then "ACTION: requires ARGS as arguments" (the canonical
+///   action: `luksOpen` is `open`); `open` with one: "Command requires device and mapped name
+///   as arguments."; `reencrypt` with none: "Command requires device as argument.";
+/// - `reencrypt` of a device without LUKS: silent (exit 1), `--resume-only` "Device
+///   reencryption not in progress.", `--decrypt` names it;
+/// - `--resilience bogus`: refused after the passphrase, with "Failed to initialize LUKS2
+///   reencryption in metadata." (a wrong passphrase is that, exit 2);
+/// - an encryption whose header gets a small keyslots area warns of it (as luksFormat);
+/// - `benchmark --hash bogus`: "N/A" and exit 1.
+#[test]
+fn argument_counts_reencrypt_and_benchmark_answer_as_cryptsetup() {
+    if !have_cryptsetup("argument checks, side by side") {
+        return;
+    }
+    let fast = FAST.join(" ");
+    let mut cases: Vec<(&str, String, &str)> = [
+        "open",
+        "luksOpen",
+        "create",
+        "close",
+        "remove",
+        "status",
+        "resize",
+        "repair",
+        "erase",
+        "luksErase",
+        "luksFormat",
+        "luksAddKey",
+        "luksRemoveKey",
+        "luksChangeKey",
+        "luksConvertKey",
+        "luksKillSlot",
+        "luksKillSlot IMG",
+        "luksUUID",
+        "isLuks",
+        "luksDump",
+        "luksSuspend",
+        "luksResume",
+        "luksHeaderBackup",
+        "luksHeaderRestore",
+        "token",
+        "token add",
+        "config",
+        "convert",
+        "reencrypt",
+        "open IMG",
+        "luksOpen IMG",
+        "create x",
+    ]
+    .iter()
+    .map(|a| ("luks2", a.to_string(), ""))
+    .collect();
+    for a in ["", "--init-only", "--resume-only", "--decrypt"] {
+        cases.push(("none", format!("reencrypt IMG -q {a}"), "pw\n"));
+    }
+    for input in ["pw\n", "wrong\n"] {
+        cases.push((
+            "luks2",
+            format!("reencrypt IMG --init-only -q {fast} --resilience bogus"),
+            input,
+        ));
+    }
+    cases.push((
+        "none",
+        format!("reencrypt IMG --encrypt -q {fast} --reduce-device-size 3M"),
+        "pw\n",
+    ));
+    cases.push(("luks2", "benchmark --hash bogus".into(), ""));
+    let dir = tmp();
+    let d = dir.path().to_str().unwrap().to_string();
+    for (kind, args, input) in &cases {
+        let mut seen = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            // (created anew: truncated, then sized)
+            let img = sparse(dir.path(), "img", 32 << 20);
+            if *kind == "luks2" {
+                let mut a = vec!["luksFormat", "-q", "--type", "luks2", "-S", "1", &img];
+                a.extend_from_slice(&FAST);
+                cryptsetup(&a, b"pw\n").unwrap().ok("luksFormat");
+            }
+            let a: Vec<&str> = args
+                .split(' ')
+                .filter(|w| !w.is_empty())
+                .map(|w| if w == "IMG" { img.as_str() } else { w })
+                .collect();
+            let r = run_tool(tool, &a, input.as_bytes());
+            let same = |s: &str| {
+                let s = s.replace(&img, "IMG").replace(&d, "D");
+                match s.strip_prefix("Usage: ") {
+                    Some(rest) => rest
+                        .lines()
+                        .last()
+                        .unwrap_or_default()
+                        .replace("lukskit: ", "cryptsetup: ")
+                        .replace("/usr/sbin/cryptsetup: ", "cryptsetup: "),
+                    None => s,
+                }
+            };
+            let header = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
+                .unwrap()
+                .stdout;
+            let header = serde_json::from_str::<serde_json::Value>(&header)
+                .map(|j| format!("{:?} {}", keyslot_ids(&j), j["config"]["requirements"]))
+                .unwrap_or_default();
+            seen.push((r.code, same(&r.stdout), same(&r.stderr), header));
+        }
+        assert_eq!(
+            seen[1], seen[0],
+            "{kind}: {args} <{input}>: lukskit vs cryptsetup"
+        );
+    }
+}
+
+/// compat-test2 [29], luks2-reencryption-test [30], reencryption-compat-test [13] (run only
+/// where `--version` names BLKID): upstream's `blkid-luks2-pv.img`, a LUKS2 header whose
+/// primary copy an LVM2 label replaced. cryptsetup does not recover the primary from the
+/// secondary automatically there ("Device contains ambiguous signatures, cannot
+/// auto-recover LUKS2."): `isLuks` fails (with -v saying why), `luksDump` refuses, an
+/// encryption refuses the device as data or as `--header` ("contains broken LUKS
+/// metadata"), `repair` restores the header, and a device whose primary copy alone is gone
+/// (no other signature) is LUKS. lukskit took the secondary copy: it dumped the header and
+/// encrypted over it, wiping the header the volume's data needs. Each step side by side.
+#[test]
+fn luks2_beside_another_signature_is_left_to_repair() {
+    if !have_cryptsetup("LUKS2 header beside an LVM label") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path().to_str().unwrap().to_string();
+    let xz = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/cryptsetup-2.6.1-tests/blkid-luks2-pv.img.xz");
+    let out = std::process::Command::new("xz")
+        .arg("-dc")
+        .arg(&xz)
+        .output()
+        .expect("xz");
+    assert!(out.status.success(), "xz -dc {xz:?}");
+    let pv = out.stdout;
+    let fast = FAST.join(" ");
+    let steps: Vec<String> = vec![
+        "isLuks PV".into(),
+        "isLuks -v PV".into(),
+        "isLuks --type luks2 PV".into(),
+        "luksDump PV".into(),
+        format!("reencrypt -q PV {fast} --encrypt --force-offline-reencrypt --type luks2 --reduce-device-size 8m"),
+        format!("reencrypt -q --header PV D/plain {fast} --encrypt --force-offline-reencrypt --type luks2"),
+        format!("reencrypt -q --header D/hdr PV {fast} --encrypt --force-offline-reencrypt --type luks2"),
+        "-q repair PV".into(),
+        "isLuks PV".into(),
+        "isLuks SEC".into(),
+    ];
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = write_file(dir.path(), "pv.img", &pv);
+        // The same header with its primary copy gone and no other signature.
+        let mut sec = pv.clone();
+        sec[..4096].fill(0);
+        let sec = write_file(dir.path(), "sec.img", &sec);
+        sparse(dir.path(), "plain", 32 << 20);
+        let _ = std::fs::remove_file(format!("{d}/hdr"));
+        let mut log = Vec::new();
+        for step in &steps {
+            let a: Vec<String> = step
+                .split(' ')
+                .map(|w| match w {
+                    "PV" => img.clone(),
+                    "SEC" => sec.clone(),
+                    w => w.replace("D/", &format!("{d}/")),
+                })
+                .collect();
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let r = run_tool(tool, &a, b"pw\n");
+            let same = |s: &str| s.replace(&d, "D");
+            let stdout = if step.starts_with("luksDump") {
+                String::new()
+            } else {
+                same(&r.stdout)
+            };
+            log.push((
+                step.clone(),
+                r.code,
+                stdout,
+                same(&r.stderr),
+                std::path::Path::new(&format!("{d}/hdr")).exists(),
+            ));
+        }
+        seen.push(log);
+    }
+    for (c, l) in seen[0].iter().zip(&seen[1]) {
+        assert_eq!(l, c, "lukskit vs cryptsetup");
+    }
+    // The reference refuses the damaged header and repairs it.
+    assert_eq!(seen[0][0].1, 1, "{:?}", seen[0]);
+    assert!(
+        seen[0][1].3.contains("ambiguous signatures"),
+        "{:?}",
+        seen[0]
+    );
+    assert_eq!(seen[0][8].1, 0, "{:?}", seen[0]);
+}

@@ -302,6 +302,14 @@ pub enum Luks2Error {
         /// What is wrong with the secondary copy.
         secondary: CopyProblem,
     },
+    /// Only the secondary copy is valid and the device also carries another signature
+    /// (a file system, an LVM label): the primary is not recovered from the secondary
+    /// automatically, as by cryptsetup, which leaves that to `repair`.
+    #[error("only the secondary copy is valid and the device also has a {signature} signature")]
+    AmbiguousSignatures {
+        /// The other signature (blkid's name).
+        signature: &'static str,
+    },
     /// The device is smaller than both copies and the keyslots area.
     #[error("device too small, need {need} bytes")]
     DeviceTooSmall {

@@ -39,6 +39,7 @@ pub mod plain;
 pub mod reencrypt;
 pub mod ring;
 pub mod segment;
+pub mod signature;
 pub mod volume;
 mod wipe;
 

@@ -172,6 +172,16 @@ impl Volume {
                         invalid(e)
                     }
                 })?;
+                // A primary lost where something else now starts (an LVM label written
+                // over it): the secondary is not taken, as cryptsetup does not auto-recover
+                // it then; `repair` (which loads the header as it is) may.
+                if validate_luks1 && !out.primary_ok {
+                    if let Some(signature) = crate::signature::detect_on(&dev) {
+                        return Err(invalid(FormatError::Luks2(
+                            lukskit_format::Luks2Error::AmbiguousSignatures { signature },
+                        )));
+                    }
+                }
                 (
                     Header::Luks2(out.header),
                     CopyState {

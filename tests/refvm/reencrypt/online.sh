@@ -788,6 +788,27 @@ fixed-online)
         $tool close v || fail "$tool close"
     done
     ;;
+null-online)
+    # luks2-reencryption-test [24]: a volume made with cipher_null (no key, so its mapping
+    # has none in the keyring), re-encrypted online to aes-xts: the new key goes where
+    # cryptsetup puts it (the kernel keyring, where dm-crypt takes keys from it), the
+    # plaintext stays. Each tool, the same commands.
+    for tool in cryptsetup lukskit; do
+        cryptsetup -q luksFormat --type luks2 -s 128 -c cipher_null-ecb --offset 8192 $FAST \
+            -d $KF $D || fail "format"
+        $tool open $D v -d $KF || fail "$tool open"
+        dd if=/dev/urandom of=/dev/mapper/v bs=1M count=8 conv=fsync 2>/dev/null
+        sum=$(head -c 8M /dev/mapper/v | sha256sum)
+        echo "null $tool: before: $($tool status v | grep -E '^ *(cipher|key location):' | tr -s ' ' | tr '\n' ' ')"
+        $tool reencrypt -q $FAST -d $KF $D -c aes-xts-plain64 > /dev/null || fail "$tool reencrypt"
+        echo "null $tool: after: $($tool status v | grep -E '^ *(cipher|key location):' | tr -s ' ' | tr '\n' ' ')"
+        echo "null $tool: table key: $(dmsetup table --showkeys v | awk '{print $5}' \
+            | sed -E 's/^:([0-9]+):logon:cryptsetup:.*-d([0-9]+)$/keyring \1 bytes digest \2/; s/^[0-9a-f]{32,}$/hex/')"
+        echo 3 > /proc/sys/vm/drop_caches
+        [ "$(head -c 8M /dev/mapper/v | sha256sum)" = "$sum" ] && echo "null $tool: plaintext intact"
+        $tool close v || fail "$tool close"
+    done
+    ;;
 *)
     fail "unknown case"
     ;;

@@ -98,13 +98,14 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
     out.line("# Tests are approximate using memory only (no storage IO).");
     let result = if o.pbkdf.is_some() || o.hash.is_some() {
         let kdf = o.pbkdf.as_deref().unwrap_or("pbkdf2");
-        bench_kdf(
-            o,
-            &mut out,
-            kdf,
-            o.hash.as_deref().unwrap_or("sha256"),
-            key_len,
-        )
+        let hash = o.hash.as_deref().unwrap_or("sha256");
+        // A KDF that cannot run is "N/A" and, asked for alone, exit 1 with nothing more
+        // (cryptsetup returns the benchmark's error).
+        match bench_kdf(o, &mut out, kdf, hash, key_len) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(CliError::invalid("")),
+            Err(e) => Err(e),
+        }
     } else if let Some(c) = &o.cipher {
         bench_one_cipher(&mut out, c, key_bits, sector_size, threads)
     } else {
@@ -186,13 +187,13 @@ fn cipher_json(
     })
 }
 
-/// One KDF line (`action_benchmark_kdf`).
-fn bench_kdf(o: &Opts, out: &mut Out, kdf_name: &str, hash: &str, key_len: usize) -> Result<()> {
+/// One KDF line (`action_benchmark_kdf`): whether it was measured (`false`: "N/A").
+fn bench_kdf(o: &Opts, out: &mut Out, kdf_name: &str, hash: &str, key_len: usize) -> Result<bool> {
     if kdf_name == "pbkdf2" {
         let res = HashAlg::from_name(hash)
             .map_err(CliError::from)
             .and_then(|h| kdf::benchmark_pbkdf2(h, key_len).map_err(CliError::from));
-        match res {
+        return match res {
             Ok(iters) => {
                 out.line(&format!(
                     "PBKDF2-{hash:<9} {iters:>7} iterations per second for {}-bit key",
@@ -202,14 +203,15 @@ fn bench_kdf(o: &Opts, out: &mut Out, kdf_name: &str, hash: &str, key_len: usize
                     "type": "pbkdf2", "hash": hash, "key_bits": key_len * 8,
                     "iterations_per_second": iters,
                 }));
+                Ok(true)
             }
             Err(_) => {
                 out.line(&format!("PBKDF2-{hash:<9}     N/A"));
                 out.kdfs
                     .push(json!({"type": "pbkdf2", "hash": hash, "key_bits": key_len * 8}));
+                Ok(false)
             }
-        }
-        return Ok(());
+        };
     }
     let variant = Argon2Variant::from_name(kdf_name)
         .map_err(|_| CliError::invalid(format!("Unknown PBKDF type {kdf_name}.")))?;
@@ -233,14 +235,15 @@ fn bench_kdf(o: &Opts, out: &mut Out, kdf_name: &str, hash: &str, key_len: usize
                 "type": kdf_name, "key_bits": key_len * 8, "iterations": iters,
                 "memory_kib": mem, "parallel": parallel, "requested_ms": time_ms,
             }));
+            Ok(true)
         }
         Err(_) => {
             out.line(&format!("{kdf_name:<10} N/A"));
             out.kdfs
                 .push(json!({"type": kdf_name, "key_bits": key_len * 8}));
+            Ok(false)
         }
     }
-    Ok(())
 }
 
 /// `--cipher X`: cryptsetup splits at the first '-' into cipher and mode and drops the IV

@@ -138,13 +138,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     let verify = o.verify_passphrase || !o.batch_mode;
     let pass = input::get_secret(&src, &format!("Enter passphrase for {target}: "), verify)?;
     super::luks1_pbkdf_fallback(&mut params);
-    if let Some(size) = lukskit_volume::format::small_keyslots_area(&params) {
-        // cryptsetup prints this on standard output, -q or not, before it adds the keyslot.
-        println!(
-            "WARNING: keyslots area ({size} bytes) is very small, available LUKS2 keyslot \
-             count is very limited."
-        );
-    }
+    warn_small_keyslots_area(&params);
     if let Some((kind, _)) = &integrity {
         return format_with_integrity(o, &params, kind, pass.as_bytes());
     }
@@ -238,4 +232,16 @@ fn format_with_integrity(
          CTRL+c (rest of not wiped device will contain invalid checksum)."
     );
     integrity::wipe(&config, &kopts, vk, kind).map_err(CliError::from)
+}
+
+/// cryptsetup's warning when the LUKS2 header about to be written for `params` has room for
+/// few keyslots: on standard output, `-q` or not, before the first keyslot is added (by
+/// `luksFormat` and by an encryption's new header).
+pub fn warn_small_keyslots_area(params: &lukskit_volume::format::FormatParams) {
+    if let Some(size) = lukskit_volume::format::small_keyslots_area(params) {
+        println!(
+            "WARNING: keyslots area ({size} bytes) is very small, available LUKS2 keyslot \
+             count is very limited."
+        );
+    }
 }

@@ -16,19 +16,22 @@ pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     // As cryptsetup, a full load of the header (of `--type` if given): a damaged header is
     // not LUKS. cryptsetup prints why only with -v (and then without its verdict line).
+    // No LUKS magic at the start may still be a LUKS2 header whose secondary copy is intact
+    // (then the load decides).
     let v = probe(&args[0])?;
-    let ok = match (v, o.r#type.as_deref()) {
-        (None, _) => false,
-        (Some(_), None) | (Some(_), Some("luks")) => true,
-        (Some(LuksVersion::Luks1), Some("luks1")) => true,
-        (Some(LuksVersion::Luks2), Some("luks2")) => true,
-        _ => false,
-    };
+    let ok = matches!(
+        (v, o.r#type.as_deref()),
+        (None, _)
+            | (Some(_), None | Some("luks"))
+            | (Some(LuksVersion::Luks1), Some("luks1"))
+            | (Some(LuksVersion::Luks2), Some("luks2"))
+    );
     if !ok {
         return Err(CliError::invalid(String::new()));
     }
     match super::load_volume_typed(o, &args[0], Access::Read, super::requested_luks(o)) {
         Ok(_) => Ok(()),
+        Err(lukskit_volume::VolumeError::NotLuks { .. }) => Err(CliError::invalid(String::new())),
         Err(e) if o.verbose => Err(errors::problem_only(e)),
         Err(e) => Err(CliError::new(errors::problem_only(e).class, String::new())),
     }

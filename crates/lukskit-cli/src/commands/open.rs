@@ -55,7 +55,12 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     if o.test_passphrase {
         return test_passphrase(&o, args);
     }
-    need_args(args, 2, 2, "<device> <name>")?;
+    if args.len() < 2 {
+        // (the action's own check, after cryptsetup's count of one argument)
+        return Err(CliError::invalid(
+            "Command requires device and mapped name as arguments.",
+        ));
+    }
     let (device, name) = if action == "create" {
         (&args[1], &args[0])
     } else {

@@ -265,7 +265,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         }
         _ => args,
     };
-    need_args(args, 1, 2, "<device> [<new_name>]")?;
+    need_args(args, 1, 2, "device")?;
     let device = &args[0];
     let activate_name = args.get(1);
     if activate_name.is_some() && !has(o, "init-only") {
@@ -329,7 +329,22 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else if has(o, "encrypt") && !resuming {
         formatted = Some(format_for_encrypt(o, device)?);
     }
-    let mut vol = super::load_volume(o, device, Access::Write)?;
+    let mut vol = match super::load_volume_typed(o, device, Access::Write, super::requested_luks(o))
+    {
+        Ok(v) => v,
+        // No LUKS header at all: cryptsetup 2.6.1 says so only for a decryption; a
+        // re-encryption fails silently, a resume finds none in progress.
+        Err(lukskit_volume::VolumeError::NotLuks { .. })
+            if !has(o, "decrypt") && !has(o, "encrypt") =>
+        {
+            return Err(CliError::invalid(if has(o, "resume-only") {
+                "Device reencryption not in progress."
+            } else {
+                ""
+            }));
+        }
+        Err(e) => return Err(e.into()),
+    };
     // A LUKS2 header marked by the legacy (2.0) offline re-encryption: cryptsetup 2.6.1
     // refuses it with these words.
     if luks2(&vol)?
@@ -639,12 +654,15 @@ fn init(
             e,
         ))
     })?;
+    // A resilience mode cryptsetup does not know fails its initialization, after the
+    // passphrases are read (and the keyslots unlocked): checked there, below.
     let resilience = match reencrypt_data_shift(o) {
-        Some(shift) => ResilienceChoice::Datashift(shift),
-        None => resilience(o)?,
+        Some(shift) => Ok(ResilienceChoice::Datashift(shift)),
+        None => resilience(o),
     };
     let pbkdf = pbkdf_options(o);
     if let Some(Formatted { pass, shift }) = formatted {
+        let resilience = resilience?;
         // --encrypt: the new header holds the new key in its keyslot.
         let (_, vk) = vol.unlock(pass.as_bytes(), None, false)?;
         let digest = vol.segment_digest_id()?;
@@ -749,7 +767,7 @@ fn init(
     let sector_size = o.sector_size.unwrap_or(old_ss);
     // A data shift must be whole sectors of both layouts; checked (as by the library)
     // before any keyslot is added, so that nothing is written when it is not.
-    if let ResilienceChoice::Datashift(shift) = resilience {
+    if let Ok(ResilienceChoice::Datashift(shift)) = resilience {
         let sector = old_ss.max(sector_size);
         if !shift.is_multiple_of(u64::from(sector)) {
             let e = CliError::from(lukskit_volume::VolumeError::from(
@@ -757,18 +775,11 @@ fn init(
                     sector_size: sector,
                 },
             ));
-            // cryptsetup's reason, then its failure of the initialization (as
-            // `commit_init` adds it to a failure inside the library's initialization).
-            return Err(CliError::new(
-                e.class,
-                format!(
-                    "{}\nFailed to initialize LUKS2 reencryption in metadata.",
-                    e.message
-                ),
-            ));
+            // cryptsetup's reason, then its failure of the initialization.
+            return Err(init_failed(e));
         }
     }
-    if let (ResilienceChoice::Datashift(shift), Some(name)) = (&resilience, online) {
+    if let (Ok(ResilienceChoice::Datashift(shift)), Some(name)) = (&resilience, online) {
         let seg0 = hdr.segments()?.into_iter().find(|s| s.id == 0);
         let data = seg0.map_or(0, |s| s.size.unwrap_or(size.saturating_sub(s.offset)));
         check_online_shift_size(name, data, *shift, old_ss.max(sector_size))?;
@@ -822,6 +833,7 @@ fn init(
         passes.push(pass);
     }
     let old_vk = old_vk.ok_or_else(CliError::wrong_passphrase)?;
+    let resilience = resilience.map_err(init_failed)?;
     if has(o, "decrypt") {
         let params = InitParams {
             mode: Mode::Decrypt,
@@ -945,7 +957,7 @@ fn keep_key_init(
     vol: &mut Volume,
     size: u64,
     block: u64,
-    resilience: ResilienceChoice,
+    resilience: Result<ResilienceChoice>,
     slots: &[u32],
     src: &input::KeySource,
     cipher: &str,
@@ -955,6 +967,7 @@ fn keep_key_init(
     let slot = slots[0];
     let prompt = format!("Enter passphrase for key slot {slot}: ");
     let (_, vk, _pass) = super::keys::unlock_with_tries(vol, o, src, &prompt, Some(slot), false)?;
+    let resilience = resilience.map_err(init_failed)?;
     let spec = CipherSpec::parse(cipher)?;
     lukskit_crypto::engine::SectorCipher::check(&spec, vk.len(), sector_size).map_err(|_| {
         CliError::invalid(format!(
@@ -1032,13 +1045,7 @@ fn commit_init(
         Err(e) => failed.into_inner().unwrap_or_else(|| e.into()),
     };
     // cryptsetup's words after any failure of its `reencrypt_init`.
-    Err(CliError::new(
-        e.class,
-        format!(
-            "{}\nFailed to initialize LUKS2 reencryption in metadata.",
-            e.message
-        ),
-    ))
+    Err(init_failed(e))
 }
 
 /// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as
@@ -1160,6 +1167,16 @@ fn reencrypt_data_shift(o: &Opts) -> Option<u64> {
         .filter(|s| *s != 0)
 }
 
+/// A failure of the re-encryption's initialization in cryptsetup's words: the reason, then
+/// "Failed to initialize LUKS2 reencryption in metadata." (once).
+fn init_failed(e: CliError) -> CliError {
+    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
+    if e.message.ends_with(FAILED) {
+        return e;
+    }
+    CliError::new(e.class, format!("{}\n{FAILED}", e.message))
+}
+
 fn resilience(o: &Opts) -> Result<ResilienceChoice> {
     Ok(match o.given.value("resilience").unwrap_or("checksum") {
         "checksum" => {
@@ -1268,6 +1285,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
     };
     let src = existing_key_source(o, None);
     let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase)?;
+    super::format::warn_small_keyslots_area(&params);
     lukskit_volume::format::format(&params, pass.as_bytes())?;
     Ok(Formatted { pass, shift })
 }

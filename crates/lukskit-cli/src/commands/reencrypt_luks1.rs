@@ -72,6 +72,20 @@ fn state_of(path: &str) -> DevState {
     }
 }
 
+/// Why the LUKS header on `path` (found by its primary magic or a LUKS2 secondary copy)
+/// does not load, as cryptsetup says it before "contains broken LUKS metadata" (with its
+/// line end; empty when it says nothing more); `None` when there is no LUKS header or it
+/// loads.
+fn broken_luks(path: &str) -> Option<String> {
+    match Volume::load(path, None, Access::Read) {
+        Err(e @ lukskit_volume::VolumeError::InvalidHeader { .. }) => {
+            let m = crate::errors::problem_only(e).message;
+            Some(if m.is_empty() { m } else { format!("{m}\n") })
+        }
+        _ => None,
+    }
+}
+
 /// Whether `header` and `data` are different devices or files (cryptsetup's
 /// `reencrypt_is_header_detached`): a header that does not exist yet is detached.
 fn header_detached(header: Option<&str>, data: &str) -> bool {
@@ -110,6 +124,15 @@ pub fn dispatch(o: &Opts, device: &str) -> Result<Option<()>> {
         return Err(CliError::invalid("Device reencryption not in progress."));
     }
     if encrypt {
+        // A LUKS header that does not load (a damaged one, one beside another signature) is
+        // no device to encrypt: cryptsetup refuses it with the reason, the header first.
+        for path in [o.header.as_deref(), Some(device)].into_iter().flatten() {
+            if let Some(problem) = broken_luks(path) {
+                return Err(CliError::invalid(format!(
+                    "{problem}Device {path} contains broken LUKS metadata. Aborting operation."
+                )));
+            }
+        }
         if matches!(st, DevState::Luks1 | DevState::Luks2) {
             return Err(CliError::invalid(format!(
                 "Device {shown} is already LUKS device. Aborting operation."

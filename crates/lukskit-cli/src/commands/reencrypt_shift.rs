@@ -144,6 +144,7 @@ fn init_with_temp(
     };
     let src = existing_key_source(o, None);
     let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase).map_err(plain)?;
+    super::format::warn_small_keyslots_area(&params);
     let outcome =
         lukskit_volume::format::format(&params, pass.as_bytes()).map_err(|e| plain(e.into()))?;
     if let Some(w) = outcome.warning.as_ref() {

@@ -1,11 +1,8 @@
 //! Which file system or volume signature a device already holds, by magic bytes, so that
 //! luksFormat can warn as cryptsetup (through blkid) does: "WARNING: Device X already contains
-//! a 'ext4' superblock signature.". Names are blkid's.
+//! a 'ext4' superblock signature.". Names are blkid's ([`lukskit_volume::signature`]).
 
 use std::io::Read;
-
-/// How much of the device is looked at.
-const PROBE_BYTES: usize = 64 * 1024;
 
 /// The blkid name of the signature at the start of `path`, if lukskit recognises one:
 /// `crypto_LUKS`, `ext2`, `ext3`, `ext4`, `xfs`, `vfat`, `swap` or `LVM2_member`.
@@ -13,100 +10,11 @@ pub fn detect(path: &str) -> Option<&'static str> {
     if matches!(lukskit_volume::volume::probe(path), Ok(Some(_))) {
         return Some("crypto_LUKS");
     }
-    let mut buf = Vec::with_capacity(PROBE_BYTES);
+    let mut buf = Vec::with_capacity(lukskit_volume::signature::PROBE_BYTES);
     std::fs::File::open(path)
         .ok()?
-        .take(PROBE_BYTES as u64)
+        .take(lukskit_volume::signature::PROBE_BYTES as u64)
         .read_to_end(&mut buf)
         .ok()?;
-    detect_bytes(&buf)
-}
-
-fn at(buf: &[u8], off: usize, magic: &[u8]) -> bool {
-    buf.get(off..off + magic.len()) == Some(magic)
-}
-
-fn le32(buf: &[u8], off: usize) -> u32 {
-    buf.get(off..off + 4)
-        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-}
-
-/// [`detect`] on the first bytes of a device (without the LUKS check).
-pub fn detect_bytes(buf: &[u8]) -> Option<&'static str> {
-    if at(buf, 0, b"XFSB") {
-        return Some("xfs");
-    }
-    // ext2/3/4: superblock at 1024, magic 0xEF53 at offset 56; the kind follows the feature
-    // flags as blkid reads them.
-    if at(buf, 1024 + 56, &[0x53, 0xEF]) {
-        let compat = le32(buf, 1024 + 0x5C);
-        let incompat = le32(buf, 1024 + 0x60);
-        let ro_compat = le32(buf, 1024 + 0x64);
-        const HAS_JOURNAL: u32 = 0x4;
-        const EXT3_INCOMPAT: u32 = 0x2 | 0x4 | 0x10;
-        const EXT3_RO_COMPAT: u32 = 0x1 | 0x2 | 0x4;
-        if incompat & 0x8 == 0 {
-            return Some(
-                if incompat & !EXT3_INCOMPAT != 0 || ro_compat & !EXT3_RO_COMPAT != 0 {
-                    "ext4"
-                } else if compat & HAS_JOURNAL != 0 {
-                    "ext3"
-                } else {
-                    "ext2"
-                },
-            );
-        }
-    }
-    for page in [4096usize, 8192, 16384, 65536] {
-        if at(buf, page - 10, b"SWAPSPACE2") || at(buf, page - 10, b"SWAP-SPACE") {
-            return Some("swap");
-        }
-    }
-    for sector in 0..4 {
-        let o = sector * 512;
-        // The label names its own sector (`sector_xl`), as blkid checks.
-        let sector_xl = buf
-            .get(o + 8..o + 16)
-            .map(|b| b.iter().rev().fold(0u64, |a, &x| a << 8 | u64::from(x)));
-        if at(buf, o, b"LABELONE")
-            && at(buf, o + 24, b"LVM2 001")
-            && sector_xl == Some(sector as u64)
-        {
-            return Some("LVM2_member");
-        }
-    }
-    let fat_name = at(buf, 54, b"FAT12   ")
-        || at(buf, 54, b"FAT16   ")
-        || at(buf, 54, b"FAT     ")
-        || at(buf, 82, b"FAT32   ");
-    let sector_size = buf
-        .get(11..13)
-        .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
-    if fat_name
-        && at(buf, 510, &[0x55, 0xAA])
-        && (512..=4096).contains(&sector_size)
-        && sector_size.is_power_of_two()
-    {
-        return Some("vfat");
-    }
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nothing_on_zeros() {
-        assert_eq!(detect_bytes(&[0u8; 8192]), None);
-    }
-
-    #[test]
-    fn lvm_label_in_second_sector() {
-        let mut b = vec![0u8; 4096];
-        b[512..520].copy_from_slice(b"LABELONE");
-        b[520] = 1;
-        b[536..544].copy_from_slice(b"LVM2 001");
-        assert_eq!(detect_bytes(&b), Some("LVM2_member"));
-    }
+    lukskit_volume::signature::detect_bytes(&buf)
 }
