@@ -2441,3 +2441,59 @@ fn luks2_beside_another_signature_is_left_to_repair() {
     );
     assert_eq!(seen[0][8].1, 0, "{:?}", seen[0]);
 }
+
+/// luks2-reencryption-test [24]: a cipher_null volume re-encrypted with no `--cipher` gets
+/// cryptsetup's default cipher and key size ("Switching data encryption cipher to
+/// aes-xts-plain64."); lukskit kept cipher_null, so the volume stayed unencrypted. Each tool
+/// re-encrypts the same volume: the same output, the same segment, and the
+/// plaintext written before reads back through cryptsetup's key afterwards.
+#[test]
+fn reencryption_of_cipher_null_switches_to_the_default_cipher() {
+    if !have_cryptsetup("re-encryption of cipher_null") {
+        return;
+    }
+    let dir = tmp();
+    let data = pattern(1 << 20, 24);
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let img = sparse(dir.path(), "null.img", 32 << 20);
+        // (lukskit formats it: cryptsetup 2.6.1 needs device-mapper to wipe a cipher_null
+        // volume's keyslots area, which this host lacks)
+        let mut a = vec!["luksFormat", "-q", "--type", "luks2", "-c", "null", &img];
+        a.extend_from_slice(&FAST);
+        lukskit(&a, b"pw\n").ok("luksFormat");
+        let offset = json_dump(&img)["segments"]["0"]["offset"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap();
+        // cipher_null: the plaintext is what is on the device.
+        {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(&img).unwrap();
+            f.write_all_at(&data, offset).unwrap();
+        }
+        let mut a = vec!["reencrypt", "-q", "--force-offline-reencrypt", &img];
+        a.extend_from_slice(&FAST);
+        let r = run_tool(tool, &a, b"pw\n");
+        let seg = json_dump(&img)["segments"]["0"].clone();
+        let kf = write_file(dir.path(), "kf", b"pw");
+        let vk = volume_key_with("cryptsetup", &img, &kf, &[]);
+        seen.push((
+            r.code,
+            r.stdout,
+            r.stderr,
+            seg["encryption"].clone(),
+            vk.len(),
+        ));
+        // What the new key decrypts the data area to is the plaintext written before.
+        let ss = seg["sector_size"].as_u64().unwrap() as usize;
+        let key = hex::decode(&vk).unwrap();
+        let Some(plain) = python_decrypt("xts", &key, ss, offset, &img, 0, data.len() / ss) else {
+            return;
+        };
+        assert!(plain == data, "{tool}: plaintext after re-encryption");
+    }
+    assert_eq!(seen[0].3, "aes-xts-plain64", "{:?}", seen[0]);
+    assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}

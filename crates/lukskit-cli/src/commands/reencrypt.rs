@@ -44,6 +44,10 @@ pub(crate) fn catch_interrupts() {
     }
 }
 
+/// cryptsetup's default cipher (`DEFAULT_CIPHER(LUKS1)`), which a re-encryption of a
+/// cipher_null volume switches to.
+const DEFAULT_CIPHER: &str = "aes-xts-plain64";
+
 fn has(o: &Opts, long: &str) -> bool {
     o.given.has(long)
 }
@@ -757,11 +761,21 @@ fn init(
         .into_iter()
         .find(|s| s.id == 0)
         .map_or(512, |s| s.sector_size);
-    let cipher = o.cipher.clone().unwrap_or_else(|| old_cipher.clone());
+    // A volume without encryption (cipher_null, e.g. converted from LUKS1) is not kept so by
+    // default: cryptsetup switches it to its default cipher and key size, and says so.
+    let switch_null = o.cipher.is_none() && old_cipher.starts_with("cipher_null");
+    let cipher = match &o.cipher {
+        Some(c) => c.clone(),
+        None if switch_null => {
+            println!("Switching data encryption cipher to {DEFAULT_CIPHER}.");
+            DEFAULT_CIPHER.to_string()
+        }
+        None => old_cipher.clone(),
+    };
     let spec = CipherSpec::parse(&cipher)?;
     let key_len = match o.key_size {
         Some(bits) => (bits / 8) as usize,
-        None if o.cipher.is_none() => old_key_len,
+        None if o.cipher.is_none() && !switch_null => old_key_len,
         None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
     };
     let sector_size = o.sector_size.unwrap_or(old_ss);
