@@ -205,7 +205,8 @@ const SLOW: &[(&str, u64, &str)] = &[
          passed [1]-[15], [23]-[29] and [32]-[37], run in pieces (2026-11-27/28, lukskit \
          only: the script's first 886 lines, its set-up, then a range of cases with the \
          device the first of them relies on; [24] failed until online re-encryption from \
-         cipher_null put the new key in the keyring, refvm_reencrypt null-online); [16]-[18] \
+         cipher_null put the new key in the keyring (refvm_reencrypt null-online) and a \
+         cipher_null volume re-encrypted without --cipher got aes-xts-plain64); [16]-[18] \
          were still running (all [OK]) at 2400 s, [19]-[22] not reached; --device-size \
          ([16]-[21]) is checked against cryptsetup on the host and for [17] in the VM. [30] \
          and [31] run only where `--version` names BLKID, which lukskit's does not (it lacks \

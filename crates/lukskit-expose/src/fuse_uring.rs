@@ -4,7 +4,8 @@
 //!
 //! After the classic `FUSE_INIT` handshake has negotiated `FUSE_OVER_IO_URING`, every
 //! possible CPU gets a queue (the kernel puts a request on the queue of the CPU that
-//! issued it). Each queue is served by two threads pinned to that CPU
+//! issued it). Each queue is served by two threads (free to run on any CPU; pinned to the
+//! queue's with `LUKSKIT_FUSE_URING_PIN=1`)
 //! (`LUKSKIT_FUSE_URING_THREADS`: two, so that one thread serving a request synchronously
 //! or descheduled does not stall its queue); each thread owns an io_uring (128-byte SQEs)
 //! and several ring entries (8, `LUKSKIT_FUSE_URING_DEPTH`; at most 64 entries in all): a header
@@ -72,8 +73,11 @@ pub(crate) const DEFAULT_PER_QUEUE: usize = 2;
 /// Ring entries per thread when `LUKSKIT_FUSE_URING_DEPTH` does not say.
 pub(crate) const DEFAULT_DEPTH: usize = 8;
 /// Whether each thread is kept on its queue's CPU when `LUKSKIT_FUSE_URING_PIN` does not say
-/// (`0`: the threads may run on any CPU).
-pub(crate) const DEFAULT_PIN: bool = true;
+/// (`1` pins them). Not by default: on a 2-CPU machine where the loop device's worker and
+/// the application share the CPUs, a pinned thread cannot leave a busy one (bench/
+/// fuse-pinning.md, 2026-11-28: random 4 KiB 0.33x/0.48x of the plain loop device pinned,
+/// 0.62x/0.68x free, medians of three rounds).
+pub(crate) const DEFAULT_PIN: bool = false;
 
 /// `user_data` tags (the entry's index is in the low 32 bits).
 const TAG_FETCH: u64 = 0;
