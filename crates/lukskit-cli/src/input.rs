@@ -443,6 +443,18 @@ pub fn confirmed(message: &str, batch: bool) -> Result<bool> {
     if batch || !interactive() {
         return Ok(true);
     }
+    ask_yes(message)
+}
+
+/// cryptsetup's `noDialog`: the same question, but without a terminal the answer is no.
+pub fn confirmed_default_no(message: &str) -> Result<bool> {
+    if !interactive() {
+        return Ok(false);
+    }
+    ask_yes(message)
+}
+
+fn ask_yes(message: &str) -> Result<bool> {
     eprint!("\nWARNING!\n========\n{message}\n\nAre you sure? (Type 'yes' in capital letters): ");
     let mut stdin = raw_stdin()?;
     let mut answer = Vec::with_capacity(8);

@@ -34,12 +34,20 @@ fn main() {
         debug::log(startup::debug_header(&argv));
     }
     if opts.version {
-        // Scripts that check `cryptsetup --version` see the version lukskit mirrors.
+        // Scripts that check `cryptsetup --version` see the version lukskit mirrors, and
+        // cryptsetup's build flags for what lukskit does too: BLKID (signature and file
+        // system probes: broken LUKS metadata beside other signatures, the file system's
+        // block size against --sector-size), KEYRING (LUKS2 volume keys of dm-crypt
+        // mappings in the kernel keyring). Upstream's tests run their blkid cases on it.
+        const FLAGS: &str = "flags: BLKID KEYRING";
         if invoked_as_cryptsetup() {
-            println!("cryptsetup 2.6.1 (lukskit {})", env!("CARGO_PKG_VERSION"));
+            println!(
+                "cryptsetup 2.6.1 {FLAGS} (lukskit {})",
+                env!("CARGO_PKG_VERSION")
+            );
         } else {
             println!(
-                "lukskit {} (cryptsetup 2.6.1 compatible)",
+                "lukskit {} (cryptsetup 2.6.1 compatible) {FLAGS}",
                 env!("CARGO_PKG_VERSION")
             );
         }

@@ -161,6 +161,31 @@ fn named_cryptsetup_through_a_symlink() {
     assert!(o.starts_with("Usage: cryptsetup [OPTION...] open"));
     let v = String::from_utf8(run(&["--version"]).stdout).unwrap();
     assert!(v.starts_with("cryptsetup 2.6.1"));
+    // Upstream's tests look for BLKID in the flags (`--version | grep -q BLKID`) before
+    // they run their blkid cases; lukskit names the flags of what it does as cryptsetup.
+    assert!(
+        v.starts_with("cryptsetup 2.6.1 flags: BLKID KEYRING "),
+        "{v}"
+    );
+    if let Some(c) = cryptsetup(&["--version"], b"") {
+        let flags = |s: &str| -> Vec<String> {
+            s.split_once("flags: ")
+                .map(|(_, f)| {
+                    f.split_whitespace()
+                        .take_while(|w| !w.starts_with('('))
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        // Every flag lukskit names, the reference names too.
+        let theirs = flags(&c.stdout);
+        assert!(
+            flags(&v).iter().all(|f| theirs.contains(f)),
+            "{v} / {}",
+            c.stdout
+        );
+    }
 }
 
 fn repo() -> std::path::PathBuf {

@@ -110,6 +110,14 @@ fn lines_with<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
     out.lines().filter_map(|l| l.strip_prefix(prefix)).collect()
 }
 
+/// The lines a case printed as `LABEL TOOL: ...` for one tool, without that prefix.
+fn tool_lines(out: &str, label: &str, tool: &str) -> Vec<String> {
+    lines_with(out, &format!("{label} {tool}: "))
+        .into_iter()
+        .map(String::from)
+        .collect()
+}
+
 #[test]
 fn online_reencryption_under_io_then_cryptsetup_opens() {
     let Some(out) = run_case("io", 150) else {
@@ -330,12 +338,7 @@ fn online_start_under_a_mismatching_mapping_leaves_the_header_as_before() {
     let Some(out) = run_case("init-mismatch", 120) else {
         return;
     };
-    let of = |tool: &str| -> Vec<String> {
-        lines_with(&out, &format!("mismatch {tool}: "))
-            .into_iter()
-            .map(String::from)
-            .collect()
-    };
+    let of = |tool: &str| tool_lines(&out, "mismatch", tool);
     let cs = of("cryptsetup");
     // The reference: cryptsetup refuses with its words and writes nothing.
     for want in [
@@ -363,12 +366,7 @@ fn online_reencryption_of_a_resized_mapping_as_cryptsetup() {
     let Some(out) = run_case("fixed-online", 200) else {
         return;
     };
-    let of = |tool: &str| -> Vec<String> {
-        lines_with(&out, &format!("fixed {tool}: "))
-            .into_iter()
-            .map(String::from)
-            .collect()
-    };
+    let of = |tool: &str| tool_lines(&out, "fixed", tool);
     let cs = of("cryptsetup");
     for want in [
         "size 57344",
@@ -397,12 +395,7 @@ fn online_reencryption_from_cipher_null_keeps_the_key_in_the_keyring() {
     let Some(out) = run_case("null-online", 150) else {
         return;
     };
-    let of = |tool: &str| -> Vec<String> {
-        lines_with(&out, &format!("null {tool}: "))
-            .into_iter()
-            .map(String::from)
-            .collect()
-    };
+    let of = |tool: &str| tool_lines(&out, "null", tool);
     let cs = of("cryptsetup");
     assert!(
         cs.iter().any(|l| l == "plaintext intact"),

@@ -977,18 +977,11 @@ fn named_unbound_keyslots_test_change_and_convert() {
         return;
     }
     let dir = tmp();
-    let xz = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/cryptsetup-2.6.1-tests/luks2_keyslot_unassigned.img.xz");
-    let out = std::process::Command::new("xz")
-        .arg("-dc")
-        .arg(&xz)
-        .output()
-        .expect("xz");
-    assert!(out.status.success(), "xz -dc {xz:?}");
+    let image = upstream_xz("luks2_keyslot_unassigned.img");
     let (bound, unbound) = (&b"compatkey\n"[..], &b"93R4P4pIqAH8\n"[..]);
     let mut seen = Vec::new();
     for tool in ["cryptsetup", "lukskit"] {
-        let img = write_file(dir.path(), &format!("{tool}.img"), &out.stdout);
+        let img = write_file(dir.path(), &format!("{tool}.img"), &image);
         let steps: &[(&[&str], &[u8])] = &[
             (&["open", "--test-passphrase", "-S1"], unbound),
             (&["open", "--test-passphrase", "-S1", "--unbound"], unbound),
@@ -2203,22 +2196,8 @@ fn header_operations_on_nothing_usable_answer_as_cryptsetup() {
             let r = run_tool(tool, &a, input.as_bytes());
             // A usage error: the usage text lists each tool's own options and names the
             // program; the line after it is compared.
-            let same = |s: &str| {
-                let s = s.replace(&img, "IMG").replace(&d, "D");
-                match s.strip_prefix("Usage: ") {
-                    Some(rest) => rest
-                        .lines()
-                        .last()
-                        .unwrap_or_default()
-                        .replace("lukskit: ", "cryptsetup: ")
-                        .replace("/usr/sbin/cryptsetup: ", "cryptsetup: "),
-                    None => s,
-                }
-            };
-            let header = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-                .unwrap()
-                .stdout;
-            let header = serde_json::from_str::<serde_json::Value>(&header)
+            let same = |s: &str| comparable_output(s, &[(&img, "IMG"), (&d, "D")]);
+            let header = json_dump_if_luks2(&img)
                 .map(|j| {
                     format!(
                         "{} {}",
@@ -2327,22 +2306,8 @@ fn argument_counts_reencrypt_and_benchmark_answer_as_cryptsetup() {
                 .map(|w| if w == "IMG" { img.as_str() } else { w })
                 .collect();
             let r = run_tool(tool, &a, input.as_bytes());
-            let same = |s: &str| {
-                let s = s.replace(&img, "IMG").replace(&d, "D");
-                match s.strip_prefix("Usage: ") {
-                    Some(rest) => rest
-                        .lines()
-                        .last()
-                        .unwrap_or_default()
-                        .replace("lukskit: ", "cryptsetup: ")
-                        .replace("/usr/sbin/cryptsetup: ", "cryptsetup: "),
-                    None => s,
-                }
-            };
-            let header = cryptsetup(&["luksDump", "--dump-json-metadata", &img], b"")
-                .unwrap()
-                .stdout;
-            let header = serde_json::from_str::<serde_json::Value>(&header)
+            let same = |s: &str| comparable_output(s, &[(&img, "IMG"), (&d, "D")]);
+            let header = json_dump_if_luks2(&img)
                 .map(|j| format!("{:?} {}", keyslot_ids(&j), j["config"]["requirements"]))
                 .unwrap_or_default();
             seen.push((r.code, same(&r.stdout), same(&r.stderr), header));
@@ -2370,15 +2335,7 @@ fn luks2_beside_another_signature_is_left_to_repair() {
     }
     let dir = tmp();
     let d = dir.path().to_str().unwrap().to_string();
-    let xz = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/cryptsetup-2.6.1-tests/blkid-luks2-pv.img.xz");
-    let out = std::process::Command::new("xz")
-        .arg("-dc")
-        .arg(&xz)
-        .output()
-        .expect("xz");
-    assert!(out.status.success(), "xz -dc {xz:?}");
-    let pv = out.stdout;
+    let pv = upstream_xz("blkid-luks2-pv.img");
     let fast = FAST.join(" ");
     let steps: Vec<String> = vec![
         "isLuks PV".into(),
@@ -2496,4 +2453,158 @@ fn reencryption_of_cipher_null_switches_to_the_default_cipher() {
     }
     assert_eq!(seen[0].3, "aes-xts-plain64", "{:?}", seen[0]);
     assert_eq!(seen[1], seen[0], "lukskit vs cryptsetup");
+}
+
+/// luks2-reencryption-test [31] (run only where `--version` names BLKID): an encryption
+/// sector size larger than the block size of the file system on the data is refused, as
+/// cryptsetup 2.6.1 refuses it through blkid (ext4 `1024 << s_log_block_size`, XFS its
+/// sector size, FAT its bytes per sector), also with --force-offline-reencrypt, before
+/// anything is written; a re-encryption that raises the sector size of a volume nothing has
+/// open is refused ("on offline device") unless --force-offline-reencrypt, lowering it is
+/// not. A device that is no block device gets cryptsetup's "not a block device" answers
+/// with and without `-q`. Each step is run by both tools on the same fresh devices; exit
+/// code, output and the header's state are compared. (lukskit had no such check.)
+#[test]
+fn sector_size_above_the_file_systems_block_size_is_refused_as_cryptsetup() {
+    let t = "sector size against the file system's block size";
+    if !have_cryptsetup(t)
+        || !common::mapping::capable(t)
+        || !common::mapping::have_tool(t, "losetup")
+        || !common::mapping::have_tool(t, "mkfs.vfat")
+    {
+        return;
+    }
+    let fast = FAST.join(" ");
+    let steps: Vec<(String, &str)> = vec![
+        (format!("reencrypt --init-only -q --sector-size 1024 {fast} LOOP"), "l512"),
+        (format!("reencrypt --init-only --sector-size 1024 {fast} LOOP"), "-"),
+        (format!("reencrypt -q --sector-size 1024 {fast} LOOP"), "-"),
+        (format!("reencrypt --force-offline-reencrypt --init-only -q --sector-size 1024 {fast} LOOP"), "-"),
+        (format!("reencrypt -q {fast} LOOP"), "-"),
+        (format!("reencrypt --init-only -q --sector-size 1024 {fast} LOOP"), "l4096"),
+        (format!("reencrypt --init-only --sector-size 1024 {fast} FILE"), "f512"),
+        (format!("reencrypt --init-only -q --sector-size 1024 {fast} FILE"), "f512"),
+        (format!("reencrypt --encrypt --force-offline-reencrypt --sector-size 1024 -q --header D/hdr XFS {fast} --init-only --type luks2"), "-"),
+        (format!("reencrypt --encrypt --force-offline-reencrypt --sector-size 1024 -q --header D/hdr XFS {fast} --type luks2"), "-"),
+        (format!("reencrypt --encrypt --force-offline-reencrypt --sector-size 1024 -q --reduce-device-size 8m XFS {fast} --init-only --type luks2"), "-"),
+        (format!("reencrypt --encrypt --force-offline-reencrypt --sector-size 1024 -q --reduce-device-size 8m XFS {fast} --type luks2"), "-"),
+        (format!("reencrypt --encrypt --force-offline-reencrypt --sector-size 512 -q --header D/hdr XFS {fast} --init-only --type luks2"), "-"),
+        (format!("reencrypt --encrypt --sector-size 4096 -q --header D/hdr2 EXT4 {fast} --init-only"), "-"),
+        (format!("reencrypt --encrypt --sector-size 2048 --header D/hdr2 EXT4 {fast} --init-only"), "-"),
+        (format!("reencrypt --encrypt --sector-size 1024 -q --header D/hdr2 EXT4 {fast} --init-only"), "-"),
+        (format!("reencrypt --encrypt --sector-size 2048 -q --header D/hdr3 VFAT {fast} --init-only"), "-"),
+    ];
+    let mut seen = Vec::new();
+    for tool in ["cryptsetup", "lukskit"] {
+        let dir = tmp();
+        let d = dir.path().to_str().unwrap().to_string();
+        let dev = sparse(dir.path(), "dev", 64 << 20);
+        let file = sparse(dir.path(), "file", 32 << 20);
+        let lo = Loop::attach(&dev, 512);
+        let xfs = write_file(dir.path(), "xfs", &upstream_xz("xfs_512_block_size.img"));
+        let ext4 = sparse(dir.path(), "ext4", 32 << 20);
+        let vfat = sparse(dir.path(), "vfat", 32 << 20);
+        for (mkfs, img) in [
+            (&["mkfs.ext4", "-q", "-F", "-b", "1024"][..], &ext4),
+            (&["mkfs.vfat", "-S", "1024"][..], &vfat),
+        ] {
+            let o = std::process::Command::new(mkfs[0])
+                .args(&mkfs[1..])
+                .arg(img)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{mkfs:?}: {o:?}");
+        }
+        let mut log = Vec::new();
+        for (args, fresh) in &steps {
+            let format = |img: &str, ss: &str| {
+                let mut a = vec![
+                    "luksFormat",
+                    "-q",
+                    "--type",
+                    "luks2",
+                    "--sector-size",
+                    ss,
+                    img,
+                ];
+                a.extend_from_slice(&FAST);
+                cryptsetup(&a, b"pw\n").unwrap().ok("luksFormat");
+            };
+            match *fresh {
+                "l512" => format(&lo.0, "512"),
+                "l4096" => format(&lo.0, "4096"),
+                "f512" => format(&file, "512"),
+                _ => {}
+            }
+            let a: Vec<String> = args
+                .split(' ')
+                .map(|w| match w {
+                    "LOOP" => lo.0.clone(),
+                    "FILE" => file.clone(),
+                    "XFS" => xfs.clone(),
+                    "EXT4" => ext4.clone(),
+                    "VFAT" => vfat.clone(),
+                    w => w.replace("D/", &format!("{d}/")),
+                })
+                .collect();
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            let r = run_tool(tool, &a, b"pw\n");
+            let same = |s: &str| comparable_output(s, &[(&lo.0, "LOOP"), (&d, "D")]);
+            // The volumes' state: re-encryption requirement, sector sizes and unbound
+            // keyslots of each header; which files are LUKS and which headers exist.
+            let state: Vec<String> =
+                [&lo.0, &file, &xfs, &format!("{d}/hdr")]
+                    .iter()
+                    .map(|p| {
+                        json_dump_if_luks2(p).map_or("-".into(), |j| {
+                            let ss: Vec<String> = j["segments"]
+                                .as_object()
+                                .map(|m| m.values().map(|s| s["sector_size"].to_string()).collect())
+                                .unwrap_or_default();
+                            format!(
+                                "{:?} {} {ss:?}",
+                                keyslot_ids(&j),
+                                j["config"]["requirements"]
+                            )
+                        })
+                    })
+                    .chain(["hdr2", "hdr3"].iter().map(|h| {
+                        format!("{h} {}", std::path::Path::new(&format!("{d}/{h}")).exists())
+                    }))
+                    .collect();
+            log.push((
+                args.clone(),
+                r.code,
+                same(&r.stdout),
+                same(&r.stderr),
+                state,
+            ));
+        }
+        seen.push(log);
+    }
+    let cs = &seen[0];
+    // The reference refuses what [31] expects it to refuse.
+    let err = |i: usize| cs[i].3.clone();
+    assert_eq!(cs[0].1, 1, "{cs:#?}");
+    assert!(
+        err(0).starts_with("Encryption sector size increase on offline device"),
+        "{cs:#?}"
+    );
+    assert_eq!((cs[3].1, cs[4].1, cs[5].1), (0, 0, 0), "{cs:#?}");
+    assert!(
+        err(8).contains("incompatible with xfs superblock\n(block size: 512 bytes)"),
+        "{cs:#?}"
+    );
+    assert!(
+        err(13).contains("incompatible with ext4 superblock"),
+        "{cs:#?}"
+    );
+    assert!(
+        err(16).contains("incompatible with vfat superblock"),
+        "{cs:#?}"
+    );
+    assert_eq!((cs[12].1, cs[15].1), (0, 0), "{cs:#?}");
+    for (c, l) in cs.iter().zip(&seen[1]) {
+        assert_eq!(l, c, "lukskit against cryptsetup");
+    }
 }

@@ -1,7 +1,8 @@
 //! Which file system or volume signature a device holds besides LUKS, by magic bytes (the
 //! names are blkid's: `ext2`, `ext3`, `ext4`, `xfs`, `vfat`, `swap`, `LVM2_member`). Used to
 //! warn before a format, and to refuse what cryptsetup refuses through blkid: auto-recovery of
-//! a LUKS2 header from its secondary copy when the device also carries another signature.
+//! a LUKS2 header from its secondary copy when the device also carries another signature, and
+//! an encryption sector size larger than a file system's block size ([`block_size_bytes`]).
 
 use crate::device::Device;
 use lukskit_format::io::Storage;
@@ -88,6 +89,46 @@ pub fn detect_bytes(buf: &[u8]) -> Option<&'static str> {
     None
 }
 
+/// A file system found by [`block_size_bytes`]: blkid's name for it and the block size
+/// blkid reports as its `BLOCK_SIZE` (the smallest unit it writes: for XFS its sector size,
+/// not its larger file system block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FsBlockSize {
+    /// blkid's `TYPE` (`ext4`, `xfs`, `vfat`, ...).
+    pub name: &'static str,
+    /// blkid's `BLOCK_SIZE` in bytes.
+    pub block_size: u32,
+}
+
+/// The file system in the first [`PROBE_BYTES`] of `dev` and its block size, as blkid's
+/// superblock probe reports them (`None`: no file system it knows, or one without a block
+/// size, such as swap).
+pub fn block_size_on(dev: &Device) -> Option<FsBlockSize> {
+    let len = dev.size().ok()?.min(PROBE_BYTES as u64) as usize;
+    let mut buf = vec![0u8; len];
+    dev.read_exact_at(&mut buf, 0).ok()?;
+    block_size_bytes(&buf)
+}
+
+/// The file system in the first bytes of a device and its block size, as blkid reports
+/// `BLOCK_SIZE`: ext2/3/4 `1024 << s_log_block_size`, XFS `sb_sectsize`, FAT its bytes per
+/// sector. Implausible values (not a power of two from 512 to 64 KiB) are no block size.
+pub fn block_size_bytes(buf: &[u8]) -> Option<FsBlockSize> {
+    let name = detect_bytes(buf)?;
+    let block_size = match name {
+        "xfs" => buf
+            .get(102..104)
+            .map(|b| u32::from(u16::from_be_bytes([b[0], b[1]])))?,
+        "ext2" | "ext3" | "ext4" => 1024u32.checked_shl(le32(buf, 1024 + 24))?,
+        "vfat" => buf
+            .get(11..13)
+            .map(|b| u32::from(u16::from_le_bytes([b[0], b[1]])))?,
+        _ => return None,
+    };
+    ((512..=65536).contains(&block_size) && block_size.is_power_of_two())
+        .then_some(FsBlockSize { name, block_size })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,5 +145,26 @@ mod tests {
         b[520] = 1;
         b[536..544].copy_from_slice(b"LVM2 001");
         assert_eq!(detect_bytes(&b), Some("LVM2_member"));
+    }
+
+    #[test]
+    fn block_sizes_as_blkid_reads_them() {
+        let mut xfs = vec![0u8; 4096];
+        xfs[..4].copy_from_slice(b"XFSB");
+        xfs[4..8].copy_from_slice(&4096u32.to_be_bytes());
+        xfs[102..104].copy_from_slice(&512u16.to_be_bytes());
+        assert_eq!(
+            block_size_bytes(&xfs),
+            Some(FsBlockSize {
+                name: "xfs",
+                block_size: 512
+            })
+        );
+        let mut ext = vec![0u8; 4096];
+        ext[1024 + 56..1024 + 58].copy_from_slice(&[0x53, 0xEF]);
+        ext[1024 + 24] = 2;
+        assert_eq!(block_size_bytes(&ext).map(|f| f.block_size), Some(4096));
+        ext[1024 + 24] = 40;
+        assert_eq!(block_size_bytes(&ext), None);
     }
 }

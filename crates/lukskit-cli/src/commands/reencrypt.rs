@@ -44,9 +44,8 @@ pub(crate) fn catch_interrupts() {
     }
 }
 
-/// cryptsetup's default cipher (`DEFAULT_CIPHER(LUKS1)`), which a re-encryption of a
-/// cipher_null volume switches to.
-const DEFAULT_CIPHER: &str = "aes-xts-plain64";
+// cryptsetup's default cipher, which a re-encryption of a cipher_null volume switches to.
+use super::format::DEFAULT_CIPHER;
 
 fn has(o: &Opts, long: &str) -> bool {
     o.given.has(long)
@@ -413,21 +412,35 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     };
     if checks_active && !has(o, "force-offline-reencrypt") && active.is_none() && live.is_none() {
         if !is_block {
-            return Err(CliError::invalid(format!(
-                "Device {device} is not a block device. Can not auto-detect if it is active or \
-                 not.\nUse --force-offline-reencrypt to bypass the check and run in offline \
-                 mode (dangerous!)."
-            )));
-        }
-        let data_path = if vol.detached { &vol.data_path } else { device };
-        active = super::reencrypt_online::detect(data_path, vol.uuid())?;
-        if let Some(name) = &active {
-            if !o.batch_mode {
-                println!("Auto-detected active dm device '{name}' for data device {data_path}.");
+            // Offline, if the user says so on a terminal.
+            unknown_if_active(o, device)?;
+        } else {
+            let data_path = if vol.detached { &vol.data_path } else { device };
+            active = super::reencrypt_online::detect(data_path, vol.uuid())?;
+            if let Some(name) = &active {
+                if !o.batch_mode {
+                    println!(
+                        "Auto-detected active dm device '{name}' for data device {data_path}."
+                    );
+                }
             }
         }
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
+    let increase =
+        if st == Status::None && shifted.is_none() && formatted.is_none() && !has(o, "decrypt") {
+            sector_increase(
+                o,
+                &vol,
+                device,
+                is_block,
+                runs,
+                active.as_deref(),
+                live.as_ref(),
+            )?
+        } else {
+            None
+        };
     let keys = if let Some(k) = shifted {
         k
     } else if st == Status::None {
@@ -437,7 +450,13 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         if live.is_some() && runs && reencrypt_data_shift(o).is_some() {
             return Err(online_shift_unsupported());
         }
-        init(o, &mut vol, data_dev.as_ref(), block, formatted, online)?
+        let ctx = InitContext {
+            data_dev: data_dev.as_ref(),
+            block,
+            online,
+            increase: increase.as_ref(),
+        };
+        init(o, &mut vol, &ctx, formatted)?
     } else {
         super::open_reencrypt::unlock(o, &vol, device)?
     };
@@ -595,6 +614,119 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// A re-encryption that raises the encryption sector size (`new`), which cryptsetup (with
+/// blkid) allows only where it can read the file system's block size through the volume's
+/// active mapping (`on`, the mapping's device), or with `--force-offline-reencrypt`: a file
+/// system whose blocks are smaller than the new sectors would see writes torn differently
+/// after a crash (luks2-reencryption-test [31]).
+struct SectorIncrease {
+    new: u32,
+    on: Option<String>,
+}
+
+impl SectorIncrease {
+    /// cryptsetup's refusal, or `Ok` where the new sector size fits the file system (or none
+    /// is found) on the active mapping.
+    fn check(&self) -> Result<()> {
+        match &self.on {
+            None => Err(CliError::invalid(
+                "Encryption sector size increase on offline device is not supported.\n\
+                 Activate the device first or use --force-offline-reencrypt option (dangerous!).",
+            )),
+            Some(path) => super::signature::check_sector_size_fits(path, self.new),
+        }
+    }
+}
+
+/// The sector size raise of a new re-encryption of `vol` (`None`: the sector size does not
+/// grow, or `--force-offline-reencrypt` bypasses the check), with the device of its active
+/// mapping: the one the run goes on under (`active`, `live`), or, for `--init-only` (which
+/// cryptsetup runs without a mapping otherwise), the one found for the data device now.
+fn sector_increase(
+    o: &Opts,
+    vol: &Volume,
+    device: &str,
+    is_block: bool,
+    runs: bool,
+    active: Option<&str>,
+    live: Option<&lukskit_activate::userspace::UserspaceMapping>,
+) -> Result<Option<SectorIncrease>> {
+    let old = luks2(vol)?
+        .segments()?
+        .into_iter()
+        .find(|s| s.id == 0)
+        .map_or(512, |s| s.sector_size);
+    let Some(new) = o.sector_size.filter(|n| *n > old) else {
+        return Ok(None);
+    };
+    if has(o, "force-offline-reencrypt") {
+        return Ok(None);
+    }
+    let data_path = if vol.detached { &vol.data_path } else { device };
+    let mut kernel = active.map(String::from);
+    let mut userspace = live.and_then(mapping_device);
+    if !runs && kernel.is_none() {
+        // cryptsetup's `reencrypt_hint_force_offline_reencrypt`, then its look for the
+        // active mapping, which an --init-only makes only for this check.
+        if !is_block {
+            unknown_if_active(o, device)?;
+        } else {
+            kernel = super::reencrypt_online::detect(data_path, vol.uuid())?;
+            if let Some(name) = kernel.as_deref().filter(|_| !o.batch_mode) {
+                println!("Auto-detected active dm device '{name}' for data device {data_path}.");
+            }
+        }
+        if kernel.is_none() {
+            userspace = super::reencrypt_userspace::active_mapping(&vol.data_path)?
+                .as_ref()
+                .and_then(mapping_device);
+        }
+    }
+    let on = kernel
+        .map(|n| format!("/dev/mapper/{}", lukskit_activate::mapping_name(&n)))
+        .or(userspace);
+    Ok(Some(SectorIncrease { new, on }))
+}
+
+/// cryptsetup's answer for a device that is no block device, where it cannot tell whether
+/// the device is in use: with `-q` a refusal; otherwise "Device X is not a block device."
+/// and a question whose answer is no without a terminal (a run goes on offline on yes).
+fn unknown_if_active(o: &Opts, device: &str) -> Result<()> {
+    if o.batch_mode {
+        return Err(CliError::invalid(format!(
+            "Device {device} is not a block device. Can not auto-detect if it is active or \
+             not.\nUse --force-offline-reencrypt to bypass the check and run in offline mode \
+             (dangerous!)."
+        )));
+    }
+    println!("Device {device} is not a block device.");
+    let question = format!(
+        "Unable to decide if device {device} is activated or not.\nAre you sure you want to \
+         proceed with reencryption in offline mode?\nIt may lead to data corruption if the \
+         device is actually activated.\nTo run reencryption in online mode, use --active-name \
+         parameter instead.\n"
+    );
+    if input::confirmed_default_no(&question)? {
+        return Ok(());
+    }
+    // Only an answer read from the user is followed by "Operation aborted.".
+    Err(CliError::invalid(if input::interactive() {
+        "Operation aborted."
+    } else {
+        ""
+    }))
+}
+
+/// The device a userspace mapping exposes its plaintext as (its `/dev/mapper` link, loop
+/// device or FUSE file); `None` for an NBD export.
+fn mapping_device(m: &lukskit_activate::userspace::UserspaceMapping) -> Option<String> {
+    let st = m.state.as_ref()?;
+    st.mapper_link
+        .clone()
+        .or_else(|| st.loop_device.clone())
+        .or_else(|| st.fuse_file.clone())
+}
+
 /// Whether paths `a` and `b` name the same file or block device (links followed).
 fn same_device(a: &str, b: &str) -> bool {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -644,14 +776,30 @@ fn check_online_shift_size(name: &str, data: u64, shift: u64, sector: u32) -> Re
 /// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata. `online`:
 /// the kernel mapping the run will go on under, which must match the metadata before it is
 /// written (see [`commit_init`]).
+/// What a new re-encryption's initialization works with besides the options and the volume.
+struct InitContext<'a> {
+    /// The data device when the header is detached.
+    data_dev: Option<&'a Device>,
+    /// The data device's logical block size.
+    block: u64,
+    /// The kernel mapping an online run goes on under.
+    online: Option<&'a str>,
+    /// A raise of the encryption sector size, checked once the passphrases are read.
+    increase: Option<&'a SectorIncrease>,
+}
+
 fn init(
     o: &Opts,
     vol: &mut Volume,
-    data_dev: Option<&Device>,
-    block: u64,
+    ctx: &InitContext,
     formatted: Option<Formatted>,
-    online: Option<&str>,
 ) -> Result<reencrypt::Keys> {
+    let InitContext {
+        data_dev,
+        block,
+        online,
+        increase,
+    } = *ctx;
     let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
         CliError::from(lukskit_volume::VolumeError::device_io(
             lukskit_volume::DeviceOp::GetSize,
@@ -827,13 +975,12 @@ fn init(
             o,
             vol,
             size,
-            block,
+            ctx,
             resilience,
             &slots,
             &src,
             &cipher,
             sector_size,
-            online,
         );
     }
     let pbkdf = pbkdf_options(o);
@@ -874,6 +1021,9 @@ fn init(
     let mut new_slots = Vec::new();
     let added = add_new_keyslots(o, vol, &new_vk, &passes, &slots, &mut new_slots);
     let r = added.and_then(|new_digest| {
+        if let Some(i) = increase {
+            i.check()?;
+        }
         let keys = reencrypt::Keys {
             old: Some(old_vk),
             new: Some(new_vk),
@@ -970,17 +1120,20 @@ fn keep_key_init(
     o: &Opts,
     vol: &mut Volume,
     size: u64,
-    block: u64,
+    ctx: &InitContext,
     resilience: Result<ResilienceChoice>,
     slots: &[u32],
     src: &input::KeySource,
     cipher: &str,
     sector_size: u32,
-    online: Option<&str>,
 ) -> Result<reencrypt::Keys> {
+    let (block, online) = (ctx.block, ctx.online);
     let slot = slots[0];
     let prompt = format!("Enter passphrase for key slot {slot}: ");
     let (_, vk, _pass) = super::keys::unlock_with_tries(vol, o, src, &prompt, Some(slot), false)?;
+    if let Some(i) = ctx.increase {
+        i.check()?;
+    }
     let resilience = resilience.map_err(init_failed)?;
     let spec = CipherSpec::parse(cipher)?;
     lukskit_crypto::engine::SectorCipher::check(&spec, vk.len(), sector_size).map_err(|_| {
@@ -1188,6 +1341,9 @@ fn init_failed(e: CliError) -> CliError {
     if e.message.ends_with(FAILED) {
         return e;
     }
+    if e.message.is_empty() {
+        return CliError::new(e.class, FAILED);
+    }
     CliError::new(e.class, format!("{}\n{FAILED}", e.message))
 }
 
@@ -1236,6 +1392,9 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
              device size reduction (--reduce-device-size).",
         ));
     };
+    if let Some(ss) = o.sector_size {
+        super::signature::check_sector_size_fits(device, ss)?;
+    }
     // With --reduce-device-size (cryptsetup's `encrypt_luks2_init` with a detached header):
     // the header is sized to fill that much space, so that it can later be restored over the
     // head of the device in front of the data offset (`--offset`), and the data from the
@@ -1383,4 +1542,34 @@ pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
         let e = errors::volume(&e);
         CliError::permission(e.message)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::ExitClass;
+
+    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
+
+    #[test]
+    fn init_failure_follows_its_reason_once() {
+        let e = init_failed(CliError::new(
+            ExitClass::Invalid,
+            "Unsupported resilience mode x",
+        ));
+        assert_eq!(
+            e.message,
+            format!("Unsupported resilience mode x\n{FAILED}")
+        );
+        assert_eq!(
+            init_failed(e).message,
+            format!("Unsupported resilience mode x\n{FAILED}")
+        );
+    }
+
+    #[test]
+    fn init_failure_without_a_reason_is_one_line() {
+        let e = init_failed(CliError::new(ExitClass::Invalid, ""));
+        assert_eq!(e.message, FAILED);
+    }
 }

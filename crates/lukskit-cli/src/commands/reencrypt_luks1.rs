@@ -24,8 +24,7 @@ use std::os::unix::fs::FileTypeExt;
 
 /// cryptsetup's default LUKS1 key size for the headers of this code (bits).
 const DEFAULT_KEY_BITS: u32 = 256;
-/// cryptsetup's default LUKS1 cipher.
-const DEFAULT_CIPHER: &str = "aes-xts-plain64";
+use super::format::DEFAULT_CIPHER;
 
 /// What the header device holds, as cryptsetup's `reencrypt` tells them apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

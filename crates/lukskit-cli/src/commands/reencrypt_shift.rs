@@ -76,6 +76,11 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
             .to_string(),
         None => uuid::Uuid::new_v4().hyphenated().to_string(),
     };
+    // An encryption sector size the file system on the device cannot take: refused before
+    // anything is written, as by cryptsetup.
+    if let Some(ss) = o.sector_size {
+        super::signature::check_sector_size_fits(device, ss)?;
+    }
     let temp = format!("LUKS2-temp-{uuid}.new");
     match std::fs::OpenOptions::new()
         .write(true)

@@ -177,6 +177,16 @@ pub fn need_testdata(test: &str) -> Option<PathBuf> {
     t
 }
 
+/// The bytes of `name.xz` of cryptsetup 2.6.1's test directory (`../shared`), decompressed.
+pub fn upstream_xz(name: &str) -> Vec<u8> {
+    let xz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/cryptsetup-2.6.1-tests")
+        .join(format!("{name}.xz"));
+    let out = Command::new("xz").arg("-dc").arg(&xz).output().expect("xz");
+    assert!(out.status.success(), "xz -dc {xz:?}");
+    out.stdout
+}
+
 /// Decompress `name.xz` from the test data into `dir/out`.
 pub fn unxz(td: &Path, name: &str, dir: &Path, out: &str) -> PathBuf {
     let dest = dir.join(out);
@@ -386,6 +396,33 @@ pub fn json_dump(img: &str) -> serde_json::Value {
         .ok("luksDump --dump-json-metadata")
         .stdout;
     serde_json::from_str(&j).unwrap()
+}
+
+/// cryptsetup's `luksDump --dump-json-metadata` of `img`, parsed; `None` where there is no
+/// LUKS2 header to dump (the device was never formatted, or a command wiped it).
+pub fn json_dump_if_luks2(img: &str) -> Option<serde_json::Value> {
+    let j = cryptsetup(&["luksDump", "--dump-json-metadata", img], b"")
+        .expect("cryptsetup")
+        .stdout;
+    serde_json::from_str(&j).ok()
+}
+
+/// A tool's output made comparable with the other tool's: `paths` (what, as what) replaced
+/// by their names, and a usage error (which lists each tool's own options and names its
+/// program) reduced to the line after the usage text, in cryptsetup's name.
+pub fn comparable_output(s: &str, paths: &[(&str, &str)]) -> String {
+    let s = paths
+        .iter()
+        .fold(s.to_string(), |s, (what, name)| s.replace(what, name));
+    match s.strip_prefix("Usage: ") {
+        Some(rest) => rest
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .replace("lukskit: ", "cryptsetup: ")
+            .replace("/usr/sbin/cryptsetup: ", "cryptsetup: "),
+        None => s,
+    }
 }
 
 /// Whether cryptsetup's `luksDump` of `img` shows a re-encryption requirement.
