@@ -2184,14 +2184,7 @@ fn header_operations_on_nothing_usable_answer_as_cryptsetup() {
                 cryptsetup(&a, inp).unwrap().ok(&format!("{a:?}"));
             }
             let _ = std::fs::remove_file(format!("{d}/no/vk"));
-            let a: Vec<String> = args
-                .split(' ')
-                .map(|w| match w {
-                    "IMG" => img.clone(),
-                    "VK" => vk.clone(),
-                    w => w.replace("D/", &format!("{d}/")),
-                })
-                .collect();
+            let a = command_words(args, &[("IMG", &img), ("VK", &vk)], &d);
             let a: Vec<&str> = a.iter().map(String::as_str).collect();
             let r = run_tool(tool, &a, input.as_bytes());
             // A usage error: the usage text lists each tool's own options and names the
@@ -2360,14 +2353,7 @@ fn luks2_beside_another_signature_is_left_to_repair() {
         let _ = std::fs::remove_file(format!("{d}/hdr"));
         let mut log = Vec::new();
         for step in &steps {
-            let a: Vec<String> = step
-                .split(' ')
-                .map(|w| match w {
-                    "PV" => img.clone(),
-                    "SEC" => sec.clone(),
-                    w => w.replace("D/", &format!("{d}/")),
-                })
-                .collect();
+            let a = command_words(step, &[("PV", &img), ("SEC", &sec)], &d);
             let a: Vec<&str> = a.iter().map(String::as_str).collect();
             let r = run_tool(tool, &a, b"pw\n");
             let same = |s: &str| s.replace(&d, "D");
@@ -2536,17 +2522,14 @@ fn sector_size_above_the_file_systems_block_size_is_refused_as_cryptsetup() {
                 "f512" => format(&file, "512"),
                 _ => {}
             }
-            let a: Vec<String> = args
-                .split(' ')
-                .map(|w| match w {
-                    "LOOP" => lo.0.clone(),
-                    "FILE" => file.clone(),
-                    "XFS" => xfs.clone(),
-                    "EXT4" => ext4.clone(),
-                    "VFAT" => vfat.clone(),
-                    w => w.replace("D/", &format!("{d}/")),
-                })
-                .collect();
+            let names = [
+                ("LOOP", lo.0.as_str()),
+                ("FILE", &file),
+                ("XFS", &xfs),
+                ("EXT4", &ext4),
+                ("VFAT", &vfat),
+            ];
+            let a = command_words(args, &names, &d);
             let a: Vec<&str> = a.iter().map(String::as_str).collect();
             let r = run_tool(tool, &a, b"pw\n");
             let same = |s: &str| comparable_output(s, &[(&lo.0, "LOOP"), (&d, "D")]);

@@ -100,16 +100,6 @@ pub struct FsBlockSize {
     pub block_size: u32,
 }
 
-/// The file system in the first [`PROBE_BYTES`] of `dev` and its block size, as blkid's
-/// superblock probe reports them (`None`: no file system it knows, or one without a block
-/// size, such as swap).
-pub fn block_size_on(dev: &Device) -> Option<FsBlockSize> {
-    let len = dev.size().ok()?.min(PROBE_BYTES as u64) as usize;
-    let mut buf = vec![0u8; len];
-    dev.read_exact_at(&mut buf, 0).ok()?;
-    block_size_bytes(&buf)
-}
-
 /// The file system in the first bytes of a device and its block size, as blkid reports
 /// `BLOCK_SIZE`: ext2/3/4 `1024 << s_log_block_size`, XFS `sb_sectsize`, FAT its bytes per
 /// sector. Implausible values (not a power of two from 512 to 64 KiB) are no block size.

@@ -415,15 +415,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             // Offline, if the user says so on a terminal.
             unknown_if_active(o, device)?;
         } else {
-            let data_path = if vol.detached { &vol.data_path } else { device };
-            active = super::reencrypt_online::detect(data_path, vol.uuid())?;
-            if let Some(name) = &active {
-                if !o.batch_mode {
-                    println!(
-                        "Auto-detected active dm device '{name}' for data device {data_path}."
-                    );
-                }
-            }
+            active = detect_active(o, &vol, device)?;
         }
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
@@ -651,18 +643,13 @@ fn sector_increase(
     active: Option<&str>,
     live: Option<&lukskit_activate::userspace::UserspaceMapping>,
 ) -> Result<Option<SectorIncrease>> {
-    let old = luks2(vol)?
-        .segments()?
-        .into_iter()
-        .find(|s| s.id == 0)
-        .map_or(512, |s| s.sector_size);
+    let old = data_sector_size(luks2(vol)?)?;
     let Some(new) = o.sector_size.filter(|n| *n > old) else {
         return Ok(None);
     };
     if has(o, "force-offline-reencrypt") {
         return Ok(None);
     }
-    let data_path = if vol.detached { &vol.data_path } else { device };
     let mut kernel = active.map(String::from);
     let mut userspace = live.and_then(mapping_device);
     if !runs && kernel.is_none() {
@@ -671,10 +658,7 @@ fn sector_increase(
         if !is_block {
             unknown_if_active(o, device)?;
         } else {
-            kernel = super::reencrypt_online::detect(data_path, vol.uuid())?;
-            if let Some(name) = kernel.as_deref().filter(|_| !o.batch_mode) {
-                println!("Auto-detected active dm device '{name}' for data device {data_path}.");
-            }
+            kernel = detect_active(o, vol, device)?;
         }
         if kernel.is_none() {
             userspace = super::reencrypt_userspace::active_mapping(&vol.data_path)?
@@ -686,6 +670,27 @@ fn sector_increase(
         .map(|n| format!("/dev/mapper/{}", lukskit_activate::mapping_name(&n)))
         .or(userspace);
     Ok(Some(SectorIncrease { new, on }))
+}
+
+/// The kernel mapping of `vol`'s data device (`device`, or the data device of a detached
+/// header) found among its holders as cryptsetup finds it, said as cryptsetup says it
+/// (not with `-q`).
+fn detect_active(o: &Opts, vol: &Volume, device: &str) -> Result<Option<String>> {
+    let data_path = if vol.detached { &vol.data_path } else { device };
+    let active = super::reencrypt_online::detect(data_path, vol.uuid())?;
+    if let Some(name) = active.as_deref().filter(|_| !o.batch_mode) {
+        println!("Auto-detected active dm device '{name}' for data device {data_path}.");
+    }
+    Ok(active)
+}
+
+/// The encryption sector size of the volume's data segment (512 where it has none).
+fn data_sector_size(hdr: &lukskit_format::luks2::Luks2Header) -> Result<u32> {
+    Ok(hdr
+        .segments()?
+        .into_iter()
+        .find(|s| s.id == 0)
+        .map_or(512, |s| s.sector_size))
 }
 
 /// cryptsetup's answer for a device that is no block device, where it cannot tell whether
@@ -772,10 +777,6 @@ fn check_online_shift_size(name: &str, data: u64, shift: u64, sector: u32) -> Re
     Ok(())
 }
 
-/// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
-/// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata. `online`:
-/// the kernel mapping the run will go on under, which must match the metadata before it is
-/// written (see [`commit_init`]).
 /// What a new re-encryption's initialization works with besides the options and the volume.
 struct InitContext<'a> {
     /// The data device when the header is detached.
@@ -788,6 +789,10 @@ struct InitContext<'a> {
     increase: Option<&'a SectorIncrease>,
 }
 
+/// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
+/// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata.
+/// `ctx.online`: the kernel mapping the run will go on under, which must match the metadata
+/// before it is written (see [`commit_init`]).
 fn init(
     o: &Opts,
     vol: &mut Volume,
@@ -904,11 +909,7 @@ fn init(
     }
     let old_cipher = vol.cipher_spec()?;
     let old_key_len = vol.volume_key_size()?;
-    let old_ss = hdr
-        .segments()?
-        .into_iter()
-        .find(|s| s.id == 0)
-        .map_or(512, |s| s.sector_size);
+    let old_ss = data_sector_size(hdr)?;
     // A volume without encryption (cipher_null, e.g. converted from LUKS1) is not kept so by
     // default: cryptsetup switches it to its default cipher and key size, and says so.
     let switch_null = o.cipher.is_none() && old_cipher.starts_with("cipher_null");

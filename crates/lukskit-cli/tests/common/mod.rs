@@ -407,6 +407,18 @@ pub fn json_dump_if_luks2(img: &str) -> Option<serde_json::Value> {
     serde_json::from_str(&j).ok()
 }
 
+/// The words of a command line written with placeholders: each word named in `names`
+/// becomes its path, and `D/` in a word becomes `dir/`.
+pub fn command_words(template: &str, names: &[(&str, &str)], dir: &str) -> Vec<String> {
+    template
+        .split(' ')
+        .map(|w| match names.iter().find(|(name, _)| *name == w) {
+            Some((_, path)) => path.to_string(),
+            None => w.replace("D/", &format!("{dir}/")),
+        })
+        .collect()
+}
+
 /// A tool's output made comparable with the other tool's: `paths` (what, as what) replaced
 /// by their names, and a usage error (which lists each tool's own options and names its
 /// program) reduced to the line after the usage text, in cryptsetup's name.
