@@ -168,6 +168,7 @@ value() { # round label rw -> MiB/s (sequential) or IOPS (random)
     for path in "${paths[@]}"; do head+=" | $path / plain"; rule+="|---"; done
     echo "$head |"
     echo "$rule|"
+    declare -A MED
     for job in "${jobs[@]}"; do
         # shellcheck disable=SC2086
         set -- $job
@@ -177,8 +178,21 @@ value() { # round label rw -> MiB/s (sequential) or IOPS (random)
             for round in $(seq "$rounds"); do
                 rs+=("$(ratio "$(value "$round" "$path" "$1")" "$(value "$round" plain "$1")")")
             done
-            line+=" | $(median "${rs[@]}")"
+            MED[$path,$1]=$(median "${rs[@]}")
+            line+=" | ${MED[$path,$1]}"
         done
         echo "$line |"
+    done
+    # The issue's goals for each path, on the slower of the two jobs of a kind.
+    slower() { printf '%s\n' "$@" | sort -g | head -1; }
+    verdict() { awk -v m="$1" -v g="$2" 'BEGIN { print (m >= g) ? "holds" : "**missed**" }'; }
+    echo
+    echo "| Target (issue 17), medians over the rounds | Path | Measured | Verdict |"
+    echo "|---|---|---|---|"
+    for path in "${paths[@]}"; do
+        seq_r=$(slower "${MED[$path,write]}" "${MED[$path,read]}")
+        rnd_r=$(slower "${MED[$path,randwrite]}" "${MED[$path,randread]}")
+        echo "| sequential (1 MiB, slower of write/read) >= 0.95x the plain loop device | $path | $seq_r | $(verdict "$seq_r" 0.95) |"
+        echo "| random 4 KiB (slower of write/read) >= 0.85x the plain loop device | $path | $rnd_r | $(verdict "$rnd_r" 0.85) |"
     done
 } >"$outfile"

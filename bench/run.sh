@@ -10,6 +10,8 @@
 #   BENCH_REMOTE=0 / BENCH_REMOTE=reuse  # likewise for bench/remote.sh (ciphertext behind nbdkit)
 #   BENCH_XTS=0 / BENCH_XTS=reuse  # likewise for bench/xts-peers.sh (AES-XTS vs AWS-LC, OpenSSL)
 #   BENCH_REENCRYPT=0 / BENCH_REENCRYPT=reuse  # likewise for bench/reencrypt.sh (re-encryption)
+#   BENCH_FUSE=0 / BENCH_FUSE=reuse  # likewise for bench/fuse-paths.sh (FUSE request paths,
+#                                    # BENCH_FUSE_ROUNDS rounds, 3: ~10 minutes)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
 # plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
@@ -36,7 +38,7 @@ if ! command -v qemu-img >/dev/null; then
 fi
 
 # The source state measured, taken before this script rewrites BENCHMARKS.md and bench/block.*.
-revision="$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$repo" && git diff --quiet -- . ':!BENCHMARKS.md' ':!bench/block.md' ':!bench/block.svg' ':!bench/xts-peers.md' 2>/dev/null || echo ' (with uncommitted changes)')"
+revision="$(cd "$repo" && git rev-parse --short HEAD 2>/dev/null || echo unknown)$(cd "$repo" && git diff --quiet -- . ':!BENCHMARKS.md' ':!bench/block.md' ':!bench/block.svg' ':!bench/xts-peers.md' ':!bench/fuse-paths-latest.md' 2>/dev/null || echo ' (with uncommitted changes)')"
 load_start=$(cut -d' ' -f1-3 /proc/loadavg)
 log "building lukskit (release)"
 if ! build_log=$(cd "$repo" && cargo build --release -q -p lukskit-cli 2>&1); then
@@ -277,5 +279,20 @@ elif [ "${BENCH_REENCRYPT:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
     log "appended the re-encryption figures to $out"
 else
     { echo; echo "(Re-encryption benchmark skipped: needs root; see bench/reencrypt.sh.)"; } >>"$out"
+fi
+# The FUSE request paths (classic /dev/fuse, FUSE over io_uring) against a plain loop device
+# (bench/fuse-paths.sh, into bench/fuse-paths-latest.md; needs root and a kernel with FUSE over
+# io_uring; BENCH_FUSE=0 skips, BENCH_FUSE=reuse appends the last one, which carries its date).
+fuse_md=$repo/bench/fuse-paths-latest.md
+if [ "${BENCH_FUSE:-1}" = reuse ] && [ -f "$fuse_md" ]; then
+    { echo; cat "$fuse_md"; } >>"$out"
+    log "appended the previous FUSE path figures (bench/fuse-paths-latest.md) to $out"
+elif [ "${BENCH_FUSE:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [ -e /sys/module/fuse/parameters/enable_uring ]; then
+    log "FUSE request paths (bench/fuse-paths.sh)"
+    ROUNDS=${BENCH_FUSE_ROUNDS:-3} bash "$repo/bench/fuse-paths.sh" "$fuse_md"
+    { echo; cat "$fuse_md"; } >>"$out"
+    log "appended the FUSE path figures to $out"
+else
+    { echo; echo "(FUSE path benchmark skipped: needs root and FUSE over io_uring; see bench/fuse-paths.sh.)"; } >>"$out"
 fi
 rm -f "$errf"

@@ -280,6 +280,32 @@ pub struct KernelMapping {
     /// The size of the whole table in 512-byte sectors (more than the crypt target's
     /// during a re-encryption).
     total_sectors: u64,
+    /// The offset and IV offset `status` reports (see [`reported_offsets`]).
+    reported: (u64, u64),
+    /// Whether a crypt target of the mapping's own table takes its key from the kernel
+    /// keyring (what `status` reports as the key location: not under the online
+    /// re-encryption's helper stack, whose own table is one linear target, as cryptsetup).
+    own_keyring_key: bool,
+}
+
+/// The data offset and IV offset cryptsetup's `status` reports for a mapping whose own table
+/// is `targets`: those of its crypt or linear target with the smallest offset (the first of
+/// equals; a linear target has no IV offset). So a LUKS2 device in re-encryption reports
+/// the smallest of its segments' offsets, and 0 under the online re-encryption stack (one
+/// linear target over `NAME-overlay`), as cryptsetup 2.6.1 (checked in the VM, 2026-11-28).
+fn reported_offsets(targets: &[Target]) -> Option<(u64, u64)> {
+    let mut min: Option<(u64, u64)> = None;
+    for t in targets {
+        let this = match t {
+            Target::Crypt(c) => (c.offset, c.iv_offset),
+            Target::Linear(l) => (l.offset, 0),
+            _ => continue,
+        };
+        if min.is_none_or(|(offset, _)| offset > this.0) {
+            min = Some(this);
+        }
+    }
+    min
 }
 
 /// The kernel mapping `name`: `Ok(None)` when there is none (or no device-mapper at all).
@@ -291,6 +317,10 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
         return Ok(None);
     };
     let total_sectors = targets.last().map_or(0, |t| t.start() + t.sectors());
+    let reported = reported_offsets(&targets);
+    let own_keyring_key = targets
+        .iter()
+        .any(|t| matches!(t, Target::Crypt(c) if c.key.in_keyring()));
     // An online re-encryption (running, or stopped by a failure and waiting for recovery)
     // maps NAME as one linear target over NAME-overlay, whose table holds the segments:
     // look through it, past the crypt target that goes through the hot-zone device.
@@ -344,6 +374,8 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
         name: name.to_string(),
         kind,
         uuid,
+        reported: reported.unwrap_or((target.offset, target.iv_offset)),
+        own_keyring_key,
         target,
         total_sectors,
         device,
@@ -459,15 +491,15 @@ impl KernelMapping {
             kind,
             cipher,
             key_bits: (t.key.size() * 8) as u32,
-            key_in_keyring: t.key.in_keyring(),
+            key_in_keyring: self.own_keyring_key,
             integrity,
             header: None,
             loop_file: loop_backing(&dev),
             device: mapper_name(self.data_dev).unwrap_or(dev),
             sector_size,
-            offset_sectors: t.offset,
+            offset_sectors: self.reported.0,
             size_sectors: self.total_sectors,
-            iv_offset_sectors: t.iv_offset,
+            iv_offset_sectors: self.reported.1,
             read_only: self.info.flags.readonly,
             suspended: self.info.flags.suspended,
             in_use: self.info.open_count > 0,
@@ -858,5 +890,42 @@ mod tests {
             ]
         );
         assert_eq!(lukskit_dm::table::check_contiguous(&t).unwrap(), 320);
+    }
+
+    /// The offsets `status` reports, from tables cryptsetup 2.6.1 reported in the VM
+    /// (2026-11-28): the smallest offset of the mapping's own targets, with that target's
+    /// IV offset (none for dm-linear).
+    #[test]
+    fn status_reports_the_smallest_offset_of_the_own_table() {
+        let t = |lines: &[&str]| -> Vec<Target> {
+            lines
+                .iter()
+                .map(|l| Target::parse_line(l, false).unwrap())
+                .collect()
+        };
+        // An encryption with a data shift initialized: two dm-linear segments.
+        let init = t(&[
+            "0 8192 linear 254:0 122880",
+            "8192 106496 linear 254:0 8192",
+        ]);
+        assert_eq!(reported_offsets(&init), Some((8192, 0)));
+        // Under the online re-encryption stack: one linear target over NAME-overlay.
+        assert_eq!(
+            reported_offsets(&t(&["0 98304 linear 253:3 0"])),
+            Some((0, 0))
+        );
+        // A crypt segment with an IV offset (re-encryption segments).
+        let segs = t(&[
+            "0 10240 crypt aes-xts-plain64 - 0 254:0 32768",
+            "10240 2048 crypt aes-xts-plain64 - 5 254:0 20480",
+        ]);
+        assert_eq!(reported_offsets(&segs), Some((20480, 5)));
+        // Equal offsets: the first one's IV offset.
+        let eq = t(&[
+            "0 8 crypt aes-xts-plain64 - 7 254:0 64",
+            "8 8 linear 254:0 64",
+        ]);
+        assert_eq!(reported_offsets(&eq), Some((64, 7)));
+        assert_eq!(reported_offsets(&t(&["0 8 zero"])), None);
     }
 }

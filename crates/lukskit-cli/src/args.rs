@@ -195,7 +195,9 @@ pub struct Opts {
     /// open: dm-integrity without its journal (faster, no crash consistency of tags).
     #[arg(long = "integrity-no-journal", action = ArgAction::SetTrue)]
     pub integrity_no_journal: bool,
-    /// Accepted for compatibility: lukskit does not call blkid.
+    /// Skip the checks for existing signatures (file systems, LUKS): luksFormat's and plain
+    /// open's warnings, reencrypt --encrypt's refusal of broken LUKS metadata (cryptsetup
+    /// 2.7's option; lukskit reads signatures itself, without blkid).
     #[arg(long = "disable-blkid", action = ArgAction::SetTrue)]
     pub disable_blkid: bool,
     /// Accepted for compatibility: lukskit has no external token plugins.
@@ -238,6 +240,11 @@ pub struct Opts {
     /// open (plain): the device may be shared with other mappings (non-overlapping segments).
     #[arg(long = "shared", action = ArgAction::SetTrue)]
     pub shared: bool,
+    /// open: wait for the turn of a memory-hard (Argon2 above 32 MiB) key derivation, one
+    /// process at a time, as cryptsetup (lock /run/cryptsetup/LN_memory-hard-access; an OOM
+    /// workaround for many volumes unlocked at once).
+    #[arg(long = "serialize-memory-hard-pbkdf", action = ArgAction::SetTrue)]
+    pub serialize_memory_hard_pbkdf: bool,
     /// open: dm-crypt's `same_cpu_crypt`.
     #[arg(long = "perf-same_cpu_crypt", action = ArgAction::SetTrue)]
     pub perf_same_cpu_crypt: bool,

@@ -16,7 +16,6 @@ use crate::definition::canonical;
 pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("debug-json", None, false),
     ("disable-veracrypt", None, false),
-    ("serialize-memory-hard-pbkdf", None, false),
     ("tcrypt-backup", None, false),
     ("tcrypt-hidden", None, false),
     ("tcrypt-system", None, false),

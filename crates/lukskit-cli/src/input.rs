@@ -429,12 +429,37 @@ pub fn get_secret(source: &KeySource, prompt: &str, verify: bool) -> Result<Secr
 
 /// Ask for confirmation before destroying data, as cryptsetup: on a terminal the user must
 /// type exactly `YES`; without a terminal (or with `-q`) the answer is yes. The answer is read
-/// unbuffered, so nothing after its line is consumed.
+/// unbuffered, so nothing after its line is consumed. Any other answer ends with
+/// [`aborted`].
 pub fn confirm(message: &str, batch: bool) -> Result<()> {
+    confirm_or(message, batch, aborted())
+}
+
+/// [`confirm`] where another answer than `YES` ends with `refusal`: each of cryptsetup's
+/// questions has its own message (or none) and exit code.
+pub fn confirm_or(message: &str, batch: bool, refusal: CliError) -> Result<()> {
     if confirmed(message, batch)? {
         Ok(())
     } else {
-        Err(CliError::invalid("Operation aborted."))
+        Err(refusal)
+    }
+}
+
+/// cryptsetup's most common end of a question not answered `YES`: "Operation aborted.",
+/// exit code 1. cryptsetup's refusal messages end with a newline of their own, to which its
+/// error log adds one: an empty line follows, as here.
+pub fn aborted() -> CliError {
+    refused("Operation aborted.", false)
+}
+
+/// A refusal message as cryptsetup prints it after a question (followed by an empty line);
+/// exit code 2 (cryptsetup's `-EPERM`) when `permission`, else 1.
+pub fn refused(message: &str, permission: bool) -> CliError {
+    let m = format!("{message}\n");
+    if permission {
+        CliError::permission(m)
+    } else {
+        CliError::invalid(m)
     }
 }
 

@@ -257,6 +257,7 @@ pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
         eprintln!("{msg}");
         return Some(1);
     }
+    lukskit_volume::memory_hard::set_serialized(o.serialize_memory_hard_pbkdf);
     None
 }
 

@@ -896,9 +896,10 @@ fn unimplemented_options_refuse_to_run() {
         a.push("--test-args");
         assert_eq!(lukskit(&a, b"").code, 0, "{a:?}");
     }
-    // (`--shared`, once refused here too, is implemented now: compat-test [25]; so is
-    // `--progress-json`, which luksFormat takes and, without integrity, has nothing to show;
-    // and `--integrity`, see refvm_integrity.rs and integrity_host.rs.)
+    // (`--shared`, once refused here too, is implemented now: compat-test [25]; so are
+    // `--serialize-memory-hard-pbkdf` (below) and `--progress-json`, which luksFormat takes
+    // and, without integrity, has nothing to show; and `--integrity`, see refvm_integrity.rs
+    // and integrity_host.rs.)
 }
 
 /// A header lives on a block device or a regular file only: cryptsetup says "Device X is not
@@ -939,4 +940,216 @@ fn character_devices_and_directories_are_not_compatible() {
     }
     // The image behind the refused detached header is untouched.
     assert!(std::fs::read(&img).unwrap().iter().all(|&b| b == 0));
+}
+
+/// `open --type plain` over a device that holds a signature, as cryptsetup 2.6.1 (blkid):
+/// the signature named on standard output before the passphrase, then, on a terminal, the
+/// question "Detected device signature(s) on D. ..." (no: "Operation aborted.", exit 1,
+/// nothing mapped); nothing with -q or with --offset, nothing over zeros. lukskit mapped
+/// such a device without a word. cryptsetup cannot map here (no device-mapper), so what is
+/// compared is what both print before they map.
+#[test]
+fn plain_open_warns_about_an_existing_signature_as_cryptsetup() {
+    if !have_cryptsetup("plain open signatures")
+        || !have_script("plain open signatures")
+        || !common::mapping::capable("plain open signatures")
+    {
+        return;
+    }
+    let dir = tmp();
+    let key = write_file(dir.path(), "key", &[0x5a; 64]);
+    let ka = write_file(dir.path(), "ka", b"a");
+    let ext4 = sparse(dir.path(), "ext4.img", 64 << 20);
+    let made = Command::new("mkfs.ext4").args(["-q", "-F", &ext4]).output();
+    assert!(made.is_ok_and(|o| o.status.success()), "mkfs.ext4");
+    let luks = sparse(dir.path(), "luks.img", 64 << 20);
+    let mut a = vec!["luksFormat", luks.as_str(), "-d", ka.as_str()];
+    a.extend_from_slice(&FAST);
+    cryptsetup(&a, b"").unwrap().ok("format");
+    let zeros = sparse(dir.path(), "zeros.img", 64 << 20);
+    let name = format!("lkplainsig{}", std::process::id());
+    // Whatever a failing step left mapped goes when the test ends.
+    struct Unmap(String);
+    impl Drop for Unmap {
+        fn drop(&mut self) {
+            let _ = lukskit(&["close", &self.0], b"");
+        }
+    }
+    let _unmap = Unmap(name.clone());
+    let plain = |img: &str, extra: &[&str]| -> Vec<String> {
+        let mut v = vec![
+            "open",
+            "--type",
+            "plain",
+            "-c",
+            "aes-xts-plain64",
+            "-s",
+            "256",
+        ];
+        v.extend_from_slice(extra);
+        v.extend(["-d", key.as_str(), img, name.as_str()]);
+        v.iter().map(|s| s.to_string()).collect()
+    };
+    let stdout_of = |tool: &str, args: &[String]| -> String {
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let r = if tool == "lukskit" {
+            let r = lukskit(&args, b"");
+            if r.code == 0 {
+                lukskit(&["close", &name], b"").ok("close");
+            }
+            r
+        } else {
+            cryptsetup(&args, b"").unwrap()
+        };
+        r.stdout
+    };
+    for (img, extra, want) in [
+        (
+            ext4.as_str(),
+            &[][..],
+            format!("WARNING: Device {ext4} already contains a 'ext4' superblock signature.\n"),
+        ),
+        (
+            luks.as_str(),
+            &[][..],
+            format!(
+                "WARNING: Device {luks} already contains a 'crypto_LUKS' superblock signature.\n"
+            ),
+        ),
+        (ext4.as_str(), &["-q"][..], String::new()),
+        (ext4.as_str(), &["--offset", "8"][..], String::new()),
+        (zeros.as_str(), &[][..], String::new()),
+    ] {
+        let args = plain(img, extra);
+        let cs = stdout_of("cryptsetup", &args);
+        let lk = stdout_of("lukskit", &args);
+        assert_eq!(cs, want, "cryptsetup {args:?}");
+        assert_eq!(lk, want, "lukskit {args:?}");
+    }
+    // On a terminal: the question; "no" aborts, and lukskit maps nothing.
+    let line = |bin: &str| format!("{bin} {}", plain(&ext4, &[]).join(" "));
+    let question = format!(
+        "Detected device signature(s) on {ext4}. Proceeding further may damage existing data."
+    );
+    for bin in [env!("CARGO_BIN_EXE_lukskit"), "cryptsetup"] {
+        let t = on_tty(&line(bin), &["no"]);
+        assert!(t.contains(&question), "{bin}: {t}");
+        assert!(t.contains("Operation aborted."), "{bin}: {t}");
+        assert!(t.contains("rc=1"), "{bin}: {t}");
+    }
+    let st = lukskit(&["status", &name], b"");
+    assert_eq!(st.code, 4, "{}", st.stdout);
+}
+
+/// `open --serialize-memory-hard-pbkdf`: a keyslot whose Argon2 memory is above 32 MiB is
+/// derived only while holding cryptsetup's lock `/run/cryptsetup/LN_memory-hard-access`
+/// (blocking, exclusive), by both tools: with the lock held elsewhere each waits, and goes on
+/// once it is let go; without the option, or at 32 MiB exactly, neither looks at it.
+#[test]
+fn serialize_memory_hard_pbkdf_waits_for_the_lock_as_cryptsetup() {
+    use std::os::unix::io::AsRawFd;
+    use std::time::{Duration, Instant};
+    if !have_cryptsetup("serialize_memory_hard_pbkdf_waits_for_the_lock_as_cryptsetup") {
+        return;
+    }
+    let dir = tmp();
+    let key = write_file(dir.path(), "key", b"passphrase");
+    let image = |name: &str, memory: &str| {
+        let img = sparse(dir.path(), name, 20 << 20);
+        cryptsetup(
+            &[
+                "luksFormat",
+                "-q",
+                "--type",
+                "luks2",
+                "--pbkdf",
+                "argon2id",
+                "--pbkdf-memory",
+                memory,
+                "--pbkdf-force-iterations",
+                "4",
+                "--pbkdf-parallel",
+                "1",
+                "-d",
+                &key,
+                &img,
+            ],
+            b"",
+        )
+        .unwrap()
+        .ok("luksFormat");
+        img
+    };
+    let big = image("big", "65536");
+    let edge = image("edge", "32768");
+    std::fs::create_dir_all("/run/cryptsetup").unwrap();
+    let lock_path = "/run/cryptsetup/LN_memory-hard-access";
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(lock_path)
+        .unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) }, 0);
+    let spawn = |tool: &str, img: &str, serialize: bool| {
+        let bin = if tool == "lukskit" {
+            std::path::PathBuf::from(env!("CARGO_BIN_EXE_lukskit"))
+        } else {
+            cryptsetup_path().unwrap()
+        };
+        let mut cmd = Command::new(bin);
+        cmd.args(["open", "--test-passphrase", "-d", &key, img]);
+        if serialize {
+            cmd.arg("--serialize-memory-hard-pbkdf");
+        }
+        cmd.stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let wait = |child: &mut std::process::Child, within: Duration| {
+        let t = Instant::now();
+        while t.elapsed() < within {
+            if let Some(s) = child.try_wait().unwrap() {
+                return Some(s.code());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    };
+    // Not held back: no option, or a memory cost of 32 MiB.
+    for tool in ["cryptsetup", "lukskit"] {
+        for (img, serialize) in [(&big, false), (&edge, true)] {
+            let mut c = spawn(tool, img, serialize);
+            let code = wait(&mut c, Duration::from_secs(120));
+            assert_eq!(
+                code,
+                Some(Some(0)),
+                "{tool} {img} serialize={serialize}: waited for the lock"
+            );
+        }
+    }
+    // Held back while the lock is held, done after it is let go.
+    let mut waiting: Vec<_> = ["cryptsetup", "lukskit"]
+        .into_iter()
+        .map(|tool| (tool, spawn(tool, &big, true)))
+        .collect();
+    std::thread::sleep(Duration::from_secs(2));
+    for (tool, c) in waiting.iter_mut() {
+        assert_eq!(
+            c.try_wait().unwrap(),
+            None,
+            "{tool} derived a memory-hard key while the lock was held"
+        );
+    }
+    drop(lock);
+    for (tool, c) in waiting.iter_mut() {
+        assert_eq!(
+            wait(c, Duration::from_secs(120)),
+            Some(Some(0)),
+            "{tool} after the lock was let go"
+        );
+    }
 }

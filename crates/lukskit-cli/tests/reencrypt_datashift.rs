@@ -64,6 +64,15 @@ fn cs_in(dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// `tool` ("lukskit" or "cryptsetup") run in `dir`.
+fn tool_in(tool: &str, dir: &Path, args: &[&str]) -> Run {
+    if tool == "lukskit" {
+        lk_in(dir, args, &[])
+    } else {
+        cs_in(dir, args)
+    }
+}
+
 fn encrypt_args<'a>(kf: &'a str, reduce: &'a str, extra: &[&'a str], img: &'a str) -> Vec<&'a str> {
     let mut a = vec![
         "reencrypt",
@@ -253,11 +262,7 @@ fn init_matches_cryptsetup_and_resumes_both_ways() {
             let mut extra2 = vec!["--init-only"];
             extra2.extend_from_slice(extra);
             let args = encrypt_args(&kf, reduce, &extra2, &img);
-            if first == "lukskit" {
-                lk_in(dir, &args, &[]).ok(&what);
-            } else {
-                cs_in(dir, &args).ok(&what);
-            }
+            tool_in(first, dir, &args).ok(&what);
             assert!(in_reencryption(&img), "{what}");
             let mut v = json_dump(&img);
             for k in ["keyslots", "digests"] {
@@ -270,17 +275,78 @@ fn init_matches_cryptsetup_and_resumes_both_ways() {
             }
             layouts.push(v);
             let r = resume_args(&kf, &img);
-            if second == "lukskit" {
-                lk_in(dir, &r, &[]).ok(&what);
-            } else {
-                cs_in(dir, &r).ok(&what);
-            }
+            tool_in(second, dir, &r).ok(&what);
             check_done(dir, &img, &kf, shift, &orig[..data_len], &what);
             // The moved copy of the first segment is gone from the tail.
             let tail = &std::fs::read(&img).unwrap()[64 * M - shift..];
             assert_ne!(sha(tail), sha(&orig[..shift]), "{what}: moved copy left");
         }
         assert_eq!(layouts[0], layouts[1], "{reduce}: metadata differs");
+    }
+}
+
+/// `--progress-json` of an encryption with a data shift counts as cryptsetup's: over the data
+/// device less the new data offset (the moved first segment counted as done from the start),
+/// in one run and in a run resumed after `--init-only`. lukskit counted only the segments it
+/// steps over (32 MiB where cryptsetup says 36 MiB of a 40 MiB device with 8M).
+#[test]
+fn progress_of_a_data_shift_as_cryptsetup() {
+    if !have_cryptsetup("progress_of_a_data_shift_as_cryptsetup") {
+        return;
+    }
+    let t = tmp();
+    let dir = t.path();
+    let kf = write_file(dir, "kf", b"secret passphrase");
+    let orig = pattern(40 * M, 11);
+    let last_counts = |out: &str, what: &str| -> (String, String) {
+        let last = out
+            .lines()
+            .last()
+            .unwrap_or_else(|| panic!("{what}: no progress"));
+        let v: serde_json::Value =
+            serde_json::from_str(last).unwrap_or_else(|e| panic!("{what}: {e}: {last}"));
+        (
+            v["device_bytes"].as_str().unwrap().to_string(),
+            v["device_size"].as_str().unwrap().to_string(),
+        )
+    };
+    for (reduce, extra) in [
+        ("8M", &["--hotzone-size", "2M"][..]),
+        ("16M", &["--sector-size", "4096"][..]),
+    ] {
+        for resumed in [false, true] {
+            let mut counts = Vec::new();
+            for tool in ["cryptsetup", "lukskit"] {
+                let what = format!("{reduce} {extra:?} resumed={resumed}: {tool}");
+                let img = dir
+                    .join(format!("{tool}.img"))
+                    .to_str()
+                    .unwrap()
+                    .to_string();
+                std::fs::write(&img, &orig).unwrap();
+                let run = |args: &[&str]| tool_in(tool, dir, args);
+                let mut more = extra.to_vec();
+                more.push("--progress-json");
+                if resumed {
+                    more.push("--init-only");
+                }
+                let r = run(&encrypt_args(&kf, reduce, &more, &img)).ok(&what);
+                let out = if resumed {
+                    let mut a = resume_args(&kf, &img);
+                    a.insert(1, "--progress-json");
+                    run(&a).ok(&what).stdout
+                } else {
+                    r.stdout
+                };
+                let (done, size) = last_counts(&out, &what);
+                assert_eq!(done, size, "{what}: {out}");
+                counts.push(size);
+            }
+            assert_eq!(
+                counts[0], counts[1],
+                "{reduce} resumed={resumed}: cryptsetup, lukskit"
+            );
+        }
     }
 }
 
@@ -353,11 +419,7 @@ fn datashift_refusals_as_cryptsetup() {
             a.extend_from_slice(&["-d", &kf]);
             a.extend_from_slice(&FAST);
             a.push(&img);
-            let r = if tool == "lukskit" {
-                lk_in(dir, &a, &[])
-            } else {
-                cs_in(dir, &a)
-            };
+            let r = tool_in(tool, dir, &a);
             // Refused before the device was touched.
             assert_eq!(
                 sha(&std::fs::read(&img).unwrap()),
@@ -402,11 +464,7 @@ fn datashift_refusals_as_cryptsetup() {
         ];
         a.extend_from_slice(&FAST);
         a.push(&luks);
-        outs.push(if tool == "lukskit" {
-            lk_in(dir, &a, &[])
-        } else {
-            cs_in(dir, &a)
-        });
+        outs.push(tool_in(tool, dir, &a));
         assert!(
             !in_reencryption(&luks),
             "{tool} initialized a datashift re-encryption"
@@ -430,11 +488,7 @@ fn datashift_refusals_as_cryptsetup() {
     for tool in ["lukskit", "cryptsetup"] {
         let mut a = resume_args(&kf, &img);
         a.extend_from_slice(&["--resilience", "checksum"]);
-        let r = if tool == "lukskit" {
-            lk_in(dir, &a, &[])
-        } else {
-            cs_in(dir, &a)
-        };
+        let r = tool_in(tool, dir, &a);
         assert_eq!(r.code, 1, "{tool}: {}", r.stderr);
         assert!(
             r.stderr.contains(

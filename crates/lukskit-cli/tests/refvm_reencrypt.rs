@@ -51,6 +51,15 @@
 //!   fit after the shift is refused with cryptsetup's words (lukskit writes nothing, where
 //!   cryptsetup leaves the header in re-encryption); a mapping resized to fit is
 //!   re-encrypted online under I/O by each tool, with cryptsetup's table and segments.
+//! * `reduce-kill`: the online re-encryption of `reduce-online` killed with kill -9 in the
+//!   middle (the power cut at once), the crashed stack torn down, the other tool recovers it
+//!   (`open`) and finishes online; cryptsetup killed first, then lukskit. The files fsync'd
+//!   before the kill verify, the mapping ends 8 MiB further on, e2fsck is clean, and the
+//!   killed tool opens the result.
+//! * `status-online`: `status` of a LUKS2 mapping in re-encryption says what cryptsetup's
+//!   says: an encryption with a data shift initialized with a name (dm-linear segments),
+//!   resumed online (the helper stack) and caught midway, and an online re-encryption of an
+//!   opened volume caught midway.
 //! * `luks1-kill`: LUKS1 re-encryption (the legacy offline algorithm, with its log and header
 //!   files in the current directory, `--write-log --use-fsync`) of an image file to a new key
 //!   and cipher, interrupted in the middle by SIGTERM by cryptsetup and resumed by lukskit,
@@ -325,6 +334,109 @@ fn online_decrypt_with_data_shift_killed_and_finished_by_the_other_tool() {
     // Each kill was a crash: the power cut at once, so the files the writer fsync'd before
     // it (checked above: "writer files differ" fails the case) came back from the journal.
     assert_eq!(lines_with(&out, "power cut at the kill").len(), 2, "{out}");
+}
+
+/// `reencrypt --reduce-device-size 8M` under a live mapping (as
+/// [`online_reencryption_with_a_data_shift_as_cryptsetup`]) killed with kill -9 in the
+/// middle: the other tool recovers the crashed data shift and finishes it online, and nothing
+/// fsync'd before the kill is lost; each tool killed once.
+#[test]
+fn online_reencryption_with_a_data_shift_killed_and_finished_by_the_other_tool() {
+    let Some(out) = run_case("reduce-kill", 400) else {
+        return;
+    };
+    for (first, second) in [("cryptsetup", "lukskit"), ("lukskit", "cryptsetup")] {
+        assert!(
+            out.contains(&format!(
+                "reduce-kill: {first} killed, {second} finished online"
+            )),
+            "{out}"
+        );
+        // Killed in the middle (kill_midway checked the header's online-reencrypt
+        // requirement): the header holds the re-encryption's segments, and the mapping the
+        // second tool recovered has more than one.
+        assert!(
+            lines_with(&out, &format!("reduce-kill: state after {first}: ")).len() >= 2,
+            "{out}"
+        );
+        let resumed = lines_with(
+            &out,
+            &format!("reduce-kill: resumed from ({first} killed): "),
+        );
+        assert_eq!(resumed.len(), 1, "{out}");
+        assert!(!resumed[0].starts_with("1 segments"), "{out}");
+        // Finished online: the data 8 MiB further on, no helper device left, and the killed
+        // tool opens the same mapping.
+        let table = "0 81920 crypt aes-xts-plain64 254:0 49152";
+        assert_eq!(
+            lines_with(&out, &format!("reduce-kill: after ({first} killed): ")),
+            [table],
+            "{out}"
+        );
+        assert_eq!(
+            lines_with(&out, &format!("reduce-kill: mappings ({first} killed): ")),
+            ["v "],
+            "{out}"
+        );
+        assert_eq!(
+            lines_with(
+                &out,
+                &format!("reduce-kill: {first} opens ({first} killed): ")
+            ),
+            [table],
+            "{out}"
+        );
+        let n: u64 = lines_with(
+            &out,
+            &format!("reduce-kill: writer iterations before the kill ({first}): "),
+        )
+        .first()
+        .and_then(|l| l.parse().ok())
+        .unwrap_or(0);
+        assert!(
+            n >= 1,
+            "{first}: the writer did not run before the kill: {out}"
+        );
+    }
+    assert_eq!(lines_with(&out, "power cut at the kill").len(), 2, "{out}");
+}
+
+/// `status` of a mapping in re-encryption prints cryptsetup's words: the smallest offset of
+/// the mapping's own segments (0 under the online re-encryption's helper stack, the shifted
+/// data's offset where the mapping is dm-linear segments). lukskit printed its first crypt
+/// segment's offset (32768 and 8192 sectors where cryptsetup says 0, 122880 where it says
+/// 8192).
+#[test]
+fn status_during_a_reencryption_as_cryptsetup() {
+    let Some(out) = run_case("status-online", 300) else {
+        return;
+    };
+    for moment in [
+        "shift initialized",
+        "shift online",
+        "shift done",
+        "opened",
+        "online",
+    ] {
+        assert!(
+            out.contains(&format!("status-online: {moment}: same")),
+            "{moment}: {out}"
+        );
+    }
+    // The moments differ as cryptsetup's own words do.
+    for (moment, offset) in [
+        ("shift initialized", 8192),
+        ("shift online", 0),
+        ("online", 0),
+        ("opened", 32768),
+    ] {
+        assert!(
+            out.contains(&format!(
+                "status-online: {moment}:   offset:  {offset} sectors"
+            )),
+            "{moment}: {out}"
+        );
+    }
 }
 
 /// luks2-reencryption-test [4]: `reencrypt --active-name NAME2` under a mapping whose key

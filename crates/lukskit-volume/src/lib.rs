@@ -34,6 +34,7 @@ mod keyslot_cipher;
 mod lock_file;
 mod luks1_keys;
 mod luks2_keys;
+pub mod memory_hard;
 pub mod pbkdf;
 pub mod plain;
 pub mod reencrypt;

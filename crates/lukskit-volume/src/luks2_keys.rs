@@ -123,7 +123,9 @@ pub fn open_keyslot(
     ks.check_usable()
         .map_err(|_| VolumeError::from(KeyslotError::OpenFailed))?;
     let pbkdf = pbkdf_of(&ks.kdf)?;
+    let turn = crate::memory_hard::wait_turn(&pbkdf)?;
     let dk = kdf::derive(&pbkdf, passphrase, ks.kdf.salt(), ks.area_key_size as usize)?;
+    drop(turn);
     let key_len = ks.key_size as usize;
     // cryptsetup reads and merges 4000 stripes whatever "stripes" says (`LUKS_STRIPES` in
     // `luks2_keyslot_get_key`); so does lukskit.

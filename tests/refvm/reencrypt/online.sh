@@ -41,6 +41,17 @@
 #            data less 8 MiB, mounted, and re-encrypted online under the checksummed I/O loop:
 #            the files verify, e2fsck is clean, the mapping ends 8 MiB further on. Each tool;
 #            the other tool opens the result.
+#   reduce-kill  the online re-encryption of reduce-online (--reduce-device-size 8M under a
+#            mapping resized to the data less 8 MiB, ext4 mounted, the checksummed I/O loop
+#            running) killed with kill -9 in the middle, the power cut at the kill, the stack
+#            torn down; the other tool recovers it (open) and finishes online (--resume-only);
+#            cryptsetup killed first, then lukskit. The files written and fsync'd before the
+#            kill verify, the mapping ends 8 MiB further on, e2fsck is clean, the killed tool
+#            opens the result.
+#   status-online  `status` of a LUKS2 mapping in re-encryption, by each tool, the same
+#            words: an encryption with a data shift initialized with a name (the mapping is
+#            dm-linear segments), then resumed online by cryptsetup (the helper stack), and an
+#            online re-encryption by cryptsetup of an opened volume, caught midway.
 #   luks1-kill  LUKS1 re-encryption (cryptsetup's legacy offline algorithm, its LUKS-<uuid>
 #            .log/.org/.new files in the current directory) to a new key and cipher: one tool
 #            interrupted (SIGTERM, see below) in the middle, the other resumes it from the
@@ -206,6 +217,22 @@ kill_midway() {
     dmsetup info -c -o name,uuid,attr 2>/dev/null | grep -E 'hotzone|overlay' \
         | sed 's/-[0-9a-f]\{32\}-/-UUID-/'
     in_reencryption || fail "the kill came after the end of the re-encryption"
+}
+
+# A fresh LUKS2 volume (64 MiB disk: 48 MiB of data) opened by $1 as v, ext4 on it with the
+# populated files, shrunk with its mapping to the data less 8 MiB (what is left after
+# --reduce-device-size 8M), mounted on /mnt.
+shrunk_for_the_shift() {
+    cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+    $1 open -d $KF $D v || fail "$1 open"
+    mkfs.ext4 -q /dev/mapper/v || fail mkfs
+    mount -o noatime /dev/mapper/v /mnt || fail mount
+    populate
+    umount /mnt
+    e2fsck -fy /dev/mapper/v > /dev/null 2>&1
+    resize2fs /dev/mapper/v 40M > /dev/null 2>&1 || fail "resize2fs"
+    $1 resize v --size 81920 -d $KF || fail "$1 resize"
+    mount -o noatime /dev/mapper/v /mnt || fail "mount after resize"
 }
 
 # The file system after an interruption: mount (replays the journal), files, e2fsck.
@@ -651,16 +678,7 @@ reduce-online)
         echo "reduce $tool: whole mapping: table: $(dmsetup table v | awk '{print $1, $2, $3, $4, $7, $8}')"
         $tool close v || fail "$tool close"
 
-        cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
-        $tool open -d $KF $D v || fail "$tool open"
-        mkfs.ext4 -q /dev/mapper/v || fail mkfs
-        mount -o noatime /dev/mapper/v /mnt || fail mount
-        populate
-        umount /mnt
-        e2fsck -fy /dev/mapper/v > /dev/null 2>&1
-        resize2fs /dev/mapper/v 40M > /dev/null 2>&1 || fail "resize2fs"
-        $tool resize v --size 81920 -d $KF || fail "$tool resize"
-        mount -o noatime /dev/mapper/v /mnt || fail "mount after resize"
+        shrunk_for_the_shift $tool
         rm -f /root/stop /root/werr /root/wcount
         writer &
         wpid=$!
@@ -689,6 +707,94 @@ reduce-online)
         check_fs "$other open"
         $other close v || fail "$other close"
     done
+    ;;
+reduce-kill)
+    # As reduce-online (48 MiB of data, 40 MiB after the shift), one tool killed midway.
+    for first in cryptsetup lukskit; do
+        if [ $first = cryptsetup ]; then second=lukskit; else second=cryptsetup; fi
+        rm -f /root/stop /root/werr /root/wcount
+        shrunk_for_the_shift $first
+        writer &
+        wpid=$!
+        kill_midway $first reencrypt -q $FAST -d $KF --reduce-device-size 8M --hotzone-size 1M $D
+        touch /root/stop
+        teardown_after_kill
+        wait $wpid
+        echo "reduce-kill: writer iterations before the kill ($first): $(cat /root/wcount 2>/dev/null)"
+        cryptsetup luksDump $D | grep -E '^  [0-9]+: (crypt|linear)|in-reencryption' \
+            | tr -s ' \t' ' ' | sed "s/^/reduce-kill: state after $first: /"
+        $second open -d $KF $D v || fail "$second open (recovery)"
+        echo "reduce-kill: resumed from ($first killed): $(dmsetup table v | wc -l) segments, $(dmsetup table v | awk '{s += $2} END {print s}') sectors"
+        mount -o noatime /dev/mapper/v /mnt || fail "mount after recovery"
+        verify_files "recovery ($first killed)"
+        (cd /mnt && sha256sum -c -s /root/wmanifest) || fail "writer files differ after the kill"
+        $second reencrypt -q --resume-only -d $KF $D > /root/re.out 2>&1 \
+            || fail "$second reencrypt --resume-only: $(cat /root/re.out)"
+        echo "reduce-kill: after ($first killed): $(dmsetup table v | awk '{print $1, $2, $3, $4, $7, $8}')"
+        echo "reduce-kill: mappings ($first killed): $(dmsetup ls | awk '{print $1}' | tr '\n' ' ')"
+        verify_files "$second's online resume"
+        (cd /mnt && sha256sum -c -s /root/wmanifest) || fail "writer files differ after the resume"
+        umount /mnt
+        in_reencryption && fail "still in re-encryption"
+        $second close v || fail "$second close"
+        $first open -d $KF $D v || fail "$first open of the result"
+        echo "reduce-kill: $first opens ($first killed): $(dmsetup table v | awk '{print $1, $2, $3, $4, $7, $8}')"
+        check_fs "$first open"
+        $first close v || fail "$first close"
+        echo "reduce-kill: $first killed, $second finished online"
+    done
+    ;;
+status-online)
+    # Both tools' status of mapping v, compared; "$1" names the moment. Status reads v's own
+    # table, which a run in the background replaces (its helper stack goes in under v, and
+    # at its end the final table): the two reports are compared only when v's table was the
+    # same before and after both, otherwise they are taken again.
+    same_status() {
+        n=0
+        while :; do
+            before=$(dmsetup table v 2>&1)
+            cryptsetup status v > /root/st.cs 2>&1
+            lukskit status v > /root/st.lk 2>&1
+            [ "$(dmsetup table v 2>&1)" = "$before" ] && break
+            n=$((n + 1))
+            [ $n -lt 20 ] || fail "$1: the table of v changed under every one of 20 tries"
+        done
+        [ $n -eq 0 ] || echo "status-online: $1: taken again $n times (v's table changed)"
+        sed "s/^/status-online: $1: /" /root/st.cs
+        diff /root/st.cs /root/st.lk > /root/st.diff || fail "status differs ($1): $(cat /root/st.diff)"
+        echo "status-online: $1: same"
+    }
+    # Run "$@" in the background; once its helper stack maps two zones and v is linear over
+    # it, compare.
+    same_status_midway() {
+        label=$1
+        shift
+        "$@" > /root/run.out 2>&1 &
+        pid=$!
+        t=0
+        until [ "$(dmsetup table v-overlay 2>/dev/null | wc -l)" -ge 2 ] &&
+            overlay=$(dmsetup info -c --noheadings -o major,minor v-overlay 2>/dev/null) &&
+            dmsetup table v 2>/dev/null | grep -q " linear $overlay "; do
+            kill -0 $pid 2>/dev/null || fail "$label: the run ended first: $(cat /root/run.out)"
+            sleep 0.1
+            t=$((t + 1))
+            [ $t -lt 900 ] || fail "$label: no helper stack after 90 s"
+        done
+        same_status "$label"
+        wait $pid || fail "$label: $(cat /root/run.out)"
+    }
+    dd if=/dev/zero of=$D bs=1M 2>/dev/null
+    cryptsetup reencrypt $D --encrypt --init-only -c serpent-xts-plain64 --reduce-device-size 8M \
+        -q $FAST -d $KF v > /dev/null || fail "init"
+    same_status "shift initialized"
+    same_status_midway "shift online" cryptsetup reencrypt --resume-only -q -d $KF --hotzone-size 1M $D
+    same_status "shift done"
+    cryptsetup close v
+    cryptsetup luksFormat -q --type luks2 $FAST -d $KF $D || fail luksFormat
+    cryptsetup open -d $KF $D v || fail open
+    same_status "opened"
+    same_status_midway "online" cryptsetup reencrypt -q -d $KF --cipher serpent-xts-plain64 --hotzone-size 1M $D
+    cryptsetup close v
     ;;
 init-mismatch)
     # luks2-reencryption-test [4]: two mappings of one detached header, one on a 4 KiB

@@ -87,7 +87,13 @@ deferred() { # CASE TOOL NAME
     # shellcheck disable=SC2217 # the redirection is the point: it holds the mapping open
     sleep 600 <"/dev/mapper/$3" &
     holder=$!
-    sleep 1
+    # Until the holder has the device open (a loaded host can take longer than a second).
+    n=0
+    until [ "$(dmsetup info -c --noheadings -o open "$3" 2>/dev/null)" -ge 1 ] 2>/dev/null; do
+        [ $n -lt 600 ] || { echo "$1 $2 the holder did not open $3 in 60 s"; break; }
+        sleep 0.1
+        n=$((n + 1))
+    done
     $2 close --deferred "$3"
     echo "$1 $2 deferred-close rc=$? mapping=$(dmsetup info -c --noheadings -o name "$3" 2>/dev/null || echo none)"
     echo "$1 $2 while-held: node=$(node "$3")"

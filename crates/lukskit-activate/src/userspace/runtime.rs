@@ -171,7 +171,7 @@ pub fn cleanup_dead(name: &str, state: Option<&State>) -> Result<()> {
     if let Some(st) = state {
         if let Some(l) = &st.loop_device {
             let l = Path::new(l);
-            match lukskit_expose::loopdev::detach_stale(l, &device) {
+            match detach_retrying(l, &device) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                     return Err(ActivateError::MappingBusy {
@@ -191,6 +191,28 @@ pub fn cleanup_dead(name: &str, state: Option<&State>) -> Result<()> {
     lazy_unmount(&device);
     remove_dir(name);
     Ok(())
+}
+
+/// How long a busy loop device is tried again, as the kernel path's removal retries (and
+/// libdevmapper's `dm_task_retry_remove`): a probe that opened the device just after its
+/// file system was unmounted lets go within moments.
+const BUSY_RETRY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// [`lukskit_expose::loopdev::detach_stale`], tried again while the device is busy for up to
+/// [`BUSY_RETRY`].
+fn detach_retrying(dev: &Path, backing: &Path) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + BUSY_RETRY;
+    loop {
+        match lukskit_expose::loopdev::detach_stale(dev, backing) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::EBUSY)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Remove `/dev/mapper/NAME` if it is our link (to `target` when known).

@@ -35,8 +35,9 @@ pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
         o.batch_mode,
     )?;
     if !go {
-        return Err(CliError::invalid(
+        return Err(input::refused(
             "Operation aborted, device was NOT converted.",
+            true,
         ));
     }
     conv::convert(&mut vol, target).map_err(CliError::from)

@@ -50,6 +50,8 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         }
         None => None,
     };
+    // After cryptsetup's checks of the type's options, before anything else.
+    let created = create_header_file(o)?;
     let mut key_size_bits = super::volume_key::luks_key_bits(o.key_size);
     let volume_key = match (&o.volume_key_file, &integrity) {
         (p, Some((_, int_bytes))) => {
@@ -114,16 +116,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         }
         Err(e) => return Err(e.into()),
     }
-    if !o.batch_mode {
-        if let Some(kind) = super::signature::detect(target) {
-            // cryptsetup prints this warning on standard output.
-            println!("WARNING: Device {target} already contains a '{kind}' superblock signature.");
-        }
-    }
-    input::confirm(
-        &format!("This will overwrite data on {target} irrevocably."),
-        o.batch_mode,
-    )?;
+    confirm_overwrite(o, target, created)?;
     let src = match args.get(1).or(o.key_file.as_ref()) {
         Some(p) => KeySource::File {
             path: p.clone(),
@@ -132,11 +125,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         },
         None => KeySource::prompt_limited(o.keyfile_offset, o.keyfile_size),
     };
-    if o.verify_passphrase && !input::interactive() {
-        eprintln!("Can't do passphrase verification on non-tty inputs.");
-    }
-    let verify = o.verify_passphrase || !o.batch_mode;
-    let pass = input::get_secret(&src, &format!("Enter passphrase for {target}: "), verify)?;
+    let pass = new_passphrase(o, &src, target)?;
     super::luks1_pbkdf_fallback(&mut params);
     warn_small_keyslots_area(&params);
     if let Some((kind, _)) = &integrity {
@@ -150,6 +139,67 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         println!("Key slot {} created.", out.keyslot);
     }
     Ok(())
+}
+
+/// luksFormat's warning about a signature on `target` (the header or the device), and the
+/// question whether to overwrite it, not asked for a header file just `created`.
+pub(crate) fn confirm_overwrite(o: &Opts, target: &str, created: bool) -> Result<()> {
+    if !o.batch_mode && !o.disable_blkid {
+        if let Some(kind) = super::signature::detect(target) {
+            // cryptsetup prints this warning on standard output.
+            println!("WARNING: Device {target} already contains a '{kind}' superblock signature.");
+        }
+    }
+    if created {
+        return Ok(());
+    }
+    input::confirm(
+        &format!("This will overwrite data on {target} irrevocably."),
+        o.batch_mode,
+    )
+}
+
+/// The passphrase of a new header on `target`: "Enter passphrase for TARGET: ", asked twice
+/// on a terminal unless `-q` (cryptsetup's `_verify_passphrase(1)`).
+pub(crate) fn new_passphrase(
+    o: &Opts,
+    src: &KeySource,
+    target: &str,
+) -> Result<lukskit_crypto::SecretBuf> {
+    if o.verify_passphrase && !input::interactive() {
+        eprintln!("Can't do passphrase verification on non-tty inputs.");
+    }
+    let verify = o.verify_passphrase || !o.batch_mode;
+    input::get_secret(src, &format!("Enter passphrase for {target}: "), verify)
+}
+
+/// `--header FILE` where FILE does not exist (cryptsetup's `_luksFormat`): the question
+/// "Header file does not exist, do you want to create it?" (not with `-q`; "no" ends with
+/// exit code 2), then FILE is made, 4 KiB, readable and writable by its owner only. Returns
+/// whether it was made: the question whether to overwrite it is then not asked.
+pub(crate) fn create_header_file(o: &Opts) -> Result<bool> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let Some(file) = o.header.as_deref() else {
+        return Ok(false);
+    };
+    match std::fs::metadata(file) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        _ => return Ok(false),
+    }
+    if !input::confirmed(
+        "Header file does not exist, do you want to create it?",
+        o.batch_mode,
+    )? {
+        return Err(input::refused("Operation aborted.", true));
+    }
+    let made = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .and_then(|f| f.set_len(4096));
+    made.map_err(|_| CliError::invalid(format!("Cannot create header file {file}.")))?;
+    Ok(true)
 }
 
 /// cryptsetup 2.6.1's `--integrity` values: the LUKS2 integrity type and its key size in

@@ -61,7 +61,11 @@ pub fn luks_uuid(o: &Opts, args: &[String]) -> Result<()> {
                         }
                         e => CliError::from(e),
                     })?;
-            input::confirm("Do you really want to change UUID of device?", o.batch_mode)?;
+            input::confirm_or(
+                "Do you really want to change UUID of device?",
+                o.batch_mode,
+                input::refused("Operation aborted.", true),
+            )?;
             vol.set_uuid(u).map_err(CliError::from)
         }
     }
@@ -76,9 +80,11 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
         return dump_unbound_key(o, device, &vol);
     }
     if o.dump_volume_key {
-        input::confirm(
+        // Not answered YES: cryptsetup ends without a word, exit code 2.
+        input::confirm_or(
             "The header dump with volume key is sensitive information\nthat allows access to encrypted partition without a passphrase.\nThis dump should be stored encrypted in a safe place.",
             o.batch_mode,
+            CliError::permission(""),
         )?;
         let src = existing_key_source(o, None);
         let mut last = None;
@@ -148,9 +154,10 @@ fn dump_unbound_key(o: &Opts, device: &str, vol: &lukskit_volume::Volume) -> Res
             "Keyslot {slot} does not contain unbound key."
         )));
     }
-    input::confirm(
+    input::confirm_or(
         "The header dump with unbound key is sensitive information.\nThis dump should be stored encrypted in a safe place.",
         o.batch_mode,
+        CliError::permission(""),
     )?;
     let src = existing_key_source(o, None);
     let (_, key, _) = super::keys::unlock_with_tries(
@@ -216,22 +223,58 @@ pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
         .ok_or_else(|| CliError::invalid("Option --header-backup-file is required."))?;
     let img = backup::read_backup(file)?;
     let target = o.header.as_deref().unwrap_or(&args[0]);
-    let msg = if probe(target).ok().flatten().is_some() {
-        format!("Device {target} already contains LUKS header. Replacing header will destroy existing keyslots.")
-    } else {
-        format!("Device {target} does not contain LUKS header. Replacing header can destroy data on that device.")
+    // cryptsetup words it after the backup's version ("LUKS header" for LUKS1).
+    let kind = match img.version {
+        lukskit_format::detect::LuksVersion::Luks2 => "LUKS2",
+        _ => "LUKS",
     };
-    input::confirm(&msg, o.batch_mode)?;
+    // cryptsetup reads the device as the backup's version: a header of the other version is
+    // no header to it (and its LUKS1 reader says so of a LUKS2 one).
+    use lukskit_format::detect::LuksVersion;
+    let current = probe(target).ok().flatten();
+    if img.version != LuksVersion::Luks2 && current == Some(LuksVersion::Luks2) {
+        eprintln!("Unsupported LUKS version 2.");
+    }
+    let same_version = current == Some(img.version);
+    let mut msg = if same_version {
+        format!("Device {target} already contains {kind} header. Replacing header will destroy existing keyslots.")
+    } else {
+        format!("Device {target} does not contain {kind} header. Replacing header can destroy data on that device.")
+    };
+    if same_version
+        && header_uuid(target).is_some_and(|u| img.bytes.get(UUID_FIELD) != Some(&u[..]))
+    {
+        msg.push_str("\nWARNING: real device header has different UUID than backup!");
+    }
+    // Not answered YES: cryptsetup ends without a word, exit code 1.
+    input::confirm_or(&msg, o.batch_mode, CliError::invalid(""))?;
     backup::header_restore(&args[0], o.header.as_deref(), &img).map_err(CliError::from)
+}
+
+/// Where both LUKS versions keep the UUID in their binary header.
+const UUID_FIELD: std::ops::Range<usize> = 168..208;
+
+/// The UUID field of the LUKS header on `path`.
+fn header_uuid(path: &str) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let mut b = vec![0u8; UUID_FIELD.len()];
+    let f = std::fs::File::open(path).ok()?;
+    f.read_exact_at(&mut b, UUID_FIELD.start as u64).ok()?;
+    Some(b)
 }
 
 /// `erase <device>`: destroy every keyslot.
 pub fn erase(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let mut vol = super::load_volume(o, &args[0], Access::Write)?;
-    input::confirm(
-        &format!("WARNING: Device {} will be erased.\nAll key slots will be wiped, the data will no longer be accessible.", vol.dev.path()),
+    input::confirm_or(
+        &format!(
+            "This operation will erase all keyslots on device {}.\nDevice will become unusable \
+             after this operation.",
+            o.header.as_deref().unwrap_or(&args[0])
+        ),
         o.batch_mode,
+        input::refused("Operation aborted, keyslots were NOT wiped.", true),
     )?;
     // The keyslot of a LUKS2 re-encryption in progress stays (as with cryptsetup: its
     // metadata would not be valid without it); every other one goes.

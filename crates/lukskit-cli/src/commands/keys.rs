@@ -178,9 +178,10 @@ pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
         println!("Keyslot {slot} is selected for deletion.");
     }
     if vol.active_keyslots()?.len() == 1 {
-        input::confirm(
+        input::confirm_or(
             "This is the last keyslot. Device will become unusable after purging this key.",
             o.batch_mode || matches!(src, KeySource::File { .. }),
+            not_wiped(),
         )?;
     }
     vol.kill_keyslot(slot)?;
@@ -310,9 +311,10 @@ pub fn kill_slot(o: &Opts, args: &[String]) -> Result<()> {
     // when it is the last one, after a confirmation).
     if !o.batch_mode || o.key_file.is_some() || !input::interactive() {
         if last {
-            input::confirm(
+            input::confirm_or(
                 "This is the last keyslot. Device will become unusable after purging this key.",
                 o.batch_mode || o.key_file.is_some(),
+                not_wiped(),
             )?;
         }
         let src = existing_key_source(o, None);
@@ -365,4 +367,9 @@ fn kill(vol: &mut Volume, o: &Opts, slot: u32) -> Result<()> {
         println!("Key slot {slot} removed.");
     }
     Ok(())
+}
+
+/// cryptsetup's answer when the removal of the last keyslot is not confirmed.
+fn not_wiped() -> CliError {
+    input::refused("Operation aborted, the keyslot was NOT wiped.", true)
 }

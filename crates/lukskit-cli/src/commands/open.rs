@@ -6,6 +6,7 @@
 use super::{existing_key_source, need_args};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
+use crate::input;
 use lukskit_activate::{
     self as activate, BackendChoice, Exposure, KernelOptions, LayoutInfo, Mapping, MappingConfig,
     Status,
@@ -106,7 +107,8 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     }
     let (config, key, digest) = match o.r#type.as_deref() {
         Some("plain") => {
-            let (c, k) = unlock_plain(&o, device, name, backend == activate::Backend::Kernel)?;
+            let kernel = backend == activate::Backend::Kernel;
+            let (c, k) = unlock_plain(&o, device, name, kernel, true)?;
             (c, k, None)
         }
         None | Some("luks") | Some("luks1") | Some("luks2") => unlock_luks(&o, device, name)?,
@@ -450,11 +452,14 @@ fn in_initramfs() -> bool {
     (t == RAMFS_MAGIC || t == TMPFS_MAGIC) && std::path::Path::new("/init").exists()
 }
 
+/// The mapping of a plain device and its key, from this command line's options and the
+/// passphrase; `signatures`: first warn of a signature on the device (`open`, not `refresh`).
 fn unlock_plain(
     o: &Opts,
     device: &str,
     name: &str,
     kernel: bool,
+    signatures: bool,
 ) -> Result<(MappingConfig, SecretBuf)> {
     if o.header.is_some() {
         return Err(CliError::invalid(
@@ -463,6 +468,9 @@ fn unlock_plain(
     }
     let dev = absolute(device)?;
     let p = super::image::plain_params_for(o, kernel)?;
+    if signatures {
+        warn_of_signatures(o, device)?;
+    }
     let key = super::image::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
     let layout = p.layout()?;
     let mut c = base_config(o, name);
@@ -471,6 +479,27 @@ fn unlock_plain(
     c.layout = LayoutInfo::from(&layout);
     c.key_bits = p.key_bits;
     Ok((c, key))
+}
+
+/// A plain mapping over a device that holds a file system or volume signature, as cryptsetup
+/// 2.6.1 (through blkid) warns before the passphrase: the signature named on standard
+/// output, then a question on a terminal ("Detected device signature(s) on D. Proceeding
+/// further may damage existing data."; anything but YES aborts). Not with -q, nor with
+/// `--offset` (where cryptsetup does not look), nor with `--disable-blkid`.
+fn warn_of_signatures(o: &Opts, device: &str) -> Result<()> {
+    if o.batch_mode || o.offset.unwrap_or(0) != 0 || o.disable_blkid {
+        return Ok(());
+    }
+    let Some(kind) = super::signature::detect(device) else {
+        return Ok(());
+    };
+    println!("WARNING: Device {device} already contains a '{kind}' superblock signature.");
+    input::confirm(
+        &format!(
+            "Detected device signature(s) on {device}. Proceeding further may damage existing data."
+        ),
+        false,
+    )
 }
 
 /// Unlock a LUKS volume as `open` does: `--volume-key-file`, or (with `tokens`) the LUKS2
@@ -794,7 +823,8 @@ pub fn refresh(o: &Opts, args: &[String]) -> Result<()> {
         po.r#type = Some("plain".into());
         let device = m.device()?;
         let kernel = matches!(m.status(None).map(|s| s.exposure), Ok(Exposure::Kernel));
-        let (_, key) = unlock_plain(&po, &device, m.name(), kernel)?;
+        // (No look for signatures on a refresh, as cryptsetup.)
+        let (_, key) = unlock_plain(&po, &device, m.name(), kernel, false)?;
         return m
             .refresh(&key, o.allow_discards, &kernel_options(o, None))
             .map_err(CliError::from);

@@ -410,12 +410,17 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         None
     };
+    // What cryptsetup says of the device's use once the passphrases are read (see
+    // [`ActiveNotice`]); an encryption's new header is not looked at (`encrypt_luks2_init`).
+    let mut notice = ActiveNotice::Nothing;
     if checks_active && !has(o, "force-offline-reencrypt") && active.is_none() && live.is_none() {
         if !is_block {
-            // Offline, if the user says so on a terminal.
-            unknown_if_active(o, device)?;
+            if formatted.is_none() {
+                notice = ActiveNotice::unknown(o, device)?;
+            }
         } else {
-            active = detect_active(o, &vol, device)?;
+            active = detect_active(&vol, device)?;
+            notice = ActiveNotice::detected(active.as_deref(), &vol, device);
         }
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
@@ -425,10 +430,10 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                 o,
                 &vol,
                 device,
-                is_block,
-                runs,
+                (is_block, runs),
                 active.as_deref(),
                 live.as_ref(),
+                &mut notice,
             )?
         } else {
             None
@@ -447,10 +452,25 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             block,
             online,
             increase: increase.as_ref(),
+            notice: &notice,
         };
         init(o, &mut vol, &ctx, formatted)?
     } else {
-        super::open_reencrypt::unlock(o, &vol, device)?
+        // cryptsetup's `reencrypt_luks2_load`: whether to go on (not with -q or
+        // --resume-only; yes without a terminal), the passphrase, then the device's use.
+        if !has(o, "resume-only") {
+            let name = o.header.as_deref().unwrap_or(device);
+            input::confirm(
+                &format!(
+                    "Device {name} is already in LUKS2 reencryption. Do you wish to resume \
+                     previously initialised operation?"
+                ),
+                o.batch_mode,
+            )?;
+        }
+        let keys = super::open_reencrypt::unlock(o, &vol, device)?;
+        notice.say(o)?;
+        keys
     };
     // `--resilience` at a resume (cryptsetup's reencrypt keyslot update): the rest of the
     // run is protected as asked; a decryption with a moved segment changes the moved
@@ -638,10 +658,10 @@ fn sector_increase(
     o: &Opts,
     vol: &Volume,
     device: &str,
-    is_block: bool,
-    runs: bool,
+    (is_block, runs): (bool, bool),
     active: Option<&str>,
     live: Option<&lukskit_activate::userspace::UserspaceMapping>,
+    notice: &mut ActiveNotice,
 ) -> Result<Option<SectorIncrease>> {
     let old = data_sector_size(luks2(vol)?)?;
     let Some(new) = o.sector_size.filter(|n| *n > old) else {
@@ -656,9 +676,10 @@ fn sector_increase(
         // cryptsetup's `reencrypt_hint_force_offline_reencrypt`, then its look for the
         // active mapping, which an --init-only makes only for this check.
         if !is_block {
-            unknown_if_active(o, device)?;
+            *notice = ActiveNotice::unknown(o, device)?;
         } else {
-            kernel = detect_active(o, vol, device)?;
+            kernel = detect_active(vol, device)?;
+            *notice = ActiveNotice::detected(kernel.as_deref(), vol, device);
         }
         if kernel.is_none() {
             userspace = super::reencrypt_userspace::active_mapping(&vol.data_path)?
@@ -673,15 +694,65 @@ fn sector_increase(
 }
 
 /// The kernel mapping of `vol`'s data device (`device`, or the data device of a detached
-/// header) found among its holders as cryptsetup finds it, said as cryptsetup says it
-/// (not with `-q`).
-fn detect_active(o: &Opts, vol: &Volume, device: &str) -> Result<Option<String>> {
+/// header) found among its holders as cryptsetup finds it.
+fn detect_active(vol: &Volume, device: &str) -> Result<Option<String>> {
     let data_path = if vol.detached { &vol.data_path } else { device };
-    let active = super::reencrypt_online::detect(data_path, vol.uuid())?;
-    if let Some(name) = active.as_deref().filter(|_| !o.batch_mode) {
-        println!("Auto-detected active dm device '{name}' for data device {data_path}.");
+    super::reencrypt_online::detect(data_path, vol.uuid())
+}
+
+/// What cryptsetup 2.6.1 says of the device's use (its `get_active_device_name`), which it
+/// looks up after the passphrases are read and before anything is written: so that what
+/// the user types goes to the prompt it is meant for.
+pub(crate) enum ActiveNotice {
+    /// Nothing to say.
+    Nothing,
+    /// "Auto-detected active dm device 'NAME' for data device DEVICE." (not with `-q`).
+    Detected { name: String, data_path: String },
+    /// DEVICE is no block device: whether it is in use cannot be told; the question whether
+    /// to go on offline.
+    AskOffline { device: String },
+}
+
+impl ActiveNotice {
+    /// For a device that is no block device: with `-q` cryptsetup refuses at once (its
+    /// `reencrypt_hint_force_offline_reencrypt`, before any passphrase); otherwise it asks
+    /// later.
+    pub(crate) fn unknown(o: &Opts, device: &str) -> Result<Self> {
+        if o.batch_mode {
+            return Err(refuse_unknown_use(device));
+        }
+        Ok(Self::AskOffline {
+            device: device.to_string(),
+        })
     }
-    Ok(active)
+
+    /// For a mapping found over `vol`'s data device (`device`, or the data device of a
+    /// detached header).
+    fn detected(name: Option<&str>, vol: &Volume, device: &str) -> Self {
+        match name {
+            Some(n) => Self::Detected {
+                name: n.to_string(),
+                data_path: if vol.detached { &vol.data_path } else { device }.to_string(),
+            },
+            None => Self::Nothing,
+        }
+    }
+
+    /// Say it (and ask): an error when the user does not answer yes.
+    pub(crate) fn say(&self, o: &Opts) -> Result<()> {
+        match self {
+            Self::Nothing => Ok(()),
+            Self::Detected { name, data_path } => {
+                if !o.batch_mode {
+                    println!(
+                        "Auto-detected active dm device '{name}' for data device {data_path}."
+                    );
+                }
+                Ok(())
+            }
+            Self::AskOffline { device } => ask_offline(device),
+        }
+    }
 }
 
 /// The encryption sector size of the volume's data segment (512 where it has none).
@@ -693,17 +764,20 @@ fn data_sector_size(hdr: &lukskit_format::luks2::Luks2Header) -> Result<u32> {
         .map_or(512, |s| s.sector_size))
 }
 
-/// cryptsetup's answer for a device that is no block device, where it cannot tell whether
-/// the device is in use: with `-q` a refusal; otherwise "Device X is not a block device."
-/// and a question whose answer is no without a terminal (a run goes on offline on yes).
-fn unknown_if_active(o: &Opts, device: &str) -> Result<()> {
-    if o.batch_mode {
-        return Err(CliError::invalid(format!(
-            "Device {device} is not a block device. Can not auto-detect if it is active or \
-             not.\nUse --force-offline-reencrypt to bypass the check and run in offline mode \
-             (dangerous!)."
-        )));
-    }
+/// cryptsetup's refusal (with `-q`) of a device that is no block device, where it cannot
+/// tell whether the device is in use.
+pub(crate) fn refuse_unknown_use(device: &str) -> CliError {
+    CliError::invalid(format!(
+        "Device {device} is not a block device. Can not auto-detect if it is active or \
+         not.\nUse --force-offline-reencrypt to bypass the check and run in offline mode \
+         (dangerous!)."
+    ))
+}
+
+/// cryptsetup's question for a device that is no block device (without `-q`): "Device X is
+/// not a block device." and a question whose answer is no without a terminal (a run goes
+/// on offline on yes).
+fn ask_offline(device: &str) -> Result<()> {
     println!("Device {device} is not a block device.");
     let question = format!(
         "Unable to decide if device {device} is activated or not.\nAre you sure you want to \
@@ -715,11 +789,11 @@ fn unknown_if_active(o: &Opts, device: &str) -> Result<()> {
         return Ok(());
     }
     // Only an answer read from the user is followed by "Operation aborted.".
-    Err(CliError::invalid(if input::interactive() {
-        "Operation aborted."
+    Err(if input::interactive() {
+        input::aborted()
     } else {
-        ""
-    }))
+        CliError::invalid("")
+    })
 }
 
 /// The device a userspace mapping exposes its plaintext as (its `/dev/mapper` link, loop
@@ -787,6 +861,8 @@ struct InitContext<'a> {
     online: Option<&'a str>,
     /// A raise of the encryption sector size, checked once the passphrases are read.
     increase: Option<&'a SectorIncrease>,
+    /// What to say of the device's use once the passphrases are read.
+    notice: &'a ActiveNotice,
 }
 
 /// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
@@ -804,6 +880,7 @@ fn init(
         block,
         online,
         increase,
+        notice,
     } = *ctx;
     let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
         CliError::from(lukskit_volume::VolumeError::device_io(
@@ -819,6 +896,7 @@ fn init(
     };
     let pbkdf = pbkdf_options(o);
     if let Some(Formatted { pass, shift }) = formatted {
+        notice.say(o)?;
         let resilience = resilience?;
         // --encrypt: the new header holds the new key in its keyslot.
         let (_, vk) = vol.unlock(pass.as_bytes(), None, false)?;
@@ -902,6 +980,28 @@ fn init(
         return Err(CliError::invalid("No usable keyslot is available."));
     }
     let src = existing_key_source(o, None);
+    if has(o, "decrypt") {
+        // cryptsetup's `decrypt_luks2_init`: one passphrase, of any keyslot (or --key-slot).
+        let prompt = format!("Enter passphrase for {}: ", vol.data_path);
+        let (_, old_vk, _pass) =
+            super::keys::unlock_with_tries(vol, o, &src, &prompt, o.key_slot, false)?;
+        notice.say(o)?;
+        let params = InitParams {
+            mode: Mode::Decrypt,
+            resilience: resilience.map_err(init_failed)?,
+            cipher: String::new(),
+            sector_size: 512,
+            new_digest: None,
+            digest_iterations: pbkdf.digest_iterations(old_vk.len())?,
+            digest_hash: pbkdf.hash()?,
+        };
+        let keys = reencrypt::Keys {
+            old: Some(old_vk),
+            new: None,
+        };
+        commit_init(vol, (size, block), &params, &keys, online)?;
+        return Ok(keys);
+    }
     if slots.len() > 1 && !matches!(src, input::KeySource::Prompt) {
         return Err(CliError::invalid(
             "Key file can be used only with --key-slot or with exactly one key slot active.",
@@ -984,7 +1084,6 @@ fn init(
             sector_size,
         );
     }
-    let pbkdf = pbkdf_options(o);
     let mut old_vk: Option<SecretBuf> = None;
     let mut passes = Vec::new();
     for &slot in &slots {
@@ -995,24 +1094,8 @@ fn init(
         passes.push(pass);
     }
     let old_vk = old_vk.ok_or_else(CliError::wrong_passphrase)?;
+    notice.say(o)?;
     let resilience = resilience.map_err(init_failed)?;
-    if has(o, "decrypt") {
-        let params = InitParams {
-            mode: Mode::Decrypt,
-            resilience,
-            cipher: String::new(),
-            sector_size: 512,
-            new_digest: None,
-            digest_iterations: pbkdf.digest_iterations(old_vk.len())?,
-            digest_hash: pbkdf.hash()?,
-        };
-        let keys = reencrypt::Keys {
-            old: Some(old_vk),
-            new: None,
-        };
-        commit_init(vol, (size, block), &params, &keys, online)?;
-        return Ok(keys);
-    }
     let new_vk = match file_vk {
         Some(vk) => vk,
         None => SecretBuf::random(key_len)
@@ -1132,6 +1215,7 @@ fn keep_key_init(
     let slot = slots[0];
     let prompt = format!("Enter passphrase for key slot {slot}: ");
     let (_, vk, _pass) = super::keys::unlock_with_tries(vol, o, src, &prompt, Some(slot), false)?;
+    ctx.notice.say(o)?;
     if let Some(i) = ctx.increase {
         i.check()?;
     }
@@ -1438,7 +1522,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
     let params = lukskit_volume::format::FormatParams {
         kind: lukskit_volume::format::FormatType::Luks2,
         device: device.to_string(),
-        header: Some(header),
+        header: Some(header.clone()),
         cipher: o
             .cipher
             .clone()
@@ -1457,8 +1541,12 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
         volume_key: None,
         integrity: None,
     };
+    // cryptsetup's luksFormat of the header: made if missing (asked first), the question
+    // whether to overwrite it otherwise, its new passphrase.
+    let created = super::format::create_header_file(o)?;
+    super::format::confirm_overwrite(o, &header, created)?;
     let src = existing_key_source(o, None);
-    let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase)?;
+    let pass = super::format::new_passphrase(o, &src, &header)?;
     super::format::warn_small_keyslots_area(&params);
     lukskit_volume::format::format(&params, pass.as_bytes())?;
     Ok(Formatted { pass, shift })

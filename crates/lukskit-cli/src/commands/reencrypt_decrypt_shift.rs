@@ -64,13 +64,14 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>)>
         m.file_type().is_block_device()
     });
     let offline = o.given.has("force-offline-reencrypt");
-    if !offline && !is_block {
-        return Err(CliError::invalid(format!(
-            "Device {device} is not a block device. Can not auto-detect if it is active or \
-             not.\nUse --force-offline-reencrypt to bypass the check and run in offline mode \
-             (dangerous!)."
-        )));
-    }
+    // A device that is no block device: refused at once with -q (cryptsetup's
+    // `reencrypt_hint_force_offline_reencrypt`), else asked about once the passphrase is read.
+    let unknown_use = !offline && !is_block && o.given.value("active-name").is_none();
+    let notice = if unknown_use {
+        Some(super::reencrypt::ActiveNotice::unknown(o, device)?)
+    } else {
+        None
+    };
     let moved_length = match o.given.value("hotzone-size") {
         Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
             CliError::invalid("Invalid max reencryption hotzone size specification.")
@@ -89,14 +90,19 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>)>
     // The kernel mapping of the device, if it is open (`reencrypt_get_active_name`).
     let active = if offline {
         None
+    } else if let Some(notice) = &notice {
+        notice.say(o)?;
+        None
     } else if let Some(n) = o.given.value("active-name") {
         Some(lukskit_activate::mapping_name(n).to_string())
     } else {
         let found = super::reencrypt_online::detect(device, vol.uuid())?;
         if let Some(name) = &found {
-            if !o.batch_mode {
-                println!("Auto-detected active dm device '{name}' for data device {device}.");
+            super::reencrypt::ActiveNotice::Detected {
+                name: name.clone(),
+                data_path: device.to_string(),
             }
+            .say(o)?;
         }
         found
     };

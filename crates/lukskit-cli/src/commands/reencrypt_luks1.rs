@@ -124,8 +124,14 @@ pub fn dispatch(o: &Opts, device: &str) -> Result<Option<()>> {
     }
     if encrypt {
         // A LUKS header that does not load (a damaged one, one beside another signature) is
-        // no device to encrypt: cryptsetup refuses it with the reason, the header first.
-        for path in [o.header.as_deref(), Some(device)].into_iter().flatten() {
+        // no device to encrypt: cryptsetup refuses it with the reason, the header first
+        // (not with --disable-blkid, as cryptsetup 2.7).
+        let probed = if o.disable_blkid {
+            [None, None]
+        } else {
+            [o.header.as_deref(), Some(device)]
+        };
+        for path in probed.into_iter().flatten() {
             if let Some(problem) = broken_luks(path) {
                 return Err(CliError::invalid(format!(
                     "{problem}Device {path} contains broken LUKS metadata. Aborting operation."

@@ -10,7 +10,6 @@
 use super::{existing_key_source, pbkdf_options};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
-use crate::input;
 use lukskit_format::io::Storage;
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, datashift};
@@ -147,8 +146,10 @@ fn init_with_temp(
         volume_key: None,
         integrity: None,
     };
+    // cryptsetup's luksFormat of the temporary header file it has just made.
+    super::format::confirm_overwrite(o, temp, false).map_err(plain)?;
     let src = existing_key_source(o, None);
-    let pass = input::get_secret(&src, "Enter passphrase: ", o.verify_passphrase).map_err(plain)?;
+    let pass = super::format::new_passphrase(o, &src, temp).map_err(plain)?;
     super::format::warn_small_keyslots_area(&params);
     let outcome =
         lukskit_volume::format::format(&params, pass.as_bytes()).map_err(|e| plain(e.into()))?;

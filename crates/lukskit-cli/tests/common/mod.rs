@@ -130,17 +130,23 @@ pub fn have_script(test: &str) -> bool {
     false
 }
 
-/// Run `cmd` (a shell command line) on a pseudo-terminal made by util-linux `script`,
-/// typing `lines` one by one; returns the transcript, which ends with `rc=<exit code>`.
-/// Callers check [`have_script`] first.
-pub fn on_tty(cmd: &str, lines: &[&str]) -> String {
-    let mut child = Command::new("script")
+/// `cmd` (a shell command line, followed by `echo rc=$?`) started on a pseudo-terminal made
+/// by util-linux `script`, its standard input and output piped.
+fn on_script(cmd: &str) -> std::process::Child {
+    Command::new("script")
         .args(["-qec", &format!("{cmd}; echo rc=$?"), "/dev/null"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("spawn script");
+        .expect("spawn script")
+}
+
+/// Run `cmd` (a shell command line) on a pseudo-terminal made by util-linux `script`,
+/// typing `lines` one by one; returns the transcript, which ends with `rc=<exit code>`.
+/// Callers check [`have_script`] first.
+pub fn on_tty(cmd: &str, lines: &[&str]) -> String {
+    let mut child = on_script(cmd);
     let mut stdin = child.stdin.take().unwrap();
     for l in lines {
         std::thread::sleep(std::time::Duration::from_millis(400));
@@ -151,6 +157,56 @@ pub fn on_tty(cmd: &str, lines: &[&str]) -> String {
     drop(stdin);
     let out = child.wait_with_output().expect("wait for script");
     String::from_utf8_lossy(&out.stdout).replace('\r', "")
+}
+
+/// [`on_tty`] that types each line only once the program waits for it: when what it has
+/// written since the last line ends with ": " (a prompt or a YES question), or after
+/// `wait` without one (the transcript then shows what the program asked instead). The
+/// transcript ends with `rc=<exit code>`.
+pub fn on_tty_prompted(cmd: &str, lines: &[&str], wait: std::time::Duration) -> String {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+    let mut child = on_script(cmd);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut out = child.stdout.take().unwrap();
+    let reader = {
+        let seen = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        })
+    };
+    let mut stdin = child.stdin.take().unwrap();
+    let mut from = 0;
+    for l in lines {
+        let start = Instant::now();
+        loop {
+            let now = seen.lock().unwrap().clone();
+            let new = String::from_utf8_lossy(&now[from.min(now.len())..]).replace('\r', "");
+            if new.ends_with(": ") || start.elapsed() > wait {
+                from = now.len();
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        // What is typed is echoed (or not) by the terminal as the program set it.
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        stdin.write_all(format!("{l}\n").as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    }
+    // The last answer's echo, then end of input.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    drop(stdin);
+    let _ = child.wait();
+    reader.join().unwrap();
+    let all = seen.lock().unwrap().clone();
+    String::from_utf8_lossy(&all).replace('\r', "")
 }
 
 /// `../shared/testdata/cryptsetup` relative to the repository, if present.

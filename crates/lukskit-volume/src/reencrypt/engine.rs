@@ -1606,8 +1606,16 @@ pub fn run_online(
         let mut zone = Hashed::default();
         let mut buf = Vec::new();
         let mut quit = false;
+        // An encryption that moved the first segment to the end counts, as cryptsetup's
+        // does, over the data device less the new data offset: the moved copy's length
+        // more than the segments lukskit steps over, counted as done from the start.
+        let shown = if r.shift_encrypt && datashift::moved_area(&r.c).is_some() {
+            r.c.shift()
+        } else {
+            0
+        };
         if let Some(p) = opts.progress.as_mut() {
-            quit = !p(r.progress, r.device_size);
+            quit = !p(r.progress + shown, r.device_size + shown);
         }
         while !quit && r.progress < r.device_size {
             let stepped = match io.as_mut() {
@@ -1620,7 +1628,7 @@ pub fn run_online(
                 return Err(e);
             }
             if let Some(p) = opts.progress.as_mut() {
-                quit = !p(r.progress, r.device_size);
+                quit = !p(r.progress + shown, r.device_size + shown);
             }
         }
         buf.fill(0);
