@@ -309,3 +309,273 @@ fn lock_files_are_removed_by_their_last_holder() {
         );
     }
 }
+
+/// `lukskit TOOL ARGS` or `cryptsetup ARGS`, run in `dir` (an encryption with a data shift
+/// makes its temporary header in the current directory).
+fn tool_in(dir: &std::path::Path, tool: &str, args: &[&str]) -> Run {
+    let bin = if tool == "cryptsetup" {
+        cryptsetup_path().expect("cryptsetup")
+    } else {
+        std::path::PathBuf::from(env!("CARGO_BIN_EXE_lukskit"))
+    };
+    let o = Command::new(bin)
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    Run {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+/// The reproduction: `open`, mkfs, mount, then `reencrypt -q
+/// --force-offline-reencrypt` of the image exited 0 and destroyed the file system. Every form
+/// of an offline re-encryption is now refused with cryptsetup 2.6.1's words and exit code
+/// while a lukskit mapping serves the image (or a loop device over it, or a block device),
+/// nothing is written, and the file system is intact afterwards. Where cryptsetup can see the
+/// holder (a block device a lukskit mapping holds, a mounted file system) it runs the same
+/// commands here and must answer alike; it writes the re-encryption metadata before it
+/// refuses, so lukskit runs first on each device and its header is checked unchanged.
+#[test]
+fn forced_offline_reencryption_never_runs_under_a_mapping_or_a_mount() {
+    let test = "forced offline reencryption";
+    if !capable(test) || !have_cryptsetup(test) || !have_e2fs(test) {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let kf = write_file(d, "k", b"secret");
+    let dump = |dev: &str| lukskit(&["luksDump", dev], b"").ok("luksDump").stdout;
+    let excl =
+        |dev: &str| format!("Failed to open {dev} in exclusive mode (already mapped or mounted).");
+    let legacy = |dev: &str| format!("Cannot exclusively open {dev}, device in use.");
+
+    // 1. An image file served by a lukskit mapping, mounted.
+    let img = sparse(d, "v.img", 48 << 20);
+    lukskit(&fast(vec!["luksFormat", &img, "-d", &kf]), b"").ok("format");
+    let mut m = Mapping::new("excl-reenc");
+    lukskit(&["open", "-d", &kf, &img, &m.name], b"").ok("open");
+    sh(&format!("mkfs.ext4 -q {}", m.dev()));
+    m.mount(d);
+    let file = m.mnt.as_ref().unwrap().join("data");
+    std::fs::write(&file, pattern(1 << 20, 7)).unwrap();
+    sh("sync");
+    let before = dump(&img);
+    for (args, code, message) in [
+        (
+            vec!["reencrypt", "--force-offline-reencrypt"],
+            5,
+            excl(&img),
+        ),
+        (
+            vec![
+                "reencrypt",
+                "--force-offline-reencrypt",
+                "--resilience",
+                "none",
+            ],
+            5,
+            excl(&img),
+        ),
+        (
+            vec![
+                "reencrypt",
+                "--force-offline-reencrypt",
+                "--decrypt",
+                "--header",
+                "out.hdr",
+            ],
+            1,
+            legacy(&img),
+        ),
+    ] {
+        let mut a = fast(args.clone());
+        a.extend(["-d", &kf, &img]);
+        assert_refused(
+            &tool_in(d, "lukskit", &a),
+            code,
+            &message,
+            &format!("{args:?} of a served image"),
+        );
+        assert!(
+            !d.join("out.hdr").exists(),
+            "{args:?}: a header file was made"
+        );
+        assert_eq!(dump(&img), before, "{args:?}: the header changed");
+    }
+    // A loop device over the served image is refused as well (it is the same data).
+    let lo_img = Loop::attach(&img);
+    let mut a = fast(vec!["reencrypt", "--force-offline-reencrypt"]);
+    a.extend(["-d", &kf, &lo_img.0]);
+    assert_refused(
+        &lukskit(&a, b""),
+        5,
+        &excl(&lo_img.0),
+        "a loop device over the served image",
+    );
+    // ... and so is a second open through it (the first round left this open).
+    let second = Mapping::new("excl-reenc2");
+    assert_refused(
+        &lukskit(&["open", "-d", &kf, &lo_img.0, &second.name], b""),
+        5,
+        &format!(
+            "Cannot use device {} which is in use (already mapped or mounted).",
+            lo_img.0
+        ),
+        "a second open through a loop device over the served image",
+    );
+    drop(lo_img);
+    assert_eq!(dump(&img), before, "the header changed");
+    m.umount();
+    lukskit(&["close", &m.name], b"").ok("close");
+    lukskit(&["open", "-d", &kf, &img, &m.name], b"").ok("reopen");
+    fsck(&m.dev(), "after the refused re-encryptions");
+    m.mount(d);
+    assert_eq!(
+        std::fs::read(m.mnt.as_ref().unwrap().join("data")).unwrap(),
+        pattern(1 << 20, 7),
+        "the file written before survived"
+    );
+    m.umount();
+    // Closed, the same forced run goes ahead.
+    lukskit(&["close", &m.name], b"").ok("close again");
+    let mut a = fast(vec!["reencrypt", "--force-offline-reencrypt"]);
+    a.extend(["-d", &kf, &img]);
+    lukskit(&a, b"").ok("forced offline run of the closed image");
+
+    // 2. Block devices held by a lukskit mapping (its claim is the kernel's O_EXCL, which
+    // cryptsetup sees): LUKS2 and LUKS1, each tool; and the image file behind the loop device.
+    for kind in ["luks2", "luks1"] {
+        let back = sparse(d, &format!("{kind}.img"), 48 << 20);
+        let lo = Loop::attach(&back);
+        lukskit(
+            &fast(vec!["luksFormat", "--type", kind, &lo.0, "-d", &kf]),
+            b"",
+        )
+        .ok("format");
+        let m = Mapping::new(&format!("excl-{kind}"));
+        lukskit(&["open", "-d", &kf, &lo.0, &m.name], b"").ok("open block device");
+        let before = dump(&lo.0);
+        let mut a = fast(vec!["reencrypt", "--force-offline-reencrypt"]);
+        a.extend(["-d", &kf, &lo.0]);
+        let ours = lukskit(&a, b"");
+        assert_eq!(dump(&lo.0), before, "{kind}: lukskit changed the header");
+        let mut f = fast(vec!["reencrypt", "--force-offline-reencrypt"]);
+        f.extend(["-d", &kf, &back]);
+        let file = lukskit(&f, b"");
+        let theirs = cryptsetup(&a, b"").unwrap();
+        let (code, message) = if kind == "luks2" {
+            (5, excl(&lo.0))
+        } else {
+            (1, legacy(&lo.0))
+        };
+        assert_refused(
+            &theirs,
+            code,
+            &message,
+            &format!("cryptsetup, {kind} block device"),
+        );
+        assert_refused(
+            &ours,
+            code,
+            &message,
+            &format!("lukskit, {kind} block device"),
+        );
+        let file_message = if kind == "luks2" {
+            excl(&back)
+        } else {
+            legacy(&back)
+        };
+        assert_refused(
+            &file,
+            code,
+            &file_message,
+            &format!("{kind}: the file behind the loop device"),
+        );
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
+
+    // 3. Encryption and decryption of a mounted block device: a plaintext file system to
+    // encrypt, and the same device as the data device of a detached header to decrypt.
+    let fs = sparse(d, "fs.img", 48 << 20);
+    let lo = Loop::attach(&fs);
+    for tool in ["lukskit", "cryptsetup"] {
+        // Made before the file system (the format does not touch the data device).
+        let h = format!("{tool}.detached");
+        lukskit(
+            &fast(vec![
+                "luksFormat",
+                "--header",
+                &d.join(&h).to_string_lossy(),
+                &lo.0,
+                "-d",
+                &kf,
+            ]),
+            b"",
+        )
+        .ok("detached header");
+    }
+    sh(&format!("mkfs.ext4 -q {}", lo.0));
+    let mnt = d.join("raw");
+    std::fs::create_dir(&mnt).unwrap();
+    sh(&format!("mount {} {}", lo.0, mnt.display()));
+    let cases: [(&str, Vec<&str>, i32, String); 3] = [
+        (
+            "--encrypt --header",
+            vec!["--encrypt", "--header", "TOOL.hdr"],
+            5,
+            excl(&lo.0),
+        ),
+        (
+            "--encrypt --reduce-device-size",
+            vec!["--encrypt", "--reduce-device-size", "8M"],
+            1,
+            format!(
+                "{}\nFailed to initialize LUKS2 reencryption in metadata.",
+                excl(&lo.0)
+            ),
+        ),
+        (
+            "--decrypt --header (detached)",
+            vec!["--decrypt", "--header", "TOOL.detached"],
+            5,
+            excl(&lo.0),
+        ),
+    ];
+    let hdr_before = dump(&d.join("lukskit.detached").to_string_lossy());
+    for (what, args, code, message) in &cases {
+        for tool in ["lukskit", "cryptsetup"] {
+            let mut a = fast(vec!["reencrypt", "--force-offline-reencrypt"]);
+            let args: Vec<String> = args.iter().map(|s| s.replace("TOOL", tool)).collect();
+            a.extend(args.iter().map(String::as_str));
+            a.extend(["-d", &kf, &lo.0]);
+            assert_refused(
+                &tool_in(d, tool, &a),
+                *code,
+                message,
+                &format!("{tool} {what} of a mounted device"),
+            );
+        }
+        assert!(
+            !d.join("lukskit.hdr").exists(),
+            "{what}: lukskit made a header file"
+        );
+    }
+    assert_eq!(
+        dump(&d.join("lukskit.detached").to_string_lossy()),
+        hdr_before,
+        "lukskit changed the detached header"
+    );
+    let left: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("LUKS2-temp-"))
+        .collect();
+    assert!(left.is_empty(), "temporary headers left: {left:?}");
+    sh(&format!("umount {}", mnt.display()));
+    fsck(&lo.0, "the mounted file system");
+}

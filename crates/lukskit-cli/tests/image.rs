@@ -337,6 +337,69 @@ fn decrypted_output_is_private() {
     }
 }
 
+/// The plaintext output is never written through a planted symbolic link or into a file
+/// another user made (issue 36, item 12): lukskit writes a new file of its own beside it
+/// and renames it over the output when complete, so the link is replaced (its target keeps
+/// its content) and so is the other user's file (its inode, still reachable through a
+/// second link, keeps its content), and nothing partial is left under the output's name.
+#[test]
+fn decrypted_output_never_goes_through_a_planted_link_or_into_anothers_file() {
+    use std::os::unix::fs::MetadataExt;
+    let d = tmp();
+    let plain = plaintext(70_000, 4);
+    let (img, kf) = small_image(d.path(), &plain);
+    let victim = write_file(d.path(), "victim", b"root's file");
+    let link = d.path().join("out.link");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    lukskit(
+        &["image", "decrypt", "-q", "-d", &kf, &img, &path_str(&link)],
+        b"",
+    )
+    .ok("decrypt onto a link");
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"root's file",
+        "written through the link"
+    );
+    let md = std::fs::symlink_metadata(&link).unwrap();
+    assert!(
+        md.file_type().is_file(),
+        "the link was not replaced by a file"
+    );
+    assert_eq!(mode_of(&path_str(&link)), 0o600);
+    assert!(std::fs::read(&link).unwrap()[..plain.len()] == plain[..]);
+
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let theirs = write_file(d.path(), "theirs", b"their content");
+        std::os::unix::fs::chown(&theirs, Some(65534), Some(65534)).unwrap();
+        let keep = d.path().join("theirs.keep");
+        std::fs::hard_link(&theirs, &keep).unwrap();
+        lukskit(&["image", "decrypt", "-q", "-d", &kf, &img, &theirs], b"")
+            .ok("decrypt onto another user's file");
+        assert_eq!(
+            std::fs::read(&keep).unwrap(),
+            b"their content",
+            "written into their file"
+        );
+        let md = std::fs::metadata(&theirs).unwrap();
+        assert_eq!(
+            (md.uid(), md.mode() & 0o7777),
+            (0, 0o600),
+            "the output is ours, private"
+        );
+        assert!(std::fs::read(&theirs).unwrap()[..plain.len()] == plain[..]);
+    }
+    // No new file of lukskit's is left beside the outputs.
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".lukskit-"))
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
 /// Replacing an existing non-empty output file asks for confirmation on a terminal, as
 /// `image encrypt` does for its image (and cryptsetup for luksFormat): anything but YES
 /// leaves the file alone; `-q` and the absence of a terminal proceed, as for encrypt.

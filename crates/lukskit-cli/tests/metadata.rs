@@ -145,6 +145,34 @@ fn tokens_match_cryptsetup() {
             .ok("export");
         assert_eq!(ours.stdout, theirs.stdout, "token {id}");
     }
+    // To a file: the same bytes, and the file is made 0600 as by cryptsetup (a token may
+    // hold key material), whatever the umask.
+    use std::os::unix::fs::PermissionsExt;
+    for (tool, img) in [("lukskit", &a), ("cryptsetup", &b)] {
+        let out = dir.path().join(format!("{tool}.json"));
+        let out_s = out.to_str().unwrap();
+        run_tool(
+            tool,
+            &[
+                "token",
+                "export",
+                "--token-id",
+                "5",
+                "--json-file",
+                out_s,
+                img,
+            ],
+            b"",
+        )
+        .ok("export to a file");
+        let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{tool}: mode of the exported token file");
+    }
+    assert_eq!(
+        std::fs::read(dir.path().join("lukskit.json")).unwrap(),
+        std::fs::read(dir.path().join("cryptsetup.json")).unwrap(),
+        "exported token files"
+    );
     // Importing into a used id without --token-replace fails; removing an unused one too.
     let mut bad = vec!["token", "import", "--json-file", &j, "--token-id", "5"];
     bad.push(&a);

@@ -495,3 +495,75 @@ fn run_stopped_by_lukskit_is_taken_up_by_cryptsetup() {
         assert_eq!(plaintext(dir, &img, None), p0);
     }
 }
+
+/// The legacy run's files have predictable names in the current directory, which may be one
+/// others can write to (issue 36, item 5): a symbolic link planted as `LUKS-<uuid>.new`,
+/// `.org` or `.lukskit-journal`, or a log left there by another user, is never written
+/// through. Each planted run fails, the file the link points to is unchanged, the volume
+/// keeps its plaintext, and once the plant is gone a run (resumed where the device was
+/// already marked) finishes.
+#[test]
+fn planted_links_and_other_users_files_are_never_written_through() {
+    let d = tmp();
+    let dir = d.path();
+    let img = write_file(dir, "img", &pattern(4 << 20, 5));
+    format_luks1(dir, &img, &[]);
+    let p0 = plaintext(dir, &img, None);
+    let uuid = lk(dir, &["luksUUID", &img], b"").ok("luksUUID").stdout;
+    let uuid = uuid.trim();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, b"root's file").unwrap();
+    let unchanged = |what: &str| {
+        assert_eq!(
+            std::fs::read(&victim).unwrap(),
+            b"root's file",
+            "{what}: written through"
+        );
+    };
+    for ext in ["new", "org", "lukskit-journal"] {
+        let plant = dir.join(format!("LUKS-{uuid}.{ext}"));
+        std::os::unix::fs::symlink(&victim, &plant).unwrap();
+        let r = reenc(dir, &img, &[]);
+        assert_ne!(
+            r.code, 0,
+            "{ext}: the run went through a planted link: {}",
+            r.stdout
+        );
+        unchanged(ext);
+        let _ = std::fs::remove_file(&plant);
+        // Where the device was marked before the plant was met, the run resumes now.
+        if !legacy_files(dir).is_empty() {
+            reenc(dir, &img, &[]).ok(&format!("{ext}: resumed once the link is gone"));
+        }
+        assert!(
+            legacy_files(dir).is_empty(),
+            "{ext}: files left: {:?}",
+            legacy_files(dir)
+        );
+        assert_eq!(plaintext(dir, &img, None), p0, "{ext}: plaintext");
+    }
+    // A log of another user (a short one: lukskit would start its run in it).
+    let log = dir.join(format!("LUKS-{uuid}.log"));
+    std::fs::write(&log, b"x").unwrap();
+    std::os::unix::fs::chown(&log, Some(65534), Some(65534)).unwrap();
+    let r = reenc(dir, &img, &[]);
+    assert_eq!(
+        (r.code, r.stderr.lines().last().unwrap_or("")),
+        (1, "Cannot open reencryption log file."),
+        "another user's log: {}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        b"x",
+        "another user's log was written"
+    );
+    std::fs::remove_file(&log).unwrap();
+    // A link as the log: refused the same way.
+    std::os::unix::fs::symlink(&victim, &log).unwrap();
+    let r = reenc(dir, &img, &[]);
+    assert_eq!(r.code, 1, "a linked log: {}", r.stderr);
+    unchanged("log");
+    std::fs::remove_file(&log).unwrap();
+    assert_eq!(plaintext(dir, &img, None), p0, "plaintext at the end");
+}

@@ -1,7 +1,10 @@
 //! Exclusive use against the real kernel (reference VM): while cryptsetup's dm-crypt mapping
 //! or a mount holds a device, lukskit refuses to open, format or convert it with exactly
 //! cryptsetup's messages and exit codes; while lukskit's own mapping holds a device,
-//! cryptsetup and the kernel are refused as well. Script: tests/refvm/exclusive/exclusive.sh.
+//! cryptsetup and the kernel are refused as well. A forced offline re-encryption under a
+//! mapping or a mount is refused alike, and lukskit leaves the header as it was (cryptsetup
+//! writes the re-encryption metadata before it refuses). Script:
+//! tests/refvm/exclusive/exclusive.sh.
 
 mod common;
 mod refvm_common;
@@ -21,6 +24,21 @@ fn lukskit_and_cryptsetup_refuse_each_others_devices_alike() {
     assert!(r.stdout.contains("exclusive: done"), "{}", r.stdout);
     assert!(
         !r.stdout.contains("mount of a claimed device succeeded"),
+        "{}",
+        r.stdout
+    );
+    // A forced offline re-encryption under a mapping is refused before anything is written
+    // (cryptsetup writes the re-encryption metadata first, then refuses).
+    for case in ["reencrypt-mapped", "reencrypt-lukskit-mapped"] {
+        assert!(
+            r.stdout.contains(&format!("lukskit-header {case} kept")),
+            "{case}: lukskit's header changed or was not checked:\n{}",
+            r.stdout
+        );
+    }
+    assert!(
+        !r.stdout
+            .contains("lukskit made a header for a mounted device"),
         "{}",
         r.stdout
     );
@@ -48,6 +66,9 @@ fn lukskit_and_cryptsetup_refuse_each_others_devices_alike() {
         "plain-mounted",
         "open-lukskit-mapped",
         "format-lukskit-mapped",
+        "reencrypt-mapped",
+        "encrypt-mounted",
+        "reencrypt-lukskit-mapped",
     ];
     for case in expected {
         let (theirs, ours) = cases

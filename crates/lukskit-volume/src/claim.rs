@@ -48,6 +48,8 @@ impl std::error::Error for ClaimError {}
 #[derive(Debug)]
 pub struct Claim {
     _file: Option<File>,
+    /// For a loop device: the lock on its backing file (the same data under another name).
+    _backing: Option<File>,
 }
 
 impl Claim {
@@ -59,49 +61,96 @@ impl Claim {
         Self::acquire_with(path, LoopPolicy::AnyAttached)
     }
 
-    /// Claim `path` for a format (luksFormat): as [`Claim::acquire`], but an image file
-    /// with a loop device attached counts as in use only while that loop device is itself
-    /// in use (mapped, mounted, opened exclusively). cryptsetup formats an image file whatever
-    /// loop device is attached to it (upstream's compat-test2 formats the file its idle
-    /// `losetup` device is attached to); refusing one under a live mapping is lukskit's own
-    /// precaution.
-    pub fn acquire_for_format(path: &str) -> Result<Claim, ClaimError> {
+    /// Claim `path` for a command that rewrites it offline (luksFormat, an offline
+    /// re-encryption): as [`Claim::acquire`], but an image file with a loop device attached
+    /// counts as in use only while that loop device is itself in use (mapped, mounted, opened
+    /// exclusively). cryptsetup formats and re-encrypts an image file whatever loop device is
+    /// attached to it (upstream's compat-test2 formats the file its idle `losetup` device is
+    /// attached to) and takes no claim on files at all; refusing one under a live mapping
+    /// (lukskit's, or any through a loop device) is lukskit's own precaution.
+    pub fn acquire_for_rewrite(path: &str) -> Result<Claim, ClaimError> {
         Self::acquire_with(path, LoopPolicy::BusyOnly)
     }
 
     fn acquire_with(path: &str, loops: LoopPolicy) -> Result<Claim, ClaimError> {
         if crate::device::remote::is_remote(path) {
-            return Ok(Claim { _file: None });
+            return Ok(Claim {
+                _file: None,
+                _backing: None,
+            });
         }
         let md = std::fs::metadata(path).map_err(ClaimError::Io)?;
         let ft = md.file_type();
         if ft.is_block_device() {
-            return open_excl(path).map(|f| Claim { _file: Some(f) });
+            let f = open_excl(path)?;
+            let backing = claim_loop_backing_file(md.rdev())?;
+            return Ok(Claim {
+                _file: Some(f),
+                _backing: backing,
+            });
         }
         if !ft.is_file() {
             // Character devices, pipes: nothing to claim them with (cryptsetup takes no claim
             // on those either); the holder still has the file open.
             let f = File::open(path).map_err(ClaimError::Io)?;
-            return Ok(Claim { _file: Some(f) });
+            return Ok(Claim {
+                _file: Some(f),
+                _backing: None,
+            });
         }
-        let (f, kind) = match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(path)
-        {
-            Ok(f) => (f, libc::F_WRLCK),
-            // A file we may only read: a read lock still keeps writers and formatters out.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EROFS)) => {
-                (File::open(path).map_err(ClaimError::Io)?, libc::F_RDLCK)
-            }
-            Err(e) => return Err(ClaimError::Io(e)),
-        };
-        ofd_lock(&f, kind)?;
+        let f = lock_file(path)?;
         if attached_to_loop_device(md.dev(), md.ino(), loops) {
             return Err(ClaimError::InUse);
         }
-        Ok(Claim { _file: Some(f) })
+        Ok(Claim {
+            _file: Some(f),
+            _backing: None,
+        })
+    }
+}
+
+/// Open the regular file `path` and take the claim's lock on it: a write lock, or a read lock
+/// on a file we may only read (which still keeps writers and formatters out).
+fn lock_file(path: &str) -> Result<File, ClaimError> {
+    let (f, kind) = match OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => (f, libc::F_WRLCK),
+        // A file we may only read: a read lock still keeps writers and formatters out.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EROFS)) => {
+            (File::open(path).map_err(ClaimError::Io)?, libc::F_RDLCK)
+        }
+        Err(e) => return Err(ClaimError::Io(e)),
+    };
+    ofd_lock(&f, kind)?;
+    Ok(f)
+}
+
+/// A loop device (`rdev`) is its backing file under another name: the file is claimed with
+/// it, so that an image a lukskit mapping serves is not rewritten or opened again through a
+/// loop device attached to it later. [`ClaimError::InUse`] while someone holds the file's
+/// claim; `None` for any other block device, or a backing file that cannot be opened (gone,
+/// not ours to open: nothing of lukskit's can hold it either).
+fn claim_loop_backing_file(rdev: u64) -> Result<Option<File>, ClaimError> {
+    let sys = format!(
+        "/sys/dev/block/{}:{}/loop/backing_file",
+        libc::major(rdev),
+        libc::minor(rdev)
+    );
+    let Ok(backing) = std::fs::read_to_string(sys) else {
+        return Ok(None);
+    };
+    let backing = backing.trim_end_matches('\n');
+    if !std::fs::metadata(backing).is_ok_and(|m| m.file_type().is_file()) {
+        return Ok(None);
+    }
+    match lock_file(backing) {
+        Ok(f) => Ok(Some(f)),
+        Err(ClaimError::InUse) => Err(ClaimError::InUse),
+        Err(ClaimError::Io(_)) => Ok(None),
     }
 }
 

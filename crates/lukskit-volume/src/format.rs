@@ -233,7 +233,7 @@ fn format_inner(
 /// Claim the data device and the detached header (when it exists already) for exclusive use,
 /// as cryptsetup's luksFormat opens them with `O_EXCL`: [`VolumeError::InUse`] while a
 /// mapping, a mount or another exclusive user holds one of them (an image file's idle loop
-/// device does not, see [`Claim::acquire_for_format`]).
+/// device does not, see [`Claim::acquire_for_rewrite`]).
 /// `format` does this itself; callers may call it first to fail before asking for anything.
 pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
     let mut paths = vec![p.device.as_str()];
@@ -253,7 +253,7 @@ pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
                     });
                 }
             }
-            Claim::acquire_for_format(path).map_err(|e| match e {
+            Claim::acquire_for_rewrite(path).map_err(|e| match e {
                 ClaimError::InUse => VolumeError::InUse {
                     path: path.to_string(),
                 },

@@ -37,6 +37,7 @@ mod luks2_keys;
 pub mod memory_hard;
 pub mod pbkdf;
 pub mod plain;
+pub mod private_file;
 pub mod reencrypt;
 pub mod ring;
 pub mod segment;

@@ -25,12 +25,24 @@ try cryptsetup format-mapped $cs luksFormat /dev/vda -d /tmp/k
 try lukskit format-mapped $lk luksFormat /dev/vda -d /tmp/k
 both convert-mapped -q convert --type luks1 /dev/vda
 both plain-mapped open --type plain -d /tmp/k32 /dev/vda p
+# A forced offline re-encryption of the mapped device: lukskit first (cryptsetup writes the
+# re-encryption metadata before it refuses; lukskit must leave the header as it was).
+hdr_kept() { # CASE DEVICE BEFORE
+    [ "$(lukskit luksDump "$2" | md5sum)" = "$3" ] && echo "lukskit-header $1 kept" || echo "lukskit-header $1 changed"
+}
+before=$(lukskit luksDump /dev/vda | md5sum)
+try lukskit reencrypt-mapped $lk reencrypt --force-offline-reencrypt -d /tmp/k /dev/vda
+hdr_kept reencrypt-mapped /dev/vda "$before"
+try cryptsetup reencrypt-mapped $cs reencrypt --force-offline-reencrypt -d /tmp/k /dev/vda
 cryptsetup close held || exit 1
 # A mounted file system.
 mkfs.ext4 -q /dev/vdb && mkdir -p /m && mount /dev/vdb /m || exit 1
 try cryptsetup format-mounted $cs luksFormat /dev/vdb -d /tmp/k
 try lukskit format-mounted $lk luksFormat /dev/vdb -d /tmp/k
 both plain-mounted open --type plain -d /tmp/k32 /dev/vdb p
+try lukskit encrypt-mounted $lk reencrypt --encrypt --header /tmp/h-lk --force-offline-reencrypt -d /tmp/k /dev/vdb
+[ -e /tmp/h-lk ] && echo "lukskit made a header for a mounted device"
+try cryptsetup encrypt-mounted $cs reencrypt --encrypt --header /tmp/h-cs --force-offline-reencrypt -d /tmp/k /dev/vdb
 umount /m
 # lukskit's own mapping (FUSE + loop device): the kernel and cryptsetup respect its claim.
 modprobe fuse 2>/dev/null; modprobe loop 2>/dev/null
@@ -42,5 +54,9 @@ both open-lukskit-mapped open /dev/vdc other -d /tmp/k
 try cryptsetup format-lukskit-mapped $cs luksFormat /dev/vdc -d /tmp/k
 try lukskit format-lukskit-mapped $lk luksFormat /dev/vdc -d /tmp/k
 mount /dev/vdc /m 2>/dev/null && { echo "mount of a claimed device succeeded"; umount /m; }
+before=$(lukskit luksDump /dev/vdc | md5sum)
+try lukskit reencrypt-lukskit-mapped $lk reencrypt --force-offline-reencrypt -d /tmp/k /dev/vdc
+hdr_kept reencrypt-lukskit-mapped /dev/vdc "$before"
+try cryptsetup reencrypt-lukskit-mapped $cs reencrypt --force-offline-reencrypt -d /tmp/k /dev/vdc
 lukskit close mine
 echo "exclusive: done"

@@ -320,8 +320,21 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             let json = vol.token_export(id)?;
             match &o.json_file {
                 // cryptsetup writes the JSON without a final newline.
+                // A new file is made 0600, as by cryptsetup (a token may hold key material).
                 Some(f) if f != "-" => {
-                    std::fs::write(f, &json).map_err(|e| CliError::io("Writing JSON file", f, &e))
+                    use std::io::Write;
+                    use std::os::unix::fs::OpenOptionsExt;
+                    let mut out = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create(true)
+                        .truncate(true)
+                        .mode(0o600)
+                        .open(f)
+                        .map_err(|_| {
+                            CliError::invalid(format!("Failed to open file {f} in write mode."))
+                        })?;
+                    out.write_all(json.as_bytes())
+                        .map_err(|e| CliError::io("Writing JSON file", f, &e))
                 }
                 _ => {
                     print!("{json}");

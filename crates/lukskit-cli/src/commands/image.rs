@@ -221,25 +221,87 @@ fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
         .collect()
 }
 
-/// Open the decrypted output for writing. A block device is opened as it is. A regular file
-/// is created with mode 0600 when missing (the plaintext must not become readable by others
-/// through the umask) and otherwise cut to zero length with its mode left as it is (never
-/// loosened).
-fn open_plain_output(path: &str) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let block = is_block_device(path);
-    OpenOptions::new()
-        .write(true)
-        .create(!block)
-        .truncate(!block)
-        .mode(0o600)
-        .open(path)
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                CliError::device(format!("Cannot create {path}: {e}."))
+/// The decrypted output. A block device is written as it is. A regular file is never
+/// written in place: the plaintext goes into a new file beside it (made with `O_EXCL |
+/// O_NOFOLLOW`, mode 0600 whatever the umask), which [`PlainOutput::commit`] renames over the
+/// output once it is complete and synced. So a symbolic link planted as the output is
+/// replaced, not followed; another user's file is replaced (where the directory lets us),
+/// never written into; an interrupted run leaves no partial plaintext under the output's
+/// name; and an existing file of ours keeps its mode (never loosened).
+struct PlainOutput {
+    file: File,
+    /// (the new file, the output it replaces), for a regular file.
+    temp: Option<(std::path::PathBuf, std::path::PathBuf)>,
+}
+
+impl PlainOutput {
+    fn open(path: &str) -> Result<Self> {
+        if is_block_device(path) {
+            let file = OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| CliError::io("Opening", path, &e))?;
+            return Ok(PlainOutput { file, temp: None });
+        }
+        let dst = Path::new(path);
+        let name = dst
+            .file_name()
+            .ok_or_else(|| CliError::device(format!("Cannot create {path}: not a file name.")))?;
+        let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
+        let temp = dir.unwrap_or(Path::new(".")).join(format!(
+            ".{}.lukskit-{}",
+            name.to_string_lossy(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let file =
+            lukskit_volume::private_file::create_new(&temp, 0o600).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    CliError::device(format!("Cannot create {path}: {e}."))
+                }
+                _ => CliError::io("Creating", path, &e),
+            })?;
+        // An existing output of ours keeps its mode (its owner chose it).
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if let Ok(md) = std::fs::symlink_metadata(dst) {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            if md.file_type().is_file() && md.uid() == me {
+                let _ = file.set_permissions(std::fs::Permissions::from_mode(md.mode() & 0o7777));
             }
-            _ => CliError::io("Creating", path, &e),
+        }
+        Ok(PlainOutput {
+            file,
+            temp: Some((temp, dst.to_path_buf())),
         })
+    }
+
+    /// Make the output durable and, for a regular file, put it in place of the output.
+    fn commit(mut self, path: &str) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| CliError::io("Syncing", path, &e))?;
+        if let Some((temp, dst)) = self.temp.take() {
+            if let Err(e) = std::fs::rename(&temp, &dst) {
+                let _ = std::fs::remove_file(&temp);
+                return Err(CliError::io("Creating", path, &e));
+            }
+            // The rename itself must survive a crash.
+            let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
+            if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PlainOutput {
+    fn drop(&mut self) {
+        // Not committed: the partial plaintext goes.
+        if let Some((temp, _)) = self.temp.take() {
+            let _ = std::fs::remove_file(temp);
+        }
+    }
 }
 
 /// Whether two paths name the same existing file.
@@ -701,11 +763,17 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
     // Parallelism comes from the pipeline (whole chunks per worker).
     dv.set_threads(Threads::Fixed(1));
     let total = dv.size();
+    let mut output = None;
     let sink = if dst_path == "-" {
         Sink::Stdout
     } else {
-        let file = open_plain_output(dst_path)?;
-        let sparse = !is_block_device(dst_path);
+        let out = PlainOutput::open(dst_path)?;
+        let sparse = out.temp.is_some();
+        let file = out
+            .file
+            .try_clone()
+            .map_err(|e| CliError::io("Opening", dst_path, &e))?;
+        output = Some(out);
         if !sparse {
             let have = lukskit_format::io::Storage::size(&file)
                 .map_err(|e| CliError::io("Reading", dst_path, &e))?;
@@ -726,8 +794,9 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
                 file.set_len(total)
                     .map_err(|e| CliError::io("Resizing", dst_path, &e))?;
             }
-            file.sync_data()
-                .map_err(|e| CliError::io("Syncing", dst_path, &e))?;
+            if let Some(out) = output.take() {
+                out.commit(dst_path)?;
+            }
         }
         Sink::Stdout => std::io::stdout()
             .flush()

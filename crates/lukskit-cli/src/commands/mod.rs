@@ -12,6 +12,7 @@ mod keys;
 mod open;
 mod open_reencrypt;
 mod reencrypt;
+mod reencrypt_claim;
 mod reencrypt_decrypt_shift;
 mod reencrypt_luks1;
 mod reencrypt_online;

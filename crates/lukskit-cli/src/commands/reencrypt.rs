@@ -2,6 +2,7 @@
 //! (new volume key, cipher, key size, sector size; `--resilience`, `--hotzone-size`,
 //! `--init-only`, `--resume-only`, `--force-offline-reencrypt`, progress output).
 
+use super::reencrypt_claim::{self, Refusal};
 use super::{existing_key_source, need_args, pbkdf_options};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
@@ -300,6 +301,10 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         ));
     }
     let mut formatted = None;
+    // The data device's claim of an offline run (see `reencrypt_claim`): taken before
+    // anything is written, held until the run ends.
+    let mut claim = None;
+    let runs = !has(o, "init-only");
     // `--encrypt --reduce-device-size` without `--header`: the header goes into space taken
     // from the device (see `reencrypt_shift`).
     let mut shifted = None;
@@ -323,13 +328,22 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                  --force-offline-reencrypt when the device is not in use.",
             ));
         }
-        shifted = Some(super::reencrypt_shift::init(o, device)?);
+        let (keys, held) = super::reencrypt_shift::init(o, device)?;
+        shifted = Some(keys);
+        claim = Some(held);
     } else if super::reencrypt_decrypt_shift::wanted(o) {
         // `--decrypt --header FILE` with FILE missing: the header moves out to FILE.
-        let (keys, name) = super::reencrypt_decrypt_shift::init(o, device)?;
+        let (keys, name, held) = super::reencrypt_decrypt_shift::init(o, device)?;
         shifted = Some(keys);
         shift_active = name;
+        claim = held;
     } else if has(o, "encrypt") && !resuming {
+        // A device in use is refused before its new header is made (cryptsetup makes the
+        // header, then refuses the run); the claim is taken again for the run below, as
+        // the format takes its own.
+        if runs && o.given.value("active-name").is_none() {
+            drop(reencrypt_claim::claim(device, Refusal::Run)?);
+        }
         formatted = Some(format_for_encrypt(o, device)?);
     }
     let mut vol = match super::load_volume_typed(o, device, Access::Write, super::requested_luks(o))
@@ -389,7 +403,6 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             "Failed to write reencryption resilience metadata.",
         ));
     }
-    let runs = !has(o, "init-only");
     // cryptsetup checks whether the device is in use for every run, and for the
     // initialization of a decryption.
     let checks_active = shifted.is_none() && (runs || (st == Status::None && has(o, "decrypt")));
@@ -422,6 +435,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             active = detect_active(&vol, device)?;
             notice = ActiveNotice::detected(active.as_deref(), &vol, device);
         }
+    }
+    // An offline run (no kernel mapping named or found, no userspace mapping to run through;
+    // with --force-offline-reencrypt every run is one) needs the data device for itself.
+    if runs && active.is_none() && live.is_none() && claim.is_none() {
+        claim = Some(reencrypt_claim::claim(&vol.data_path, Refusal::Run)?);
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
     let increase =
@@ -524,6 +542,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         }
     }
     if !runs {
+        // The device is not re-encrypted now: a claim (of a moved first segment) goes, and
+        // the mapping below takes its own.
+        drop(claim.take());
         // cryptsetup 2.6.1 activates NAME only after an encryption's initialization (other
         // modes ignore it).
         if let Some(name) = activate_name.filter(|_| has(o, "encrypt")) {

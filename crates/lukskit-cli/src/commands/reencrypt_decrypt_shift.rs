@@ -5,11 +5,13 @@
 //! `datashift-checksum`, or `datashift-journal` with `--resilience journal`). FILE is the
 //! header of the re-encryption from then on: `--resume-only --header FILE` continues it.
 
+use super::reencrypt_claim::{self, Refusal};
 use super::{existing_key_source, pbkdf_options};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input;
 use lukskit_crypto::hash::HashAlg;
+use lukskit_volume::claim::Claim;
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, decrypt_shift};
 use lukskit_volume::{Header, Volume};
@@ -45,8 +47,9 @@ pub fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
 
 /// Initialize the decryption of `device`, exporting its header to `--header`; returns the
 /// volume key and, when the device is open through a kernel mapping (online, as cryptsetup
-/// 2.6.1: the mapping follows the moved layout), the mapping's name.
-pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>)> {
+/// 2.6.1: the mapping follows the moved layout), the mapping's name, else the device's claim
+/// (offline: taken before anything is written, to be held through the run).
+pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, Option<Claim>)> {
     let file = o
         .header
         .clone()
@@ -106,6 +109,11 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>)>
         }
         found
     };
+    // Offline, the device must be nobody else's (cryptsetup's words of its LUKS1 days here).
+    let claim = match &active {
+        Some(_) => None,
+        None => Some(reencrypt_claim::claim(device, Refusal::Legacy)?),
+    };
     let mut hook = match &active {
         Some(name) => Some(super::reencrypt_online::kernel_hook(
             name,
@@ -154,5 +162,5 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>)>
         }
         return Err(e);
     }
-    Ok((keys, active))
+    Ok((keys, active, claim))
 }

@@ -331,8 +331,12 @@ struct NewHeader<'a> {
     data: &'a str,
 }
 
-/// Format a detached LUKS1 header at `h.path` with a keyslot per passphrase.
+/// Format a detached LUKS1 header at `h.path` with a keyslot per passphrase. The file is
+/// made new (cryptsetup's `create_empty_header`: `O_EXCL`, and lukskit adds `O_NOFOLLOW`):
+/// the name is predictable and the directory may be anyone's.
 fn make_header(o: &Opts, h: NewHeader<'_>, p: &Passphrases) -> Result<()> {
+    lukskit_volume::private_file::create_new(h.path, 0o600)
+        .map_err(|e| CliError::invalid(format!("Cannot create header file {}: {e}.", h.path)))?;
     let mut pbkdf = pbkdf_options(o);
     if pbkdf.hash.is_none() {
         pbkdf.hash = Some("sha256".into());
@@ -419,23 +423,13 @@ fn run(o: &Opts, device: &str) -> Result<()> {
             "Only values between 1 MiB and 64 MiB allowed for reencryption block size.",
         ));
     }
-    // The device must open (exclusively when it is a block device).
-    let is_block = std::fs::metadata(device).is_ok_and(|m| m.file_type().is_block_device());
     // As cryptsetup: the device must open exclusively now (closed again: the headers are
-    // formatted with their own claim); it is claimed again for the data copy.
-    let claim_device = || -> Result<Option<lukskit_volume::claim::Claim>> {
-        if !is_block {
-            Device::open(device, Access::Write)
-                .map_err(|_| CliError::invalid(format!("Cannot open device {device}.")))?;
-            return Ok(None);
-        }
-        match lukskit_volume::claim::Claim::acquire(device) {
-            Ok(c) => Ok(Some(c)),
-            Err(lukskit_volume::claim::ClaimError::InUse) => Err(CliError::busy(format!(
-                "Cannot exclusively open {device}, device in use."
-            ))),
-            Err(_) => Err(CliError::invalid(format!("Cannot open device {device}."))),
-        }
+    // formatted with their own claim); it is claimed again for the data copy. An image file
+    // is claimed too (cryptsetup only opens it): a lukskit mapping may serve it.
+    let claim_device = || -> Result<lukskit_volume::claim::Claim> {
+        Device::open(device, Access::Write)
+            .map_err(|_| CliError::invalid(format!("Cannot open device {device}.")))?;
+        super::reencrypt_claim::claim(device, super::reencrypt_claim::Refusal::Legacy)
     };
     drop(claim_device()?);
     let encrypt = o.given.has("encrypt");
@@ -492,7 +486,10 @@ fn run(o: &Opts, device: &str) -> Result<()> {
         Some(f) => (f, fresh, false),
         None => {
             println!("Log file {log_path} exists, resuming reencryption.");
-            let (f, parsed) = LogFile::open(&log_path, &uuid)?;
+            let (f, parsed) = LogFile::open(&log_path, &uuid).map_err(|e| {
+                eprintln!("{}", crate::errors::volume(&e).message);
+                CliError::invalid("Cannot open reencryption log file.")
+            })?;
             if parsed == Err(legacy::LogError::Unwritten) {
                 // A run that stopped at its very first write: start again.
                 for f in [&org, &new] {

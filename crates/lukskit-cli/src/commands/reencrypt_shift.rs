@@ -7,10 +7,12 @@
 //! removed. The last `SIZE` bytes of the device must be unused (shrink the file system
 //! first).
 
+use super::reencrypt_claim::{self, Refusal};
 use super::{existing_key_source, pbkdf_options};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use lukskit_format::io::Storage;
+use lukskit_volume::claim::Claim;
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, datashift};
 use lukskit_volume::{Header, Volume, VolumeError};
@@ -35,8 +37,10 @@ pub(super) fn check_resilience(o: &Opts) -> Result<()> {
     }
 }
 
-/// Initialize the encryption with a data shift of `device`; returns the new volume key.
-pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
+/// Initialize the encryption with a data shift of `device`; returns the new volume key and
+/// the device's claim (taken before anything is written: the first segment moves now), to
+/// be held through the run.
+pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Claim)> {
     check_resilience(o)?;
     let mut reduce = o
         .given
@@ -80,6 +84,7 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
     if let Some(ss) = o.sector_size {
         super::signature::check_sector_size_fits(device, ss)?;
     }
+    let claim = reencrypt_claim::claim(device, Refusal::MovedSegment)?;
     let temp = format!("LUKS2-temp-{uuid}.new");
     match std::fs::OpenOptions::new()
         .write(true)
@@ -98,7 +103,7 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
             )))
         }
     }
-    let r = init_with_temp(o, device, &temp, &uuid, shift);
+    let r = init_with_temp(o, device, &temp, &uuid, shift, &claim);
     // The temporary header goes in any case, as cryptsetup's does (on a failure after the
     // restore began it is the only complete copy: keep it then).
     match &r {
@@ -109,7 +114,7 @@ pub fn init(o: &Opts, device: &str) -> Result<reencrypt::Keys> {
             let _ = std::fs::remove_file(&temp);
         }
     }
-    r.map_err(|(e, _)| e)
+    r.map(|keys| (keys, claim)).map_err(|(e, _)| e)
 }
 
 /// The body of [`init`]; the flag of an error says whether the temporary header must be
@@ -120,6 +125,7 @@ fn init_with_temp(
     temp: &str,
     uuid: &str,
     shift: u64,
+    claim: &Claim,
 ) -> std::result::Result<reencrypt::Keys, (CliError, bool)> {
     let plain = |e: CliError| (e, false);
     let params = lukskit_volume::format::FormatParams {
@@ -151,8 +157,12 @@ fn init_with_temp(
     let src = existing_key_source(o, None);
     let pass = super::format::new_passphrase(o, &src, temp).map_err(plain)?;
     super::format::warn_small_keyslots_area(&params);
-    let outcome =
-        lukskit_volume::format::format(&params, pass.as_bytes()).map_err(|e| plain(e.into()))?;
+    let outcome = lukskit_volume::format::format_claimed(
+        &params,
+        std::slice::from_ref(claim),
+        pass.as_bytes(),
+    )
+    .map_err(|e| plain(e.into()))?;
     if let Some(w) = outcome.warning.as_ref() {
         eprintln!("{}", crate::errors::format_warning(w));
     }

@@ -26,7 +26,7 @@ use crate::error::{IoOp, Result, VolumeError};
 use lukskit_crypto::hash::HashAlg;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 
 /// The UUID cryptsetup gives the files of an encryption (the device has no UUID yet).
 pub const NO_UUID: &str = "cafecafe-cafe-cafe-cafe-cafecafeeeee";
@@ -182,13 +182,7 @@ impl LogFile {
     /// Create `path` exclusively (a new run) with `log`; None when it exists (a run to
     /// resume: open it with [`LogFile::open`]).
     pub fn create(path: &str, log: &LegacyLog) -> Result<Option<Self>> {
-        match OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)
-        {
+        match crate::private_file::create_new(path, 0o600) {
             Ok(file) => {
                 let f = LogFile {
                     file,
@@ -202,15 +196,14 @@ impl LogFile {
         }
     }
 
-    /// Open an existing log and read its state (UUID `uuid`).
+    /// Open an existing log and read its state (UUID `uuid`). Only a log this user made is
+    /// opened (see [`crate::private_file::open_own`]): a symbolic link or another user's file
+    /// planted under the log's predictable name fails with a permission error.
     pub fn open(
         path: &str,
         uuid: &str,
     ) -> Result<(Self, std::result::Result<LegacyLog, LogError>)> {
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(path)
+        let mut file = crate::private_file::open_own(path)
             .map_err(|e| VolumeError::io(IoOp::Open, path, e))?;
         let mut s = [0u8; 512];
         let parsed = match file
@@ -349,12 +342,8 @@ fn write_journal(
     head[32] = kind;
     let digest = HashAlg::Sha256.digest(&[bytes]);
     head[40..72].copy_from_slice(&digest);
-    let f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(path)
+    // Never through a planted link or into another user's file (the name is predictable).
+    let f = crate::private_file::open_own_or_create(path, 0o600)
         .map_err(|e| VolumeError::io(IoOp::Open, path, e))?;
     crash_before_write();
     f.write_all_at(&head, 0)
@@ -375,7 +364,7 @@ fn read_journal(
     offset_log: u64,
     max: usize,
 ) -> Option<(u64, u8, Vec<u8>)> {
-    let mut f = File::open(path).ok()?;
+    let mut f = crate::private_file::open_own(path).ok()?;
     let mut head = vec![0u8; JOURNAL_HEAD];
     f.read_exact(&mut head).ok()?;
     if &head[..8] != JOURNAL_MAGIC || head[72..104] != run[..] {
