@@ -242,7 +242,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -585,7 +585,7 @@ _lukskit() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --tls)
+                --tls-verify-peer)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -626,6 +626,10 @@ _lukskit() {
                     ;;
                 --backend)
                     COMPREPLY=($(compgen -W "kernel userspace" -- "${cur}"))
+                    return 0
+                    ;;
+                --tls)
+                    COMPREPLY=($(compgen -W "off on require" -- "${cur}"))
                     return 0
                     ;;
                 *)
@@ -3211,6 +3215,10 @@ _lukskit() {
                     return 0
                     ;;
                 --tls)
+                    COMPREPLY=($(compgen -W "off on require" -- "${cur}"))
+                    return 0
+                    ;;
+                --tls-verify-peer)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring integrity-no-wipe integrity-legacy-padding integrity-no-journal disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared serialize-memory-hard-pbkdf perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= I/integrity= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls= tls-verify-peer threads= json crypttab= M/type= pbkdf= priority= backend=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring integrity-no-wipe integrity-legacy-padding integrity-no-journal disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared serialize-memory-hard-pbkdf perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= I/integrity= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls-verify-peer= threads= json crypttab= M/type= pbkdf= priority= backend= tls=
 end
 
 function __fish_lukskit_needs_command
@@ -75,7 +75,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-thumbprint -d 'tok
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l crypttab -d 'crypttab: the table to read instead of /etc/crypttab' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
@@ -90,6 +90,9 @@ normal\t''
 prefer\t''"
 complete -c lukskit -n "__fish_lukskit_needs_command" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
 userspace\t''"
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
 complete -c lukskit -n "__fish_lukskit_needs_command" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -139,7 +142,6 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -s ? -l help -d 'Show help
 complete -c lukskit -n "__fish_lukskit_needs_command" -l usage -d 'Display brief usage'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s V -l version -d 'Print the version'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l json -d 'Machine-readable output (benchmark)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "open" -d 'open device as <name>'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "create" -d 'open device as <name>'
@@ -201,7 +203,10 @@ userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s r -l readonly -d 'Open the mapping read-only'
@@ -211,7 +216,6 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s y -l verify-pas
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
-complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
@@ -249,7 +253,10 @@ userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s r -l readonly -d 'Open the mapping read-only'
@@ -259,7 +266,6 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s y -l verify-p
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
-complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
@@ -297,7 +303,10 @@ userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s r -l readonly -d 'Open the mapping read-only'
@@ -307,7 +316,6 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s y -l verif
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
-complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
@@ -345,7 +353,10 @@ userspace\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s r -l readonly -d 'Open the mapping read-only'
@@ -355,7 +366,6 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s y -l verify
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
-complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'

@@ -281,9 +281,16 @@ pub struct Opts {
     /// or `off` (plain NBD: anyone who can connect reads the plaintext).
     #[arg(long = "tls")]
     pub tls: Option<String>,
-    /// open --nbd: NBD clients must present a certificate signed by ca-cert.pem.
-    #[arg(long = "tls-verify-peer", action = ArgAction::SetTrue)]
-    pub tls_verify_peer: bool,
+    /// open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the
+    /// default with TLS, as qemu-nbd's; the option alone also means yes) or `no` (any
+    /// client that can connect reads and writes the plaintext).
+    #[arg(
+        long = "tls-verify-peer",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "yes"
+    )]
+    pub tls_verify_peer: Option<String>,
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,

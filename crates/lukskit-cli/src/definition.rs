@@ -538,6 +538,7 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("nbd_connections", "INT"),
     ("tls_creds", "DIR"),
     ("tls", "MODE"),
+    ("tls_verify_peer", "yes|no"),
     ("crypttab", "FILE"),
     ("active_name", "STRING"),
     ("hotzone_size", "bytes"),
@@ -644,6 +645,7 @@ const POSSIBLE_VALUES: &[(&str, &[&str])] = &[
     ("pbkdf", &["pbkdf2", "argon2i", "argon2id"]),
     ("priority", &["ignore", "normal", "prefer"]),
     ("backend", &["kernel", "userspace"]),
+    ("tls", &["off", "on", "require"]),
 ];
 
 /// The command for the man page and the completions: [`command`] with one subcommand per

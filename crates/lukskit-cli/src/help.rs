@@ -39,8 +39,13 @@ fn option_label(a: &Arg) -> String {
             .get_value_names()
             .and_then(|v| v.first())
             .map_or_else(|| a.get_id().as_str().to_uppercase(), |v| v.to_string());
-        s.push('=');
-        s.push_str(&name);
+        // An option whose value may be left out: `--tls-verify-peer[=yes|no]`.
+        let optional = a.get_num_args().is_some_and(|n| n.min_values() == 0);
+        s.push_str(&if optional {
+            format!("[={name}]")
+        } else {
+            format!("={name}")
+        });
     }
     s
 }
@@ -191,8 +196,8 @@ pub fn usage() -> String {
     for a in ordered {
         let long = a.get_long().unwrap_or_default();
         let value = option_label(a)
-            .split_once('=')
-            .map(|(_, v)| format!("={v}"))
+            .split_once(&format!("--{long}"))
+            .map(|(_, v)| v.to_string())
             .unwrap_or_default();
         items.push(match a.get_short() {
             Some(c) => format!("[-{c}|--{long}{value}]"),

@@ -390,6 +390,125 @@ fn tls_export_is_read_by_nbdcopy_with_certificates_and_refused_without() {
         ],
         b"",
     )
-    .ok("open --nbd tcp --tls-creds (no client certificates)");
+    .ok("open --nbd tcp --tls-creds (client certificates required by default)");
+    lukskit(&["close", &m.name], b"").ok("close");
+}
+
+/// The TCP port of mapping `name`'s NBD export, from `status`.
+fn nbd_port(name: &str) -> String {
+    let st = lukskit(&["status", name], b"").ok("status").stdout;
+    st.lines()
+        .find_map(|l| l.trim().strip_prefix("nbd:"))
+        .and_then(|a| a.trim().rsplit_once(':'))
+        .map(|(_, p)| p.to_string())
+        .unwrap_or_else(|| panic!("no tcp address in status: {st}"))
+}
+
+/// Issue 36 item 2: a TLS export requires client certificates signed by the CA of
+/// `--tls-creds` unless `--tls-verify-peer=no` (as qemu-nbd's tls-creds object): nbdinfo
+/// with only the CA (no client certificate) is refused by the default export and served by
+/// the opted-out one, which warns; a creds directory without ca-cert.pem is refused by
+/// name; the refusal of plain TCP points to client certificates, not to `--tls=off`.
+#[test]
+fn tls_export_requires_client_certificates_unless_opted_out_with_a_warning() {
+    let t = "open --nbd tls verify-peer";
+    if !capable(t) || !have_tool(t, "nbdinfo") || !have_tool(t, "certtool") {
+        return;
+    }
+    let d = tmp();
+    let img = sparse(d.path(), "img", 32 << 20);
+    let key = write_file(d.path(), "key", b"tls pass");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, &key]);
+    lukskit(&args, b"").ok("luksFormat");
+    let pki = d.path().join("pki");
+    certs(&pki);
+    let creds = pki.to_str().unwrap();
+    let nocert = d.path().join("nocert");
+    std::fs::create_dir(&nocert).unwrap();
+    std::fs::copy(pki.join("ca-cert.pem"), nocert.join("ca-cert.pem")).unwrap();
+    let noca = d.path().join("noca");
+    std::fs::create_dir(&noca).unwrap();
+    for f in ["server-cert.pem", "server-key.pem"] {
+        std::fs::copy(pki.join(f), noca.join(f)).unwrap();
+    }
+    let m = Mapping::new("nbdverify");
+    let open = |extra: &[&str]| {
+        let mut a = vec![
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--nbd",
+            "tcp:127.0.0.1:0",
+        ];
+        a.extend_from_slice(extra);
+        lukskit(&a, b"")
+    };
+    let size = |port: &str, dir: &Path| {
+        let u = format!(
+            "nbds://127.0.0.1:{port}/{}?tls-certificates={}",
+            m.name,
+            dir.display()
+        );
+        Command::new("nbdinfo")
+            .arg("--size")
+            .arg(&u)
+            .output()
+            .unwrap()
+    };
+
+    // Plain TCP: refused, pointing to client certificates.
+    let r = open(&[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("client certificates"), "{}", r.stderr);
+    assert!(!r.stderr.contains("--tls=off"), "{}", r.stderr);
+    // No CA to verify clients with: refused, naming the file.
+    let r = open(&["--tls-creds", noca.to_str().unwrap()]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("{}/ca-cert.pem is missing", noca.display())),
+        "{}",
+        r.stderr
+    );
+
+    // The default: client certificates required.
+    let r = open(&["--tls-creds", creds]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stderr.contains("WARNING"), "{}", r.stderr);
+    let port = nbd_port(&m.name);
+    let o = size(&port, &nocert);
+    assert!(
+        !o.status.success(),
+        "nbdinfo without a client certificate was served by a default TLS export"
+    );
+    let o = size(&port, &pki);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+
+    // Opted out: a warning, and a client without certificate is served.
+    let r = open(&["--tls-creds", creds, "--tls-verify-peer=no"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "WARNING: TLS clients are not authenticated: anyone who can reach tcp:127.0.0.1:0 \
+             can read and write the volume."
+        ),
+        "{}",
+        r.stderr
+    );
+    let port = nbd_port(&m.name);
+    let o = size(&port, &nocert);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     lukskit(&["close", &m.name], b"").ok("close");
 }

@@ -5,10 +5,13 @@
 
 use lukskit_expose::backend::{BlockBackend, MemBackend};
 use lukskit_expose::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown, NbdTls};
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 fn have(tool: &str, test: &str) -> bool {
     let ok = Command::new("sh")
@@ -68,6 +71,11 @@ impl Running {
             tls: Some(tls),
             ..NbdOptions::default()
         };
+        Running::start(opts, backend)
+    }
+
+    /// A server with `opts` on a free TCP port of 127.0.0.1.
+    fn start(opts: NbdOptions, backend: Arc<dyn BlockBackend>) -> Running {
         let server = NbdServer::bind(&NbdAddress::Tcp("127.0.0.1:0".into()), opts).unwrap();
         let port = server
             .address()
@@ -313,4 +321,207 @@ fn lukskit_client_and_qemu_img_against_the_tls_export() {
         stderr(&o)
     );
     assert!(std::fs::read(&out).unwrap() == data);
+}
+
+/// How a peer that never finishes its handshake spends it.
+#[derive(Clone, Copy, Debug)]
+enum Slow {
+    /// Sends an option (`NBD_OPT_LIST`, refused before TLS) every quarter second.
+    Options,
+    /// Negotiates `NBD_OPT_STARTTLS`, then sends its TLS ClientHello a byte a quarter
+    /// second.
+    Tls,
+}
+
+/// What happened to a slow peer.
+#[derive(Debug)]
+enum SlowEnd {
+    /// Closed before the greeting (over a limit).
+    RefusedAtOnce,
+    /// Served a greeting, then cut this long after it connected.
+    Cut(Duration),
+    /// Still connected when it gave up, this long after it connected.
+    NotCut,
+}
+
+/// A peer of kind `kind` that connects to `port` now and trickles its handshake, each step
+/// far quicker than any per-step timeout, until the server cuts it or `give_up` has passed.
+/// Returns once it got the greeting (or was refused), with the thread that goes on.
+fn slow_peer(port: u16, kind: Slow, give_up: Duration) -> JoinHandle<SlowEnd> {
+    use lukskit_expose::nbd::proto;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let start = Instant::now();
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut greeting = [0u8; 18];
+        if s.read_exact(&mut greeting).is_err() {
+            let _ = tx.send(());
+            return SlowEnd::RefusedAtOnce;
+        }
+        let _ = tx.send(());
+        let option = |o: u32| {
+            let mut v = proto::IHAVEOPT.to_be_bytes().to_vec();
+            v.extend_from_slice(&o.to_be_bytes());
+            v.extend_from_slice(&0u32.to_be_bytes());
+            v
+        };
+        let flags = proto::FLAG_C_FIXED_NEWSTYLE.to_be_bytes();
+        if s.write_all(&flags).is_err() {
+            return SlowEnd::Cut(start.elapsed());
+        }
+        if let Slow::Tls = kind {
+            // STARTTLS and its ACK (a 20-byte reply header, no data).
+            let mut reply = [0u8; 20];
+            if s.write_all(&option(proto::OPT_STARTTLS)).is_err()
+                || s.read_exact(&mut reply).is_err()
+            {
+                return SlowEnd::Cut(start.elapsed());
+            }
+            // A TLS handshake record of 512 bytes, never complete.
+            if s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00]).is_err() {
+                return SlowEnd::Cut(start.elapsed());
+            }
+        }
+        s.set_read_timeout(Some(Duration::from_millis(250)))
+            .unwrap();
+        let mut buf = [0u8; 4096];
+        while start.elapsed() < give_up {
+            let sent = match kind {
+                Slow::Options => s.write_all(&option(proto::OPT_LIST)),
+                Slow::Tls => s.write_all(&[0]),
+            };
+            if sent.is_err() {
+                return SlowEnd::Cut(start.elapsed());
+            }
+            match s.read(&mut buf) {
+                Ok(0) => return SlowEnd::Cut(start.elapsed()),
+                // A refusal of the option: pace the next one.
+                Ok(_) => std::thread::sleep(Duration::from_millis(250)),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return SlowEnd::Cut(start.elapsed()),
+            }
+        }
+        SlowEnd::NotCut
+    });
+    let _ = rx.recv_timeout(Duration::from_secs(30));
+    t
+}
+
+/// Issue 36 item 3: peers without certificates that keep their handshake going (options or
+/// a TLS handshake a little at a time, never slower than a per-step timeout) are cut at the
+/// whole-handshake deadline; while they are in the handshake they cannot take every slot
+/// (those over [`NbdOptions::max_handshakes`] are closed at once), an established client
+/// keeps working, and a client with a valid certificate gets in (at the latest when the
+/// deadline freed the slots). Bounds are generous: "cut within deadline + 10 s".
+#[test]
+fn slow_handshakes_are_cut_at_the_deadline_and_never_hold_every_slot() {
+    let t = "tls_slow_handshakes";
+    if !have("nbdinfo", t) || !have("certtool", t) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let pki = d.path().join("pki");
+    certs(&pki);
+    let deadline = Duration::from_millis(1500);
+    let slack = Duration::from_secs(10);
+    let opts = NbdOptions {
+        export_name: "vol".into(),
+        max_connections: 4,
+        handshake_deadline: deadline,
+        tls: Some(NbdTls {
+            config: lukskit_nbd::tls::server_config(&pki, true).unwrap(),
+            required: true,
+        }),
+        ..NbdOptions::default()
+    };
+    assert_eq!(opts.max_handshakes(), 2);
+    let data = random(1 << 20);
+    let backend = Arc::new(MemBackend::new(data.len(), 512, false));
+    backend.write_at(&data, 0).unwrap();
+    let srv = Running::start(opts, backend);
+
+    // A client with a certificate, connected before the slow peers: one slot.
+    let uri: lukskit_nbd::NbdUri = srv.uri(true, Some(&pki)).parse().unwrap();
+    let one_connection = lukskit_nbd::ClientOptions {
+        connections: 1,
+        ..lukskit_nbd::ClientOptions::default()
+    };
+    let established = lukskit_nbd::NbdClient::connect(&uri, one_connection).unwrap();
+
+    // Six slow peers, one after the other: with the old per-step timeout the first three
+    // took every free slot for as long as they liked.
+    let kinds = [
+        Slow::Options,
+        Slow::Tls,
+        Slow::Options,
+        Slow::Tls,
+        Slow::Options,
+        Slow::Tls,
+    ];
+    let peers: Vec<_> = kinds
+        .iter()
+        .map(|&k| (k, slow_peer(srv.port, k, deadline + slack)))
+        .collect();
+
+    // The established client keeps its slot while they are in the handshake.
+    let mut b = vec![0u8; 4096];
+    established.read_at(&mut b, 0).unwrap();
+    assert!(b[..] == data[..4096]);
+
+    // A client with a certificate gets in (at the latest once the deadline has cut them).
+    let start = Instant::now();
+    let mut last = String::new();
+    let served = loop {
+        let o = run(Command::new("nbdinfo")
+            .arg("--size")
+            .arg(srv.uri(true, Some(&pki))));
+        if o.status.success() {
+            break true;
+        }
+        last = stderr(&o);
+        if start.elapsed() > deadline + slack {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        served,
+        "no client with a certificate got in while slow peers were in the handshake \
+         ({:?}); last error: {last}",
+        start.elapsed()
+    );
+
+    let ends: Vec<(Slow, SlowEnd)> = peers
+        .into_iter()
+        .map(|(k, p)| (k, p.join().unwrap()))
+        .collect();
+    let admitted = ends
+        .iter()
+        .filter(|(_, e)| !matches!(e, SlowEnd::RefusedAtOnce))
+        .count();
+    assert!(
+        admitted <= 2,
+        "more slow peers than max_handshakes (2) got a greeting: {ends:?}"
+    );
+    for (kind, end) in &ends {
+        match end {
+            SlowEnd::RefusedAtOnce => {}
+            SlowEnd::Cut(after) => assert!(
+                *after <= deadline + slack,
+                "a slow {kind:?} peer was cut only after {after:?}"
+            ),
+            SlowEnd::NotCut => panic!(
+                "a slow {kind:?} peer was still in the handshake {:?} after it connected",
+                deadline + slack
+            ),
+        }
+    }
+    // The established client is still served.
+    established.read_at(&mut b, 4096).unwrap();
+    assert!(b[..] == data[4096..8192]);
 }

@@ -22,6 +22,13 @@ pub enum NbdError {
     Refused(String),
     /// TLS set-up or credentials failed.
     Tls(String),
+    /// A credentials file that the asked TLS set-up needs does not exist.
+    MissingCredential {
+        /// The missing file.
+        path: std::path::PathBuf,
+        /// What it is needed for.
+        needed_for: &'static str,
+    },
     /// The connection went away while requests were in flight; they failed.
     Disconnected {
         /// The server.
@@ -54,6 +61,11 @@ impl fmt::Display for NbdError {
             NbdError::Protocol(m) => write!(f, "NBD protocol error: {m}"),
             NbdError::Refused(m) => write!(f, "NBD server refused: {m}"),
             NbdError::Tls(m) => write!(f, "NBD TLS: {m}"),
+            NbdError::MissingCredential { path, needed_for } => write!(
+                f,
+                "NBD TLS: {} is missing: it is needed {needed_for}",
+                path.display()
+            ),
             NbdError::Disconnected {
                 server,
                 during,
@@ -113,6 +125,7 @@ impl From<NbdError> for io::Error {
     fn from(e: NbdError) -> io::Error {
         let kind = match &e {
             NbdError::Uri(_) => io::ErrorKind::InvalidInput,
+            NbdError::MissingCredential { .. } => io::ErrorKind::NotFound,
             NbdError::ReadOnly => io::ErrorKind::PermissionDenied,
             NbdError::Server { errno: 1, .. } => io::ErrorKind::PermissionDenied,
             NbdError::Server { errno: 95, .. } => io::ErrorKind::Unsupported,

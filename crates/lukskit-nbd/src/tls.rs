@@ -164,13 +164,24 @@ fn roots(dir: &Path) -> Result<Arc<RootCertStore>, NbdError> {
 }
 
 /// The TLS configuration of an NBD server from the credentials in `dir`
-/// (`server-cert.pem`, `server-key.pem`; with `verify_peer`, clients must present a
-/// certificate signed by `ca-cert.pem`, as nbdkit's `--tls-verify-peer` and qemu's
-/// `verify-peer=on` ask).
+/// (`server-cert.pem`, `server-key.pem`). With `verify_peer` (what qemu-nbd's
+/// `tls-creds-x509` object does by default, `verify-peer=on`, and nbdkit's
+/// `--tls-verify-peer`), clients must present a certificate signed by `ca-cert.pem`, and
+/// a `dir` without `ca-cert.pem` is [`NbdError::MissingCredential`]. Without it, any
+/// client that can connect gets the export: the session is encrypted but nobody is
+/// authenticated.
 pub fn server_config(dir: &Path, verify_peer: bool) -> Result<Arc<ServerConfig>, NbdError> {
     let builder = ServerConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(tls_err)?;
+    let ca = dir.join(CA_CERT);
+    if verify_peer && !ca.exists() {
+        return Err(NbdError::MissingCredential {
+            path: ca,
+            needed_for: "to verify the certificates of clients (the CA certificate \
+                         that signed them)",
+        });
+    }
     let builder = if verify_peer {
         let v = WebPkiClientVerifier::builder_with_provider(roots(dir)?, provider())
             .build()

@@ -93,8 +93,8 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             "Option --nbd-connections must be at least 1.",
         ));
     }
-    nbd_tls(&o)?;
-    tls_warnings(&o);
+    let tls = nbd_tls(&o)?;
+    tls_warnings(&o, tls.as_ref());
     // The backend is decided before anything is asked (a forced but missing kernel backend
     // fails at once); `base_config` carries what decides it.
     let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
@@ -300,13 +300,24 @@ fn tcp_warning(addr: &lukskit_expose::nbd::NbdAddress) -> String {
     format!(
         "WARNING: NBD over TCP is neither encrypted nor authenticated. Anyone who can \
          connect to {addr} can read and write all plaintext of this device.\n\
-         Use --tls-creds DIR, --nbd unix:PATH, or make sure only trusted hosts can reach \
-         this port."
+         Use --tls-creds DIR (TLS with client certificates signed by DIR/ca-cert.pem), \
+         --nbd unix:PATH, or make sure only trusted hosts can reach this port."
     )
 }
 
-/// Warn about an NBD export over TCP that serves plain NBD (`--tls=off` or `--tls=on`).
-fn tls_warnings(o: &Opts) {
+/// What `open --nbd` says on stderr when TLS clients are not authenticated
+/// (`--tls-verify-peer=no`).
+fn unverified_warning(addr: &lukskit_expose::nbd::NbdAddress) -> String {
+    format!(
+        "WARNING: TLS clients are not authenticated: anyone who can reach {addr} can read \
+         and write the volume.\n\
+         Drop --tls-verify-peer=no to require client certificates signed by ca-cert.pem."
+    )
+}
+
+/// Warn about an NBD export that serves plain NBD over TCP (`--tls=off` or `--tls=on`) or
+/// does not authenticate its TLS clients (`--tls-verify-peer=no`).
+fn tls_warnings(o: &Opts, tls: Option<&activate::NbdTlsConfig>) {
     let Some(addr) = o
         .nbd
         .as_deref()
@@ -322,14 +333,30 @@ fn tls_warnings(o: &Opts) {
         ),
         _ => {}
     }
+    if tls.is_some_and(|t| !t.verify_peer) {
+        eprintln!("{}", unverified_warning(&addr));
+    }
 }
 
-/// The TLS of `open --nbd` from `--tls-creds`, `--tls` and `--tls-verify-peer` (checked,
-/// warnings printed): required by default on TCP and whenever credentials are given;
-/// `--tls=off` on TCP is allowed (see [`tls_warnings`]).
+/// `--tls-verify-peer[=yes|no]`: whether TLS clients must present a certificate signed by
+/// the CA of `--tls-creds` (yes unless `no` was given).
+fn verify_peer(o: &Opts) -> Result<bool> {
+    match o.tls_verify_peer.as_deref() {
+        None | Some("yes") => Ok(true),
+        Some("no") => Ok(false),
+        Some(v) => Err(CliError::invalid(format!(
+            "Unknown --tls-verify-peer value '{v}' (yes or no)."
+        ))),
+    }
+}
+
+/// The TLS of `open --nbd` from `--tls-creds`, `--tls` and `--tls-verify-peer` (checked;
+/// the warnings are [`tls_warnings`]'): required by default on TCP and whenever credentials
+/// are given, with client certificates verified unless `--tls-verify-peer=no`; `--tls=off`
+/// on TCP is allowed.
 fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
     let Some(a) = &o.nbd else {
-        if o.tls_creds.is_some() || o.tls.is_some() || o.tls_verify_peer {
+        if o.tls_creds.is_some() || o.tls.is_some() || o.tls_verify_peer.is_some() {
             return Err(CliError::invalid(
                 "Options --tls-creds, --tls and --tls-verify-peer are allowed only with --nbd.",
             ));
@@ -349,8 +376,9 @@ fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
             )))
         }
     };
+    let verify_peer = verify_peer(o)?;
     if mode == "off" {
-        if o.tls_creds.is_some() || o.tls_verify_peer {
+        if o.tls_creds.is_some() || o.tls_verify_peer.is_some() {
             return Err(CliError::invalid(
                 "Options --tls-creds and --tls-verify-peer cannot be combined with --tls=off.",
             ));
@@ -359,8 +387,9 @@ fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
     }
     let Some(dir) = &o.tls_creds else {
         return Err(CliError::invalid(if addr.is_network() {
-            "An NBD export over TCP needs TLS: give --tls-creds DIR (server-cert.pem, \
-             server-key.pem, ca-cert.pem), or --tls=off to serve the plaintext unencrypted."
+            "An NBD export over TCP needs TLS with client certificates: give --tls-creds DIR \
+             with server-cert.pem, server-key.pem and ca-cert.pem, the CA that signed the \
+             clients' certificates (client-cert.pem, client-key.pem on the clients)."
         } else {
             "Option --tls needs --tls-creds DIR."
         }));
@@ -369,12 +398,12 @@ fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
         .map(|p| p.display().to_string())
         .map_err(|e| CliError::invalid(format!("--tls-creds {dir}: {e}")))?;
     // Load the credentials now, so a mistake is reported here and not by the server.
-    lukskit_nbd::tls::server_config(std::path::Path::new(&creds), o.tls_verify_peer)
+    lukskit_nbd::tls::server_config(std::path::Path::new(&creds), verify_peer)
         .map_err(|e| CliError::invalid(format!("--tls-creds {dir}: {e}")))?;
     Ok(Some(activate::NbdTlsConfig {
         creds,
         required: mode == "require",
-        verify_peer: o.tls_verify_peer,
+        verify_peer,
     }))
 }
 

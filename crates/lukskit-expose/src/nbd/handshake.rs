@@ -14,6 +14,8 @@ pub(crate) struct Export<'a> {
     pub flags: u16,
     pub preferred_block: u32,
     pub stopping: &'a AtomicBool,
+    /// Read and write timeout of each step (the whole handshake has its deadline apart).
+    pub step_timeout: std::time::Duration,
 }
 
 /// Negotiate an export. `Ok(Some(stream))` when transmission starts (on the plaintext end
@@ -136,8 +138,8 @@ pub(crate) fn negotiate(stream: Stream, export: &Export<'_>) -> io::Result<Optio
                 let Ok(plain) = plain else {
                     return Ok(None);
                 };
-                plain.set_read_timeout(Some(super::HANDSHAKE_TIMEOUT))?;
-                plain.set_write_timeout(Some(super::HANDSHAKE_TIMEOUT))?;
+                plain.set_read_timeout(Some(export.step_timeout))?;
+                plain.set_write_timeout(Some(export.step_timeout))?;
                 stream = Stream::Unix(plain);
                 s = &stream;
                 tls_active = true;

@@ -16,7 +16,10 @@
 //! send the replies one at a time over the shared write half.
 //!
 //! Limits that hold whatever clients do: at most [`NbdOptions::max_connections`]
-//! connections (further ones are closed before the greeting), at most
+//! connections (further ones are closed before the greeting), of which at most
+//! [`NbdOptions::max_handshakes`] may still be in the handshake (further ones are closed at
+//! once, so peers that never finish it cannot take every slot), each handshake (TLS
+//! included) cut at [`NbdOptions::handshake_deadline`] after the connection was accepted, at most
 //! [`MAX_BYTES_IN_FLIGHT`] per connection (then its requests are no longer read until
 //! replies drain), a failed thread start or allocation ends only the connection concerned,
 //! and shutdown takes at most [`NbdOptions::shutdown_grace`] plus the requests executing
@@ -26,7 +29,7 @@
 //! with X.509 credentials in qemu-nbd's and nbdkit's layout (crate `lukskit-nbd`'s
 //! [`lukskit_nbd::tls`]); when TLS is required, every option but `STARTTLS` and `ABORT`
 //! is refused with `NBD_REP_ERR_TLS_REQD` until the session is encrypted, and client
-//! certificates can be required. A TCP export without TLS is neither encrypted nor
+//! certificates can be required (see [`lukskit_nbd::tls::server_config`]). A TCP export without TLS is neither encrypted nor
 //! authenticated: whoever can connect reads and writes the plaintext (see
 //! [`NbdAddress::is_network`]).
 
@@ -53,8 +56,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use threads::Threads;
 
-/// How long a client may take for each step of the handshake.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a client may take, unless told otherwise, for the whole handshake: from the
+/// accepted connection to the start of transmission, TLS handshake included.
+pub const DEFAULT_HANDSHAKE_DEADLINE: Duration = Duration::from_secs(20);
 
 /// Connections served at once unless told otherwise: twice what a multi-connection client
 /// such as `nbdcopy` opens (4), so one such client and a few single-connection ones
@@ -149,7 +153,8 @@ impl PartialEq for NbdTls {
 impl Eq for NbdTls {}
 
 /// What the server exports and how (the default: export name "", writable, no TRIM,
-/// [`DEFAULT_MAX_CONNECTIONS`], [`DEFAULT_SHUTDOWN_GRACE`], no TLS).
+/// [`DEFAULT_MAX_CONNECTIONS`], [`DEFAULT_SHUTDOWN_GRACE`], [`DEFAULT_HANDSHAKE_DEADLINE`],
+/// no TLS).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NbdOptions {
     /// The export's name; clients may also ask for "" (the default export).
@@ -168,6 +173,24 @@ pub struct NbdOptions {
     pub shutdown_grace: Duration,
     /// TLS (`NBD_OPT_STARTTLS`); `None` for none.
     pub tls: Option<NbdTls>,
+    /// The longest a client may take from the accepted connection to the start of
+    /// transmission (greeting, options, TLS handshake): then its connection is shut down
+    /// and its slot freed, however steadily it was sending.
+    pub handshake_deadline: Duration,
+}
+
+impl NbdOptions {
+    /// Most connections that may be in the handshake at once: half of
+    /// [`NbdOptions::max_connections`], at least 1 (0, unlimited, when connections are
+    /// unlimited). A connection over this is closed at once, before the greeting, so peers
+    /// that hold their handshake open (up to [`NbdOptions::handshake_deadline`]) never keep
+    /// the established clients' slots or all free ones.
+    pub fn max_handshakes(&self) -> usize {
+        match self.max_connections {
+            0 => 0,
+            n => (n / 2).max(1),
+        }
+    }
 }
 
 impl Default for NbdOptions {
@@ -179,8 +202,17 @@ impl Default for NbdOptions {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             tls: None,
+            handshake_deadline: DEFAULT_HANDSHAKE_DEADLINE,
         }
     }
+}
+
+/// An open connection as the server keeps track of it.
+struct Connection {
+    /// A handle on its socket (the network socket, also under TLS), to shut it down.
+    stream: Stream,
+    /// While it is in the handshake: when the handshake must be over.
+    handshake_until: Option<Instant>,
 }
 
 /// State shared by the server, its connections and its shutdown handles.
@@ -188,8 +220,8 @@ struct Shared {
     stopping: AtomicBool,
     /// Written to (one byte) to wake the accept loop.
     wake: UnixStream,
-    /// A handle on every open connection, to shut them down.
-    connections: Mutex<HashMap<u64, Stream>>,
+    /// Every open connection, to shut them down.
+    connections: Mutex<HashMap<u64, Connection>>,
     /// Signalled when a connection ends.
     ended: Condvar,
     next_id: AtomicU64,
@@ -198,7 +230,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn connections(&self) -> MutexGuard<'_, HashMap<u64, Stream>> {
+    fn connections(&self) -> MutexGuard<'_, HashMap<u64, Connection>> {
         self.connections.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -223,8 +255,25 @@ impl Shared {
     /// of its threads fail, so they end.
     fn cut_connections(&self) {
         for c in self.connections().values() {
-            c.shutdown(Shutdown::Both);
+            c.stream.shutdown(Shutdown::Both);
         }
+    }
+
+    /// Shut down the connections whose handshake is past its deadline (their threads then
+    /// fail and end, freeing the slots); the earliest deadline still pending, if any.
+    fn cut_late_handshakes(&self, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        for c in self.connections().values_mut() {
+            match c.handshake_until {
+                Some(t) if t <= now => {
+                    c.stream.shutdown(Shutdown::Both);
+                    c.handshake_until = None;
+                }
+                Some(t) => next = Some(next.map_or(t, |n| n.min(t))),
+                None => {}
+            }
+        }
+        next
     }
 }
 
@@ -254,7 +303,7 @@ impl NbdShutdown {
             sh.stopping.store(true, Ordering::SeqCst);
             for c in conns.values() {
                 // Readers see end-of-stream; replies to requests in flight still go out.
-                c.shutdown(Shutdown::Read);
+                c.stream.shutdown(Shutdown::Read);
             }
         }
         let _ = (&sh.wake).write(&[1]);
@@ -268,6 +317,16 @@ impl NbdShutdown {
 struct Registration {
     shared: Arc<Shared>,
     id: u64,
+}
+
+impl Registration {
+    /// The handshake is over: the connection no longer counts against
+    /// [`NbdOptions::max_handshakes`] nor is cut at the deadline.
+    fn handshake_done(&self) {
+        if let Some(c) = self.shared.connections().get_mut(&self.id) {
+            c.handshake_until = None;
+        }
+    }
 }
 
 impl Drop for Registration {
@@ -353,7 +412,10 @@ impl NbdServer {
             if sh.stopping.load(Ordering::SeqCst) {
                 return Ok(());
             }
-            let (incoming, _) = socket::wait_readable(self.listener.as_fd(), self.woken.as_fd())?;
+            let next_deadline = sh.cut_late_handshakes(Instant::now());
+            let wait = next_deadline.map(|t| t.saturating_duration_since(Instant::now()));
+            let (incoming, _) =
+                socket::wait_readable(self.listener.as_fd(), self.woken.as_fd(), wait)?;
             let mut drain = [0u8; 64];
             while matches!((&self.woken).read(&mut drain), Ok(n) if n > 0) {}
             if !incoming || sh.stopping.load(Ordering::SeqCst) {
@@ -374,7 +436,7 @@ impl NbdServer {
                 Err(e) => return Err(e),
             };
             threads.retain(|t| !t.is_finished());
-            // Over the limit (or stopping): dropping `stream` closes it before the greeting.
+            // Over a limit (or stopping): dropping `stream` closes it before the greeting.
             let Some(registration) = self.register(&stream) else {
                 continue;
             };
@@ -392,7 +454,7 @@ impl NbdServer {
             let backend = Arc::clone(backend);
             let spawned = sh.threads.spawn("nbd-conn", move || {
                 let registration = registration;
-                let _ = run_connection(stream, backend.as_ref(), &ctx, &registration.shared);
+                let _ = run_connection(stream, backend.as_ref(), &ctx, &registration);
             });
             match spawned {
                 Ok(t) => threads.push(t),
@@ -403,8 +465,9 @@ impl NbdServer {
         }
     }
 
-    /// Record a connection for shutdown; `None` when the server is already stopping or
-    /// serves [`NbdOptions::max_connections`] already.
+    /// Record a connection for shutdown and for its handshake deadline; `None` when the
+    /// server is already stopping, serves [`NbdOptions::max_connections`] already or has
+    /// [`NbdOptions::max_handshakes`] in the handshake.
     fn register(&self, stream: &Stream) -> Option<Registration> {
         let sh = &self.shared;
         let handle = stream.try_clone().ok()?;
@@ -416,8 +479,23 @@ impl NbdServer {
         if max > 0 && conns.len() >= max {
             return None;
         }
+        let max_handshakes = self.opts.max_handshakes();
+        let handshaking = conns
+            .values()
+            .filter(|c| c.handshake_until.is_some())
+            .count();
+        if max_handshakes > 0 && handshaking >= max_handshakes {
+            return None;
+        }
         let id = sh.next_id.fetch_add(1, Ordering::SeqCst);
-        conns.insert(id, handle);
+        let until = Instant::now() + self.opts.handshake_deadline;
+        conns.insert(
+            id,
+            Connection {
+                stream: handle,
+                handshake_until: Some(until),
+            },
+        );
         Some(Registration {
             shared: Arc::clone(sh),
             id,
@@ -437,6 +515,7 @@ impl Drop for NbdServer {
 struct ExportContext {
     name: String,
     tls: Option<NbdTls>,
+    handshake_deadline: Duration,
     flags: u16,
     preferred_block: u32,
     limits: proto::ExportLimits,
@@ -465,6 +544,7 @@ impl ExportContext {
         ExportContext {
             name: opts.export_name.clone(),
             tls: opts.tls.clone(),
+            handshake_deadline: opts.handshake_deadline,
             flags,
             preferred_block,
             limits: proto::ExportLimits {
@@ -480,12 +560,13 @@ fn run_connection(
     stream: Stream,
     backend: &dyn BlockBackend,
     ctx: &ExportContext,
-    shared: &Shared,
+    registration: &Registration,
 ) -> io::Result<()> {
-    // A client that stops reading during the handshake (say, after sending many options)
-    // must not hold the thread either.
-    stream.set_read_timeout(Some(HANDSHAKE_TIMEOUT))?;
-    stream.set_write_timeout(Some(HANDSHAKE_TIMEOUT))?;
+    let shared = &registration.shared;
+    // The accept loop shuts the connection down at the deadline whatever it is blocked in
+    // (a slow TLS handshake too); the timeouts are a second bound on each step.
+    stream.set_read_timeout(Some(ctx.handshake_deadline))?;
+    stream.set_write_timeout(Some(ctx.handshake_deadline))?;
     let export = handshake::Export {
         name: &ctx.name,
         size: ctx.limits.size,
@@ -493,10 +574,12 @@ fn run_connection(
         preferred_block: ctx.preferred_block,
         stopping: &shared.stopping,
         tls: ctx.tls.as_ref(),
+        step_timeout: ctx.handshake_deadline,
     };
     let Some(stream) = handshake::negotiate(stream, &export)? else {
         return Ok(());
     };
+    registration.handshake_done();
     stream.set_read_timeout(None)?;
     stream.set_write_timeout(None)?;
     transmission::serve(stream, backend, ctx.limits, &shared.threads)

@@ -275,8 +275,17 @@ impl Write for &Stream {
     }
 }
 
-/// Wait until `a` or `b` is readable (or has hung up). Returns `(a_ready, b_ready)`.
-pub(crate) fn wait_readable(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> io::Result<(bool, bool)> {
+/// Wait until `a` or `b` is readable (or has hung up), or `timeout` (if any) has passed.
+/// Returns `(a_ready, b_ready)`.
+pub(crate) fn wait_readable(
+    a: BorrowedFd<'_>,
+    b: BorrowedFd<'_>,
+    timeout: Option<Duration>,
+) -> io::Result<(bool, bool)> {
+    // Rounded up, so that a deadline a fraction of a millisecond away is not spun on.
+    let ms = timeout.map_or(-1, |t| {
+        i32::try_from(t.as_nanos().div_ceil(1_000_000)).unwrap_or(i32::MAX)
+    });
     let mut fds = [
         libc::pollfd {
             fd: a.as_raw_fd(),
@@ -292,7 +301,7 @@ pub(crate) fn wait_readable(a: BorrowedFd<'_>, b: BorrowedFd<'_>) -> io::Result<
     loop {
         // SAFETY: `fds` is a valid array of two initialised pollfd structures that lives
         // across the call, and both descriptors are borrowed (open) for its duration.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
         if r >= 0 {
             return Ok((fds[0].revents != 0, fds[1].revents != 0));
         }
