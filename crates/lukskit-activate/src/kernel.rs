@@ -506,6 +506,7 @@ impl KernelMapping {
             flags,
             exposure: Exposure::Kernel,
             server: None,
+            last_error: None,
         }
     }
 

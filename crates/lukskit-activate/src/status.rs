@@ -73,4 +73,7 @@ pub struct Status {
     pub exposure: Exposure,
     /// The serving process of a userspace mapping, and whether it still runs.
     pub server: Option<(u32, bool)>,
+    /// The last failed read, write or flush of a userspace mapping's backing store (e.g.
+    /// an NBD server that stopped answering), as its serving process reports it.
+    pub last_error: Option<String>,
 }

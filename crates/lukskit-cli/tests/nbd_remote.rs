@@ -512,3 +512,128 @@ fn tls_export_requires_client_certificates_unless_opted_out_with_a_warning() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     lukskit(&["close", &m.name], b"").ok("close");
 }
+
+/// Run `cmd` for at most `limit`: its (exit code, stdout + stderr, time taken), or `None`
+/// when it did not end (it is killed; a process in D state is left, the test fails).
+fn run_bounded(cmd: &mut Command, limit: Duration) -> Option<(i32, String, Duration)> {
+    use std::process::Stdio;
+    let t = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            let _ = child.stdout.take().unwrap().read_to_string(&mut out);
+            let _ = child.stderr.take().unwrap().read_to_string(&mut out);
+            return Some((st.code().unwrap_or(-1), out, t.elapsed()));
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One 4 KiB direct read of `dev` at `offset` (bypassing the page cache).
+fn direct_read(dev: &str, offset: u64) -> Option<(i32, String, Duration)> {
+    run_bounded(
+        Command::new("dd")
+            .arg(format!("if={dev}"))
+            .args(["of=/dev/null", "bs=4096", "count=1", "iflag=direct"])
+            .arg(format!("skip={}", offset / 4096)),
+        Duration::from_secs(120),
+    )
+}
+
+fn lukskit_bounded(args: &[&str]) -> (i32, String, Duration) {
+    run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_lukskit")).args(args),
+        Duration::from_secs(120),
+    )
+    .unwrap_or_else(|| panic!("lukskit {args:?} did not end within 120 s"))
+}
+
+#[test]
+fn stalled_and_dead_nbd_servers_give_io_errors_status_shows_them_and_close_cleans_up() {
+    let t = "nbd remote timeouts";
+    if !capable(t) || !have_tool(t, "nbdkit") || !have_tool(t, "dd") {
+        return;
+    }
+    let d = tmp();
+    let img = sparse(d.path(), "img", 32 << 20);
+    let key = write_file(d.path(), "key", b"stall pass");
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, &key]);
+    lukskit(&args, b"").ok("luksFormat");
+    let sock = d.path().join("nbd.sock");
+    let srv = nbdkit_file(&sock, &img, &[]);
+    let uri = format!(
+        "nbd+unix:///?socket={}&request-timeout=2&handshake-timeout=2&reconnect-timeout=2",
+        sock.display()
+    );
+    let m = Mapping::new("nbdstall");
+    lukskit(&["open", &uri, &m.name, "-d", &key], b"").ok("open over NBD");
+    let state: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("/run/lukskit/{}/state.json", m.name)).unwrap(),
+    )
+    .unwrap();
+    let loop_dev = state["loop_device"].as_str().unwrap().to_string();
+    let (code, out, _) = direct_read(&m.dev(), 1 << 20).expect("a read of a live server");
+    assert_eq!(code, 0, "{out}");
+
+    // The server stops answering (SIGSTOP): the read fails with EIO in bounded time
+    // (2 s request timeout, a reconnection whose handshake times out in 2 s, no retry).
+    let pid = srv.0.id() as i32;
+    // SAFETY: signals to the nbdkit child this test started.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let r = direct_read(&m.dev(), 2 << 20);
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let (code, out, took) = r.expect("a read of a stalled NBD server hung (no timeout)");
+    assert_ne!(code, 0, "a read of a stalled server succeeded: {out}");
+    assert!(out.contains("Input/output error"), "{out}");
+    assert!(
+        took < Duration::from_secs(3 * 2 + 20),
+        "the read took {took:?}"
+    );
+    let (code, st, _) = lukskit_bounded(&["status", &m.name]);
+    assert_eq!(code, 0, "{st}");
+    assert!(
+        st.contains("last I/O error: read failed") && st.contains("request timeout"),
+        "{st}"
+    );
+
+    // The server answers again: reads work (the client reconnects).
+    let (code, out, _) = direct_read(&m.dev(), 3 << 20).expect("a read after SIGCONT");
+    assert_eq!(code, 0, "no reconnection after the server came back: {out}");
+
+    // The server dies: reads fail, close completes and leaves nothing behind.
+    drop(srv);
+    let (code, out, took) = direct_read(&m.dev(), 4 << 20).expect("a read of a dead server hung");
+    assert_ne!(code, 0, "a read of a dead server succeeded: {out}");
+    assert!(
+        took < Duration::from_secs(3 * 2 + 20),
+        "the read took {took:?}"
+    );
+    let (code, out, took) = lukskit_bounded(&["close", &m.name]);
+    assert_eq!(code, 0, "close of a mapping whose server died: {out}");
+    assert!(took < Duration::from_secs(60), "close took {took:?}");
+    assert!(!Path::new(&format!("/run/lukskit/{}", m.name)).exists());
+    assert!(Path::new(&m.dev()).symlink_metadata().is_err());
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        !mounts.contains(&format!("lukskit:{} ", m.name)),
+        "{mounts}"
+    );
+    let sys = format!(
+        "/sys/block/{}/loop/backing_file",
+        loop_dev.trim_start_matches("/dev/")
+    );
+    assert!(!Path::new(&sys).exists(), "{loop_dev} is still attached");
+}

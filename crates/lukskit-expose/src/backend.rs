@@ -136,6 +136,9 @@ pub struct VolumeBackend {
     /// The io_uring of asynchronous requests, set up on the first one (`None`: io_uring is
     /// unavailable or turned off with `LUKSKIT_IO_URING=0`).
     ring: OnceLock<Option<SectorRing>>,
+    /// The last failed read, write or flush of the backing store (see
+    /// [`VolumeBackend::last_error`]).
+    last_error: Mutex<Option<String>>,
 }
 
 impl VolumeBackend {
@@ -150,6 +153,7 @@ impl VolumeBackend {
             threads: Threads::All,
             direct_io: volume.direct_io(),
             ring: OnceLock::new(),
+            last_error: Mutex::new(None),
             state: Mutex::new(State {
                 layout: volume.layout().cloned(),
                 volume: Some(Arc::new(volume)),
@@ -161,6 +165,27 @@ impl VolumeBackend {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The last error of a synchronous read, write or flush of the backing store (an NBD
+    /// server that stopped answering, a failing disk), with when it happened (seconds
+    /// since the epoch); `None` while there was none.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Record `e` as [`VolumeBackend::last_error`] and turn it into an I/O error.
+    fn failed(&self, what: &str, e: VolumeError) -> io::Error {
+        let when = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+            "{what} failed at {when} (seconds since the epoch): {e}"
+        ));
+        io_error(e)
     }
 
     /// The volume, waiting while it is suspended.
@@ -373,7 +398,9 @@ impl BlockBackend for VolumeBackend {
 
     fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         range_ok(self.size(), offset, buf.len() as u64)?;
-        self.volume().read_at(buf, offset).map_err(io_error)
+        self.volume()
+            .read_at(buf, offset)
+            .map_err(|e| self.failed("read", e))
     }
 
     fn write_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
@@ -381,7 +408,9 @@ impl BlockBackend for VolumeBackend {
             return Err(io::Error::from_raw_os_error(libc::EROFS));
         }
         range_ok(self.size(), offset, buf.len() as u64)?;
-        self.volume().write_at(buf, offset).map_err(io_error)
+        self.volume()
+            .write_at(buf, offset)
+            .map_err(|e| self.failed("write", e))
     }
 
     fn queues_async(&self) -> bool {
@@ -426,7 +455,7 @@ impl BlockBackend for VolumeBackend {
         if !self.writable {
             return Ok(());
         }
-        self.volume().flush().map_err(io_error)
+        self.volume().flush().map_err(|e| self.failed("flush", e))
     }
 
     fn discard(&self, offset: u64, len: u64) -> io::Result<()> {

@@ -18,6 +18,16 @@
 //!   with exponential backoff (50 ms doubling up to 2 s) for up to
 //!   [`ClientOptions::reconnect_timeout`]. A read that failed that way is retried once on
 //!   the new connection (reads have no side effects); writes and flushes are not retried.
+//! * **Timeouts**: the whole handshake of a connection (TCP connect, greeting, options,
+//!   TLS) must finish within [`ClientOptions::handshake_timeout`] (a watchdog shuts the
+//!   socket down at the deadline, so a server that trickles its greeting byte by byte is
+//!   cut too), and at most [`MAX_OPTION_REPLIES`] replies to one option are accepted. In
+//!   the transmission phase each reply must arrive within
+//!   [`ClientOptions::request_timeout`] (and a send must not block longer): a server that
+//!   stops answering breaks the connection as above, so a request fails with an I/O error
+//!   after at most about request timeout + reconnect timeout + handshake timeout +
+//!   request timeout instead of hanging. Requests waiting for a connection while a
+//!   reconnection fails fail with it rather than queueing for their own attempt.
 //! * **Hostile servers**: every length is checked against what was asked for before
 //!   anything is allocated or copied; data outside the requested range is a protocol error
 //!   and ends the connection.
@@ -44,8 +54,37 @@ pub struct ClientOptions {
     pub window: usize,
     /// How long to keep trying to reconnect after a connection broke (default 30 s).
     pub reconnect_timeout: Duration,
-    /// Timeout of each connection attempt and handshake step (default 10 s).
+    /// Timeout of each TCP connection attempt and of each read or write of the handshake
+    /// (default 10 s; never more than what is left of the handshake timeout).
     pub connect_timeout: Duration,
+    /// Deadline of a whole handshake, from the TCP connect to the end of option
+    /// negotiation, TLS included (default 30 s).
+    pub handshake_timeout: Duration,
+    /// How long a request waits for each reply of the server, and a send for the server to
+    /// take the data (default 60 s). When it passes, the connection is dropped and the
+    /// request fails (reads are tried once more on a new connection).
+    pub request_timeout: Duration,
+}
+
+/// Most option replies accepted for one option during the handshake (a server that
+/// floods `NBD_REP_INFO` is cut there).
+pub const MAX_OPTION_REPLIES: usize = 64;
+
+impl ClientOptions {
+    /// These options with the timeouts the URI's parameters set (`request-timeout`,
+    /// `handshake-timeout`, `reconnect-timeout`).
+    pub fn with_uri(mut self, uri: &NbdUri) -> ClientOptions {
+        if let Some(t) = uri.request_timeout {
+            self.request_timeout = t;
+        }
+        if let Some(t) = uri.handshake_timeout {
+            self.handshake_timeout = t;
+        }
+        if let Some(t) = uri.reconnect_timeout {
+            self.reconnect_timeout = t;
+        }
+        self
+    }
 }
 
 impl Default for ClientOptions {
@@ -56,6 +95,8 @@ impl Default for ClientOptions {
             window: 16,
             reconnect_timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
+            handshake_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -127,12 +168,138 @@ impl Write for Sock {
     }
 }
 
+/// `d` in seconds for messages (`2 s`, `0.5 s`).
+fn secs(d: Duration) -> String {
+    format!("{} s", d.as_secs_f64())
+}
+
+/// A socket timeout of `d` (the socket calls refuse zero).
+fn sock_timeout(d: Duration) -> Option<Duration> {
+    Some(d.max(Duration::from_millis(1)))
+}
+
+/// One half of a connection in the transmission phase. The socket's own timeouts
+/// ([`ClientOptions::request_timeout`]) bound each read and write; a read that starts after
+/// `deadline` fails at once, so that a server trickling a reply cannot stretch it either.
+/// Both end in [`io::ErrorKind::TimedOut`].
+struct Timed {
+    sock: Sock,
+    deadline: Option<Instant>,
+    timeout: Duration,
+}
+
+impl Timed {
+    fn timed_out(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the server did not answer within {} (request timeout)",
+                secs(self.timeout)
+            ),
+        )
+    }
+
+    fn map(&self, e: io::Error) -> io::Error {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        ) {
+            self.timed_out()
+        } else {
+            e
+        }
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(self.timed_out());
+        }
+        self.sock.read(buf).map_err(|e| self.map(e))
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.write(buf).map_err(|e| self.map(e))
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Shuts a socket down when the handshake deadline passes (a blocked read then returns),
+/// unless stopped first.
+struct Watchdog {
+    state: Arc<(Mutex<(bool, bool)>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Watch `sock` (a clone of the connection's socket) until `deadline`. `None` when no
+    /// thread could be started (the per-read timeouts still bound each step then).
+    fn start(sock: Sock, deadline: Instant) -> Option<Watchdog> {
+        let state = Arc::new((Mutex::new((false, false)), Condvar::new()));
+        let st = Arc::clone(&state);
+        let thread = std::thread::Builder::new()
+            .name("nbd-handshake".into())
+            .spawn(move || {
+                let (m, cv) = &*st;
+                let mut g = m.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    if g.0 {
+                        return;
+                    }
+                    let now = Instant::now();
+                    if now >= deadline {
+                        g.1 = true;
+                        sock.shutdown();
+                        return;
+                    }
+                    g = cv
+                        .wait_timeout(g, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            })
+            .ok()?;
+        Some(Watchdog {
+            state,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stop watching; whether the deadline had passed (the socket is shut down then).
+    fn stop(mut self) -> bool {
+        self.cancel()
+    }
+
+    fn cancel(&mut self) -> bool {
+        let (m, cv) = &*self.state;
+        m.lock().unwrap_or_else(|e| e.into_inner()).0 = true;
+        cv.notify_all();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        m.lock().unwrap_or_else(|e| e.into_inner()).1
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
 /// One negotiated connection in the transmission phase.
 struct Conn {
-    reader: BufReader<Sock>,
-    writer: Sock,
+    reader: BufReader<Timed>,
+    writer: Timed,
     structured: bool,
     next_cookie: u64,
+    /// [`ClientOptions::request_timeout`].
+    timeout: Duration,
 }
 
 /// Why a batch of requests failed.
@@ -243,6 +410,7 @@ impl Conn {
         flights: &mut Vec<Flight>,
         during: &'static str,
     ) -> Result<Option<NbdError>, Fail> {
+        self.reader.get_mut().deadline = Some(Instant::now() + self.timeout);
         let r = &mut self.reader;
         let mut magic = [0u8; 4];
         r.read_exact(&mut magic)?;
@@ -371,18 +539,17 @@ impl Conn {
     fn disconnect(mut self) {
         let hdr = proto::encode_request(0, proto::CMD_DISC, 0, 0, 0);
         if self.writer.write_all(&hdr).is_ok() {
-            let _ = match &self.writer {
+            let _ = match &self.writer.sock {
                 Sock::Tcp(s) => s.shutdown(Shutdown::Write),
                 Sock::Unix(s) => s.shutdown(Shutdown::Write),
             };
-            let _ = self
-                .reader
-                .get_ref()
-                .set_timeouts(Some(Duration::from_secs(2)));
+            let r = self.reader.get_mut();
+            r.deadline = Some(Instant::now() + Duration::from_secs(2));
+            let _ = r.sock.set_timeouts(Some(Duration::from_secs(2)));
             let mut sink = [0u8; 4096];
             while matches!(self.reader.read(&mut sink), Ok(n) if n > 0) {}
         }
-        self.writer.shutdown();
+        self.writer.sock.shutdown();
     }
 }
 
@@ -449,15 +616,50 @@ fn connect_socket(uri: &NbdUri, timeout: Duration) -> Result<Sock, NbdError> {
     }
 }
 
-/// Open one connection and negotiate the export.
+/// Open one connection and negotiate the export, all within the handshake timeout.
 fn negotiate(
     uri: &NbdUri,
     tls: Option<&Arc<rustls::ClientConfig>>,
     opts: &ClientOptions,
 ) -> Result<(Conn, ExportInfo), NbdError> {
-    let mut s = connect_socket(uri, opts.connect_timeout)?;
-    s.set_timeouts(Some(opts.connect_timeout))
-        .map_err(handshake_io)?;
+    let deadline = Instant::now() + opts.handshake_timeout;
+    let s = connect_socket(uri, opts.connect_timeout.min(opts.handshake_timeout))?;
+    let dog = s
+        .try_clone()
+        .ok()
+        .and_then(|c| Watchdog::start(c, deadline));
+    let r = handshake(uri, tls, opts, s, deadline);
+    let fired = dog.is_some_and(Watchdog::stop);
+    if fired || (r.is_err() && Instant::now() >= deadline) {
+        return Err(NbdError::Connect {
+            server: uri.server(),
+            source: io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the handshake did not finish within {} (handshake timeout)",
+                    secs(opts.handshake_timeout)
+                ),
+            ),
+        });
+    }
+    r
+}
+
+/// The handshake of [`negotiate`] on the connected socket `s`.
+fn handshake(
+    uri: &NbdUri,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+    opts: &ClientOptions,
+    mut s: Sock,
+    deadline: Instant,
+) -> Result<(Conn, ExportInfo), NbdError> {
+    let step = |deadline: Instant| {
+        sock_timeout(
+            opts.connect_timeout
+                .min(deadline.saturating_duration_since(Instant::now())),
+        )
+    };
+    s.set_timeouts(step(deadline)).map_err(handshake_io)?;
     let mut g = [0u8; 18];
     s.read_exact(&mut g).map_err(|e| NbdError::Connect {
         server: uri.server(),
@@ -515,8 +717,7 @@ fn negotiate(
             Sock::Unix(u) => tls::connect(u, Arc::clone(cfg), &uri.server_name())?,
         };
         s = Sock::Unix(plain);
-        s.set_timeouts(Some(opts.connect_timeout))
-            .map_err(handshake_io)?;
+        s.set_timeouts(step(deadline)).map_err(handshake_io)?;
     }
     s.write_all(&proto::encode_option(proto::OPT_STRUCTURED_REPLY, &[]))
         .map_err(handshake_io)?;
@@ -537,7 +738,14 @@ fn negotiate(
         max_block: 32 << 20,
     };
     let mut have_export = false;
+    let mut replies = 0;
     loop {
+        replies += 1;
+        if replies > MAX_OPTION_REPLIES {
+            return Err(NbdError::Protocol(format!(
+                "more than {MAX_OPTION_REPLIES} replies to NBD_OPT_GO"
+            )));
+        }
         let (rep, data) = option_reply(&mut s, proto::OPT_GO)?;
         match rep {
             proto::REP_ACK => break,
@@ -591,14 +799,21 @@ fn negotiate(
             "the server sent no export information".into(),
         ));
     }
-    s.set_timeouts(None).map_err(handshake_io)?;
+    s.set_timeouts(sock_timeout(opts.request_timeout))
+        .map_err(handshake_io)?;
     let writer = s.try_clone().map_err(handshake_io)?;
+    let timed = |sock| Timed {
+        sock,
+        deadline: None,
+        timeout: opts.request_timeout,
+    };
     Ok((
         Conn {
-            reader: BufReader::with_capacity(256 * 1024, s),
-            writer,
+            reader: BufReader::with_capacity(256 * 1024, timed(s)),
+            writer: timed(writer),
             structured,
             next_cookie: 1,
+            timeout: opts.request_timeout,
         },
         info,
     ))
@@ -607,6 +822,11 @@ fn negotiate(
 struct Pool {
     idle: Vec<Conn>,
     open: usize,
+    /// Reconnections that failed and connections that timed out so far, and the last
+    /// one's error: a request that waited for a connection while one failed fails with it
+    /// (rather than trying the same stalled server in its turn).
+    failures: u64,
+    last_failure: String,
 }
 
 /// A connected NBD export (see the module documentation).
@@ -661,6 +881,8 @@ impl NbdClient {
             pool: Mutex::new(Pool {
                 idle: vec![conn],
                 open: 1,
+                failures: 0,
+                last_failure: String::new(),
             }),
             freed: Condvar::new(),
             rmw: Mutex::new(()),
@@ -705,9 +927,17 @@ impl NbdClient {
     /// An idle connection, a new one if the limit allows, or wait for one.
     fn take(&self) -> Result<Conn, NbdError> {
         let mut p = self.lock();
+        let failures = p.failures;
         loop {
             if let Some(c) = p.idle.pop() {
                 return Ok(c);
+            }
+            if p.failures != failures {
+                return Err(NbdError::Disconnected {
+                    server: self.uri.server(),
+                    during: "wait for a connection",
+                    source: io::Error::new(io::ErrorKind::TimedOut, p.last_failure.clone()),
+                });
             }
             if p.open < self.max_conns {
                 p.open += 1;
@@ -715,8 +945,12 @@ impl NbdClient {
                 return match self.reconnect() {
                     Ok(c) => Ok(c),
                     Err(e) => {
-                        self.lock().open -= 1;
-                        self.freed.notify_one();
+                        let mut p = self.lock();
+                        p.open -= 1;
+                        p.failures += 1;
+                        p.last_failure = e.to_string();
+                        drop(p);
+                        self.freed.notify_all();
                         Err(e)
                     }
                 };
@@ -730,16 +964,21 @@ impl NbdClient {
         self.freed.notify_one();
     }
 
-    /// A connection broke: drop it and every idle one (the server probably went away).
-    fn lost(&self) {
+    /// A connection broke (`why`): drop it and every idle one (the server probably went
+    /// away). A timeout also fails the requests waiting for a connection.
+    fn lost(&self, why: &io::Error) {
         let stale = {
             let mut p = self.lock();
+            if why.kind() == io::ErrorKind::TimedOut {
+                p.failures += 1;
+                p.last_failure = why.to_string();
+            }
             let stale = std::mem::take(&mut p.idle);
             p.open -= 1 + stale.len();
             stale
         };
         for c in stale {
-            c.writer.shutdown();
+            c.writer.sock.shutdown();
         }
         self.freed.notify_all();
     }
@@ -812,9 +1051,9 @@ impl NbdClient {
                     return Err(e.into());
                 }
                 Err(Fail::Conn(source)) => {
-                    c.writer.shutdown();
+                    c.writer.sock.shutdown();
                     drop(c);
-                    self.lost();
+                    self.lost(&source);
                     if attempt >= attempts {
                         return Err(NbdError::Disconnected {
                             server: self.uri.server(),

@@ -10,11 +10,16 @@
 //! `client-key.pem`), `tls-verify-peer=false` (do not verify the server's certificate),
 //! `tls-hostname=NAME` (the name the server certificate must carry). PSK parameters are
 //! refused (only X.509 is supported).
+//!
+//! lukskit's own parameters set the client's timeouts (in seconds, decimals allowed; see
+//! [`crate::client::ClientOptions`]): `request-timeout=SECS` (default 60),
+//! `handshake-timeout=SECS` (default 30) and `reconnect-timeout=SECS` (default 30).
 
 use crate::error::NbdError;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::time::Duration;
 
 /// The default NBD TCP port.
 pub const DEFAULT_PORT: u16 = 10809;
@@ -49,8 +54,27 @@ pub struct NbdUri {
     /// The name the server's certificate must carry; default: the host (`localhost` for
     /// Unix sockets).
     pub tls_hostname: Option<String>,
+    /// `request-timeout=SECS`: [`crate::client::ClientOptions::request_timeout`].
+    pub request_timeout: Option<Duration>,
+    /// `handshake-timeout=SECS`: [`crate::client::ClientOptions::handshake_timeout`].
+    pub handshake_timeout: Option<Duration>,
+    /// `reconnect-timeout=SECS`: [`crate::client::ClientOptions::reconnect_timeout`].
+    pub reconnect_timeout: Option<Duration>,
     /// The URI as given (for messages).
     pub text: String,
+}
+
+/// Longest timeout a URI may ask for (a day).
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// A timeout parameter: seconds, more than 0 and at most a day.
+fn parse_secs(name: &str, v: &str) -> Result<Duration, String> {
+    match v.parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= MAX_TIMEOUT_SECS => Ok(Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{name} must be a number of seconds above 0 and at most {MAX_TIMEOUT_SECS}"
+        )),
+    }
 }
 
 /// Whether `s` looks like an NBD URI (and should be opened as one rather than as a path).
@@ -122,6 +146,8 @@ impl FromStr for NbdUri {
         let mut tls_certificates = None;
         let mut tls_verify_peer = true;
         let mut tls_hostname = None;
+        let (mut request_timeout, mut handshake_timeout, mut reconnect_timeout) =
+            (None, None, None);
         for kv in query.unwrap_or("").split('&').filter(|s| !s.is_empty()) {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
             let v = percent_decode(v)?;
@@ -136,6 +162,15 @@ impl FromStr for NbdUri {
                     }
                 }
                 "tls-hostname" => tls_hostname = Some(v),
+                "request-timeout" => {
+                    request_timeout = Some(parse_secs(k, &v).map_err(|m| bad(&m))?)
+                }
+                "handshake-timeout" => {
+                    handshake_timeout = Some(parse_secs(k, &v).map_err(|m| bad(&m))?)
+                }
+                "reconnect-timeout" => {
+                    reconnect_timeout = Some(parse_secs(k, &v).map_err(|m| bad(&m))?)
+                }
                 "tls-psk-file" | "tls-username" => {
                     return Err(bad("TLS with pre-shared keys is not supported (use X.509)"))
                 }
@@ -189,6 +224,9 @@ impl FromStr for NbdUri {
             tls_certificates,
             tls_verify_peer,
             tls_hostname,
+            request_timeout,
+            handshake_timeout,
+            reconnect_timeout,
             text: text.to_string(),
         })
     }
@@ -266,6 +304,26 @@ mod tests {
         assert_eq!(u.export, "vol");
         assert_eq!(u.server_name(), "localhost");
         assert!(p("nbds+unix://?socket=/s").tls);
+    }
+
+    #[test]
+    fn timeout_parameters() {
+        let u = p(
+            "nbd+unix:///?socket=/s&request-timeout=2&handshake-timeout=0.5&reconnect-timeout=3",
+        );
+        assert_eq!(u.request_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(u.handshake_timeout, Some(Duration::from_millis(500)));
+        assert_eq!(u.reconnect_timeout, Some(Duration::from_secs(3)));
+        assert_eq!(p("nbd://h/x").request_timeout, None);
+        for s in [
+            "nbd://h/x?request-timeout=0",
+            "nbd://h/x?request-timeout=-1",
+            "nbd://h/x?handshake-timeout=abc",
+            "nbd://h/x?reconnect-timeout=inf",
+            "nbd://h/x?request-timeout=100000",
+        ] {
+            assert!(s.parse::<NbdUri>().is_err(), "{s}");
+        }
     }
 
     #[test]

@@ -153,7 +153,7 @@ pub mod remote {
         let parsed: NbdUri = uri
             .parse()
             .map_err(|e: lukskit_nbd::NbdError| VolumeError::io(IoOp::Open, uri, e.into()))?;
-        let client = NbdClient::connect(&parsed, ClientOptions::default())
+        let client = NbdClient::connect(&parsed, ClientOptions::default().with_uri(&parsed))
             .map_err(|e| VolumeError::io(IoOp::Open, uri, e.into()))?;
         if writable && client.read_only() {
             return Err(VolumeError::io(

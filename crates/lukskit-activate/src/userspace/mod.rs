@@ -127,17 +127,26 @@ impl UserspaceMapping {
 
     /// Whether the serving process reports the mapping suspended.
     pub fn is_suspended(&self) -> Result<bool> {
+        Ok(self.server_status()?.0)
+    }
+
+    /// What the serving process reports: suspended, and the last I/O error of its backing
+    /// store.
+    fn server_status(&self) -> Result<(bool, Option<String>)> {
         let t = self.control(&Command::Status, Some(STATUS_TIMEOUT))?;
         let v: serde_json::Value = serde_json::from_str(&t).unwrap_or_default();
-        Ok(v["suspended"].as_bool().unwrap_or(false))
+        Ok((
+            v["suspended"].as_bool().unwrap_or(false),
+            v["last_error"].as_str().map(str::to_string),
+        ))
     }
 
     /// What `status` shows (a server that died is reported, with its pid, as not running).
     pub fn status(&self) -> Result<Status> {
         let st = self.state.as_ref().ok_or_else(|| self.not_active())?;
-        let (alive, suspended) = match self.is_suspended() {
-            Ok(s) => (true, s),
-            Err(ActivateError::NotActive { .. }) => (false, false),
+        let (alive, suspended, last_error) = match self.server_status() {
+            Ok((s, e)) => (true, s, e),
+            Err(ActivateError::NotActive { .. }) => (false, false, None),
             Err(e) => return Err(e),
         };
         let c = &st.config;
@@ -186,6 +195,7 @@ impl UserspaceMapping {
             },
             exposure,
             server: Some((st.pid, alive)),
+            last_error,
         })
     }
 

@@ -423,11 +423,12 @@ fn control_loop(
         let mut closing = false;
         let reply: Reply = match cmd {
             Err(e) => Err(ActivateError::InvalidRequest(format!("bad request: {e}"))),
-            Ok(Command::Status) => Ok(format!(
-                "{{\"suspended\":{},\"held\":{}}}",
-                backend.is_suspended(),
-                backend.is_held()
-            )),
+            Ok(Command::Status) => Ok(serde_json::json!({
+                "suspended": backend.is_suspended(),
+                "held": backend.is_held(),
+                "last_error": backend.last_error(),
+            })
+            .to_string()),
             Ok(Command::Close) if backend.is_held() => Err(held_error(name)),
             Ok(Command::Resize(bytes)) => match exposure.as_ref() {
                 Some(ex) => resize(&backend, ex, &mut state, bytes).map(|()| String::new()),

@@ -782,6 +782,9 @@ fn format_status(st: &Status) -> String {
             }
         );
     }
+    if let Some(e) = &st.last_error {
+        s += &format!("  last I/O error: {e}\n");
+    }
     s
 }
 
@@ -966,6 +969,7 @@ mod tests {
                 direct_io: true,
             },
             server: Some((42, true)),
+            last_error: None,
         };
         let s = format_status(&st);
         assert!(s.starts_with("/dev/mapper/t is active and is in use.\n  type:    LUKS2\n"));
