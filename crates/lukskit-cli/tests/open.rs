@@ -1151,3 +1151,94 @@ fn assert_cryptsetup_key_decrypts(
         );
     }
 }
+
+/// A serving process that stops answering (here: SIGSTOP) turns into I/O errors for the
+/// mapping's readers where the kernel has FUSE request timeouts (Linux 6.14+): lukskit asks
+/// for one in FUSE_INIT (`LUKSKIT_FUSE_REQUEST_TIMEOUT`, 2 s here, which the kernel raises to
+/// its 15 s minimum; 300 s by default), the kernel aborts the connection (its check runs every
+/// 15 s), and a direct read of /dev/mapper/NAME fails instead of hanging in D state (as
+/// `blkid` did on every block device of a system). `close` then leaves nothing behind.
+/// The classic /dev/fuse path: on Linux 6.18 the kernel did not abort requests already handed
+/// to an io_uring queue within 60 s (README, FUSE over io_uring). On the code before, the read
+/// is still blocked after 90 s: the test continues the server then and fails.
+#[test]
+fn a_stalled_serving_process_gives_io_errors_not_a_hang() {
+    let t = "fuse request timeout";
+    if !capable(t) {
+        return;
+    }
+    if !Path::new("/proc/sys/fs/fuse/max_request_timeout").exists() {
+        skip_or_fail(t, "the kernel has no FUSE request timeouts (Linux 6.14+)");
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("stalled");
+    lukskit_env(
+        &["open", &img, &m.name, "-d", &key],
+        b"",
+        &[
+            ("LUKSKIT_FUSE_REQUEST_TIMEOUT", "2"),
+            ("LUKSKIT_FUSE_URING", "0"),
+        ],
+    )
+    .ok("open");
+    let pid = m.pid();
+    // SAFETY: stopping the serving process of our own mapping (continued below, whatever
+    // happens, so that nothing stays blocked).
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let start = Instant::now();
+    let mut dd = Command::new("dd")
+        .args([
+            &format!("if={}", m.dev()),
+            "of=/dev/null",
+            "bs=4096",
+            "count=1",
+            "iflag=direct",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    while start.elapsed() < Duration::from_secs(90) {
+        if let Some(s) = dd.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let took = start.elapsed();
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    let status = match status {
+        Some(s) => s,
+        None => {
+            let _ = dd.wait();
+            panic!("the read through a stalled serving process still hung after {took:?}");
+        }
+    };
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(dd.stderr.as_mut().unwrap(), &mut err);
+    assert!(
+        !status.success() && err.contains("Input/output error"),
+        "the read through a stalled server did not fail with an I/O error ({status:?} after \
+         {took:?}): {err}"
+    );
+    let r = lukskit(&["close", &m.name], b"");
+    assert_eq!(
+        r.code, 0,
+        "close after the aborted connection: {}",
+        r.stderr
+    );
+    assert!(
+        !Path::new(&format!("/run/lukskit/{}", m.name)).exists(),
+        "state directory left"
+    );
+    assert!(!Path::new(&m.dev()).exists(), "/dev/mapper link left");
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        !mounts.contains(&format!("lukskit:{}", m.name)),
+        "FUSE mount left: {mounts}"
+    );
+}

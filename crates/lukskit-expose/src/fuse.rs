@@ -54,7 +54,19 @@ pub struct FuseOptions {
     /// io_uring threads per CPU (`None`: 2, or `LUKSKIT_FUSE_URING_THREADS`); each has 8
     /// ring entries (`LUKSKIT_FUSE_URING_DEPTH`), at most 64 entries in all.
     pub uring_threads_per_queue: Option<usize>,
+    /// How long the kernel waits for an answer to any request before it aborts the FUSE
+    /// connection (every request then fails with an I/O error, and the mapping is dead), where
+    /// the kernel can (Linux 6.14+, `FUSE_REQUEST_TIMEOUT`); `None` for no timeout.
+    /// `LUKSKIT_FUSE_REQUEST_TIMEOUT=SECONDS` in the environment overrides it (0: none).
+    /// Default [`DEFAULT_REQUEST_TIMEOUT`].
+    pub request_timeout: Option<Duration>,
 }
+
+/// The default [`FuseOptions::request_timeout`]: longer than the worst a healthy backend
+/// takes for one request (an NBD request that times out once, reconnects and is sent again
+/// takes up to about 3 minutes with the NBD client's defaults), so that only a serving
+/// process that stopped answering is cut off.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
 impl Default for FuseOptions {
     fn default() -> Self {
@@ -66,6 +78,7 @@ impl Default for FuseOptions {
             fs_name: "lukskit".into(),
             io_uring: true,
             uring_threads_per_queue: None,
+            request_timeout: Some(DEFAULT_REQUEST_TIMEOUT),
         }
     }
 }
@@ -118,6 +131,21 @@ struct PlainFile {
     want_uring: bool,
     /// Set by `init` when FUSE over io_uring was negotiated.
     uring: Arc<std::sync::atomic::AtomicBool>,
+    /// The request timeout to ask the kernel for, in seconds (0: none).
+    request_timeout: u16,
+}
+
+/// [`FuseOptions::request_timeout`] in whole seconds (at least 1, at most the kernel's u16),
+/// or `LUKSKIT_FUSE_REQUEST_TIMEOUT`; 0 for none.
+fn request_timeout_secs(opts: &FuseOptions) -> u16 {
+    let from_env = std::env::var("LUKSKIT_FUSE_REQUEST_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    match from_env.or(opts.request_timeout) {
+        Some(t) if !t.is_zero() => t.as_secs().clamp(1, u64::from(u16::MAX)) as u16,
+        _ => 0,
+    }
 }
 
 impl std::ops::Deref for PlainFile {
@@ -258,6 +286,15 @@ impl Filesystem for PlainFile {
             InitFlags::FUSE_ASYNC_DIO,
         ] {
             let _ = config.add_capabilities(cap);
+        }
+        // Where the kernel offers it (6.14+), a request unanswered for this long aborts the
+        // connection: readers get I/O errors instead of waiting for ever on a stalled server.
+        if self.request_timeout > 0
+            && config
+                .add_capabilities(InitFlags::FUSE_REQUEST_TIMEOUT)
+                .is_ok()
+        {
+            config.set_request_timeout(self.request_timeout);
         }
         if self.want_uring
             && config
@@ -509,6 +546,7 @@ impl FuseExport {
             core: Arc::clone(core),
             want_uring,
             uring: Arc::clone(&negotiated),
+            request_timeout: request_timeout_secs(opts),
         };
         let mut mount_options = vec![
             MountOption::FSName(opts.fs_name.clone()),
