@@ -343,6 +343,54 @@ struct Flight {
     start: usize,
     len: usize,
     covered: usize,
+    /// The parts of a read that its chunks filled so far (offsets within the piece, start ->
+    /// end, adjacent parts merged): a chunk over a part already filled is a protocol error
+    /// (the NBD specification forbids overlapping chunks; counting bytes alone would let
+    /// two overlapping chunks pass as a whole read and leave stale bytes in the buffer).
+    filled: std::collections::BTreeMap<usize, usize>,
+}
+
+/// Most separate (non-adjacent) parts one read's chunks may fill: bounds what a server can
+/// make the client keep (real servers send a chunk per extent of data or hole).
+const MAX_READ_PARTS: usize = 65536;
+
+impl Flight {
+    /// Record that a chunk filled `[s, e)` of this piece; `Err` with the protocol error when
+    /// it overlaps a part filled before or the read is in too many parts.
+    fn fill(&mut self, s: usize, e: usize) -> Result<(), String> {
+        if let Some((&ps, &pe)) = self.filled.range(..=s).next_back() {
+            if pe > s {
+                return Err(format!(
+                    "overlapping chunks at {s}..{e} and {ps}..{pe} of a read"
+                ));
+            }
+        }
+        if let Some((&ns, &ne)) = self.filled.range(s..).next() {
+            if ns < e {
+                return Err(format!(
+                    "overlapping chunks at {s}..{e} and {ns}..{ne} of a read"
+                ));
+            }
+        }
+        // Merge with the neighbours this part touches.
+        let mut start = s;
+        let mut end = e;
+        if let Some((&ps, &pe)) = self.filled.range(..=s).next_back() {
+            if pe == s {
+                self.filled.remove(&ps);
+                start = ps;
+            }
+        }
+        if let Some(ne) = self.filled.remove(&e) {
+            end = ne;
+        }
+        if self.filled.len() >= MAX_READ_PARTS {
+            return Err(format!("a read in more than {MAX_READ_PARTS} parts"));
+        }
+        self.filled.insert(start, end);
+        self.covered += e - s;
+        Ok(())
+    }
 }
 
 /// Largest non-data structured reply chunk accepted (error messages).
@@ -387,6 +435,7 @@ impl Conn {
                     start,
                     len,
                     covered: 0,
+                    filled: std::collections::BTreeMap::new(),
                 });
                 next += 1;
             }
@@ -487,14 +536,15 @@ impl Conn {
                             ))
                             .into());
                         }
-                        let s = f.start + (at - lo) as usize;
+                        let rel = (at - lo) as usize;
+                        f.fill(rel, rel + n as usize).map_err(protocol)?;
+                        let s = f.start + rel;
                         let dst = &mut buf[s..s + n as usize];
                         if hole {
                             dst.fill(0);
                         } else {
                             r.read_exact(dst)?;
                         }
-                        f.covered += n as usize;
                     }
                     k if k & proto::REPLY_TYPE_ERROR_BIT != 0 => {
                         if !(6..=MAX_CHUNK_META).contains(&len) {

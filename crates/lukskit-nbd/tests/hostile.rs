@@ -160,6 +160,34 @@ fn a_reply_that_covers_part_of_the_read_is_refused() {
     assert!(r.unwrap_err().contains("covered 512 of 4096"));
 }
 
+/// Two chunks over the same half of a read add up to its length: counting bytes alone
+/// accepted that and returned the stale other half (issue 36, item 10). Overlapping chunks
+/// are a protocol error; chunks that only touch are fine.
+#[test]
+fn overlapping_chunks_are_refused() {
+    let r = read_with(|s, cookie, off, len| {
+        for done in [0u16, 1] {
+            let mut p = off.to_be_bytes().to_vec();
+            p.extend(std::iter::repeat_n(7u8, len as usize / 2));
+            s.write_all(&chunk(done, 1, cookie, &p, None)).unwrap();
+        }
+    });
+    let e = r.unwrap_err();
+    assert!(e.contains("overlapping chunks"), "{e}");
+    let r = read_with(|s, cookie, off, len| {
+        // A hole of the second half, then data of the first: adjacent, in any order.
+        let mut h = (off + u64::from(len) / 2).to_be_bytes().to_vec();
+        h.extend_from_slice(&(len / 2).to_be_bytes());
+        s.write_all(&chunk(0, 2, cookie, &h, None)).unwrap();
+        let mut p = off.to_be_bytes().to_vec();
+        p.extend(std::iter::repeat_n(7u8, len as usize / 2));
+        s.write_all(&chunk(1, 1, cookie, &p, None)).unwrap();
+    });
+    let mut want = vec![7u8; 2048];
+    want.extend(vec![0u8; 2048]);
+    assert_eq!(r.unwrap(), want);
+}
+
 #[test]
 fn server_errors_carry_their_message() {
     let r = read_with(|s, cookie, _, _| {
