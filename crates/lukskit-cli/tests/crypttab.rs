@@ -235,6 +235,13 @@ fn open_and_close_userspace() {
         r.stdout,
         format!("{}: opened.\n{}: opened.\n", a.name, b.name)
     );
+    // The key file is 0644 (umask 022): Debian's cryptdisks warns, and so does lukskit.
+    let insecure = format!(
+        "WARNING: {}: key file {key} has insecure ownership, see \
+         /usr/share/doc/cryptsetup/README.Debian.gz.",
+        a.name
+    );
+    assert!(r.stderr.contains(&insecure), "{}", r.stderr);
     for (m, dev) in [(&a, &img), (&b, &img2)] {
         let s = lukskit(&["status", &m.name], b"").ok("status");
         assert!(
@@ -266,8 +273,11 @@ fn open_and_close_userspace() {
     for m in [&a, &b] {
         assert_eq!(lukskit(&["status", &m.name], b"").code, 4);
     }
-    // A wrong passphrase: exit 2, the key-file entry opened all the same.
+    // A wrong passphrase: exit 2, the key-file entry opened all the same; the key file is
+    // 0600 and root's now: no warning.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     let r = lukskit(&["crypttab", "open", "--crypttab", &tab], b"wrong\n");
+    assert!(!r.stderr.contains("insecure ownership"), "{}", r.stderr);
     assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
     assert_eq!(r.stdout, format!("{}: opened.\n", a.name));
     assert!(

@@ -371,6 +371,14 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
         None => None,
         Some(f) => Some(file_path(&f, &mut mounts)?),
     };
+    if let Some(k) = key.as_deref().filter(|k| insecure_key_file(k)) {
+        // Debian's cryptdisks (crypttab_key_check) words.
+        eprintln!(
+            "WARNING: {}: key file {k} has insecure ownership, see \
+             /usr/share/doc/cryptsetup/README.Debian.gz.",
+            e.name
+        );
+    }
     let header = match &e.options.header {
         Some(h) => Some(file_path(h, &mut mounts)?),
         None => None,
@@ -400,6 +408,18 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
     res?;
     println!("{}: opened.", e.name);
     Ok(())
+}
+
+/// Whether a key file is not root's own or can be read or written by others (its group or
+/// anyone): Debian's `crypttab_key_check` warns then (the mode's last two octal digits not
+/// 00, or an owner other than root; links followed). /dev/random and /dev/urandom are not
+/// looked at.
+fn insecure_key_file(path: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if matches!(path, "/dev/random" | "/dev/urandom") {
+        return false;
+    }
+    std::fs::metadata(path).is_ok_and(|m| m.uid() != 0 || m.mode() & 0o077 != 0)
 }
 
 /// Close one entry's mapping, if it is active.
