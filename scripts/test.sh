@@ -62,8 +62,11 @@ command -v jose >/dev/null 2>&1 || need_pkgs+=(jose)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
 # builds the initramfs images with its own mkinitramfs.
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
-# scripts/test-lanes.sh reads cargo's list of test binaries with python3.
+# scripts/test-lanes.sh reads cargo's list of test binaries with python3; image tests decrypt
+# lukskit's output with Python's `cryptography` as an independent check (Debian's package: the
+# system Python of Debian 12 is externally managed, so no pip).
 command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)
+python3 -c 'import cryptography' >/dev/null 2>&1 || need_pkgs+=(python3-cryptography)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"
@@ -72,10 +75,6 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     else
         echo "WARNING: ${need_pkgs[*]} missing and not root: the tests that need them will fail (LUKSKIT_ALLOW_SKIP=1 skips them)" >&2
     fi
-fi
-# Image tests decrypt lukskit's output with Python's `cryptography` as an independent check.
-if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import cryptography' 2>/dev/null; then
-    python3 -m pip install -q cryptography >/dev/null 2>&1 || echo "WARNING: python3 cryptography unavailable: the image checks that need it will fail (LUKSKIT_ALLOW_SKIP=1 skips them)" >&2
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo not found: install Rust (https://rustup.rs) first" >&2

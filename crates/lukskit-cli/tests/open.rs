@@ -386,6 +386,9 @@ fn no_loop_serves_only_the_fuse_file() {
         format!("lukskit: {}", m.name),
         "name of the serving process"
     );
+    // ... and `lukskit` in top, pgrep and pidof (its comm; not `exe`).
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", m.pid())).unwrap();
+    assert_eq!(comm, "lukskit\n", "process name of the serving process");
     let size = std::fs::metadata(&fuse).unwrap().len();
     assert_eq!(
         size,

@@ -93,6 +93,13 @@ pub fn serve_main() -> i32 {
     unsafe {
         libc::setsid();
     }
+    // Started through /proc/self/exe, the process would be `exe` in top, pgrep and pidof:
+    // it is `lukskit` there (its argv[0], `lukskit: NAME`, names the mapping in `ps`).
+    // SAFETY: PR_SET_NAME copies at most 16 bytes from a NUL-terminated string that lives
+    // through the call.
+    unsafe {
+        libc::prctl(libc::PR_SET_NAME, c"lukskit".as_ptr(), 0, 0, 0);
+    }
     // Read the pipe unbuffered (a duplicate of fd 0): the buffer of `std::io::stdin()`
     // would keep a copy of the volume key for the life of the process.
     let launch = std::io::stdin()
