@@ -390,6 +390,38 @@ fn decrypted_output_never_goes_through_a_planted_link_or_into_anothers_file() {
         );
         assert!(std::fs::read(&theirs).unwrap()[..plain.len()] == plain[..]);
     }
+    // A link to a block device (as /dev/disk/by-id/... are) is followed: the plaintext goes
+    // onto the device, the link stays.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        let back = d.path().join("back.img");
+        std::fs::File::create(&back)
+            .and_then(|f| f.set_len(1 << 20))
+            .unwrap();
+        let lo = Command::new("losetup")
+            .args(["--find", "--show", back.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(lo.status.success(), "losetup");
+        let lo = String::from_utf8_lossy(&lo.stdout).trim().to_string();
+        let by_id = d.path().join("by-id");
+        std::os::unix::fs::symlink(&lo, &by_id).unwrap();
+        let r = lukskit(
+            &["image", "decrypt", "-q", "-d", &kf, &img, &path_str(&by_id)],
+            b"",
+        );
+        let on_device = std::fs::read(&lo).unwrap();
+        let _ = Command::new("losetup").args(["-d", &lo]).status();
+        r.ok("decrypt onto a link to a block device");
+        assert!(std::fs::symlink_metadata(&by_id)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(
+            on_device[..plain.len()] == plain[..],
+            "plaintext not on the device"
+        );
+    }
     // No new file of lukskit's is left beside the outputs.
     let left: Vec<_> = std::fs::read_dir(d.path())
         .unwrap()

@@ -236,7 +236,14 @@ struct PlainOutput {
 
 impl PlainOutput {
     fn open(path: &str) -> Result<Self> {
-        if is_block_device(path) {
+        // A device or pipe (also through a link, as /dev/disk/by-id/... is) is written as it
+        // is; only a regular file, a link to one or nothing at all is replaced.
+        let in_place = std::fs::metadata(path).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            let t = m.file_type();
+            t.is_block_device() || t.is_char_device() || t.is_fifo()
+        });
+        if in_place {
             let file = OpenOptions::new()
                 .write(true)
                 .open(path)
@@ -774,7 +781,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
             .try_clone()
             .map_err(|e| CliError::io("Opening", dst_path, &e))?;
         output = Some(out);
-        if !sparse {
+        if is_block_device(dst_path) {
             let have = lukskit_format::io::Storage::size(&file)
                 .map_err(|e| CliError::io("Reading", dst_path, &e))?;
             if have < total {
