@@ -12,6 +12,27 @@ use lukskit_volume::device::Access;
 use lukskit_volume::pbkdf::PbkdfOptions;
 use lukskit_volume::volume::Header;
 use lukskit_volume::Volume;
+use std::time::{Duration, Instant};
+
+/// The most time the clevis tokens of one unlock may take together (each exchange has its own
+/// limit, 10 s, too): a header with many tokens naming servers that never answer costs this
+/// much, not tokens x 10 s. A token whose turn comes later is skipped, and says so.
+const CLEVIS_BUDGET: Duration = Duration::from_secs(30);
+
+/// `s` (a URL or a message from a token's header or its server) with control characters
+/// escaped: nothing from a header or a server reaches the terminal as an escape sequence.
+fn printable(s: &str) -> String {
+    s.chars()
+        .flat_map(|c| {
+            let escaped: Vec<char> = if c.is_control() {
+                c.escape_default().collect()
+            } else {
+                vec![c]
+            };
+            escaped
+        })
+        .collect()
+}
 
 /// The tokens `open` would try, each with the keyslots to try it on, in cryptsetup's order:
 /// those of `--token-id` / `--token-type`, with `--key-slot` only those for that keyslot;
@@ -125,6 +146,7 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
     }
     let tokens = candidates(vol, o)?;
     let limits = lukskit_tang::default_limits();
+    let started = Instant::now();
     let mut failure = TokenFailure::Unusable;
     for (t, slots) in &tokens {
         crate::debug::log(format_args!(
@@ -157,12 +179,28 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
                         continue;
                     }
                 };
+                let left = CLEVIS_BUDGET.saturating_sub(started.elapsed());
+                if left.is_zero() {
+                    eprintln!(
+                        "Token {} (clevis tang {}) skipped: the clevis tokens' {} s are used up.",
+                        t.id,
+                        printable(&tok.url),
+                        CLEVIS_BUDGET.as_secs()
+                    );
+                    continue;
+                }
+                let limits = lukskit_tang::Limits {
+                    timeout: limits.timeout.min(left),
+                    ..limits
+                };
                 match tok.unlock(&limits) {
                     Ok(p) => (p, Some(tok.url)),
                     Err(e) => {
                         eprintln!(
-                            "Token {} (clevis tang {}) cannot unlock: {e}.",
-                            t.id, tok.url
+                            "Token {} (clevis tang {}) cannot unlock: {}.",
+                            t.id,
+                            printable(&tok.url),
+                            printable(&e.to_string())
                         );
                         continue;
                     }
@@ -188,8 +226,9 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
         failure = TokenFailure::WrongPassphrase;
         if let Some(url) = tang_url {
             eprintln!(
-                "Token {} (clevis tang {url}): the passphrase it holds opens none of its keyslots.",
-                t.id
+                "Token {} (clevis tang {}): the passphrase it holds opens none of its keyslots.",
+                t.id,
+                printable(&url)
             );
         }
     }
@@ -379,5 +418,19 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
             let _ = vol.kill_keyslot(slot);
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(
+            printable("http://a/\u{1b}[2Jx\n"),
+            "http://a/\\u{1b}[2Jx\\n"
+        );
+        assert_eq!(printable("plain ünïcode"), "plain ünïcode");
     }
 }
