@@ -1468,3 +1468,74 @@ fn odd_headers_match_cryptsetup_in_detail() {
     }
     assert!(failures.is_empty(), "see DIFFERENCE lines");
 }
+
+/// `bytes` (a LUKS2 image prefix) with both header copies' `checksum_alg` set to `alg` and
+/// their checksums computed with Python's hashlib (an implementation independent of lukskit).
+fn with_checksum_alg(bytes: &[u8], alg: &str) -> Vec<u8> {
+    let mut img = bytes.to_vec();
+    let hdr_size = be64(&img, 8) as usize;
+    for copy in 0..2 {
+        let off = copy * hdr_size;
+        img[off + 72..off + 104].fill(0);
+        img[off + 72..off + 72 + alg.len()].copy_from_slice(alg.as_bytes());
+        img[off + 448..off + 512].fill(0);
+        let mut py = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import hashlib,sys; sys.stdout.buffer.write(hashlib.new(sys.argv[1], sys.stdin.buffer.read()).digest())",
+                alg,
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("python3");
+        {
+            use std::io::Write;
+            py.stdin
+                .take()
+                .unwrap()
+                .write_all(&img[off..off + hdr_size])
+                .unwrap();
+        }
+        let d = py.wait_with_output().unwrap().stdout;
+        assert!(!d.is_empty() && d.len() <= 64, "hashlib {alg}");
+        img[off + 448..off + 448 + d.len()].copy_from_slice(&d);
+    }
+    img
+}
+
+/// Issue 36 item 13: a LUKS2 header whose checksum algorithm is `md5` or `blake2b512` (hashes
+/// cryptsetup 2.6.1 takes from OpenSSL for this field) is read and opened by both tools; a
+/// wrong checksum under those algorithms is refused by both, and an unknown algorithm too.
+#[test]
+fn md5_and_blake2b512_header_checksums_as_cryptsetup() {
+    let Some(Setup(dir, cs, kf, l2, _)) = setup("md5 and blake2b512 header checksums") else {
+        return;
+    };
+    let img = dir.path().join("csum.img");
+    let img_s = img.to_str().unwrap().to_string();
+    for (alg, valid) in [
+        ("md5", true),
+        ("blake2b512", true),
+        ("sha256", true),
+        ("md5", false),
+        ("blake2b512", false),
+    ] {
+        let mut b = with_checksum_alg(&l2, alg);
+        if !valid {
+            // Break both copies' checksums.
+            let hdr_size = be64(&b, 8) as usize;
+            b[448] ^= 0xff;
+            b[hdr_size + 448] ^= 0xff;
+        }
+        write_device(&img, &b);
+        let theirs = verdicts(&cs, &img_s, &kf);
+        let ours = verdicts(env!("CARGO_BIN_EXE_lukskit"), &img_s, &kf);
+        assert_eq!(ours, theirs, "checksum {alg} (valid: {valid})");
+        if valid {
+            assert_eq!(theirs, [Some(0), Some(0)], "cryptsetup should take {alg}");
+        } else {
+            assert_ne!(theirs[1], Some(0), "cryptsetup opened a bad {alg} checksum");
+        }
+    }
+}

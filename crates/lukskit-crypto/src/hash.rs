@@ -36,6 +36,52 @@ pub enum HashAlg {
     Sm3,
 }
 
+/// Hashes that cryptsetup's crypto backend (OpenSSL) offers and that lukskit takes only where
+/// a LUKS2 header names one for its own checksum (`checksum_alg`), as cryptsetup 2.6.1 does:
+/// never for keys, key slots or digests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ChecksumOnlyHash {
+    /// MD5 (16 bytes).
+    Md5,
+    /// BLAKE2b-512 (64 bytes), OpenSSL's `blake2b512`.
+    Blake2b512,
+}
+
+impl ChecksumOnlyHash {
+    /// Look one up by its OpenSSL name (`md5`, `blake2b512`), case-insensitively.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.to_ascii_lowercase().as_str() {
+            "md5" => Some(ChecksumOnlyHash::Md5),
+            "blake2b512" => Some(ChecksumOnlyHash::Blake2b512),
+            _ => None,
+        }
+    }
+
+    /// Digest size in bytes.
+    pub fn digest_size(self) -> usize {
+        match self {
+            ChecksumOnlyHash::Md5 => 16,
+            ChecksumOnlyHash::Blake2b512 => 64,
+        }
+    }
+
+    /// The digest of the concatenation of `parts`.
+    pub fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
+        fn run<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
+            let mut h = D::new();
+            for p in parts {
+                h.update(p);
+            }
+            h.finalize().to_vec()
+        }
+        match self {
+            ChecksumOnlyHash::Md5 => run::<md5::Md5>(parts),
+            ChecksumOnlyHash::Blake2b512 => run::<blake2::Blake2b512>(parts),
+        }
+    }
+}
+
 impl HashAlg {
     /// All supported hashes, in the order `benchmark` prints PBKDF2 lines for the common ones.
     pub const ALL: [HashAlg; 7] = [

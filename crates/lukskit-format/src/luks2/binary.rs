@@ -2,7 +2,7 @@
 
 use super::{BINARY_HEADER_SIZE, MAGIC_PRIMARY, MAGIC_SECONDARY, METADATA_SIZES};
 use crate::{Luks2Error, NotLuks, Result};
-use lukskit_crypto::hash::HashAlg;
+use lukskit_crypto::hash::{ChecksumOnlyHash, HashAlg};
 
 const OFF_MAGIC: usize = 0;
 const OFF_VERSION: usize = 6;
@@ -145,19 +145,50 @@ impl BinaryHeader {
     }
 }
 
-/// The checksum algorithm of a header, as a hash usable for `hdr_checksum_calculate`.
-pub(crate) fn checksum_hash(alg: &str) -> Result<HashAlg> {
-    HashAlg::from_name(alg).map_err(|_| {
-        Luks2Error::UnsupportedChecksum {
-            alg: alg.to_owned(),
+/// A header's checksum algorithm (`checksum_alg`): any hash lukskit knows, or one of the
+/// hashes cryptsetup takes from OpenSSL for this field only (md5, blake2b512).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChecksumAlg {
+    /// A hash of [`HashAlg`].
+    Hash(HashAlg),
+    /// md5 or blake2b512.
+    ChecksumOnly(ChecksumOnlyHash),
+}
+
+impl ChecksumAlg {
+    fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
+        match self {
+            ChecksumAlg::Hash(h) => h.digest(parts),
+            ChecksumAlg::ChecksumOnly(h) => h.digest(parts),
         }
-        .into()
-    })
+    }
+
+    fn digest_size(self) -> usize {
+        match self {
+            ChecksumAlg::Hash(h) => h.digest_size(),
+            ChecksumAlg::ChecksumOnly(h) => h.digest_size(),
+        }
+    }
+}
+
+/// The checksum algorithm of a header, usable for `hdr_checksum_calculate`.
+pub(crate) fn checksum_hash(alg: &str) -> Result<ChecksumAlg> {
+    if let Ok(h) = HashAlg::from_name(alg) {
+        return Ok(ChecksumAlg::Hash(h));
+    }
+    ChecksumOnlyHash::from_name(alg)
+        .map(ChecksumAlg::ChecksumOnly)
+        .ok_or_else(|| {
+            Luks2Error::UnsupportedChecksum {
+                alg: alg.to_owned(),
+            }
+            .into()
+        })
 }
 
 /// `hdr_checksum_calculate`: hash of the 4096-byte binary header with the checksum field
 /// zeroed, followed by the whole JSON area. Returns the 64-byte zero-padded field.
-pub(crate) fn compute_checksum(alg: HashAlg, bin: &[u8], json_area: &[u8]) -> [u8; 64] {
+pub(crate) fn compute_checksum(alg: ChecksumAlg, bin: &[u8], json_area: &[u8]) -> [u8; 64] {
     let mut zeroed = bin[..BINARY_HEADER_SIZE].to_vec();
     zeroed[OFF_CSUM..OFF_CSUM + CSUM_LEN].fill(0);
     let d = alg.digest(&[&zeroed, json_area]);
@@ -167,7 +198,7 @@ pub(crate) fn compute_checksum(alg: HashAlg, bin: &[u8], json_area: &[u8]) -> [u
 }
 
 /// `hdr_checksum_check`: compare over the digest length only.
-pub(crate) fn checksum_matches(alg: HashAlg, bin: &[u8], json_area: &[u8]) -> bool {
+pub(crate) fn checksum_matches(alg: ChecksumAlg, bin: &[u8], json_area: &[u8]) -> bool {
     let want = compute_checksum(alg, bin, json_area);
     let n = alg.digest_size();
     subtle::ConstantTimeEq::ct_eq(&want[..n], &bin[OFF_CSUM..OFF_CSUM + n]).into()
