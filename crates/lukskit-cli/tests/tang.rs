@@ -551,6 +551,18 @@ fn fake_tang(reply: Vec<u8>) -> (u16, std::thread::JoinHandle<()>) {
     (port, h)
 }
 
+/// A volume in `dir` bound to a tang server that is stopped again (its token then points
+/// wherever a test retargets it); None when the tools are missing ([`tools`]).
+fn bound_then_stopped(test: &str, dir: &Path) -> Option<String> {
+    if !tools(test) {
+        return None;
+    }
+    let tang = Tang::start(dir);
+    let (img, _key) = clevis_bound(dir, &tang);
+    drop(tang);
+    Some(img)
+}
+
 /// The clevis token of `img` with its URL pointed at `port`.
 fn retarget(img: &str, port: u16) {
     retarget_to(img, &format!("http://127.0.0.1:{port}"), 0);
@@ -596,14 +608,13 @@ fn retarget_to(img: &str, url: &str, id: u32) {
 /// and the passphrase still opens the volume.
 #[test]
 fn hostile_clevis_tokens_are_printed_escaped_and_share_one_deadline() {
-    let test = "hostile_clevis_tokens_are_printed_escaped_and_share_one_deadline";
-    if !tools(test) {
-        return;
-    }
     let d = tmp();
-    let tang = Tang::start(d.path());
-    let (img, _key) = clevis_bound(d.path(), &tang);
-    drop(tang);
+    let Some(img) = bound_then_stopped(
+        "hostile_clevis_tokens_are_printed_escaped_and_share_one_deadline",
+        d.path(),
+    ) else {
+        return;
+    };
     // A closed port and an escape sequence in the URL.
     retarget_to(&img, "http://127.0.0.1:1/\u{1b}[2J\u{1b}]0;owned\u{7}", 0);
     let r = lukskit(&["open", "--test-passphrase", &img], b"pass one");
@@ -669,14 +680,12 @@ fn base64url(b: &[u8]) -> String {
 
 #[test]
 fn hostile_tang_replies_fall_back_to_the_passphrase() {
-    let test = "hostile_tang_replies_fall_back_to_the_passphrase";
-    if !tools(test) {
-        return;
-    }
     let d = tmp();
-    let tang = Tang::start(d.path());
-    let (img, _key) = clevis_bound(d.path(), &tang);
-    drop(tang);
+    let Some(img) =
+        bound_then_stopped("hostile_tang_replies_fall_back_to_the_passphrase", d.path())
+    else {
+        return;
+    };
     let http = |status: &str, body: &[u8]| {
         let mut r = format!(
             "HTTP/1.1 {status}\r\nContent-Type: application/jwk+json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",

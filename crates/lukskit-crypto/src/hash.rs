@@ -36,6 +36,15 @@ pub enum HashAlg {
     Sm3,
 }
 
+/// The digest of the concatenation of `parts` with hash `D`.
+fn digest_of<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
+    let mut h = D::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.finalize().to_vec()
+}
+
 /// Hashes that cryptsetup's crypto backend (OpenSSL) offers and that lukskit takes only where
 /// a LUKS2 header names one for its own checksum (`checksum_alg`), as cryptsetup 2.6.1 does:
 /// never for keys, key slots or digests.
@@ -68,16 +77,9 @@ impl ChecksumOnlyHash {
 
     /// The digest of the concatenation of `parts`.
     pub fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
-        fn run<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
-            let mut h = D::new();
-            for p in parts {
-                h.update(p);
-            }
-            h.finalize().to_vec()
-        }
         match self {
-            ChecksumOnlyHash::Md5 => run::<md5::Md5>(parts),
-            ChecksumOnlyHash::Blake2b512 => run::<blake2::Blake2b512>(parts),
+            ChecksumOnlyHash::Md5 => digest_of::<md5::Md5>(parts),
+            ChecksumOnlyHash::Blake2b512 => digest_of::<blake2::Blake2b512>(parts),
         }
     }
 }
@@ -150,28 +152,21 @@ impl HashAlg {
 
     /// Hash the concatenation of `parts`.
     pub fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
-        fn run<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
-            let mut h = D::new();
-            for p in parts {
-                h.update(p);
-            }
-            h.finalize().to_vec()
-        }
         match self {
-            HashAlg::Sha1 => run::<sha1::Sha1>(parts),
-            HashAlg::Sha224 => run::<sha2::Sha224>(parts),
-            HashAlg::Sha256 => run::<sha2::Sha256>(parts),
-            HashAlg::Sha384 => run::<sha2::Sha384>(parts),
-            HashAlg::Sha512 => run::<sha2::Sha512>(parts),
-            HashAlg::Ripemd160 => run::<ripemd::Ripemd160>(parts),
-            HashAlg::Whirlpool => run::<whirlpool::Whirlpool>(parts),
-            HashAlg::Sha3_224 => run::<sha3::Sha3_224>(parts),
-            HashAlg::Sha3_256 => run::<sha3::Sha3_256>(parts),
-            HashAlg::Sha3_384 => run::<sha3::Sha3_384>(parts),
-            HashAlg::Sha3_512 => run::<sha3::Sha3_512>(parts),
-            HashAlg::Sm3 => run::<sm3::Sm3>(parts),
+            HashAlg::Sha1 => digest_of::<sha1::Sha1>(parts),
+            HashAlg::Sha224 => digest_of::<sha2::Sha224>(parts),
+            HashAlg::Sha256 => digest_of::<sha2::Sha256>(parts),
+            HashAlg::Sha384 => digest_of::<sha2::Sha384>(parts),
+            HashAlg::Sha512 => digest_of::<sha2::Sha512>(parts),
+            HashAlg::Ripemd160 => digest_of::<ripemd::Ripemd160>(parts),
+            HashAlg::Whirlpool => digest_of::<whirlpool::Whirlpool>(parts),
+            HashAlg::Sha3_224 => digest_of::<sha3::Sha3_224>(parts),
+            HashAlg::Sha3_256 => digest_of::<sha3::Sha3_256>(parts),
+            HashAlg::Sha3_384 => digest_of::<sha3::Sha3_384>(parts),
+            HashAlg::Sha3_512 => digest_of::<sha3::Sha3_512>(parts),
+            HashAlg::Sm3 => digest_of::<sm3::Sm3>(parts),
             HashAlg::Wp256 | HashAlg::Wp384 => {
-                let mut d = run::<whirlpool::Whirlpool>(parts);
+                let mut d = digest_of::<whirlpool::Whirlpool>(parts);
                 d.truncate(self.digest_size());
                 d
             }
