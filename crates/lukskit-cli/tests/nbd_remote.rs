@@ -63,18 +63,6 @@ fn cryptsetup_luks2(dir: &Path, size: u64) -> Option<(String, String)> {
     Some((img, key))
 }
 
-/// A 32 MiB LUKS2 image formatted by lukskit (fast PBKDF2) with passphrase `pass` in a key
-/// file: (image, key file).
-fn lukskit_luks2(dir: &Path, pass: &[u8]) -> (String, String) {
-    let img = sparse(dir, "img", 32 << 20);
-    let key = write_file(dir, "key", pass);
-    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
-    args.extend_from_slice(&FAST);
-    args.extend_from_slice(&[&img, &key]);
-    lukskit(&args, b"").ok("luksFormat");
-    (img, key)
-}
-
 fn certs(dir: &Path) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/nbd-tls-certs.sh");
     let st = Command::new(script).arg(dir).status().unwrap();
@@ -307,7 +295,7 @@ fn tls_export_is_read_by_nbdcopy_with_certificates_and_refused_without() {
         return;
     }
     let d = tmp();
-    let (img, key) = lukskit_luks2(d.path(), b"tls pass");
+    let (img, key) = lukskit_luks2_image(d.path(), 32 << 20, b"tls pass");
     let pki = d.path().join("pki");
     certs(&pki);
     let creds = pki.to_str().unwrap();
@@ -423,7 +411,7 @@ fn tls_export_requires_client_certificates_unless_opted_out_with_a_warning() {
         return;
     }
     let d = tmp();
-    let (img, key) = lukskit_luks2(d.path(), b"tls pass");
+    let (img, key) = lukskit_luks2_image(d.path(), 32 << 20, b"tls pass");
     let pki = d.path().join("pki");
     certs(&pki);
     let creds = pki.to_str().unwrap();
@@ -567,7 +555,7 @@ fn stalled_and_dead_nbd_servers_give_io_errors_status_shows_them_and_close_clean
         return;
     }
     let d = tmp();
-    let (img, key) = lukskit_luks2(d.path(), b"stall pass");
+    let (img, key) = lukskit_luks2_image(d.path(), 32 << 20, b"stall pass");
     let sock = d.path().join("nbd.sock");
     let srv = nbdkit_file(&sock, &img, &[]);
     let uri = format!(

@@ -17,13 +17,7 @@ use std::time::{Duration, Instant};
 
 /// A LUKS2 volume formatted by lukskit with passphrase file `key` ("secret pass").
 fn luks2_image(dir: &Path, size: u64) -> (String, String) {
-    let img = sparse(dir, "img", size);
-    let key = write_file(dir, "key", b"secret pass");
-    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
-    args.extend_from_slice(&FAST);
-    args.extend_from_slice(&[&img, &key]);
-    lukskit(&args, b"").ok("luksFormat");
-    (img, key)
+    lukskit_luks2_image(dir, size, b"secret pass")
 }
 
 /// A 32 MiB LUKS2 image formatted by real cryptsetup (fast PBKDF2), and its key file.

@@ -323,6 +323,18 @@ pub fn sparse(dir: &Path, name: &str, size: u64) -> String {
     p.to_str().unwrap().to_string()
 }
 
+/// A LUKS2 image of `size` bytes formatted by lukskit (fast PBKDF2) with passphrase `pass` in
+/// the key file `key` beside it: (image, key file).
+pub fn lukskit_luks2_image(dir: &Path, size: u64, pass: &[u8]) -> (String, String) {
+    let img = sparse(dir, "img", size);
+    let key = write_file(dir, "key", pass);
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, &key]);
+    lukskit(&args, b"").ok("luksFormat");
+    (img, key)
+}
+
 /// A 4096-byte aligned buffer for O_DIRECT.
 pub struct AlignedBuf {
     v: Vec<u8>,
