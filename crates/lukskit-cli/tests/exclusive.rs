@@ -579,3 +579,83 @@ fn forced_offline_reencryption_never_runs_under_a_mapping_or_a_mount() {
     sh(&format!("umount {}", mnt.display()));
     fsck(&lo.0, "the mounted file system");
 }
+
+/// Another user (here `nobody`) who may only read an image holds an open-file-description
+/// read lock on it, as anyone with read access can, until dropped.
+struct StrangersReadLock(std::process::Child);
+
+impl StrangersReadLock {
+    fn take(file: &str) -> StrangersReadLock {
+        use std::io::BufRead;
+        let script = "import fcntl,os,struct,sys,time\n\
+             fd=os.open(sys.argv[1],os.O_RDONLY)\n\
+             fcntl.fcntl(fd,fcntl.F_OFD_SETLK,struct.pack('hhqqi',fcntl.F_RDLCK,0,0,0,0))\n\
+             print('locked',flush=True)\n\
+             time.sleep(600)\n";
+        let mut child = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(["/usr/bin/python3", "-c", script, file])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "locked", "the stranger could not lock {file}");
+        StrangersReadLock(child)
+    }
+}
+
+impl Drop for StrangersReadLock {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Issue 36 item 7: a user who may only read an image cannot stop root from opening, formatting
+/// or re-encrypting it by holding a read lock on it; root's own claims still exclude each other
+/// while that lock is held.
+#[test]
+fn a_readers_lock_does_not_stop_root_and_root_claims_still_exclude_each_other() {
+    if !capable("reader's lock") || !have_tool("reader's lock", "setpriv") {
+        return;
+    }
+    let dir = tmp();
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::set_permissions(dir.path(), mode).unwrap();
+    let img = sparse(dir.path(), "v.img", 32 << 20);
+    let kf = write_file(dir.path(), "k", b"secret");
+    let stranger = StrangersReadLock::take(&img);
+    lukskit(&fast(vec!["luksFormat", &img, "-d", &kf]), b"").ok("luksFormat under a reader's lock");
+    let m = Mapping::new("excl-rdlk");
+    lukskit(&["open", "-d", &kf, &img, &m.name], b"").ok("open under a reader's lock");
+    let other = Mapping::new("excl-rdlk2");
+    assert_refused(
+        &lukskit(&["open", "-d", &kf, &img, &other.name], b""),
+        5,
+        &format!("Cannot use device {img} which is in use (already mapped or mounted)."),
+        "second open beside the reader's lock",
+    );
+    assert_refused(
+        &lukskit(&fast(vec!["luksFormat", &img, "-d", &kf]), b""),
+        1,
+        &format!("Cannot exclusively open {img}, device in use."),
+        "luksFormat of the open image beside the reader's lock",
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+    lukskit(
+        &fast(vec![
+            "reencrypt",
+            "--force-offline-reencrypt",
+            &img,
+            "-d",
+            &kf,
+        ]),
+        b"",
+    )
+    .ok("offline re-encryption under a reader's lock");
+    drop(stranger);
+    lukskit(&["open", "--test-passphrase", "-d", &kf, &img], b"").ok("still opens");
+}
