@@ -8,6 +8,8 @@
 //! * [`luks1`] — the LUKS1 phdr, its eight keyslots and layout rules.
 //! * [`luks2`] — the LUKS2 binary headers, the JSON metadata, validation, and the
 //!   crash-safe two-copy read/write protocol.
+//! * [`VolumeType`] — the one name of every kind of volume (LUKS1, LUKS2, plain, TCRYPT,
+//!   BITLK, FVAULT2, loop-AES).
 //!
 //! The only `unsafe` is the size ioctl of a block device in [`io`] (allowed there alone).
 
@@ -18,12 +20,15 @@ mod error;
 pub mod io;
 pub mod luks1;
 pub mod luks2;
+mod volume_type;
 
 pub use error::{
     CopyProblem, DigestProblem, FormatError, JsonKind, JsonObject, JsonProblem, JsonType,
     KeyslotProblem, Luks1Error, Luks1Field, Luks1KeyslotProblem, Luks1RepairNote, Luks2Error,
     NotLuks,
 };
+
+pub use volume_type::{TypeRequest, VolumeType};
 
 /// Result type of this crate.
 pub type Result<T> = std::result::Result<T, FormatError>;

@@ -136,6 +136,10 @@ pub enum VolumeError {
     /// LUKS2 re-encryption cannot start, continue or recover.
     #[error(transparent)]
     Reencrypt(#[from] ReencryptError),
+    /// A volume of one of the other formats (TCRYPT, BITLK, FVAULT2, loop-AES) could not be
+    /// described or unlocked.
+    #[error(transparent)]
+    OtherFormat(#[from] crate::formats::OtherFormatError),
 }
 
 impl From<FormatError> for VolumeError {

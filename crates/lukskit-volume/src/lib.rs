@@ -8,6 +8,8 @@
 //! * [`claim`] — exclusive use of a device or image while it is open or being formatted.
 //! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
 //! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
+//! * [`formats`] — the format seam: every on-disk format (LUKS1, LUKS2, plain, TrueCrypt,
+//!   BitLocker, FileVault 2, loop-AES) behind one trait, and their registry.
 //! * [`data`] — the data path: plaintext reads/writes of an unlocked volume.
 //! * [`ring`] — asynchronous sector I/O on io_uring (for the FUSE exposure).
 //! * [`segment`] — the segment table of the data area (crypt / linear / zero segments).
@@ -30,6 +32,7 @@ pub mod device;
 pub mod edit;
 mod error;
 pub mod format;
+pub mod formats;
 mod keyslot_cipher;
 mod lock_file;
 mod luks1_keys;

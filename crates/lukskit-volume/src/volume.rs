@@ -204,9 +204,14 @@ impl Volume {
 
     /// "LUKS1" or "LUKS2".
     pub fn type_name(&self) -> &'static str {
+        self.volume_type().name()
+    }
+
+    /// The volume's type (LUKS1 or LUKS2).
+    pub fn volume_type(&self) -> lukskit_format::VolumeType {
         match self.header {
-            Header::Luks1(_) => "LUKS1",
-            Header::Luks2(_) => "LUKS2",
+            Header::Luks1(_) => lukskit_format::VolumeType::Luks1,
+            Header::Luks2(_) => lukskit_format::VolumeType::Luks2,
         }
     }
 

@@ -1,0 +1,40 @@
+//! Errors of the formats other than LUKS (LUKS keeps its own, richer ones in
+//! [`crate::VolumeError`]).
+
+use lukskit_format::VolumeType;
+
+/// Why a volume of one of the other formats could not be described or unlocked.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OtherFormatError {
+    /// The device carries no metadata of the requested type.
+    #[error("{path} is not a valid {volume_type} device")]
+    NotThisFormat {
+        /// The type asked for.
+        volume_type: VolumeType,
+        /// The device.
+        path: String,
+    },
+    /// No key could be derived from what was given (wrong passphrase, key file or PIM; for
+    /// TCRYPT: no header decrypts with it).
+    #[error("no key available with this passphrase")]
+    NoKey,
+    /// A secret the format needs was not given (a passphrase, a key file).
+    #[error("{what} is required")]
+    SecretMissing {
+        /// What is missing, in cryptsetup's words.
+        what: String,
+    },
+    /// The metadata is damaged or hostile: the field, and why it cannot be used.
+    #[error("invalid {volume_type} metadata: {why}")]
+    Invalid {
+        /// The type.
+        volume_type: VolumeType,
+        /// What is wrong (a field and its value).
+        why: String,
+    },
+    /// Valid metadata lukskit (or cryptsetup 2.6.1) does not open: the message is
+    /// cryptsetup's words for it.
+    #[error("{0}")]
+    Unsupported(String),
+}
