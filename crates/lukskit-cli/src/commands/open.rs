@@ -12,6 +12,7 @@ use lukskit_activate::{
     Status,
 };
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
 use lukskit_volume::Volume;
@@ -116,8 +117,11 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     tls_warnings(&o, tls.as_ref());
     // The backend is decided before anything is asked (a forced but missing kernel backend
     // fails at once); `base_config` carries what decides it.
-    let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
-        .map_err(CliError::from)?;
+    let backend = activate::choose_backend(
+        backend_choice(&o)?,
+        &base_config(&o, name, requested_type(&o)),
+    )
+    .map_err(CliError::from)?;
     if matches!(o.r#type.as_deref(), None | Some("luks") | Some("luks2")) {
         if let Some(config) = reencrypt_config(&o, device, name)? {
             let (config, table) = config;
@@ -142,8 +146,8 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     // LUKS2 persistent flags apply to every activation (for the userspace backend only
     // allow-discards means anything; the performance flags are the kernel's) — except one
     // with --persistent, whose own flags become the whole set, as in cryptsetup.
-    let stored = match config.kind.as_str() {
-        "LUKS2" if !o.persistent => stored_flags(&o, &config)?,
+    let stored = match config.kind {
+        VolumeType::Luks2 if !o.persistent => stored_flags(&o, &config)?,
         _ => Vec::new(),
     };
     config.allow_discards |= stored.iter().any(|f| f == "allow-discards");
@@ -156,6 +160,19 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
     }
     Ok(())
+}
+
+/// The type `open` is asked for: `--type` (plain, ...), LUKS2 for any LUKS or none (the
+/// header decides later).
+fn requested_type(o: &Opts) -> VolumeType {
+    match o
+        .r#type
+        .as_deref()
+        .and_then(lukskit_format::TypeRequest::parse)
+    {
+        Some(lukskit_format::TypeRequest::Exactly(t)) => t,
+        _ => VolumeType::Luks2,
+    }
 }
 
 /// The type of `--type` when it is one of the formats without LUKS keyslots (TCRYPT, BITLK,
@@ -197,8 +214,7 @@ fn reencrypt_config(
 /// The parameters every mapping of LUKS volume `vol` starts from: type, UUID, and the
 /// absolute paths of its data device and (with `--header`) its header.
 fn luks_config(o: &Opts, name: &str, vol: &Volume) -> Result<MappingConfig> {
-    let mut c = base_config(o, name);
-    c.kind = vol.type_name().to_string();
+    let mut c = base_config(o, name, vol.volume_type());
     c.uuid = Some(vol.uuid().to_string());
     c.device = absolute(&vol.data_path)?;
     c.header = match &o.header {
@@ -257,8 +273,9 @@ pub(crate) fn activate_after_init(
     // The mapping (and its stored flags) open the header again, from this process or a
     // server: the write lock `vol` holds on it must go first.
     drop(vol);
-    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
-        .map_err(CliError::from)?;
+    let backend =
+        activate::choose_backend(backend_choice(o)?, &base_config(o, name, VolumeType::Luks2))
+            .map_err(CliError::from)?;
     activate_reencrypt(o, backend, config, &table)
 }
 
@@ -446,10 +463,10 @@ pub(crate) fn absolute(path: &str) -> Result<String> {
         .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }
 
-pub(crate) fn base_config(o: &Opts, name: &str) -> MappingConfig {
+pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConfig {
     MappingConfig {
         name: name.to_string(),
-        kind: String::new(),
+        kind,
         uuid: None,
         device: String::new(),
         header: None,
@@ -531,8 +548,7 @@ fn unlock_plain(
     }
     let key = super::image::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
     let layout = p.layout()?;
-    let mut c = base_config(o, name);
-    c.kind = "PLAIN".into();
+    let mut c = base_config(o, name, VolumeType::Plain);
     c.device = dev;
     c.layout = LayoutInfo::from(&layout);
     c.key_bits = p.key_bits;

@@ -135,13 +135,12 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
             "Stacked devices (cipher cascades) are not supported by lukskit's activation yet.",
         ));
     };
-    let mut config = base_config(o, name);
-    config.kind = t.name().to_string();
+    let mut config = base_config(o, name, t);
     config.uuid = unlocked.uuid.clone();
     config.device = absolute(device)?;
     config.read_only |= unlocked.read_only;
     describe(&mut config, table);
-    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
+    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name, t))
         .map_err(CliError::from)?;
     activate::activate_table(backend, &config, &kernel_options(o, None), table)
         .map_err(CliError::from)
