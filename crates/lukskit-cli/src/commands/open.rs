@@ -233,7 +233,7 @@ fn reencrypt_mapping_config(
     table: &lukskit_volume::segment::SegmentTable,
 ) -> Result<MappingConfig> {
     let mut c = luks_config(o, name, vol)?;
-    let new_digest = match &vol.header {
+    let new_digest = match vol.header() {
         lukskit_volume::volume::Header::Luks2(h) => lukskit_volume::reencrypt::Context::load(h)
             .ok()
             .and_then(|c| c.digest_new),
@@ -265,7 +265,7 @@ pub(crate) fn activate_after_init(
     if activate::find(name).map_err(CliError::from)?.is_some() {
         return Err(CliError::busy(format!("Device {name} already exists.")));
     }
-    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
     let table = super::open_reencrypt::table(h, keys, device_size)?;
@@ -482,10 +482,15 @@ pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConf
         key_bits: 0,
         read_only: o.readonly,
         allow_discards: o.allow_discards,
-        use_loop: !o.no_loop && o.nbd.is_none(),
-        nbd: o.nbd.clone(),
-        nbd_connections: o.nbd_connections,
-        nbd_tls: nbd_tls(o).ok().flatten(),
+        exposure: match &o.nbd {
+            Some(address) => activate::ExposureRequest::Nbd(activate::NbdExport {
+                address: address.clone(),
+                connections: o.nbd_connections,
+                tls: nbd_tls(o).ok().flatten(),
+            }),
+            None if o.no_loop => activate::ExposureRequest::FuseFile,
+            None => activate::ExposureRequest::Mapper,
+        },
         root_storage_daemon: root_storage_daemon(),
         segments: false,
     }
@@ -740,7 +745,7 @@ fn reencryption_status(o: &Opts, m: &Mapping, st: &mut Status) -> bool {
     let Ok(vol) = Volume::load(&device, header.as_deref(), Access::Read) else {
         return false;
     };
-    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return false;
     };
     if !super::open_reencrypt::in_reencryption(&vol) {
