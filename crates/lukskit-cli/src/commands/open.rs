@@ -17,6 +17,36 @@ use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
 use lukskit_volume::Volume;
 
+/// Say what `open` did: why this backend (`--debug`), and when lukskit serves NAME itself
+/// because the kernel has no device-mapper, one line on standard error (not with `-q`).
+pub(crate) fn say_backend(o: &Opts, backend: activate::Backend, name: &str) {
+    let auto = matches!(backend_choice(o), Ok(BackendChoice::Auto));
+    let own_exposure = o.nbd.is_some() || o.no_loop;
+    let reason = match (backend, auto) {
+        (_, false) => "as --backend asks",
+        (activate::Backend::Userspace, true) if own_exposure => {
+            "an NBD export or a FUSE file is served by lukskit itself"
+        }
+        (activate::Backend::Userspace, true) => "the kernel has no device-mapper with dm-crypt",
+        (activate::Backend::Kernel, true) => "the kernel has device-mapper with dm-crypt",
+    };
+    crate::debug::log(format_args!("Backend for {name}: {backend:?} ({reason})."));
+    if backend != activate::Backend::Userspace || !auto || own_exposure || o.batch_mode {
+        return;
+    }
+    let loop_device = activate::find(name)
+        .ok()
+        .flatten()
+        .and_then(|m| m.status(None).ok())
+        .and_then(|st| match st.exposure {
+            Exposure::FuseLoop { loop_device, .. } => Some(loop_device),
+            _ => None,
+        });
+    if let Some(dev) = loop_device {
+        eprintln!("no device-mapper in this kernel: serving {name} through FUSE + {dev}");
+    }
+}
+
 pub(crate) fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     match o.backend.as_deref() {
         None => Ok(BackendChoice::Auto),
@@ -155,6 +185,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         apply_stored_perf_flags(&stored, &mut kopts);
     }
     activate::activate(backend, &config, &kopts, &key).map_err(CliError::from)?;
+    say_backend(&o, backend, name);
     if o.persistent {
         store_flags(&o, &config.device, config.header.as_deref())
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
@@ -298,6 +329,7 @@ fn activate_reencrypt(
         apply_stored_perf_flags(&stored, &mut kopts);
     }
     activate::activate_table(backend, &config, &kopts, table).map_err(CliError::from)?;
+    say_backend(o, backend, &config.name);
     if o.persistent {
         store_flags(o, &config.device, config.header.as_deref())
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
