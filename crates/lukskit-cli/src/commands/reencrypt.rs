@@ -14,36 +14,10 @@ use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
 use lukskit_volume::{Header, Volume};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::time::Instant;
 
-/// Set by SIGINT/SIGTERM: the run stops at the next safe point, as cryptsetup's does.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
-pub(crate) fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// Catch SIGINT and SIGTERM (with `SA_RESTART`, so that I/O in flight is not cut short).
-pub(crate) fn catch_interrupts() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler
-        // only stores to an atomic, which is async-signal-safe; the pointers passed are
-        // valid for the duration of the call.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
+pub(crate) use crate::interrupt::{catch_interrupts, interrupted};
 
 // cryptsetup's default cipher, which a re-encryption of a cipher_null volume switches to.
 use super::format::DEFAULT_CIPHER;
@@ -588,7 +562,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     catch_interrupts();
     let mut cb = |done: u64, total: u64| {
         progress.update(done, total);
-        !INTERRUPTED.load(Ordering::SeqCst)
+        !interrupted()
     };
     let Some((vol_dev, hdr)) = vol.luks2_edit() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
