@@ -308,6 +308,34 @@ fn reported_offsets(targets: &[Target]) -> Option<(u64, u64)> {
     min
 }
 
+/// The names of the kernel's dm-crypt mappings made by lukskit or cryptsetup (a DM UUID
+/// `CRYPT-…`), in the kernel's order; none without device-mapper. Kernels too old to report
+/// UUIDs in the list (before DM interface 4.45) have each mapping asked.
+pub fn crypt_mapping_names() -> Vec<String> {
+    let Ok(dm) = DeviceMapper::open() else {
+        return Vec::new();
+    };
+    let Ok(list) = dm.list() else {
+        return Vec::new();
+    };
+    list.into_iter()
+        .filter(|d| match &d.uuid {
+            Some(u) => u.starts_with("CRYPT-"),
+            None => dm
+                .table(&d.name, false)
+                .is_ok_and(|(info, _)| info.uuid.is_some_and(|u| u.starts_with("CRYPT-"))),
+        })
+        // Helper devices (`CRYPT-SUBDEV-…`: an online re-encryption's layers, the lower
+        // layers of a cascade) are shown through the mapping on top of them.
+        .filter(|d| {
+            !d.uuid
+                .as_deref()
+                .is_some_and(|u| u.starts_with("CRYPT-SUBDEV-"))
+        })
+        .map(|d| d.name)
+        .collect()
+}
+
 /// The kernel mapping `name`: `Ok(None)` when there is none (or no device-mapper at all).
 pub fn find(name: &str) -> Result<Option<KernelMapping>> {
     let Ok(dm) = DeviceMapper::open() else {

@@ -161,6 +161,26 @@ pub fn find(name: &str) -> Result<Option<Mapping>> {
     Ok(userspace::find(name)?.map(Mapping::Userspace))
 }
 
+/// Every active mapping: the kernel's dm-crypt mappings (lukskit's and cryptsetup's), then
+/// lukskit's userspace mappings, each by name.
+pub fn list() -> Result<Vec<Mapping>> {
+    let mut out = Vec::new();
+    for name in kernel::crypt_mapping_names() {
+        if let Some(k) = kernel::find(&name)? {
+            out.push(Mapping::Kernel(k));
+        }
+    }
+    for name in userspace::mapping_names() {
+        if out.iter().any(|m| m.name() == name) {
+            continue;
+        }
+        if let Some(u) = userspace::find(&name)? {
+            out.push(Mapping::Userspace(u));
+        }
+    }
+    Ok(out)
+}
+
 impl Mapping {
     /// The mapping name.
     pub fn name(&self) -> &str {

@@ -29,6 +29,22 @@ pub struct UserspaceMapping {
     pub state: Option<State>,
 }
 
+/// The names of every userspace mapping with a state directory under
+/// [`runtime::RUN_DIR`], sorted.
+pub fn mapping_names() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(runtime::RUN_DIR) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| runtime::check_name(n).is_ok() && runtime::state_path(n).exists())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The userspace mapping `name`: `Ok(None)` when there is none.
 pub fn find(name: &str) -> Result<Option<UserspaceMapping>> {
     runtime::check_name(name)?;

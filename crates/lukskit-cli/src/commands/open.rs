@@ -745,6 +745,9 @@ pub fn close(o: &Opts, args: &[String]) -> Result<()> {
 
 /// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).
 pub fn status(o: &Opts, args: &[String]) -> Result<()> {
+    if args.is_empty() {
+        return list_mappings();
+    }
     need_args(args, 1, 1, "<name>")?;
     let name = activate::mapping_name(&args[0]);
     let Some(m) = activate::find(name).map_err(CliError::from)? else {
@@ -762,6 +765,76 @@ pub fn status(o: &Opts, args: &[String]) -> Result<()> {
     }
     print!("{text}");
     Ok(())
+}
+
+/// `status` without a name (lukskit's own): every open mapping, one line each, as `dmsetup
+/// ls` and `cryptsetup status` together would show them: name, type, backend, the data
+/// device (the image file behind a loop device), size.
+fn list_mappings() -> Result<()> {
+    let mappings = activate::list().map_err(CliError::from)?;
+    if mappings.is_empty() {
+        println!("No open mappings.");
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "NAME".to_string(),
+        "TYPE".to_string(),
+        "BACKEND".to_string(),
+        "DEVICE".to_string(),
+        "SIZE".to_string(),
+    ]];
+    for m in &mappings {
+        let (kind, backend, device, size) = match m.status(None) {
+            Ok(st) => (
+                st.kind.clone(),
+                match &st.exposure {
+                    Exposure::Kernel => "dm-crypt".to_string(),
+                    Exposure::FuseLoop { loop_device, .. } => format!("FUSE+{loop_device}"),
+                    Exposure::FuseFile { .. } => "FUSE file".to_string(),
+                    Exposure::Nbd { address } => format!("NBD {address}"),
+                    _ => "?".to_string(),
+                },
+                st.loop_file.clone().unwrap_or(st.device.clone()),
+                human_size(st.size_sectors * 512),
+            ),
+            // A serving process that died: its state is left, its data is not reachable.
+            Err(_) => (
+                m.kind().unwrap_or_else(|_| "?".into()),
+                "(not responding)".into(),
+                "?".into(),
+                "?".into(),
+            ),
+        };
+        rows.push([m.name().to_string(), kind, backend, device, size]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    Ok(())
+}
+
+/// Bytes in binary units, one decimal ("64.0 MiB").
+fn human_size(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
 }
 
 /// A LUKS2 mapping whose header is in re-encryption: cryptsetup's `status` says so and
