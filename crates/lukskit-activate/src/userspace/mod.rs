@@ -7,6 +7,7 @@ pub mod launch;
 pub mod online;
 pub mod runtime;
 mod serve;
+pub mod service_log;
 pub mod wire;
 
 use crate::error::{ActivateError, Result};

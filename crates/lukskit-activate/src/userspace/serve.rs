@@ -7,6 +7,7 @@
 //! (no core dumps, not dumpable, `mlockall`) is the binary's job, done before this runs.
 
 use super::runtime::{self, MappingConfig, State};
+use super::service_log::ServiceLog;
 use super::wire::{self, Command, Reply};
 use crate::error::{ActivateError, Result};
 use crate::request::ExposureRequest;
@@ -70,7 +71,35 @@ pub fn serve(
         return 1;
     }
     ready(Ok(()));
-    control_loop(&name, state, listener, backend, exposure)
+    let log = ServiceLog::open(&name, &runtime::dir(&name).join("log")).map(Arc::new);
+    if let Some(log) = &log {
+        log.info(&started_message(&state));
+        let errors = Arc::clone(log);
+        backend.on_error(move |m| errors.error(m));
+    }
+    let code = control_loop(&name, state, listener, backend, exposure);
+    if let Some(log) = &log {
+        log.info("stopped serving (closed)");
+    }
+    code
+}
+
+/// What the log says when a mapping starts: what is served, how, and how large.
+fn started_message(state: &State) -> String {
+    let c = &state.config;
+    let how = match (&state.nbd_address, &state.loop_device, &state.fuse_file) {
+        (Some(a), _, _) => format!("over NBD at {a}"),
+        (None, Some(l), _) => format!("through FUSE + {l}"),
+        (None, None, Some(f)) => format!("as the FUSE file {f}"),
+        (None, None, None) => "(no exposure)".to_string(),
+    };
+    format!(
+        "serving {} ({}, {} bytes{}) {how}",
+        c.device,
+        c.kind,
+        state.size,
+        if c.read_only { ", read-only" } else { "" }
+    )
 }
 
 fn setup(
