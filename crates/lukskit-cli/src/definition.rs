@@ -350,6 +350,12 @@ pub const ACTIONS: &[Action] = &[
         ],
     },
     Action {
+        name: "fvault2Dump",
+        args: "<device>",
+        about: "dump FVAULT2 device information",
+        options: &[KEY_IN, &["dump_volume_key", "volume_key_file"]],
+    },
+    Action {
         name: "luksSuspend",
         args: "<device>",
         about: "Suspend LUKS device and wipe key (all IOs are frozen)",
@@ -439,13 +445,13 @@ pub const ACTIONS: &[Action] = &[
 pub const ALIASES: &[(&str, &str, &[&str])] = &[
     (
         "open",
-        "create (plainOpen), luksOpen",
-        &["create", "plainOpen", "luksOpen"],
+        "create (plainOpen), luksOpen, fvault2Open",
+        &["create", "plainOpen", "luksOpen", "fvault2Open"],
     ),
     (
         "close",
-        "remove (plainClose), luksClose",
-        &["remove", "plainClose", "luksClose"],
+        "remove (plainClose), luksClose, fvault2Close",
+        &["remove", "plainClose", "luksClose", "fvault2Close"],
     ),
     ("erase", "luksErase", &["luksErase"]),
 ];
@@ -454,15 +460,12 @@ pub const ALIASES: &[(&str, &str, &[&str])] = &[
 pub const UNSUPPORTED: &[&str] = &[
     "tcryptDump",
     "bitlkDump",
-    "fvault2Dump",
     "loopaesOpen",
     "tcryptOpen",
     "bitlkOpen",
-    "fvault2Open",
     "loopaesClose",
     "tcryptClose",
     "bitlkClose",
-    "fvault2Close",
 ];
 
 /// The action an alias stands for (an action's own name maps to itself).

@@ -213,6 +213,7 @@ pub fn volume(e: &VolumeError) -> CliError {
         VolumeError::Backup(b) => return backup(b),
         VolumeError::Format(f) => return format_error(f),
         VolumeError::Crypto(c) => return crypto(c),
+        VolumeError::OtherFormat(f) => return other_format(f),
         VolumeError::Reencrypt(lukskit_volume::ReencryptError::AlreadyRunning) => (
             ExitClass::Busy,
             "Reencryption process is already running.".into(),
@@ -1339,5 +1340,17 @@ mod tests {
         assert!(e.is_nothing_to_read());
         assert_eq!(e.message, "Nothing to read on input.");
         assert!(!CliError::invalid("Nothing to read on input.").is_nothing_to_read());
+    }
+}
+
+/// Errors of the formats other than LUKS, in cryptsetup's words.
+fn other_format(e: &lukskit_volume::formats::OtherFormatError) -> CliError {
+    use lukskit_volume::formats::OtherFormatError as F;
+    match e {
+        F::NotThisFormat { volume_type, path } => CliError::invalid(format!(
+            "Device {path} is not a valid {volume_type} device."
+        )),
+        F::NoKey => CliError::wrong_passphrase(),
+        other => CliError::invalid(sentence(&other.to_string())),
     }
 }

@@ -6,6 +6,7 @@ mod config;
 mod convert;
 mod crypttab;
 mod format;
+mod fvault2;
 mod header;
 mod image;
 mod keys;
@@ -50,7 +51,9 @@ pub fn run(o: &Opts) -> Result<()> {
             open::refresh(o, &args[args.len().saturating_sub(1)..])
         }
         "open" | "luksOpen" | "plainOpen" | "create" => open::open(o, action, args),
-        "close" | "remove" | "luksClose" | "plainClose" => open::close(o, args),
+        "close" | "remove" | "luksClose" | "plainClose" | "fvault2Close" => open::close(o, args),
+        "fvault2Dump" => fvault2::dump(o, args),
+        "fvault2Open" => fvault2::open_alias(o, args),
         "status" => open::status(o, args),
         "luksSuspend" => open::suspend(o, args),
         "luksResume" => open::resume(o, args),

@@ -15,6 +15,7 @@
 //! management (add, kill, convert, re-encrypt) stays LUKS's own, in [`crate::volume`].
 
 mod error;
+pub mod fvault2;
 mod luks;
 mod plain;
 
@@ -32,7 +33,12 @@ use std::fmt;
 pub const PROBE_BYTES: usize = 4096;
 
 /// Every format lukskit opens, in the order a device without `--type` is probed.
-pub static REGISTRY: &[&dyn OnDiskFormat] = &[&luks::Luks1, &luks::Luks2, &plain::Plain];
+pub static REGISTRY: &[&dyn OnDiskFormat] = &[
+    &luks::Luks1,
+    &luks::Luks2,
+    &plain::Plain,
+    &fvault2::Fvault2,
+];
 
 /// The answer of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
