@@ -1071,6 +1071,25 @@ fn sentence(s: &str) -> String {
     }
 }
 
+/// Errors of the formats other than LUKS, in cryptsetup's words.
+fn other_format(e: &lukskit_volume::formats::OtherFormatError) -> CliError {
+    use lukskit_volume::formats::OtherFormatError as F;
+    match e {
+        F::NotThisFormat { volume_type, path } => CliError::invalid(format!(
+            "Device {path} is not a valid {volume_type} device."
+        )),
+        F::NotReadable {
+            volume_type,
+            path,
+            problem,
+        } => CliError::invalid(format!(
+            "{problem}\nDevice {path} is not a valid {volume_type} device."
+        )),
+        F::NoKey => CliError::wrong_passphrase(),
+        other => CliError::invalid(sentence(&other.to_string())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1340,17 +1359,5 @@ mod tests {
         assert!(e.is_nothing_to_read());
         assert_eq!(e.message, "Nothing to read on input.");
         assert!(!CliError::invalid("Nothing to read on input.").is_nothing_to_read());
-    }
-}
-
-/// Errors of the formats other than LUKS, in cryptsetup's words.
-fn other_format(e: &lukskit_volume::formats::OtherFormatError) -> CliError {
-    use lukskit_volume::formats::OtherFormatError as F;
-    match e {
-        F::NotThisFormat { volume_type, path } => CliError::invalid(format!(
-            "Device {path} is not a valid {volume_type} device."
-        )),
-        F::NoKey => CliError::wrong_passphrase(),
-        other => CliError::invalid(sentence(&other.to_string())),
     }
 }

@@ -6,11 +6,11 @@ use super::{existing_key_source, need_args, tries};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input;
+use lukskit_format::VolumeType;
 use lukskit_volume::formats::{
     format_of, FormatOptions, OtherFormatError, UnlockRequest, Unlocked,
 };
 use lukskit_volume::VolumeError;
-use lukskit_format::VolumeType;
 
 fn format() -> Result<&'static dyn lukskit_volume::formats::OnDiskFormat> {
     format_of(VolumeType::Fvault2)
@@ -19,7 +19,8 @@ fn format() -> Result<&'static dyn lukskit_volume::formats::OnDiskFormat> {
 
 /// Unlock with the passphrase (or key file) as cryptsetup: a terminal gets `--tries` prompts,
 /// each wrong one "No key available with this passphrase." (exit 2 at the end).
-pub fn unlock(o: &Opts, device: &str) -> Result<Unlocked> {
+/// `wrong` is said before each wrong passphrase's message.
+pub fn unlock(o: &Opts, device: &str, wrong: Option<&str>) -> Result<Unlocked> {
     let f = format()?;
     let options = FormatOptions::default();
     let src = existing_key_source(o, None);
@@ -36,6 +37,9 @@ pub fn unlock(o: &Opts, device: &str) -> Result<Unlocked> {
         match f.unlock(&request) {
             Ok(u) => return Ok(u),
             Err(VolumeError::OtherFormat(OtherFormatError::NoKey)) => {
+                if let Some(w) = wrong {
+                    eprintln!("{w}");
+                }
                 let e = CliError::wrong_passphrase();
                 eprintln!("{}", e.message);
                 last = Some(e);
@@ -75,7 +79,11 @@ pub fn dump(o: &Opts, args: &[String]) -> Result<()> {
         o.batch_mode,
         CliError::permission(""),
     )?;
-    let unlocked = unlock(o, device)?;
+    let unlocked = unlock(
+        o,
+        device,
+        Some("Cannot retrieve volume key for FVAULT2 device."),
+    )?;
     if o.verbose {
         println!("Key slot 0 unlocked.");
     }
@@ -99,7 +107,7 @@ pub fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<name>]")?;
     let device = &args[0];
     load_check(device)?;
-    unlock(o, device)?;
+    unlock(o, device, None)?;
     if o.verbose {
         println!("Key slot 0 unlocked.");
     }

@@ -43,7 +43,11 @@ pub fn crc32c(seed: u32, data: &[u8]) -> u32 {
             let mut c = i as u32;
             let mut k = 0;
             while k < 8 {
-                c = if c & 1 != 0 { 0x82F6_3B78 ^ (c >> 1) } else { c >> 1 };
+                c = if c & 1 != 0 {
+                    0x82F6_3B78 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
                 k += 1;
             }
             t[i] = c;
@@ -195,7 +199,10 @@ mod tests {
     #[test]
     fn hostile_headers_are_refused_not_panicked_on() {
         let mut b = [0u8; VOLUME_HEADER_SIZE];
-        assert_eq!(VolumeHeader::parse(&b), Err(HeaderError::Crc("volume header")));
+        assert_eq!(
+            VolumeHeader::parse(&b),
+            Err(HeaderError::Crc("volume header"))
+        );
         let fix = |b: &mut [u8; VOLUME_HEADER_SIZE]| {
             b[4..8].copy_from_slice(&0xffff_ffffu32.to_le_bytes());
             let c = crc32c(0xffff_ffff, &b[8..]);

@@ -33,7 +33,10 @@ pub fn volume_key(params: &Params, passphrase: &[u8]) -> Result<SecretBuf> {
     )?;
     let kek = unwrap(pass_key.as_bytes(), &k.wrapped_kek).ok_or(OtherFormatError::NoKey)?;
     let half = unwrap(kek.as_bytes(), &k.wrapped_vk).ok_or(OtherFormatError::NoKey)?;
-    Ok(from_first_half(half.as_bytes(), &params.metadata.volume.family_uuid))
+    Ok(from_first_half(
+        half.as_bytes(),
+        &params.metadata.volume.family_uuid,
+    ))
 }
 
 /// The whole volume key from its first half and the family UUID.
@@ -57,7 +60,10 @@ mod tests {
             .try_into()
             .unwrap();
         let k = super::unwrap(&kek, &w).unwrap();
-        assert_eq!(hex::encode(k.as_bytes()), "00112233445566778899aabbccddeeff");
+        assert_eq!(
+            hex::encode(k.as_bytes()),
+            "00112233445566778899aabbccddeeff"
+        );
         let mut bad = w;
         bad[0] ^= 1;
         assert!(super::unwrap(&kek, &bad).is_none());

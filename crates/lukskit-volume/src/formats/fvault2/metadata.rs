@@ -36,7 +36,10 @@ impl std::fmt::Display for MetadataError {
         match self {
             MetadataError::Crc(i) => write!(f, "CRC mismatch of encrypted metadata block {i}"),
             MetadataError::XmlBounds(t) => {
-                write!(f, "the plist of metadata block type 0x{t:04x} leaves the block")
+                write!(
+                    f,
+                    "the plist of metadata block type 0x{t:04x} leaves the block"
+                )
             }
             MetadataError::Property(p) => write!(f, "property {p} missing or invalid"),
             MetadataError::Incomplete => f.write_str("necessary FVAULT2 metadata blocks not found"),
@@ -55,8 +58,12 @@ impl MetadataCipher {
     /// volume UUID).
     pub fn new(key: &[u8; 32]) -> Self {
         MetadataCipher {
-            k1: aes::Aes128::new(&Array::from(<[u8; 16]>::try_from(&key[..16]).unwrap_or_default())),
-            k2: aes::Aes128::new(&Array::from(<[u8; 16]>::try_from(&key[16..]).unwrap_or_default())),
+            k1: aes::Aes128::new(&Array::from(
+                <[u8; 16]>::try_from(&key[..16]).unwrap_or_default(),
+            )),
+            k2: aes::Aes128::new(&Array::from(
+                <[u8; 16]>::try_from(&key[16..]).unwrap_or_default(),
+            )),
         }
     }
 

@@ -141,7 +141,15 @@ fn load(request: &UnlockRequest<'_>) -> Result<Params> {
     let dev = Device::open(path, Access::Read)?;
     // cryptsetup says only that the device is not a valid FVAULT2 device (the reason goes to
     // its debug log).
-    read_metadata(&dev).map_err(|_| not_valid(request.device))
+    read_metadata(&dev).map_err(|e| match e {
+        ReadError::Header(HeaderError::Version(v)) => OtherFormatError::NotReadable {
+            volume_type: VolumeType::Fvault2,
+            path: request.device.to_string(),
+            problem: format!("Unsupported FVAULT2 version {v}."),
+        }
+        .into(),
+        _ => not_valid(request.device),
+    })
 }
 
 fn not_valid(path: &str) -> crate::VolumeError {

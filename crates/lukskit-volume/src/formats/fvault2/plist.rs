@@ -47,11 +47,8 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     }
     // A '.' of the key is the regular expression's "any character" (the keys cryptsetup
     // searches for contain no other special character).
-    hay.windows(needle.len()).position(|w| {
-        w.iter()
-            .zip(needle)
-            .all(|(&h, &n)| n == b'.' || h == n)
-    })
+    hay.windows(needle.len())
+        .position(|w| w.iter().zip(needle).all(|(&h, &n)| n == b'.' || h == n))
 }
 
 /// cryptsetup's `crypt_base64_decode`: standard alphabet, spaces, tabs and line ends skipped
@@ -192,10 +189,16 @@ mod tests {
         assert_eq!(search(b"<key>A</key><data>x</dat", "A", "data"), None);
         assert_eq!(search(b"<key>A</key><data>x\0</data>", "A", "data"), None);
         assert_eq!(search(b"<key>A</key><datum>x</data>", "A", "data"), None);
-        assert_eq!(search(b"<key>A</key><datax>x</data>", "A", "data"), Some(&b"x"[..]));
+        assert_eq!(
+            search(b"<key>A</key><datax>x</data>", "A", "data"),
+            Some(&b"x"[..])
+        );
         assert_eq!(search(b"<key>A</key><data", "A", "data"), None);
         assert_eq!(search(b"", "A", "data"), None);
-        assert_eq!(search(b"<key>aXb</key><string>v</string>", "a.b", "string"), Some(&b"v"[..]));
+        assert_eq!(
+            search(b"<key>aXb</key><string>v</string>", "a.b", "string"),
+            Some(&b"v"[..])
+        );
     }
 
     #[test]
