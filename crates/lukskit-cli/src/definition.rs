@@ -445,28 +445,35 @@ pub const ACTIONS: &[Action] = &[
 pub const ALIASES: &[(&str, &str, &[&str])] = &[
     (
         "open",
-        "create (plainOpen), luksOpen, fvault2Open",
-        &["create", "plainOpen", "luksOpen", "fvault2Open"],
+        "create (plainOpen), luksOpen, loopaesOpen, tcryptOpen, bitlkOpen, fvault2Open",
+        &[
+            "create",
+            "plainOpen",
+            "luksOpen",
+            "loopaesOpen",
+            "tcryptOpen",
+            "bitlkOpen",
+            "fvault2Open",
+        ],
     ),
     (
         "close",
-        "remove (plainClose), luksClose, fvault2Close",
-        &["remove", "plainClose", "luksClose", "fvault2Close"],
+        "remove (plainClose), luksClose, loopaesClose, tcryptClose, bitlkClose, fvault2Close",
+        &[
+            "remove",
+            "plainClose",
+            "luksClose",
+            "loopaesClose",
+            "tcryptClose",
+            "bitlkClose",
+            "fvault2Close",
+        ],
     ),
     ("erase", "luksErase", &["luksErase"]),
 ];
 
 /// Actions of cryptsetup 2.6.1 that lukskit does not have yet.
-pub const UNSUPPORTED: &[&str] = &[
-    "tcryptDump",
-    "bitlkDump",
-    "loopaesOpen",
-    "tcryptOpen",
-    "bitlkOpen",
-    "loopaesClose",
-    "tcryptClose",
-    "bitlkClose",
-];
+pub const UNSUPPORTED: &[&str] = &["tcryptDump", "bitlkDump"];
 
 /// The action an alias stands for (an action's own name maps to itself).
 pub fn canonical(name: &str) -> Option<&'static str> {

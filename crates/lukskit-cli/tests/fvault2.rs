@@ -251,7 +251,21 @@ fn libfvde_readable_copy(img: &str, dir: &Path) -> PathBuf {
     copy
 }
 
-fn sha256_through_fvdemount(image: &Path, dir: &Path) -> Option<String> {
+/// `blkid -p -o export` of `dev` without its DEVNAME line.
+fn blkid(dev: &str) -> String {
+    let o = Command::new("blkid")
+        .args(["-p", "-o", "export", dev])
+        .output()
+        .expect("blkid");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter(|l| !l.starts_with("DEVNAME="))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The SHA-256 and blkid's view of the logical volume as libfvde decrypts it.
+fn through_fvdemount(image: &Path, dir: &Path) -> Option<(String, String)> {
     let mnt = dir.join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let st = Command::new("fvdemount")
@@ -268,11 +282,17 @@ fn sha256_through_fvdemount(image: &Path, dir: &Path) -> Option<String> {
         return None;
     };
     assert!(st.success(), "fvdemount failed");
-    let data = std::fs::read(mnt.join("fvde1"));
+    let fvde1 = mnt.join("fvde1");
+    let data = std::fs::read(&fvde1);
+    let probe = blkid(fvde1.to_str().unwrap());
     let _ = Command::new("fusermount").arg("-u").arg(&mnt).status();
     let data = data.expect("read fvde1");
     assert_eq!(data.len(), 167_772_160);
-    Some(hex::encode(Sha256::digest(&data)))
+    assert!(
+        probe.contains("TYPE=hfsplus"),
+        "blkid of libfvde's volume: {probe}"
+    );
+    Some((hex::encode(Sha256::digest(&data)), probe))
 }
 
 #[test]
@@ -284,7 +304,7 @@ fn decrypted_volume_equals_libfvdes() {
         return;
     };
     let copy = libfvde_readable_copy(&img, t.path());
-    let Some(expected) = sha256_through_fvdemount(&copy, t.path()) else {
+    let Some((expected, probe)) = through_fvdemount(&copy, t.path()) else {
         return;
     };
     let pass = lukskit_crypto::SecretBuf::from_slice(b"heslo123");
@@ -315,4 +335,23 @@ fn decrypted_volume_equals_libfvdes() {
         off += buf.len() as u64;
     }
     assert_eq!(hex::encode(h.finalize()), expected);
+
+    // The same through a mapping (fvault2Open: FUSE + loop device here).
+    let test = "decrypted_volume_equals_libfvdes";
+    if !common::mapping::capable(test) || !common::mapping::have_tool(test, "blkid") {
+        return;
+    }
+    let m = common::mapping::Mapping::new("fvault2");
+    lukskit(&["fvault2Open", &img, &m.name], PASSWORD).ok("fvault2Open");
+    assert_eq!(blkid(&m.dev()), probe);
+    let data = std::fs::read(m.dev()).unwrap();
+    assert_eq!(hex::encode(Sha256::digest(&data)), expected);
+    let st = lukskit(&["status", &m.name], b"").ok("status");
+    assert!(st.stdout.contains("type:    FVAULT2"), "{}", st.stdout);
+    assert!(
+        st.stdout.contains("offset:  131072 sectors"),
+        "{}",
+        st.stdout
+    );
+    lukskit(&["fvault2Close", &m.name], b"").ok("fvault2Close");
 }

@@ -100,23 +100,3 @@ pub fn dump(o: &Opts, args: &[String]) -> Result<()> {
     println!("Volume key:       \t{hex}");
     Ok(())
 }
-
-/// `open --test-passphrase --type fvault2 DEVICE`: the metadata must read, then the
-/// passphrase must unlock the volume key.
-pub fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
-    need_args(args, 1, 2, "<device> [<name>]")?;
-    let device = &args[0];
-    load_check(device)?;
-    unlock(o, device, None)?;
-    if o.verbose {
-        println!("Key slot 0 unlocked.");
-    }
-    Ok(())
-}
-
-/// `fvault2Open DEVICE NAME`: `open --type fvault2`.
-pub fn open_alias(o: &Opts, args: &[String]) -> Result<()> {
-    let mut o = o.clone();
-    o.r#type = Some("fvault2".into());
-    super::open::open(&o, "open", args)
-}
