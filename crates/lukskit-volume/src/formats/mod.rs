@@ -16,6 +16,7 @@
 
 mod error;
 pub mod fvault2;
+pub mod loopaes;
 mod luks;
 mod plain;
 
@@ -33,8 +34,13 @@ use std::fmt;
 pub const PROBE_BYTES: usize = 4096;
 
 /// Every format lukskit opens, in the order a device without `--type` is probed.
-pub static REGISTRY: &[&dyn OnDiskFormat] =
-    &[&luks::Luks1, &luks::Luks2, &plain::Plain, &fvault2::Fvault2];
+pub static REGISTRY: &[&dyn OnDiskFormat] = &[
+    &luks::Luks1,
+    &luks::Luks2,
+    &plain::Plain,
+    &fvault2::Fvault2,
+    &loopaes::Loopaes,
+];
 
 /// The answer of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
