@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 # Usage: lmk-oracle.py KEY_BYTES KEYS (64 or 65): the SHA-256 that
 # lukskit-crypto engine::lmk::tests::lmk_vectors_versions_2_and_3 expects.
+#        lmk-oracle.py decrypt IMAGE KEYFILE KEYBITS OFFSET SKIP [HASH]: the SHA-256 of a
+# loop-AES image's plaintext (tests/loopaes.rs).
 # Independent lmk reference: OpenSSL's MD5 (libcrypto MD5_Init/MD5_Update, state read from
 # MD5_CTX without MD5_Final) and AES-CBC from python3-cryptography.
 import ctypes, hashlib, struct, sys
@@ -26,6 +28,35 @@ def pattern(n, s):
         x ^= (x << 13) & 0xffffffffffffffff; x ^= x >> 7; x ^= (x << 17) & 0xffffffffffffffff
         out.append((x >> 24) & 0xff)
     return bytes(out)
+def decrypt_image(image, keyfile, keybits, offset, skip, hash_name=None):
+    """SHA-256 of the plaintext of a loop-AES image, decrypted independently of lukskit."""
+    lines = [l for l in open(keyfile, "rb").read().replace(b"\r", b"\n").split(b"\n") if l]
+    n = keybits // 8
+    h = hash_name or {16: "sha256", 24: "sha384", 32: "sha512"}[n]
+    tweak = {1: 0, 64: 0x55, 65: 0xF4}[len(lines)]
+    keys = []
+    for l in lines:
+        k = bytearray(hashlib.new(h, l).digest()[:n]); k[0] ^= tweak; keys.append(bytes(k))
+    seed = keys[64][:16] + bytes(48) if len(keys) == 65 else None
+    data = open(image, "rb").read()[offset * 512:]
+    out = hashlib.sha256()
+    for i in range(len(data) // 512):
+        ct = data[i*512:(i+1)*512]; sector = skip + i
+        if len(keys) == 1:
+            d = Cipher(algorithms.AES(keys[0]), modes.CBC(struct.pack("<QQ", sector, 0))).decryptor()
+            out.update(d.update(ct) + d.finalize())
+        else:
+            d = Cipher(algorithms.AES(keys[sector & 63]), modes.CBC(bytes(16))).decryptor()
+            pt = bytearray(d.update(ct) + d.finalize())
+            iv = lmk_iv(seed, bytes(pt), sector)
+            for j in range(16):
+                pt[j] ^= iv[j]
+            out.update(bytes(pt))
+    return out.hexdigest()
+if sys.argv[1] == "decrypt":
+    a = sys.argv[2:]
+    print(decrypt_image(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), a[5] if len(a) > 5 else None))
+    sys.exit(0)
 keysz = int(sys.argv[1]); nkeys = int(sys.argv[2])
 raw = pattern(keysz * nkeys, 7)
 keys = [raw[i*keysz:(i+1)*keysz] for i in range(64)]
