@@ -173,6 +173,29 @@ fn parse_0x001a(block: &[u8; MD_BLOCK_SIZE]) -> Result<LogicalVolume, MetadataEr
     Ok(LogicalVolume { size, family_uuid })
 }
 
+/// What one decrypted metadata block says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Block {
+    /// Type 0x0019.
+    Keys(WrappedKeys),
+    /// Type 0x001A.
+    Volume(LogicalVolume),
+    /// Type 0x0305: the logical volume's block offset.
+    LogicalVolumeBlock(u32),
+    /// Another type (skipped).
+    Other(u16),
+}
+
+/// Parse a decrypted block by its type (its checksum is the caller's: [`Collector::add`]).
+pub fn parse_block(block: &[u8; MD_BLOCK_SIZE]) -> Result<Block, MetadataError> {
+    Ok(match super::header::le16(&block[..], 10) {
+        0x0019 => Block::Keys(parse_0x0019(block)?),
+        0x001A => Block::Volume(parse_0x001a(block)?),
+        0x0305 => Block::LogicalVolumeBlock(le32(&block[..], 104)),
+        other => Block::Other(other),
+    })
+}
+
 /// The blocks read so far (cryptsetup's loop over the encrypted metadata, one
 /// [`Collector::add`] per block in order, then [`Collector::finish`]).
 #[derive(Default)]
@@ -199,15 +222,12 @@ impl Collector {
         let r = if !super::header::crc_ok(&block[..]) {
             Err(MetadataError::Crc(index))
         } else {
-            match super::header::le16(&block[..], 10) {
-                0x0019 => parse_0x0019(block).map(|k| self.keys = Some(k)),
-                0x001A => parse_0x001a(block).map(|v| self.volume = Some(v)),
-                0x0305 => {
-                    self.log_vol_block = Some(le32(&block[..], 104));
-                    Ok(())
-                }
-                _ => Ok(()),
-            }
+            parse_block(block).map(|b| match b {
+                Block::Keys(k) => self.keys = Some(k),
+                Block::Volume(v) => self.volume = Some(v),
+                Block::LogicalVolumeBlock(b) => self.log_vol_block = Some(b),
+                Block::Other(_) => {}
+            })
         };
         block.zeroize();
         r.map(|()| true)
@@ -223,5 +243,68 @@ impl Collector {
             }),
             _ => Err(MetadataError::Incomplete),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(ty: u16, off_at: usize, xml: &[u8], off: u32, size: u32) -> Box<[u8; MD_BLOCK_SIZE]> {
+        let mut b = Box::new([0u8; MD_BLOCK_SIZE]);
+        b[10..12].copy_from_slice(&ty.to_le_bytes());
+        b[off_at..off_at + 4].copy_from_slice(&off.to_le_bytes());
+        b[off_at + 4..off_at + 8].copy_from_slice(&size.to_le_bytes());
+        let n = xml.len().min(MD_BLOCK_SIZE - 512);
+        b[512..512 + n].copy_from_slice(&xml[..n]);
+        b
+    }
+
+    #[test]
+    fn logical_volume_block() {
+        let xml = b"<dict><key>com.apple.corestorage.lv.size</key><integer>0xa000000</integer>\
+<key>com.apple.corestorage.lv.familyUUID</key><string>33A76CAA-1481-4BC5-8D04-1AC1707C19C0</string>";
+        let b = block(0x001A, 128, xml, 512, xml.len() as u32);
+        let Block::Volume(v) = parse_block(&b).unwrap() else {
+            panic!("not a volume block");
+        };
+        assert_eq!(v.size, 0xa00_0000);
+        assert_eq!(v.family_uuid[0], 0x33);
+        // The plist cut short by its size: the UUID is gone.
+        let b = block(0x001A, 128, xml, 512, 80);
+        assert!(parse_block(&b).is_err());
+    }
+
+    #[test]
+    fn hostile_blocks_are_refused_not_panicked_on() {
+        let x = b"<key>PassphraseWrappedKEKStruct</key><data>AAAA</data>";
+        for (ty, at) in [(0x0019u16, 112usize), (0x001A, 128)] {
+            for (off, size) in [
+                (u32::MAX, 2),
+                (2, u32::MAX),
+                (u32::MAX, u32::MAX),
+                (8192, 1),
+                (8191, 1),
+                (0, 8192),
+                (0, 0),
+            ] {
+                let b = block(ty, at, x, off, size);
+                assert!(parse_block(&b).is_err(), "{ty:#x} {off} {size}");
+            }
+        }
+        // Wrong decoded sizes of the key structures.
+        let b = block(0x0019, 112, x, 512, x.len() as u32);
+        assert_eq!(
+            parse_block(&b),
+            Err(MetadataError::Property("PassphraseWrappedKEKStruct"))
+        );
+        assert_eq!(
+            parse_block(&block(0x1234, 112, x, 0, 0)),
+            Ok(Block::Other(0x1234))
+        );
+        assert_eq!(
+            Collector::default().finish(),
+            Err(MetadataError::Incomplete)
+        );
     }
 }
