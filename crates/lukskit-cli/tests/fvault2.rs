@@ -307,6 +307,10 @@ fn decrypted_volume_equals_libfvdes() {
     let Some((expected, probe)) = through_fvdemount(&copy, t.path()) else {
         return;
     };
+    assert_eq!(
+        lukskit_volume::formats::probe_device(&img).unwrap(),
+        Some(lukskit_format::VolumeType::Fvault2)
+    );
     let pass = lukskit_crypto::SecretBuf::from_slice(b"heslo123");
     let options = FormatOptions::default();
     let unlocked = format_of(lukskit_format::VolumeType::Fvault2)
