@@ -70,6 +70,31 @@ fn dump_is_cryptsetups() {
     assert_eq!(c.code, 0, "{}", c.stderr);
     assert!(c.stdout.contains("Volume key:"), "{}", c.stdout);
     assert_eq!((l.code, l.stdout), (0, c.stdout));
+    // --volume-key-file: the same key in a new file (mode 0400), the same text; an existing
+    // file is refused with cryptsetup's words.
+    let (vk_l, vk_c) = (t.path().join("vk-l"), t.path().join("vk-c"));
+    let mut outs = Vec::new();
+    for (tool, vk) in [("lukskit", &vk_l), ("cryptsetup", &vk_c)] {
+        let args = [
+            "-v",
+            "fvault2Dump",
+            "--dump-volume-key",
+            "-q",
+            "--volume-key-file",
+            vk.to_str().unwrap(),
+            &img,
+        ];
+        let r = run_tool(tool, &args, PASSWORD);
+        assert_eq!(r.code, 0, "{tool}: {}", r.stderr);
+        let again = run_tool(tool, &args, PASSWORD);
+        let vk_name = vk.to_str().unwrap();
+        outs.push((r.stdout, again.code, again.stderr.replace(vk_name, "VK")));
+    }
+    assert_eq!(outs[0], outs[1]);
+    assert_eq!(std::fs::read(&vk_l).unwrap(), std::fs::read(&vk_c).unwrap());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&vk_l).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o400);
     // A wrong password: cryptsetup's message and exit code 2.
     assert_same(
         &["fvault2Dump", "--dump-volume-key", "-q", &img],
