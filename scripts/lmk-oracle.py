@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Usage: lmk-oracle.py KEY_BYTES KEYS (64 or 65): the SHA-256 that
 # lukskit-crypto engine::lmk::tests::lmk_vectors_versions_2_and_3 expects.
-#        lmk-oracle.py decrypt IMAGE KEYFILE KEYBITS OFFSET SKIP [HASH]: the SHA-256 of a
+#        lmk-oracle.py decrypt IMAGE KEYFILE KEYBITS OFFSET SKIP [HASH|- [CIPHER]]: the SHA-256 of a
 # loop-AES image's plaintext (tests/loopaes.rs).
 # Independent lmk reference: OpenSSL's MD5 (libcrypto MD5_Init/MD5_Update, state read from
 # MD5_CTX without MD5_Final) and AES-CBC from python3-cryptography.
@@ -28,7 +28,7 @@ def pattern(n, s):
         x ^= (x << 13) & 0xffffffffffffffff; x ^= x >> 7; x ^= (x << 17) & 0xffffffffffffffff
         out.append((x >> 24) & 0xff)
     return bytes(out)
-def decrypt_image(image, keyfile, keybits, offset, skip, hash_name=None):
+def decrypt_image(image, keyfile, keybits, offset, skip, hash_name=None, cipher="aes"):
     """SHA-256 of the plaintext of a loop-AES image, decrypted independently of lukskit."""
     lines = [l for l in open(keyfile, "rb").read().replace(b"\r", b"\n").split(b"\n") if l]
     n = keybits // 8
@@ -38,15 +38,16 @@ def decrypt_image(image, keyfile, keybits, offset, skip, hash_name=None):
     for l in lines:
         k = bytearray(hashlib.new(h, l).digest()[:n]); k[0] ^= tweak; keys.append(bytes(k))
     seed = keys[64][:16] + bytes(48) if len(keys) == 65 else None
+    alg = {"aes": algorithms.AES, "camellia": algorithms.Camellia}[cipher]
     data = open(image, "rb").read()[offset * 512:]
     out = hashlib.sha256()
     for i in range(len(data) // 512):
         ct = data[i*512:(i+1)*512]; sector = skip + i
         if len(keys) == 1:
-            d = Cipher(algorithms.AES(keys[0]), modes.CBC(struct.pack("<QQ", sector, 0))).decryptor()
+            d = Cipher(alg(keys[0]), modes.CBC(struct.pack("<QQ", sector, 0))).decryptor()
             out.update(d.update(ct) + d.finalize())
         else:
-            d = Cipher(algorithms.AES(keys[sector & 63]), modes.CBC(bytes(16))).decryptor()
+            d = Cipher(alg(keys[sector & 63]), modes.CBC(bytes(16))).decryptor()
             pt = bytearray(d.update(ct) + d.finalize())
             iv = lmk_iv(seed, bytes(pt), sector)
             for j in range(16):
@@ -55,7 +56,8 @@ def decrypt_image(image, keyfile, keybits, offset, skip, hash_name=None):
     return out.hexdigest()
 if sys.argv[1] == "decrypt":
     a = sys.argv[2:]
-    print(decrypt_image(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), a[5] if len(a) > 5 else None))
+    print(decrypt_image(a[0], a[1], int(a[2]), int(a[3]), int(a[4]),
+                        a[5] if len(a) > 5 and a[5] != "-" else None, a[6] if len(a) > 6 else "aes"))
     sys.exit(0)
 keysz = int(sys.argv[1]); nkeys = int(sys.argv[2])
 raw = pattern(keysz * nkeys, 7)

@@ -66,6 +66,7 @@ fn oracle_sum(
     offset: u64,
     skip: u64,
     hash: Option<&str>,
+    cipher: &str,
 ) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/lmk-oracle.py");
     let mut cmd = Command::new("python3");
@@ -76,9 +77,7 @@ fn oracle_sum(
         .arg(bits.to_string())
         .arg(offset.to_string())
         .arg(skip.to_string());
-    if let Some(h) = hash {
-        cmd.arg(h);
-    }
+    cmd.arg(hash.unwrap_or("-")).arg(cipher);
     let o = cmd.output().expect("python3");
     assert!(
         o.status.success(),
@@ -160,7 +159,7 @@ fn upstream_loopaes_test() {
                 let sectors = offset.trim_start_matches('@').parse::<u64>().unwrap() / 512;
                 let skip = if offset.starts_with('@') { 0 } else { sectors };
                 assert_eq!(
-                    oracle_sum(&img, key, bits, sectors, skip, None),
+                    oracle_sum(&img, key, bits, sectors, skip, None, "aes"),
                     upstream_sum(offset),
                     "{what}: the ciphertext, decrypted independently"
                 );
@@ -177,17 +176,26 @@ fn hashes_skip_and_data_as_the_independent_decryption() {
     }
     let t = tmp();
     let keys = key_files(t.path());
-    // (key file, key bits, --hash, --offset, --skip)
-    type Case = (usize, u32, Option<&'static str>, u64, Option<u64>);
-    let cases: [Case; 4] = [
-        (0, 192, None, 3, None),
-        (1, 128, Some("ripemd160"), 0, Some(1u64 << 33)),
-        (2, 256, Some("sha512"), 8, Some(5 * 64 + 7)),
-        (2, 128, Some("sha1"), 1, Some(0)),
+    // (key file, key bits, --hash, --offset, --skip, --cipher)
+    type Case = (
+        usize,
+        u32,
+        Option<&'static str>,
+        u64,
+        Option<u64>,
+        &'static str,
+    );
+    let cases: [Case; 6] = [
+        (0, 192, None, 3, None, "aes"),
+        (1, 128, Some("ripemd160"), 0, Some(1u64 << 33), "aes"),
+        (2, 256, Some("sha512"), 8, Some(5 * 64 + 7), "aes"),
+        (2, 128, Some("sha1"), 1, Some(0), "aes"),
+        (0, 256, None, 2, None, "camellia"),
+        (2, 128, None, 0, Some(3), "camellia"),
     ];
-    for (ki, bits, hash, offset, skip) in cases {
+    for (ki, bits, hash, offset, skip, cipher) in cases {
         let what = format!(
-            "key {}, {bits} bits, {hash:?}, -o {offset}, -p {skip:?}",
+            "key {}, {bits} bits, {hash:?}, -o {offset}, -p {skip:?}, {cipher}",
             ki + 1
         );
         let img = sparse(t.path(), "img", 1 << 20);
@@ -195,6 +203,7 @@ fn hashes_skip_and_data_as_the_independent_decryption() {
         let (size, o) = (bits.to_string(), offset.to_string());
         let mut args = vec![
             "open", "--type", "loopaes", &img, &m.name, "-s", &size, "-d", &keys[ki], "-o", &o,
+            "--cipher", cipher,
         ];
         let s = skip.map(|s| s.to_string());
         if let Some(s) = &s {
@@ -209,7 +218,15 @@ fn hashes_skip_and_data_as_the_independent_decryption() {
         lukskit(&["close", &m.name], b"").ok("close");
         let want = hex::encode(Sha256::digest(&data));
         assert_eq!(
-            oracle_sum(&img, &keys[ki], bits, offset, skip.unwrap_or(offset), hash),
+            oracle_sum(
+                &img,
+                &keys[ki],
+                bits,
+                offset,
+                skip.unwrap_or(offset),
+                hash,
+                cipher
+            ),
             want,
             "{what}"
         );

@@ -162,6 +162,8 @@ pub struct LoopaesOptions {
     pub skip: u64,
     /// Hash applied to the key file (`--hash`).
     pub hash: Option<String>,
+    /// The base cipher (`--cipher`; `aes` by default).
+    pub cipher: Option<String>,
 }
 
 /// An unlocked volume: what activation needs.

@@ -14,6 +14,9 @@ use lukskit_format::VolumeType;
 /// loop-AES.
 pub struct Loopaes;
 
+/// cryptsetup's default base cipher (`DEFAULT_LOOPAES_CIPHER`).
+pub const DEFAULT_CIPHER: &str = "aes";
+
 /// cryptsetup's default key size (`DEFAULT_LOOPAES_KEYBITS`).
 pub const DEFAULT_KEY_BITS: u32 = 128;
 
@@ -85,7 +88,7 @@ impl OnDiskFormat for Loopaes {
         }
         let keys = keyfile::parse(file.as_bytes(), (bits / 8) as usize, o.hash.as_deref())
             .map_err(|e| OtherFormatError::Unsupported(e.to_string()))?;
-        let spec = cipher_spec("aes", keys.count);
+        let spec = cipher_spec(o.cipher.as_deref().unwrap_or(DEFAULT_CIPHER), keys.count);
         let size = super::device_size(request.device)?;
         let table = layout(&spec, keys.keys.as_bytes(), o.offset, o.skip, size)?;
         Ok(Unlocked {
