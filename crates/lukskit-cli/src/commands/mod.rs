@@ -57,6 +57,8 @@ pub fn run(o: &Opts) -> Result<()> {
             typed.r#type = Some(action.trim_end_matches("Open").to_string());
             open::open(&typed, "open", args)
         }
+        "tcryptDump" => open_format::dump(o, lukskit_format::VolumeType::Tcrypt, args),
+        "bitlkDump" => open_format::dump(o, lukskit_format::VolumeType::Bitlk, args),
         "close" | "remove" | "luksClose" | "plainClose" | "tcryptClose" | "bitlkClose"
         | "fvault2Close" | "loopaesClose" => open::close(o, args),
         "fvault2Dump" => fvault2::dump(o, args),
