@@ -15,6 +15,8 @@
 //! management (add, kill, convert, re-encrypt) stays LUKS's own, in [`crate::volume`].
 
 mod error;
+pub mod fvault2;
+pub mod loopaes;
 mod luks;
 mod plain;
 
@@ -32,7 +34,13 @@ use std::fmt;
 pub const PROBE_BYTES: usize = 4096;
 
 /// Every format lukskit opens, in the order a device without `--type` is probed.
-pub static REGISTRY: &[&dyn OnDiskFormat] = &[&luks::Luks1, &luks::Luks2, &plain::Plain];
+pub static REGISTRY: &[&dyn OnDiskFormat] = &[
+    &luks::Luks1,
+    &luks::Luks2,
+    &plain::Plain,
+    &fvault2::Fvault2,
+    &loopaes::Loopaes,
+];
 
 /// The answer of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,6 +162,8 @@ pub struct LoopaesOptions {
     pub skip: u64,
     /// Hash applied to the key file (`--hash`).
     pub hash: Option<String>,
+    /// The base cipher (`--cipher`; `aes` by default).
+    pub cipher: Option<String>,
 }
 
 /// An unlocked volume: what activation needs.
