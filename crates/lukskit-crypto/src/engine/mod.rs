@@ -5,7 +5,8 @@
 //!
 //! Supported: ciphers `aes` (128/192/256), `serpent`, `twofish`, `cast5`, `camellia`,
 //! `cipher_null`; modes `xts`, `cbc`, `ecb`, `ctr`, `lrw`; IV generators `plain`, `plain64`,
-//! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`; `keycount` > 1 (`aes:2-…`).
+//! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`, `elephant` (BitLocker's diffuser);
+//! `keycount` > 1 (`aes:2-…`).
 //!
 //! Sector numbering follows dm-crypt: for each encryption unit of `sector_size` bytes,
 //! `cc_sector` (in 512-byte units) selects the key (`cc_sector & (keycount − 1)`) and gives the
@@ -29,6 +30,7 @@ mod adiantum;
 #[cfg(target_arch = "x86_64")]
 mod aes_x86;
 mod cipher;
+mod elephant;
 mod iv;
 mod modes;
 mod serpent;
@@ -71,6 +73,9 @@ struct Plan {
     iv_size: usize,
     keycount: usize,
     subkey_len: usize,
+    /// dm-crypt's `key_extra_size`: the last bytes of the key that are not split into
+    /// subkeys (the elephant key).
+    extra_len: usize,
     sector_shift: u32,
 }
 
@@ -85,6 +90,8 @@ pub struct SectorCipher {
     iv: IvKind,
     iv_size: usize,
     tfms: Box<[Transform]>,
+    /// The Elephant diffuser of an `elephant` IV generator.
+    elephant: Option<elephant::Elephant>,
 }
 
 impl fmt::Debug for SectorCipher {
@@ -129,12 +136,25 @@ impl SectorCipher {
                 "key count {keycount} is not a power of two"
             )));
         }
-        if !key_len.is_multiple_of(keycount) {
+        // crypt_ctr_ivmode(): elephant keeps the second half of the key for itself.
+        let extra_len = if spec.ivmode.as_deref() == Some("elephant") {
+            let extra = key_len / 2;
+            if !matches!(extra, 16 | 24) && extra != elephant::MAX_KEY {
+                return Err(CryptoError::InvalidKey(format!(
+                    "elephant needs a 32, 48 or 64-byte key, got {key_len} bytes"
+                )));
+            }
+            extra
+        } else {
+            0
+        };
+        let bulk_len = key_len - extra_len;
+        if !bulk_len.is_multiple_of(keycount) {
             return Err(CryptoError::InvalidKey(format!(
-                "{key_len}-byte key cannot be split into {keycount} equal subkeys"
+                "{bulk_len}-byte key cannot be split into {keycount} equal subkeys"
             )));
         }
-        let subkey_len = key_len / keycount;
+        let subkey_len = bulk_len / keycount;
         kind.validate(alg, subkey_len)?;
         let mode_iv = kind.iv_size(alg);
         let iv = IvKind::resolve(
@@ -152,6 +172,7 @@ impl SectorCipher {
             iv_size: if mode_iv == 0 { 0 } else { mode_iv.max(8) },
             keycount,
             subkey_len,
+            extra_len,
             sector_shift: sector_size.trailing_zeros() - 9,
         })
     }
@@ -210,6 +231,13 @@ impl SectorCipher {
             };
             tfms.push(Transform { mode, essiv });
         }
+        let elephant = match plan.iv {
+            IvKind::Elephant => Some(elephant::Elephant::new(
+                &key[key.len() - plan.extra_len..],
+                fast,
+            )?),
+            _ => None,
+        };
         Ok(SectorCipher {
             spec: spec.to_string(),
             sector_size,
@@ -218,6 +246,7 @@ impl SectorCipher {
             iv: plan.iv,
             iv_size: plan.iv_size,
             tfms: tfms.into_boxed_slice(),
+            elephant,
         })
     }
 
@@ -327,12 +356,12 @@ impl SectorCipher {
 
     /// Process whole units; `data` and `sector` are already validated.
     fn crypt_units(&self, data: &mut [u8], sector: u64, encrypt: bool, scratch: &mut Scratch) {
-        if self.tfms.len() == 1 && self.iv != IvKind::Eboiv {
+        if self.tfms.len() == 1 && !matches!(self.iv, IvKind::Eboiv | IvKind::Elephant) {
             self.crypt_batched(data, sector, encrypt, scratch);
             return;
         }
-        // keycount > 1 (consecutive sectors use different keys) or EBOIV (the IV needs the
-        // bulk mode itself): one unit at a time.
+        // keycount > 1 (consecutive sectors use different keys) or EBOIV / elephant (the IV
+        // needs the bulk mode itself): one unit at a time.
         let ss = self.sector_size as usize;
         let step = u64::from(self.sector_size / 512);
         let key_mask = (self.tfms.len() - 1) as u64;
@@ -341,11 +370,20 @@ impl SectorCipher {
         for unit in data.chunks_exact_mut(ss) {
             let tfm = &self.tfms[(cc_sector & key_mask) as usize];
             let iv = &mut iv[..self.iv_size];
-            self.generate_iv(tfm, self.iv_sector(cc_sector), iv, scratch);
+            let iv_sector = self.iv_sector(cc_sector);
+            // crypt_iv_elephant(): the diffuser works on the sector's byte offset.
+            let offset = iv_sector.wrapping_mul(u64::from(self.sector_size));
+            self.generate_iv(tfm, iv_sector, iv, scratch);
             if encrypt {
+                if let Some(e) = &self.elephant {
+                    e.before_encrypt(unit, offset);
+                }
                 tfm.mode.encrypt(iv, unit, scratch);
             } else {
                 tfm.mode.decrypt(iv, unit, scratch);
+                if let Some(e) = &self.elephant {
+                    e.after_decrypt(unit, offset);
+                }
             }
             cc_sector = cc_sector.wrapping_add(step);
         }
@@ -411,7 +449,7 @@ impl SectorCipher {
                     e.encrypt_block(iv);
                 }
             }
-            IvKind::Eboiv => {
+            IvKind::Eboiv | IvKind::Elephant => {
                 // crypt_iv_eboiv_gen(): encrypt one zero block with tfm 0, IV = byte offset.
                 let mut block = [0u8; MAX_IV];
                 let block = &mut block[..iv.len()];
@@ -471,6 +509,18 @@ mod tests {
         assert!(SectorCipher::check(&spec("aes-lrw-benbi"), 32, 512).is_ok());
         assert!(SectorCipher::check(&spec("aes-ctr-eboiv"), 16, 512).is_err());
         assert!(SectorCipher::check(&spec("aes-cbc-lmk"), 16, 512).is_err());
+        for ok in [32, 48, 64] {
+            assert!(
+                SectorCipher::check(&spec("aes-cbc-elephant"), ok, 512).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [16, 24, 40, 128] {
+            assert!(
+                SectorCipher::check(&spec("aes-cbc-elephant"), bad, 512).is_err(),
+                "{bad}"
+            );
+        }
         assert!(SectorCipher::check(&spec("aes-ecb"), 16, 512).is_ok());
         assert!(SectorCipher::check(&spec("aes-ecb-lmk"), 16, 512).is_ok());
         assert!(SectorCipher::check(&spec("cipher_null-ecb"), 0, 512).is_ok());
