@@ -433,6 +433,12 @@ pub const ACTIONS: &[Action] = &[
             ],
         ],
     },
+    Action {
+        name: "bitlkDump",
+        args: "<device>",
+        about: "dump BITLK device information",
+        options: &[KEY_IN, &["dump_volume_key", "volume_key_file"]],
+    },
 ];
 
 /// Old names of actions, as cryptsetup lists them: (action, aliases as printed, alias names).
@@ -453,7 +459,6 @@ pub const ALIASES: &[(&str, &str, &[&str])] = &[
 /// Actions of cryptsetup 2.6.1 that lukskit does not have yet.
 pub const UNSUPPORTED: &[&str] = &[
     "tcryptDump",
-    "bitlkDump",
     "fvault2Dump",
     "loopaesOpen",
     "tcryptOpen",

@@ -2,6 +2,7 @@
 
 mod align;
 mod benchmark;
+mod bitlk;
 mod config;
 mod convert;
 mod crypttab;
@@ -39,6 +40,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "isLuks" => header::is_luks(o, args),
         "luksUUID" => header::luks_uuid(o, args),
         "luksDump" => header::luks_dump(o, args),
+        "bitlkDump" => bitlk::dump(o, args),
         "luksAddKey" => keys::add_key(o, args),
         "luksRemoveKey" => keys::remove_key(o, args),
         "luksChangeKey" => keys::change_key(o, args),

@@ -604,6 +604,9 @@ pub fn serve_child() -> ! {
 /// `open --test-passphrase`: check a passphrase without activating.
 fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<name>]")?;
+    if o.r#type.as_deref() == Some("bitlk") {
+        return super::bitlk::test_passphrase(o, &args[0]);
+    }
     if let Some(t) = o.r#type.as_deref() {
         if !matches!(t, "luks" | "luks1" | "luks2") {
             return Err(CliError::invalid(format!(

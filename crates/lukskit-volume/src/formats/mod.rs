@@ -14,6 +14,7 @@
 //! [`REGISTRY`] lists them; a new format is a new directory and one line there. LUKS keyslot
 //! management (add, kill, convert, re-encrypt) stays LUKS's own, in [`crate::volume`].
 
+pub mod bitlk;
 mod error;
 mod luks;
 mod plain;
@@ -32,7 +33,8 @@ use std::fmt;
 pub const PROBE_BYTES: usize = 4096;
 
 /// Every format lukskit opens, in the order a device without `--type` is probed.
-pub static REGISTRY: &[&dyn OnDiskFormat] = &[&luks::Luks1, &luks::Luks2, &plain::Plain];
+pub static REGISTRY: &[&dyn OnDiskFormat] =
+    &[&luks::Luks1, &luks::Luks2, &plain::Plain, &bitlk::Bitlk];
 
 /// The answer of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
