@@ -132,7 +132,7 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
     }
     let targets = dm_targets(table, devt, flags, |c| {
         // LUKS2 keys go through the kernel keyring, named after their digest.
-        let description = match (config.kind.as_str(), &config.uuid, c.digest.or(opts.digest)) {
+        let description = match (config.kind.name(), &config.uuid, c.digest.or(opts.digest)) {
             ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
             _ => None,
         };
@@ -142,7 +142,7 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
             features.keyring() && !opts.disable_keyring,
         )
     });
-    let uuid = dm_uuid::crypt_dm_uuid(&config.kind, config.uuid.as_deref(), &config.name)?;
+    let uuid = dm_uuid::crypt_dm_uuid(config.kind.name(), config.uuid.as_deref(), &config.name)?;
     let made = dm.create(&config.name, Some(&uuid), &targets, config.read_only);
     // The mapping holds the loop device now; with autoclear it is detached on close.
     drop(loop_dev);

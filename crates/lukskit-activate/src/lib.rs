@@ -171,7 +171,7 @@ impl Mapping {
     pub fn kind(&self) -> Result<String> {
         Ok(match self {
             Mapping::Kernel(k) => k.kind.clone(),
-            Mapping::Userspace(u) => u.config()?.kind.clone(),
+            Mapping::Userspace(u) => u.config()?.kind.name().to_string(),
         })
     }
 

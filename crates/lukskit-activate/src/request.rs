@@ -1,6 +1,7 @@
 //! What is asked of the activation layer: the mapping ([`MappingConfig`], the same for every
 //! backend), the kernel's extra options ([`KernelOptions`]) and which backend to use.
 
+use lukskit_format::VolumeType;
 use lukskit_volume::data::DataLayout;
 use serde::{Deserialize, Serialize};
 
@@ -112,8 +113,9 @@ impl From<&LayoutInfo> for DataLayout {
 pub struct MappingConfig {
     /// Mapping name.
     pub name: String,
-    /// `LUKS1`, `LUKS2` or `PLAIN`.
-    pub kind: String,
+    /// The volume's type (recorded in the state file by cryptsetup's name, `LUKS2`, …).
+    #[serde(with = "volume_type_name")]
+    pub kind: VolumeType,
     /// LUKS UUID.
     pub uuid: Option<String>,
     /// Data device (image file or block device).
@@ -161,4 +163,20 @@ pub struct NbdTlsConfig {
     pub required: bool,
     /// Clients must present a certificate signed by `ca-cert.pem`.
     pub verify_peer: bool,
+}
+
+/// A [`VolumeType`] in the state file: its cryptsetup name.
+mod volume_type_name {
+    use lukskit_format::VolumeType;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &VolumeType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VolumeType, D::Error> {
+        let name = String::deserialize(d)?;
+        VolumeType::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown volume type {name:?}")))
+    }
 }

@@ -5,9 +5,10 @@
 //! re-encrypted correctly, and a failing hook stops the run with `abort`.
 
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use lukskit_volume::data::DataVolume;
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{format, FormatParams, FormatType};
+use lukskit_volume::format::{format, FormatParams};
 use lukskit_volume::pbkdf::PbkdfOptions;
 use lukskit_volume::reencrypt::online::{HotZone, OnlineHook};
 use lukskit_volume::reencrypt::{
@@ -35,7 +36,7 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
         .set_len(16 * MIB + 4 * MIB)
         .unwrap();
     let p = FormatParams {
-        kind: FormatType::Luks2,
+        kind: VolumeType::Luks2,
         device: path.into(),
         header: None,
         cipher: "aes-xts-plain64".into(),

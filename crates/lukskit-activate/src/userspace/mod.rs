@@ -12,6 +12,7 @@ pub mod wire;
 use crate::error::{ActivateError, Result};
 use crate::status::{Exposure, Status};
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use runtime::State;
 use std::time::Duration;
 use wire::Command;
@@ -72,7 +73,7 @@ impl UserspaceMapping {
         // As cryptsetup (`LUKS2_unmet_requirements`): not while the header is marked for
         // re-encryption (the segments would no longer cover the device the run expects).
         let c = self.config()?;
-        if c.kind == "LUKS2" {
+        if c.kind == VolumeType::Luks2 {
             let access = lukskit_volume::device::Access::Read;
             if let Ok(v) = lukskit_volume::Volume::load(&c.device, c.header.as_deref(), access) {
                 if let lukskit_volume::Header::Luks2(h) = &v.header {
@@ -173,7 +174,7 @@ impl UserspaceMapping {
         };
         Ok(Status {
             path,
-            kind: c.kind.clone(),
+            kind: c.kind.name().to_string(),
             cipher: c.layout.cipher.clone(),
             key_bits: c.key_bits,
             key_in_keyring: false,
@@ -220,7 +221,7 @@ impl UserspaceMapping {
     }
 
     fn luks_only(&self) -> Result<()> {
-        if self.config()?.kind == "PLAIN" {
+        if self.config()?.kind == VolumeType::Plain {
             return Err(ActivateError::Unsupported(format!(
                 "Device {} is not a LUKS device.",
                 self.name

@@ -13,6 +13,7 @@ use lukskit_expose::backend::{BlockBackend, Discards, VolumeBackend};
 use lukskit_expose::fuse::{FuseExport, FuseOptions};
 use lukskit_expose::loopdev::{LoopDevice, LoopOptions};
 use lukskit_expose::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown};
+use lukskit_format::VolumeType;
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume};
 use std::io::{BufReader, Write};
@@ -448,9 +449,9 @@ fn control_loop(
                 .map(|()| String::new())
                 .map_err(|e| ActivateError::io("Cannot release I/O", e)),
             Ok(Command::Reload(r)) => reload(&backend, &mut state, &r).map(|()| String::new()),
-            Ok(Command::Suspend) if config.kind == "PLAIN" => Err(ActivateError::Unsupported(
-                format!("Device {name} is not a LUKS device."),
-            )),
+            Ok(Command::Suspend) if config.kind == VolumeType::Plain => Err(
+                ActivateError::Unsupported(format!("Device {name} is not a LUKS device.")),
+            ),
             Ok(Command::Suspend) => backend
                 .suspend()
                 .map(|()| String::new())

@@ -1,43 +1,21 @@
-//! BitLocker: `bitlkDump` (with `--dump-volume-key`) and `open --test-passphrase --type
-//! bitlk` / `bitlkOpen --test-passphrase`, as cryptsetup 2.6.1's `action_bitlkDump`,
-//! `bitlkDump_with_volume_key` and `action_open_bitlk`. The secret is the passphrase
-//! (a password, or the 48-digit recovery password) or the key file's contents (a `.BEK`
-//! startup key, or a password in a file).
+//! BitLocker's `bitlkDump` (with `--dump-volume-key`), as cryptsetup 2.6.1's
+//! `action_bitlkDump` and `bitlkDump_with_volume_key` (`open --type bitlk` / `bitlkOpen` go
+//! through the generic open of the registry formats, `open_format.rs`). The secret is the
+//! passphrase (a password, or the 48-digit recovery password) or the key file's contents (a
+//! `.BEK` startup key, or a password in a file).
 
-use super::{existing_key_source, need_args, tries};
+use super::{existing_key_source, need_args};
 use crate::args::Opts;
 use crate::errors::{CliError, ExitClass, Result};
-use crate::input::{self, KeySource};
+use crate::input;
 use lukskit_volume::formats::bitlk::{self, header::Metadata, keys};
-use lukskit_volume::formats::{Description, OtherFormatError};
+use lukskit_volume::formats::Description;
 use lukskit_volume::VolumeError;
 use std::fmt::Write as _;
 
-/// The CLI error of a BitLocker library error, in cryptsetup's words and exit codes.
+/// The CLI error of a BitLocker library error (cryptsetup's words, errors.rs).
 fn error(e: VolumeError) -> CliError {
-    match e {
-        VolumeError::OtherFormat(OtherFormatError::NotLoadable { .. }) => {
-            CliError::new(ExitClass::Invalid, e.to_string())
-        }
-        VolumeError::OtherFormat(OtherFormatError::Refused {
-            mut messages,
-            exit_code,
-        }) => {
-            let class = match exit_code {
-                2 => {
-                    messages.push("No key available with this passphrase.".into());
-                    ExitClass::Permission
-                }
-                3 => ExitClass::NoMemory,
-                _ => ExitClass::Invalid,
-            };
-            CliError::new(class, messages.join("\n"))
-        }
-        VolumeError::OtherFormat(OtherFormatError::Unsupported(m)) => {
-            CliError::new(ExitClass::Invalid, m)
-        }
-        other => CliError::from(other),
-    }
+    CliError::from(e)
 }
 
 /// `bitlkDump DEVICE`.
@@ -114,30 +92,4 @@ fn dump_volume_key(o: &Opts, device: &str, md: &Metadata) -> Result<()> {
     }
     print!("{out}");
     Ok(())
-}
-
-/// `open --test-passphrase --type bitlk DEVICE`: the metadata is loaded first (its errors
-/// come before any prompt), then the secret is tried (on a terminal up to `--tries` times
-/// while it is wrong).
-pub fn test_passphrase(o: &Opts, device: &str) -> Result<()> {
-    let md = bitlk::load(device).map_err(error)?;
-    let src = existing_key_source(o, None);
-    let mut left = tries(o, &src);
-    loop {
-        let secret = input::get_secret(&src, &format!("Enter passphrase for {device}: "), false)?;
-        match bitlk::volume_key(&md, secret.as_bytes()) {
-            Ok(_) => return Ok(()),
-            Err(e) => {
-                let err = error(e);
-                left = left.saturating_sub(1);
-                if err.class != ExitClass::Permission
-                    || left == 0
-                    || !matches!(src, KeySource::Prompt)
-                {
-                    return Err(err);
-                }
-                eprintln!("{}", err.message);
-            }
-        }
-    }
 }

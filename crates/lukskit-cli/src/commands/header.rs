@@ -5,7 +5,7 @@ use crate::args::Opts;
 use crate::dump;
 use crate::errors::{self, CliError, Result};
 use crate::input;
-use lukskit_format::detect::LuksVersion;
+use lukskit_format::VolumeType;
 use lukskit_volume::backup;
 use lukskit_volume::device::Access;
 use lukskit_volume::volume::probe;
@@ -23,8 +23,8 @@ pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
         (v, o.r#type.as_deref()),
         (None, _)
             | (Some(_), None | Some("luks"))
-            | (Some(LuksVersion::Luks1), Some("luks1"))
-            | (Some(LuksVersion::Luks2), Some("luks2"))
+            | (Some(VolumeType::Luks1), Some("luks1"))
+            | (Some(VolumeType::Luks2), Some("luks2"))
     );
     if !ok {
         return Err(CliError::invalid(String::new()));
@@ -225,14 +225,14 @@ pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
     let target = o.header.as_deref().unwrap_or(&args[0]);
     // cryptsetup words it after the backup's version ("LUKS header" for LUKS1).
     let kind = match img.version {
-        lukskit_format::detect::LuksVersion::Luks2 => "LUKS2",
+        lukskit_format::VolumeType::Luks2 => "LUKS2",
         _ => "LUKS",
     };
     // cryptsetup reads the device as the backup's version: a header of the other version is
     // no header to it (and its LUKS1 reader says so of a LUKS2 one).
-    use lukskit_format::detect::LuksVersion;
+    use lukskit_format::VolumeType;
     let current = probe(target).ok().flatten();
-    if img.version != LuksVersion::Luks2 && current == Some(LuksVersion::Luks2) {
+    if img.version != VolumeType::Luks2 && current == Some(VolumeType::Luks2) {
         eprintln!("Unsupported LUKS version 2.");
     }
     let same_version = current == Some(img.version);

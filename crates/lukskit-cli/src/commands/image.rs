@@ -16,10 +16,11 @@ use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{self, FormatParams, FormatType};
+use lukskit_volume::format::{self, FormatParams};
 use lukskit_volume::plain::{self, PlainParams};
 use lukskit_volume::Volume;
 use std::fs::{File, OpenOptions};
@@ -49,15 +50,15 @@ pub fn image(o: &Opts, args: &[String]) -> Result<()> {
 /// What `--type` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    Luks(Option<FormatType>),
+    Luks(Option<VolumeType>),
     Plain,
 }
 
 fn kind(o: &Opts) -> Result<Kind> {
     Ok(match o.r#type.as_deref() {
         None | Some("luks") => Kind::Luks(None),
-        Some("luks2") => Kind::Luks(Some(FormatType::Luks2)),
-        Some("luks1") => Kind::Luks(Some(FormatType::Luks1)),
+        Some("luks2") => Kind::Luks(Some(VolumeType::Luks2)),
+        Some("luks1") => Kind::Luks(Some(VolumeType::Luks1)),
         Some("plain") => Kind::Plain,
         Some(t) => {
             return Err(CliError::invalid(format!(
@@ -405,7 +406,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 }
             };
             let mut params = FormatParams {
-                kind: t.unwrap_or(FormatType::Luks2),
+                kind: t.unwrap_or(VolumeType::Luks2),
                 device: image.clone(),
                 header: o.header.clone(),
                 cipher: spec.to_string(),
@@ -749,7 +750,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
             }
             let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
             match (t, vol.type_name()) {
-                (Some(FormatType::Luks1), "LUKS2") | (Some(FormatType::Luks2), "LUKS1") => {
+                (Some(VolumeType::Luks1), "LUKS2") | (Some(VolumeType::Luks2), "LUKS1") => {
                     return Err(CliError::invalid(format!(
                         "Device {image} is not a valid LUKS device."
                     )))

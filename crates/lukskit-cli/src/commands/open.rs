@@ -12,11 +12,12 @@ use lukskit_activate::{
     Status,
 };
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
 use lukskit_volume::Volume;
 
-fn backend_choice(o: &Opts) -> Result<BackendChoice> {
+pub(crate) fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     match o.backend.as_deref() {
         None => Ok(BackendChoice::Auto),
         Some("kernel") => Ok(BackendChoice::Kernel),
@@ -27,7 +28,7 @@ fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     }
 }
 
-fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
+pub(crate) fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
     KernelOptions {
         same_cpu_crypt: o.perf_same_cpu_crypt,
         submit_from_crypt_cpus: o.perf_submit_from_crypt_cpus,
@@ -52,6 +53,25 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     let mut o = o.clone();
     if action == "plainOpen" || action == "create" {
         o.r#type = Some("plain".into());
+    }
+    if let Some(t) = other_format(&o) {
+        let device = args.first().map(String::as_str).unwrap_or_default();
+        if o.test_passphrase {
+            need_args(args, 1, 2, "<device> [<name>]")?;
+            return super::open_format::open(&o, t, device, None);
+        }
+        if args.len() < 2 {
+            return Err(CliError::invalid(
+                "Command requires device and mapped name as arguments.",
+            ));
+        }
+        if activate::find(&args[1]).map_err(CliError::from)?.is_some() {
+            return Err(CliError::busy(format!(
+                "Device {} already exists.",
+                args[1]
+            )));
+        }
+        return super::open_format::open(&o, t, device, Some(&args[1]));
     }
     if o.test_passphrase {
         return test_passphrase(&o, args);
@@ -97,8 +117,11 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     tls_warnings(&o, tls.as_ref());
     // The backend is decided before anything is asked (a forced but missing kernel backend
     // fails at once); `base_config` carries what decides it.
-    let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
-        .map_err(CliError::from)?;
+    let backend = activate::choose_backend(
+        backend_choice(&o)?,
+        &base_config(&o, name, requested_type(&o)),
+    )
+    .map_err(CliError::from)?;
     if matches!(o.r#type.as_deref(), None | Some("luks") | Some("luks2")) {
         if let Some(config) = reencrypt_config(&o, device, name)? {
             let (config, table) = config;
@@ -123,8 +146,8 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     // LUKS2 persistent flags apply to every activation (for the userspace backend only
     // allow-discards means anything; the performance flags are the kernel's) — except one
     // with --persistent, whose own flags become the whole set, as in cryptsetup.
-    let stored = match config.kind.as_str() {
-        "LUKS2" if !o.persistent => stored_flags(&o, &config)?,
+    let stored = match config.kind {
+        VolumeType::Luks2 if !o.persistent => stored_flags(&o, &config)?,
         _ => Vec::new(),
     };
     config.allow_discards |= stored.iter().any(|f| f == "allow-discards");
@@ -137,6 +160,29 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
     }
     Ok(())
+}
+
+/// The type `open` is asked for: `--type` (plain, ...), LUKS2 for any LUKS or none (the
+/// header decides later).
+fn requested_type(o: &Opts) -> VolumeType {
+    match o
+        .r#type
+        .as_deref()
+        .and_then(lukskit_format::TypeRequest::parse)
+    {
+        Some(lukskit_format::TypeRequest::Exactly(t)) => t,
+        _ => VolumeType::Luks2,
+    }
+}
+
+/// The type of `--type` when it is one of the formats without LUKS keyslots (TCRYPT, BITLK,
+/// FVAULT2, LOOPAES), which [`super::open_format`] opens.
+fn other_format(o: &Opts) -> Option<lukskit_format::VolumeType> {
+    use lukskit_format::{TypeRequest, VolumeType};
+    match TypeRequest::parse(o.r#type.as_deref()?)? {
+        TypeRequest::Exactly(t) if !t.is_luks() && t != VolumeType::Plain => Some(t),
+        _ => None,
+    }
 }
 
 /// A LUKS2 volume in re-encryption (see [`super::open_reencrypt`]): unlocked, recovered
@@ -168,8 +214,7 @@ fn reencrypt_config(
 /// The parameters every mapping of LUKS volume `vol` starts from: type, UUID, and the
 /// absolute paths of its data device and (with `--header`) its header.
 fn luks_config(o: &Opts, name: &str, vol: &Volume) -> Result<MappingConfig> {
-    let mut c = base_config(o, name);
-    c.kind = vol.type_name().to_string();
+    let mut c = base_config(o, name, vol.volume_type());
     c.uuid = Some(vol.uuid().to_string());
     c.device = absolute(&vol.data_path)?;
     c.header = match &o.header {
@@ -228,8 +273,9 @@ pub(crate) fn activate_after_init(
     // The mapping (and its stored flags) open the header again, from this process or a
     // server: the write lock `vol` holds on it must go first.
     drop(vol);
-    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
-        .map_err(CliError::from)?;
+    let backend =
+        activate::choose_backend(backend_choice(o)?, &base_config(o, name, VolumeType::Luks2))
+            .map_err(CliError::from)?;
     activate_reencrypt(o, backend, config, &table)
 }
 
@@ -407,7 +453,7 @@ fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
     }))
 }
 
-fn absolute(path: &str) -> Result<String> {
+pub(crate) fn absolute(path: &str) -> Result<String> {
     // An NBD URI names a server, not a file (the ciphertext is read over the network).
     if lukskit_volume::device::remote::is_remote(path) {
         return Ok(path.to_string());
@@ -417,10 +463,10 @@ fn absolute(path: &str) -> Result<String> {
         .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }
 
-pub(crate) fn base_config(o: &Opts, name: &str) -> MappingConfig {
+pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConfig {
     MappingConfig {
         name: name.to_string(),
-        kind: String::new(),
+        kind,
         uuid: None,
         device: String::new(),
         header: None,
@@ -502,8 +548,7 @@ fn unlock_plain(
     }
     let key = super::image::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
     let layout = p.layout()?;
-    let mut c = base_config(o, name);
-    c.kind = "PLAIN".into();
+    let mut c = base_config(o, name, VolumeType::Plain);
     c.device = dev;
     c.layout = LayoutInfo::from(&layout);
     c.key_bits = p.key_bits;
@@ -604,9 +649,6 @@ pub fn serve_child() -> ! {
 /// `open --test-passphrase`: check a passphrase without activating.
 fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<name>]")?;
-    if o.r#type.as_deref() == Some("bitlk") {
-        return super::bitlk::test_passphrase(o, &args[0]);
-    }
     if let Some(t) = o.r#type.as_deref() {
         if !matches!(t, "luks" | "luks1" | "luks2") {
             return Err(CliError::invalid(format!(

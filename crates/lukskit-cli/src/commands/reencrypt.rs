@@ -1541,7 +1541,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
     // `--offset` sets the data offset with or without a data shift (cryptsetup's luksFormat
     // in `encrypt_luks2_init`): what lies in front of it is left as it is.
     let params = lukskit_volume::format::FormatParams {
-        kind: lukskit_volume::format::FormatType::Luks2,
+        kind: lukskit_format::VolumeType::Luks2,
         device: device.to_string(),
         header: Some(header.clone()),
         cipher: o

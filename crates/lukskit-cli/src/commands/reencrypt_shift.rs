@@ -129,7 +129,7 @@ fn init_with_temp(
 ) -> std::result::Result<reencrypt::Keys, (CliError, bool)> {
     let plain = |e: CliError| (e, false);
     let params = lukskit_volume::format::FormatParams {
-        kind: lukskit_volume::format::FormatType::Luks2,
+        kind: lukskit_format::VolumeType::Luks2,
         device: device.to_string(),
         header: Some(temp.to_string()),
         cipher: o

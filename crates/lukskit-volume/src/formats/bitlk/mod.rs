@@ -64,11 +64,16 @@ pub fn activate_check(md: &Metadata) -> std::result::Result<(), OtherFormatError
 pub fn volume_key(md: &Metadata, secret: &[u8]) -> Result<SecretBuf> {
     activate_check(md)?;
     keys::volume_key(md, secret).map_err(|f| {
-        OtherFormatError::Refused {
-            messages: f.messages,
-            exit_code: f.errno.exit_code(),
+        if f.errno == keys::Errno::Perm && f.messages.is_empty() {
+            // "No key available with this passphrase." (a terminal asks again).
+            OtherFormatError::NoKey.into()
+        } else {
+            OtherFormatError::Refused {
+                messages: f.messages,
+                exit_code: f.errno.exit_code(),
+            }
+            .into()
         }
-        .into()
     })
 }
 
