@@ -480,3 +480,60 @@ fn decrypted_volumes_have_the_checksums_of_images_conf() {
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
+
+/// `open --type bitlk` / `bitlkOpen` end to end (userspace mapping through FUSE and a loop
+/// device): the mapped device's SHA-256 and its file system UUID (blkid) are images.conf's,
+/// with a password, a recovery password and the `.BEK` startup key; `bitlkClose` removes it.
+#[test]
+fn opened_mappings_have_the_checksums_and_uuids_of_images_conf() {
+    let test = "opened_mappings_have_the_checksums_and_uuids_of_images_conf";
+    let Some((_dir, root, confs)) = images(test) else {
+        return;
+    };
+    if !common::mapping::capable(test) || !common::mapping::have_tool(test, "blkid") {
+        return;
+    }
+    let bek = root.join("4381F759-C4F8-4DE0-BB61-FC33A831BDA5.BEK");
+    let mut checked = 0;
+    for (i, (name, conf)) in confs.iter().enumerate() {
+        if conf["SHA256SUM"].is_empty() {
+            continue;
+        }
+        let img = root.join(image(name)).to_string_lossy().into_owned();
+        let m = common::mapping::Mapping::new(&format!("bitlk{i}"));
+        // Alternate the secrets: password, recovery password; the BEK where there is no
+        // password.
+        let pw = conf.get("PW").filter(|p| !p.is_empty());
+        let (action, stdin, extra): (&str, Vec<u8>, Vec<String>) = match pw {
+            Some(p) if i % 2 == 0 => ("open", p.as_bytes().to_vec(), vec![]),
+            Some(_) => ("bitlkOpen", conf["RP"].as_bytes().to_vec(), vec![]),
+            None => (
+                "bitlkOpen",
+                vec![],
+                vec!["--key-file".into(), bek.to_string_lossy().into_owned()],
+            ),
+        };
+        let mut args: Vec<&str> = vec![action];
+        if action == "open" {
+            args.extend(["--type", "bitlk"]);
+        }
+        args.extend([img.as_str(), m.name.as_str()]);
+        args.extend(extra.iter().map(String::as_str));
+        lukskit(&args, &stdin).ok(&format!("{action} {name}"));
+        let data = std::fs::read(m.dev()).unwrap();
+        assert_eq!(hex(&Sha256::digest(&data)), conf["SHA256SUM"], "{name}");
+        let uuid = Command::new("blkid")
+            .args(["-p", "-s", "UUID", "-o", "value", &m.dev()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&uuid.stdout).trim(),
+            conf["UUID"],
+            "{name}"
+        );
+        lukskit(&["bitlkClose", &m.name], b"").ok("bitlkClose");
+        assert!(!Path::new(&m.dev()).exists());
+        checked += 1;
+    }
+    assert_eq!(checked, 5);
+}
