@@ -199,9 +199,12 @@ fn le64(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
 }
 
-/// The offsets (in the file) and sizes of the top-level metadata entries of `path`, and
-/// of the nested properties of its VMK entries.
-fn entries(path: &Path) -> (Vec<(u64, u16, u16)>, Vec<(u64, u16, u16)>) {
+/// An entry as the tests locate it: file offset, size, type (top level) or value type
+/// (VMK properties).
+type Located = (u64, u16, u16);
+
+/// The top-level metadata entries of `path`, and the nested properties of its VMK entries.
+fn entries(path: &Path) -> (Vec<Located>, Vec<Located>) {
     let b = std::fs::read(path).unwrap();
     let off0 = le64(&b, 160 + 16) as usize;
     let size = u32::from_le_bytes(b[off0 + 64..off0 + 68].try_into().unwrap()) as usize;

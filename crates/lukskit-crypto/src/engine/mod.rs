@@ -90,8 +90,9 @@ pub struct SectorCipher {
     iv: IvKind,
     iv_size: usize,
     tfms: Box<[Transform]>,
-    /// The Elephant diffuser of an `elephant` IV generator.
-    elephant: Option<elephant::Elephant>,
+    /// The Elephant diffuser of an `elephant` IV generator (boxed: rarely used, and its
+    /// key schedule would make every engine larger).
+    elephant: Option<Box<elephant::Elephant>>,
 }
 
 impl fmt::Debug for SectorCipher {
@@ -232,10 +233,10 @@ impl SectorCipher {
             tfms.push(Transform { mode, essiv });
         }
         let elephant = match plan.iv {
-            IvKind::Elephant => Some(elephant::Elephant::new(
+            IvKind::Elephant => Some(Box::new(elephant::Elephant::new(
                 &key[key.len() - plan.extra_len..],
                 fast,
-            )?),
+            )?)),
             _ => None,
         };
         Ok(SectorCipher {

@@ -322,7 +322,7 @@ const EPOCH_AS_FILETIME: u64 = 116_444_736_000_000_000;
 
 impl Metadata {
     /// Read and parse the metadata of the device `src` (`path` only names it in messages).
-    pub fn read(src: &dyn Source, path: &str) -> Result<Self, LoadError> {
+    pub fn read<S: Source + ?Sized>(src: &S, path: &str) -> Result<Self, LoadError> {
         let mut sig = [0u8; 13];
         if !src.read_at(&mut sig, 0) {
             return Err(LoadError::silent());

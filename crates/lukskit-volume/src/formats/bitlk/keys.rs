@@ -334,7 +334,10 @@ mod tests {
     fn recovery_passwords_as_cryptsetup_reads_them() {
         let rp = b"235818-357951-253979-013365-241120-245575-342914-591910";
         let k = recovery_key(rp).unwrap();
-        assert_eq!(&k.as_bytes()[..2], &(235_818u16 / 11).to_le_bytes());
+        assert_eq!(
+            &k.as_bytes()[..2],
+            &((235_818u32 / 11) as u16).to_le_bytes()
+        );
         let mut nl = rp.to_vec();
         nl.push(b'\n');
         assert_eq!(recovery_key(&nl).unwrap().as_bytes(), k.as_bytes());
