@@ -87,7 +87,8 @@ bitlk_seeds() {
     for img in "$work"/bitlk/bitlk/*.img; do
         off="$(od -An -j176 -N8 -tu8 "$img" | tr -d ' ')"
         [ -n "$off" ] || continue
-        tail -c +"$((off + 1))" "$img" | head -c 65536 >"$d/td-$(basename "$img" .img)"
+        dd if="$img" of="$d/td-$(basename "$img" .img)" iflag=skip_bytes,count_bytes \
+            skip="$off" count=65536 status=none || true
     done
     rm -rf "$work/bitlk"
 }

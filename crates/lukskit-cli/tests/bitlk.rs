@@ -540,3 +540,31 @@ fn opened_mappings_have_the_checksums_and_uuids_of_images_conf() {
     }
     assert_eq!(checked, 5);
 }
+
+/// `bitlkDump --dump-volume-key` (batch mode) gives cryptsetup's text, key and messages,
+/// with the right secret and a wrong one (no activation checks: the encrypt-on-write image
+/// gives its key too).
+#[test]
+fn dump_volume_key_is_cryptsetups() {
+    let test = "dump_volume_key_is_cryptsetups";
+    let Some((_dir, root, confs)) = images(test) else {
+        return;
+    };
+    if !have_cryptsetup(test) {
+        return;
+    }
+    for (name, conf) in &confs {
+        let img = image(name);
+        let right = conf
+            .get("PW")
+            .filter(|p| !p.is_empty())
+            .unwrap_or(&conf["RP"]);
+        for secret in [right.as_bytes(), b"wrong"] {
+            let r = same(&["bitlkDump", "--dump-volume-key", "-q", &img], secret, &root);
+            assert_eq!(r.code == 0, secret == right.as_bytes(), "{name}");
+            if r.code == 0 {
+                assert!(r.stdout.contains("MK dump:\t"), "{name}");
+            }
+        }
+    }
+}

@@ -56,11 +56,11 @@ fn dump_volume_key(o: &Opts, device: &str, md: &Metadata) -> Result<()> {
     let src = existing_key_source(o, None);
     let secret = input::get_secret(&src, &format!("Enter passphrase for {device}: "), false)?;
     let vk = keys::volume_key(md, secret.as_bytes()).map_err(|f| {
+        // The library's lines, its "Cannot retrieve", then the tool's EPERM line.
         let mut messages = f.messages;
+        messages.push("Cannot retrieve volume key for BITLK device.".into());
         if f.errno == keys::Errno::Perm {
             messages.push("No key available with this passphrase.".into());
-        } else {
-            messages.push("Cannot retrieve volume key for BITLK device.".into());
         }
         let class = match f.errno.exit_code() {
             2 => ExitClass::Permission,
