@@ -350,6 +350,12 @@ pub const ACTIONS: &[Action] = &[
         ],
     },
     Action {
+        name: "bitlkDump",
+        args: "<device>",
+        about: "dump BITLK device information",
+        options: &[KEY_IN, &["dump_volume_key", "volume_key_file"]],
+    },
+    Action {
         name: "luksSuspend",
         args: "<device>",
         about: "Suspend LUKS device and wipe key (all IOs are frozen)",
@@ -432,12 +438,6 @@ pub const ACTIONS: &[Action] = &[
                 "threads",
             ],
         ],
-    },
-    Action {
-        name: "bitlkDump",
-        args: "<device>",
-        about: "dump BITLK device information",
-        options: &[KEY_IN, &["dump_volume_key", "volume_key_file"]],
     },
 ];
 

@@ -560,7 +560,11 @@ fn dump_volume_key_is_cryptsetups() {
             .filter(|p| !p.is_empty())
             .unwrap_or(&conf["RP"]);
         for secret in [right.as_bytes(), b"wrong"] {
-            let r = same(&["bitlkDump", "--dump-volume-key", "-q", &img], secret, &root);
+            let r = same(
+                &["bitlkDump", "--dump-volume-key", "-q", &img],
+                secret,
+                &root,
+            );
             assert_eq!(r.code == 0, secret == right.as_bytes(), "{name}");
             if r.code == 0 {
                 assert!(r.stdout.contains("MK dump:\t"), "{name}");

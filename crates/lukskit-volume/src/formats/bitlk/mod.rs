@@ -105,9 +105,9 @@ impl OnDiskFormat for Bitlk {
         let metadata = load(request.device)?;
         if metadata.fvek.is_none() {
             // cryptsetup 2.6.1 dereferences the missing FVEK here.
-            return Err(OtherFormatError::Invalid {
-                volume_type: VolumeType::Bitlk,
-                why: "no FVEK entry".into(),
+            return Err(OtherFormatError::Refused {
+                messages: vec!["BITLK metadata has no FVEK entry.".into()],
+                exit_code: 1,
             }
             .into());
         }
