@@ -453,8 +453,8 @@ impl KernelMapping {
         let t = &self.target;
         let header_read = !self.is_luks()
             || matches!(
-                lukskit_volume::volume::probe(header.unwrap_or(&self.device)),
-                Ok(Some(_))
+                lukskit_volume::formats::probe_device(header.unwrap_or(&self.device)),
+                Ok(Some(t)) if t.is_luks()
             );
         let (kind, sector_size) = if header_read {
             (self.kind.clone(), t.sector_size)

@@ -26,16 +26,19 @@ mod status;
 pub mod userspace;
 
 pub use error::{ActivateError, Result};
-pub use request::{Backend, BackendChoice, KernelOptions, LayoutInfo, MappingConfig, NbdTlsConfig};
+pub use request::{
+    Backend, BackendChoice, ExposureRequest, KernelOptions, LayoutInfo, MappingConfig, NbdExport,
+    NbdTlsConfig,
+};
 pub use status::{Exposure, Status};
 
 use lukskit_crypto::SecretBuf;
 
-/// The backend for `choice`. A FUSE file only (`use_loop` false) or an NBD export needs the
+/// The backend for `choice`. A FUSE file only or an NBD export needs the
 /// userspace backend; otherwise `Auto` takes the kernel wherever it has device-mapper with
 /// dm-crypt.
 pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<Backend> {
-    let userspace_only = !config.use_loop || config.nbd.is_some();
+    let userspace_only = config.exposure.userspace_only();
     match choice {
         BackendChoice::Kernel if userspace_only => Err(ActivateError::InvalidRequest(
             "A FUSE file only or an NBD export needs the userspace backend.".into(),

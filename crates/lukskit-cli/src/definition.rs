@@ -350,10 +350,22 @@ pub const ACTIONS: &[Action] = &[
         ],
     },
     Action {
+        name: "tcryptDump",
+        args: "<device>",
+        about: "dump TCRYPT device information",
+        options: &[KEY_IN, &["dump_volume_key"]],
+    },
+    Action {
         name: "bitlkDump",
         args: "<device>",
         about: "dump BITLK device information",
         options: &[KEY_IN, &["dump_volume_key", "volume_key_file"]],
+    },
+    Action {
+        name: "fvault2Dump",
+        args: "<device>",
+        about: "dump FVAULT2 device information",
+        options: &[KEY_IN, &["dump_volume_key"]],
     },
     Action {
         name: "luksSuspend",
@@ -473,7 +485,7 @@ pub const ALIASES: &[(&str, &str, &[&str])] = &[
 ];
 
 /// Actions of cryptsetup 2.6.1 that lukskit does not have yet.
-pub const UNSUPPORTED: &[&str] = &["tcryptDump", "fvault2Dump"];
+pub const UNSUPPORTED: &[&str] = &[];
 
 /// The action an alias stands for (an action's own name maps to itself).
 pub fn canonical(name: &str) -> Option<&'static str> {
@@ -745,6 +757,8 @@ mod tests {
         assert_eq!(canonical("luksOpen"), Some("open"));
         assert_eq!(canonical("image"), Some("image"));
         assert_eq!(canonical("remove"), Some("close"));
-        assert_eq!(canonical("tcryptDump"), None);
+        assert_eq!(canonical("tcryptDump"), Some("tcryptDump"));
+        assert_eq!(canonical("bitlkOpen"), Some("open"));
+        assert_eq!(canonical("fvault2Close"), Some("close"));
     }
 }

@@ -1239,3 +1239,54 @@ fn a_stalled_serving_process_gives_io_errors_not_a_hang() {
         "FUSE mount left: {mounts}"
     );
 }
+
+/// Issue 35 item 2: `open` says on standard error when it serves the volume itself because
+/// the kernel has no device-mapper (naming the loop device), not with `-q`, and `--debug`
+/// says why the backend was chosen.
+#[test]
+fn open_says_when_it_serves_the_volume_itself() {
+    let t = "open_says_backend";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("saysbackend");
+    let has_dm = Path::new("/dev/mapper/control").exists()
+        && std::fs::read_to_string("/proc/misc").is_ok_and(|s| s.contains("device-mapper"));
+    let r = lukskit(&["open", &img, &m.name, "-d", &key], b"").ok("open");
+    if has_dm {
+        assert_eq!(r.stderr, "", "a kernel mapping needs no word");
+    } else {
+        let target = std::fs::read_link(m.dev()).unwrap();
+        assert_eq!(
+            r.stderr,
+            format!(
+                "no device-mapper in this kernel: serving {} through FUSE + {}\n",
+                m.name,
+                target.display()
+            )
+        );
+    }
+    lukskit(&["close", &m.name], b"").ok("close");
+    let r = lukskit(&["open", "-q", &img, &m.name, "-d", &key], b"").ok("open -q");
+    assert_eq!(r.stderr, "", "-q keeps it quiet");
+    lukskit(&["close", &m.name], b"").ok("close");
+    let r = lukskit(&["open", "--debug", &img, &m.name, "-d", &key], b"").ok("open --debug");
+    let why = if has_dm {
+        "(the kernel has device-mapper with dm-crypt)"
+    } else {
+        "(the kernel has no device-mapper with dm-crypt)"
+    };
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("# Backend for {}: ", m.name)) && l.contains(why)),
+        "{}",
+        r.stdout
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+    let r = lukskit(&["open", "--no-loop", &img, &m.name, "-d", &key], b"").ok("open --no-loop");
+    assert_eq!(r.stderr, "", "a FUSE file only is what was asked for");
+    lukskit(&["close", &m.name], b"").ok("close");
+}

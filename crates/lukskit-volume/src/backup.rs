@@ -15,7 +15,7 @@ const PAGE: u64 = 4096;
 
 /// Bytes of the device that make up the header and keyslot areas.
 fn header_len(vol: &Volume) -> Result<u64> {
-    Ok(match &vol.header {
+    Ok(match vol.header() {
         Header::Luks1(h) => h.keyslots_end_bytes(),
         Header::Luks2(h) => h.hdr_and_areas_size()?,
     })

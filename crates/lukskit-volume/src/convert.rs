@@ -81,7 +81,7 @@ pub fn convert(vol: &mut Volume, target: VolumeType) -> Result<()> {
         .into(),
         ClaimError::Io(e) => VolumeError::io(IoOp::Open, &vol.data_path, e),
     })?;
-    let new_header = match &vol.header {
+    let new_header = match vol.header() {
         Header::Luks1(h1) => Header::Luks2(luks1_to_luks2(&vol.dev, h1)?),
         Header::Luks2(h2) => Header::Luks1(luks2_to_luks1(&vol.dev, h2, vol.detached)?),
     };

@@ -46,20 +46,11 @@ pub struct Volume {
     pub data_path: String,
     /// True when the header lives in a separate file (`--header`).
     pub detached: bool,
-    /// The header.
-    pub header: Header,
+    /// The header: read through [`Volume::header`] and the typed accessors; changed only by
+    /// this crate's operations and LUKS2's own editing ([`Volume::luks2_mut`]).
+    pub(crate) header: Header,
     /// LUKS2 copy health (both true for LUKS1).
     pub copies: CopyState,
-}
-
-/// Read only the LUKS version from the start of a device (for `isLuks`).
-pub fn probe(path: &str) -> Result<Option<VolumeType>> {
-    let dev = Device::open(path, Access::Read)?;
-    let mut first = [0u8; 8];
-    match dev.read_exact_at(&mut first, 0) {
-        Ok(()) => Ok(detect(&first)),
-        Err(_) => Ok(None),
-    }
 }
 
 impl Volume {
@@ -205,6 +196,46 @@ impl Volume {
     }
 
     /// "LUKS1" or "LUKS2".
+    /// The loaded header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The LUKS1 header, if the volume is LUKS1.
+    pub fn luks1(&self) -> Option<&Luks1Header> {
+        match &self.header {
+            Header::Luks1(h) => Some(h),
+            Header::Luks2(_) => None,
+        }
+    }
+
+    /// The LUKS2 header, if the volume is LUKS2.
+    pub fn luks2(&self) -> Option<&Luks2Header> {
+        match &self.header {
+            Header::Luks2(h) => Some(h),
+            Header::Luks1(_) => None,
+        }
+    }
+
+    /// The LUKS2 header to edit (tokens, re-encryption metadata), if the volume is LUKS2;
+    /// [`Volume::write_header`] writes it back.
+    pub fn luks2_mut(&mut self) -> Option<&mut Luks2Header> {
+        match &mut self.header {
+            Header::Luks2(h) => Some(h),
+            Header::Luks1(_) => None,
+        }
+    }
+
+    /// [`Volume::luks2_mut`] with the header device beside it (re-encryption writes its
+    /// metadata and journal there while editing the header).
+    pub fn luks2_edit(&mut self) -> Option<(&Device, &mut Luks2Header)> {
+        match &mut self.header {
+            Header::Luks2(h) => Some((&self.dev, h)),
+            Header::Luks1(_) => None,
+        }
+    }
+
+    /// cryptsetup's name of the volume's type ("LUKS1", "LUKS2").
     pub fn type_name(&self) -> &'static str {
         self.volume_type().name()
     }

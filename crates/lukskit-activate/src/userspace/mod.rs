@@ -76,7 +76,7 @@ impl UserspaceMapping {
         if c.kind == VolumeType::Luks2 {
             let access = lukskit_volume::device::Access::Read;
             if let Ok(v) = lukskit_volume::Volume::load(&c.device, c.header.as_deref(), access) {
-                if let lukskit_volume::Header::Luks2(h) = &v.header {
+                if let Some(h) = v.luks2() {
                     if h.requirements()
                         .iter()
                         .any(|r| r.starts_with("online-reencrypt"))

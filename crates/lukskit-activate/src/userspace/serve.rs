@@ -9,6 +9,7 @@
 use super::runtime::{self, MappingConfig, State};
 use super::wire::{self, Command, Reply};
 use crate::error::{ActivateError, Result};
+use crate::request::ExposureRequest;
 use lukskit_expose::backend::{BlockBackend, Discards, VolumeBackend};
 use lukskit_expose::fuse::{FuseExport, FuseOptions};
 use lukskit_expose::loopdev::{LoopDevice, LoopOptions};
@@ -99,7 +100,7 @@ fn setup(
     // the backing file system allows. An NBD export keeps the page cache (as qemu-nbd's
     // and nbdkit's defaults do): its clients are often other machines, and writes become
     // durable at the client's FLUSH or FUA either way.
-    if config.nbd.is_none() {
+    if config.exposure.nbd().is_none() {
         volume.use_direct_io();
     }
     let discards = if config.allow_discards {
@@ -125,9 +126,12 @@ fn setup(
         nbd: None,
         _claim: claim,
     };
-    if let Some(addr) = &config.nbd {
-        let addr: NbdAddress = addr.parse().map_err(ActivateError::InvalidRequest)?;
-        let tls = match &config.nbd_tls {
+    if let Some(export) = config.exposure.nbd() {
+        let addr: NbdAddress = export
+            .address
+            .parse()
+            .map_err(ActivateError::InvalidRequest)?;
+        let tls = match &export.tls {
             Some(t) => Some(lukskit_expose::nbd::NbdTls {
                 config: lukskit_nbd::tls::server_config(
                     std::path::Path::new(&t.creds),
@@ -146,8 +150,8 @@ fn setup(
                 export_name: config.name.clone(),
                 read_only: config.read_only,
                 allow_trim: config.allow_discards,
-                max_connections: config
-                    .nbd_connections
+                max_connections: export
+                    .connections
                     .unwrap_or(lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS),
                 tls,
                 ..NbdOptions::default()
@@ -178,7 +182,7 @@ fn setup(
     .map_err(|e| ActivateError::io("Cannot mount the FUSE file (is /dev/fuse available?)", e))?;
     state.fuse_file = Some(file.display().to_string());
     exposure.fuse = Some(fuse);
-    if config.use_loop {
+    if config.exposure == ExposureRequest::Mapper {
         let link = runtime::mapper_path(name);
         if link.symlink_metadata().is_ok() {
             teardown(name, &backend, exposure, true);

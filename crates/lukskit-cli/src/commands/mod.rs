@@ -58,6 +58,8 @@ pub fn run(o: &Opts) -> Result<()> {
             typed.r#type = Some(action.trim_end_matches("Open").to_string());
             open::open(&typed, "open", args)
         }
+        "tcryptDump" => open_format::dump(o, lukskit_format::VolumeType::Tcrypt, args),
+        "fvault2Dump" => open_format::dump(o, lukskit_format::VolumeType::Fvault2, args),
         "close" | "remove" | "luksClose" | "plainClose" | "tcryptClose" | "bitlkClose"
         | "fvault2Close" | "loopaesClose" => open::close(o, args),
         "status" => open::status(o, args),

@@ -17,6 +17,36 @@ use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
 use lukskit_volume::Volume;
 
+/// Say what `open` did: why this backend (`--debug`), and when lukskit serves NAME itself
+/// because the kernel has no device-mapper, one line on standard error (not with `-q`).
+pub(crate) fn say_backend(o: &Opts, backend: activate::Backend, name: &str) {
+    let auto = matches!(backend_choice(o), Ok(BackendChoice::Auto));
+    let own_exposure = o.nbd.is_some() || o.no_loop;
+    let reason = match (backend, auto) {
+        (_, false) => "as --backend asks",
+        (activate::Backend::Userspace, true) if own_exposure => {
+            "an NBD export or a FUSE file is served by lukskit itself"
+        }
+        (activate::Backend::Userspace, true) => "the kernel has no device-mapper with dm-crypt",
+        (activate::Backend::Kernel, true) => "the kernel has device-mapper with dm-crypt",
+    };
+    crate::debug::log(format_args!("Backend for {name}: {backend:?} ({reason})."));
+    if backend != activate::Backend::Userspace || !auto || own_exposure || o.batch_mode {
+        return;
+    }
+    let loop_device = activate::find(name)
+        .ok()
+        .flatten()
+        .and_then(|m| m.status(None).ok())
+        .and_then(|st| match st.exposure {
+            Exposure::FuseLoop { loop_device, .. } => Some(loop_device),
+            _ => None,
+        });
+    if let Some(dev) = loop_device {
+        eprintln!("no device-mapper in this kernel: serving {name} through FUSE + {dev}");
+    }
+}
+
 pub(crate) fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     match o.backend.as_deref() {
         None => Ok(BackendChoice::Auto),
@@ -155,6 +185,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         apply_stored_perf_flags(&stored, &mut kopts);
     }
     activate::activate(backend, &config, &kopts, &key).map_err(CliError::from)?;
+    say_backend(&o, backend, name);
     if o.persistent {
         store_flags(&o, &config.device, config.header.as_deref())
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
@@ -233,7 +264,7 @@ fn reencrypt_mapping_config(
     table: &lukskit_volume::segment::SegmentTable,
 ) -> Result<MappingConfig> {
     let mut c = luks_config(o, name, vol)?;
-    let new_digest = match &vol.header {
+    let new_digest = match vol.header() {
         lukskit_volume::volume::Header::Luks2(h) => lukskit_volume::reencrypt::Context::load(h)
             .ok()
             .and_then(|c| c.digest_new),
@@ -265,7 +296,7 @@ pub(crate) fn activate_after_init(
     if activate::find(name).map_err(CliError::from)?.is_some() {
         return Err(CliError::busy(format!("Device {name} already exists.")));
     }
-    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
     let table = super::open_reencrypt::table(h, keys, device_size)?;
@@ -298,6 +329,7 @@ fn activate_reencrypt(
         apply_stored_perf_flags(&stored, &mut kopts);
     }
     activate::activate_table(backend, &config, &kopts, table).map_err(CliError::from)?;
+    say_backend(o, backend, &config.name);
     if o.persistent {
         store_flags(o, &config.device, config.header.as_deref())
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
@@ -482,10 +514,15 @@ pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConf
         key_bits: 0,
         read_only: o.readonly,
         allow_discards: o.allow_discards,
-        use_loop: !o.no_loop && o.nbd.is_none(),
-        nbd: o.nbd.clone(),
-        nbd_connections: o.nbd_connections,
-        nbd_tls: nbd_tls(o).ok().flatten(),
+        exposure: match &o.nbd {
+            Some(address) => activate::ExposureRequest::Nbd(activate::NbdExport {
+                address: address.clone(),
+                connections: o.nbd_connections,
+                tls: nbd_tls(o).ok().flatten(),
+            }),
+            None if o.no_loop => activate::ExposureRequest::FuseFile,
+            None => activate::ExposureRequest::Mapper,
+        },
         root_storage_daemon: root_storage_daemon(),
         segments: false,
     }
@@ -740,7 +777,7 @@ fn reencryption_status(o: &Opts, m: &Mapping, st: &mut Status) -> bool {
     let Ok(vol) = Volume::load(&device, header.as_deref(), Access::Read) else {
         return false;
     };
-    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return false;
     };
     if !super::open_reencrypt::in_reencryption(&vol) {

@@ -11,7 +11,9 @@ use crate::input::{self, KeySource};
 use lukskit_activate::{self as activate, LayoutInfo, MappingConfig};
 use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
-use lukskit_volume::formats::{self, FormatOptions, OtherFormatError, UnlockRequest, Unlocked};
+use lukskit_volume::formats::{
+    self, FormatOptions, OnDiskFormat, OtherFormatError, UnlockRequest, Unlocked,
+};
 use lukskit_volume::segment::{SegmentKind, SegmentTable};
 use lukskit_volume::VolumeError;
 
@@ -22,9 +24,22 @@ struct Secrets {
 }
 
 /// Read the secrets for one unlock attempt of a volume of type `t` on `device`, as
-/// cryptsetup's `action_open_*` of that type does.
-fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Result<Secrets> {
+/// cryptsetup's `action_open_*` of that type does; for a dump (`for_dump`), only what the
+/// type's `*Dump` asks for (TCRYPT's passphrase: its header is encrypted).
+fn read_secrets(
+    o: &Opts,
+    t: VolumeType,
+    device: &str,
+    src: &KeySource,
+    for_dump: bool,
+) -> Result<Secrets> {
     let prompt = format!("Enter passphrase for {device}: ");
+    if for_dump && t != VolumeType::Tcrypt {
+        return Ok(Secrets {
+            passphrase: None,
+            key_files: Vec::new(),
+        });
+    }
     Ok(match t {
         // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
         // and every -d is a key file of TrueCrypt's key-file pool.
@@ -74,6 +89,18 @@ fn format_options(o: &Opts) -> FormatOptions {
 /// Unlock `device` as a volume of type `t`, asking again (`--tries`) after a wrong secret
 /// typed on a terminal.
 fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
+    attempt(o, t, device, false, |f, r| f.unlock(r))
+}
+
+/// Run `step` (an unlock or a dump) of the format of type `t` on `device` with the secrets
+/// it needs, asking again (`--tries`) after a wrong secret typed on a terminal.
+fn attempt<T>(
+    o: &Opts,
+    t: VolumeType,
+    device: &str,
+    for_dump: bool,
+    step: impl Fn(&dyn OnDiskFormat, &UnlockRequest<'_>) -> lukskit_volume::Result<T>,
+) -> Result<T> {
     let Some(format) = formats::format_of(t) else {
         return Err(CliError::invalid(format!(
             "Device type {} is not supported.",
@@ -89,7 +116,7 @@ fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
     };
     let mut left = attempts;
     loop {
-        let secrets = read_secrets(o, t, device, &src)?;
+        let secrets = read_secrets(o, t, device, &src, for_dump)?;
         let request = UnlockRequest {
             device,
             header: o.header.as_deref(),
@@ -97,7 +124,7 @@ fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
             key_files: &secrets.key_files,
             options: &options,
         };
-        match format.unlock(&request) {
+        match step(format, &request) {
             Ok(u) => return Ok(u),
             Err(VolumeError::OtherFormat(OtherFormatError::NoKey)) => {
                 let e = no_key(t);
@@ -144,6 +171,15 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
         .map_err(CliError::from)?;
     activate::activate_table(backend, &config, &kernel_options(o, None), table)
         .map_err(CliError::from)
+}
+
+/// `tcryptDump`, `bitlkDump`, `fvault2Dump DEVICE`: the format's description of the volume,
+/// as cryptsetup 2.6.1 prints it.
+pub fn dump(o: &Opts, t: VolumeType, args: &[String]) -> Result<()> {
+    super::need_args(args, 1, 1, "<device>")?;
+    let description = attempt(o, t, &args[0], true, |f, r| f.dump(r))?;
+    print!("{description}");
+    Ok(())
 }
 
 /// What `status` shows of a mapping of `table`: its first crypt segment's parameters.

@@ -58,7 +58,7 @@ fn state_of(path: &str) -> DevState {
         Some(VolumeType::Luks1) => DevState::Luks1,
         Some(VolumeType::Luks2) => {
             let in_reencryption = Volume::load_as_is(path, None, Access::Read).is_ok_and(|v| {
-                matches!(&v.header, Header::Luks2(h)
+                matches!(v.header(), Header::Luks2(h)
                     if h.requirements().iter().any(|r| r.starts_with("online-reencrypt")))
             });
             if in_reencryption {
@@ -383,7 +383,7 @@ fn make_header(o: &Opts, h: NewHeader<'_>, p: &Passphrases) -> Result<()> {
 }
 
 fn luks1_cipher(vol: &Volume) -> Result<(String, u32, u64)> {
-    match &vol.header {
+    match vol.header() {
         Header::Luks1(h) => Ok((
             format!("{}-{}", h.cipher_name, h.cipher_mode),
             h.key_bytes * 8,
