@@ -277,8 +277,8 @@ pub struct Metadata {
     pub fvek: Option<EncryptedKey>,
 }
 
-/// Why the metadata could not be loaded: cryptsetup's message (if it prints one) and
-/// whether its error is ENOTSUP (else EINVAL/EIO; all give exit code 1).
+/// Why the metadata could not be loaded: cryptsetup's message, if it prints one (its
+/// errors here, EINVAL, EIO or ENOTSUP, all give exit code 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadError {
     /// cryptsetup's `log_err` text, if any.
