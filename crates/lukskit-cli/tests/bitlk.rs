@@ -345,6 +345,18 @@ fn test_passphrase_results_are_cryptsetups() {
         return;
     }
     let bek = "4381F759-C4F8-4DE0-BB61-FC33A831BDA5.BEK";
+    // Not BitLocker, nothing on standard input: the metadata is read before a secret is
+    // asked for, so both say it is not a BITLK device (not "Nothing to read on input.").
+    for not_bitlk in ["images.conf", bek] {
+        for kind in ["bitlk", "fvault2"] {
+            let r = same(
+                &["open", "--test-passphrase", "--type", kind, not_bitlk],
+                b"",
+                &root,
+            );
+            assert_eq!(r.code, 1, "{kind} {not_bitlk}: {}", r.stderr);
+        }
+    }
     for (name, conf) in &confs {
         let img = image(name);
         let open = ["open", "--test-passphrase", "--type", "bitlk", img.as_str()];

@@ -256,9 +256,15 @@ fn damaged_metadata_gets_cryptsetups_verdict() {
             );
         }
     }
-    // A truncated image.
+    // A truncated image, and one too small for the volume header.
     std::fs::write(&img, &pristine[..3 * 4096]).unwrap();
     assert_same(&["fvault2Dump", &img], b"");
+    std::fs::write(&img, &pristine[..100]).unwrap();
+    assert_same(&["fvault2Dump", &img], b"");
+    assert_same(
+        &["open", "--test-passphrase", "--type", "fvault2", &img],
+        b"",
+    );
 }
 
 /// libfvde 20190104 also reads the secondary copies of the metadata, which are wiped in the

@@ -115,6 +115,19 @@ fn attempt<T>(
     } else {
         tries(o, &src)
     };
+    // Formats whose metadata is readable without a secret are loaded before one is asked
+    // for, as cryptsetup's crypt_load comes first: a device of another kind says so rather
+    // than waiting for a passphrase (or "Nothing to read on input.").
+    if !for_dump && format.metadata_without_secret() {
+        let request = UnlockRequest {
+            device,
+            header: o.header.as_deref(),
+            passphrase: None,
+            key_files: &[],
+            options: &options,
+        };
+        format.dump(&request).map_err(CliError::from)?;
+    }
     let mut left = attempts;
     loop {
         let secrets = read_secrets(o, t, device, &src, for_dump)?;

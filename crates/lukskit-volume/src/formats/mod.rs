@@ -75,6 +75,14 @@ pub trait OnDiskFormat: Sync {
 
     /// Unlock the volume: its keys and data layout.
     fn unlock(&self, request: &UnlockRequest<'_>) -> Result<Unlocked>;
+
+    /// Whether [`OnDiskFormat::dump`] reads the metadata without any secret (so that a
+    /// device of another kind can be refused before a secret is asked for): formats with a
+    /// signature, whose metadata is not encrypted (BITLK, FVAULT2); not TCRYPT, plain mode,
+    /// loop-AES, nor LUKS (which loads its header itself).
+    fn metadata_without_secret(&self) -> bool {
+        false
+    }
 }
 
 /// The format that implements `t`, if lukskit has it.

@@ -78,6 +78,10 @@ pub fn volume_key(md: &Metadata, secret: &[u8]) -> Result<SecretBuf> {
 }
 
 impl OnDiskFormat for Bitlk {
+    fn metadata_without_secret(&self) -> bool {
+        true
+    }
+
     fn volume_type(&self) -> VolumeType {
         VolumeType::Bitlk
     }

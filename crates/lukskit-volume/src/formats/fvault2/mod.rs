@@ -148,6 +148,16 @@ fn load(request: &UnlockRequest<'_>) -> Result<Params> {
             problem: format!("Unsupported FVAULT2 version {v}."),
         }
         .into(),
+        // The one read cryptsetup names: the volume header of a device too small for it.
+        ReadError::Read(0) => OtherFormatError::NotReadable {
+            volume_type: VolumeType::Fvault2,
+            path: request.device.to_string(),
+            problem: format!(
+                "Could not read {} bytes of volume header.",
+                header::VOLUME_HEADER_SIZE
+            ),
+        }
+        .into(),
         _ => not_valid(request.device),
     })
 }
@@ -186,6 +196,10 @@ pub fn layout(params: &Params, key: &[u8], device_size: u64) -> Result<SegmentTa
 }
 
 impl OnDiskFormat for Fvault2 {
+    fn metadata_without_secret(&self) -> bool {
+        true
+    }
+
     fn volume_type(&self) -> VolumeType {
         VolumeType::Fvault2
     }
