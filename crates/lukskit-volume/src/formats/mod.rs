@@ -17,6 +17,7 @@
 mod error;
 mod luks;
 mod plain;
+pub mod tcrypt;
 
 pub use error::OtherFormatError;
 
@@ -32,7 +33,8 @@ use std::fmt;
 pub const PROBE_BYTES: usize = 4096;
 
 /// Every format lukskit opens, in the order a device without `--type` is probed.
-pub static REGISTRY: &[&dyn OnDiskFormat] = &[&luks::Luks1, &luks::Luks2, &plain::Plain];
+pub static REGISTRY: &[&dyn OnDiskFormat] =
+    &[&luks::Luks1, &luks::Luks2, &plain::Plain, &tcrypt::Tcrypt];
 
 /// The answer of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
