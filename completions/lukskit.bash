@@ -19,6 +19,12 @@ _lukskit() {
             lukskit,benchmark)
                 cmd="lukskit__subcmd__benchmark"
                 ;;
+            lukskit,bitlkClose)
+                cmd="lukskit__subcmd__close"
+                ;;
+            lukskit,bitlkOpen)
+                cmd="lukskit__subcmd__open"
+                ;;
             lukskit,close)
                 cmd="lukskit__subcmd__close"
                 ;;
@@ -37,6 +43,12 @@ _lukskit() {
             lukskit,erase)
                 cmd="lukskit__subcmd__erase"
                 ;;
+            lukskit,fvault2Close)
+                cmd="lukskit__subcmd__close"
+                ;;
+            lukskit,fvault2Open)
+                cmd="lukskit__subcmd__open"
+                ;;
             lukskit,help)
                 cmd="lukskit__subcmd__help"
                 ;;
@@ -45,6 +57,12 @@ _lukskit() {
                 ;;
             lukskit,isLuks)
                 cmd="lukskit__subcmd__isLuks"
+                ;;
+            lukskit,loopaesClose)
+                cmd="lukskit__subcmd__close"
+                ;;
+            lukskit,loopaesOpen)
+                cmd="lukskit__subcmd__open"
                 ;;
             lukskit,luksAddKey)
                 cmd="lukskit__subcmd__luksAddKey"
@@ -120,6 +138,12 @@ _lukskit() {
                 ;;
             lukskit,status)
                 cmd="lukskit__subcmd__status"
+                ;;
+            lukskit,tcryptClose)
+                cmd="lukskit__subcmd__close"
+                ;;
+            lukskit,tcryptOpen)
+                cmd="lukskit__subcmd__open"
                 ;;
             lukskit,token)
                 cmd="lukskit__subcmd__token"
@@ -242,7 +266,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen close remove plainClose luksClose resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -147,10 +147,18 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -a "open" -d 'open device 
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "create" -d 'open device as <name>'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "plainOpen" -d 'open device as <name>'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksOpen" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "loopaesOpen" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "tcryptOpen" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "bitlkOpen" -d 'open device as <name>'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "fvault2Open" -d 'open device as <name>'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "close" -d 'close device (remove mapping)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "remove" -d 'close device (remove mapping)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "plainClose" -d 'close device (remove mapping)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksClose" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "loopaesClose" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "tcryptClose" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "bitlkClose" -d 'close device (remove mapping)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "fvault2Close" -d 'close device (remove mapping)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "resize" -d 'resize active device'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "refresh" -d 'refresh parameters of an active device'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "status" -d 'show device status'
@@ -379,6 +387,206 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l debug -d 'D
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s S -l key-slot -d 'Keyslot number' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s T -l tries -d 'Number of passphrase attempts' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
+luks1\t''
+luks2\t''
+plain\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s c -l cipher -d 'Cipher specification' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s s -l key-size -d 'Key size in bits' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s o -l offset -d 'Data offset in 512-byte sectors' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l sector-size -d 'Encryption sector size in bytes' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l backend -d 'open: `kernel` (a dm-crypt mapping) or `userspace` (lukskit\'s serving process); by default the kernel wherever it has device-mapper with dm-crypt' -r -f -a "kernel\t''
+userspace\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
+on\t''
+require\t''"
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-type -d 'open: try only tokens of this type (clevis is the type lukskit can use)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s r -l readonly -d 'Open the mapping read-only'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l test-passphrase -d 'Only check the passphrase (open)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s y -l verify-passphrase -d 'Ask for the passphrase twice'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l perf-submit_from_crypt_cpus -d 'open: dm-crypt\'s `submit_from_crypt_cpus`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l perf-no_read_workqueue -d 'open: dm-crypt\'s `no_read_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l perf-no_write_workqueue -d 'open: dm-crypt\'s `no_write_workqueue`'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l integrity-no-journal -d 'open: dm-integrity without its journal (faster, no crash consistency of tags)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-only -d 'open: do not ask for a passphrase; unlock with a token or fail'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l deferred -d 'close: remove the mapping when its last user closes it'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
 complete -c lukskit -n "__fish_lukskit_using_subcommand close" -s v -l verbose -d 'Print more information ("Command successful.")'
@@ -407,6 +615,34 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l debug -d '
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksClose" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesClose" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesClose" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesClose" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesClose" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesClose" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesClose" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptClose" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptClose" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptClose" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptClose" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptClose" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptClose" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkClose" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkClose" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkClose" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkClose" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkClose" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkClose" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkClose" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Close" -l deferred -d 'close: remove the mapping when its last user closes it'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Close" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Close" -s v -l verbose -d 'Print more information ("Command successful.")'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Close" -l debug -d 'Debug output (never contains secrets)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Close" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Close" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Close" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
 complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand resize" -s l -l keyfile-size -d 'Bytes to read from the key file' -r

@@ -75,6 +75,10 @@ pub struct Opts {
     /// Read the passphrase from a file ("-" = stdin).
     #[arg(short = 'd', long = "key-file")]
     pub key_file: Option<String>,
+    /// Every `-d`/`--key-file` given, in order (TrueCrypt/VeraCrypt take several; clap keeps
+    /// only the last in `key_file`).
+    #[arg(skip)]
+    pub key_files: Vec<String>,
     /// Bytes to skip at the start of the key file.
     #[arg(long = "keyfile-offset")]
     pub keyfile_offset: Option<u64>,

@@ -439,31 +439,35 @@ pub const ACTIONS: &[Action] = &[
 pub const ALIASES: &[(&str, &str, &[&str])] = &[
     (
         "open",
-        "create (plainOpen), luksOpen",
-        &["create", "plainOpen", "luksOpen"],
+        "create (plainOpen), luksOpen, loopaesOpen, tcryptOpen, bitlkOpen, fvault2Open",
+        &[
+            "create",
+            "plainOpen",
+            "luksOpen",
+            "loopaesOpen",
+            "tcryptOpen",
+            "bitlkOpen",
+            "fvault2Open",
+        ],
     ),
     (
         "close",
-        "remove (plainClose), luksClose",
-        &["remove", "plainClose", "luksClose"],
+        "remove (plainClose), luksClose, loopaesClose, tcryptClose, bitlkClose, fvault2Close",
+        &[
+            "remove",
+            "plainClose",
+            "luksClose",
+            "loopaesClose",
+            "tcryptClose",
+            "bitlkClose",
+            "fvault2Close",
+        ],
     ),
     ("erase", "luksErase", &["luksErase"]),
 ];
 
 /// Actions of cryptsetup 2.6.1 that lukskit does not have yet.
-pub const UNSUPPORTED: &[&str] = &[
-    "tcryptDump",
-    "bitlkDump",
-    "fvault2Dump",
-    "loopaesOpen",
-    "tcryptOpen",
-    "bitlkOpen",
-    "fvault2Open",
-    "loopaesClose",
-    "tcryptClose",
-    "bitlkClose",
-    "fvault2Close",
-];
+pub const UNSUPPORTED: &[&str] = &["tcryptDump", "bitlkDump", "fvault2Dump"];
 
 /// The action an alias stands for (an action's own name maps to itself).
 pub fn canonical(name: &str) -> Option<&'static str> {

@@ -218,9 +218,33 @@ pub fn volume(e: &VolumeError) -> CliError {
             "Reencryption process is already running.".into(),
         ),
         VolumeError::Reencrypt(r) => (Invalid, reencrypt(r)),
+        VolumeError::OtherFormat(f) => return other_format(f),
         other => (Invalid, sentence(&other.to_string())),
     };
     CliError::new(class, message)
+}
+
+/// cryptsetup's exit class and words for the formats other than LUKS.
+fn other_format(e: &lukskit_volume::formats::OtherFormatError) -> CliError {
+    use lukskit_format::VolumeType;
+    use lukskit_volume::formats::OtherFormatError as E;
+    match e {
+        E::NotThisFormat { volume_type, path } => CliError::invalid(format!(
+            "Device {path} is not a valid {volume_type} device."
+        )),
+        // TCRYPT's header is found only with the right passphrase (cryptsetup's words).
+        E::NoKey => CliError::new(ExitClass::Permission, WRONG_PASSPHRASE),
+        E::SecretMissing { what } => CliError::invalid(format!("{what} is required.")),
+        E::Invalid { volume_type, why } => {
+            crate::debug::log(format_args!("Invalid {volume_type} metadata: {why}"));
+            CliError::invalid(match volume_type {
+                VolumeType::Tcrypt => "No device header detected with this passphrase.".into(),
+                t => format!("Device is not a valid {t} device."),
+            })
+        }
+        E::Unsupported(words) => CliError::invalid(words.clone()),
+        other => CliError::invalid(sentence(&other.to_string())),
+    }
 }
 
 /// What cryptsetup says is wrong with a header that does not load, before its verdict

@@ -30,6 +30,7 @@ pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
         }
     }
     opts.given = given(&matches);
+    opts.key_files = key_files(argv);
     Ok(opts)
 }
 
@@ -111,12 +112,20 @@ fn first_line(msg: &str) -> String {
 
 /// How often `-d`/`--key-file` is on the command line (clap keeps only the last).
 fn key_file_count(argv: &[OsString]) -> usize {
+    key_files(argv).len()
+}
+
+/// Every `-d`/`--key-file` on the command line, in order.
+fn key_files(argv: &[OsString]) -> Vec<String> {
     definition::command()
         .mut_arg("key_file", |a| a.action(ArgAction::Append))
         .try_get_matches_from(argv)
         .ok()
-        .and_then(|m| m.get_many::<String>("key_file").map(|v| v.count()))
-        .unwrap_or(0)
+        .and_then(|m| {
+            m.get_many::<String>("key_file")
+                .map(|v| v.cloned().collect())
+        })
+        .unwrap_or_default()
 }
 
 /// The first `--debug` line, as cryptsetup's `# cryptsetup 2.6.1 processing "..."`.

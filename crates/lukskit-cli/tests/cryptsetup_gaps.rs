@@ -471,7 +471,18 @@ fn actions_lukskit_lacks_are_named_as_unsupported() {
     if !have_cryptsetup("unsupported actions") {
         return;
     }
-    for a in ["tcryptOpen", "bitlkOpen", "loopaesOpen", "fvault2Dump"] {
+    // The open aliases of the other formats are dispatched (to the registry of formats).
+    for a in ["tcryptOpen", "bitlkOpen", "loopaesOpen", "fvault2Open"] {
+        let r = lukskit(&[a, "/dev/null", "x"], b"");
+        assert!(
+            !r.stderr.contains("is not supported by lukskit yet"),
+            "{a}: {}",
+            r.stderr
+        );
+    }
+    // Actions still missing are named so.
+    let missing: &[&str] = &["fvault2Dump"];
+    for a in missing {
         let r = lukskit(&[a, "/dev/null", "x"], b"");
         assert_eq!(r.code, 1, "{a}");
         assert!(

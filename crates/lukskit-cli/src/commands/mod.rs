@@ -10,6 +10,7 @@ mod header;
 mod image;
 mod keys;
 mod open;
+mod open_format;
 mod open_reencrypt;
 mod reencrypt;
 mod reencrypt_claim;
@@ -50,7 +51,13 @@ pub fn run(o: &Opts) -> Result<()> {
             open::refresh(o, &args[args.len().saturating_sub(1)..])
         }
         "open" | "luksOpen" | "plainOpen" | "create" => open::open(o, action, args),
-        "close" | "remove" | "luksClose" | "plainClose" => open::close(o, args),
+        "tcryptOpen" | "bitlkOpen" | "fvault2Open" | "loopaesOpen" => {
+            let mut typed = o.clone();
+            typed.r#type = Some(action.trim_end_matches("Open").to_string());
+            open::open(&typed, "open", args)
+        }
+        "close" | "remove" | "luksClose" | "plainClose" | "tcryptClose" | "bitlkClose"
+        | "fvault2Close" | "loopaesClose" => open::close(o, args),
         "status" => open::status(o, args),
         "luksSuspend" => open::suspend(o, args),
         "luksResume" => open::resume(o, args),

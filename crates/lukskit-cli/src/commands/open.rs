@@ -16,7 +16,7 @@ use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
 use lukskit_volume::Volume;
 
-fn backend_choice(o: &Opts) -> Result<BackendChoice> {
+pub(crate) fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     match o.backend.as_deref() {
         None => Ok(BackendChoice::Auto),
         Some("kernel") => Ok(BackendChoice::Kernel),
@@ -27,7 +27,7 @@ fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     }
 }
 
-fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
+pub(crate) fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
     KernelOptions {
         same_cpu_crypt: o.perf_same_cpu_crypt,
         submit_from_crypt_cpus: o.perf_submit_from_crypt_cpus,
@@ -52,6 +52,25 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     let mut o = o.clone();
     if action == "plainOpen" || action == "create" {
         o.r#type = Some("plain".into());
+    }
+    if let Some(t) = other_format(&o) {
+        let device = args.first().map(String::as_str).unwrap_or_default();
+        if o.test_passphrase {
+            need_args(args, 1, 2, "<device> [<name>]")?;
+            return super::open_format::open(&o, t, device, None);
+        }
+        if args.len() < 2 {
+            return Err(CliError::invalid(
+                "Command requires device and mapped name as arguments.",
+            ));
+        }
+        if activate::find(&args[1]).map_err(CliError::from)?.is_some() {
+            return Err(CliError::busy(format!(
+                "Device {} already exists.",
+                args[1]
+            )));
+        }
+        return super::open_format::open(&o, t, device, Some(&args[1]));
     }
     if o.test_passphrase {
         return test_passphrase(&o, args);
@@ -137,6 +156,16 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
     }
     Ok(())
+}
+
+/// The type of `--type` when it is one of the formats without LUKS keyslots (TCRYPT, BITLK,
+/// FVAULT2, LOOPAES), which [`super::open_format`] opens.
+fn other_format(o: &Opts) -> Option<lukskit_format::VolumeType> {
+    use lukskit_format::{TypeRequest, VolumeType};
+    match TypeRequest::parse(o.r#type.as_deref()?)? {
+        TypeRequest::Exactly(t) if !t.is_luks() && t != VolumeType::Plain => Some(t),
+        _ => None,
+    }
 }
 
 /// A LUKS2 volume in re-encryption (see [`super::open_reencrypt`]): unlocked, recovered
@@ -407,7 +436,7 @@ fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
     }))
 }
 
-fn absolute(path: &str) -> Result<String> {
+pub(crate) fn absolute(path: &str) -> Result<String> {
     // An NBD URI names a server, not a file (the ciphertext is read over the network).
     if lukskit_volume::device::remote::is_remote(path) {
         return Ok(path.to_string());

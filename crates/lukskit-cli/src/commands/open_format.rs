@@ -1,0 +1,168 @@
+//! `open` of the formats behind the seam that have no LUKS keyslots (TrueCrypt/VeraCrypt,
+//! BitLocker, FileVault 2, loop-AES), and their `--test-passphrase`: the secrets read as
+//! cryptsetup 2.6.1 reads them for each type, the volume unlocked through the registry
+//! ([`lukskit_volume::formats`]), its segment table activated as any other.
+
+use super::open::{absolute, backend_choice, base_config, kernel_options};
+use super::{existing_key_source, tries};
+use crate::args::Opts;
+use crate::errors::{CliError, ExitClass, Result};
+use crate::input::{self, KeySource};
+use lukskit_activate::{self as activate, LayoutInfo, MappingConfig};
+use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
+use lukskit_volume::formats::{self, FormatOptions, OtherFormatError, UnlockRequest, Unlocked};
+use lukskit_volume::segment::{SegmentKind, SegmentTable};
+use lukskit_volume::VolumeError;
+
+/// The secrets of one attempt: a passphrase (or password) and the key files' contents.
+struct Secrets {
+    passphrase: Option<SecretBuf>,
+    key_files: Vec<SecretBuf>,
+}
+
+/// Read the secrets for one unlock attempt of a volume of type `t` on `device`, as
+/// cryptsetup's `action_open_*` of that type does.
+fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Result<Secrets> {
+    let prompt = format!("Enter passphrase for {device}: ");
+    Ok(match t {
+        // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
+        // and every -d is a key file of TrueCrypt's key-file pool.
+        VolumeType::Tcrypt => Secrets {
+            passphrase: Some(input::get_secret(&KeySource::Prompt, &prompt, false)?),
+            key_files: o
+                .key_files
+                .iter()
+                .map(|p| input::read_keyfile(p, 0, None))
+                .collect::<Result<_>>()?,
+        },
+        // loop-AES keys come from the key file alone.
+        VolumeType::Loopaes => {
+            let Some(path) = &o.key_file else {
+                return Err(CliError::invalid("Option --key-file is required."));
+            };
+            Secrets {
+                passphrase: None,
+                key_files: vec![input::read_keyfile(
+                    path,
+                    o.keyfile_offset.unwrap_or(0),
+                    o.keyfile_size,
+                )?],
+            }
+        }
+        // BitLocker and FileVault 2: a password, recovery password or startup key, from the
+        // key file or the prompt.
+        _ => Secrets {
+            passphrase: Some(input::get_secret(src, &prompt, false)?),
+            key_files: Vec::new(),
+        },
+    })
+}
+
+/// The per-format options of the command line.
+fn format_options(o: &Opts) -> FormatOptions {
+    let mut f = FormatOptions::default();
+    f.tcrypt.hash = o.hash.clone();
+    f.tcrypt.cipher = o.cipher.clone();
+    f.loopaes.key_bits = o.key_size;
+    f.loopaes.offset = o.offset.unwrap_or(0);
+    f.loopaes.skip = o.skip.or(o.offset).unwrap_or(0);
+    f.loopaes.hash = o.hash.clone();
+    f
+}
+
+/// Unlock `device` as a volume of type `t`, asking again (`--tries`) after a wrong secret
+/// typed on a terminal.
+fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
+    let Some(format) = formats::format_of(t) else {
+        return Err(CliError::invalid(format!(
+            "Device type {} is not supported.",
+            t.name().to_ascii_lowercase()
+        )));
+    };
+    let options = format_options(o);
+    let src = existing_key_source(o, None);
+    let attempts = if t == VolumeType::Tcrypt {
+        tries(o, &KeySource::Prompt)
+    } else {
+        tries(o, &src)
+    };
+    let mut left = attempts;
+    loop {
+        let secrets = read_secrets(o, t, device, &src)?;
+        let request = UnlockRequest {
+            device,
+            header: o.header.as_deref(),
+            passphrase: secrets.passphrase.as_ref(),
+            key_files: &secrets.key_files,
+            options: &options,
+        };
+        match format.unlock(&request) {
+            Ok(u) => return Ok(u),
+            Err(VolumeError::OtherFormat(OtherFormatError::NoKey)) => {
+                let e = no_key(t);
+                left -= 1;
+                if left == 0 {
+                    return Err(e);
+                }
+                eprintln!("{}", e.message);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// What cryptsetup says when no key was found with the secret given (exit 2).
+fn no_key(t: VolumeType) -> CliError {
+    match t {
+        VolumeType::Tcrypt => CliError::new(
+            ExitClass::Permission,
+            "No device header detected with this passphrase.",
+        ),
+        _ => CliError::wrong_passphrase(),
+    }
+}
+
+/// `open --type T DEVICE NAME` (or `tcryptOpen`, `bitlkOpen`, `fvault2Open`, `loopaesOpen`)
+/// of a type other than LUKS and plain; with `name` `None`, `--test-passphrase`.
+pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result<()> {
+    let unlocked = unlock(o, t, device)?;
+    let Some(name) = name else {
+        return Ok(());
+    };
+    let [table] = unlocked.layers.as_slice() else {
+        return Err(CliError::invalid(
+            "Stacked devices (cipher cascades) are not supported by lukskit's activation yet.",
+        ));
+    };
+    let mut config = base_config(o, name);
+    config.kind = t.name().to_string();
+    config.uuid = unlocked.uuid.clone();
+    config.device = absolute(device)?;
+    config.read_only |= unlocked.read_only;
+    describe(&mut config, table);
+    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
+        .map_err(CliError::from)?;
+    activate::activate_table(backend, &config, &kernel_options(o, None), table)
+        .map_err(CliError::from)
+}
+
+/// What `status` shows of a mapping of `table`: its first crypt segment's parameters.
+fn describe(config: &mut MappingConfig, table: &SegmentTable) {
+    let crypt = table.segments().iter().find_map(|s| match &s.kind {
+        SegmentKind::Crypt(c) => Some(c),
+        _ => None,
+    });
+    if let Some(c) = crypt {
+        config.layout = LayoutInfo {
+            cipher: c.cipher.to_string(),
+            offset: c.device_offset,
+            size: Some(table.size()),
+            sector_size: c.sector_size,
+            iv_offset: c.iv_offset,
+            iv_large_sectors: c.iv_large_sectors,
+            integrity: None,
+        };
+        config.key_bits = (c.key.len() * 8) as u32;
+    }
+}
