@@ -15,16 +15,22 @@ use crate::definition::canonical;
 /// [`not_implemented`]'s message. (long name, short name, takes a value)
 pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("debug-json", None, false),
+    ("veracrypt-query-pim", None, false),
+];
+
+/// cryptsetup's TrueCrypt/VeraCrypt options, parsed like [`NOT_IMPLEMENTED`]'s (hidden
+/// arguments, read from [`Given`] and `Opts::veracrypt_pim`) and implemented.
+pub const TCRYPT_OPTIONS: &[(&str, Option<char>, bool)] = &[
     ("disable-veracrypt", None, false),
     ("tcrypt-backup", None, false),
     ("tcrypt-hidden", None, false),
     ("tcrypt-system", None, false),
     ("veracrypt", None, false),
     ("veracrypt-pim", None, true),
-    ("veracrypt-query-pim", None, false),
 ];
 
-/// The [`NOT_IMPLEMENTED`] options whose value is a number (the others take a string).
+/// The hidden options ([`NOT_IMPLEMENTED`], [`TCRYPT_OPTIONS`]) whose value is a number (the
+/// others take a string).
 pub const NUMERIC: &[&str] = &["veracrypt-pim"];
 
 /// The options that belong to some actions only, with those actions (cryptsetup 2.6.1's

@@ -350,6 +350,12 @@ pub const ACTIONS: &[Action] = &[
         ],
     },
     Action {
+        name: "tcryptDump",
+        args: "<device>",
+        about: "dump TCRYPT device information",
+        options: &[&["dump_volume_key", "header", "hash", "cipher", "key_file"]],
+    },
+    Action {
         name: "luksSuspend",
         args: "<device>",
         about: "Suspend LUKS device and wipe key (all IOs are frozen)",
@@ -467,7 +473,7 @@ pub const ALIASES: &[(&str, &str, &[&str])] = &[
 ];
 
 /// Actions of cryptsetup 2.6.1 that lukskit does not have yet.
-pub const UNSUPPORTED: &[&str] = &["tcryptDump", "bitlkDump", "fvault2Dump"];
+pub const UNSUPPORTED: &[&str] = &["bitlkDump", "fvault2Dump"];
 
 /// The action an alias stands for (an action's own name maps to itself).
 pub fn canonical(name: &str) -> Option<&'static str> {
@@ -591,7 +597,10 @@ pub fn command() -> Command {
     // cryptsetup's options lukskit does not implement: parsed (hidden, and left out of the man
     // page and completions) so that --test-args and cryptsetup's checks judge the command
     // line as cryptsetup does; an action run with one fails.
-    for (long, short, takes_value) in crate::checks::NOT_IMPLEMENTED {
+    for (long, short, takes_value) in crate::checks::NOT_IMPLEMENTED
+        .iter()
+        .chain(crate::checks::TCRYPT_OPTIONS)
+    {
         let mut a = Arg::new(*long)
             .long(*long)
             .hide(true)
@@ -739,6 +748,7 @@ mod tests {
         assert_eq!(canonical("luksOpen"), Some("open"));
         assert_eq!(canonical("image"), Some("image"));
         assert_eq!(canonical("remove"), Some("close"));
-        assert_eq!(canonical("tcryptDump"), None);
+        assert_eq!(canonical("tcryptDump"), Some("tcryptDump"));
+        assert_eq!(canonical("bitlkDump"), None);
     }
 }

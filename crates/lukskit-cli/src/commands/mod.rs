@@ -20,6 +20,7 @@ mod reencrypt_online;
 mod reencrypt_shift;
 mod reencrypt_userspace;
 mod signature;
+mod tcrypt;
 mod tokens;
 mod volume_key;
 
@@ -40,6 +41,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "isLuks" => header::is_luks(o, args),
         "luksUUID" => header::luks_uuid(o, args),
         "luksDump" => header::luks_dump(o, args),
+        "tcryptDump" => tcrypt::tcrypt_dump(o, args),
         "luksAddKey" => keys::add_key(o, args),
         "luksRemoveKey" => keys::remove_key(o, args),
         "luksChangeKey" => keys::change_key(o, args),

@@ -28,14 +28,13 @@ fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Resul
     Ok(match t {
         // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
         // and every -d is a key file of TrueCrypt's key-file pool.
-        VolumeType::Tcrypt => Secrets {
-            passphrase: Some(input::get_secret(&KeySource::Prompt, &prompt, false)?),
-            key_files: o
-                .key_files
-                .iter()
-                .map(|p| input::read_keyfile(p, 0, None))
-                .collect::<Result<_>>()?,
-        },
+        VolumeType::Tcrypt => {
+            let (passphrase, key_files) = super::tcrypt::secrets(o, &prompt)?;
+            Secrets {
+                passphrase: Some(passphrase),
+                key_files,
+            }
+        }
         // loop-AES keys come from the key file alone.
         VolumeType::Loopaes => {
             let Some(path) = &o.key_file else {
@@ -60,10 +59,9 @@ fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Resul
 }
 
 /// The per-format options of the command line.
-fn format_options(o: &Opts) -> FormatOptions {
+pub(super) fn format_options(o: &Opts) -> FormatOptions {
     let mut f = FormatOptions::default();
-    f.tcrypt.hash = o.hash.clone();
-    f.tcrypt.cipher = o.cipher.clone();
+    f.tcrypt = super::tcrypt::options(o);
     f.loopaes.key_bits = o.key_size;
     f.loopaes.offset = o.offset.unwrap_or(0);
     f.loopaes.skip = o.skip.or(o.offset).unwrap_or(0);

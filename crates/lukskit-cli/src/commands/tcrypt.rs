@@ -1,0 +1,133 @@
+//! TrueCrypt/VeraCrypt on the command line: `tcryptDump` (cryptsetup 2.6.1's
+//! `action_tcryptDump`, with `--dump-volume-key`), and what `open --type tcrypt` reads for
+//! it (the passphrase, the key-file pool's files, the `--tcrypt-*`/`--veracrypt*` options).
+
+use super::need_args;
+use crate::args::Opts;
+use crate::errors::{CliError, ExitClass, Result};
+use crate::input::{self, KeySource};
+use lukskit_crypto::SecretBuf;
+use lukskit_volume::formats::tcrypt::{self, dump::TcryptDump};
+use lukskit_volume::formats::{OtherFormatError, TcryptOptions, UnlockRequest};
+use lukskit_volume::VolumeError;
+use std::io::Write;
+
+/// The TCRYPT options of the command line.
+pub fn options(o: &Opts) -> TcryptOptions {
+    TcryptOptions {
+        hidden: o.given.has("tcrypt-hidden"),
+        system: o.given.has("tcrypt-system"),
+        backup: o.given.has("tcrypt-backup"),
+        no_veracrypt: o.given.has("disable-veracrypt"),
+        pim: o.veracrypt_pim,
+        hash: o.hash.clone(),
+        cipher: o.cipher.clone(),
+    }
+}
+
+/// The passphrase and the key files' contents of one attempt, as cryptsetup reads them for
+/// TCRYPT: `-d -` makes standard input the passphrase (read whole, as a key file), every
+/// other `-d` is a file of the key-file pool; without `-d -` the passphrase is prompted for
+/// (a line of standard input when it is not a terminal; it may be empty).
+pub fn secrets(o: &Opts, prompt: &str) -> Result<(SecretBuf, Vec<SecretBuf>)> {
+    let stdin = o.key_files.iter().any(|p| p == "-");
+    let source = if stdin {
+        KeySource::File {
+            path: "-".into(),
+            offset: 0,
+            size: None,
+        }
+    } else {
+        KeySource::Prompt
+    };
+    let passphrase = input::get_secret(&source, prompt, false)?;
+    let key_files = o
+        .key_files
+        .iter()
+        .filter(|p| p.as_str() != "-")
+        .map(|p| input::read_keyfile(p, 0, None))
+        .collect::<Result<_>>()?;
+    Ok((passphrase, key_files))
+}
+
+/// cryptsetup's words for a failed header load.
+pub fn load_error(e: VolumeError) -> CliError {
+    match e {
+        VolumeError::OtherFormat(OtherFormatError::NoKey) => no_header(),
+        VolumeError::OtherFormat(OtherFormatError::PassphraseTooLong { max }) => CliError::new(
+            ExitClass::Permission,
+            format!(
+                "Maximum TCRYPT passphrase length ({max}) exceeded.\n\
+                 No device header detected with this passphrase."
+            ),
+        ),
+        other => other.into(),
+    }
+}
+
+fn no_header() -> CliError {
+    CliError::new(
+        ExitClass::Permission,
+        "No device header detected with this passphrase.",
+    )
+}
+
+/// `tcryptDump DEVICE`.
+pub fn tcrypt_dump(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 1, 1, "<device>")?;
+    let device = &args[0];
+    let metadata = o.header.as_deref().unwrap_or(device);
+    let options = super::open_format::format_options(o);
+    let prompt = format!("Enter passphrase for {metadata}: ");
+    let attempts = super::tries(o, &KeySource::Prompt);
+    let mut left = attempts;
+    let loaded = loop {
+        let (passphrase, key_files) = secrets(o, &prompt)?;
+        let request = UnlockRequest {
+            device,
+            header: o.header.as_deref(),
+            passphrase: Some(&passphrase),
+            key_files: &key_files,
+            options: &options,
+        };
+        match tcrypt::load(&request) {
+            Ok(l) => break l,
+            Err(e) => {
+                let retry = matches!(
+                    e,
+                    VolumeError::OtherFormat(
+                        OtherFormatError::NoKey | OtherFormatError::PassphraseTooLong { .. }
+                    )
+                );
+                let err = load_error(e);
+                left -= 1;
+                if !retry || left == 0 {
+                    return Err(err);
+                }
+                eprintln!("{}", err.message);
+            }
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if o.dump_volume_key {
+        let question = "Header dump with volume key is sensitive information\n\
+                        which allows access to encrypted partition without passphrase.\n\
+                        This dump should be always stored encrypted on safe place.";
+        if !input::confirmed(question, o.batch_mode)? {
+            return Err(CliError::new(ExitClass::Permission, ""));
+        }
+        let key = loaded.volume_key();
+        let offset = tcrypt::layout::data_offset(&loaded).map_err(load_error)?;
+        let text = tcrypt::dump::volume_key_dump(
+            device,
+            loaded.cascade.long_name,
+            loaded.cascade.mode.name(),
+            offset,
+            &key,
+        );
+        out.write_all(text.as_bytes())
+    } else {
+        write!(out, "{}", TcryptDump::new(&loaded, metadata))
+    }
+    .map_err(|e| CliError::io("Writing", "standard output", &e))
+}
