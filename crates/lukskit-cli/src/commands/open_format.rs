@@ -128,21 +128,37 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
     let Some(name) = name else {
         return Ok(());
     };
-    let [table] = unlocked.layers.as_slice() else {
-        return Err(CliError::invalid(
-            "Stacked devices (cipher cascades) are not supported by lukskit's activation yet.",
-        ));
-    };
-    let mut config = base_config(o, name);
-    config.kind = t.name().to_string();
-    config.uuid = unlocked.uuid.clone();
-    config.device = absolute(device)?;
-    config.read_only |= unlocked.read_only;
-    describe(&mut config, table);
     let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
         .map_err(CliError::from)?;
-    activate::activate_table(backend, &config, &kernel_options(o, None), table)
-        .map_err(CliError::from)
+    // A cascade is stacked as cryptsetup stacks it: the table on the device is NAME_2 (of
+    // three), the next NAME_1 on /dev/mapper/NAME_2, the last NAME.
+    let n = unlocked.layers.len();
+    let mut below: Vec<String> = Vec::new();
+    for (i, table) in unlocked.layers.iter().enumerate() {
+        let layer_name = super::tcrypt::layer_name(name, n - 1 - i);
+        let mut config = base_config(o, &layer_name);
+        config.kind = t.name().to_string();
+        config.uuid = unlocked.uuid.clone();
+        config.device = match below.last() {
+            None => absolute(device)?,
+            Some(lower) => format!("/dev/mapper/{lower}"),
+        };
+        config.read_only |= unlocked.read_only;
+        describe(&mut config, table);
+        let r = activate::activate_table(backend, &config, &kernel_options(o, None), table)
+            .map_err(CliError::from);
+        if let Err(e) = r {
+            // Undo the layers already mapped, the top one first.
+            for lower in below.iter().rev() {
+                if let Ok(Some(m)) = activate::find(lower) {
+                    let _ = m.close(false);
+                }
+            }
+            return Err(e);
+        }
+        below.push(layer_name);
+    }
+    Ok(())
 }
 
 /// What `status` shows of a mapping of `table`: its first crypt segment's parameters.

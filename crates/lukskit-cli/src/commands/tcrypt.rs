@@ -12,6 +12,32 @@ use lukskit_volume::formats::{OtherFormatError, TcryptOptions, UnlockRequest};
 use lukskit_volume::VolumeError;
 use std::io::Write;
 
+/// The mapping name of layer `index` of a cascade mapped as `name` (0 is the top one, which
+/// is `name` itself; cryptsetup's `NAME_1`, `NAME_2` below it).
+pub fn layer_name(name: &str, index: usize) -> String {
+    if index == 0 {
+        name.to_string()
+    } else {
+        format!("{name}_{index}")
+    }
+}
+
+/// After closing the top mapping `name` of a TCRYPT volume: close `NAME_1` and `NAME_2` if
+/// they are TCRYPT mappings (a cascade's lower layers).
+pub fn close_lower_layers(name: &str, deferred: bool) -> Result<()> {
+    for index in 1..=2 {
+        let lower = layer_name(name, index);
+        let Some(m) = lukskit_activate::find(&lower).map_err(CliError::from)? else {
+            break;
+        };
+        if !m.kind().is_ok_and(|k| k == "TCRYPT") {
+            break;
+        }
+        m.close(deferred).map_err(CliError::from)?;
+    }
+    Ok(())
+}
+
 /// The TCRYPT options of the command line.
 pub fn options(o: &Opts) -> TcryptOptions {
     TcryptOptions {
