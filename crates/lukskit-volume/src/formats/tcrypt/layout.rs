@@ -100,11 +100,17 @@ pub fn layers(l: &Loaded, device_size: u64) -> Result<Vec<SegmentTable>> {
     let iv = iv_offset(l)?;
     let dev_sectors = device_size / SECTOR;
     let size = if l.options.system {
-        dev_sectors.checked_sub(offset).unwrap_or(0)
+        0
     } else if l.options.hidden {
         h.hidden_volume_size / SECTOR
     } else {
         h.volume_size / SECTOR
+    };
+    // No size (system encryption, old headers without one): the rest of the device, as
+    // cryptsetup's device_block_adjust makes it.
+    let size = match size {
+        0 => dev_sectors.saturating_sub(offset),
+        s => s,
     };
     if offset.checked_add(size).is_none_or(|end| end > dev_sectors) {
         return Err(invalid(format!(
