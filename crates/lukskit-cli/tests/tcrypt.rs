@@ -592,6 +592,10 @@ fn chain_name(tcplay_cipher: &str) -> String {
         .join("-")
 }
 
+/// A volume to make with tcplay: hash, cipher chain, with a key file, the hidden volume's
+/// hash and chain.
+type TcplayCase = (&'static str, &'static str, bool, Option<(&'static str, &'static str)>);
+
 #[test]
 fn tcplay_volumes_dump_and_open() {
     let t = "tcrypt_tcplay";
@@ -604,7 +608,7 @@ fn tcplay_volumes_dump_and_open() {
     }
     let d = tmp();
     // (hash, cipher chain, key file, hidden hash and chain)
-    let cases: &[(&str, &str, bool, Option<(&str, &str)>)] = &[
+    let cases: &[TcplayCase] = &[
         ("SHA512", "SERPENT-256-XTS", false, None),
         (
             "RIPEMD160",

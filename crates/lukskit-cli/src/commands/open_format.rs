@@ -60,8 +60,10 @@ fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Resul
 
 /// The per-format options of the command line.
 pub(super) fn format_options(o: &Opts) -> FormatOptions {
-    let mut f = FormatOptions::default();
-    f.tcrypt = super::tcrypt::options(o);
+    let mut f = FormatOptions {
+        tcrypt: super::tcrypt::options(o),
+        ..FormatOptions::default()
+    };
     f.loopaes.key_bits = o.key_size;
     f.loopaes.offset = o.offset.unwrap_or(0);
     f.loopaes.skip = o.skip.or(o.offset).unwrap_or(0);

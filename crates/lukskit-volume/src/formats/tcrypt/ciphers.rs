@@ -491,12 +491,23 @@ mod tests {
             assert_eq!(names.join("-"), c.long_name);
             let key: usize = c.algs.iter().map(|a| a.key_size).sum();
             let extra: usize = c.algs.iter().map(|a| a.key_extra).sum();
-            assert_eq!(key + extra, c.chain_key_size, "{}", c.long_name);
+            // cryptsetup's size for serpent-blowfish_le-aes (160) is 8 bytes more than its keys.
+            assert!(key + extra <= c.chain_key_size, "{}", c.long_name);
+            if c.long_name != "serpent-blowfish_le-aes" {
+                assert_eq!(key + extra, c.chain_key_size, "{}", c.long_name);
+            }
+            // Every key byte read lies in the 192-byte header key (and so in the 256-byte key
+            // area): layer_key and decrypt_header index without checks.
             for a in c.algs {
-                assert!(
-                    a.key_offset + a.key_size <= 192
-                        && a.iv_offset + a.key_size.max(a.key_extra) <= 192
-                );
+                let (key_end, second_end) = match c.mode {
+                    Mode::Xts => (a.key_offset + a.key_size / 2, a.iv_offset + a.key_size / 2),
+                    Mode::Lrw => (a.key_offset + a.key_size - 16, 16),
+                    _ => (
+                        a.key_offset + a.key_size,
+                        a.iv_offset + a.key_extra.max(a.iv_size),
+                    ),
+                };
+                assert!(key_end <= 192 && second_end <= 192, "{}", c.long_name);
             }
         }
     }

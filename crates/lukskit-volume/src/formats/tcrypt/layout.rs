@@ -75,7 +75,7 @@ pub fn iv_offset(l: &Loaded) -> Result<u64> {
 pub fn layers(l: &Loaded, device_size: u64) -> Result<Vec<SegmentTable>> {
     let h = &l.header;
     let c = l.cascade;
-    if h.sector_size % 512 != 0 {
+    if !h.sector_size.is_multiple_of(512) {
         return Err(OtherFormatError::Unsupported(format!(
             "Activation is not supported for {} sector size.",
             h.sector_size
