@@ -207,3 +207,160 @@ impl OnDiskFormat for Tcrypt {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::ciphers::{find, layer_key, Mode};
+    use super::header::Magic;
+    use super::*;
+    use lukskit_crypto::engine::SectorCipher;
+    use lukskit_crypto::spec::CipherSpec;
+
+    /// A header sector as VeraCrypt would write it: `fields` (decrypted) encrypted with the
+    /// chain under PBKDF2 of `pass` with the variant `kdf`.
+    fn sector(pass: &[u8], kdf: &KdfVariant, chain: &Cascade, fields: &[u8; ENC_LEN]) -> [u8; 512] {
+        let salt = [7u8; SALT_LEN];
+        let key = kdf::derive(kdf, pass, &salt, None).unwrap();
+        let mut unit = [0u8; 512];
+        unit[..ENC_LEN].copy_from_slice(fields);
+        // Encrypt with the first cipher of the chain first (decryption starts with the last).
+        for alg in chain.algs {
+            let k = layer_key(alg, chain.mode, key.as_bytes());
+            let spec = CipherSpec::parse(&format!("{}-{}", alg.name, chain.mode.name())).unwrap();
+            SectorCipher::new(&spec, &k.as_bytes()[..alg.key_size], 512, false)
+                .unwrap()
+                .encrypt(&mut unit, 0)
+                .unwrap();
+        }
+        let mut s = [0u8; 512];
+        s[..SALT_LEN].copy_from_slice(&salt);
+        s[SALT_LEN..].copy_from_slice(&unit[..ENC_LEN]);
+        s
+    }
+
+    fn fields(volume_size: u64, hidden: u64, mk_offset: u64, sector_size: u32) -> [u8; ENC_LEN] {
+        let mut d = [0u8; ENC_LEN];
+        d[..4].copy_from_slice(b"VERA");
+        d[4..6].copy_from_slice(&5u16.to_be_bytes());
+        d[6..8].copy_from_slice(&0x010bu16.to_be_bytes());
+        d[28..36].copy_from_slice(&hidden.to_be_bytes());
+        d[36..44].copy_from_slice(&volume_size.to_be_bytes());
+        d[44..52].copy_from_slice(&mk_offset.to_be_bytes());
+        d[64..68].copy_from_slice(&sector_size.to_be_bytes());
+        for (i, b) in d[192..].iter_mut().enumerate() {
+            *b = (i * 7) as u8;
+        }
+        let k = crc::crc32(&d[192..]);
+        d[8..12].copy_from_slice(&k.to_be_bytes());
+        let h = crc::crc32(&d[..188]);
+        d[188..192].copy_from_slice(&h.to_be_bytes());
+        d
+    }
+
+    fn loaded(f: &[u8; ENC_LEN], options: TcryptOptions, size: u64) -> Loaded {
+        Loaded {
+            header: Header::parse(f, true).unwrap(),
+            kdf: kdf::KDFS[2],
+            cascade: find("serpent-twofish-aes", Mode::Xts).unwrap(),
+            options,
+            metadata_size: size,
+        }
+    }
+
+    #[test]
+    fn trial_finds_the_cascade_and_the_first_variant() {
+        // TrueCrypt's sha512 (1000 iterations) encrypts; the trial over all variants finds it
+        // (and its cascade, not the one with the same ciphers in another order).
+        let chain = find("serpent-twofish-aes", Mode::Xts).unwrap();
+        let f = fields(1 << 20, 0, 131072, 512);
+        let s = sector(b"pass", &kdf::KDFS[2], chain, &f);
+        let raw = RawHeader::from_sector(&s);
+        let input = kdf::pbkdf_input(b"pass", &[], true).unwrap();
+        // Only the cheap variants (VeraCrypt's take seconds unoptimised).
+        let variants: Vec<_> = kdf::variants(None, false, None);
+        let limits = search::Limits {
+            cipher: None,
+            veracrypt: true,
+            pim: None,
+        };
+        for threads in [1, 4] {
+            let found = search::find(&raw, &input, &variants, &limits, threads).unwrap();
+            assert_eq!(found.kdf.0, 2);
+            assert_eq!(found.cascade.long_name, "serpent-twofish-aes");
+            assert_eq!(found.decrypted.as_bytes(), &f[..]);
+        }
+        let wrong = kdf::pbkdf_input(b"Pass", &[], true).unwrap();
+        assert!(search::find(&raw, &wrong, &variants, &limits, 2).is_none());
+        // -c matches anywhere in the chain's name (cryptsetup's strstr).
+        let limited = search::Limits {
+            cipher: Some("twofish-aes"),
+            ..limits
+        };
+        assert!(search::find(&raw, &input, &variants, &limited, 2).is_some());
+        let limited = search::Limits {
+            cipher: Some("aes-serpent"),
+            ..limits
+        };
+        assert!(search::find(&raw, &input, &variants, &limited, 2).is_none());
+        assert_eq!(Magic::of(&f, false), None);
+    }
+
+    #[test]
+    fn layout_of_normal_hidden_and_system_headers() {
+        let size = 4 << 20;
+        let l = loaded(
+            &fields(1 << 20, 0, 131072, 512),
+            TcryptOptions::default(),
+            size,
+        );
+        let layers = layout::layers(&l, size).unwrap();
+        assert_eq!(layers.len(), 3);
+        assert_eq!(layers[0].size(), 1 << 20);
+        assert_eq!(layout::iv_offset(&l).unwrap(), 256);
+        // The volume key is every layer's key in chain order.
+        let vk = l.volume_key();
+        assert_eq!(vk.len(), 192);
+        let hidden = TcryptOptions {
+            hidden: true,
+            ..TcryptOptions::default()
+        };
+        let l = loaded(&fields(1 << 20, 65536, 2 << 20, 512), hidden, size);
+        assert_eq!(layout::data_offset(&l).unwrap(), 4096);
+        assert_eq!(layout::layers(&l, size).unwrap()[0].size(), 65536);
+        let system = TcryptOptions {
+            system: true,
+            ..TcryptOptions::default()
+        };
+        let l = loaded(&fields(0, 0, 131072, 512), system, size);
+        assert_eq!(layout::layers(&l, size).unwrap()[0].size(), size - 131072);
+    }
+
+    #[test]
+    fn hostile_header_values_are_refused_without_panic() {
+        let size = 1 << 20;
+        let hostile = [
+            (u64::MAX, 0, 512, 512),
+            (1 << 20, 0, u64::MAX, 512),
+            (512, 0, u64::MAX - 511, 512),
+            (4096, 0, 512, 4095),
+            (4096, 0, 512, u32::MAX),
+            (0, 0, size, 512),
+        ];
+        for (vol, hid, mk, ss) in hostile {
+            let l = loaded(&fields(vol, hid, mk, ss), TcryptOptions::default(), size);
+            assert!(layout::layers(&l, size).is_err(), "{vol} {mk} {ss}");
+        }
+        let hidden = TcryptOptions {
+            hidden: true,
+            ..TcryptOptions::default()
+        };
+        for (hid, mk) in [(u64::MAX, 512), (1 << 20, u64::MAX), (size + 1, 512)] {
+            let l = loaded(&fields(4096, hid, mk, 512), hidden.clone(), size);
+            assert!(layout::layers(&l, size).is_err(), "hidden {hid} {mk}");
+            // TrueCrypt 3's rule (end of device less the hidden volume) with the same values.
+            let mut old = loaded(&fields(4096, hid, mk, 512), hidden.clone(), size);
+            old.header.version = 3;
+            let _ = layout::layers(&old, size);
+        }
+    }
+}
