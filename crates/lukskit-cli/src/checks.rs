@@ -13,10 +13,7 @@ use crate::definition::canonical;
 /// cryptsetup 2.6.1 options that lukskit parses, so that `--test-args` judges a command line
 /// as cryptsetup does, but does not implement: an action run with one of them fails with
 /// [`not_implemented`]'s message. (long name, short name, takes a value)
-pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
-    ("debug-json", None, false),
-    ("veracrypt-query-pim", None, false),
-];
+pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[("debug-json", None, false)];
 
 /// cryptsetup's TrueCrypt/VeraCrypt options, parsed like [`NOT_IMPLEMENTED`]'s (hidden
 /// arguments, read from [`Given`] and `Opts::veracrypt_pim`) and implemented.
@@ -27,6 +24,7 @@ pub const TCRYPT_OPTIONS: &[(&str, Option<char>, bool)] = &[
     ("tcrypt-system", None, false),
     ("veracrypt", None, false),
     ("veracrypt-pim", None, true),
+    ("veracrypt-query-pim", None, false),
 ];
 
 /// The hidden options ([`NOT_IMPLEMENTED`], [`TCRYPT_OPTIONS`]) whose value is a number (the

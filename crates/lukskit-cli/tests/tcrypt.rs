@@ -317,6 +317,21 @@ fn hidden_volume_volume_key_and_errors_as_cryptsetup() {
         &long,
     );
     assert_eq!(r.code, 2);
+    // --veracrypt-query-pim: the PIM as a second line, refused as cryptsetup refuses it.
+    for pim in ["", "0", "abc", "4294967296", "-1"] {
+        let stdin = format!("aaaaaaaaaaaa\n{pim}\n");
+        let r = same(
+            &[
+                "tcryptDump",
+                "vcpim_1-sha256-xts-aes",
+                "-h",
+                "sha256",
+                "--veracrypt-query-pim",
+            ],
+            stdin.as_bytes(),
+        );
+        assert_eq!(r.code, 1, "{pim:?}");
+    }
     // test-passphrase: right one.
     same(
         &[
@@ -397,6 +412,17 @@ fn key_files_and_pim_must_be_the_right_ones() {
         test(&["vc_1-sha512-xts-aes", "-h", "sha512", "--disable-veracrypt"]),
         2
     );
+    let mut a = vec![
+        "open",
+        "--test-passphrase",
+        "--type",
+        "tcrypt",
+        pim,
+        "-h",
+        "sha256",
+    ];
+    a.push("--veracrypt-query-pim");
+    assert_eq!(in_dir("lukskit", &dir, &a, b"aaaaaaaaaaaa\n1234\n").code, 0);
 }
 
 /// The UUID blkid reads on a mapping.
@@ -594,7 +620,12 @@ fn chain_name(tcplay_cipher: &str) -> String {
 
 /// A volume to make with tcplay: hash, cipher chain, with a key file, the hidden volume's
 /// hash and chain.
-type TcplayCase = (&'static str, &'static str, bool, Option<(&'static str, &'static str)>);
+type TcplayCase = (
+    &'static str,
+    &'static str,
+    bool,
+    Option<(&'static str, &'static str)>,
+);
 
 #[test]
 fn tcplay_volumes_dump_and_open() {

@@ -19,6 +19,8 @@ use lukskit_volume::VolumeError;
 struct Secrets {
     passphrase: Option<SecretBuf>,
     key_files: Vec<SecretBuf>,
+    /// TCRYPT: the PIM typed at `--veracrypt-query-pim`'s prompt.
+    pim: Option<u32>,
 }
 
 /// Read the secrets for one unlock attempt of a volume of type `t` on `device`, as
@@ -29,10 +31,11 @@ fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Resul
         // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
         // and every -d is a key file of TrueCrypt's key-file pool.
         VolumeType::Tcrypt => {
-            let (passphrase, key_files) = super::tcrypt::secrets(o, &prompt)?;
+            let s = super::tcrypt::secrets(o, &prompt)?;
             Secrets {
-                passphrase: Some(passphrase),
-                key_files,
+                passphrase: Some(s.passphrase),
+                key_files: s.key_files,
+                pim: s.pim,
             }
         }
         // loop-AES keys come from the key file alone.
@@ -47,6 +50,7 @@ fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Resul
                     o.keyfile_offset.unwrap_or(0),
                     o.keyfile_size,
                 )?],
+                pim: None,
             }
         }
         // BitLocker and FileVault 2: a password, recovery password or startup key, from the
@@ -54,6 +58,7 @@ fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Resul
         _ => Secrets {
             passphrase: Some(input::get_secret(src, &prompt, false)?),
             key_files: Vec::new(),
+            pim: None,
         },
     })
 }
@@ -90,6 +95,10 @@ fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
     let mut left = attempts;
     loop {
         let secrets = read_secrets(o, t, device, &src)?;
+        let mut options = options.clone();
+        if secrets.pim.is_some() {
+            options.tcrypt.pim = secrets.pim;
+        }
         let request = UnlockRequest {
             device,
             header: o.header.as_deref(),

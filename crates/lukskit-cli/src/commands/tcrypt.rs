@@ -51,11 +51,46 @@ pub fn options(o: &Opts) -> TcryptOptions {
     }
 }
 
+/// What one TCRYPT attempt reads.
+pub struct TcryptSecrets {
+    /// The passphrase (may be empty).
+    pub passphrase: SecretBuf,
+    /// The key files' contents.
+    pub key_files: Vec<SecretBuf>,
+    /// The PIM asked for with `--veracrypt-query-pim`.
+    pub pim: Option<u32>,
+}
+
+/// The PIM typed at the prompt, checked as cryptsetup checks it (`strtoull`, then 0 and
+/// 32-bit range).
+fn parse_pim(typed: &[u8]) -> Result<u32> {
+    let text = std::str::from_utf8(typed).unwrap_or("\u{0}");
+    let t = text.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if text.is_empty() || digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(CliError::invalid("Invalid PIM value: parse error."));
+    }
+    // strtoull saturates at its maximum; a minus sign negates (modulo 2^64).
+    let v = digits.parse::<u64>().unwrap_or(u64::MAX);
+    let v = if negative { v.wrapping_neg() } else { v };
+    match v {
+        0 => Err(CliError::invalid("Invalid PIM value: 0.")),
+        v => {
+            u32::try_from(v).map_err(|_| CliError::invalid("Invalid PIM value: outside of range."))
+        }
+    }
+}
+
 /// The passphrase and the key files' contents of one attempt, as cryptsetup reads them for
 /// TCRYPT: `-d -` makes standard input the passphrase (read whole, as a key file), every
 /// other `-d` is a file of the key-file pool; without `-d -` the passphrase is prompted for
-/// (a line of standard input when it is not a terminal; it may be empty).
-pub fn secrets(o: &Opts, prompt: &str) -> Result<(SecretBuf, Vec<SecretBuf>)> {
+/// (a line of standard input when it is not a terminal; it may be empty). With
+/// `--veracrypt-query-pim` the PIM is asked for after it.
+pub fn secrets(o: &Opts, prompt: &str) -> Result<TcryptSecrets> {
     let stdin = o.key_files.iter().any(|p| p == "-");
     let source = if stdin {
         KeySource::File {
@@ -73,7 +108,17 @@ pub fn secrets(o: &Opts, prompt: &str) -> Result<(SecretBuf, Vec<SecretBuf>)> {
         .filter(|p| p.as_str() != "-")
         .map(|p| input::read_keyfile(p, 0, None))
         .collect::<Result<_>>()?;
-    Ok((passphrase, key_files))
+    let pim = if o.given.has("veracrypt-query-pim") {
+        let typed = input::get_secret(&source, "Enter VeraCrypt PIM: ", false)?;
+        Some(parse_pim(typed.as_bytes())?)
+    } else {
+        None
+    };
+    Ok(TcryptSecrets {
+        passphrase,
+        key_files,
+        pim,
+    })
 }
 
 /// cryptsetup's words for a failed header load.
@@ -108,12 +153,16 @@ pub fn tcrypt_dump(o: &Opts, args: &[String]) -> Result<()> {
     let attempts = super::tries(o, &KeySource::Prompt);
     let mut left = attempts;
     let loaded = loop {
-        let (passphrase, key_files) = secrets(o, &prompt)?;
+        let s = secrets(o, &prompt)?;
+        let mut options = options.clone();
+        if s.pim.is_some() {
+            options.tcrypt.pim = s.pim;
+        }
         let request = UnlockRequest {
             device,
             header: o.header.as_deref(),
-            passphrase: Some(&passphrase),
-            key_files: &key_files,
+            passphrase: Some(&s.passphrase),
+            key_files: &s.key_files,
             options: &options,
         };
         match tcrypt::load(&request) {

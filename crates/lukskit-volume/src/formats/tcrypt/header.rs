@@ -124,6 +124,15 @@ const HEADER_CRC_AT: usize = 188;
 /// Offset of the key area.
 const KEYS_AT: usize = 192;
 
+/// Set both CRC-32s of decrypted header bytes (the keys' and the header's), as TrueCrypt
+/// writes them: for tests and fuzzing, which make headers that pass the checks.
+pub fn seal(d: &mut [u8; ENC_LEN]) {
+    let keys = crc32(&d[KEYS_AT..]);
+    d[8..12].copy_from_slice(&keys.to_be_bytes());
+    let header = crc32(&d[..HEADER_CRC_AT]);
+    d[HEADER_CRC_AT..KEYS_AT].copy_from_slice(&header.to_be_bytes());
+}
+
 impl Header {
     /// Parse decrypted header bytes (`TCRYPT_hdr_from_disk`): the magic, the header CRC (for
     /// versions above 3) and the key-area CRC must hold.
