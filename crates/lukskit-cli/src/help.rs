@@ -405,6 +405,6 @@ mod tests {
             let h = action_help(first).unwrap();
             assert!(h.contains(a.about), "{h}");
         }
-        assert!(action_help("tcryptDump").is_none());
+        assert!(action_help("bitlkDump").is_none());
     }
 }
