@@ -317,6 +317,38 @@ fn hidden_volume_volume_key_and_errors_as_cryptsetup() {
         &long,
     );
     assert_eq!(r.code, 2);
+    // The backup headers near the end of the device.
+    same(
+        &[
+            "tcryptDump",
+            "--tcrypt-backup",
+            "tc_4-sha512-xts-aes",
+            "-h",
+            "sha512",
+            "-c",
+            "aes",
+        ],
+        PASS,
+    );
+    let r = same(
+        &[
+            "tcryptDump",
+            "--tcrypt-backup",
+            "--tcrypt-hidden",
+            hidden,
+            "-h",
+            "sha512",
+            "-c",
+            "aes",
+        ],
+        HIDDEN_PASS,
+    );
+    assert_eq!(
+        field(&r.stdout, "MK offset"),
+        Some("157696"),
+        "{}",
+        r.stdout
+    );
     // --veracrypt-query-pim: the PIM as a second line, refused as cryptsetup refuses it.
     for pim in ["", "0", "abc", "4294967296", "-1"] {
         let stdin = format!("aaaaaaaaaaaa\n{pim}\n");
