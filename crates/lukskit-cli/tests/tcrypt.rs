@@ -517,6 +517,13 @@ fn shared_images_open_to_the_readme_file_systems() {
             &["-h", "sha512", "-d", "keyfile1", "-d", "keyfile2"],
             "DEAD-BABE",
         ),
+        // System encryption: the whole disk (with its boot loader) from the data offset on.
+        (
+            "sys_vc_1-sha256-xts-aes",
+            PASS,
+            &["-h", "sha256", "--tcrypt-system"],
+            "DEAD-BABE",
+        ),
     ];
     for (i, (img, pass, extra, uuid)) in cases.iter().enumerate() {
         let m = Mapping::new(&format!("tc{i}"));
