@@ -317,6 +317,18 @@ fn hidden_volume_volume_key_and_errors_as_cryptsetup() {
         &long,
     );
     assert_eq!(r.code, 2);
+    let r = same(
+        &[
+            "open",
+            "--test-passphrase",
+            "--type",
+            "tcrypt",
+            "--disable-veracrypt",
+            "tc_4-sha512-xts-aes",
+        ],
+        &long,
+    );
+    assert_eq!(r.code, 2);
     // The backup headers near the end of the device.
     same(
         &[

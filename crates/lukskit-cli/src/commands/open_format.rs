@@ -116,6 +116,7 @@ fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
                 }
                 eprintln!("{}", e.message);
             }
+            Err(e) if t == VolumeType::Tcrypt => return Err(super::tcrypt::load_error(e)),
             Err(e) => return Err(e.into()),
         }
     }
