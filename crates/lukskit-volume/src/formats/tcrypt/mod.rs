@@ -306,6 +306,24 @@ mod tests {
     }
 
     #[test]
+    fn kuznyechik_chains_are_found() {
+        let f = fields(1 << 20, 0, 131072, 512);
+        let input = kdf::pbkdf_input(b"pass", &[], true).unwrap();
+        let variants = kdf::variants(Some("sha512"), false, None);
+        let limits = search::Limits {
+            cipher: Some("kuznyechik"),
+            veracrypt: true,
+            pim: None,
+        };
+        for name in ["kuznyechik", "camellia-serpent-kuznyechik", "aes-kuznyechik"] {
+            let chain = find(name, Mode::Xts).unwrap();
+            let raw = RawHeader::from_sector(&sector(b"pass", &kdf::KDFS[2], chain, &f));
+            let found = search::find(&raw, &input, &variants, &limits, 2).unwrap();
+            assert_eq!(found.cascade.long_name, name);
+        }
+    }
+
+    #[test]
     fn layout_of_normal_hidden_and_system_headers() {
         let size = 4 << 20;
         let l = loaded(
