@@ -315,7 +315,11 @@ mod tests {
             veracrypt: true,
             pim: None,
         };
-        for name in ["kuznyechik", "camellia-serpent-kuznyechik", "aes-kuznyechik"] {
+        for name in [
+            "kuznyechik",
+            "camellia-serpent-kuznyechik",
+            "aes-kuznyechik",
+        ] {
             let chain = find(name, Mode::Xts).unwrap();
             let raw = RawHeader::from_sector(&sector(b"pass", &kdf::KDFS[2], chain, &f));
             let found = search::find(&raw, &input, &variants, &limits, 2).unwrap();
