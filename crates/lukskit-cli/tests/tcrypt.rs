@@ -329,6 +329,16 @@ fn hidden_volume_volume_key_and_errors_as_cryptsetup() {
         &long,
     );
     assert_eq!(r.code, 2);
+    // A device too small for the header (cryptsetup: exit 1, no message), and a missing one.
+    std::fs::write(dir.join("small.img"), [0u8; 100]).unwrap();
+    for args in [
+        &["tcryptDump", "small.img"][..],
+        &["tcryptDump", "--tcrypt-hidden", "small.img"][..],
+        &["open", "--test-passphrase", "--type", "tcrypt", "small.img"][..],
+        &["tcryptDump", "missing.img"][..],
+    ] {
+        assert_ne!(same(args, PASS).code, 0, "{args:?}");
+    }
     // The backup headers near the end of the device.
     same(
         &[

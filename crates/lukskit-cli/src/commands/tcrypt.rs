@@ -132,6 +132,8 @@ pub fn load_error(e: VolumeError) -> CliError {
                  No device header detected with this passphrase."
             ),
         ),
+        // A device too small for the header: cryptsetup fails (-EIO) without a word.
+        VolumeError::OtherFormat(OtherFormatError::NotThisFormat { .. }) => CliError::invalid(""),
         other => other.into(),
     }
 }
