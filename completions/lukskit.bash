@@ -22,6 +22,9 @@ _lukskit() {
             lukskit,bitlkClose)
                 cmd="lukskit__subcmd__close"
                 ;;
+            lukskit,bitlkDump)
+                cmd="lukskit__subcmd__bitlkDump"
+                ;;
             lukskit,bitlkOpen)
                 cmd="lukskit__subcmd__open"
                 ;;
@@ -45,6 +48,9 @@ _lukskit() {
                 ;;
             lukskit,fvault2Close)
                 cmd="lukskit__subcmd__close"
+                ;;
+            lukskit,fvault2Dump)
+                cmd="lukskit__subcmd__fvault2Dump"
                 ;;
             lukskit,fvault2Open)
                 cmd="lukskit__subcmd__open"
@@ -154,6 +160,9 @@ _lukskit() {
             lukskit__subcmd__help,benchmark)
                 cmd="lukskit__subcmd__help__subcmd__benchmark"
                 ;;
+            lukskit__subcmd__help,bitlkDump)
+                cmd="lukskit__subcmd__help__subcmd__bitlkDump"
+                ;;
             lukskit__subcmd__help,close)
                 cmd="lukskit__subcmd__help__subcmd__close"
                 ;;
@@ -168,6 +177,9 @@ _lukskit() {
                 ;;
             lukskit__subcmd__help,erase)
                 cmd="lukskit__subcmd__help__subcmd__erase"
+                ;;
+            lukskit__subcmd__help,fvault2Dump)
+                cmd="lukskit__subcmd__help__subcmd__fvault2Dump"
                 ;;
             lukskit__subcmd__help,help)
                 cmd="lukskit__subcmd__help__subcmd__help"
@@ -272,7 +284,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -731,6 +743,101 @@ _lukskit() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lukskit__subcmd__bitlkDump)
+            opts="-d -l -S -T -t -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --dump-volume-key --verbose --debug --batch-mode --test-args --disable-locks"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --key-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                -d)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --keyfile-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keyfile-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-slot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -S)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -T)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lukskit__subcmd__close)
             opts="-v -q --deferred --cancel-deferred --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -893,8 +1000,103 @@ _lukskit() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lukskit__subcmd__fvault2Dump)
+            opts="-d -l -S -T -t -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --dump-volume-key --verbose --debug --batch-mode --test-args --disable-locks"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --key-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                -d)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --keyfile-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keyfile-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-slot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -S)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -T)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lukskit__subcmd__help)
-            opts="open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -908,6 +1110,20 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help__subcmd__benchmark)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__help__subcmd__bitlkDump)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -978,6 +1194,20 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help__subcmd__erase)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__help__subcmd__fvault2Dump)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3775,43 +4005,12 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__tcryptDump)
-            opts="-h -c -d -v -q --dump-volume-key --header --hash --cipher --key-file --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -l -S -T -t -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --dump-volume-key --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --header)
-                    local oldifs
-                    if [ -n "${IFS+x}" ]; then
-                        oldifs="$IFS"
-                    fi
-                    IFS=$'\n'
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    if [ -n "${oldifs+x}" ]; then
-                        IFS="$oldifs"
-                    fi
-                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
-                        compopt -o filenames
-                    fi
-                    return 0
-                    ;;
-                --hash)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -h)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --cipher)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -c)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --key-file)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
@@ -3828,6 +4027,57 @@ _lukskit() {
                     return 0
                     ;;
                 -d)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --keyfile-offset)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keyfile-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -l)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key-slot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -S)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tries)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -T)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --header)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
                         oldifs="$IFS"

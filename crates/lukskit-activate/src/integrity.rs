@@ -256,7 +256,7 @@ pub fn open(
         ..CryptFlags::default()
     };
     t.extra_options = vec![dmi::crypt_integrity_option(tag)];
-    let uuid = dm_uuid::crypt_dm_uuid(&config.kind, config.uuid.as_deref(), &config.name)?;
+    let uuid = dm_uuid::crypt_dm_uuid(config.kind.name(), config.uuid.as_deref(), &config.name)?;
     if let Err(e) = dm.create(
         &config.name,
         Some(&uuid),

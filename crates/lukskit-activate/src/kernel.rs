@@ -132,7 +132,7 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
     }
     let targets = dm_targets(table, devt, flags, |c| {
         // LUKS2 keys go through the kernel keyring, named after their digest.
-        let description = match (config.kind.as_str(), &config.uuid, c.digest.or(opts.digest)) {
+        let description = match (config.kind.name(), &config.uuid, c.digest.or(opts.digest)) {
             ("LUKS2", Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
             _ => None,
         };
@@ -142,7 +142,7 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
             features.keyring() && !opts.disable_keyring,
         )
     });
-    let uuid = dm_uuid::crypt_dm_uuid(&config.kind, config.uuid.as_deref(), &config.name)?;
+    let uuid = dm_uuid::crypt_dm_uuid(config.kind.name(), config.uuid.as_deref(), &config.name)?;
     let made = dm.create(&config.name, Some(&uuid), &targets, config.read_only);
     // The mapping holds the loop device now; with autoclear it is detached on close.
     drop(loop_dev);
@@ -308,6 +308,34 @@ fn reported_offsets(targets: &[Target]) -> Option<(u64, u64)> {
     min
 }
 
+/// The names of the kernel's dm-crypt mappings made by lukskit or cryptsetup (a DM UUID
+/// `CRYPT-…`), in the kernel's order; none without device-mapper. Kernels too old to report
+/// UUIDs in the list (before DM interface 4.45) have each mapping asked.
+pub fn crypt_mapping_names() -> Vec<String> {
+    let Ok(dm) = DeviceMapper::open() else {
+        return Vec::new();
+    };
+    let Ok(list) = dm.list() else {
+        return Vec::new();
+    };
+    list.into_iter()
+        .filter(|d| match &d.uuid {
+            Some(u) => u.starts_with("CRYPT-"),
+            None => dm
+                .table(&d.name, false)
+                .is_ok_and(|(info, _)| info.uuid.is_some_and(|u| u.starts_with("CRYPT-"))),
+        })
+        // Helper devices (`CRYPT-SUBDEV-…`: an online re-encryption's layers, the lower
+        // layers of a cascade) are shown through the mapping on top of them.
+        .filter(|d| {
+            !d.uuid
+                .as_deref()
+                .is_some_and(|u| u.starts_with("CRYPT-SUBDEV-"))
+        })
+        .map(|d| d.name)
+        .collect()
+}
+
 /// The kernel mapping `name`: `Ok(None)` when there is none (or no device-mapper at all).
 pub fn find(name: &str) -> Result<Option<KernelMapping>> {
     let Ok(dm) = DeviceMapper::open() else {
@@ -453,8 +481,8 @@ impl KernelMapping {
         let t = &self.target;
         let header_read = !self.is_luks()
             || matches!(
-                lukskit_volume::volume::probe(header.unwrap_or(&self.device)),
-                Ok(Some(_))
+                lukskit_volume::formats::probe_device(header.unwrap_or(&self.device)),
+                Ok(Some(t)) if t.is_luks()
             );
         let (kind, sector_size) = if header_read {
             (self.kind.clone(), t.sector_size)

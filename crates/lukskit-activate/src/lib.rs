@@ -26,16 +26,19 @@ mod status;
 pub mod userspace;
 
 pub use error::{ActivateError, Result};
-pub use request::{Backend, BackendChoice, KernelOptions, LayoutInfo, MappingConfig, NbdTlsConfig};
+pub use request::{
+    Backend, BackendChoice, ExposureRequest, KernelOptions, LayoutInfo, MappingConfig, NbdExport,
+    NbdTlsConfig,
+};
 pub use status::{Exposure, Status};
 
 use lukskit_crypto::SecretBuf;
 
-/// The backend for `choice`. A FUSE file only (`use_loop` false) or an NBD export needs the
+/// The backend for `choice`. A FUSE file only or an NBD export needs the
 /// userspace backend; otherwise `Auto` takes the kernel wherever it has device-mapper with
 /// dm-crypt.
 pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<Backend> {
-    let userspace_only = !config.use_loop || config.nbd.is_some();
+    let userspace_only = config.exposure.userspace_only();
     match choice {
         BackendChoice::Kernel if userspace_only => Err(ActivateError::InvalidRequest(
             "A FUSE file only or an NBD export needs the userspace backend.".into(),
@@ -130,6 +133,66 @@ pub fn activate_table(
     }
 }
 
+/// One device of a stacked activation: its mapping parameters (name, the device under it)
+/// and its segment table.
+#[derive(Debug)]
+pub struct Layer {
+    /// The mapping; `config.device` is the data device for the first layer and the layer
+    /// below (`/dev/mapper/NAME_N`) for the others.
+    pub config: MappingConfig,
+    /// What it maps.
+    pub table: lukskit_volume::segment::SegmentTable,
+}
+
+/// A stacked activation, the layer on the data device first and NAME last: a TrueCrypt
+/// cascade of three ciphers is three dm-crypt devices in cryptsetup (`NAME_2` on the device,
+/// `NAME_1` on it, `NAME` on top), every other volume one layer.
+#[derive(Debug)]
+pub struct ActivationPlan {
+    /// The layers, bottom first.
+    pub layers: Vec<Layer>,
+}
+
+impl ActivationPlan {
+    /// The names of the layers under the top one, top-most first (the order to close them
+    /// in after the top mapping).
+    pub fn lower_names(&self) -> Vec<String> {
+        let n = self.layers.len();
+        self.layers[..n.saturating_sub(1)]
+            .iter()
+            .rev()
+            .map(|l| l.config.name.clone())
+            .collect()
+    }
+}
+
+/// Make every layer of `plan` with `backend`, bottom first; a layer that fails removes the
+/// ones already made (top-most first), so nothing is left half-stacked.
+pub fn activate_plan(
+    backend: Backend,
+    plan: &ActivationPlan,
+    kernel_opts: &KernelOptions,
+) -> Result<()> {
+    if plan.layers.is_empty() {
+        return Err(ActivateError::InvalidRequest(
+            "An activation needs at least one layer.".into(),
+        ));
+    }
+    let mut made: Vec<&str> = Vec::new();
+    for layer in &plan.layers {
+        if let Err(e) = activate_table(backend, &layer.config, kernel_opts, &layer.table) {
+            for name in made.iter().rev() {
+                if let Ok(Some(m)) = find(name) {
+                    let _ = m.close(false);
+                }
+            }
+            return Err(e);
+        }
+        made.push(&layer.config.name);
+    }
+    Ok(())
+}
+
 /// Whether `/dev/mapper/NAME` is a block node itself (not a symlink). With no mapping of
 /// that name it is a leftover that [`activate`] with the kernel backend replaces.
 pub fn mapper_block_node(name: &str) -> bool {
@@ -158,6 +221,26 @@ pub fn find(name: &str) -> Result<Option<Mapping>> {
     Ok(userspace::find(name)?.map(Mapping::Userspace))
 }
 
+/// Every active mapping: the kernel's dm-crypt mappings (lukskit's and cryptsetup's), then
+/// lukskit's userspace mappings, each by name.
+pub fn list() -> Result<Vec<Mapping>> {
+    let mut out = Vec::new();
+    for name in kernel::crypt_mapping_names() {
+        if let Some(k) = kernel::find(&name)? {
+            out.push(Mapping::Kernel(k));
+        }
+    }
+    for name in userspace::mapping_names() {
+        if out.iter().any(|m| m.name() == name) {
+            continue;
+        }
+        if let Some(u) = userspace::find(&name)? {
+            out.push(Mapping::Userspace(u));
+        }
+    }
+    Ok(out)
+}
+
 impl Mapping {
     /// The mapping name.
     pub fn name(&self) -> &str {
@@ -171,7 +254,7 @@ impl Mapping {
     pub fn kind(&self) -> Result<String> {
         Ok(match self {
             Mapping::Kernel(k) => k.kind.clone(),
-            Mapping::Userspace(u) => u.config()?.kind.clone(),
+            Mapping::Userspace(u) => u.config()?.kind.name().to_string(),
         })
     }
 

@@ -1,6 +1,7 @@
 //! What is asked of the activation layer: the mapping ([`MappingConfig`], the same for every
 //! backend), the kernel's extra options ([`KernelOptions`]) and which backend to use.
 
+use lukskit_format::VolumeType;
 use lukskit_volume::data::DataLayout;
 use serde::{Deserialize, Serialize};
 
@@ -112,8 +113,9 @@ impl From<&LayoutInfo> for DataLayout {
 pub struct MappingConfig {
     /// Mapping name.
     pub name: String,
-    /// `LUKS1`, `LUKS2` or `PLAIN`.
-    pub kind: String,
+    /// The volume's type (recorded in the state file by cryptsetup's name, `LUKS2`, …).
+    #[serde(with = "volume_type_name")]
+    pub kind: VolumeType,
     /// LUKS UUID.
     pub uuid: Option<String>,
     /// Data device (image file or block device).
@@ -128,18 +130,9 @@ pub struct MappingConfig {
     pub read_only: bool,
     /// `--allow-discards`.
     pub allow_discards: bool,
-    /// Attach a loop device and link `/dev/mapper/NAME` to it.
-    pub use_loop: bool,
-    /// Serve over NBD at this address (`unix:PATH`, `tcp:HOST:PORT`) instead of FUSE.
-    pub nbd: Option<String>,
-    /// Most NBD connections served at once (`--nbd-connections`); `None` for the server's
-    /// default ([`lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS`]).
-    #[serde(default)]
-    pub nbd_connections: Option<usize>,
-    /// TLS for the NBD export (`--tls-creds`, `--tls`, `--tls-verify-peer`); `None` for a
-    /// plain export.
-    #[serde(default)]
-    pub nbd_tls: Option<NbdTlsConfig>,
+    /// How the plaintext is presented.
+    #[serde(flatten)]
+    pub exposure: ExposureRequest,
     /// The serving process serves the root file system (it was started in the initramfs): its
     /// `argv[0]` starts with `@`, systemd's mark for root-storage daemons, which its shutdown
     /// (and `systemd-shutdown`'s final kill) leaves running.
@@ -149,6 +142,98 @@ pub struct MappingConfig {
     /// progress): the launch message carries it after the key.
     #[serde(default)]
     pub segments: bool,
+}
+
+/// How a mapping presents its plaintext (what `open` asks for; [`crate::Exposure`] is what
+/// an active mapping shows).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ExposureFields", into = "ExposureFields")]
+pub enum ExposureRequest {
+    /// A block device `/dev/mapper/NAME`: a kernel dm-crypt mapping, or lukskit's FUSE file
+    /// with a loop device on it, whichever the backend is.
+    Mapper,
+    /// lukskit's FUSE plaintext file only (`--no-loop`).
+    FuseFile,
+    /// An NBD export of lukskit's serving process (`--nbd`).
+    Nbd(NbdExport),
+}
+
+impl ExposureRequest {
+    /// Only lukskit's serving process can present it this way (not the kernel).
+    pub fn userspace_only(&self) -> bool {
+        !matches!(self, ExposureRequest::Mapper)
+    }
+
+    /// The NBD export asked for, if any.
+    pub fn nbd(&self) -> Option<&NbdExport> {
+        match self {
+            ExposureRequest::Nbd(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+/// An NBD export (`--nbd`, `--nbd-connections`, `--tls-*`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NbdExport {
+    /// Where to listen (`unix:PATH`, `tcp:HOST:PORT`).
+    pub address: String,
+    /// Most connections served at once; `None` for the server's default
+    /// ([`lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS`]).
+    pub connections: Option<usize>,
+    /// TLS; `None` for a plain export.
+    pub tls: Option<NbdTlsConfig>,
+}
+
+/// [`ExposureRequest`] as state files and launch messages have always recorded it (so that
+/// the state of mappings opened by an earlier lukskit stays readable).
+#[derive(Serialize, Deserialize)]
+struct ExposureFields {
+    use_loop: bool,
+    nbd: Option<String>,
+    #[serde(default)]
+    nbd_connections: Option<usize>,
+    #[serde(default)]
+    nbd_tls: Option<NbdTlsConfig>,
+}
+
+impl From<ExposureFields> for ExposureRequest {
+    fn from(f: ExposureFields) -> Self {
+        match (f.nbd, f.use_loop) {
+            (Some(address), _) => ExposureRequest::Nbd(NbdExport {
+                address,
+                connections: f.nbd_connections,
+                tls: f.nbd_tls,
+            }),
+            (None, true) => ExposureRequest::Mapper,
+            (None, false) => ExposureRequest::FuseFile,
+        }
+    }
+}
+
+impl From<ExposureRequest> for ExposureFields {
+    fn from(e: ExposureRequest) -> Self {
+        match e {
+            ExposureRequest::Mapper => ExposureFields {
+                use_loop: true,
+                nbd: None,
+                nbd_connections: None,
+                nbd_tls: None,
+            },
+            ExposureRequest::FuseFile => ExposureFields {
+                use_loop: false,
+                nbd: None,
+                nbd_connections: None,
+                nbd_tls: None,
+            },
+            ExposureRequest::Nbd(n) => ExposureFields {
+                use_loop: false,
+                nbd: Some(n.address),
+                nbd_connections: n.connections,
+                nbd_tls: n.tls,
+            },
+        }
+    }
 }
 
 /// TLS of an NBD export.
@@ -161,4 +246,70 @@ pub struct NbdTlsConfig {
     pub required: bool,
     /// Clients must present a certificate signed by `ca-cert.pem`.
     pub verify_peer: bool,
+}
+
+/// A [`VolumeType`] in the state file: its cryptsetup name.
+mod volume_type_name {
+    use lukskit_format::VolumeType;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &VolumeType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(t.name())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VolumeType, D::Error> {
+        let name = String::deserialize(d)?;
+        VolumeType::from_name(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown volume type {name:?}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config_json(exposure: &str) -> String {
+        format!(
+            r#"{{"name":"n","kind":"LUKS2","uuid":null,"device":"/d","header":null,
+               "layout":{{"cipher":"aes-xts-plain64","offset":0,"size":null,"sector_size":512,
+               "iv_offset":0,"iv_large_sectors":false}},"key_bits":512,"read_only":false,
+               "allow_discards":false,{exposure}}}"#
+        )
+    }
+
+    #[test]
+    fn state_files_of_every_exposure_read_and_write_the_same_fields() {
+        let cases = [
+            (r#""use_loop":true,"nbd":null"#, ExposureRequest::Mapper),
+            (r#""use_loop":false,"nbd":null"#, ExposureRequest::FuseFile),
+            (
+                r#""use_loop":false,"nbd":"unix:/s","nbd_connections":3,
+                   "nbd_tls":{"creds":"/c","required":true,"verify_peer":true}"#,
+                ExposureRequest::Nbd(NbdExport {
+                    address: "unix:/s".into(),
+                    connections: Some(3),
+                    tls: Some(NbdTlsConfig {
+                        creds: "/c".into(),
+                        required: true,
+                        verify_peer: true,
+                    }),
+                }),
+            ),
+        ];
+        for (fields, exposure) in cases {
+            let c: MappingConfig = serde_json::from_str(&config_json(fields)).unwrap();
+            assert_eq!(c.exposure, exposure);
+            assert_eq!(c.kind, VolumeType::Luks2);
+            let v = serde_json::to_value(&c).unwrap();
+            assert!(
+                v.get("use_loop").is_some() && v.get("exposure").is_none(),
+                "{v}"
+            );
+            let back: MappingConfig = serde_json::from_value(v).unwrap();
+            assert_eq!(back, c);
+        }
+        // A type lukskit does not know is refused, not guessed.
+        let unknown = config_json(r#""use_loop":true,"nbd":null"#).replace("LUKS2", "LUKS9");
+        assert!(serde_json::from_str::<MappingConfig>(&unknown).is_err());
+    }
 }

@@ -353,7 +353,19 @@ pub const ACTIONS: &[Action] = &[
         name: "tcryptDump",
         args: "<device>",
         about: "dump TCRYPT device information",
-        options: &[&["dump_volume_key", "header", "hash", "cipher", "key_file"]],
+        options: &[KEY_IN, &["dump_volume_key"]],
+    },
+    Action {
+        name: "bitlkDump",
+        args: "<device>",
+        about: "dump BITLK device information",
+        options: &[KEY_IN, &["dump_volume_key"]],
+    },
+    Action {
+        name: "fvault2Dump",
+        args: "<device>",
+        about: "dump FVAULT2 device information",
+        options: &[KEY_IN, &["dump_volume_key"]],
     },
     Action {
         name: "luksSuspend",
@@ -473,7 +485,7 @@ pub const ALIASES: &[(&str, &str, &[&str])] = &[
 ];
 
 /// Actions of cryptsetup 2.6.1 that lukskit does not have yet.
-pub const UNSUPPORTED: &[&str] = &["bitlkDump", "fvault2Dump"];
+pub const UNSUPPORTED: &[&str] = &[];
 
 /// The action an alias stands for (an action's own name maps to itself).
 pub fn canonical(name: &str) -> Option<&'static str> {
@@ -749,6 +761,7 @@ mod tests {
         assert_eq!(canonical("image"), Some("image"));
         assert_eq!(canonical("remove"), Some("close"));
         assert_eq!(canonical("tcryptDump"), Some("tcryptDump"));
-        assert_eq!(canonical("bitlkDump"), None);
+        assert_eq!(canonical("bitlkOpen"), Some("open"));
+        assert_eq!(canonical("fvault2Close"), Some("close"));
     }
 }

@@ -130,12 +130,14 @@ pub fn main_help() -> String {
     for (action, aliases, _) in ALIASES {
         let _ = writeln!(out, "\t{action}: {aliases}");
     }
-    let _ = writeln!(
-        out,
-        "\nActions of cryptsetup 2.6.1 that lukskit does not support yet:"
-    );
-    for l in wrap(&UNSUPPORTED.join(", "), WIDTH - 8) {
-        let _ = writeln!(out, "\t{l}");
+    if !UNSUPPORTED.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nActions of cryptsetup 2.6.1 that lukskit does not support yet:"
+        );
+        for l in wrap(&UNSUPPORTED.join(", "), WIDTH - 8) {
+            let _ = writeln!(out, "\t{l}");
+        }
     }
     let _ = write!(
         out,
@@ -311,17 +313,21 @@ fn actions_roff() -> Roff {
         r.text([roman(text)]);
     }
     r.control("PP", []);
-    r.text([roman(format!(
-        "Every action also takes {}. Actions of cryptsetup 2.6.1 that lukskit does not \
-         support yet (they exit with status 1): {}.",
-        definition::COMMON
-            .iter()
-            .filter_map(|id| cmd.get_arguments().find(|a| a.get_id() == *id))
-            .map(|a| format!("--{}", a.get_long().unwrap_or_default()))
-            .collect::<Vec<_>>()
-            .join(", "),
-        UNSUPPORTED.join(", ")
-    ))]);
+    let common = definition::COMMON
+        .iter()
+        .filter_map(|id| cmd.get_arguments().find(|a| a.get_id() == *id))
+        .map(|a| format!("--{}", a.get_long().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let mut text = format!("Every action also takes {common}.");
+    if !UNSUPPORTED.is_empty() {
+        text.push_str(&format!(
+            " Actions of cryptsetup 2.6.1 that lukskit does not support yet (they exit with \
+             status 1): {}.",
+            UNSUPPORTED.join(", ")
+        ));
+    }
+    r.text([roman(text)]);
     r
 }
 
@@ -405,6 +411,7 @@ mod tests {
             let h = action_help(first).unwrap();
             assert!(h.contains(a.about), "{h}");
         }
-        assert!(action_help("bitlkDump").is_none());
+        assert!(action_help("frobnicate").is_none());
+        assert!(action_help("bitlkOpen").is_some_and(|h| h.contains("open <device>")));
     }
 }

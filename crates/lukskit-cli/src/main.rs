@@ -13,6 +13,7 @@ mod errors;
 mod hardening;
 mod help;
 mod input;
+mod interrupt;
 mod startup;
 
 use args::Opts;

@@ -208,7 +208,9 @@ fn required_args(name: &str, args: &str) -> usize {
 /// actions (`image`, `crypttab`, `rename`) say what they need themselves, unless
 /// `--test-args`.
 fn missing_arguments(o: &Opts, canon: &str) -> Option<String> {
-    if canon == "reencrypt" || (!o.test_args && matches!(canon, "image" | "crypttab" | "rename")) {
+    if canon == "reencrypt"
+        || (!o.test_args && matches!(canon, "image" | "crypttab" | "rename" | "status"))
+    {
         return None;
     }
     let given = o.positional.len() - 1;

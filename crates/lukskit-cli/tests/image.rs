@@ -896,3 +896,127 @@ fn benchmark_full_output_format() {
         );
     }
 }
+
+/// Start `image encrypt - IMAGE` with the plaintext from a pipe, feed it `fed` bytes, then
+/// send `signal` while it waits for more; returns the run's exit code and standard error.
+fn interrupted_encrypt(dir: &Path, image: &str, extra: &[&str], signal: i32) -> (i32, String) {
+    use std::io::{Read, Write};
+    // 64 bytes: a passphrase for LUKS, the whole 512-bit XTS key for plain mode.
+    let key = write_file(dir, "k-int", &[b'k'; 64]);
+    let mut args = vec!["image", "encrypt", "-q", "--pbkdf", "pbkdf2"];
+    args.extend_from_slice(&["--pbkdf-force-iterations", "1000", "-d", &key]);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-", image]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lukskit"))
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // More than one pipeline chunk, so the data path is running when the signal comes.
+    let fed = stdin
+        .write_all(&plaintext(8 << 20, 9))
+        .and_then(|()| stdin.flush());
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SAFETY: kill with a pid of our own child and a valid signal number.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+    // The pipe ends too, as a Ctrl-C ends `cat` on the other side: end of input must not
+    // pass for a complete plaintext.
+    drop(stdin);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(fed.is_ok(), "the plaintext was not taken: {err}");
+    (child.wait().unwrap().code().unwrap_or(-1), err)
+}
+
+/// Issue 35 item 3: SIGINT or SIGTERM during `image encrypt` never leaves something that
+/// looks complete: an image file is not there under its name (an earlier file of that name
+/// is untouched), no temporary file is left, and on a block device there is no LUKS header
+/// that cryptsetup would take; an uninterrupted run still produces an image cryptsetup opens.
+#[test]
+fn an_interrupted_image_encrypt_leaves_nothing_that_looks_complete() {
+    if !have_cryptsetup("interrupted image encrypt") {
+        return;
+    }
+    let d = tmp();
+    let img = path_str(&d.path().join("int.img"));
+    for (signal, extra) in [
+        (libc::SIGINT, vec![]),
+        (libc::SIGTERM, vec!["--type", "luks1"]),
+        (
+            libc::SIGINT,
+            vec!["--type", "plain", "-c", "aes-xts-plain64"],
+        ),
+    ] {
+        let (code, err) = interrupted_encrypt(d.path(), &img, &extra, signal);
+        assert_eq!(code, 1, "{extra:?}: {err}");
+        assert!(err.contains("Interrupted"), "{extra:?}: {err}");
+        assert!(!Path::new(&img).exists(), "{extra:?}: an image was left");
+    }
+    // An earlier file under the image's name is left as it was.
+    std::fs::write(&img, b"earlier contents").unwrap();
+    let (code, _) = interrupted_encrypt(d.path(), &img, &[], libc::SIGINT);
+    assert_eq!(code, 1);
+    assert_eq!(std::fs::read(&img).unwrap(), b"earlier contents");
+    let left: Vec<_> = std::fs::read_dir(d.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("lukskit-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+
+    // A block device: the header stays hidden, so cryptsetup finds no LUKS device.
+    if capable_loop("interrupted image encrypt (block device)") {
+        let backing = sparse(d.path(), "blk", 64 << 20);
+        let lo = sh(&format!("losetup --find --show {backing}"));
+        let (code, err) = interrupted_encrypt(d.path(), &lo, &[], libc::SIGINT);
+        let is_luks = cryptsetup(&["isLuks", &lo], b"").unwrap().code;
+        let _ = Command::new("losetup").args(["-d", &lo]).status();
+        assert_eq!(code, 1, "{err}");
+        assert_ne!(
+            is_luks, 0,
+            "an interrupted block device looks like a LUKS volume"
+        );
+    }
+
+    // Not interrupted: the image is complete and cryptsetup opens it.
+    let key = write_file(d.path(), "k-ok", b"complete");
+    let plain = write_file(d.path(), "plain", &plaintext(3 << 20, 4));
+    lukskit(
+        &[
+            "image",
+            "encrypt",
+            "-q",
+            "--pbkdf",
+            "pbkdf2",
+            "--pbkdf-force-iterations",
+            "1000",
+            "-d",
+            &key,
+            &plain,
+            &img,
+        ],
+        b"",
+    )
+    .ok("image encrypt");
+    cryptsetup(&["open", "--test-passphrase", "-d", &key, &img], b"")
+        .unwrap()
+        .ok("cryptsetup opens the finished image");
+}
+
+/// Whether loop devices can be made here (root with loop support).
+fn capable_loop(test: &str) -> bool {
+    common::mapping::capable(test)
+}
+
+fn sh(cmd: &str) -> String {
+    common::mapping::sh(cmd)
+}

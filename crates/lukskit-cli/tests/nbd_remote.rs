@@ -593,6 +593,25 @@ fn stalled_and_dead_nbd_servers_give_io_errors_status_shows_them_and_close_clean
         st.contains("last I/O error: read failed") && st.contains("request timeout"),
         "{st}"
     );
+    // The serving process logged the error (issue 35 item 1): to the system log where
+    // /dev/log is, otherwise to the mapping's log file.
+    let log = std::path::Path::new("/run/lukskit")
+        .join(&m.name)
+        .join("log");
+    if std::path::Path::new("/dev/log").exists() {
+        assert!(!log.exists(), "a log file beside a system log");
+    } else {
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            text.contains(&format!("info: {}: serving nbd+unix:///", m.name))
+                && text.contains(&format!(
+                    "error: {}: read of the backing store failed",
+                    m.name
+                ))
+                && text.contains("request timeout"),
+            "{text}"
+        );
+    }
 
     // The server answers again: reads work (the client reconnects).
     let (code, out, _) = direct_read(&m.dev(), 3 << 20).expect("a read after SIGCONT");

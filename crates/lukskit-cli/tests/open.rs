@@ -1239,3 +1239,109 @@ fn a_stalled_serving_process_gives_io_errors_not_a_hang() {
         "FUSE mount left: {mounts}"
     );
 }
+
+/// Issue 35 item 2: `open` says on standard error when it serves the volume itself because
+/// the kernel has no device-mapper (naming the loop device), not with `-q`, and `--debug`
+/// says why the backend was chosen.
+#[test]
+fn open_says_when_it_serves_the_volume_itself() {
+    let t = "open_says_backend";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let m = Mapping::new("saysbackend");
+    let has_dm = Path::new("/dev/mapper/control").exists()
+        && std::fs::read_to_string("/proc/misc").is_ok_and(|s| s.contains("device-mapper"));
+    let r = lukskit(&["open", &img, &m.name, "-d", &key], b"").ok("open");
+    if has_dm {
+        assert_eq!(r.stderr, "", "a kernel mapping needs no word");
+    } else {
+        let target = std::fs::read_link(m.dev()).unwrap();
+        assert_eq!(
+            r.stderr,
+            format!(
+                "no device-mapper in this kernel: serving {} through FUSE + {}\n",
+                m.name,
+                target.display()
+            )
+        );
+    }
+    lukskit(&["close", &m.name], b"").ok("close");
+    let r = lukskit(&["open", "-q", &img, &m.name, "-d", &key], b"").ok("open -q");
+    assert_eq!(r.stderr, "", "-q keeps it quiet");
+    lukskit(&["close", &m.name], b"").ok("close");
+    let r = lukskit(&["open", "--debug", &img, &m.name, "-d", &key], b"").ok("open --debug");
+    let why = if has_dm {
+        "(the kernel has device-mapper with dm-crypt)"
+    } else {
+        "(the kernel has no device-mapper with dm-crypt)"
+    };
+    assert!(
+        r.stdout
+            .lines()
+            .any(|l| l.starts_with(&format!("# Backend for {}: ", m.name)) && l.contains(why)),
+        "{}",
+        r.stdout
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+    let r = lukskit(&["open", "--no-loop", &img, &m.name, "-d", &key], b"").ok("open --no-loop");
+    assert_eq!(r.stderr, "", "a FUSE file only is what was asked for");
+    lukskit(&["close", &m.name], b"").ok("close");
+}
+
+/// Issue 35 item 1: `status` without a name lists every open mapping (name, type, backend,
+/// data device, size); a name not open is not listed.
+#[test]
+fn status_without_a_name_lists_the_open_mappings() {
+    let t = "status_list";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let d2 = tmp();
+    let (img2, key2) = luks2_image(d2.path(), 40 << 20);
+    let a = Mapping::new("listed-a");
+    let b = Mapping::new("listed-b");
+    lukskit(&["open", "-q", &img, &a.name, "-d", &key], b"").ok("open a");
+    lukskit(
+        &["open", "-q", "--no-loop", &img2, &b.name, "-d", &key2],
+        b"",
+    )
+    .ok("open b");
+    let out = lukskit(&["status"], b"").ok("status").stdout;
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not listed:\n{out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        out.lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["NAME", "TYPE", "BACKEND", "DEVICE", "SIZE"]
+    );
+    let loop_dev = std::fs::read_link(a.dev()).unwrap();
+    let ra = row(&a.name);
+    assert_eq!(ra[1], "LUKS2");
+    assert_eq!(ra[2], format!("FUSE+{}", loop_dev.display()));
+    assert_eq!(ra[3], img);
+    // 32 MiB image, 16 MiB of LUKS2 header: 16.0 MiB of data.
+    assert_eq!(ra[4..], ["16.0", "MiB"]);
+    let rb = row(&b.name);
+    assert_eq!(rb[2..5], ["FUSE", "file", img2.as_str()]);
+    lukskit(&["close", &a.name], b"").ok("close a");
+    let out = lukskit(&["status"], b"").ok("status").stdout;
+    assert!(
+        !out.lines().any(|l| l.starts_with(&format!("{} ", a.name))),
+        "{out}"
+    );
+    lukskit(&["close", &b.name], b"").ok("close b");
+}

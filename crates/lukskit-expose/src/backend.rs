@@ -139,7 +139,12 @@ pub struct VolumeBackend {
     /// The last failed read, write or flush of the backing store (see
     /// [`VolumeBackend::last_error`]).
     last_error: Mutex<Option<String>>,
+    /// Told of every failed read, write or flush ([`VolumeBackend::on_error`]).
+    error_sink: OnceLock<ErrorSink>,
 }
+
+/// What [`VolumeBackend::on_error`] is given.
+type ErrorSink = Box<dyn Fn(&str) + Send + Sync>;
 
 impl VolumeBackend {
     /// Serve `volume`.
@@ -154,6 +159,7 @@ impl VolumeBackend {
             direct_io: volume.direct_io(),
             ring: OnceLock::new(),
             last_error: Mutex::new(None),
+            error_sink: OnceLock::new(),
             state: Mutex::new(State {
                 layout: volume.layout().cloned(),
                 volume: Some(Arc::new(volume)),
@@ -177,8 +183,17 @@ impl VolumeBackend {
             .clone()
     }
 
+    /// Call `sink` with the description of every failed read, write or flush of the backing
+    /// store from now on (the serving process logs them). Set once; later calls are ignored.
+    pub fn on_error(&self, sink: impl Fn(&str) + Send + Sync + 'static) {
+        let _ = self.error_sink.set(Box::new(sink));
+    }
+
     /// Record `e` as [`VolumeBackend::last_error`] and turn it into an I/O error.
     fn failed(&self, what: &str, e: VolumeError) -> io::Error {
+        if let Some(sink) = self.error_sink.get() {
+            sink(&format!("{what} of the backing store failed: {e}"));
+        }
         let when = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());

@@ -1,28 +1,21 @@
 //! Recognising a LUKS header from its first bytes.
 
+use crate::VolumeType;
+
 /// The LUKS magic of a primary header (`LUKS\xba\xbe`).
 pub const LUKS_MAGIC: [u8; 6] = *b"LUKS\xba\xbe";
 /// The magic of a LUKS2 secondary header (`SKUL\xba\xbe`).
 pub const LUKS2_SECONDARY_MAGIC: [u8; 6] = *b"SKUL\xba\xbe";
 
-/// Which LUKS version a header claims to be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LuksVersion {
-    /// LUKS1 (version field 1).
-    Luks1,
-    /// LUKS2 (version field 2).
-    Luks2,
-}
-
 /// Inspect the first bytes of a device (at least 8) and tell which LUKS version the primary
 /// header announces, if any. This checks only magic and version, not validity.
-pub fn detect(first_bytes: &[u8]) -> Option<LuksVersion> {
+pub fn detect(first_bytes: &[u8]) -> Option<VolumeType> {
     if first_bytes.len() < 8 || first_bytes[..6] != LUKS_MAGIC {
         return None;
     }
     match u16::from_be_bytes([first_bytes[6], first_bytes[7]]) {
-        1 => Some(LuksVersion::Luks1),
-        2 => Some(LuksVersion::Luks2),
+        1 => Some(VolumeType::Luks1),
+        2 => Some(VolumeType::Luks2),
         _ => None,
     }
 }
@@ -61,8 +54,8 @@ mod tests {
 
     #[test]
     fn detects_versions() {
-        assert_eq!(detect(b"LUKS\xba\xbe\x00\x01"), Some(LuksVersion::Luks1));
-        assert_eq!(detect(b"LUKS\xba\xbe\x00\x02"), Some(LuksVersion::Luks2));
+        assert_eq!(detect(b"LUKS\xba\xbe\x00\x01"), Some(VolumeType::Luks1));
+        assert_eq!(detect(b"LUKS\xba\xbe\x00\x02"), Some(VolumeType::Luks2));
         assert_eq!(detect(b"LUKS\xba\xbe\x00\x03"), None);
         assert_eq!(detect(b"SKUL\xba\xbe\x00\x02"), None);
         assert_eq!(detect(b"LUKS"), None);

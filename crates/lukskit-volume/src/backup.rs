@@ -3,10 +3,11 @@
 use crate::device::{Access, Device};
 use crate::error::{BackupError, DeviceOp, IoOp, Result, VolumeError};
 use crate::volume::{Header, Volume};
-use lukskit_format::detect::{detect, LuksVersion};
+use lukskit_format::detect::detect;
 use lukskit_format::io::{MemStorage, Storage};
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2;
+use lukskit_format::VolumeType;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 
@@ -14,7 +15,7 @@ const PAGE: u64 = 4096;
 
 /// Bytes of the device that make up the header and keyslot areas.
 fn header_len(vol: &Volume) -> Result<u64> {
-    Ok(match &vol.header {
+    Ok(match vol.header() {
         Header::Luks1(h) => h.keyslots_end_bytes(),
         Header::Luks2(h) => h.hdr_and_areas_size()?,
     })
@@ -60,7 +61,7 @@ pub struct BackupImage {
     /// The bytes to write at offset 0 of the device.
     pub bytes: Vec<u8>,
     /// LUKS version of the backup.
-    pub version: LuksVersion,
+    pub version: VolumeType,
     /// Data offset recorded in the backup, bytes.
     pub data_offset: u64,
 }
@@ -82,13 +83,14 @@ pub fn read_backup(backup: &str) -> Result<BackupImage> {
         .ok_or_else(|| VolumeError::from(BackupError::Incompatible { path: path() }))?;
     let mem = MemStorage::from_vec(bytes.clone());
     let (len, data_offset) = match version {
-        LuksVersion::Luks1 => {
+        VolumeType::Luks1 => {
             let invalid = || VolumeError::from(BackupError::InvalidLuks1 { path: path() });
             let h = Luks1Header::read(&mem).map_err(|_| invalid())?;
             h.validate(None).map_err(|_| invalid())?;
             (h.keyslots_end_bytes(), u64::from(h.payload_offset) * 512)
         }
-        LuksVersion::Luks2 => {
+        // `detect` names only LUKS versions.
+        _ => {
             let out = luks2::read(&mem).map_err(|_| invalid())?;
             // A backup taken during a re-encryption (requirement `online-reencrypt-v2`)
             // is restored as any other, as cryptsetup 2.6.1 does: the re-encryption then
@@ -116,7 +118,7 @@ pub fn header_restore(device: &str, header: Option<&str>, img: &BackupImage) -> 
         let same_size = header_len(&cur)? == img.bytes.len() as u64;
         let same_version = matches!(
             (&cur.header, img.version),
-            (Header::Luks1(_), LuksVersion::Luks1) | (Header::Luks2(_), LuksVersion::Luks2)
+            (Header::Luks1(_), VolumeType::Luks1) | (Header::Luks2(_), VolumeType::Luks2)
         );
         if same_version && !same_offset {
             return Err(BackupError::DataOffset.into());

@@ -24,7 +24,6 @@
 use crate::claim::{Claim, ClaimError};
 use crate::device::Device;
 use crate::error::{ConvertError, IoOp, Luks1Incompatibility, Result, VolumeError};
-use crate::format::FormatType;
 use crate::volume::{CopyState, Header, Volume};
 use crate::{luks1_keys, wipe};
 use base64::Engine;
@@ -36,6 +35,7 @@ use lukskit_format::luks1::{self, Luks1Header, NUM_KEYSLOTS};
 use lukskit_format::luks2::{
     self, Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams, Segment,
 };
+use lukskit_format::VolumeType;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
@@ -48,18 +48,15 @@ pub const KEYSLOTS_SHIFT: u64 = 2 * CONVERT_METADATA_SIZE - LUKS1_KEYSLOTS_OFFSE
 const SECTOR: u64 = 512;
 
 /// The cryptsetup name of a LUKS version ("LUKS1", "LUKS2").
-pub fn type_name(t: FormatType) -> &'static str {
-    match t {
-        FormatType::Luks1 => "LUKS1",
-        FormatType::Luks2 => "LUKS2",
-    }
+pub fn type_name(t: VolumeType) -> &'static str {
+    t.name()
 }
 
 /// Refuse a conversion to the type the volume already has ([`ConvertError::AlreadyType`]).
-pub fn check_target(vol: &Volume, target: FormatType) -> Result<()> {
+pub fn check_target(vol: &Volume, target: VolumeType) -> Result<()> {
     let same = matches!(
         (&vol.header, target),
-        (Header::Luks1(_), FormatType::Luks1) | (Header::Luks2(_), FormatType::Luks2)
+        (Header::Luks1(_), VolumeType::Luks1) | (Header::Luks2(_), VolumeType::Luks2)
     );
     if same {
         return Err(ConvertError::AlreadyType {
@@ -73,7 +70,7 @@ pub fn check_target(vol: &Volume, target: FormatType) -> Result<()> {
 /// Convert `vol` in place to `target`. All preconditions are checked before anything is
 /// written; on success `vol.header` holds the new header. A refusal is a
 /// [`ConvertError`] ([`ConvertError::InUse`] when the volume is active).
-pub fn convert(vol: &mut Volume, target: FormatType) -> Result<()> {
+pub fn convert(vol: &mut Volume, target: VolumeType) -> Result<()> {
     check_target(vol, target)?;
     // As cryptsetup: never convert the header of a volume that is open (its mapping would go
     // on with metadata that no longer describes it).
@@ -84,7 +81,7 @@ pub fn convert(vol: &mut Volume, target: FormatType) -> Result<()> {
         .into(),
         ClaimError::Io(e) => VolumeError::io(IoOp::Open, &vol.data_path, e),
     })?;
-    let new_header = match &vol.header {
+    let new_header = match vol.header() {
         Header::Luks1(h1) => Header::Luks2(luks1_to_luks2(&vol.dev, h1)?),
         Header::Luks2(h2) => Header::Luks1(luks2_to_luks1(&vol.dev, h2, vol.detached)?),
     };

@@ -123,7 +123,7 @@ impl DataLayout {
     /// (authenticated encryption, which only the kernel's dm-integrity can open): the layout
     /// and the integrity type (`hmac(sha256)`, `aead`, ...).
     pub fn from_volume_with_integrity(vol: &Volume) -> Result<(Self, Option<String>)> {
-        match &vol.header {
+        match vol.header() {
             Header::Luks1(h) => Ok((
                 DataLayout {
                     cipher: format!("{}-{}", h.cipher_name, h.cipher_mode),

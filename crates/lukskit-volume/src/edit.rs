@@ -41,7 +41,7 @@ pub struct RepairReport {
 }
 
 impl Volume {
-    fn luks2_mut(&mut self) -> Result<&mut Luks2Header> {
+    fn luks2_or_refuse(&mut self) -> Result<&mut Luks2Header> {
         let path = self.dev.path().to_string();
         match &mut self.header {
             Header::Luks2(h) => Ok(h),
@@ -58,7 +58,7 @@ impl Volume {
         subsystem: Option<&str>,
     ) -> Result<()> {
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut()?;
+        let h = self.luks2_or_refuse()?;
         if let Some(l) = label {
             h.binary.label = crate::format::truncate47(l);
         }
@@ -73,7 +73,7 @@ impl Volume {
     /// `allow-discards`, `same-cpu-crypt`, ...).
     pub fn set_persistent_flags(&mut self, flags: &[&str]) -> Result<()> {
         self.check_requirements_for_write()?;
-        self.luks2_mut()?.set_config_flags(flags)?;
+        self.luks2_or_refuse()?.set_config_flags(flags)?;
         self.write_header()
     }
 
@@ -88,7 +88,7 @@ impl Volume {
     /// Set a keyslot's priority (`config --priority … --key-slot N`).
     pub fn set_priority(&mut self, slot: u32, priority: u32) -> Result<()> {
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut()?;
+        let h = self.luks2_or_refuse()?;
         if h.keyslot(slot)?.is_none() {
             return Err(KeyslotError::NotActive { slot }.into());
         }
@@ -99,7 +99,7 @@ impl Volume {
     /// Add (or with `replace`, replace) a token; returns its id.
     pub fn token_add(&mut self, id: Option<u32>, token: Value, replace: bool) -> Result<u32> {
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut()?;
+        let h = self.luks2_or_refuse()?;
         if let Some(i) = id {
             let exists = h.tokens()?.iter().any(|t| t.id == i);
             if exists && !replace {
@@ -119,11 +119,11 @@ impl Volume {
     /// Remove a token.
     pub fn token_remove(&mut self, id: u32) -> Result<()> {
         // As cryptsetup: a token that is not there is reported before the requirements.
-        if !self.luks2_mut()?.tokens()?.iter().any(|t| t.id == id) {
+        if !self.luks2_or_refuse()?.tokens()?.iter().any(|t| t.id == id) {
             return Err(TokenError::NotInUse { id }.into());
         }
         self.check_requirements_for_write()?;
-        let h = self.luks2_mut()?;
+        let h = self.luks2_or_refuse()?;
         h.remove_token(id)?;
         self.write_header()
     }

@@ -370,6 +370,13 @@ pub enum RequirementsError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParamError {
+    /// `luksFormat` of a type that is not LUKS (lukskit formats LUKS1 and LUKS2 only, as
+    /// cryptsetup's `luksFormat`).
+    #[error("cannot format a {volume_type} device")]
+    NotLuksType {
+        /// The type asked for.
+        volume_type: lukskit_format::VolumeType,
+    },
     /// A keyslot priority other than ignore/normal/prefer.
     #[error("priority must be ignore, normal or prefer")]
     Priority,

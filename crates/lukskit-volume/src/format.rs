@@ -11,26 +11,18 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2::{self, Luks2Header, NewHeaderParams};
+use lukskit_format::VolumeType;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 /// Default data alignment: 1 MiB, in 512-byte sectors.
 pub const DEFAULT_ALIGN_SECTORS: u32 = 2048;
 
-/// Which LUKS version to create.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FormatType {
-    /// LUKS1.
-    Luks1,
-    /// LUKS2 (cryptsetup's default).
-    Luks2,
-}
-
 /// Everything `luksFormat` needs besides the passphrase.
 #[derive(Debug, Clone)]
 pub struct FormatParams {
     /// LUKS version.
-    pub kind: FormatType,
+    pub kind: VolumeType,
     /// Data device (or image file).
     pub device: String,
     /// Detached header file, created when missing.
@@ -152,7 +144,13 @@ fn format_inner(
     passphrase: &[u8],
     hook: Option<IntegrityHook<'_>>,
 ) -> Result<FormatOutcome> {
-    if p.integrity.is_some() && (p.kind != FormatType::Luks2 || hook.is_none()) {
+    if !p.kind.is_luks() {
+        return Err(ParamError::NotLuksType {
+            volume_type: p.kind,
+        }
+        .into());
+    }
+    if p.integrity.is_some() && (p.kind != VolumeType::Luks2 || hook.is_none()) {
         return Err(VolumeError::IntegrityFormat(
             "Integrity option can be used only for LUKS2 format".into(),
         ));
@@ -184,8 +182,8 @@ fn format_inner(
         None => SecretBuf::random(key_len)?,
     };
     let max_slot = match p.kind {
-        FormatType::Luks1 => lukskit_format::luks1::NUM_KEYSLOTS as u32,
-        FormatType::Luks2 => luks2::MAX_KEYSLOTS,
+        VolumeType::Luks1 => lukskit_format::luks1::NUM_KEYSLOTS as u32,
+        _ => luks2::MAX_KEYSLOTS,
     };
     if let Some(slot) = p.key_slot.filter(|&s| s >= max_slot) {
         return Err(KeyslotError::OutOfRange {
@@ -213,11 +211,11 @@ fn format_inner(
     };
     let dev = header_dev.as_ref().unwrap_or(&data_dev);
     match (p.kind, &spec) {
-        (FormatType::Luks1, Some(spec)) => format_luks1(p, dev, spec, &vk, &uuid, passphrase),
-        (FormatType::Luks1, None) => Err(VolumeError::IntegrityFormat(
+        (VolumeType::Luks1, Some(spec)) => format_luks1(p, dev, spec, &vk, &uuid, passphrase),
+        (VolumeType::Luks1, None) => Err(VolumeError::IntegrityFormat(
             "Integrity option can be used only for LUKS2 format".into(),
         )),
-        (FormatType::Luks2, spec) => format_luks2(
+        (_, spec) => format_luks2(
             p,
             dev,
             &data_dev,
@@ -353,7 +351,7 @@ fn format_luks1(
     if slot as usize >= lukskit_format::luks1::NUM_KEYSLOTS {
         return Err(KeyslotError::OutOfRange { slot, count: 8 }.into());
     }
-    let iterations = match p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks1, vk.len())? {
+    let iterations = match p.pbkdf.resolve(VolumeType::Luks1, vk.len())? {
         lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
         _ => unreachable!("LUKS1 resolves only PBKDF2"),
     };
@@ -453,7 +451,7 @@ const SMALL_KEYSLOTS_AREA: u64 = 4 * 1024 * 1024 - 2 * 16 * 1024;
 /// few keyslots fit (cryptsetup warns of it before it writes the header), else `None` (also
 /// when `p` is invalid: `format` reports that).
 pub fn small_keyslots_area(p: &FormatParams) -> Option<u64> {
-    if !matches!(p.kind, FormatType::Luks2) {
+    if !matches!(p.kind, VolumeType::Luks2) {
         return None;
     }
     let areas = luks2_areas(p).ok()?;
@@ -557,7 +555,7 @@ fn format_luks2(
     if slot >= luks2::MAX_KEYSLOTS {
         return Err(KeyslotError::OutOfRange { slot, count: 32 }.into());
     }
-    let kdf = p.pbkdf.resolve(crate::pbkdf::LuksKind::Luks2, vk.len())?;
+    let kdf = p.pbkdf.resolve(VolumeType::Luks2, vk.len())?;
     luks2_keys::store(
         dev,
         &mut hdr,

@@ -3,6 +3,7 @@
 use crate::error::{ParamError, Result, VolumeError};
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::kdf::{self, Argon2Variant, Pbkdf};
+use lukskit_format::VolumeType;
 
 /// Default `--iter-time` in milliseconds (cryptsetup's compiled-in default).
 pub const DEFAULT_ITER_TIME_MS: u32 = 2000;
@@ -31,15 +32,6 @@ pub struct PbkdfOptions {
     pub keyslot_key_size_bits: Option<u32>,
 }
 
-/// Which LUKS version a keyslot is for (LUKS1 knows only PBKDF2).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LuksKind {
-    /// LUKS1.
-    Luks1,
-    /// LUKS2.
-    Luks2,
-}
-
 impl PbkdfOptions {
     /// For formatting a LUKS1 volume: when another PBKDF than PBKDF2 was asked for, the same
     /// options with PBKDF2 (cryptsetup's luksFormat warns "Requested PBKDF type is not
@@ -64,14 +56,14 @@ impl PbkdfOptions {
 
     /// Resolve to concrete KDF parameters for a key of `key_len` bytes, benchmarking as
     /// cryptsetup does unless iterations are forced.
-    pub fn resolve(&self, kind: LuksKind, key_len: usize) -> Result<Pbkdf> {
+    pub fn resolve(&self, kind: VolumeType, key_len: usize) -> Result<Pbkdf> {
         let hash = self.hash()?;
         let default = match kind {
-            LuksKind::Luks1 => "pbkdf2",
-            LuksKind::Luks2 => "argon2id",
+            VolumeType::Luks1 => "pbkdf2",
+            _ => "argon2id",
         };
         let name = self.kind.as_deref().unwrap_or(default);
-        if kind == LuksKind::Luks1 && name != "pbkdf2" {
+        if kind == VolumeType::Luks1 && name != "pbkdf2" {
             // As cryptsetup's crypt_set_pbkdf_type for a LUKS1 device (luksAddKey and friends);
             // luksFormat falls back to PBKDF2 first (see `luks1_fallback`).
             return Err(ParamError::PbkdfForLuks1.into());

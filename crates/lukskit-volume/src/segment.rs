@@ -23,7 +23,7 @@
 
 use crate::data::DataLayout;
 use crate::error::{DataError, ParamError, Result, SegmentError, VolumeError};
-use crate::volume::{Header, Volume};
+use crate::volume::Volume;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::luks2::Segment as Luks2Segment;
@@ -287,7 +287,7 @@ impl SegmentTable {
     /// with segments under two keys never gets here (its table is built with
     /// [`SegmentTable::from_luks2`] and the key of each digest).
     pub fn from_volume(vol: &Volume, key: &[u8], device_size: u64) -> Result<Self> {
-        if let Header::Luks2(h) = &vol.header {
+        if let Some(h) = vol.luks2() {
             let live = h
                 .segments()?
                 .into_iter()

@@ -3,14 +3,15 @@
 
 use crate::device::{Access, Device};
 use crate::error::{KeyslotError, ParamError, RequirementsError, Result, VolumeError};
-use crate::pbkdf::{LuksKind, PbkdfOptions};
+use crate::pbkdf::PbkdfOptions;
 use crate::{luks1_keys, luks2_keys};
 use lukskit_crypto::SecretBuf;
-use lukskit_format::detect::{detect, unsupported_version, LuksVersion};
+use lukskit_format::detect::{detect, unsupported_version};
 use lukskit_format::io::Storage;
 use lukskit_format::luks1::{Luks1Header, NUM_KEYSLOTS};
 use lukskit_format::luks2::{self, Luks2Header};
 use lukskit_format::FormatError;
+use lukskit_format::VolumeType;
 
 /// A loaded LUKS header of either version.
 #[derive(Debug, Clone)]
@@ -45,20 +46,11 @@ pub struct Volume {
     pub data_path: String,
     /// True when the header lives in a separate file (`--header`).
     pub detached: bool,
-    /// The header.
-    pub header: Header,
+    /// The header: read through [`Volume::header`] and the typed accessors; changed only by
+    /// this crate's operations and LUKS2's own editing ([`Volume::luks2_mut`]).
+    pub(crate) header: Header,
     /// LUKS2 copy health (both true for LUKS1).
     pub copies: CopyState,
-}
-
-/// Read only the LUKS version from the start of a device (for `isLuks`).
-pub fn probe(path: &str) -> Result<Option<LuksVersion>> {
-    let dev = Device::open(path, Access::Read)?;
-    let mut first = [0u8; 8];
-    match dev.read_exact_at(&mut first, 0) {
-        Ok(()) => Ok(detect(&first)),
-        Err(_) => Ok(None),
-    }
 }
 
 impl Volume {
@@ -78,7 +70,7 @@ impl Volume {
         device: &str,
         header: Option<&str>,
         access: Access,
-        requested: Option<LuksVersion>,
+        requested: Option<VolumeType>,
     ) -> Result<Self> {
         let mut vol = Self::load_inner(device, header, access, requested, true)?;
         if access == Access::Write {
@@ -113,7 +105,7 @@ impl Volume {
         device: &str,
         header: Option<&str>,
         access: Access,
-        requested: Option<LuksVersion>,
+        requested: Option<VolumeType>,
         validate_luks1: bool,
     ) -> Result<Self> {
         let hdr_path = header.unwrap_or(device);
@@ -123,7 +115,7 @@ impl Volume {
         };
         let mut first = [0u8; 8];
         dev.read_exact_at(&mut first, 0).map_err(|_| not_luks())?;
-        if requested != Some(LuksVersion::Luks2) {
+        if requested != Some(VolumeType::Luks2) {
             if let Some(v) = unsupported_version(&first) {
                 return Err(VolumeError::UnsupportedVersion { version: v });
             }
@@ -141,12 +133,12 @@ impl Volume {
         // As cryptsetup's crypt_load of a requested type: a header of the other version is
         // not a valid device of the requested one (and is not validated).
         match (requested, found) {
-            (Some(LuksVersion::Luks2), Some(LuksVersion::Luks1))
-            | (Some(LuksVersion::Luks1), Some(LuksVersion::Luks2)) => return Err(not_luks()),
+            (Some(VolumeType::Luks2), Some(VolumeType::Luks1))
+            | (Some(VolumeType::Luks1), Some(VolumeType::Luks2)) => return Err(not_luks()),
             _ => {}
         }
         let (loaded, copies) = match found {
-            Some(LuksVersion::Luks1) => {
+            Some(VolumeType::Luks1) => {
                 let h = Luks1Header::read(&dev).map_err(invalid)?;
                 // cryptsetup checks that the header device holds all keyslot material
                 // (data device or detached header file alike).
@@ -162,7 +154,8 @@ impl Volume {
                     },
                 )
             }
-            Some(LuksVersion::Luks2) | None => {
+            // LUKS2, or no LUKS magic (`detect` names only LUKS versions).
+            _ => {
                 // A damaged primary may still leave a valid secondary copy: let the LUKS2
                 // reader scan for it before giving up.
                 let out = luks2::read(&dev).map_err(|e| {
@@ -203,6 +196,46 @@ impl Volume {
     }
 
     /// "LUKS1" or "LUKS2".
+    /// The loaded header.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The LUKS1 header, if the volume is LUKS1.
+    pub fn luks1(&self) -> Option<&Luks1Header> {
+        match &self.header {
+            Header::Luks1(h) => Some(h),
+            Header::Luks2(_) => None,
+        }
+    }
+
+    /// The LUKS2 header, if the volume is LUKS2.
+    pub fn luks2(&self) -> Option<&Luks2Header> {
+        match &self.header {
+            Header::Luks2(h) => Some(h),
+            Header::Luks1(_) => None,
+        }
+    }
+
+    /// The LUKS2 header to edit (tokens, re-encryption metadata), if the volume is LUKS2;
+    /// [`Volume::write_header`] writes it back.
+    pub fn luks2_mut(&mut self) -> Option<&mut Luks2Header> {
+        match &mut self.header {
+            Header::Luks2(h) => Some(h),
+            Header::Luks1(_) => None,
+        }
+    }
+
+    /// [`Volume::luks2_mut`] with the header device beside it (re-encryption writes its
+    /// metadata and journal there while editing the header).
+    pub fn luks2_edit(&mut self) -> Option<(&Device, &mut Luks2Header)> {
+        match &mut self.header {
+            Header::Luks2(h) => Some((&self.dev, h)),
+            Header::Luks1(_) => None,
+        }
+    }
+
+    /// cryptsetup's name of the volume's type ("LUKS1", "LUKS2").
     pub fn type_name(&self) -> &'static str {
         self.volume_type().name()
     }
@@ -434,7 +467,7 @@ impl Volume {
                     ..pbkdf.clone()
                 };
                 let iterations =
-                    match with_header_hash.resolve(LuksKind::Luks1, h.key_bytes as usize)? {
+                    match with_header_hash.resolve(VolumeType::Luks1, h.key_bytes as usize)? {
                         lukskit_crypto::kdf::Pbkdf::Pbkdf2 { iterations, .. } => iterations,
                         _ => unreachable!("LUKS1 resolves only PBKDF2"),
                     };
@@ -456,7 +489,7 @@ impl Volume {
                         .ok_or(KeyslotError::NoSegmentDigest)?
                         .id
                 };
-                let kdf = pbkdf.resolve(LuksKind::Luks2, key.len())?;
+                let kdf = pbkdf.resolve(VolumeType::Luks2, key.len())?;
                 let af_hash = pbkdf.hash()?;
                 luks2_keys::store(
                     &self.dev,
@@ -498,7 +531,7 @@ impl Volume {
             let digest = luks2_keys::digest_of_keyslot(h, slot)?
                 .ok_or(KeyslotError::NoDigest { slot })?
                 .id;
-            let kdf = pbkdf.resolve(LuksKind::Luks2, key.len())?;
+            let kdf = pbkdf.resolve(VolumeType::Luks2, key.len())?;
             luks2_keys::replace(
                 &self.dev,
                 h,

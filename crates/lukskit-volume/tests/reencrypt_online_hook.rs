@@ -5,16 +5,17 @@
 //! re-encrypted correctly, and a failing hook stops the run with `abort`.
 
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use lukskit_volume::data::DataVolume;
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{format, FormatParams, FormatType};
+use lukskit_volume::format::{format, FormatParams};
 use lukskit_volume::pbkdf::PbkdfOptions;
 use lukskit_volume::reencrypt::online::{HotZone, OnlineHook};
 use lukskit_volume::reencrypt::{
     self, InitParams, Keys, Mode, Outcome, ResilienceChoice, RunOptions,
 };
 use lukskit_volume::segment::{SegmentKind, SegmentTable};
-use lukskit_volume::{Header, Volume};
+use lukskit_volume::Volume;
 
 const PASS: &[u8] = b"hook test";
 const MIB: u64 = 1 << 20;
@@ -35,7 +36,7 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
         .set_len(16 * MIB + 4 * MIB)
         .unwrap();
     let p = FormatParams {
-        kind: FormatType::Luks2,
+        kind: VolumeType::Luks2,
         device: path.into(),
         header: None,
         cipher: "aes-xts-plain64".into(),
@@ -64,7 +65,7 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
     drop(dv);
     let new = SecretBuf::random(32).unwrap();
     let slot = vol.add_keyslot(&new, PASS, None, &pbkdf(), true).unwrap();
-    let Header::Luks2(h) = &mut vol.header else {
+    let Some((vol_dev, h)) = vol.luks2_edit() else {
         panic!("LUKS2")
     };
     let digest = reencrypt::json::digest_of_keyslot(h, slot).unwrap();
@@ -82,7 +83,7 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
         digest_hash: lukskit_crypto::hash::HashAlg::Sha256,
     };
     let size = std::fs::metadata(path).unwrap().len();
-    reencrypt::init(&vol.dev, size, 4096, h, &params, &keys).unwrap();
+    reencrypt::init(vol_dev, size, 4096, h, &params, &keys).unwrap();
     (plain, keys)
 }
 
@@ -162,12 +163,12 @@ impl OnlineHook for Recorder<'_> {
 
 fn run(path: &str, keys: &Keys, hook: &mut dyn OnlineHook) -> lukskit_volume::Result<Outcome> {
     let mut vol = Volume::load(path, None, Access::Write).unwrap();
-    let Header::Luks2(h) = &mut vol.header else {
+    let Some((vol_dev, h)) = vol.luks2_edit() else {
         panic!("LUKS2")
     };
     reencrypt::run_online(
-        &vol.dev,
-        &vol.dev,
+        vol_dev,
+        vol_dev,
         4096,
         h,
         keys,
@@ -267,12 +268,12 @@ fn failing_hook_aborts_at_a_safe_point_and_the_run_resumes() {
     );
     // An offline run finishes it; the plaintext is intact.
     let mut vol = Volume::load(&path, None, Access::Write).unwrap();
-    let Header::Luks2(h) = &mut vol.header else {
+    let Some((vol_dev, h)) = vol.luks2_edit() else {
         panic!("LUKS2")
     };
     let out = reencrypt::run(
-        &vol.dev,
-        &vol.dev,
+        vol_dev,
+        vol_dev,
         4096,
         h,
         &keys,

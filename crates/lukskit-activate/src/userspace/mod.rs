@@ -7,11 +7,13 @@ pub mod launch;
 pub mod online;
 pub mod runtime;
 mod serve;
+pub mod service_log;
 pub mod wire;
 
 use crate::error::{ActivateError, Result};
 use crate::status::{Exposure, Status};
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use runtime::State;
 use std::time::Duration;
 use wire::Command;
@@ -26,6 +28,22 @@ pub struct UserspaceMapping {
     pub name: String,
     /// Its state file (`None` when the server died before writing it).
     pub state: Option<State>,
+}
+
+/// The names of every userspace mapping with a state directory under
+/// [`runtime::RUN_DIR`], sorted.
+pub fn mapping_names() -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(runtime::RUN_DIR) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| runtime::check_name(n).is_ok() && runtime::state_path(n).exists())
+        .collect();
+    names.sort();
+    names
 }
 
 /// The userspace mapping `name`: `Ok(None)` when there is none.
@@ -72,10 +90,10 @@ impl UserspaceMapping {
         // As cryptsetup (`LUKS2_unmet_requirements`): not while the header is marked for
         // re-encryption (the segments would no longer cover the device the run expects).
         let c = self.config()?;
-        if c.kind == "LUKS2" {
+        if c.kind == VolumeType::Luks2 {
             let access = lukskit_volume::device::Access::Read;
             if let Ok(v) = lukskit_volume::Volume::load(&c.device, c.header.as_deref(), access) {
-                if let lukskit_volume::Header::Luks2(h) = &v.header {
+                if let Some(h) = v.luks2() {
                     if h.requirements()
                         .iter()
                         .any(|r| r.starts_with("online-reencrypt"))
@@ -173,7 +191,7 @@ impl UserspaceMapping {
         };
         Ok(Status {
             path,
-            kind: c.kind.clone(),
+            kind: c.kind.name().to_string(),
             cipher: c.layout.cipher.clone(),
             key_bits: c.key_bits,
             key_in_keyring: false,
@@ -220,7 +238,7 @@ impl UserspaceMapping {
     }
 
     fn luks_only(&self) -> Result<()> {
-        if self.config()?.kind == "PLAIN" {
+        if self.config()?.kind == VolumeType::Plain {
             return Err(ActivateError::Unsupported(format!(
                 "Device {} is not a LUKS device.",
                 self.name

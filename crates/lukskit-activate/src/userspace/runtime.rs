@@ -7,7 +7,9 @@
 //!   (never a secret);
 //! * `control` — a Unix stream socket (mode 0600) speaking [`super::wire`]'s control
 //!   protocol;
-//! * `device` — the FUSE mount point: a regular file over which the plaintext is mounted.
+//! * `device` — the FUSE mount point: a regular file over which the plaintext is mounted;
+//! * `log` — the serving process's log where there is no system log (`/dev/log`; see
+//!   [`super::service_log`]), removed with the mapping.
 //!
 //! `/dev/mapper/NAME` is a symbolic link to the loop device on top of `device`.
 
@@ -242,7 +244,7 @@ pub fn lazy_unmount(path: &Path) {
 /// Remove the state directory of `name` and what is in it.
 pub fn remove_dir(name: &str) {
     let d = dir(name);
-    for f in ["state.json", "state.json.tmp", "control", "device"] {
+    for f in ["state.json", "state.json.tmp", "control", "device", "log"] {
         let _ = std::fs::remove_file(d.join(f));
     }
     let _ = std::fs::remove_dir(&d);

@@ -7,12 +7,15 @@
 //! (no core dumps, not dumpable, `mlockall`) is the binary's job, done before this runs.
 
 use super::runtime::{self, MappingConfig, State};
+use super::service_log::ServiceLog;
 use super::wire::{self, Command, Reply};
 use crate::error::{ActivateError, Result};
+use crate::request::ExposureRequest;
 use lukskit_expose::backend::{BlockBackend, Discards, VolumeBackend};
 use lukskit_expose::fuse::{FuseExport, FuseOptions};
 use lukskit_expose::loopdev::{LoopDevice, LoopOptions};
 use lukskit_expose::nbd::{NbdAddress, NbdOptions, NbdServer, NbdShutdown};
+use lukskit_format::VolumeType;
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume};
 use std::io::{BufReader, Write};
@@ -68,7 +71,35 @@ pub fn serve(
         return 1;
     }
     ready(Ok(()));
-    control_loop(&name, state, listener, backend, exposure)
+    let log = ServiceLog::open(&name, &runtime::dir(&name).join("log")).map(Arc::new);
+    if let Some(log) = &log {
+        log.info(&started_message(&state));
+        let errors = Arc::clone(log);
+        backend.on_error(move |m| errors.error(m));
+    }
+    let code = control_loop(&name, state, listener, backend, exposure);
+    if let Some(log) = &log {
+        log.info("stopped serving (closed)");
+    }
+    code
+}
+
+/// What the log says when a mapping starts: what is served, how, and how large.
+fn started_message(state: &State) -> String {
+    let c = &state.config;
+    let how = match (&state.nbd_address, &state.loop_device, &state.fuse_file) {
+        (Some(a), _, _) => format!("over NBD at {a}"),
+        (None, Some(l), _) => format!("through FUSE + {l}"),
+        (None, None, Some(f)) => format!("as the FUSE file {f}"),
+        (None, None, None) => "(no exposure)".to_string(),
+    };
+    format!(
+        "serving {} ({}, {} bytes{}) {how}",
+        c.device,
+        c.kind,
+        state.size,
+        if c.read_only { ", read-only" } else { "" }
+    )
 }
 
 fn setup(
@@ -98,7 +129,7 @@ fn setup(
     // the backing file system allows. An NBD export keeps the page cache (as qemu-nbd's
     // and nbdkit's defaults do): its clients are often other machines, and writes become
     // durable at the client's FLUSH or FUA either way.
-    if config.nbd.is_none() {
+    if config.exposure.nbd().is_none() {
         volume.use_direct_io();
     }
     let discards = if config.allow_discards {
@@ -124,9 +155,12 @@ fn setup(
         nbd: None,
         _claim: claim,
     };
-    if let Some(addr) = &config.nbd {
-        let addr: NbdAddress = addr.parse().map_err(ActivateError::InvalidRequest)?;
-        let tls = match &config.nbd_tls {
+    if let Some(export) = config.exposure.nbd() {
+        let addr: NbdAddress = export
+            .address
+            .parse()
+            .map_err(ActivateError::InvalidRequest)?;
+        let tls = match &export.tls {
             Some(t) => Some(lukskit_expose::nbd::NbdTls {
                 config: lukskit_nbd::tls::server_config(
                     std::path::Path::new(&t.creds),
@@ -145,8 +179,8 @@ fn setup(
                 export_name: config.name.clone(),
                 read_only: config.read_only,
                 allow_trim: config.allow_discards,
-                max_connections: config
-                    .nbd_connections
+                max_connections: export
+                    .connections
                     .unwrap_or(lukskit_expose::nbd::DEFAULT_MAX_CONNECTIONS),
                 tls,
                 ..NbdOptions::default()
@@ -177,7 +211,7 @@ fn setup(
     .map_err(|e| ActivateError::io("Cannot mount the FUSE file (is /dev/fuse available?)", e))?;
     state.fuse_file = Some(file.display().to_string());
     exposure.fuse = Some(fuse);
-    if config.use_loop {
+    if config.exposure == ExposureRequest::Mapper {
         let link = runtime::mapper_path(name);
         if link.symlink_metadata().is_ok() {
             teardown(name, &backend, exposure, true);
@@ -448,9 +482,9 @@ fn control_loop(
                 .map(|()| String::new())
                 .map_err(|e| ActivateError::io("Cannot release I/O", e)),
             Ok(Command::Reload(r)) => reload(&backend, &mut state, &r).map(|()| String::new()),
-            Ok(Command::Suspend) if config.kind == "PLAIN" => Err(ActivateError::Unsupported(
-                format!("Device {name} is not a LUKS device."),
-            )),
+            Ok(Command::Suspend) if config.kind == VolumeType::Plain => Err(
+                ActivateError::Unsupported(format!("Device {name} is not a LUKS device.")),
+            ),
             Ok(Command::Suspend) => backend
                 .suspend()
                 .map(|()| String::new())

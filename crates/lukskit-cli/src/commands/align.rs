@@ -9,20 +9,20 @@ use crate::args::{parse_size, Opts};
 use crate::errors::{CliError, Result};
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2;
-use lukskit_volume::format::FormatType;
+use lukskit_format::VolumeType;
 
 /// The data offset in 512-byte sectors to format with: `--offset`, or the one
 /// `--align-payload` gives, or None for the default.
 pub fn payload_offset(
     o: &Opts,
-    kind: FormatType,
+    kind: VolumeType,
     cipher: &str,
     key_size_bits: Option<u32>,
 ) -> Result<Option<u64>> {
     let Some(align) = o.align_payload.filter(|&a| a != 0) else {
         // cryptsetup 2.6.1 takes a LUKS1 --offset only in whole 4096-byte blocks (as LUKS2's);
         // --align-payload has no such rule.
-        if kind == FormatType::Luks1 && o.offset.is_some_and(|s| !s.is_multiple_of(8)) {
+        if kind == VolumeType::Luks1 && o.offset.is_some_and(|s| !s.is_multiple_of(8)) {
             return Err(CliError::invalid(
                 "Data offset is not multiple of 4096 bytes.",
             ));
@@ -34,7 +34,7 @@ pub fn payload_offset(
         let Some((align, shift)) = device_topology(o, true) else {
             return Ok(None);
         };
-        if kind == FormatType::Luks2 {
+        if kind == VolumeType::Luks2 {
             // LUKS2_generate_hdr(): the end of the keyslots area rounded up to the alignment,
             // plus the alignment offset.
             let (metadata, keyslots) = luks2_areas(o);
@@ -59,13 +59,14 @@ pub fn payload_offset(
         return Ok(Some(u64::from(align)));
     }
     let sectors = match kind {
-        FormatType::Luks1 => {
+        VolumeType::Luks1 => {
             let key_bytes = super::volume_key::format_key_bytes(cipher, key_size_bits)?;
             let key_bytes =
                 u32::try_from(key_bytes).map_err(|_| CliError::invalid("Invalid key size."))?;
             u64::from(Luks1Header::layout(key_bytes, align, None, false).1)
         }
-        FormatType::Luks2 => {
+        // LUKS2 (only LUKS types are formatted).
+        _ => {
             let (metadata, keyslots) = luks2_areas(o);
             let align_bytes = u64::from(align) * 512;
             (2 * metadata + keyslots).div_ceil(align_bytes) * align_bytes / 512
@@ -98,8 +99,8 @@ fn device_topology(o: &Opts, warn: bool) -> Option<(u64, u64)> {
 /// The alignment (512-byte sectors) a LUKS2 data offset was rounded up to, for the sector
 /// size checks of luksFormat: `--align-payload`, or the device topology's when it gave the
 /// offset (see [`payload_offset`]).
-pub fn luks2_alignment(o: &Opts, kind: FormatType) -> Option<u64> {
-    if kind != FormatType::Luks2 || o.offset.is_some() {
+pub fn luks2_alignment(o: &Opts, kind: VolumeType) -> Option<u64> {
+    if kind != VolumeType::Luks2 || o.offset.is_some() {
         return None;
     }
     if let Some(a) = o.align_payload.filter(|&a| a != 0) {

@@ -116,7 +116,7 @@ fn reencrypt_state_known(vol: &Volume) -> Result<()> {
         "online-reencrypt-v2",
         "online-reencrypt-v3",
     ];
-    match &vol.header {
+    match vol.header() {
         lukskit_volume::Header::Luks2(h)
             if h.requirements()
                 .iter()
@@ -196,7 +196,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                     "Failed to unassign token {id} from keyslot {slot}."
                 ))
             };
-            let token = match &vol.header {
+            let token = match vol.header() {
                 lukskit_volume::Header::Luks2(h) => h.tokens()?.into_iter().find(|t| t.id == id),
                 lukskit_volume::Header::Luks1(_) => None,
             };
@@ -349,7 +349,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
 /// The token id cryptsetup gives a new token (and names in its errors): the first one not in
 /// use, or [`lukskit_format::luks2::MAX_TOKENS`] when none is free.
 fn first_free_token(vol: &lukskit_volume::Volume) -> Result<u32> {
-    let free = match &vol.header {
+    let free = match vol.header() {
         lukskit_volume::Header::Luks2(h) => h.free_token_id()?,
         lukskit_volume::Header::Luks1(_) => Some(0),
     };

@@ -4,9 +4,9 @@ use super::need_args;
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input;
+use lukskit_format::VolumeType;
 use lukskit_volume::convert::{self as conv, type_name};
 use lukskit_volume::device::Access;
-use lukskit_volume::format::FormatType;
 
 /// `convert <device> --type luks1|luks2` (cryptsetup's `action_luksConvert`): the target type
 /// is checked first, then the header is loaded, a conversion to the current type is refused,
@@ -14,8 +14,8 @@ use lukskit_volume::format::FormatType;
 pub fn convert(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let target = match o.r#type.as_deref() {
-        Some("luks1") => FormatType::Luks1,
-        Some("luks2") => FormatType::Luks2,
+        Some("luks1") => VolumeType::Luks1,
+        Some("luks2") => VolumeType::Luks2,
         _ => {
             return Err(CliError::invalid(
                 "Invalid LUKS type, only luks1 and luks2 are supported.",

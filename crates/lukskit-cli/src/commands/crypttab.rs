@@ -594,7 +594,7 @@ pub fn probe_ids(b: &[u8]) -> (Option<String>, Option<String>) {
         if let Some(v) = lukskit_format::detect::detect(b) {
             let uuid = cstr(&b[168..208]);
             let label = match v {
-                lukskit_format::detect::LuksVersion::Luks2 => cstr(&b[24..72]),
+                lukskit_format::VolumeType::Luks2 => cstr(&b[24..72]),
                 _ => None,
             };
             return (uuid, label);

@@ -4,7 +4,8 @@ use super::{need_args, pbkdf_options};
 use crate::args::{parse_size, Opts};
 use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
-use lukskit_volume::format::{format, FormatParams, FormatType};
+use lukskit_format::VolumeType;
+use lukskit_volume::format::{format, FormatParams};
 use lukskit_volume::VolumeError;
 
 /// cryptsetup's default LUKS cipher.
@@ -15,15 +16,15 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;
     let device = &args[0];
     let kind = match o.r#type.as_deref() {
-        None | Some("luks2") | Some("luks") => FormatType::Luks2,
-        Some("luks1") => FormatType::Luks1,
+        None | Some("luks2") | Some("luks") => VolumeType::Luks2,
+        Some("luks1") => VolumeType::Luks1,
         Some(t) => {
             return Err(CliError::invalid(format!(
                 "Unknown or unsupported LUKS type {t} for luksFormat."
             )))
         }
     };
-    if kind == FormatType::Luks1
+    if kind == VolumeType::Luks1
         && (o.luks2_metadata_size.is_some() || o.luks2_keyslots_size.is_some())
     {
         return Err(CliError::invalid(
@@ -41,7 +42,7 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     let cipher = o.cipher.clone().unwrap_or_else(|| DEFAULT_CIPHER.into());
     let integrity = match &o.integrity {
         Some(i) => {
-            if kind != FormatType::Luks2 {
+            if kind != VolumeType::Luks2 {
                 return Err(CliError::invalid(
                     "Integrity option can be used only for LUKS2 format.",
                 ));
@@ -262,8 +263,7 @@ fn format_with_integrity(
     )?;
     let (layout, _) = lukskit_volume::data::DataLayout::from_volume_with_integrity(&vol)?;
     let name = format!("temporary-cryptsetup-{}", std::process::id());
-    let mut config = super::open::base_config(o, &name);
-    config.kind = vol.type_name().to_string();
+    let mut config = super::open::base_config(o, &name, vol.volume_type());
     config.uuid = Some(vol.uuid().to_string());
     config.device = params.device.clone();
     config.layout = lukskit_activate::LayoutInfo::from(&layout);

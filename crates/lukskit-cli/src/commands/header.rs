@@ -5,10 +5,10 @@ use crate::args::Opts;
 use crate::dump;
 use crate::errors::{self, CliError, Result};
 use crate::input;
-use lukskit_format::detect::LuksVersion;
+use lukskit_format::TypeRequest;
 use lukskit_volume::backup;
 use lukskit_volume::device::Access;
-use lukskit_volume::volume::probe;
+use lukskit_volume::formats;
 use lukskit_volume::Header;
 
 /// `isLuks <device>`: exit 0 for a LUKS header (of `--type` if given), else 1.
@@ -18,14 +18,16 @@ pub fn is_luks(o: &Opts, args: &[String]) -> Result<()> {
     // not LUKS. cryptsetup prints why only with -v (and then without its verdict line).
     // No LUKS magic at the start may still be a LUKS2 header whose secondary copy is intact
     // (then the load decides).
-    let v = probe(&args[0])?;
-    let ok = matches!(
-        (v, o.r#type.as_deref()),
-        (None, _)
-            | (Some(_), None | Some("luks"))
-            | (Some(LuksVersion::Luks1), Some("luks1"))
-            | (Some(LuksVersion::Luks2), Some("luks2"))
-    );
+    let found = formats::probe_device(&args[0])?;
+    let requested = match o.r#type.as_deref() {
+        None => Some(TypeRequest::AnyLuks),
+        Some(t) => TypeRequest::parse(t),
+    };
+    let ok = match (found, requested) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some(t), Some(r)) => t.is_luks() && r.admits(t),
+    };
     if !ok {
         return Err(CliError::invalid(String::new()));
     }
@@ -120,7 +122,7 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
         }
         return Err(last.unwrap_or_else(CliError::wrong_passphrase).silenced());
     }
-    match &vol.header {
+    match vol.header() {
         Header::Luks1(h) => {
             if o.dump_json_metadata {
                 return Err(CliError::invalid(
@@ -225,14 +227,14 @@ pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
     let target = o.header.as_deref().unwrap_or(&args[0]);
     // cryptsetup words it after the backup's version ("LUKS header" for LUKS1).
     let kind = match img.version {
-        lukskit_format::detect::LuksVersion::Luks2 => "LUKS2",
+        lukskit_format::VolumeType::Luks2 => "LUKS2",
         _ => "LUKS",
     };
     // cryptsetup reads the device as the backup's version: a header of the other version is
     // no header to it (and its LUKS1 reader says so of a LUKS2 one).
-    use lukskit_format::detect::LuksVersion;
-    let current = probe(target).ok().flatten();
-    if img.version != LuksVersion::Luks2 && current == Some(LuksVersion::Luks2) {
+    use lukskit_format::VolumeType;
+    let current = formats::probe_device(target).ok().flatten();
+    if img.version != VolumeType::Luks2 && current == Some(VolumeType::Luks2) {
         eprintln!("Unsupported LUKS version 2.");
     }
     let same_version = current == Some(img.version);

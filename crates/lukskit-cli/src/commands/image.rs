@@ -16,10 +16,11 @@ use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{self, FormatParams, FormatType};
+use lukskit_volume::format::{self, FormatParams};
 use lukskit_volume::plain::{self, PlainParams};
 use lukskit_volume::Volume;
 use std::fs::{File, OpenOptions};
@@ -49,15 +50,15 @@ pub fn image(o: &Opts, args: &[String]) -> Result<()> {
 /// What `--type` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
-    Luks(Option<FormatType>),
+    Luks(Option<VolumeType>),
     Plain,
 }
 
 fn kind(o: &Opts) -> Result<Kind> {
     Ok(match o.r#type.as_deref() {
         None | Some("luks") => Kind::Luks(None),
-        Some("luks2") => Kind::Luks(Some(FormatType::Luks2)),
-        Some("luks1") => Kind::Luks(Some(FormatType::Luks1)),
+        Some("luks2") => Kind::Luks(Some(VolumeType::Luks2)),
+        Some("luks1") => Kind::Luks(Some(VolumeType::Luks1)),
         Some("plain") => Kind::Plain,
         Some(t) => {
             return Err(CliError::invalid(format!(
@@ -186,23 +187,6 @@ fn is_block_device(path: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Create `path` when missing and, for a regular file, cut it to zero length.
-fn create_target(path: &str) -> Result<()> {
-    let block = is_block_device(path);
-    OpenOptions::new()
-        .write(true)
-        .create(!block)
-        .truncate(!block)
-        .open(path)
-        .map(|_| ())
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                CliError::device(format!("Cannot create {path}: {e}."))
-            }
-            _ => CliError::io("Creating", path, &e),
-        })
-}
-
 /// Claim those of `paths` that exist for exclusive use (luksFormat's rule and message).
 fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
     paths
@@ -219,6 +203,185 @@ fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
             })
         })
         .collect()
+}
+
+/// What `image encrypt` has written that is not yet under the image's name: a regular file
+/// (image or detached header) is made as a new file beside it and renamed over it at the end;
+/// a LUKS header on a block device has its magic hidden until the data behind it is
+/// complete. Dropped before [`PendingImage::commit`] (an error, SIGINT, SIGTERM), the new
+/// files are removed and a hidden header stays hidden: nothing interrupted looks complete.
+#[derive(Default)]
+struct PendingImage {
+    /// The image as written now, and the path it ends up under.
+    image: Option<(String, String)>,
+    /// The same for a detached header.
+    header: Option<(String, String)>,
+    /// New files to rename into place (new, final).
+    renames: Vec<(std::path::PathBuf, std::path::PathBuf)>,
+    /// Hidden LUKS magics: (device, offset, the magic bytes).
+    hidden: Vec<(String, u64, [u8; 6])>,
+    committed: bool,
+}
+
+impl PendingImage {
+    /// Decide where the image (and a detached header) are written: a new file beside a
+    /// regular file (or a missing one), the device itself for a block device.
+    fn stage(&mut self, image: &str, header: Option<&str>) -> Result<()> {
+        let image_now = self.stage_one(image)?;
+        self.image = Some((image_now, image.to_string()));
+        if let Some(h) = header {
+            let header_now = self.stage_one(h)?;
+            self.header = Some((header_now, h.to_string()));
+        }
+        Ok(())
+    }
+
+    fn stage_one(&mut self, path: &str) -> Result<String> {
+        if is_block_device(path) {
+            return Ok(path.to_string());
+        }
+        let dst = Path::new(path);
+        let name = dst
+            .file_name()
+            .ok_or_else(|| CliError::device(format!("Cannot create {path}: not a file name.")))?;
+        let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
+        let temp = dir.unwrap_or(Path::new(".")).join(format!(
+            ".{}.lukskit-{}",
+            name.to_string_lossy(),
+            uuid::Uuid::new_v4().simple()
+        ));
+        let file =
+            lukskit_volume::private_file::create_new(&temp, 0o600).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                    CliError::device(format!("Cannot create {path}: {e}."))
+                }
+                _ => CliError::io("Creating", path, &e),
+            })?;
+        // An existing file of ours keeps its mode (its owner chose it); a new one gets what
+        // the umask gives, as before.
+        {
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let me = unsafe { libc::geteuid() };
+            let mode = match std::fs::symlink_metadata(dst) {
+                Ok(md) if md.file_type().is_file() && md.uid() == me => md.mode() & 0o7777,
+                Ok(_) => 0o600,
+                Err(_) => 0o666 & !current_umask(),
+            };
+            let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
+        }
+        self.renames.push((temp.clone(), dst.to_path_buf()));
+        Ok(temp.to_string_lossy().into_owned())
+    }
+
+    /// The image as written now.
+    fn image(&self) -> &str {
+        self.image.as_ref().map_or("", |(now, _)| now)
+    }
+
+    /// The detached header as written now.
+    fn header(&self) -> Option<&str> {
+        self.header.as_ref().map(|(now, _)| now.as_str())
+    }
+
+    /// Hide the LUKS header just written on a block device (the image's, or a detached
+    /// header's): its magic (both copies for LUKS2) is zeroed until [`Self::commit`], so
+    /// that neither lukskit nor cryptsetup nor blkid takes the device for a LUKS volume while
+    /// its data is incomplete.
+    fn hide_header(&mut self) -> Result<()> {
+        let holder = self.header().unwrap_or(self.image()).to_string();
+        if !is_block_device(&holder) {
+            return Ok(());
+        }
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&holder)
+            .map_err(|e| CliError::io("Opening", &holder, &e))?;
+        use std::os::unix::fs::FileExt;
+        let mut first = [0u8; 16];
+        f.read_exact_at(&mut first, 0)
+            .map_err(|e| CliError::io("Reading", &holder, &e))?;
+        let mut offsets = vec![0u64];
+        if lukskit_format::detect::detect(&first) == Some(VolumeType::Luks2) {
+            // The secondary copy starts where the primary's binary header says it ends.
+            let hdr_size = u64::from_be_bytes(first[8..16].try_into().unwrap_or_default());
+            offsets.push(hdr_size);
+        }
+        for off in offsets {
+            let mut magic = [0u8; 6];
+            f.read_exact_at(&mut magic, off)
+                .map_err(|e| CliError::io("Reading", &holder, &e))?;
+            f.write_all_at(&[0u8; 6], off)
+                .map_err(|e| CliError::io("Writing", &holder, &e))?;
+            self.hidden.push((holder.clone(), off, magic));
+        }
+        f.sync_all()
+            .map_err(|e| CliError::io("Syncing", &holder, &e))
+    }
+
+    /// Stop here when SIGINT or SIGTERM arrived.
+    fn check_interrupt(&self) -> Result<()> {
+        if crate::interrupt::interrupted() {
+            return Err(interrupted_error());
+        }
+        Ok(())
+    }
+
+    /// Everything is written and synced: show the header, put the new files in place.
+    fn commit(&mut self) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        for (dev, off, magic) in &self.hidden {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(dev)
+                .map_err(|e| CliError::io("Opening", dev, &e))?;
+            f.write_all_at(magic, *off)
+                .and_then(|()| f.sync_all())
+                .map_err(|e| CliError::io("Writing", dev, &e))?;
+        }
+        self.hidden.clear();
+        for (temp, dst) in &self.renames {
+            std::fs::rename(temp, dst)
+                .map_err(|e| CliError::io("Creating", &dst.to_string_lossy(), &e))?;
+            // The rename itself must survive a crash.
+            let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
+            if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
+                let _ = d.sync_all();
+            }
+        }
+        self.renames.clear();
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for PendingImage {
+    fn drop(&mut self) {
+        if !self.committed {
+            for (temp, _) in &self.renames {
+                let _ = std::fs::remove_file(temp);
+            }
+        }
+    }
+}
+
+/// The process's umask (read by setting it and putting it back).
+fn current_umask() -> u32 {
+    // SAFETY: umask has no preconditions and cannot fail; the old mask is put back at once.
+    unsafe {
+        let old = libc::umask(0o077);
+        libc::umask(old);
+        old
+    }
+}
+
+/// `image encrypt` stopped by SIGINT or SIGTERM.
+fn interrupted_error() -> CliError {
+    CliError::invalid(
+        "Interrupted: the image was not completed (nothing was written under its name; a \
+         block device keeps no valid header).",
+    )
 }
 
 /// The decrypted output. A block device is written as it is. A regular file is never
@@ -370,15 +533,19 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     }
     let verify = o.verify_passphrase || !o.batch_mode;
     let prompt = format!("Enter passphrase for {target}: ");
+    // Nothing is written under the image's (or header's) name until everything is (issue 35
+    // item 3): a new file beside it, renamed at the end; a block device's header hidden.
+    let mut pending = PendingImage::default();
 
     // Format (or, for plain mode, just lay out) the image and get the volume key.
     let (layout, key) = match kind {
         Kind::Plain => {
             let p = plain_params(o)?;
             let key = plain_key(o, &p, &prompt, verify)?;
-            create_target(image)?;
+            crate::interrupt::catch_interrupts();
+            pending.stage(image, None)?;
             if claims.is_empty() {
-                claims = claim_existing(&[Some(image.as_str())])?;
+                claims = claim_existing(&[Some(pending.image())])?;
             }
             (p.layout()?, key)
         }
@@ -405,7 +572,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 }
             };
             let mut params = FormatParams {
-                kind: t.unwrap_or(FormatType::Luks2),
+                kind: t.unwrap_or(VolumeType::Luks2),
                 device: image.clone(),
                 header: o.header.clone(),
                 cipher: spec.to_string(),
@@ -432,13 +599,18 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 None => KeySource::Prompt,
             };
             let pass = input::get_secret(&src, &prompt, verify)?;
-            create_target(image)?;
+            crate::interrupt::catch_interrupts();
+            pending.stage(image, o.header.as_deref())?;
+            params.device = pending.image().to_string();
+            params.header = pending.header().map(str::to_string);
             if claims.is_empty() {
                 claims = format::claim_devices(&params)?;
             }
             super::luks1_pbkdf_fallback(&mut params);
             format::format_claimed(&params, &claims, pass.as_bytes())?;
-            let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
+            // A header on a block device is hidden until the data behind it is complete.
+            pending.hide_header()?;
+            let vol = Volume::load(pending.image(), pending.header(), Access::Read)?;
             (DataLayout::from_volume(&vol)?, vk)
         }
     };
@@ -455,12 +627,14 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         (Some(n), None) => Some(round_up(n, ss)),
         (None, None) => None,
     };
+    pending.check_interrupt()?;
+    let staged = pending.image().to_string();
     let out = OpenOptions::new()
         .read(true)
         .write(true)
-        .open(image)
+        .open(&staged)
         .map_err(|e| CliError::io("Opening", image, &e))?;
-    let block = is_block_device(image);
+    let block = is_block_device(&staged);
     if let Some(len) = data_len {
         let need = layout.offset + len;
         let have = lukskit_format::io::Storage::size(&out)
@@ -485,9 +659,9 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         if l.size.is_none() {
             l.size = data_len;
         }
-        DataVolume::from_file(out, image, l, key.as_bytes(), true)?
+        DataVolume::from_file(out, &staged, l, key.as_bytes(), true)?
     } else {
-        DataVolume::from_file(out, image, layout.clone(), key.as_bytes(), true)?
+        DataVolume::from_file(out, &staged, layout.clone(), key.as_bytes(), true)?
     };
     drop(key);
     // Parallelism comes from the pipeline (whole chunks per worker).
@@ -505,6 +679,10 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         }
     }
     dv.flush()?;
+    drop(dv);
+    pending.check_interrupt()?;
+    // Complete and durable: now under its name (header shown, files renamed into place).
+    pending.commit()?;
     // The image is complete and durable: others may use it now.
     drop(claims);
     if o.verbose {
@@ -656,6 +834,9 @@ fn stream_encrypt(
             if ended {
                 return Ok(None);
             }
+            if crate::interrupt::interrupted() {
+                return Err(interrupted_error());
+            }
             let n = read_full(&mut *input, buf).map_err(|e| CliError::io("Reading", name, &e))?;
             if n == 0 {
                 return Ok(None);
@@ -749,7 +930,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
             }
             let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
             match (t, vol.type_name()) {
-                (Some(FormatType::Luks1), "LUKS2") | (Some(FormatType::Luks2), "LUKS1") => {
+                (Some(VolumeType::Luks1), "LUKS2") | (Some(VolumeType::Luks2), "LUKS1") => {
                     return Err(CliError::invalid(format!(
                         "Device {image} is not a valid LUKS device."
                     )))

@@ -27,7 +27,7 @@ mod volume_key;
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input::KeySource;
-use lukskit_format::detect::LuksVersion;
+use lukskit_format::VolumeType;
 use lukskit_volume::pbkdf::PbkdfOptions;
 
 /// cryptsetup's default LUKS cipher (for the help text).
@@ -58,6 +58,8 @@ pub fn run(o: &Opts) -> Result<()> {
             typed.r#type = Some(action.trim_end_matches("Open").to_string());
             open::open(&typed, "open", args)
         }
+        "bitlkDump" => open_format::dump(o, lukskit_format::VolumeType::Bitlk, args),
+        "fvault2Dump" => open_format::dump(o, lukskit_format::VolumeType::Fvault2, args),
         "close" | "remove" | "luksClose" | "plainClose" | "tcryptClose" | "bitlkClose"
         | "fvault2Close" | "loopaesClose" => open::close(o, args),
         "status" => open::status(o, args),
@@ -113,7 +115,7 @@ pub fn load_luks2_volume(
     access: lukskit_volume::device::Access,
 ) -> Result<lukskit_volume::Volume> {
     use lukskit_volume::VolumeError;
-    load_volume_typed(o, device, access, Some(LuksVersion::Luks2)).map_err(|e| match e {
+    load_volume_typed(o, device, access, Some(VolumeType::Luks2)).map_err(|e| match e {
         VolumeError::NotLuks { path } | VolumeError::InvalidHeader { path, .. } => {
             CliError::from(VolumeError::NotLuks2 { path })
         }
@@ -127,7 +129,7 @@ pub fn load_volume_typed(
     o: &Opts,
     device: &str,
     access: lukskit_volume::device::Access,
-    requested: Option<LuksVersion>,
+    requested: Option<VolumeType>,
 ) -> std::result::Result<lukskit_volume::Volume, lukskit_volume::VolumeError> {
     let from = o.header.as_deref().unwrap_or(device);
     crate::debug::log(format_args!(
@@ -163,10 +165,10 @@ pub fn need_args(args: &[String], min: usize, max: usize, usage: &str) -> Result
 }
 
 /// The LUKS format `--type` asks for (`luks1`, `luks2`), if any: cryptsetup's `luksType`.
-pub fn requested_luks(o: &Opts) -> Option<LuksVersion> {
+pub fn requested_luks(o: &Opts) -> Option<VolumeType> {
     match o.r#type.as_deref() {
-        Some("luks1") => Some(LuksVersion::Luks1),
-        Some("luks2") => Some(LuksVersion::Luks2),
+        Some("luks1") => Some(VolumeType::Luks1),
+        Some("luks2") => Some(VolumeType::Luks2),
         _ => None,
     }
 }
@@ -188,7 +190,7 @@ pub fn pbkdf_options(o: &Opts) -> PbkdfOptions {
 /// luksFormat of a LUKS1 volume with another PBKDF than PBKDF2: cryptsetup's warning, then
 /// PBKDF2 (the volume layer refuses other PBKDFs for LUKS1).
 pub fn luks1_pbkdf_fallback(params: &mut lukskit_volume::format::FormatParams) {
-    if params.kind == lukskit_volume::format::FormatType::Luks1 {
+    if params.kind == lukskit_format::VolumeType::Luks1 {
         if let Some(p) = params.pbkdf.luks1_fallback() {
             eprintln!("Requested PBKDF type is not supported for LUKS1.");
             params.pbkdf = p;

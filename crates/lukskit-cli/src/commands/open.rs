@@ -12,9 +12,40 @@ use lukskit_activate::{
     Status,
 };
 use lukskit_crypto::SecretBuf;
+use lukskit_format::VolumeType;
 use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
 use lukskit_volume::Volume;
+
+/// Say what `open` did: why this backend (`--debug`), and when lukskit serves NAME itself
+/// because the kernel has no device-mapper, one line on standard error (not with `-q`).
+pub(crate) fn say_backend(o: &Opts, backend: activate::Backend, name: &str) {
+    let auto = matches!(backend_choice(o), Ok(BackendChoice::Auto));
+    let own_exposure = o.nbd.is_some() || o.no_loop;
+    let reason = match (backend, auto) {
+        (_, false) => "as --backend asks",
+        (activate::Backend::Userspace, true) if own_exposure => {
+            "an NBD export or a FUSE file is served by lukskit itself"
+        }
+        (activate::Backend::Userspace, true) => "the kernel has no device-mapper with dm-crypt",
+        (activate::Backend::Kernel, true) => "the kernel has device-mapper with dm-crypt",
+    };
+    crate::debug::log(format_args!("Backend for {name}: {backend:?} ({reason})."));
+    if backend != activate::Backend::Userspace || !auto || own_exposure || o.batch_mode {
+        return;
+    }
+    let loop_device = activate::find(name)
+        .ok()
+        .flatten()
+        .and_then(|m| m.status(None).ok())
+        .and_then(|st| match st.exposure {
+            Exposure::FuseLoop { loop_device, .. } => Some(loop_device),
+            _ => None,
+        });
+    if let Some(dev) = loop_device {
+        eprintln!("no device-mapper in this kernel: serving {name} through FUSE + {dev}");
+    }
+}
 
 pub(crate) fn backend_choice(o: &Opts) -> Result<BackendChoice> {
     match o.backend.as_deref() {
@@ -116,8 +147,11 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     tls_warnings(&o, tls.as_ref());
     // The backend is decided before anything is asked (a forced but missing kernel backend
     // fails at once); `base_config` carries what decides it.
-    let backend = activate::choose_backend(backend_choice(&o)?, &base_config(&o, name))
-        .map_err(CliError::from)?;
+    let backend = activate::choose_backend(
+        backend_choice(&o)?,
+        &base_config(&o, name, requested_type(&o)),
+    )
+    .map_err(CliError::from)?;
     if matches!(o.r#type.as_deref(), None | Some("luks") | Some("luks2")) {
         if let Some(config) = reencrypt_config(&o, device, name)? {
             let (config, table) = config;
@@ -142,8 +176,8 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     // LUKS2 persistent flags apply to every activation (for the userspace backend only
     // allow-discards means anything; the performance flags are the kernel's) — except one
     // with --persistent, whose own flags become the whole set, as in cryptsetup.
-    let stored = match config.kind.as_str() {
-        "LUKS2" if !o.persistent => stored_flags(&o, &config)?,
+    let stored = match config.kind {
+        VolumeType::Luks2 if !o.persistent => stored_flags(&o, &config)?,
         _ => Vec::new(),
     };
     config.allow_discards |= stored.iter().any(|f| f == "allow-discards");
@@ -151,11 +185,25 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         apply_stored_perf_flags(&stored, &mut kopts);
     }
     activate::activate(backend, &config, &kopts, &key).map_err(CliError::from)?;
+    say_backend(&o, backend, name);
     if o.persistent {
         store_flags(&o, &config.device, config.header.as_deref())
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
     }
     Ok(())
+}
+
+/// The type `open` is asked for: `--type` (plain, ...), LUKS2 for any LUKS or none (the
+/// header decides later).
+fn requested_type(o: &Opts) -> VolumeType {
+    match o
+        .r#type
+        .as_deref()
+        .and_then(lukskit_format::TypeRequest::parse)
+    {
+        Some(lukskit_format::TypeRequest::Exactly(t)) => t,
+        _ => VolumeType::Luks2,
+    }
 }
 
 /// The type of `--type` when it is one of the formats without LUKS keyslots (TCRYPT, BITLK,
@@ -197,8 +245,7 @@ fn reencrypt_config(
 /// The parameters every mapping of LUKS volume `vol` starts from: type, UUID, and the
 /// absolute paths of its data device and (with `--header`) its header.
 fn luks_config(o: &Opts, name: &str, vol: &Volume) -> Result<MappingConfig> {
-    let mut c = base_config(o, name);
-    c.kind = vol.type_name().to_string();
+    let mut c = base_config(o, name, vol.volume_type());
     c.uuid = Some(vol.uuid().to_string());
     c.device = absolute(&vol.data_path)?;
     c.header = match &o.header {
@@ -217,7 +264,7 @@ fn reencrypt_mapping_config(
     table: &lukskit_volume::segment::SegmentTable,
 ) -> Result<MappingConfig> {
     let mut c = luks_config(o, name, vol)?;
-    let new_digest = match &vol.header {
+    let new_digest = match vol.header() {
         lukskit_volume::volume::Header::Luks2(h) => lukskit_volume::reencrypt::Context::load(h)
             .ok()
             .and_then(|c| c.digest_new),
@@ -249,7 +296,7 @@ pub(crate) fn activate_after_init(
     if activate::find(name).map_err(CliError::from)?.is_some() {
         return Err(CliError::busy(format!("Device {name} already exists.")));
     }
-    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
     let table = super::open_reencrypt::table(h, keys, device_size)?;
@@ -257,8 +304,9 @@ pub(crate) fn activate_after_init(
     // The mapping (and its stored flags) open the header again, from this process or a
     // server: the write lock `vol` holds on it must go first.
     drop(vol);
-    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
-        .map_err(CliError::from)?;
+    let backend =
+        activate::choose_backend(backend_choice(o)?, &base_config(o, name, VolumeType::Luks2))
+            .map_err(CliError::from)?;
     activate_reencrypt(o, backend, config, &table)
 }
 
@@ -281,6 +329,7 @@ fn activate_reencrypt(
         apply_stored_perf_flags(&stored, &mut kopts);
     }
     activate::activate_table(backend, &config, &kopts, table).map_err(CliError::from)?;
+    say_backend(o, backend, &config.name);
     if o.persistent {
         store_flags(o, &config.device, config.header.as_deref())
             .map_err(|_| CliError::invalid("Device activated but cannot make flags persistent."))?;
@@ -446,10 +495,10 @@ pub(crate) fn absolute(path: &str) -> Result<String> {
         .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }
 
-pub(crate) fn base_config(o: &Opts, name: &str) -> MappingConfig {
+pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConfig {
     MappingConfig {
         name: name.to_string(),
-        kind: String::new(),
+        kind,
         uuid: None,
         device: String::new(),
         header: None,
@@ -465,10 +514,15 @@ pub(crate) fn base_config(o: &Opts, name: &str) -> MappingConfig {
         key_bits: 0,
         read_only: o.readonly,
         allow_discards: o.allow_discards,
-        use_loop: !o.no_loop && o.nbd.is_none(),
-        nbd: o.nbd.clone(),
-        nbd_connections: o.nbd_connections,
-        nbd_tls: nbd_tls(o).ok().flatten(),
+        exposure: match &o.nbd {
+            Some(address) => activate::ExposureRequest::Nbd(activate::NbdExport {
+                address: address.clone(),
+                connections: o.nbd_connections,
+                tls: nbd_tls(o).ok().flatten(),
+            }),
+            None if o.no_loop => activate::ExposureRequest::FuseFile,
+            None => activate::ExposureRequest::Mapper,
+        },
         root_storage_daemon: root_storage_daemon(),
         segments: false,
     }
@@ -531,8 +585,7 @@ fn unlock_plain(
     }
     let key = super::image::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
     let layout = p.layout()?;
-    let mut c = base_config(o, name);
-    c.kind = "PLAIN".into();
+    let mut c = base_config(o, name, VolumeType::Plain);
     c.device = dev;
     c.layout = LayoutInfo::from(&layout);
     c.key_bits = p.key_bits;
@@ -698,6 +751,9 @@ pub fn close(o: &Opts, args: &[String]) -> Result<()> {
 
 /// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).
 pub fn status(o: &Opts, args: &[String]) -> Result<()> {
+    if args.is_empty() {
+        return list_mappings();
+    }
     need_args(args, 1, 1, "<name>")?;
     let name = activate::mapping_name(&args[0]);
     let Some(m) = activate::find(name).map_err(CliError::from)? else {
@@ -717,6 +773,76 @@ pub fn status(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `status` without a name (lukskit's own): every open mapping, one line each, as `dmsetup
+/// ls` and `cryptsetup status` together would show them: name, type, backend, the data
+/// device (the image file behind a loop device), size.
+fn list_mappings() -> Result<()> {
+    let mappings = activate::list().map_err(CliError::from)?;
+    if mappings.is_empty() {
+        println!("No open mappings.");
+        return Ok(());
+    }
+    let mut rows = vec![[
+        "NAME".to_string(),
+        "TYPE".to_string(),
+        "BACKEND".to_string(),
+        "DEVICE".to_string(),
+        "SIZE".to_string(),
+    ]];
+    for m in &mappings {
+        let (kind, backend, device, size) = match m.status(None) {
+            Ok(st) => (
+                st.kind.clone(),
+                match &st.exposure {
+                    Exposure::Kernel => "dm-crypt".to_string(),
+                    Exposure::FuseLoop { loop_device, .. } => format!("FUSE+{loop_device}"),
+                    Exposure::FuseFile { .. } => "FUSE file".to_string(),
+                    Exposure::Nbd { address } => format!("NBD {address}"),
+                    _ => "?".to_string(),
+                },
+                st.loop_file.clone().unwrap_or(st.device.clone()),
+                human_size(st.size_sectors * 512),
+            ),
+            // A serving process that died: its state is left, its data is not reachable.
+            Err(_) => (
+                m.kind().unwrap_or_else(|_| "?".into()),
+                "(not responding)".into(),
+                "?".into(),
+                "?".into(),
+            ),
+        };
+        rows.push([m.name().to_string(), kind, backend, device, size]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        println!("{}", line.join("  ").trim_end());
+    }
+    Ok(())
+}
+
+/// Bytes in binary units, one decimal ("64.0 MiB").
+fn human_size(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < units.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
+}
+
 /// A LUKS2 mapping whose header is in re-encryption: cryptsetup's `status` says so and
 /// shows the cipher, key size and sector size of the layout after the re-encryption.
 fn reencryption_status(o: &Opts, m: &Mapping, st: &mut Status) -> bool {
@@ -730,7 +856,7 @@ fn reencryption_status(o: &Opts, m: &Mapping, st: &mut Status) -> bool {
     let Ok(vol) = Volume::load(&device, header.as_deref(), Access::Read) else {
         return false;
     };
-    let lukskit_volume::volume::Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return false;
     };
     if !super::open_reencrypt::in_reencryption(&vol) {

@@ -11,7 +11,9 @@ use crate::input::{self, KeySource};
 use lukskit_activate::{self as activate, LayoutInfo, MappingConfig};
 use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
-use lukskit_volume::formats::{self, FormatOptions, OtherFormatError, UnlockRequest, Unlocked};
+use lukskit_volume::formats::{
+    self, FormatOptions, OnDiskFormat, OtherFormatError, UnlockRequest, Unlocked,
+};
 use lukskit_volume::segment::{SegmentKind, SegmentTable};
 use lukskit_volume::VolumeError;
 
@@ -24,9 +26,23 @@ struct Secrets {
 }
 
 /// Read the secrets for one unlock attempt of a volume of type `t` on `device`, as
-/// cryptsetup's `action_open_*` of that type does.
-fn read_secrets(o: &Opts, t: VolumeType, device: &str, src: &KeySource) -> Result<Secrets> {
+/// cryptsetup's `action_open_*` of that type does; for a dump (`for_dump`), only what the
+/// type's `*Dump` asks for (TCRYPT's passphrase: its header is encrypted).
+fn read_secrets(
+    o: &Opts,
+    t: VolumeType,
+    device: &str,
+    src: &KeySource,
+    for_dump: bool,
+) -> Result<Secrets> {
     let prompt = format!("Enter passphrase for {device}: ");
+    if for_dump && t != VolumeType::Tcrypt {
+        return Ok(Secrets {
+            passphrase: None,
+            key_files: Vec::new(),
+            pim: None,
+        });
+    }
     Ok(match t {
         // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
         // and every -d is a key file of TrueCrypt's key-file pool.
@@ -79,6 +95,18 @@ pub(super) fn format_options(o: &Opts) -> FormatOptions {
 /// Unlock `device` as a volume of type `t`, asking again (`--tries`) after a wrong secret
 /// typed on a terminal.
 fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
+    attempt(o, t, device, false, |f, r| f.unlock(r))
+}
+
+/// Run `step` (an unlock or a dump) of the format of type `t` on `device` with the secrets
+/// it needs, asking again (`--tries`) after a wrong secret typed on a terminal.
+fn attempt<T>(
+    o: &Opts,
+    t: VolumeType,
+    device: &str,
+    for_dump: bool,
+    step: impl Fn(&dyn OnDiskFormat, &UnlockRequest<'_>) -> lukskit_volume::Result<T>,
+) -> Result<T> {
     let Some(format) = formats::format_of(t) else {
         return Err(CliError::invalid(format!(
             "Device type {} is not supported.",
@@ -94,7 +122,7 @@ fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
     };
     let mut left = attempts;
     loop {
-        let secrets = read_secrets(o, t, device, &src)?;
+        let secrets = read_secrets(o, t, device, &src, for_dump)?;
         let mut options = options.clone();
         if secrets.pim.is_some() {
             options.tcrypt.pim = secrets.pim;
@@ -106,7 +134,7 @@ fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
             key_files: &secrets.key_files,
             options: &options,
         };
-        match format.unlock(&request) {
+        match step(format, &request) {
             Ok(u) => return Ok(u),
             Err(VolumeError::OtherFormat(OtherFormatError::NoKey)) => {
                 let e = no_key(t);
@@ -140,36 +168,34 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
     let Some(name) = name else {
         return Ok(());
     };
-    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name))
+    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name, t))
         .map_err(CliError::from)?;
     // A cascade is stacked as cryptsetup stacks it: the table on the device is NAME_2 (of
     // three), the next NAME_1 on /dev/mapper/NAME_2, the last NAME.
     let n = unlocked.layers.len();
-    let mut below: Vec<String> = Vec::new();
-    for (i, table) in unlocked.layers.iter().enumerate() {
+    let mut layers = Vec::with_capacity(n);
+    for (i, table) in unlocked.layers.into_iter().enumerate() {
         let layer_name = super::tcrypt::layer_name(name, n - 1 - i);
-        let mut config = base_config(o, &layer_name);
-        config.kind = t.name().to_string();
+        let mut config = base_config(o, &layer_name, t);
         config.uuid = unlocked.uuid.clone();
-        config.device = match below.last() {
-            None => absolute(device)?,
-            Some(lower) => format!("/dev/mapper/{lower}"),
+        config.device = match i {
+            0 => absolute(device)?,
+            _ => format!("/dev/mapper/{}", super::tcrypt::layer_name(name, n - i)),
         };
         config.read_only |= unlocked.read_only;
-        describe(&mut config, table);
-        let r = activate::activate_table(backend, &config, &kernel_options(o, None), table)
-            .map_err(CliError::from);
-        if let Err(e) = r {
-            // Undo the layers already mapped, the top one first.
-            for lower in below.iter().rev() {
-                if let Ok(Some(m)) = activate::find(lower) {
-                    let _ = m.close(false);
-                }
-            }
-            return Err(e);
-        }
-        below.push(layer_name);
+        describe(&mut config, &table);
+        layers.push(activate::Layer { config, table });
     }
+    let plan = activate::ActivationPlan { layers };
+    activate::activate_plan(backend, &plan, &kernel_options(o, None)).map_err(CliError::from)
+}
+
+/// `tcryptDump`, `bitlkDump`, `fvault2Dump DEVICE`: the format's description of the volume,
+/// as cryptsetup 2.6.1 prints it.
+pub fn dump(o: &Opts, t: VolumeType, args: &[String]) -> Result<()> {
+    super::need_args(args, 1, 1, "<device>")?;
+    let description = attempt(o, t, &args[0], true, |f, r| f.dump(r))?;
+    print!("{description}");
     Ok(())
 }
 

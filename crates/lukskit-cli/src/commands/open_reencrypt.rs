@@ -20,7 +20,7 @@ use lukskit_volume::{DeviceOp, ReencryptError, Volume, VolumeError};
 /// `online-reencrypt-v2`/`-v3` requirements (unknown ones, and the unprotected metadata of
 /// the old `online-reencrypt` flag, stay refused as before).
 pub fn in_reencryption(vol: &Volume) -> bool {
-    match &vol.header {
+    match vol.header() {
         Header::Luks2(h) => header_in_reencryption(h),
         Header::Luks1(_) => false,
     }
@@ -35,7 +35,7 @@ fn header_in_reencryption(h: &Luks2Header) -> bool {
 }
 
 fn luks2(vol: &Volume) -> Result<&Luks2Header> {
-    match &vol.header {
+    match vol.header() {
         Header::Luks2(h) => Ok(h),
         Header::Luks1(_) => Err(CliError::invalid("Device is not a valid LUKS2 device.")),
     }
@@ -130,14 +130,14 @@ pub fn unlock_for_activation(o: &Opts, device: &str) -> Result<Unlocked> {
         // the recovery's load of the metadata).
         let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
         verify(luks2(&vol)?, &keys)?;
-        let Header::Luks2(hdr) = &mut vol.header else {
+        let Some((vol_dev, hdr)) = vol.luks2_edit() else {
             unreachable!("checked above")
         };
         let data: &dyn Storage = match &data_dev {
             Some(d) => d,
-            None => &vol.dev,
+            None => vol_dev,
         };
-        reencrypt::recover(&vol.dev, data, block, hdr, &keys).map_err(|e| {
+        reencrypt::recover(vol_dev, data, block, hdr, &keys).map_err(|e| {
             let m = errors::volume(&e).message;
             CliError::invalid(format!("Failed to recover from reencryption crash.\n{m}"))
         })?;

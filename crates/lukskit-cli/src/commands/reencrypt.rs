@@ -14,36 +14,10 @@ use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
 use lukskit_volume::{Header, Volume};
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+
 use std::time::Instant;
 
-/// Set by SIGINT/SIGTERM: the run stops at the next safe point, as cryptsetup's does.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
-pub(crate) fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// Catch SIGINT and SIGTERM (with `SA_RESTART`, so that I/O in flight is not cut short).
-pub(crate) fn catch_interrupts() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: a zeroed sigaction is a valid "no flags, empty mask" value; the handler
-        // only stores to an atomic, which is async-signal-safe; the pointers passed are
-        // valid for the duration of the call.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
-            sa.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
+pub(crate) use crate::interrupt::{catch_interrupts, interrupted};
 
 // cryptsetup's default cipher, which a re-encryption of a cipher_null volume switches to.
 use super::format::DEFAULT_CIPHER;
@@ -63,7 +37,7 @@ fn new_keyslot_pbkdf(
 ) -> Result<lukskit_volume::pbkdf::PbkdfOptions> {
     use lukskit_format::luks2::KdfParams;
     let mut p = pbkdf_options(o);
-    let Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return Ok(p);
     };
     let Some(ks) = h.keyslot(old_slot)? else {
@@ -241,7 +215,7 @@ fn written(bytes: u64) -> String {
 }
 
 fn luks2(vol: &Volume) -> Result<&lukskit_format::luks2::Luks2Header> {
-    match &vol.header {
+    match vol.header() {
         Header::Luks2(h) => Ok(h),
         Header::Luks1(_) => Err(CliError::invalid(
             "LUKS1 re-encryption is not supported by lukskit (convert to LUKS2 first).",
@@ -495,7 +469,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // segment's protection. A hot zone left by a crash is recovered first, under the
     // protection it was written with (online the run refuses a crashed header anyway).
     if st != Status::None && o.given.has("resilience") {
-        if let Header::Luks2(hdr) = &mut vol.header {
+        if let Some((vol_dev, hdr)) = vol.luks2_edit() {
             let c = reencrypt::Context::load(hdr)?;
             let moved = c.moved_protection.is_some();
             let shifting = matches!(c.resilience, reencrypt::Resilience::Datashift { .. });
@@ -512,15 +486,15 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             {
                 let data: &dyn Storage = match &data_dev {
                     Some(d) => d,
-                    None => &vol.dev,
+                    None => vol_dev,
                 };
-                reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
+                reencrypt::recover(vol_dev, data, block, hdr, &keys)?;
             }
             let clean = reencrypt::status(hdr)? == Status::Clean;
             if moved && clean {
                 let checksum = super::reencrypt_decrypt_shift::checksum_hash(o)?;
                 reencrypt::decrypt_shift::update_protection(
-                    &vol.dev,
+                    vol_dev,
                     hdr,
                     checksum,
                     block,
@@ -530,7 +504,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                 )?;
             } else if !shifting && clean {
                 reencrypt::resilience_switch::switch(
-                    &vol.dev,
+                    vol_dev,
                     hdr,
                     &resilience(o)?,
                     block,
@@ -588,23 +562,23 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     catch_interrupts();
     let mut cb = |done: u64, total: u64| {
         progress.update(done, total);
-        !INTERRUPTED.load(Ordering::SeqCst)
+        !interrupted()
     };
-    let Header::Luks2(hdr) = &mut vol.header else {
+    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
     // From here on the metadata lock is held only while metadata is written, as
     // cryptsetup's re-encryption does: `status` and `luksDump` (of either tool) go on
     // meanwhile; the re-encryption lock (`_lock` above) keeps other runs out.
-    let locked = lukskit_volume::device::LockedUpdates::new(&vol.dev);
+    let locked = lukskit_volume::device::LockedUpdates::new(vol_dev);
     let meta: &dyn Storage = &locked;
     let data: &dyn Storage = match &data_dev {
         Some(d) => d,
-        None => &vol.dev,
+        None => vol_dev,
     };
     let direct = data_dev
         .as_ref()
-        .unwrap_or(&vol.dev)
+        .unwrap_or(vol_dev)
         .file()
         .and_then(reencrypt::fastio::open_direct);
     let run_opts = reencrypt::RunOptions {
@@ -939,7 +913,7 @@ fn init(
             old: None,
             new: Some(vk),
         };
-        let Header::Luks2(h) = &mut vol.header else {
+        let Some((vol_dev, h)) = vol.luks2_edit() else {
             unreachable!("checked above")
         };
         if let Some(shift) = shift {
@@ -953,7 +927,7 @@ fn init(
                 digest_iterations: params.digest_iterations,
                 digest_hash: params.digest_hash,
             };
-            reencrypt::datashift::init_encrypt_detached(&vol.dev, size, h, &p, &keys).map_err(
+            reencrypt::datashift::init_encrypt_detached(vol_dev, size, h, &p, &keys).map_err(
                 |e| match e {
                     lukskit_volume::VolumeError::Reencrypt(
                         lukskit_volume::ReencryptError::DeviceAlignment { sector_size },
@@ -966,7 +940,7 @@ fn init(
             )?;
             return Ok(keys);
         }
-        reencrypt::init(&vol.dev, size, block, h, &params, &keys)?;
+        reencrypt::init(vol_dev, size, block, h, &params, &keys)?;
         return Ok(keys);
     }
     // A detached header whose data starts further on (a backup of a header that was in
@@ -1165,7 +1139,7 @@ fn add_new_keyslots(
         let like_old = new_keyslot_pbkdf(o, vol, old_slot)?;
         let slot = vol.add_keyslot(new_vk, pass.as_bytes(), None, &like_old, true)?;
         made.push(slot);
-        let Header::Luks2(h) = &mut vol.header else {
+        let Some(h) = vol.luks2_mut() else {
             unreachable!("checked by the caller")
         };
         let d = lukskit_volume::reencrypt::json::digest_of_keyslot(h, slot)?;
@@ -1304,10 +1278,10 @@ fn commit_init(
             lukskit_volume::ReencryptError::Online(m).into()
         })
     };
-    let Header::Luks2(h) = &mut vol.header else {
+    let Some((vol_dev, h)) = vol.luks2_edit() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
-    let r = reencrypt::init_checked(&vol.dev, size, block, h, params, keys, &mut check);
+    let r = reencrypt::init_checked(vol_dev, size, block, h, params, keys, &mut check);
     let e = match r {
         Ok(_) => return Ok(()),
         Err(
@@ -1330,7 +1304,7 @@ pub fn repair_needs_recovery(o: &Opts, args: &[String]) -> bool {
     let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
         return false;
     };
-    match &vol.header {
+    match vol.header() {
         Header::Luks2(h) => reencrypt::status(h).ok() == Some(Status::Crash),
         Header::Luks1(_) => false,
     }
@@ -1364,14 +1338,14 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         Some(reencrypt::ReencryptLock::acquire(&uuid)?)
     };
-    let Header::Luks2(hdr) = &mut vol.header else {
+    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
     let data: &dyn Storage = match &data_dev {
         Some(d) => d,
-        None => &vol.dev,
+        None => vol_dev,
     };
-    reencrypt::recover(&vol.dev, data, block, hdr, &keys)?;
+    reencrypt::recover(vol_dev, data, block, hdr, &keys)?;
     Ok(())
 }
 
@@ -1480,7 +1454,7 @@ fn resilience(o: &Opts) -> Result<ResilienceChoice> {
 fn header_in_reencryption(o: &Opts, device: &str) -> bool {
     let h = o.header.as_deref().unwrap_or(device);
     match Volume::load(h, None, Access::Read) {
-        Ok(v) => match &v.header {
+        Ok(v) => match v.header() {
             Header::Luks2(h) => reencrypt::status(h).ok().is_some_and(|s| s != Status::None),
             Header::Luks1(_) => false,
         },
@@ -1541,7 +1515,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
     // `--offset` sets the data offset with or without a data shift (cryptsetup's luksFormat
     // in `encrypt_luks2_init`): what lies in front of it is left as it is.
     let params = lukskit_volume::format::FormatParams {
-        kind: lukskit_volume::format::FormatType::Luks2,
+        kind: lukskit_format::VolumeType::Luks2,
         device: device.to_string(),
         header: Some(header.clone()),
         cipher: o
@@ -1590,7 +1564,7 @@ pub fn repair_needs_metadata_upgrade(o: &Opts, args: &[String]) -> bool {
     let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
         return false;
     };
-    match &vol.header {
+    match vol.header() {
         Header::Luks2(h) => reencrypt::metadata_repair_needed(h).unwrap_or(false),
         Header::Luks1(_) => false,
     }
@@ -1622,10 +1596,10 @@ pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
         .map_or(32, |k| k.len());
     let pbkdf = pbkdf_options(o);
     let (hash, iterations) = (pbkdf.hash()?, pbkdf.digest_iterations(key_len)?);
-    let Header::Luks2(hdr) = &mut vol.header else {
+    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
-    reencrypt::upgrade_metadata(&vol.dev, hdr, &keys, hash, iterations)?;
+    reencrypt::upgrade_metadata(vol_dev, hdr, &keys, hash, iterations)?;
     reencrypt::verify_metadata(hdr, &keys)?;
     Ok(())
 }
@@ -1635,7 +1609,7 @@ pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
 /// `CRYPT_REENCRYPT_CLEAN`): mangled metadata fails with "Reencryption metadata is invalid."
 /// (exit 2).
 pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
-    let Header::Luks2(hdr) = &vol.header else {
+    let Some(hdr) = vol.luks2() else {
         return Ok(());
     };
     if reencrypt::status(hdr).ok() != Some(Status::Clean) {

@@ -14,7 +14,7 @@ use lukskit_crypto::hash::HashAlg;
 use lukskit_volume::claim::Claim;
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, decrypt_shift};
-use lukskit_volume::{Header, Volume};
+use lukskit_volume::Volume;
 use std::os::unix::fs::OpenOptionsExt;
 
 /// Whether the command line asks for a decryption that exports the header (`--decrypt
@@ -82,7 +82,7 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
         None => 0,
     };
     let mut vol = Volume::load(device, None, Access::Write)?;
-    if !matches!(vol.header, Header::Luks2(_)) {
+    if vol.luks2().is_none() {
         return Err(CliError::invalid(
             "LUKS1 re-encryption is not supported by lukskit (convert to LUKS2 first).",
         ));
@@ -144,11 +144,11 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
     let out = Device::open(&file, Access::Write)
         .map_err(CliError::from)
         .and_then(|hdr_dev| {
-            let Header::Luks2(hdr) = &mut vol.header else {
+            let Some((vol_dev, hdr)) = vol.luks2_edit() else {
                 unreachable!("checked above")
             };
             let online = hook.as_mut().map(|h| h as &mut dyn decrypt_shift::MoveHook);
-            decrypt_shift::init(&vol.dev, &hdr_dev, block, hdr, &params, &keys, online)
+            decrypt_shift::init(vol_dev, &hdr_dev, block, hdr, &params, &keys, online)
                 .map_err(CliError::from)
         });
     if let Err(e) = out {

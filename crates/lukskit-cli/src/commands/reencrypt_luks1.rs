@@ -10,11 +10,11 @@ use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
-use lukskit_format::detect::LuksVersion;
 use lukskit_format::io::Storage;
+use lukskit_format::VolumeType;
 use lukskit_volume::data::{DataLayout, DataVolume};
 use lukskit_volume::device::{Access, Device};
-use lukskit_volume::format::{FormatParams, FormatType};
+use lukskit_volume::format::FormatParams;
 use lukskit_volume::reencrypt::luks1::{
     self as legacy, CopyOutcome, CopyParams, LegacyDirection, LegacyLog, LegacyMode, LogFile, Side,
     NO_UUID,
@@ -55,10 +55,10 @@ fn state_of(path: &str) -> DevState {
         return DevState::Luks1Unusable;
     }
     match lukskit_format::detect::detect(&b) {
-        Some(LuksVersion::Luks1) => DevState::Luks1,
-        Some(LuksVersion::Luks2) => {
+        Some(VolumeType::Luks1) => DevState::Luks1,
+        Some(VolumeType::Luks2) => {
             let in_reencryption = Volume::load_as_is(path, None, Access::Read).is_ok_and(|v| {
-                matches!(&v.header, Header::Luks2(h)
+                matches!(v.header(), Header::Luks2(h)
                     if h.requirements().iter().any(|r| r.starts_with("online-reencrypt")))
             });
             if in_reencryption {
@@ -67,7 +67,7 @@ fn state_of(path: &str) -> DevState {
                 DevState::Luks2
             }
         }
-        None => DevState::NotLuks,
+        _ => DevState::NotLuks,
     }
 }
 
@@ -342,7 +342,7 @@ fn make_header(o: &Opts, h: NewHeader<'_>, p: &Passphrases) -> Result<()> {
         pbkdf.hash = Some("sha256".into());
     }
     let mut params = FormatParams {
-        kind: FormatType::Luks1,
+        kind: VolumeType::Luks1,
         device: h.data.to_string(),
         header: Some(h.path.to_string()),
         cipher: h.cipher,
@@ -383,7 +383,7 @@ fn make_header(o: &Opts, h: NewHeader<'_>, p: &Passphrases) -> Result<()> {
 }
 
 fn luks1_cipher(vol: &Volume) -> Result<(String, u32, u64)> {
-    match &vol.header {
+    match vol.header() {
         Header::Luks1(h) => Ok((
             format!("{}-{}", h.cipher_name, h.cipher_mode),
             h.key_bytes * 8,
@@ -445,7 +445,7 @@ fn run(o: &Opts, device: &str) -> Result<()> {
             device,
             o.header.as_deref(),
             Access::Read,
-            Some(LuksVersion::Luks1),
+            Some(VolumeType::Luks1),
         ) {
             Ok(v) => v.uuid().to_string(),
             Err(_) => first_bytes(&hdr_dev)
@@ -557,7 +557,7 @@ fn run(o: &Opts, device: &str) -> Result<()> {
                 device,
                 o.header.as_deref(),
                 Access::Read,
-                Some(LuksVersion::Luks1),
+                Some(VolumeType::Luks1),
             )?;
             passphrases(o, mode, Some(&v))?
         };

@@ -15,7 +15,7 @@ use lukskit_format::io::Storage;
 use lukskit_volume::claim::Claim;
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, datashift};
-use lukskit_volume::{Header, Volume, VolumeError};
+use lukskit_volume::{Volume, VolumeError};
 
 /// Whether the command line asks for an encryption with a data shift (`--encrypt
 /// --reduce-device-size` without `--header`).
@@ -129,7 +129,7 @@ fn init_with_temp(
 ) -> std::result::Result<reencrypt::Keys, (CliError, bool)> {
     let plain = |e: CliError| (e, false);
     let params = lukskit_volume::format::FormatParams {
-        kind: lukskit_volume::format::FormatType::Luks2,
+        kind: lukskit_format::VolumeType::Luks2,
         device: device.to_string(),
         header: Some(temp.to_string()),
         cipher: o
@@ -178,7 +178,7 @@ fn init_with_temp(
     let size = data
         .size()
         .map_err(|e| plain(VolumeError::device_io(lukskit_volume::DeviceOp::GetSize, e).into()))?;
-    let Header::Luks2(hdr) = &mut vol.header else {
+    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
         return Err(plain(CliError::invalid(
             "Device is not a valid LUKS2 device.",
         )));
@@ -209,7 +209,7 @@ fn init_with_temp(
         old: None,
         new: Some(vk),
     };
-    datashift::init_encrypt(&vol.dev, &data, size, hdr, &p, &keys).map_err(|e| {
+    datashift::init_encrypt(vol_dev, &data, size, hdr, &p, &keys).map_err(|e| {
         plain(match e {
             VolumeError::Reencrypt(lukskit_volume::ReencryptError::DeviceAlignment {
                 sector_size,
@@ -223,7 +223,7 @@ fn init_with_temp(
         })
     })?;
     let len = 2 * hdr.metadata_size() + hdr.keyslots_size().map_err(|e| plain(e.into()))?;
-    datashift::restore_header(&vol.dev, &data, hdr.metadata_size(), len)
+    datashift::restore_header(vol_dev, &data, hdr.metadata_size(), len)
         .map_err(|e| (CliError::from(e), true))?;
     Ok(keys)
 }

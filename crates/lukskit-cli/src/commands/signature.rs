@@ -8,7 +8,7 @@ use std::io::Read;
 /// The blkid name of the signature at the start of `path`, if lukskit recognises one:
 /// `crypto_LUKS`, `ext2`, `ext3`, `ext4`, `xfs`, `vfat`, `swap` or `LVM2_member`.
 pub fn detect(path: &str) -> Option<&'static str> {
-    if matches!(lukskit_volume::volume::probe(path), Ok(Some(_))) {
+    if matches!(lukskit_volume::formats::probe_device(path), Ok(Some(t)) if t.is_luks()) {
         return Some("crypto_LUKS");
     }
     lukskit_volume::signature::detect_bytes(&first_bytes(path)?)

@@ -10,7 +10,6 @@ use crate::errors::{CliError, Result};
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::device::Access;
 use lukskit_volume::pbkdf::PbkdfOptions;
-use lukskit_volume::volume::Header;
 use lukskit_volume::Volume;
 use std::time::{Duration, Instant};
 
@@ -39,7 +38,7 @@ fn printable(s: &str) -> String {
 /// without `--token-id` or `--key-slot`, tokens for a `prefer` keyslot first, then tokens for
 /// `normal` ones, never `ignore` keyslots (LUKS2_token_open_any's priority passes).
 fn candidates(vol: &Volume, o: &Opts) -> Result<Vec<(lukskit_format::luks2::Token, Vec<u32>)>> {
-    let Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return Ok(Vec::new());
     };
     // A header that loaded has valid tokens; should one not parse, the token step has
@@ -136,7 +135,7 @@ fn keyring_token_passphrase(t: &lukskit_format::luks2::Token) -> Option<SecretBu
 /// unlocking is an error: exit 2 when a token's passphrase opened none of its keyslots,
 /// exit 1 when no token was usable at all (cryptsetup's `-EPERM` / `-ENOENT`).
 pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBuf)>> {
-    if !matches!(vol.header, Header::Luks2(_)) {
+    if vol.luks2().is_none() {
         // LUKS1 has no tokens.
         return if o.token_only {
             Err(CliError::invalid(""))
@@ -269,7 +268,7 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
 /// The passphrase token `id` of `vol` holds (luksAddKey's `--new-token-id`): a
 /// `luks2-keyring` token's kernel key, or what a clevis tang token decrypts to.
 pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<SecretBuf> {
-    let Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return Err(CliError::invalid(""));
     };
     let Some(t) = h.tokens()?.into_iter().find(|t| t.id == id) else {
@@ -307,7 +306,7 @@ pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<Secret
 /// Assign token `id` to keyslot `slot` as well (luksAddKey `--new-token-id`: the new
 /// keyslot joins the token's keyslots).
 pub(super) fn assign_token(vol: &mut Volume, id: u32, slot: u32) -> Result<()> {
-    let Header::Luks2(h) = &vol.header else {
+    let Some(h) = vol.luks2() else {
         return Err(CliError::invalid(""));
     };
     let Some(t) = h.tokens()?.into_iter().find(|t| t.id == id) else {
@@ -336,7 +335,7 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
         .as_deref()
         .ok_or_else(|| CliError::invalid("Option --tang-url is required for token bind-tang."))?;
     let mut vol = super::load_volume(o, device, Access::Write)?;
-    if !matches!(vol.header, Header::Luks2(_)) {
+    if vol.luks2().is_none() {
         return Err(CliError::invalid(format!(
             "Device {device} is not a LUKS2 device (clevis tokens need LUKS2)."
         )));

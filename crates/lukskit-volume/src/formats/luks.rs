@@ -7,7 +7,7 @@ use crate::device::Access;
 use crate::error::{Result, VolumeError};
 use crate::segment::SegmentTable;
 use crate::volume::Volume;
-use lukskit_format::detect::{detect, LuksVersion};
+use lukskit_format::detect::detect;
 use lukskit_format::VolumeType;
 use std::fmt;
 
@@ -16,7 +16,7 @@ pub struct Luks1;
 /// LUKS2.
 pub struct Luks2;
 
-fn probe_version(head: &[u8], version: LuksVersion) -> Probe {
+fn probe_version(head: &[u8], version: VolumeType) -> Probe {
     if detect(head) == Some(version) {
         Probe::Mine
     } else {
@@ -49,8 +49,8 @@ impl Description for LuksSummary {}
 
 fn load(request: &UnlockRequest<'_>, t: VolumeType) -> Result<Volume> {
     let version = match t {
-        VolumeType::Luks1 => LuksVersion::Luks1,
-        _ => LuksVersion::Luks2,
+        VolumeType::Luks1 => VolumeType::Luks1,
+        _ => VolumeType::Luks2,
     };
     let vol = Volume::load_requested(request.device, request.header, Access::Read, Some(version))?;
     if vol.volume_type() != t {
@@ -99,7 +99,7 @@ impl OnDiskFormat for Luks1 {
         VolumeType::Luks1
     }
     fn probe(&self, head: &[u8]) -> Probe {
-        probe_version(head, LuksVersion::Luks1)
+        probe_version(head, VolumeType::Luks1)
     }
     fn dump(&self, request: &UnlockRequest<'_>) -> Result<Box<dyn Description>> {
         dump(request, VolumeType::Luks1)
@@ -114,7 +114,7 @@ impl OnDiskFormat for Luks2 {
         VolumeType::Luks2
     }
     fn probe(&self, head: &[u8]) -> Probe {
-        probe_version(head, LuksVersion::Luks2)
+        probe_version(head, VolumeType::Luks2)
     }
     fn dump(&self, request: &UnlockRequest<'_>) -> Result<Box<dyn Description>> {
         dump(request, VolumeType::Luks2)
