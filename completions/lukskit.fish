@@ -1007,6 +1007,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -s S -l key
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -s T -l tries -d 'Number of passphrase attempts' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -l volume-key-file -d 'Volume key from a file' -r -F
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -l dump-volume-key -d 'Print the volume key (luksDump)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Dump" -l debug -d 'Debug output (never contains secrets)'

@@ -25,7 +25,7 @@ fi
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(luks1_header luks2_header cipher_spec tcrypt_header)
+    targets=(luks1_header luks2_header cipher_spec fvault2_metadata tcrypt_header)
     if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
         targets+=(nbd_request)
     fi
@@ -126,6 +126,16 @@ make_seeds() {
     else
         echo "SKIP: ../shared/testdata/cryptsetup is absent; seeding from fresh images only" >&2
     fi
+    # fvault2_metadata: the volume header, disk label and descriptor of the FileVault 2 test
+    # image (its encrypted blocks lie 8 MiB in, past what the runs feed; a "td-" seed, never
+    # committed).
+    local fv="$here/../shared/testdata/other-formats/fvault2-images.tar.xz" f2
+    f2="$(seed_dir fvault2_metadata)"
+    if [ -f "$fv" ] && tar xJSf "$fv" -C "$work" fvault2/small 2>/dev/null; then
+        head -c 12352 "$work/fvault2/small" >"$f2/td-small"
+        rm -rf "$work/fvault2"
+    fi
+    printf '<key>com.apple.corestorage.lv.size</key><integer>0xa000000</integer>' >"$f2/plist"
 }
 
 make_seeds

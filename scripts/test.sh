@@ -69,6 +69,8 @@ command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 # system Python of Debian 12 is externally managed, so no pip).
 command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)
 python3 -c 'import cryptography' >/dev/null 2>&1 || need_pkgs+=(python3-cryptography)
+# FileVault 2 (fvault2.rs): libfvde's fvdemount decrypts the logical volume independently.
+command -v fvdemount >/dev/null 2>&1 || need_pkgs+=(libfvde-utils)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "==> installing ${need_pkgs[*]}"

@@ -365,7 +365,7 @@ pub const ACTIONS: &[Action] = &[
         name: "fvault2Dump",
         args: "<device>",
         about: "dump FVAULT2 device information",
-        options: &[KEY_IN, &["dump_volume_key"]],
+        options: &[KEY_IN, &["dump_volume_key", "volume_key_file"]],
     },
     Action {
         name: "luksSuspend",

@@ -234,6 +234,13 @@ fn other_format(e: &lukskit_volume::formats::OtherFormatError) -> CliError {
         )),
         // TCRYPT's header is found only with the right passphrase (cryptsetup's words).
         E::NoKey => CliError::new(ExitClass::Permission, WRONG_PASSPHRASE),
+        E::NotReadable {
+            volume_type,
+            path,
+            problem,
+        } => CliError::invalid(format!(
+            "{problem}\nDevice {path} is not a valid {volume_type} device."
+        )),
         E::SecretMissing { what } => CliError::invalid(format!("{what} is required.")),
         E::Invalid { volume_type, why } => {
             crate::debug::log(format_args!("Invalid {volume_type} metadata: {why}"));

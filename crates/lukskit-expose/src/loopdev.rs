@@ -165,6 +165,21 @@ impl LoopDevice {
             .unwrap_or(false)
     }
 
+    /// Write back the device's page cache and have the loop driver flush its backing file
+    /// (`fsync` of the block device: the kernel's `sync_blockdev` and a flush request, which
+    /// the loop driver turns into an `fsync` of the backing file).
+    pub fn sync(&self) -> io::Result<()> {
+        match &self.file {
+            Some(f) => f.sync_all().map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("Cannot sync {}: {e}", self.path.display()),
+                )
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Detach the device and wait (up to a few seconds) until the kernel has released the
     /// backing file. Fails with `EBUSY` when the device is in use (mounted, or held open
     /// exclusively).
@@ -172,6 +187,10 @@ impl LoopDevice {
         if is_busy(&self.path)? {
             return Err(io::Error::from_raw_os_error(libc::EBUSY));
         }
+        // What programs wrote through the device's page cache without syncing is written
+        // back first: the last close of a block device does that, but this value keeps the
+        // device open, so their close was not the last one.
+        self.sync()?;
         if let Some(f) = self.file.take() {
             // SAFETY: LOOP_CLR_FD takes no argument.
             let rc = unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) };

@@ -269,16 +269,18 @@ fn teardown(
     mut exposure: Exposure,
     force: bool,
 ) -> Option<Exposure> {
-    if !backend.is_suspended() {
-        let _ = backend.flush();
-    }
     if let Some(dev) = exposure.loop_dev.as_mut() {
         let path = dev.path().display().to_string();
+        // `detach` first writes back what was written through the loop device's page cache
+        // (through the FUSE file into the backend), so the flush below covers it.
         if dev.detach().is_err() && !force {
             return Some(exposure);
         }
         exposure.loop_dev = None;
         runtime::remove_mapper_link(name, Some(&path));
+    }
+    if !backend.is_suspended() {
+        let _ = backend.flush();
     }
     if let Some((stop, t)) = exposure.nbd.take() {
         stop.shutdown();
@@ -485,10 +487,17 @@ fn control_loop(
             Ok(Command::Suspend) if config.kind == VolumeType::Plain => Err(
                 ActivateError::Unsupported(format!("Device {name} is not a LUKS device.")),
             ),
-            Ok(Command::Suspend) => backend
-                .suspend()
-                .map(|()| String::new())
-                .map_err(|e| ActivateError::io("Error during suspend", e)),
+            Ok(Command::Suspend) => {
+                // What was written through the loop device's page cache reaches the volume
+                // before its key goes (as a dm suspend flushes before it holds I/O).
+                if let Some(dev) = exposure.as_ref().and_then(|x| x.loop_dev.as_ref()) {
+                    let _ = dev.sync();
+                }
+                backend
+                    .suspend()
+                    .map(|()| String::new())
+                    .map_err(|e| ActivateError::io("Error during suspend", e))
+            }
             Ok(Command::Resume(key)) => {
                 if !backend.is_suspended() {
                     Err(ActivateError::NotSuspended {

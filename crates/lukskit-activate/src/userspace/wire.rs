@@ -24,8 +24,9 @@ use zeroize::Zeroizing;
 
 /// Most bytes of mapping parameters a serving process accepts.
 const MAX_CONFIG: usize = 1 << 20;
-/// Most bytes of a volume key.
-const MAX_KEY: usize = 1024;
+/// Most bytes of a volume key: loop-AES's multi-key mappings carry 64 keys and the lmk seed
+/// (65 × 32 bytes for AES-256), so 65 keys of 64 bytes at most.
+const MAX_KEY: usize = 65 * 64;
 /// Most keys of a `reload` (a re-encryption has two: the old and the new one).
 const MAX_RELOAD_KEYS: usize = 2;
 /// Most segments of a `reload` (cryptsetup's hot-zone tables have at most three).

@@ -192,7 +192,7 @@ fn dump_unbound_key(o: &Opts, device: &str, vol: &lukskit_volume::Volume) -> Res
 }
 
 /// Write a volume key file (mode 0400, must not exist).
-fn write_key_file(path: &str, key: &[u8]) -> Result<()> {
+pub(super) fn write_key_file(path: &str, key: &[u8]) -> Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut f = std::fs::OpenOptions::new()

@@ -6,6 +6,7 @@ mod config;
 mod convert;
 mod crypttab;
 mod format;
+mod fvault2;
 mod header;
 mod image;
 mod keys;
@@ -59,9 +60,9 @@ pub fn run(o: &Opts) -> Result<()> {
             open::open(&typed, "open", args)
         }
         "bitlkDump" => open_format::dump(o, lukskit_format::VolumeType::Bitlk, args),
-        "fvault2Dump" => open_format::dump(o, lukskit_format::VolumeType::Fvault2, args),
         "close" | "remove" | "luksClose" | "plainClose" | "tcryptClose" | "bitlkClose"
         | "fvault2Close" | "loopaesClose" => open::close(o, args),
+        "fvault2Dump" => fvault2::dump(o, args),
         "status" => open::status(o, args),
         "luksSuspend" => open::suspend(o, args),
         "luksResume" => open::resume(o, args),

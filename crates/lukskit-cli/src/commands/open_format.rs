@@ -89,6 +89,7 @@ pub(super) fn format_options(o: &Opts) -> FormatOptions {
     f.loopaes.offset = o.offset.unwrap_or(0);
     f.loopaes.skip = o.skip.or(o.offset).unwrap_or(0);
     f.loopaes.hash = o.hash.clone();
+    f.loopaes.cipher = o.cipher.clone();
     f
 }
 

@@ -65,6 +65,8 @@ pub(crate) enum IvKind {
     Null,
     /// `eboiv`: encryption of LE64(sector · sector_size) with tfm 0 of the bulk cipher.
     Eboiv,
+    /// `lmk`: loop-AES's MD5 of the sector's plaintext (see `engine::lmk`).
+    Lmk,
 }
 
 impl IvKind {
@@ -130,7 +132,16 @@ impl IvKind {
                 }
                 IvKind::Eboiv
             }
-            "lmk" | "tcw" | "random" | "elephant" => {
+            "lmk" => {
+                // crypt_iv_lmk_one() hashes 16-byte blocks 1-31 of a 512-byte sector.
+                if mode_block != 16 || iv_size != 16 {
+                    return Err(CryptoError::Unsupported(
+                        "lmk needs a mode with 16-byte blocks and IVs".into(),
+                    ));
+                }
+                IvKind::Lmk
+            }
+            "tcw" | "random" | "elephant" => {
                 return Err(CryptoError::Unsupported(format!("IV generator '{ivmode}'")))
             }
             other => {
@@ -148,7 +159,7 @@ impl IvKind {
 pub(crate) fn fill_plain(kind: IvKind, iv: &mut [u8], iv_sector: u64, sector_size: u64) {
     let n = iv.len();
     match kind {
-        IvKind::None | IvKind::Null => {}
+        IvKind::None | IvKind::Null | IvKind::Lmk => {}
         IvKind::Plain => iv[..4].copy_from_slice(&(iv_sector as u32).to_le_bytes()),
         IvKind::Plain64 | IvKind::Essiv(_) => iv[..8].copy_from_slice(&iv_sector.to_le_bytes()),
         IvKind::Plain64Be => iv[n - 8..].copy_from_slice(&iv_sector.to_be_bytes()),

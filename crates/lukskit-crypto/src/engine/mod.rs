@@ -6,7 +6,8 @@
 //! Supported: ciphers `aes` (128/192/256), `serpent`, `twofish`, `cast5`, `camellia`,
 //! `kuznyechik`,
 //! `cipher_null`; modes `xts`, `cbc`, `ecb`, `ctr`, `lrw`; IV generators `plain`, `plain64`,
-//! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`; `keycount` > 1 (`aes:2-…`).
+//! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`, `lmk` (loop-AES, with its seed as
+//! an extra key part); `keycount` > 1 (`aes:2-…`).
 //!
 //! Sector numbering follows dm-crypt: for each encryption unit of `sector_size` bytes,
 //! `cc_sector` (in 512-byte units) selects the key (`cc_sector & (keycount − 1)`) and gives the
@@ -31,6 +32,7 @@ mod adiantum;
 mod aes_x86;
 mod cipher;
 mod iv;
+mod lmk;
 mod modes;
 mod serpent;
 mod twofish;
@@ -72,6 +74,8 @@ struct Plan {
     iv_size: usize,
     keycount: usize,
     subkey_len: usize,
+    /// Bytes after the `keycount` subkeys: `lmk`'s seed key (loop-AES version 3), else 0.
+    extra_len: usize,
     sector_shift: u32,
 }
 
@@ -86,6 +90,8 @@ pub struct SectorCipher {
     iv: IvKind,
     iv_size: usize,
     tfms: Box<[Transform]>,
+    /// `lmk`'s seed (set when `iv` is [`IvKind::Lmk`]).
+    lmk: Option<lmk::LmkSeed>,
 }
 
 impl fmt::Debug for SectorCipher {
@@ -130,13 +136,6 @@ impl SectorCipher {
                 "key count {keycount} is not a power of two"
             )));
         }
-        if !key_len.is_multiple_of(keycount) {
-            return Err(CryptoError::InvalidKey(format!(
-                "{key_len}-byte key cannot be split into {keycount} equal subkeys"
-            )));
-        }
-        let subkey_len = key_len / keycount;
-        kind.validate(alg, subkey_len)?;
         let mode_iv = kind.iv_size(alg);
         let iv = IvKind::resolve(
             spec.ivmode.as_deref(),
@@ -145,6 +144,26 @@ impl SectorCipher {
             mode_iv,
             kind.block_size(alg),
         )?;
+        // dm-crypt's lmk: a key of keycount + 1 equal parts carries the IV seed last.
+        let extra_len = if iv == IvKind::Lmk && !key_len.is_multiple_of(keycount) {
+            key_len / (keycount + 1)
+        } else {
+            0
+        };
+        if !(key_len - extra_len).is_multiple_of(keycount)
+            || (extra_len > 0 && extra_len * (keycount + 1) != key_len)
+        {
+            return Err(CryptoError::InvalidKey(format!(
+                "{key_len}-byte key cannot be split into {keycount} equal subkeys"
+            )));
+        }
+        if iv == IvKind::Lmk && sector_size != 512 {
+            return Err(CryptoError::InvalidInput(
+                "lmk works on 512-byte sectors only".into(),
+            ));
+        }
+        let subkey_len = (key_len - extra_len) / keycount;
+        kind.validate(alg, subkey_len)?;
         Ok(Plan {
             alg,
             kind,
@@ -153,6 +172,7 @@ impl SectorCipher {
             iv_size: if mode_iv == 0 { 0 } else { mode_iv.max(8) },
             keycount,
             subkey_len,
+            extra_len,
             sector_shift: sector_size.trailing_zeros() - 9,
         })
     }
@@ -219,6 +239,10 @@ impl SectorCipher {
             iv: plan.iv,
             iv_size: plan.iv_size,
             tfms: tfms.into_boxed_slice(),
+            lmk: (plan.iv == IvKind::Lmk).then(|| {
+                let at = plan.keycount * plan.subkey_len;
+                lmk::LmkSeed::new((plan.extra_len > 0).then(|| &key[at..at + plan.extra_len]))
+            }),
         })
     }
 
@@ -328,7 +352,7 @@ impl SectorCipher {
 
     /// Process whole units; `data` and `sector` are already validated.
     fn crypt_units(&self, data: &mut [u8], sector: u64, encrypt: bool, scratch: &mut Scratch) {
-        if self.tfms.len() == 1 && self.iv != IvKind::Eboiv {
+        if self.tfms.len() == 1 && !matches!(self.iv, IvKind::Eboiv | IvKind::Lmk) {
             self.crypt_batched(data, sector, encrypt, scratch);
             return;
         }
@@ -341,6 +365,24 @@ impl SectorCipher {
         let mut cc_sector = sector;
         for unit in data.chunks_exact_mut(ss) {
             let tfm = &self.tfms[(cc_sector & key_mask) as usize];
+            if let Some(seed) = &self.lmk {
+                // The IV depends on the plaintext: from it before encrypting; after decrypting
+                // with a zero IV, XORed into the first block (crypt_iv_lmk_gen/_post).
+                let s = self.iv_sector(cc_sector);
+                let mut v = if encrypt { seed.iv(unit, s) } else { [0u8; 16] };
+                if encrypt {
+                    tfm.mode.encrypt(&v, unit, scratch);
+                } else {
+                    tfm.mode.decrypt(&v, unit, scratch);
+                    v = seed.iv(unit, s);
+                    for (d, x) in unit[..16].iter_mut().zip(v) {
+                        *d ^= x;
+                    }
+                }
+                v.zeroize();
+                cc_sector = cc_sector.wrapping_add(step);
+                continue;
+            }
             let iv = &mut iv[..self.iv_size];
             self.generate_iv(tfm, self.iv_sector(cc_sector), iv, scratch);
             if encrypt {
@@ -471,7 +513,8 @@ mod tests {
         assert!(SectorCipher::check(&spec("aes-xts-essiv:wp256"), 32, 512).is_ok());
         assert!(SectorCipher::check(&spec("aes-lrw-benbi"), 32, 512).is_ok());
         assert!(SectorCipher::check(&spec("aes-ctr-eboiv"), 16, 512).is_err());
-        assert!(SectorCipher::check(&spec("aes-cbc-lmk"), 16, 512).is_err());
+        // lmk (loop-AES) is supported; its tests are in engine::lmk.
+        assert!(SectorCipher::check(&spec("aes-cbc-lmk"), 16, 512).is_ok());
         assert!(SectorCipher::check(&spec("aes-ecb"), 16, 512).is_ok());
         assert!(SectorCipher::check(&spec("aes-ecb-lmk"), 16, 512).is_ok());
         assert!(SectorCipher::check(&spec("cipher_null-ecb"), 0, 512).is_ok());

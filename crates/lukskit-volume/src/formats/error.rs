@@ -15,6 +15,17 @@ pub enum OtherFormatError {
         /// The device.
         path: String,
     },
+    /// The device carries metadata of the type that cannot be read (a version cryptsetup
+    /// does not read): cryptsetup says `problem`, then that the device is not valid.
+    #[error("{problem} {path} is not a valid {volume_type} device")]
+    NotReadable {
+        /// The type asked for.
+        volume_type: VolumeType,
+        /// The device.
+        path: String,
+        /// cryptsetup's message of the problem.
+        problem: String,
+    },
     /// No key could be derived from what was given (wrong passphrase, key file or PIM; for
     /// TCRYPT: no header decrypts with it).
     #[error("no key available with this passphrase")]

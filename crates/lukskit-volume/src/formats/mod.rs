@@ -15,6 +15,8 @@
 //! management (add, kill, convert, re-encrypt) stays LUKS's own, in [`crate::volume`].
 
 mod error;
+pub mod fvault2;
+pub mod loopaes;
 mod luks;
 mod plain;
 pub mod tcrypt;
@@ -33,8 +35,14 @@ use std::fmt;
 pub const PROBE_BYTES: usize = 4096;
 
 /// Every format lukskit opens, in the order a device without `--type` is probed.
-pub static REGISTRY: &[&dyn OnDiskFormat] =
-    &[&luks::Luks1, &luks::Luks2, &plain::Plain, &tcrypt::Tcrypt];
+pub static REGISTRY: &[&dyn OnDiskFormat] = &[
+    &luks::Luks1,
+    &luks::Luks2,
+    &plain::Plain,
+    &tcrypt::Tcrypt,
+    &fvault2::Fvault2,
+    &loopaes::Loopaes,
+];
 
 /// The answer of a probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +164,8 @@ pub struct LoopaesOptions {
     pub skip: u64,
     /// Hash applied to the key file (`--hash`).
     pub hash: Option<String>,
+    /// The base cipher (`--cipher`; `aes` by default).
+    pub cipher: Option<String>,
 }
 
 /// An unlocked volume: what activation needs.
