@@ -744,7 +744,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__bitlkDump)
-            opts="-d -l -S -T -t -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --dump-volume-key --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -l -S -T -t -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --dump-volume-key --volume-key-file --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -817,6 +817,21 @@ _lukskit() {
                     return 0
                     ;;
                 --header)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --volume-key-file)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
                         oldifs="$IFS"

@@ -994,6 +994,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -s S -l key-s
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -s T -l tries -d 'Number of passphrase attempts' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -l volume-key-file -d 'Volume key from a file' -r -F
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -l dump-volume-key -d 'Print the volume key (luksDump)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkDump" -l debug -d 'Debug output (never contains secrets)'

@@ -25,7 +25,7 @@ fi
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(luks1_header luks2_header cipher_spec fvault2_metadata tcrypt_header)
+    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header)
     if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
         targets+=(nbd_request)
     fi
@@ -77,8 +77,25 @@ luks2_cut() {
     head -c "$n" "$1" >"$2"
 }
 
+# The FVE metadata areas (first 64 KiB) of the shared BitLocker images, for bitlk_metadata
+# (its input is the area; the target puts a volume header in front of it).
+bitlk_seeds() {
+    local d="$1" archive="$here/../shared/testdata/other-formats/bitlk-images.tar.xz" img off
+    [ -f "$archive" ] || return 0
+    mkdir -p "$work/bitlk"
+    tar xJSf "$archive" -C "$work/bitlk" 2>/dev/null || return 0
+    for img in "$work"/bitlk/bitlk/*.img; do
+        off="$(od -An -j176 -N8 -tu8 "$img" | tr -d ' ')"
+        [ -n "$off" ] || continue
+        dd if="$img" of="$d/td-$(basename "$img" .img)" iflag=skip_bytes,count_bytes \
+            skip="$off" count=65536 status=none || true
+    done
+    rm -rf "$work/bitlk"
+}
+
 make_seeds() {
     local l1 l2 cs td
+    bitlk_seeds "$(seed_dir bitlk_metadata)"
     l1="$(seed_dir luks1_header)"
     l2="$(seed_dir luks2_header)"
     cs="$(seed_dir cipher_spec)"

@@ -359,7 +359,7 @@ pub const ACTIONS: &[Action] = &[
         name: "bitlkDump",
         args: "<device>",
         about: "dump BITLK device information",
-        options: &[KEY_IN, &["dump_volume_key"]],
+        options: &[KEY_IN, &["dump_volume_key", "volume_key_file"]],
     },
     Action {
         name: "fvault2Dump",

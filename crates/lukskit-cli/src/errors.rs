@@ -250,6 +250,24 @@ fn other_format(e: &lukskit_volume::formats::OtherFormatError) -> CliError {
             })
         }
         E::Unsupported(words) => CliError::invalid(words.clone()),
+        // The library's words (if any), then cryptsetup's verdict line.
+        E::NotLoadable { .. } => CliError::invalid(e.to_string()),
+        // cryptsetup's lines as it prints them, with its exit code.
+        E::Refused {
+            messages,
+            exit_code,
+        } => {
+            let mut lines = messages.clone();
+            let class = match exit_code {
+                2 => {
+                    lines.push(WRONG_PASSPHRASE.into());
+                    ExitClass::Permission
+                }
+                3 => ExitClass::NoMemory,
+                _ => ExitClass::Invalid,
+            };
+            CliError::new(class, lines.join("\n"))
+        }
         other => CliError::invalid(sentence(&other.to_string())),
     }
 }

@@ -11,6 +11,7 @@
 //! * [`engine`] — the dm-crypt sector engine (ciphers, chaining modes, IV generators).
 
 pub mod af;
+pub mod bitlk;
 pub mod engine;
 mod error;
 pub mod hash;

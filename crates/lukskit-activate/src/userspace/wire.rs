@@ -29,8 +29,9 @@ const MAX_CONFIG: usize = 1 << 20;
 const MAX_KEY: usize = 65 * 64;
 /// Most keys of a `reload` (a re-encryption has two: the old and the new one).
 const MAX_RELOAD_KEYS: usize = 2;
-/// Most segments of a `reload` (cryptsetup's hot-zone tables have at most three).
-const MAX_RELOAD_SEGMENTS: usize = 8;
+/// Most segments of a `reload` or a launch table (cryptsetup's hot-zone tables have at most
+/// three, its BitLocker tables at most ten: `MAX_BITLK_SEGMENTS`).
+const MAX_RELOAD_SEGMENTS: usize = 10;
 
 /// One segment of the table a `reload` installs. Keys travel after the JSON, raw, and are
 /// named here by their index.

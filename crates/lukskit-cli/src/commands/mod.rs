@@ -2,6 +2,7 @@
 
 mod align;
 mod benchmark;
+mod bitlk;
 mod config;
 mod convert;
 mod crypttab;
@@ -43,6 +44,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "luksUUID" => header::luks_uuid(o, args),
         "luksDump" => header::luks_dump(o, args),
         "tcryptDump" => tcrypt::tcrypt_dump(o, args),
+        "bitlkDump" => bitlk::dump(o, args),
         "luksAddKey" => keys::add_key(o, args),
         "luksRemoveKey" => keys::remove_key(o, args),
         "luksChangeKey" => keys::change_key(o, args),
@@ -59,7 +61,6 @@ pub fn run(o: &Opts) -> Result<()> {
             typed.r#type = Some(action.trim_end_matches("Open").to_string());
             open::open(&typed, "open", args)
         }
-        "bitlkDump" => open_format::dump(o, lukskit_format::VolumeType::Bitlk, args),
         "close" | "remove" | "luksClose" | "plainClose" | "tcryptClose" | "bitlkClose"
         | "fvault2Close" | "loopaesClose" => open::close(o, args),
         "fvault2Dump" => fvault2::dump(o, args),

@@ -191,15 +191,6 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
     activate::activate_plan(backend, &plan, &kernel_options(o, None)).map_err(CliError::from)
 }
 
-/// `tcryptDump`, `bitlkDump`, `fvault2Dump DEVICE`: the format's description of the volume,
-/// as cryptsetup 2.6.1 prints it.
-pub fn dump(o: &Opts, t: VolumeType, args: &[String]) -> Result<()> {
-    super::need_args(args, 1, 1, "<device>")?;
-    let description = attempt(o, t, &args[0], true, |f, r| f.dump(r))?;
-    print!("{description}");
-    Ok(())
-}
-
 /// What `status` shows of a mapping of `table`: its first crypt segment's parameters.
 fn describe(config: &mut MappingConfig, table: &SegmentTable) {
     let crypt = table.segments().iter().find_map(|s| match &s.kind {

@@ -67,6 +67,9 @@ pub(crate) enum IvKind {
     Eboiv,
     /// `lmk`: loop-AES's MD5 of the sector's plaintext (see `engine::lmk`).
     Lmk,
+    /// `elephant`: EBOIV's IV plus BitLocker's Elephant diffuser around the bulk cipher
+    /// ([`super::elephant`]); the second half of the key is the elephant key.
+    Elephant,
 }
 
 impl IvKind {
@@ -141,7 +144,16 @@ impl IvKind {
                 }
                 IvKind::Lmk
             }
-            "tcw" | "random" | "elephant" => {
+            "elephant" => {
+                // crypt_iv_elephant_ctr(): EBOIV's rule, and an ecb(aes) for the diffuser.
+                if mode_block != iv_size.max(8) {
+                    return Err(CryptoError::Unsupported(
+                        "elephant needs a mode whose block size equals its IV size".into(),
+                    ));
+                }
+                IvKind::Elephant
+            }
+            "tcw" | "random" => {
                 return Err(CryptoError::Unsupported(format!("IV generator '{ivmode}'")))
             }
             other => {
@@ -167,7 +179,7 @@ pub(crate) fn fill_plain(kind: IvKind, iv: &mut [u8], iv_sector: u64, sector_siz
             let v = (iv_sector << shift).wrapping_add(1);
             iv[n - 8..].copy_from_slice(&v.to_be_bytes());
         }
-        IvKind::Eboiv => {
+        IvKind::Eboiv | IvKind::Elephant => {
             iv[..8].copy_from_slice(&iv_sector.wrapping_mul(sector_size).to_le_bytes())
         }
     }
@@ -222,6 +234,11 @@ mod tests {
         );
         assert!(IvKind::resolve(Some("eboiv"), None, Aes, 16, 1).is_err());
         assert!(IvKind::resolve(Some("tcw"), None, Aes, 16, 16).is_err());
+        assert_eq!(
+            IvKind::resolve(Some("elephant"), None, Aes, 16, 16).unwrap(),
+            IvKind::Elephant
+        );
+        assert!(IvKind::resolve(Some("elephant"), None, Aes, 16, 1).is_err());
         assert!(IvKind::resolve(Some("bogus"), None, Aes, 16, 16).is_err());
     }
 }

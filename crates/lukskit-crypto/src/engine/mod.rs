@@ -6,8 +6,8 @@
 //! Supported: ciphers `aes` (128/192/256), `serpent`, `twofish`, `cast5`, `camellia`,
 //! `kuznyechik`,
 //! `cipher_null`; modes `xts`, `cbc`, `ecb`, `ctr`, `lrw`; IV generators `plain`, `plain64`,
-//! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`, `lmk` (loop-AES, with its seed as
-//! an extra key part); `keycount` > 1 (`aes:2-…`).
+//! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`, `elephant` (BitLocker's diffuser),
+//! `lmk` (loop-AES, with its seed as an extra key part); `keycount` > 1 (`aes:2-…`).
 //!
 //! Sector numbering follows dm-crypt: for each encryption unit of `sector_size` bytes,
 //! `cc_sector` (in 512-byte units) selects the key (`cc_sector & (keycount − 1)`) and gives the
@@ -31,6 +31,7 @@ mod adiantum;
 #[cfg(target_arch = "x86_64")]
 mod aes_x86;
 mod cipher;
+mod elephant;
 mod iv;
 mod lmk;
 mod modes;
@@ -74,7 +75,8 @@ struct Plan {
     iv_size: usize,
     keycount: usize,
     subkey_len: usize,
-    /// Bytes after the `keycount` subkeys: `lmk`'s seed key (loop-AES version 3), else 0.
+    /// dm-crypt's `key_extra_size`: the last bytes of the key that are not split into
+    /// subkeys (the elephant key, `lmk`'s seed of loop-AES version 3), else 0.
     extra_len: usize,
     sector_shift: u32,
 }
@@ -92,6 +94,9 @@ pub struct SectorCipher {
     tfms: Box<[Transform]>,
     /// `lmk`'s seed (set when `iv` is [`IvKind::Lmk`]).
     lmk: Option<lmk::LmkSeed>,
+    /// The Elephant diffuser of an `elephant` IV generator (boxed: rarely used, and its
+    /// key schedule would make every engine larger).
+    elephant: Option<Box<elephant::Elephant>>,
 }
 
 impl fmt::Debug for SectorCipher {
@@ -144,14 +149,23 @@ impl SectorCipher {
             mode_iv,
             kind.block_size(alg),
         )?;
-        // dm-crypt's lmk: a key of keycount + 1 equal parts carries the IV seed last.
-        let extra_len = if iv == IvKind::Lmk && !key_len.is_multiple_of(keycount) {
-            key_len / (keycount + 1)
-        } else {
-            0
+        let extra_len = match iv {
+            // crypt_ctr_ivmode(): elephant keeps the second half of the key for itself.
+            IvKind::Elephant => {
+                let extra = key_len / 2;
+                if !matches!(extra, 16 | 24) && extra != elephant::MAX_KEY {
+                    return Err(CryptoError::InvalidKey(format!(
+                        "elephant needs a 32, 48 or 64-byte key, got {key_len} bytes"
+                    )));
+                }
+                extra
+            }
+            // dm-crypt's lmk: a key of keycount + 1 equal parts carries the IV seed last.
+            IvKind::Lmk if !key_len.is_multiple_of(keycount) => key_len / (keycount + 1),
+            _ => 0,
         };
         if !(key_len - extra_len).is_multiple_of(keycount)
-            || (extra_len > 0 && extra_len * (keycount + 1) != key_len)
+            || (iv == IvKind::Lmk && extra_len > 0 && extra_len * (keycount + 1) != key_len)
         {
             return Err(CryptoError::InvalidKey(format!(
                 "{key_len}-byte key cannot be split into {keycount} equal subkeys"
@@ -231,6 +245,13 @@ impl SectorCipher {
             };
             tfms.push(Transform { mode, essiv });
         }
+        let elephant = match plan.iv {
+            IvKind::Elephant => Some(Box::new(elephant::Elephant::new(
+                &key[key.len() - plan.extra_len..],
+                fast,
+            )?)),
+            _ => None,
+        };
         Ok(SectorCipher {
             spec: spec.to_string(),
             sector_size,
@@ -243,6 +264,7 @@ impl SectorCipher {
                 let at = plan.keycount * plan.subkey_len;
                 lmk::LmkSeed::new((plan.extra_len > 0).then(|| &key[at..at + plan.extra_len]))
             }),
+            elephant,
         })
     }
 
@@ -352,12 +374,14 @@ impl SectorCipher {
 
     /// Process whole units; `data` and `sector` are already validated.
     fn crypt_units(&self, data: &mut [u8], sector: u64, encrypt: bool, scratch: &mut Scratch) {
-        if self.tfms.len() == 1 && !matches!(self.iv, IvKind::Eboiv | IvKind::Lmk) {
+        if self.tfms.len() == 1
+            && !matches!(self.iv, IvKind::Eboiv | IvKind::Lmk | IvKind::Elephant)
+        {
             self.crypt_batched(data, sector, encrypt, scratch);
             return;
         }
-        // keycount > 1 (consecutive sectors use different keys) or EBOIV (the IV needs the
-        // bulk mode itself): one unit at a time.
+        // keycount > 1 (consecutive sectors use different keys) or EBOIV / elephant (the IV
+        // needs the bulk mode itself): one unit at a time.
         let ss = self.sector_size as usize;
         let step = u64::from(self.sector_size / 512);
         let key_mask = (self.tfms.len() - 1) as u64;
@@ -384,11 +408,20 @@ impl SectorCipher {
                 continue;
             }
             let iv = &mut iv[..self.iv_size];
-            self.generate_iv(tfm, self.iv_sector(cc_sector), iv, scratch);
+            let iv_sector = self.iv_sector(cc_sector);
+            // crypt_iv_elephant(): the diffuser works on the sector's byte offset.
+            let offset = iv_sector.wrapping_mul(u64::from(self.sector_size));
+            self.generate_iv(tfm, iv_sector, iv, scratch);
             if encrypt {
+                if let Some(e) = &self.elephant {
+                    e.before_encrypt(unit, offset);
+                }
                 tfm.mode.encrypt(iv, unit, scratch);
             } else {
                 tfm.mode.decrypt(iv, unit, scratch);
+                if let Some(e) = &self.elephant {
+                    e.after_decrypt(unit, offset);
+                }
             }
             cc_sector = cc_sector.wrapping_add(step);
         }
@@ -454,7 +487,7 @@ impl SectorCipher {
                     e.encrypt_block(iv);
                 }
             }
-            IvKind::Eboiv => {
+            IvKind::Eboiv | IvKind::Elephant => {
                 // crypt_iv_eboiv_gen(): encrypt one zero block with tfm 0, IV = byte offset.
                 let mut block = [0u8; MAX_IV];
                 let block = &mut block[..iv.len()];
@@ -515,6 +548,18 @@ mod tests {
         assert!(SectorCipher::check(&spec("aes-ctr-eboiv"), 16, 512).is_err());
         // lmk (loop-AES) is supported; its tests are in engine::lmk.
         assert!(SectorCipher::check(&spec("aes-cbc-lmk"), 16, 512).is_ok());
+        for ok in [32, 48, 64] {
+            assert!(
+                SectorCipher::check(&spec("aes-cbc-elephant"), ok, 512).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [16, 24, 40, 128] {
+            assert!(
+                SectorCipher::check(&spec("aes-cbc-elephant"), bad, 512).is_err(),
+                "{bad}"
+            );
+        }
         assert!(SectorCipher::check(&spec("aes-ecb"), 16, 512).is_ok());
         assert!(SectorCipher::check(&spec("aes-ecb-lmk"), 16, 512).is_ok());
         assert!(SectorCipher::check(&spec("cipher_null-ecb"), 0, 512).is_ok());

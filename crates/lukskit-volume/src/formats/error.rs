@@ -54,4 +54,25 @@ pub enum OtherFormatError {
     /// cryptsetup's words for it.
     #[error("{0}")]
     Unsupported(String),
+    /// The metadata cannot be loaded; cryptsetup prints `message` (its library's words, if
+    /// it has any) and then "Device PATH is not a valid TYPE device." (exit code 1).
+    #[error("{}Device {path} is not a valid {volume_type} device.", message.as_deref().map(|m| format!("{m}\n")).unwrap_or_default())]
+    NotLoadable {
+        /// The type asked for.
+        volume_type: VolumeType,
+        /// The device as given.
+        path: String,
+        /// cryptsetup's message before that line.
+        message: Option<String>,
+    },
+    /// An unlock that failed the way cryptsetup fails it: the lines it prints on the way (in
+    /// order) and its exit code (2, EPERM, is followed by "No key available with this
+    /// passphrase.").
+    #[error("{}", messages.join("\n"))]
+    Refused {
+        /// cryptsetup's messages.
+        messages: Vec<String>,
+        /// cryptsetup's exit code.
+        exit_code: i32,
+    },
 }

@@ -14,6 +14,7 @@
 //! [`REGISTRY`] lists them; a new format is a new directory and one line there. LUKS keyslot
 //! management (add, kill, convert, re-encrypt) stays LUKS's own, in [`crate::volume`].
 
+pub mod bitlk;
 mod error;
 pub mod fvault2;
 pub mod loopaes;
@@ -40,6 +41,7 @@ pub static REGISTRY: &[&dyn OnDiskFormat] = &[
     &luks::Luks2,
     &plain::Plain,
     &tcrypt::Tcrypt,
+    &bitlk::Bitlk,
     &fvault2::Fvault2,
     &loopaes::Loopaes,
 ];
