@@ -25,6 +25,8 @@ command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /sbin/mkfs.ext4 ] || need_pkgs+=(e2
 # luksFormat's warning on an existing file system is compared with cryptsetup on images made
 # by mkfs.vfat and mkfs.xfs (cryptsetup_gaps.rs); the man page test renders with man.
 command -v mkfs.vfat >/dev/null 2>&1 || [ -x /sbin/mkfs.vfat ] || need_pkgs+=(dosfstools)
+# TrueCrypt volumes of tcrypt.rs are made (and read back with `tcplay -i`) by tcplay.
+command -v tcplay >/dev/null 2>&1 || need_pkgs+=(tcplay)
 command -v mkfs.xfs >/dev/null 2>&1 || [ -x /sbin/mkfs.xfs ] || need_pkgs+=(xfsprogs)
 command -v man >/dev/null 2>&1 || need_pkgs+=(man-db)
 command -v qemu-img >/dev/null 2>&1 || need_pkgs+=(qemu-utils)

@@ -79,6 +79,9 @@ pub struct Opts {
     /// only the last in `key_file`).
     #[arg(skip)]
     pub key_files: Vec<String>,
+    /// `--veracrypt-pim` (a hidden argument of the TCRYPT options; filled in by the parser).
+    #[arg(skip)]
+    pub veracrypt_pim: Option<u32>,
     /// Bytes to skip at the start of the key file.
     #[arg(long = "keyfile-offset")]
     pub keyfile_offset: Option<u64>,

@@ -13,8 +13,11 @@ use crate::definition::canonical;
 /// cryptsetup 2.6.1 options that lukskit parses, so that `--test-args` judges a command line
 /// as cryptsetup does, but does not implement: an action run with one of them fails with
 /// [`not_implemented`]'s message. (long name, short name, takes a value)
-pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
-    ("debug-json", None, false),
+pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[("debug-json", None, false)];
+
+/// cryptsetup's TrueCrypt/VeraCrypt options, parsed like [`NOT_IMPLEMENTED`]'s (hidden
+/// arguments, read from [`Given`] and `Opts::veracrypt_pim`) and implemented.
+pub const TCRYPT_OPTIONS: &[(&str, Option<char>, bool)] = &[
     ("disable-veracrypt", None, false),
     ("tcrypt-backup", None, false),
     ("tcrypt-hidden", None, false),
@@ -24,7 +27,8 @@ pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[
     ("veracrypt-query-pim", None, false),
 ];
 
-/// The [`NOT_IMPLEMENTED`] options whose value is a number (the others take a string).
+/// The hidden options ([`NOT_IMPLEMENTED`], [`TCRYPT_OPTIONS`]) whose value is a number (the
+/// others take a string).
 pub const NUMERIC: &[&str] = &["veracrypt-pim"];
 
 /// The options that belong to some actions only, with those actions (cryptsetup 2.6.1's

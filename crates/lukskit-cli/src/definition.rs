@@ -609,7 +609,10 @@ pub fn command() -> Command {
     // cryptsetup's options lukskit does not implement: parsed (hidden, and left out of the man
     // page and completions) so that --test-args and cryptsetup's checks judge the command
     // line as cryptsetup does; an action run with one fails.
-    for (long, short, takes_value) in crate::checks::NOT_IMPLEMENTED {
+    for (long, short, takes_value) in crate::checks::NOT_IMPLEMENTED
+        .iter()
+        .chain(crate::checks::TCRYPT_OPTIONS)
+    {
         let mut a = Arg::new(*long)
             .long(*long)
             .hide(true)

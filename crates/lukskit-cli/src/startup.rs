@@ -31,6 +31,7 @@ pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
     }
     opts.given = given(&matches);
     opts.key_files = key_files(argv);
+    opts.veracrypt_pim = matches.get_one::<u32>("veracrypt-pim").copied();
     Ok(opts)
 }
 

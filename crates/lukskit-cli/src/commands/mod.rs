@@ -22,6 +22,7 @@ mod reencrypt_online;
 mod reencrypt_shift;
 mod reencrypt_userspace;
 mod signature;
+mod tcrypt;
 mod tokens;
 mod volume_key;
 
@@ -42,6 +43,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "isLuks" => header::is_luks(o, args),
         "luksUUID" => header::luks_uuid(o, args),
         "luksDump" => header::luks_dump(o, args),
+        "tcryptDump" => tcrypt::tcrypt_dump(o, args),
         "bitlkDump" => bitlk::dump(o, args),
         "luksAddKey" => keys::add_key(o, args),
         "luksRemoveKey" => keys::remove_key(o, args),
@@ -59,7 +61,6 @@ pub fn run(o: &Opts) -> Result<()> {
             typed.r#type = Some(action.trim_end_matches("Open").to_string());
             open::open(&typed, "open", args)
         }
-        "tcryptDump" => open_format::dump(o, lukskit_format::VolumeType::Tcrypt, args),
         "close" | "remove" | "luksClose" | "plainClose" | "tcryptClose" | "bitlkClose"
         | "fvault2Close" | "loopaesClose" => open::close(o, args),
         "fvault2Dump" => fvault2::dump(o, args),

@@ -740,7 +740,13 @@ pub fn close(o: &Opts, args: &[String]) -> Result<()> {
     if o.cancel_deferred {
         return m.cancel_deferred().map_err(CliError::from);
     }
-    m.close(o.deferred).map_err(CliError::from)
+    let tcrypt = m.kind().is_ok_and(|k| k == "TCRYPT");
+    m.close(o.deferred).map_err(CliError::from)?;
+    if tcrypt {
+        // The lower layers of a cascade (cryptsetup's TCRYPT_deactivate).
+        super::tcrypt::close_lower_layers(activate::mapping_name(&args[0]), o.deferred)?;
+    }
+    Ok(())
 }
 
 /// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).

@@ -21,6 +21,8 @@ use lukskit_volume::VolumeError;
 struct Secrets {
     passphrase: Option<SecretBuf>,
     key_files: Vec<SecretBuf>,
+    /// TCRYPT: the PIM typed at `--veracrypt-query-pim`'s prompt.
+    pim: Option<u32>,
 }
 
 /// Read the secrets for one unlock attempt of a volume of type `t` on `device`, as
@@ -38,19 +40,20 @@ fn read_secrets(
         return Ok(Secrets {
             passphrase: None,
             key_files: Vec::new(),
+            pim: None,
         });
     }
     Ok(match t {
         // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
         // and every -d is a key file of TrueCrypt's key-file pool.
-        VolumeType::Tcrypt => Secrets {
-            passphrase: Some(input::get_secret(&KeySource::Prompt, &prompt, false)?),
-            key_files: o
-                .key_files
-                .iter()
-                .map(|p| input::read_keyfile(p, 0, None))
-                .collect::<Result<_>>()?,
-        },
+        VolumeType::Tcrypt => {
+            let s = super::tcrypt::secrets(o, &prompt)?;
+            Secrets {
+                passphrase: Some(s.passphrase),
+                key_files: s.key_files,
+                pim: s.pim,
+            }
+        }
         // loop-AES keys come from the key file alone.
         VolumeType::Loopaes => {
             let Some(path) = &o.key_file else {
@@ -63,6 +66,7 @@ fn read_secrets(
                     o.keyfile_offset.unwrap_or(0),
                     o.keyfile_size,
                 )?],
+                pim: None,
             }
         }
         // BitLocker and FileVault 2: a password, recovery password or startup key, from the
@@ -70,15 +74,17 @@ fn read_secrets(
         _ => Secrets {
             passphrase: Some(input::get_secret(src, &prompt, false)?),
             key_files: Vec::new(),
+            pim: None,
         },
     })
 }
 
 /// The per-format options of the command line.
-fn format_options(o: &Opts) -> FormatOptions {
-    let mut f = FormatOptions::default();
-    f.tcrypt.hash = o.hash.clone();
-    f.tcrypt.cipher = o.cipher.clone();
+pub(super) fn format_options(o: &Opts) -> FormatOptions {
+    let mut f = FormatOptions {
+        tcrypt: super::tcrypt::options(o),
+        ..FormatOptions::default()
+    };
     f.loopaes.key_bits = o.key_size;
     f.loopaes.offset = o.offset.unwrap_or(0);
     f.loopaes.skip = o.skip.or(o.offset).unwrap_or(0);
@@ -131,6 +137,10 @@ fn attempt<T>(
     let mut left = attempts;
     loop {
         let secrets = read_secrets(o, t, device, &src, for_dump)?;
+        let mut options = options.clone();
+        if secrets.pim.is_some() {
+            options.tcrypt.pim = secrets.pim;
+        }
         let request = UnlockRequest {
             device,
             header: o.header.as_deref(),
@@ -148,6 +158,7 @@ fn attempt<T>(
                 }
                 eprintln!("{}", e.message);
             }
+            Err(e) if t == VolumeType::Tcrypt => return Err(super::tcrypt::load_error(e)),
             Err(e) => return Err(e.into()),
         }
     }
@@ -171,29 +182,26 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
     let Some(name) = name else {
         return Ok(());
     };
-    let [table] = unlocked.layers.as_slice() else {
-        return Err(CliError::invalid(
-            "Stacked devices (cipher cascades) are not supported by lukskit's activation yet.",
-        ));
-    };
-    let mut config = base_config(o, name, t);
-    config.uuid = unlocked.uuid.clone();
-    config.device = absolute(device)?;
-    config.read_only |= unlocked.read_only;
-    describe(&mut config, table);
     let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name, t))
         .map_err(CliError::from)?;
-    activate::activate_table(backend, &config, &kernel_options(o, None), table)
-        .map_err(CliError::from)
-}
-
-/// `tcryptDump`, `bitlkDump`, `fvault2Dump DEVICE`: the format's description of the volume,
-/// as cryptsetup 2.6.1 prints it.
-pub fn dump(o: &Opts, t: VolumeType, args: &[String]) -> Result<()> {
-    super::need_args(args, 1, 1, "<device>")?;
-    let description = attempt(o, t, &args[0], true, |f, r| f.dump(r))?;
-    print!("{description}");
-    Ok(())
+    // A cascade is stacked as cryptsetup stacks it: the table on the device is NAME_2 (of
+    // three), the next NAME_1 on /dev/mapper/NAME_2, the last NAME.
+    let n = unlocked.layers.len();
+    let mut layers = Vec::with_capacity(n);
+    for (i, table) in unlocked.layers.into_iter().enumerate() {
+        let layer_name = super::tcrypt::layer_name(name, n - 1 - i);
+        let mut config = base_config(o, &layer_name, t);
+        config.uuid = unlocked.uuid.clone();
+        config.device = match i {
+            0 => absolute(device)?,
+            _ => format!("/dev/mapper/{}", super::tcrypt::layer_name(name, n - i)),
+        };
+        config.read_only |= unlocked.read_only;
+        describe(&mut config, &table);
+        layers.push(activate::Layer { config, table });
+    }
+    let plan = activate::ActivationPlan { layers };
+    activate::activate_plan(backend, &plan, &kernel_options(o, None)).map_err(CliError::from)
 }
 
 /// What `status` shows of a mapping of `table`: its first crypt segment's parameters.

@@ -11,6 +11,8 @@ pub(crate) enum CipherAlg {
     Twofish,
     Cast5,
     Camellia,
+    /// GOST R 34.12-2015 Kuznyechik (VeraCrypt's; a 256-bit key).
+    Kuznyechik,
     /// `cipher_null`: the identity "cipher" (kernel `crypto/crypto_null.c`).
     Null,
 }
@@ -24,6 +26,7 @@ impl CipherAlg {
             "twofish" => CipherAlg::Twofish,
             "cast5" => CipherAlg::Cast5,
             "camellia" => CipherAlg::Camellia,
+            "kuznyechik" => CipherAlg::Kuznyechik,
             "cipher_null" => CipherAlg::Null,
             _ => return Err(CryptoError::Unsupported(format!("cipher '{name}'"))),
         })
@@ -37,6 +40,7 @@ impl CipherAlg {
             CipherAlg::Twofish => "twofish",
             CipherAlg::Cast5 => "cast5",
             CipherAlg::Camellia => "camellia",
+            CipherAlg::Kuznyechik => "kuznyechik",
             CipherAlg::Null => "cipher_null",
         }
     }
@@ -60,6 +64,7 @@ impl CipherAlg {
             // cryptsetup configuration) uses 128..256 bits.
             CipherAlg::Serpent => (16..=32).contains(&len),
             CipherAlg::Cast5 => (5..=16).contains(&len),
+            CipherAlg::Kuznyechik => len == 32,
             CipherAlg::Null => true,
         }
     }
@@ -70,6 +75,7 @@ impl CipherAlg {
             CipherAlg::Aes | CipherAlg::Twofish | CipherAlg::Camellia => "16, 24 or 32 bytes",
             CipherAlg::Serpent => "16 to 32 bytes",
             CipherAlg::Cast5 => "5 to 16 bytes",
+            CipherAlg::Kuznyechik => "32 bytes",
             CipherAlg::Null => "any length",
         }
     }
@@ -110,7 +116,7 @@ impl<T: sealed::FlatKeySchedule> Drop for Wiped<T> {
 ///   allowed), else RustCrypto `aes` (AES-NI or its constant-time software code).
 /// * Serpent: [`super::serpent`] (AVX2/SSE2 lanes, or portable lanes).
 /// * Twofish: the table implementation of [`super::twofish`].
-/// * CAST5, Camellia: RustCrypto, one block at a time (not performance targets).
+/// * CAST5, Camellia, Kuznyechik: RustCrypto, one block at a time (not performance targets).
 pub(crate) enum BlockCipher {
     #[cfg(target_arch = "x86_64")]
     AesVaes(Box<super::aes_x86::AesVaes>),
@@ -123,6 +129,8 @@ pub(crate) enum BlockCipher {
     Camellia128(Wiped<camellia::Camellia128>),
     Camellia192(Wiped<camellia::Camellia192>),
     Camellia256(Wiped<camellia::Camellia256>),
+    /// Wiped on drop by the crate itself (its `zeroize` feature).
+    Kuznyechik(Box<kuznyechik::Kuznyechik>),
 }
 
 fn init<T: KeyInit>(key: &[u8]) -> Result<T> {
@@ -179,6 +187,7 @@ impl BlockCipher {
                 24 => BlockCipher::Camellia192(Wiped(init(key)?)),
                 _ => BlockCipher::Camellia256(Wiped(init(key)?)),
             },
+            CipherAlg::Kuznyechik => BlockCipher::Kuznyechik(Box::new(init(key)?)),
             CipherAlg::Null => {
                 return Err(CryptoError::Unsupported(
                     "cipher_null has no key schedule".into(),
@@ -210,6 +219,7 @@ impl BlockCipher {
             BlockCipher::Camellia128(w) => crate_ecb(&w.0, data, encrypt),
             BlockCipher::Camellia192(w) => crate_ecb(&w.0, data, encrypt),
             BlockCipher::Camellia256(w) => crate_ecb(&w.0, data, encrypt),
+            BlockCipher::Kuznyechik(k) => crate_ecb(k.as_ref(), data, encrypt),
         }
     }
 
@@ -257,6 +267,20 @@ mod tests {
             assert!(BlockCipher::new(CipherAlg::Camellia, &[0; 24], fast).is_ok());
         }
         assert!(CipherAlg::from_name("AES").is_err());
+    }
+
+    #[test]
+    fn kuznyechik_known_answer() {
+        // GOST R 34.12-2015, appendix A.1.
+        let key = hex::decode("8899aabbccddeeff0011223344556677fedcba98765432100123456789abcdef")
+            .unwrap();
+        let c = BlockCipher::new(CipherAlg::Kuznyechik, &key, true).unwrap();
+        let mut b = hex::decode("1122334455667700ffeeddccbbaa9988").unwrap();
+        c.encrypt_block(&mut b);
+        assert_eq!(hex::encode(&b), "7f679d90bebc24305a468d42b9d4edcd");
+        c.decrypt_block(&mut b);
+        assert_eq!(hex::encode(&b), "1122334455667700ffeeddccbbaa9988");
+        assert!(BlockCipher::new(CipherAlg::Kuznyechik, &key[..16], true).is_err());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! sectors, sector 0 at the area start).
 //!
 //! Supported: ciphers `aes` (128/192/256), `serpent`, `twofish`, `cast5`, `camellia`,
+//! `kuznyechik`,
 //! `cipher_null`; modes `xts`, `cbc`, `ecb`, `ctr`, `lrw`; IV generators `plain`, `plain64`,
 //! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`, `elephant` (BitLocker's diffuser),
 //! `lmk` (loop-AES, with its seed as an extra key part); `keycount` > 1 (`aes:2-…`).

@@ -30,6 +30,12 @@ pub enum OtherFormatError {
     /// TCRYPT: no header decrypts with it).
     #[error("no key available with this passphrase")]
     NoKey,
+    /// The passphrase is longer than the format allows (TCRYPT: 64 bytes, VeraCrypt 128).
+    #[error("Maximum TCRYPT passphrase length ({max}) exceeded.")]
+    PassphraseTooLong {
+        /// The longest allowed, in bytes.
+        max: usize,
+    },
     /// A secret the format needs was not given (a passphrase, a key file).
     #[error("{what} is required")]
     SecretMissing {

@@ -20,6 +20,7 @@ pub mod fvault2;
 pub mod loopaes;
 mod luks;
 mod plain;
+pub mod tcrypt;
 
 pub use error::OtherFormatError;
 
@@ -39,6 +40,7 @@ pub static REGISTRY: &[&dyn OnDiskFormat] = &[
     &luks::Luks1,
     &luks::Luks2,
     &plain::Plain,
+    &tcrypt::Tcrypt,
     &bitlk::Bitlk,
     &fvault2::Fvault2,
     &loopaes::Loopaes,

@@ -1,0 +1,217 @@
+//! The header-key derivation of TrueCrypt and VeraCrypt: which PBKDF2 variants are tried (in
+//! cryptsetup's order, `tcrypt_kdf` of lib/tcrypt/tcrypt.c), their iteration counts (fixed
+//! for TrueCrypt; for VeraCrypt fixed, or from the PIM), and the PBKDF2 input: the
+//! passphrase added byte by byte to the key-file pool.
+
+use super::{HDR_KEY_LEN, SALT_LEN};
+use crate::formats::OtherFormatError;
+use crate::Result;
+use lukskit_crypto::hash::HashAlg;
+use lukskit_crypto::SecretBuf;
+
+/// TrueCrypt's key-file pool (and longest passphrase).
+pub const TCRYPT_POOL_LEN: usize = 64;
+/// VeraCrypt's key-file pool and longest passphrase, used when the passphrase is longer than
+/// TrueCrypt's 64 bytes.
+pub const VCRYPT_POOL_LEN: usize = 128;
+/// Only the first MiB of each key file counts.
+pub const KEYFILE_MAX: usize = 1024 * 1024;
+
+/// One PBKDF2 variant of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KdfVariant {
+    /// Only with legacy modes (cryptsetup's command line always allows them).
+    pub legacy: bool,
+    /// VeraCrypt's (tried only when VeraCrypt is not disabled).
+    pub veracrypt: bool,
+    /// The hash, by cryptsetup's name.
+    pub hash: &'static str,
+    /// Iterations without a PIM.
+    pub iterations: u32,
+    /// With a PIM: `pim_const + pim_mult * pim`.
+    pub pim_const: u32,
+    /// See `pim_const`.
+    pub pim_mult: u32,
+}
+
+const fn kdf(
+    legacy: bool,
+    veracrypt: bool,
+    hash: &'static str,
+    iterations: u32,
+    c: u32,
+    m: u32,
+) -> KdfVariant {
+    KdfVariant {
+        legacy,
+        veracrypt,
+        hash,
+        iterations,
+        pim_const: c,
+        pim_mult: m,
+    }
+}
+
+/// The variants in the order cryptsetup 2.6.1 tries them.
+pub static KDFS: &[KdfVariant] = &[
+    kdf(false, false, "ripemd160", 2000, 0, 0),
+    kdf(false, false, "ripemd160", 1000, 0, 0),
+    kdf(false, false, "sha512", 1000, 0, 0),
+    kdf(false, false, "whirlpool", 1000, 0, 0),
+    kdf(true, false, "sha1", 2000, 0, 0),
+    kdf(false, true, "sha512", 500_000, 15000, 1000),
+    kdf(false, true, "whirlpool", 500_000, 15000, 1000),
+    kdf(false, true, "sha256", 500_000, 15000, 1000), // VeraCrypt 1.0f
+    kdf(false, true, "sha256", 200_000, 0, 2048),     // boot only
+    kdf(false, true, "ripemd160", 655_331, 15000, 1000),
+    kdf(false, true, "ripemd160", 327_661, 0, 2048), // boot only
+    kdf(false, true, "stribog512", 500_000, 15000, 1000),
+];
+
+impl KdfVariant {
+    /// The iteration count with `pim` (a VeraCrypt PIM given on the command line): computed in
+    /// 32-bit unsigned arithmetic as cryptsetup does (a huge PIM wraps around).
+    pub fn iterations_with(&self, pim: Option<u32>) -> u32 {
+        match pim {
+            Some(p) if self.veracrypt => self.pim_const.wrapping_add(self.pim_mult.wrapping_mul(p)),
+            _ => self.iterations,
+        }
+    }
+
+    /// The hash, where lukskit has it (`stribog512` it has not).
+    pub fn hash_alg(&self) -> Option<HashAlg> {
+        HashAlg::from_name(self.hash).ok()
+    }
+}
+
+/// Which variants a request tries: `hash` limits to that hash (`-h`), TrueCrypt-only skips
+/// VeraCrypt's, and a PIM (with VeraCrypt) skips TrueCrypt's.
+pub fn variants(hash: Option<&str>, veracrypt: bool, pim: Option<u32>) -> Vec<(usize, KdfVariant)> {
+    KDFS.iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, k)| hash.is_none_or(|h| h == k.hash))
+        .filter(|(_, k)| veracrypt || !k.veracrypt)
+        .filter(|(_, k)| !(veracrypt && pim.is_some() && !k.veracrypt))
+        .collect()
+}
+
+/// The PBKDF2 input: key files mixed into a pool by their running CRC-32, the passphrase
+/// added byte by byte. With key files the whole pool is the input; without, only the
+/// passphrase's length. A passphrase longer than 64 bytes makes VeraCrypt's pool 128 bytes
+/// (and is refused by TrueCrypt).
+pub fn pbkdf_input(
+    passphrase: &[u8],
+    key_files: &[SecretBuf],
+    veracrypt: bool,
+) -> Result<SecretBuf> {
+    let max = if veracrypt && passphrase.len() > TCRYPT_POOL_LEN {
+        VCRYPT_POOL_LEN
+    } else {
+        TCRYPT_POOL_LEN
+    };
+    if passphrase.len() > max {
+        return Err(OtherFormatError::PassphraseTooLong { max }.into());
+    }
+    let mut pool = SecretBuf::zeroed(VCRYPT_POOL_LEN);
+    let p = pool.as_mut_bytes();
+    for file in key_files {
+        let data = &file.as_bytes()[..file.len().min(KEYFILE_MAX)];
+        let mut crc = !0u32;
+        let mut j = 0usize;
+        for b in data {
+            crc = super::crc::update(crc, std::slice::from_ref(b));
+            for byte in crc.to_be_bytes() {
+                p[j] = p[j].wrapping_add(byte);
+                j += 1;
+            }
+            j %= max;
+        }
+    }
+    for (dst, &b) in p.iter_mut().zip(passphrase) {
+        *dst = dst.wrapping_add(b);
+    }
+    let len = if key_files.is_empty() {
+        passphrase.len()
+    } else {
+        max
+    };
+    Ok(SecretBuf::from_slice(&p[..len]))
+}
+
+/// PBKDF2 of `input` and the header's salt with one variant: the 192-byte header key, `None`
+/// where lukskit lacks the hash or the count is 0 (cryptsetup skips such a variant).
+pub fn derive(
+    variant: &KdfVariant,
+    input: &[u8],
+    salt: &[u8; SALT_LEN],
+    pim: Option<u32>,
+) -> Option<SecretBuf> {
+    let hash = variant.hash_alg()?;
+    let mut key = SecretBuf::zeroed(HDR_KEY_LEN);
+    lukskit_crypto::kdf::pbkdf2(
+        hash,
+        input,
+        salt,
+        variant.iterations_with(pim),
+        key.as_mut_bytes(),
+    )
+    .ok()?;
+    Some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iterations_follow_the_pim_rules() {
+        let sha512 = KDFS[5];
+        assert_eq!(sha512.iterations_with(None), 500_000);
+        assert_eq!(sha512.iterations_with(Some(1234)), 15000 + 1234 * 1000);
+        let boot = KDFS[8];
+        assert_eq!(boot.iterations_with(Some(98)), 98 * 2048);
+        // TrueCrypt's counts are fixed.
+        assert_eq!(KDFS[2].iterations_with(Some(1234)), 1000);
+        // 32-bit arithmetic, as cryptsetup.
+        assert_eq!(
+            sha512.iterations_with(Some(u32::MAX)),
+            15000u32.wrapping_sub(1000)
+        );
+    }
+
+    #[test]
+    fn variants_respect_hash_veracrypt_and_pim() {
+        let all = variants(None, true, None);
+        assert_eq!(all.len(), KDFS.len());
+        let tc = variants(None, false, None);
+        assert!(tc.iter().all(|(_, k)| !k.veracrypt));
+        assert_eq!(tc.len(), 5);
+        let pim = variants(None, true, Some(5));
+        assert!(pim.iter().all(|(_, k)| k.veracrypt));
+        let sha = variants(Some("sha256"), true, None);
+        assert_eq!(sha.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![7, 8]);
+    }
+
+    #[test]
+    fn passphrase_limits() {
+        assert!(pbkdf_input(&[b'a'; 64], &[], false).is_ok());
+        assert!(pbkdf_input(&[b'a'; 65], &[], false).is_err());
+        assert_eq!(pbkdf_input(&[b'a'; 100], &[], true).unwrap().len(), 100);
+        assert!(pbkdf_input(&[b'a'; 129], &[], true).is_err());
+        // With key files the whole pool is the input.
+        let kf = [SecretBuf::from_slice(b"x")];
+        assert_eq!(pbkdf_input(b"ab", &kf, true).unwrap().len(), 64);
+        assert_eq!(pbkdf_input(&[b'a'; 65], &kf, true).unwrap().len(), 128);
+    }
+
+    #[test]
+    fn pool_of_one_byte_key_file() {
+        // One byte 'x': the CRC register after it, big-endian, added to the pool's start.
+        let crc = crate::formats::tcrypt::crc::update(!0, b"x");
+        let kf = [SecretBuf::from_slice(b"x")];
+        let pool = pbkdf_input(b"", &kf, false).unwrap();
+        assert_eq!(&pool.as_bytes()[..4], &crc.to_be_bytes());
+        assert!(pool.as_bytes()[4..].iter().all(|&b| b == 0));
+    }
+}
