@@ -189,8 +189,11 @@ impl LoopDevice {
         }
         // What programs wrote through the device's page cache without syncing is written
         // back first: the last close of a block device does that, but this value keeps the
-        // device open, so their close was not the last one.
-        self.sync()?;
+        // device open, so their close was not the last one. Best effort: a backing file that
+        // fails (an aborted FUSE connection, a dead NBD server) cannot take the data, and the
+        // device is detached all the same (the failed writes are the backend's errors, which
+        // the serving process logs).
+        let _ = self.sync();
         if let Some(f) = self.file.take() {
             // SAFETY: LOOP_CLR_FD takes no argument.
             let rc = unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) };
