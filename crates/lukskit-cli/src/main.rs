@@ -108,7 +108,7 @@ fn drain_terminal() {
 }
 
 /// True when started through a link named `cryptsetup`.
-fn invoked_as_cryptsetup() -> bool {
+pub(crate) fn invoked_as_cryptsetup() -> bool {
     std::env::args_os()
         .next()
         .and_then(|a| {

@@ -209,7 +209,8 @@ fn required_args(name: &str, args: &str) -> usize {
 /// `--test-args`.
 fn missing_arguments(o: &Opts, canon: &str) -> Option<String> {
     if canon == "reencrypt"
-        || (!o.test_args && matches!(canon, "image" | "crypttab" | "rename" | "status"))
+        || (!o.test_args && matches!(canon, "image" | "crypttab" | "rename"))
+        || (!o.test_args && canon == "status" && !crate::invoked_as_cryptsetup())
     {
         return None;
     }

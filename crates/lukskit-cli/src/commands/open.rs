@@ -751,7 +751,9 @@ pub fn close(o: &Opts, args: &[String]) -> Result<()> {
 
 /// `status NAME`: cryptsetup's text (exit 4 and "is inactive." when there is no mapping).
 pub fn status(o: &Opts, args: &[String]) -> Result<()> {
-    if args.is_empty() {
+    // Without a name lukskit lists its mappings; under the name `cryptsetup` (scripts that
+    // run lukskit as cryptsetup) the name is required, as cryptsetup requires it.
+    if args.is_empty() && !crate::invoked_as_cryptsetup() {
         return list_mappings();
     }
     need_args(args, 1, 1, "<name>")?;
