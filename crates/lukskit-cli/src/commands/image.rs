@@ -205,6 +205,39 @@ fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
         .collect()
 }
 
+/// A new file beside `path` (a hidden name of its own, made with `O_EXCL | O_NOFOLLOW`, mode
+/// 0600 whatever the umask) that [`rename_into_place`] later puts in place of `path`.
+fn new_file_beside(path: &str) -> Result<(File, std::path::PathBuf)> {
+    let dst = Path::new(path);
+    let name = dst
+        .file_name()
+        .ok_or_else(|| CliError::device(format!("Cannot create {path}: not a file name.")))?;
+    let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
+    let temp = dir.unwrap_or(Path::new(".")).join(format!(
+        ".{}.lukskit-{}",
+        name.to_string_lossy(),
+        uuid::Uuid::new_v4().simple()
+    ));
+    let file =
+        lukskit_volume::private_file::create_new(&temp, 0o600).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+                CliError::device(format!("Cannot create {path}: {e}."))
+            }
+            _ => CliError::io("Creating", path, &e),
+        })?;
+    Ok((file, temp))
+}
+
+/// Rename `temp` over `dst` and sync the directory, so that the rename survives a crash.
+fn rename_into_place(temp: &Path, dst: &Path) -> std::io::Result<()> {
+    std::fs::rename(temp, dst)?;
+    let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
 /// What `image encrypt` has written that is not yet under the image's name: a regular file
 /// (image or detached header) is made as a new file beside it and renamed over it at the end;
 /// a LUKS header on a block device has its magic hidden until the data behind it is
@@ -241,22 +274,7 @@ impl PendingImage {
             return Ok(path.to_string());
         }
         let dst = Path::new(path);
-        let name = dst
-            .file_name()
-            .ok_or_else(|| CliError::device(format!("Cannot create {path}: not a file name.")))?;
-        let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
-        let temp = dir.unwrap_or(Path::new(".")).join(format!(
-            ".{}.lukskit-{}",
-            name.to_string_lossy(),
-            uuid::Uuid::new_v4().simple()
-        ));
-        let file =
-            lukskit_volume::private_file::create_new(&temp, 0o600).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                    CliError::device(format!("Cannot create {path}: {e}."))
-                }
-                _ => CliError::io("Creating", path, &e),
-            })?;
+        let (file, temp) = new_file_beside(path)?;
         // An existing file of ours keeps its mode (its owner chose it); a new one gets what
         // the umask gives, as before.
         {
@@ -342,13 +360,8 @@ impl PendingImage {
         }
         self.hidden.clear();
         for (temp, dst) in &self.renames {
-            std::fs::rename(temp, dst)
+            rename_into_place(temp, dst)
                 .map_err(|e| CliError::io("Creating", &dst.to_string_lossy(), &e))?;
-            // The rename itself must survive a crash.
-            let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
-            if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
-                let _ = d.sync_all();
-            }
         }
         self.renames.clear();
         self.committed = true;
@@ -414,22 +427,7 @@ impl PlainOutput {
             return Ok(PlainOutput { file, temp: None });
         }
         let dst = Path::new(path);
-        let name = dst
-            .file_name()
-            .ok_or_else(|| CliError::device(format!("Cannot create {path}: not a file name.")))?;
-        let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
-        let temp = dir.unwrap_or(Path::new(".")).join(format!(
-            ".{}.lukskit-{}",
-            name.to_string_lossy(),
-            uuid::Uuid::new_v4().simple()
-        ));
-        let file =
-            lukskit_volume::private_file::create_new(&temp, 0o600).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                    CliError::device(format!("Cannot create {path}: {e}."))
-                }
-                _ => CliError::io("Creating", path, &e),
-            })?;
+        let (file, temp) = new_file_beside(path)?;
         // An existing output of ours keeps its mode (its owner chose it).
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
@@ -451,14 +449,9 @@ impl PlainOutput {
             .sync_data()
             .map_err(|e| CliError::io("Syncing", path, &e))?;
         if let Some((temp, dst)) = self.temp.take() {
-            if let Err(e) = std::fs::rename(&temp, &dst) {
+            if let Err(e) = rename_into_place(&temp, &dst) {
                 let _ = std::fs::remove_file(&temp);
                 return Err(CliError::io("Creating", path, &e));
-            }
-            // The rename itself must survive a crash.
-            let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
-            if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
-                let _ = d.sync_all();
             }
         }
         Ok(())
