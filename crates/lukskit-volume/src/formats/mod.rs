@@ -15,6 +15,7 @@
 //! management (add, kill, convert, re-encrypt) stays LUKS's own, in [`crate::volume`].
 
 pub mod bitlk;
+mod crc;
 mod error;
 pub mod fvault2;
 pub mod loopaes;

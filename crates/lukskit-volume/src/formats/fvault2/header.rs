@@ -33,33 +33,7 @@ pub(crate) fn le64(b: &[u8], off: usize) -> u64 {
     u64::from_le_bytes(a)
 }
 
-/// CRC-32C (Castagnoli, reflected) without the final inversion, from `seed`, as cryptsetup's
-/// `crypt_crc32c`.
-pub fn crc32c(seed: u32, data: &[u8]) -> u32 {
-    const fn table() -> [u32; 256] {
-        let mut t = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 {
-                    0x82F6_3B78 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-                k += 1;
-            }
-            t[i] = c;
-            i += 1;
-        }
-        t
-    }
-    static TABLE: [u32; 256] = table();
-    data.iter().fold(seed, |crc, &b| {
-        TABLE[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8)
-    })
-}
+use crate::formats::crc::crc32c;
 
 /// Whether a block (at least 8 bytes) starts with a valid checksum of the rest: seed
 /// 0xffffffff and the CRC-32C of the bytes after the 8-byte checksum (`_check_crc`).

@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn pool_of_one_byte_key_file() {
         // One byte 'x': the CRC register after it, big-endian, added to the pool's start.
-        let crc = crate::formats::tcrypt::crc::update(!0, b"x");
+        let crc = crate::formats::crc::update(!0, b"x");
         let kf = [SecretBuf::from_slice(b"x")];
         let pool = pbkdf_input(b"", &kf, false).unwrap();
         assert_eq!(&pool.as_bytes()[..4], &crc.to_be_bytes());

@@ -10,7 +10,7 @@
 //! cipher, the chain's last cipher on the device ([`layout`]).
 
 pub mod ciphers;
-mod crc;
+use super::crc;
 pub mod dump;
 pub mod header;
 pub mod kdf;
