@@ -15,7 +15,7 @@ use lukskit_volume::formats::{format_of, FormatOptions, UnlockRequest};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// One image's section of images.conf.
 type Conf = BTreeMap<String, String>;
@@ -68,46 +68,15 @@ fn images(test: &str) -> Option<(tempfile::TempDir, PathBuf, BTreeMap<String, Co
 /// Run cryptsetup with the time zone UTC (lukskit prints the creation time in UTC).
 fn cs(args: &[&str], stdin: &[u8], dir: &Path) -> Run {
     let mut cmd = Command::new(cryptsetup_path().expect("cryptsetup"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env("TZ", "UTC")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    {
-        use std::io::Write;
-        let mut si = child.stdin.take().unwrap();
-        let _ = si.write_all(stdin);
-    }
-    let o = child.wait_with_output().unwrap();
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    cmd.args(args).current_dir(dir);
+    common::run(cmd, stdin, &[("TZ", "UTC")])
 }
 
 /// lukskit run in `dir` (relative paths as cryptsetup gets them).
 fn lk(args: &[&str], stdin: &[u8], dir: &Path) -> Run {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lukskit"));
-    cmd.args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    {
-        use std::io::Write;
-        let mut si = child.stdin.take().unwrap();
-        let _ = si.write_all(stdin);
-    }
-    let o = child.wait_with_output().unwrap();
-    Run {
-        code: o.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
-    }
+    cmd.args(args).current_dir(dir);
+    common::run(cmd, stdin, &[])
 }
 
 /// Both tools give the same exit code, standard output and standard error. Where

@@ -52,7 +52,8 @@ impl Run {
     }
 }
 
-fn run(mut cmd: Command, stdin: &[u8], env: &[(&str, &str)]) -> Run {
+/// Run `cmd` with the variables `env` added, feeding `stdin`, and collect what it printed.
+pub fn run(mut cmd: Command, stdin: &[u8], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
