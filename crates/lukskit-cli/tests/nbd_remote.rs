@@ -574,14 +574,26 @@ fn stalled_and_dead_nbd_servers_give_io_errors_status_shows_them_and_close_clean
 
     // The server stops answering (SIGSTOP): the read fails with EIO in bounded time
     // (2 s request timeout, a reconnection whose handshake times out in 2 s, no retry).
+    // The read goes to a block far from every earlier read, after the page cache is dropped:
+    // the kernel may not answer it from a cache (readahead of the first read when the loop
+    // device fell back to buffered I/O; once seen in CI as a 1 ms read "of" a stopped server).
+    let dio = std::fs::read_to_string(format!(
+        "/sys/block/{}/loop/dio",
+        loop_dev.trim_start_matches("/dev/")
+    ))
+    .unwrap_or_default();
+    std::fs::write("/proc/sys/vm/drop_caches", "1").unwrap();
     let pid = srv.0.id() as i32;
     // SAFETY: signals to the nbdkit child this test started.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
-    let r = direct_read(&m.dev(), 2 << 20);
+    let r = direct_read(&m.dev(), 9 << 20);
     // SAFETY: as above.
     unsafe { libc::kill(pid, libc::SIGCONT) };
     let (code, out, took) = r.expect("a read of a stalled NBD server hung (no timeout)");
-    assert_ne!(code, 0, "a read of a stalled server succeeded: {out}");
+    assert_ne!(
+        code, 0,
+        "a read of a stalled server succeeded in {took:?} (loop dio {dio:?}): {out}"
+    );
     assert!(out.contains("Input/output error"), "{out}");
     assert!(
         took < Duration::from_secs(3 * 2 + 20),
@@ -619,7 +631,8 @@ fn stalled_and_dead_nbd_servers_give_io_errors_status_shows_them_and_close_clean
 
     // The server dies: reads fail, close completes and leaves nothing behind.
     drop(srv);
-    let (code, out, took) = direct_read(&m.dev(), 4 << 20).expect("a read of a dead server hung");
+    std::fs::write("/proc/sys/vm/drop_caches", "1").unwrap();
+    let (code, out, took) = direct_read(&m.dev(), 13 << 20).expect("a read of a dead server hung");
     assert_ne!(code, 0, "a read of a dead server succeeded: {out}");
     assert!(
         took < Duration::from_secs(3 * 2 + 20),
