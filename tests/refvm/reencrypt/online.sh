@@ -194,25 +194,47 @@ teardown_after_kill() {
     [ "$(dmsetup ls)" = "No devices found" ] || fail "stack left: $(dmsetup ls)"
 }
 
-# Start "$@" in the background, wait until its dm stack is up and the first hot zone is
-# done (the overlay maps new / hot zone / old), then kill -9 it at a random moment (0 to
-# 2.5 s later). Fails unless the re-encryption was caught in the middle.
+# The start sector of the hot zone in v-overlay's table (the middle one of its three lines:
+# done / hot zone / to do), empty while the overlay maps fewer zones.
+hotzone_start() { dmsetup table v-overlay 2>/dev/null | awk 'NR == 2 {s = $1} END {if (NR == 3) print s}'; }
+
+# Start "$@" in the background, wait until its dm stack is up with the hot zone between two
+# zones, then until the hot zone has moved a random 20 to 60 % of the device (KILL_AT="LO HI"
+# sets other bounds, in %), then kill -9 it 0 to 300 ms later: at a random step of that hot
+# zone (its copy, the header update, the table switch). Progress is measured on the table,
+# not on the clock: a random delay of seconds reached the end of the run on a fast machine
+# and left it in the first zones on a slow one. Fails unless the re-encryption was caught in
+# the middle.
 kill_midway() {
     "$@" > /root/run.out 2>&1 &
     pid=$!
-    t=0
-    while [ "$(dmsetup table v-overlay 2>/dev/null | wc -l)" -lt 3 ]; do
-        kill -0 $pid 2>/dev/null || fail "the run ended before its second hot zone: $(cat /root/run.out)"
-        sleep 0.1
+    set -- ${KILL_AT:-20 60}
+    lo=$1 hi=$2
+    t=0 s0= target=
+    while :; do
+        kill -0 $pid 2>/dev/null || fail "the run ended before the kill point: $(cat /root/run.out)"
+        hz=$(hotzone_start)
+        if [ -n "$hz" ]; then
+            if [ -z "$s0" ]; then
+                s0=$hz
+                total=$(dmsetup table v-overlay | awk '{s += $2} END {print s}')
+                pct=$((lo + $(rnd) % (hi - lo + 1)))
+                target=$((total / 100 * pct))
+            fi
+            moved=$((hz - s0))
+            [ $moved -ge 0 ] || moved=$((-moved))
+            [ $moved -lt $target ] || break
+        fi
+        sleep 0.05
         t=$((t + 1))
-        [ $t -lt 900 ] || fail "no second hot zone after 90 s"
+        [ $t -lt 3600 ] || fail "the hot zone did not reach the kill point in 180 s"
     done
-    ms=$(($(rnd) % 2500))
-    sleep $((ms / 1000)).$(printf %03d $((ms % 1000)))
+    ms=$(($(rnd) % 300))
+    sleep 0.$(printf %03d $ms)
     kill -9 $pid || fail "the run was already over"
     wait $pid
     power_cut
-    echo "killed after ${ms} ms"
+    echo "killed ${ms} ms after the hot zone moved ${pct} % of the device"
     dmsetup ls
     dmsetup info -c -o name,uuid,attr 2>/dev/null | grep -E 'hotzone|overlay' \
         | sed 's/-[0-9a-f]\{32\}-/-UUID-/'
