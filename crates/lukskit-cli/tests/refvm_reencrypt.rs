@@ -13,11 +13,11 @@
 //!   overlapped every hot zone), exits 0 with no verify error, and a verify-only pass over
 //!   every block passes, after the run and again once the other tool opened the result. The
 //!   VM gets a static fio built from Debian's source package (`run.sh --fio`).
-//! * `cs-kill`: cryptsetup's online re-encryption killed with kill -9 at a random moment (a
+//! * `cs-kill`: cryptsetup's online re-encryption killed with kill -9 at a random point (a
 //!   crash: the power is cut at once, the top device fails all I/O from then on), the
 //!   crashed stack torn down, recovered by `cryptsetup open`, resumed online by lukskit;
 //! * `lk-kill` (the "done when"): a volume made by cryptsetup, re-encrypted online to
-//!   a new key and cipher by lukskit, killed with kill -9 at a random moment, recovered and
+//!   a new key and cipher by lukskit, killed with kill -9 at a random point, recovered and
 //!   finished online by cryptsetup; both tools open the result, the file system is intact;
 //! * `dshift-kill`: the offline decryption of a device with its header at the start
 //!   (`--decrypt --header FILE`, the data moves over the old header area) by cryptsetup,
