@@ -78,25 +78,38 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
             })?,
         );
     }
+    // An image that cannot be opened for writing (a read-only file system, no write
+    // permission) is attached read-only, as cryptsetup's `crypt_loop_attach` does on EROFS
+    // or EACCES; the mapping keeps the mode asked for (cryptsetup 2.6.1's is read/write
+    // there too: tests/refvm/kernel/formats.sh opens images on a read-only ext4).
+    let read_only = config.read_only;
     let loop_dev = if is_block {
         None
     } else {
-        Some(
+        let attach = |read_only| {
             LoopDevice::attach(
                 dev_path,
                 LoopOptions {
                     block_size: 512,
-                    read_only: config.read_only,
+                    read_only,
                     direct_io: false,
                 },
             )
-            .map_err(|e| {
-                ActivateError::io(
-                    format!("Cannot attach a loop device to {}", config.device),
-                    e,
-                )
-            })?,
-        )
+        };
+        let attached = match attach(read_only) {
+            Err(e)
+                if !read_only && matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES)) =>
+            {
+                attach(true)
+            }
+            other => other,
+        };
+        Some(attached.map_err(|e| {
+            ActivateError::io(
+                format!("Cannot attach a loop device to {}", config.device),
+                e,
+            )
+        })?)
     };
     let backing = loop_dev.as_ref().map_or(dev_path, |l| l.path());
     let devt = DevT::of_block_device(backing)?;
@@ -143,7 +156,7 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
         )
     });
     let uuid = dm_uuid::crypt_dm_uuid(config.kind.name(), config.uuid.as_deref(), &config.name)?;
-    let made = dm.create(&config.name, Some(&uuid), &targets, config.read_only);
+    let made = dm.create(&config.name, Some(&uuid), &targets, read_only);
     // The mapping holds the loop device now; with autoclear it is detached on close.
     drop(loop_dev);
     made.map_err(|e| ActivateError::from_create(&config.device, e))?;

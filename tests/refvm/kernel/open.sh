@@ -98,4 +98,6 @@ mount /dev/mapper/csmap /m && cat /m/f | sed 's/^/data: read /' && umount /m
 mount /dev/mapper/csmap /m; lukskit close csmap 2>&1; echo "close-in-use rc=$?"; umount /m
 lukskit close /dev/mapper/csmap && echo "lukskit closed cryptsetup's mapping"
 dmsetup ls
+# The other on-disk formats (TCRYPT, BITLK, FVAULT2, loop-AES): kernel/formats.sh.
+. /refvm/files/formats.sh
 echo "kernel: done"

@@ -222,6 +222,20 @@ pub fn run_script_on_blank_disks(
     disks: usize,
     expected: u64,
 ) -> Option<VmRun> {
+    run_script_on_blank_disks_with(test, script, dir, disks, expected, &[], &[])
+}
+
+/// [`run_script_on_blank_disks`] with more run.sh options before the script (`--copy FILE`,
+/// ...) and disks of the caller's after the blank ones.
+pub fn run_script_on_blank_disks_with(
+    test: &str,
+    script: &str,
+    dir: &Path,
+    disks: usize,
+    expected: u64,
+    options: &[&std::ffi::OsStr],
+    more_disks: &[&std::ffi::OsStr],
+) -> Option<VmRun> {
     if !vm_ready(test) {
         return None;
     }
@@ -235,8 +249,10 @@ pub fn run_script_on_blank_disks(
         })
         .collect();
     let script = refvm_dir().join(script);
-    let mut args = vec![script.as_os_str()];
+    let mut args = options.to_vec();
+    args.push(script.as_os_str());
     args.extend(images.iter().map(|d| std::ffi::OsStr::new(d.as_str())));
+    args.extend_from_slice(more_disks);
     let r = run_vm(test, timeout_for(expected), &args, true);
     if !r.ran(test) {
         return None;

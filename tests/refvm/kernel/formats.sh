@@ -1,0 +1,110 @@
+#!/bin/sh
+# The other on-disk formats in the kernel (sourced by kernel/open.sh in the reference VM, with
+# the unpacked images of ../shared/testdata/other-formats on an ext4 disk after open.sh's
+# three, mounted here at /host): every TrueCrypt /
+# VeraCrypt, BitLocker and FileVault 2 image there, and a loop-AES volume made here, opened by
+# cryptsetup and by lukskit. For each, per tool, one block of lines:
+#   == fmt-IMAGE TOOL
+#   dev: SUFFIX table: <dmsetup table --showkeys>   for NAME and its stack (NAME_1, NAME_2, ...)
+#   dev: SUFFIX uuid: <DM UUID>     dev: SUFFIX attr: <attributes>
+#   status: <cryptsetup status NAME>
+#   data: <SHA-256 of the first 4 MiB of NAME, or of all of it when smaller>
+# The test compares cryptsetup's block with lukskit's. Images are found by name, so a set with
+# more images is covered as it is: the options come from the names (README of the set).
+H=/host
+mkdir -p $H
+modprobe ext4 2>/dev/null
+mount -o ro /dev/vdd $H || echo "formats: cannot mount the image disk /dev/vdd"
+fcapture() { # CASE TOOL NAME
+    echo "== $1 $2"
+    for d in $(dmsetup ls | awk '{print $1}' | grep -E "^$3(_[0-9]+)?\$" | sort); do
+        s=${d#"$3"}
+        echo "dev: ${s:-top} table: $(dmsetup table --showkeys "$d" | sed 's/ [0-9]*:[0-9]* / DEV /g')"
+        echo "dev: ${s:-top} uuid: $(dmsetup info -c --noheadings -o uuid "$d" | sed "s/$3/NAME/g")"
+        echo "dev: ${s:-top} attr: $(dmsetup info -c --noheadings -o attr "$d")"
+    done
+    cryptsetup status "$3" | sed "s/^/status: /; s/$3/NAME/g"
+    echo "data: $(head -c 4194304 "/dev/mapper/$3" | sha256sum | cut -c1-64)"
+}
+# CASE SECRET-ON-STDIN OPEN-ARGS...: each tool opens, the stack is captured and closed; a
+# refusal is captured as its exit code and message, which must be cryptsetup's too.
+fopen() {
+    c=$1 pw=$2; shift 2
+    t0=$(date +%s)
+    for tool in cryptsetup lukskit; do
+        if printf '%s' "$pw" | $tool open "$@" fmtmap > /tmp/fo.err 2>&1; then
+            fcapture "fmt-$c" $tool fmtmap
+            $tool close fmtmap || echo "fmt-$c: $tool close failed"
+        else
+            rc=$?
+            echo "== fmt-$c $tool"
+            echo "refused: rc=$rc $(tr '\n' ' ' < /tmp/fo.err)"
+        fi
+        [ -z "$(dmsetup ls | grep fmtmap)" ] || echo "fmt-$c: $tool left $(dmsetup ls | grep fmtmap)"
+    done
+    echo "fmt-$c: compared"
+    echo "fmt-$c: took $(($(date +%s) - t0)) s"
+}
+# TrueCrypt / VeraCrypt: KIND_VERSION-HASH-MODE-CIPHER[-CIPHER...][-hidden]. Under TCG a
+# VeraCrypt key derivation takes long, so one image per mapping shape (mode, cascade, hidden,
+# system) is opened, TrueCrypt's first (fewer iterations): key files and PIMs change only
+# the key derivation, which the host tests check (tests/tcrypt.rs).
+seen=" "
+for f in "$H"/tcrypt/tc_*-* "$H"/tcrypt/*_*-*; do
+    [ -f "$f" ] || continue
+    n=$(basename "$f")
+    shape=$(echo "$n" | cut -d- -f3-)
+    case $n in sys_*) shape="system:$shape" ;; esac
+    case "$seen" in *" $shape "*) continue ;; esac
+    seen="$seen$shape "
+    hash=$(echo "$n" | cut -d- -f2)
+    set -- --type tcrypt -h "$hash"
+    case $n in tc_*) set -- "$@" --disable-veracrypt ;; esac
+    case $n in vck_*) set -- "$@" -d "$H/tcrypt/keyfile1" -d "$H/tcrypt/keyfile2" ;; esac
+    case $n in vcpim_*) set -- "$@" --veracrypt-pim 1234 ;; esac
+    case $n in sys_*) set -- "$@" --tcrypt-system ;; esac
+    fopen "$n" aaaaaaaaaaaa "$@" "$f"
+    case $n in *-hidden) fopen "$n-hidden" bbbbbbbbbbbb "$@" --tcrypt-hidden "$f" ;; esac
+done
+# BitLocker: images.conf gives each image's cipher and password (none: a clear key, or a
+# startup key, opened with its .BEK file). One image per cipher and kind (To Go or not),
+# startup keys first (no key derivation); every clear-key image (refused as cryptsetup).
+conf() { awk -v s="[$1]" -v k="$2" '$0 == s {on = 1; next} /^\[/ {on = 0} on && $1 == k {print $3}' "$H/bitlk/images.conf"; }
+seen=" "
+if [ -f "$H/bitlk/images.conf" ]; then
+    for f in "$H"/bitlk/*startup-key*.img "$H"/bitlk/*.img; do
+        [ -f "$f" ] || continue
+        n=$(basename "$f" .img)
+        shape=$(conf "$n" CIPHER)
+        case $n in *togo*) shape="togo:$shape" ;; *clearkey*) shape="clearkey:$n" ;; esac
+        case "$seen" in *" $shape "*) continue ;; esac
+        seen="$seen$shape "
+        sk=$(conf "$n" SK_VMK_GUID | tr a-f A-F)
+        if [ -n "$sk" ]; then
+            fopen "$n" "" --type bitlk -d "$H/bitlk/$sk.BEK" "$f"
+        else
+            fopen "$n" "$(conf "$n" PW)" --type bitlk "$f"
+        fi
+    done
+fi
+# FileVault 2: the README's password.
+for f in "$H"/fvault2/*; do
+    [ -f "$f" ] || continue
+    fopen "fvault2-$(basename "$f")" heslo123 --type fvault2 "$f"
+done
+# loop-AES: a single-key volume (aes-cbc-plain) and a 64-key volume (aes-cbc-lmk), from
+# key files of hex keys made here; each tool opens with the same key file.
+dd if=/dev/urandom of=/tmp/la.img bs=1M count=8 2>/dev/null
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > /tmp/la1.key
+echo >> /tmp/la1.key
+: > /tmp/la64.key
+i=0
+while [ $i -lt 64 ]; do
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >> /tmp/la64.key
+    echo >> /tmp/la64.key
+    i=$((i + 1))
+done
+fopen loopaes-1 "" --type loopaes --key-file /tmp/la1.key --key-size 256 /tmp/la.img
+fopen loopaes-64 "" --type loopaes --key-file /tmp/la64.key --key-size 256 /tmp/la.img
+umount $H
+echo "formats: done"
