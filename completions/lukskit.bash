@@ -4235,3 +4235,47 @@ if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERS
 else
     complete -F _lukskit -o bashdefault -o default lukskit
 fi
+
+# lukskit: the names of open mappings after close, status, luksSuspend, luksResume, resize, refresh and their aliases
+# (from `lukskit status`, /run/lukskit and /dev/mapper); everything else is _lukskit's.
+_lukskit_mappings() {
+    {
+        lukskit status 2>/dev/null | awk 'NR == 1 && $1 == "NAME" { ok = 1; next } ok { print $1 }'
+        command ls -1 /run/lukskit /dev/mapper 2>/dev/null
+    } | grep -v -e '^control$' -e ':$' -e '^$' | sort -u
+}
+
+_lukskit_complete() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} action='' i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case "${COMP_WORDS[i]}" in
+            -*) ;;
+            *)
+                case "${COMP_WORDS[i-1]}" in
+                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
+                    *) action=${COMP_WORDS[i]}; break ;;
+                esac
+                ;;
+        esac
+    done
+    case "$action" in
+        close|remove|plainClose|luksClose|loopaesClose|tcryptClose|bitlkClose|fvault2Close|resize|refresh|status|luksSuspend|luksResume)
+            if [[ $cur != -* ]]; then
+                case "$prev" in
+                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
+                    *)
+                        COMPREPLY=( $(compgen -W "$(_lukskit_mappings)" -- "$cur") )
+                        return 0
+                        ;;
+                esac
+            fi
+            ;;
+    esac
+    _lukskit "$@"
+}
+
+if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
+    complete -F _lukskit_complete -o nosort -o bashdefault -o default lukskit
+else
+    complete -F _lukskit_complete -o bashdefault -o default lukskit
+fi

@@ -4,6 +4,7 @@
 # open it as a block device, make and mount a file system, close, reopen and read it back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "==> building lukskit (a few minutes the first time)"
 cargo build --release --quiet
 LUKSKIT="$PWD/target/release/lukskit"
 work=$(mktemp -d)

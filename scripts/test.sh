@@ -69,6 +69,9 @@ command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 # system Python of Debian 12 is externally managed, so no pip).
 command -v python3 >/dev/null 2>&1 || need_pkgs+=(python3)
 python3 -c 'import cryptography' >/dev/null 2>&1 || need_pkgs+=(python3-cryptography)
+# The `openssl` command: the reference VM's smoke test and the NBD TLS tests make keys and
+# certificates with it (libssl-dev above has the headers, not the command).
+command -v openssl >/dev/null 2>&1 || need_pkgs+=(openssl)
 # FileVault 2 (fvault2.rs): libfvde's fvdemount decrypts the logical volume independently.
 command -v fvdemount >/dev/null 2>&1 || need_pkgs+=(libfvde-utils)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
@@ -79,6 +82,11 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     else
         echo "WARNING: ${need_pkgs[*]} missing and not root: the tests that need them will fail (LUKSKIT_ALLOW_SKIP=1 skips them)" >&2
     fi
+fi
+# The tests run the python3 on PATH: one that is not Debian's (a virtualenv, pyenv) needs
+# the module itself.
+if ! python3 -c 'import cryptography' >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "WARNING: $(command -v python3) has no 'cryptography' module although python3-cryptography is installed: put Debian's /usr/bin/python3 first on PATH" >&2
 fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "cargo not found: install Rust (https://rustup.rs) first" >&2

@@ -6,7 +6,8 @@
 #
 # Puts the hook into /etc/initramfs-tools/hooks/lukskit and the boot scripts into
 # /etc/initramfs-tools/scripts/local-top/lukskit and .../local-block/lukskit; with --lukskit,
-# installs BIN (best the static build, scripts/build-static.sh x86_64) as /usr/local/sbin/lukskit;
+# installs BIN (best the static build, scripts/build-static.sh x86_64) as /usr/local/sbin/lukskit
+# (without --lukskit the hook takes the installed one: the Debian package's /usr/sbin/lukskit);
 # writes /etc/lukskit/initramfs.conf when there is none; then runs `update-initramfs -u` (not
 # with --root DIR, which installs into another system's tree, nor with --no-update).
 # The hook reads /etc/crypttab: see hooks/lukskit for which entries it takes.
@@ -37,11 +38,23 @@ else
         install -D -m 0755 "$BIN" "$ROOT/usr/local/sbin/lukskit"
     fi
     if [ ! -e "$ROOT/etc/lukskit/initramfs.conf" ]; then
+        # The binary: the one installed here with --lukskit, else the Debian package's
+        # (/usr/sbin/lukskit) or one installed by hand, else whatever lukskit is on PATH.
+        binline='#LUKSKIT_BIN=/usr/local/sbin/lukskit   (default: the lukskit on PATH)'
+        if [ -n "$BIN" ]; then
+            binline=LUKSKIT_BIN=/usr/local/sbin/lukskit
+        else
+            for b in /usr/sbin/lukskit /usr/local/sbin/lukskit; do
+                if [ -x "$ROOT$b" ]; then binline=LUKSKIT_BIN=$b; break; fi
+            done
+        fi
         mkdir -p "$ROOT/etc/lukskit"
-        cat >"$ROOT/etc/lukskit/initramfs.conf" <<'CONF'
-# lukskit's initramfs hook (see /etc/initramfs-tools/hooks/lukskit).
-# The binary put into the initramfs:
-LUKSKIT_BIN=/usr/local/sbin/lukskit
+        {
+            echo "# lukskit's initramfs hook (see /etc/initramfs-tools/hooks/lukskit)."
+            echo "# The binary put into the initramfs:"
+            echo "$binline"
+        } >"$ROOT/etc/lukskit/initramfs.conf"
+        cat >>"$ROOT/etc/lukskit/initramfs.conf" <<'CONF'
 # More crypttab names to unlock at boot (the root's /dev/mapper/NAME in /etc/fstab and entries
 # with the option initramfs or x-initrd.attach are taken anyway), e.g. the volume under LVM:
 #LUKSKIT_NAMES="cryptroot"

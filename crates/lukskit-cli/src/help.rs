@@ -341,8 +341,98 @@ fn action_options(cmd: &Command, a: &Action) -> Vec<String> {
         .collect()
 }
 
+/// Examples of the man page: what each does, then the command lines.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "Create a LUKS2 volume in an image file, open it, make and mount a file system, close it \
+         (as root; without device-mapper the same commands work through FUSE and a loop device):",
+        "truncate -s 64M volume.img\n\
+         lukskit luksFormat volume.img\n\
+         lukskit open volume.img secret\n\
+         mkfs.ext4 /dev/mapper/secret\n\
+         mount /dev/mapper/secret /mnt\n\
+         umount /mnt\n\
+         lukskit close secret",
+    ),
+    (
+        "Add a key file to a volume and open it with the key file:",
+        "head -c 64 /dev/urandom > /etc/keys/data.key\n\
+         chmod 600 /etc/keys/data.key\n\
+         lukskit luksAddKey /dev/sdb1 /etc/keys/data.key\n\
+         lukskit open -d /etc/keys/data.key /dev/sdb1 data",
+    ),
+    (
+        "List every open mapping, then show one:",
+        "lukskit status\n\
+         lukskit status data",
+    ),
+    (
+        "Check a passphrase without opening anything, and print the header:",
+        "lukskit open --test-passphrase /dev/sdb1\n\
+         lukskit luksDump /dev/sdb1",
+    ),
+    (
+        "Keep a copy of the header and keyslots:",
+        "lukskit luksHeaderBackup /dev/sdb1 --header-backup-file sdb1-header.img",
+    ),
+    (
+        "Serve the plaintext of an image as an NBD export on a Unix socket, and copy it out:",
+        "lukskit open --nbd unix:/run/vol.sock disk.luks vol\n\
+         nbdcopy 'nbd+unix:///vol?socket=/run/vol.sock' plain.raw\n\
+         lukskit close vol",
+    ),
+    (
+        "Encrypt a plain disk image into a new LUKS2 image, and back:",
+        "lukskit image encrypt disk.raw disk.luks\n\
+         lukskit image decrypt disk.luks disk.raw",
+    ),
+    (
+        "Re-encrypt a volume with a new volume key (online while it is open):",
+        "lukskit reencrypt /dev/sdb1",
+    ),
+    (
+        "Show what the entries of /etc/crypttab would do, then open them:",
+        "lukskit crypttab list\n\
+         lukskit crypttab open",
+    ),
+];
+
 fn tail_roff() -> Roff {
     let mut r = Roff::new();
+    r.control("SH", ["WITHOUT DEVICE-MAPPER"]);
+    r.text([roman(
+        "Where the kernel has device-mapper with dm-crypt, open makes the dm-crypt mapping \
+         cryptsetup makes. Where it has none (a container, WSL, a small kernel), or with \
+         --backend userspace, open unlocks the volume in the foreground and starts a serving \
+         process (lukskit: NAME in ps) that holds the key and serves the plaintext as the file \
+         /run/lukskit/NAME/device on a FUSE mount; a loop device is attached to that file and \
+         /dev/mapper/NAME is a symbolic link to the loop device, so mkfs, mount, fsck and \
+         /etc/fstab work unchanged. open says so on standard error (no device-mapper in this \
+         kernel: serving NAME through FUSE + /dev/loopN) unless -q is given; --debug says why \
+         the backend was chosen. --no-loop serves the FUSE file only; --nbd unix:PATH or \
+         --nbd tcp:HOST:PORT serves an NBD export instead (TCP needs TLS: --tls-creds DIR).",
+    )]);
+    r.control("PP", []);
+    r.text([roman(
+        "close flushes, detaches the loop device, unmounts the FUSE file, stops the serving \
+         process and wipes the key. status NAME shows the backend (key location: lukskit \
+         serving process, the FUSE file, the loop device, the server's pid); status without a \
+         name lists every open mapping, kernel and userspace. luksSuspend, luksResume, resize \
+         and reencrypt work on these mappings; refresh does not. State lives in \
+         /run/lukskit/NAME/. cryptsetup, which knows only device-mapper, does not see these \
+         mappings.",
+    )]);
+    r.control("SH", ["EXAMPLES"]);
+    for (what, lines) in EXAMPLES {
+        r.control("PP", []);
+        r.text([roman(*what)]);
+        r.control("PP", []);
+        r.control("RS", ["4"]);
+        r.control("nf", []);
+        r.text([roman(*lines)]);
+        r.control("fi", []);
+        r.control("RE", []);
+    }
     r.control("SH", ["EXIT STATUS"]);
     r.text([roman(
         "As cryptsetup: 0 success, 1 wrong parameters, 2 no permission (bad passphrase), \
@@ -350,8 +440,9 @@ fn tail_roff() -> Roff {
     )]);
     r.control("SH", ["SEE ALSO"]);
     r.text([roman(
-        "cryptsetup(8); the README of lukskit for the userspace data path, image \
-         conversion and the differences from cryptsetup.",
+        "cryptsetup(8), crypttab(5); lukskit's README and its docs/ pages (in \
+         /usr/share/doc/lukskit with the Debian package) for the userspace backend, booting, \
+         NBD, image conversion, re-encryption and the differences from cryptsetup.",
     )]);
     r
 }
@@ -369,7 +460,106 @@ pub fn completion(shell: Shell) -> Vec<u8> {
     let mut cmd = definition::documented_command("lukskit");
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut cmd, "lukskit", &mut out);
+    if shell == Shell::Bash {
+        out.extend_from_slice(bash_mapping_names(&cmd).as_bytes());
+    }
     out
+}
+
+/// The actions whose argument is the name of an open mapping.
+const MAPPING_ACTIONS: &[&str] = &[
+    "close",
+    "status",
+    "luksSuspend",
+    "luksResume",
+    "resize",
+    "refresh",
+];
+
+/// The part of the bash completion that clap's does not have: the names of open mappings
+/// after the actions of [`MAPPING_ACTIONS`] and their aliases (from `lukskit status`,
+/// `/run/lukskit` and `/dev/mapper`). `_lukskit_complete` finds the action (the first word
+/// that is neither an option nor an option's value) and hands everything else to clap's
+/// `_lukskit`.
+fn bash_mapping_names(cmd: &Command) -> String {
+    // Options that take a value in the next word, on any action.
+    let mut value_opts: Vec<String> = Vec::new();
+    let mut stack = vec![cmd];
+    while let Some(c) = stack.pop() {
+        for a in c.get_arguments() {
+            let takes = a.get_action().takes_values()
+                && a.get_num_args().is_none_or(|n| n.min_values() > 0);
+            if !takes || a.is_positional() {
+                continue;
+            }
+            if let Some(s) = a.get_short() {
+                value_opts.push(format!("-{s}"));
+            }
+            if let Some(l) = a.get_long() {
+                value_opts.push(format!("--{l}"));
+            }
+        }
+        stack.extend(c.get_subcommands());
+    }
+    value_opts.sort();
+    value_opts.dedup();
+    let mut actions: Vec<String> = Vec::new();
+    for sub in cmd.get_subcommands() {
+        if MAPPING_ACTIONS.contains(&sub.get_name()) {
+            actions.push(sub.get_name().to_string());
+            actions.extend(sub.get_all_aliases().map(str::to_string));
+        }
+    }
+    let value_opts = value_opts.join("|");
+    let actions = actions.join("|");
+    format!(
+        r#"
+# lukskit: the names of open mappings after {names} and their aliases
+# (from `lukskit status`, /run/lukskit and /dev/mapper); everything else is _lukskit's.
+_lukskit_mappings() {{
+    {{
+        lukskit status 2>/dev/null | awk 'NR == 1 && $1 == "NAME" {{ ok = 1; next }} ok {{ print $1 }}'
+        command ls -1 /run/lukskit /dev/mapper 2>/dev/null
+    }} | grep -v -e '^control$' -e ':$' -e '^$' | sort -u
+}}
+
+_lukskit_complete() {{
+    local cur=${{COMP_WORDS[COMP_CWORD]}} prev=${{COMP_WORDS[COMP_CWORD-1]}} action='' i
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        case "${{COMP_WORDS[i]}}" in
+            -*) ;;
+            *)
+                case "${{COMP_WORDS[i-1]}}" in
+                    {value_opts}) ;;
+                    *) action=${{COMP_WORDS[i]}}; break ;;
+                esac
+                ;;
+        esac
+    done
+    case "$action" in
+        {actions})
+            if [[ $cur != -* ]]; then
+                case "$prev" in
+                    {value_opts}) ;;
+                    *)
+                        COMPREPLY=( $(compgen -W "$(_lukskit_mappings)" -- "$cur") )
+                        return 0
+                        ;;
+                esac
+            fi
+            ;;
+    esac
+    _lukskit "$@"
+}}
+
+if [[ "${{BASH_VERSINFO[0]}}" -eq 4 && "${{BASH_VERSINFO[1]}}" -ge 4 || "${{BASH_VERSINFO[0]}}" -gt 4 ]]; then
+    complete -F _lukskit_complete -o nosort -o bashdefault -o default lukskit
+else
+    complete -F _lukskit_complete -o bashdefault -o default lukskit
+fi
+"#,
+        names = MAPPING_ACTIONS.join(", "),
+    )
 }
 
 /// The generated files, by path relative to the repository: the man page and the bash, zsh

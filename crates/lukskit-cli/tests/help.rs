@@ -251,6 +251,10 @@ fn man_page_renders() {
         "OPTIONS",
         "luksKillSlot",
         "--key-file",
+        "WITHOUT DEVICE-MAPPER",
+        "FUSE + /dev/loopN",
+        "EXAMPLES",
+        "lukskit luksFormat volume.img",
     ] {
         assert!(text.contains(s), "man page lacks {s}:\n{text}");
     }
@@ -281,4 +285,70 @@ fn bash_completion_completes_actions_and_options() {
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines, ["luksKillSlot", "--align-payload"], "{text}");
+}
+
+/// The bash completion offers the names of open mappings after `close`, `status`,
+/// `luksSuspend`, `luksResume`, `resize`, `refresh` and their aliases (here from a stand-in
+/// `lukskit` on PATH whose `status` lists one mapping), but not as the value of an option, and
+/// leaves options and other actions to clap's completion.
+#[test]
+fn bash_completion_completes_mapping_names() {
+    if Command::new("bash").arg("--version").output().is_err() {
+        skip_or_fail("bash completion of mapping names", "bash is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let stub = dir.path().join("lukskit");
+    std::fs::write(
+        &stub,
+        "#!/bin/sh\n[ \"$1\" = status ] || exit 1\n\
+         echo 'NAME          TYPE   BACKEND          DEVICE        SIZE'\n\
+         echo 'stubmapping   LUKS2  FUSE+/dev/loop9  /tmp/x.img    48.0 MiB'\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stub, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = repo().join("completions/lukskit.bash");
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source '{}'; t() {{ COMP_WORDS=(\"$@\"); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); \
+             COMPREPLY=(); _lukskit_complete lukskit \"${{COMP_WORDS[COMP_CWORD]}}\" \
+             \"${{COMP_WORDS[COMP_CWORD-1]}}\" 2>/dev/null; echo \"${{COMPREPLY[*]}}\"; }}; \
+             t lukskit close stub; t lukskit status stub; t lukskit luksSuspend stub; \
+             t lukskit luksResume -d key stub; t lukskit resize stub; t lukskit refresh stub; \
+             t lukskit remove stub; t lukskit -v luksClose stub; t lukskit luksResume -d stub; \
+             t lukskit close --defe; t lukskit luksKi",
+            script.display()
+        ))
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                dir.path().display(),
+                std::env::var("PATH").unwrap()
+            ),
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "stubmapping",
+            "stubmapping",
+            "stubmapping",
+            "stubmapping",
+            "stubmapping",
+            "stubmapping",
+            "stubmapping",
+            "stubmapping",
+            "",
+            "--deferred",
+            "luksKillSlot"
+        ],
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -16,7 +16,9 @@
 #      b1.img b2.img  md RAID-1 -> LUKS2 -> LVM (vg0/root) -> ext4 with the real root
 #    plus mdadm.conf (mdadm --detail --scan), params (UUIDs), marker (the random line the real
 #    root's init prints), root.key, passphrase. KEY: this script, busybox-static's version.
-#  - initrd-KEY/: initramfs images made by mkinitramfs in the chroot:
+#  - initrd-KEY/: initramfs images made by mkinitramfs in the chroot, where lukskit is installed
+#    from its Debian packages (scripts/build-deb.sh --binary LUKSKIT_STATIC_BIN) with apt, and
+#    its hook activated with the packaged /usr/share/lukskit/initramfs-tools/install.sh:
 #      key.img     lukskit's hook, crypttab `cryptroot UUID=<a> /etc/keys/root.key luks`
 #      pass.img    lukskit's hook, crypttab `cryptroot UUID=<a> none luks,tries=2`
 #      fuse.img    lukskit's hook with LUKSKIT_OPEN_OPTIONS="--backend userspace": the root is
@@ -24,9 +26,10 @@
 #      lvm.img     lukskit's hook, crypttab `cryptlvm UUID=<b> /etc/keys/root.key luks`, root on
 #                  /dev/mapper/vg0-root (LUKSKIT_NAMES=cryptlvm)
 #      debian.img  Debian's cryptsetup-initramfs hook (cryptroot) with lukskit installed as
-#                  /sbin/cryptsetup (dpkg-divert, as README says), crypttab with `initramfs`
+#                  /sbin/cryptsetup (the lukskit-cryptsetup-compat package's dpkg-divert),
+#                  crypttab with `initramfs`
 #    and for each a listing (NAME.list, lsinitramfs). KEY: the lukskit binary, the hook and boot
-#    scripts, the chroot and disks keys.
+#    scripts, build-deb.sh, the chroot and disks keys.
 #
 # The real root (on every disk set) is a static busybox with /sbin/init printing
 #   LUKSKIT-BOOT-MARKER <marker>
@@ -197,7 +200,8 @@ fi
 IKEY=$({
     sha256sum "$LUKSKIT" | cut -d' ' -f1
     cat "$REPO"/scripts/initramfs-tools/install.sh "$REPO"/scripts/initramfs-tools/hooks/lukskit \
-        "$REPO"/scripts/initramfs-tools/scripts/local-top/lukskit "$REPO"/scripts/initramfs-tools/scripts/local-block/lukskit
+        "$REPO"/scripts/initramfs-tools/scripts/local-top/lukskit "$REPO"/scripts/initramfs-tools/scripts/local-block/lukskit \
+        "$REPO"/scripts/build-deb.sh
     echo "$CKEY $DKEY"
     sed -n '/^# --- the initramfs images/,/^# --- end initramfs/p' "$SELF"
 } | hash_of)
@@ -240,9 +244,17 @@ if [ ! -e "$IN/.done" ]; then
         in_chroot dpkg-divert --local --rename --divert "/usr/share/lukskit-test-diverted/${f//\//-}" \
             --add "/usr/share/initramfs-tools/$f" >/dev/null
     done
-    # lukskit's hook (installed as README says, into the chroot).
-    rm -f "$CH/etc/lukskit/initramfs.conf"
-    "$REPO/scripts/initramfs-tools/install.sh" --root "$CH" --lukskit "$LUKSKIT" >&2
+    # lukskit from its Debian package, with the static binary (docs/install.md), and its hook
+    # activated with the packaged install.sh (docs/boot.md): the conf names /usr/sbin/lukskit.
+    rm -rf "$CH/etc/lukskit" "$CH/tmp/debs"
+    bash "$REPO/scripts/build-deb.sh" --binary "$LUKSKIT" --out "$CH/tmp/debs" >/dev/null
+    in_chroot sh -c 'apt-get install -y --no-install-recommends /tmp/debs/lukskit_*.deb' >"$IN.tmp/apt.log" 2>&1 || {
+        tail -n 30 "$IN.tmp/apt.log" >&2
+        die "apt-get install of lukskit's package in the chroot failed"
+    }
+    in_chroot /usr/share/lukskit/initramfs-tools/install.sh --no-update >&2
+    grep -qx 'LUKSKIT_BIN=/usr/sbin/lukskit' "$CH/etc/lukskit/initramfs.conf" ||
+        die "the packaged install.sh did not name /usr/sbin/lukskit in /etc/lukskit/initramfs.conf"
     echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$CH/etc/fstab"
     echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks,discard" >"$CH/etc/crypttab"
     mkinitrd key
@@ -258,16 +270,19 @@ if [ ! -e "$IN/.done" ]; then
     sed -i '/^LUKSKIT_NAMES=/d' "$CH/etc/lukskit/initramfs.conf"
     echo 'LUKSKIT_OPEN_OPTIONS="--backend userspace"' >>"$CH/etc/lukskit/initramfs.conf"
     mkinitrd fuse
-    "$REPO/scripts/initramfs-tools/install.sh" --root "$CH" --uninstall >&2
+    in_chroot /usr/share/lukskit/initramfs-tools/install.sh --uninstall --no-update >&2
     for f in $CRFILES; do
         in_chroot dpkg-divert --local --rename --remove "/usr/share/initramfs-tools/$f" >/dev/null
     done
-    # Debian's own hook with lukskit as /sbin/cryptsetup (README: lukskit as /sbin/cryptsetup).
+    # Debian's own hook with lukskit as /sbin/cryptsetup (the compat package, docs/install.md).
     # Its hook finds the cipher modules from the active mapping, which this chroot does not
     # have: the modules file names them, as on a machine whose root is not unlocked yet.
     printf '%s\n' dm_mod dm_crypt xts aesni_intel sha256_ssse3 >>"$CH/etc/initramfs-tools/modules"
-    in_chroot dpkg-divert --local --rename --divert /sbin/cryptsetup.real --add /sbin/cryptsetup >&2
-    ln -sf /usr/local/sbin/lukskit "$CH/sbin/cryptsetup"
+    in_chroot sh -c 'apt-get install -y --no-install-recommends /tmp/debs/lukskit-cryptsetup-compat_*.deb' >>"$IN.tmp/apt.log" 2>&1 || {
+        tail -n 30 "$IN.tmp/apt.log" >&2
+        die "apt-get install of lukskit-cryptsetup-compat in the chroot failed"
+    }
+    [ "$(readlink "$CH/sbin/cryptsetup")" = /usr/sbin/lukskit ] || die "/sbin/cryptsetup is not lukskit after the compat package"
     echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$CH/etc/fstab"
     echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks,initramfs" >"$CH/etc/crypttab"
     echo 'KEYFILE_PATTERN="/etc/keys/*.key"' >>"$CH/etc/cryptsetup-initramfs/conf-hook"
@@ -283,11 +298,12 @@ if [ ! -e "$IN/.done" ]; then
         echo "cryptsetup-sha256 $(sha256sum <"$u/usr/sbin/cryptsetup" | cut -d' ' -f1)"
     } >"$IN.tmp/debian.facts"
     rm -rf "$CH/tmp/u" "$CH/tmp/u.img"
-    # Back to Debian's cryptsetup (README: how to go back).
-    rm -f "$CH/sbin/cryptsetup"
-    in_chroot dpkg-divert --local --rename --remove /sbin/cryptsetup >&2
+    # Back to Debian's cryptsetup (removing the compat package), and no lukskit in the chroot.
+    in_chroot apt-get purge -y lukskit-cryptsetup-compat lukskit >>"$IN.tmp/apt.log" 2>&1 ||
+        die "apt-get purge of lukskit's packages in the chroot failed"
+    [ ! -e "$CH/sbin/cryptsetup.real" ] || die "Debian's cryptsetup is still diverted after apt-get purge"
     sed -i '/^KEYFILE_PATTERN=/d' "$CH/etc/cryptsetup-initramfs/conf-hook"
-    rm -f "$CH/etc/keys/root.key" "$CH/etc/crypttab" "$CH/usr/local/sbin/lukskit"
+    rm -rf "$CH/etc/keys/root.key" "$CH/etc/crypttab" "$CH/etc/lukskit" "$CH/tmp/debs"
     sha256sum "$LUKSKIT" | cut -d' ' -f1 >"$IN.tmp/lukskit.sha256"
     mv "$IN.tmp" "$IN"
     : >"$IN/.done"

@@ -426,7 +426,7 @@ sys.stdout.buffer.write(out)
         skip_or_fail(
             "independent decryption",
             "python3 with the 'cryptography' module is not available \
-             (apt-get install python3-cryptography, or pip install cryptography)",
+             (apt-get install python3-cryptography; Debian's system Python takes no pip)",
         );
         return None;
     }
