@@ -227,27 +227,58 @@ impl SystemdTpm2Token {
     }
 
     /// Unseal the secret on the TPM `device` (each command may take `timeout`) and return
-    /// the keyslot passphrase: the base64 of the unsealed bytes. `pin` is needed for PIN
-    /// tokens ([`SystemdTpm2Token::needs_pin`]).
+    /// the keyslot passphrase: the base64 of the unsealed bytes. For PIN tokens
+    /// ([`SystemdTpm2Token::needs_pin`]) `pin` is asked for the PIN once the TPM is there
+    /// and the PCR policy matches (a TPM that is missing or PCRs that changed ask nothing);
+    /// it returns `None` when there is none.
     pub fn unseal(
         &self,
         device: &DeviceSpec,
-        pin: Option<&SecretBuf>,
+        pin: impl FnOnce() -> Option<SecretBuf>,
         timeout: Duration,
     ) -> Result<SecretBuf> {
-        let auth = match (self.pin, pin) {
-            (true, None) => return Err(Tpm2Error::PinRequired),
-            (true, Some(p)) => self.pin_auth(p.as_bytes()),
-            (false, _) => SecretBuf::zeroed(0),
-        };
         let mut tpm = Tpm::new(device.open(timeout)?);
-        let secret = self.unseal_on(&mut tpm, &auth)?;
+        let secret = self.unseal_on(&mut tpm, pin)?;
         drop(tpm);
         let b64 = base64::engine::general_purpose::STANDARD.encode(secret.as_bytes());
         Ok(SecretBuf::from_vec(b64.into_bytes()))
     }
 
-    fn unseal_on(&self, tpm: &mut Tpm, auth: &SecretBuf) -> Result<SecretBuf> {
+    /// A policy session with the token's policy, checked against `tpm2-policy-hash`.
+    fn policy_session(
+        &self,
+        tpm: &mut Tpm,
+        key: (u32, &tpm::PublicKey),
+        bank: u16,
+    ) -> Result<tpm::Session> {
+        let policy = tpm.start_session(key, None, true)?;
+        let check = (|| {
+            if self.pcr_mask != 0 {
+                tpm.policy_pcr(&policy, bank, self.pcr_mask)?;
+            }
+            if self.pin {
+                tpm.policy_auth_value(&policy)?;
+            }
+            let digest = tpm.policy_get_digest(&policy)?;
+            match &self.policy_hash {
+                Some(want) if &digest != want => Err(Tpm2Error::PolicyMismatch),
+                _ => Ok(()),
+            }
+        })();
+        match check {
+            Ok(()) => Ok(policy),
+            Err(e) => {
+                tpm.flush(policy.handle);
+                Err(e)
+            }
+        }
+    }
+
+    fn unseal_on(
+        &self,
+        tpm: &mut Tpm,
+        pin: impl FnOnce() -> Option<SecretBuf>,
+    ) -> Result<SecretBuf> {
         let public = tpm::parse_public(&self.public)
             .map_err(|_| bad("the public part of tpm2-blob does not parse"))?;
         if public.kind != alg::KEYEDHASH {
@@ -280,44 +311,48 @@ impl SystemdTpm2Token {
             ));
         }
         let key = (primary, &primary_pub.key);
-        let mut enc = tpm.start_session(key, Some((item, auth.as_bytes())), false)?;
+        // The policy first: changed PCRs fail here, before a PIN is asked or anything is
+        // tried against the sealed object (no dictionary-attack count).
         let banks: &[u16] = match (self.pcr_bank, &self.policy_hash) {
             (Some(b), _) => &[b][..],
             // No bank named: SHA-256, else SHA-1 (the policy hash tells which).
             (None, Some(_)) => &[alg::SHA256, alg::SHA1][..],
             (None, None) => &[alg::SHA256][..],
         };
+        let mut found = None;
+        for (i, &b) in banks.iter().enumerate() {
+            match self.policy_session(tpm, key, b) {
+                Ok(p) => {
+                    found = Some((p, b));
+                    break;
+                }
+                Err(Tpm2Error::PolicyMismatch) if i + 1 < banks.len() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let Some((mut policy, bank)) = found else {
+            return Err(Tpm2Error::PolicyMismatch);
+        };
+        let auth = if self.pin {
+            let p = pin().ok_or(Tpm2Error::PinRequired)?;
+            self.pin_auth(p.as_bytes())
+        } else {
+            SecretBuf::zeroed(0)
+        };
+        // Bound to the sealed object (its authValue: the PIN's), salted to the primary key:
+        // only the TPM that holds the object can answer in this session.
+        let mut enc = tpm.start_session(key, Some((item, auth.as_bytes())), false)?;
         let mut tries = 0;
-        let mut bank_index = 0;
         loop {
-            let bank = banks[bank_index];
-            let mut policy = tpm.start_session(key, None, true)?;
-            let result = (|| {
-                if self.pcr_mask != 0 {
-                    tpm.policy_pcr(&policy, bank, self.pcr_mask)?;
-                }
-                if self.pin {
-                    tpm.policy_auth_value(&policy)?;
-                }
-                let digest = tpm.policy_get_digest(&policy)?;
-                if let Some(want) = &self.policy_hash {
-                    if &digest != want {
-                        return Err(Tpm2Error::PolicyMismatch);
-                    }
-                }
-                let a = if self.pin { auth.as_bytes() } else { &[][..] };
-                tpm.unseal(item, &name, &mut policy, a, &mut enc)
-            })();
+            let result = tpm.unseal(item, &name, &mut policy, auth.as_bytes(), &mut enc);
             tpm.flush(policy.handle);
             match result {
                 Ok(s) => return Ok(s),
-                Err(Tpm2Error::PolicyMismatch) if bank_index + 1 < banks.len() => {
-                    bank_index += 1;
-                }
                 Err(Tpm2Error::Command { rc, .. })
                     if rc.base() == ResponseCode::PCR_CHANGED && tries < PCR_CHANGED_RETRIES =>
                 {
                     tries += 1;
+                    policy = self.policy_session(tpm, key, bank)?;
                 }
                 Err(Tpm2Error::Command { rc, .. })
                     if self.pin
