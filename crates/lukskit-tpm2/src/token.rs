@@ -237,7 +237,17 @@ impl SystemdTpm2Token {
         pin: impl FnOnce() -> Option<SecretBuf>,
         timeout: Duration,
     ) -> Result<SecretBuf> {
-        let mut tpm = Tpm::new(device.open(timeout)?);
+        self.unseal_via(device.open(timeout)?, pin)
+    }
+
+    /// [`SystemdTpm2Token::unseal`] over an open `transport` (a TPM of any kind; the fuzz
+    /// target passes a hostile one).
+    pub fn unseal_via(
+        &self,
+        transport: Box<dyn crate::transport::Transport>,
+        pin: impl FnOnce() -> Option<SecretBuf>,
+    ) -> Result<SecretBuf> {
+        let mut tpm = Tpm::new(transport);
         let secret = self.unseal_on(&mut tpm, pin)?;
         drop(tpm);
         let b64 = base64::engine::general_purpose::STANDARD.encode(secret.as_bytes());
