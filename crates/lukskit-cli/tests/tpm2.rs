@@ -458,31 +458,11 @@ fn missing_or_stopped_tpm_falls_back_to_the_passphrase() {
     );
 }
 
-#[test]
-fn rsa_primary_key_token_opens() {
-    let test = "rsa_primary_key_token_opens";
-    if !tools(test) || !have_tool(test, "tpm2_create") {
-        return;
-    }
-    let d = tmp();
-    let tpm = Swtpm::start(d.path());
-    let p = |n: &str| d.path().join(n).display().to_string();
-    // systemd's legacy RSA primary template (tpm2-util.c: restricted decryption key,
-    // AES-128-CFB, RSA 2048, empty unique) under the owner hierarchy.
-    tpm.tools(&[
-        "tpm2_createprimary",
-        "-Q",
-        "-C",
-        "o",
-        "-g",
-        "sha256",
-        "-G",
-        "rsa2048:null:aes128cfb",
-        "-a",
-        "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth",
-        "-c",
-        &p("primary.ctx"),
-    ]);
+/// A secret sealed with tpm2-tools under `parent` (a context file or a persistent handle)
+/// with a PCR 7 policy, as systemd seals it: the secret, `tpm2-blob` (TPM2B_PRIVATE then
+/// TPM2B_PUBLIC) and the policy digest.
+fn seal_with_tpm2_tools(tpm: &Swtpm, dir: &Path, parent: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let p = |n: &str| dir.join(n).display().to_string();
     tpm.tools(&["tpm2_startauthsession", "-S", &p("trial.ctx")]);
     tpm.tools(&[
         "tpm2_policypcr",
@@ -501,7 +481,7 @@ fn rsa_primary_key_token_opens() {
         "tpm2_create",
         "-Q",
         "-C",
-        &p("primary.ctx"),
+        parent,
         "-g",
         "sha256",
         "-a",
@@ -516,37 +496,75 @@ fn rsa_primary_key_token_opens() {
         &p("obj.priv"),
     ]);
     tpm.tools(&["tpm2_flushcontext", "-t"]);
-    // The volume: keyslot 1's passphrase is the base64 of the sealed secret, as systemd
-    // makes it; the token names the RSA primary.
-    let img = sparse(d.path(), "img", 32 << 20);
+    let mut blob = std::fs::read(p("obj.priv")).unwrap();
+    blob.extend(std::fs::read(p("obj.pub")).unwrap());
+    (secret, blob, std::fs::read(p("policy")).unwrap())
+}
+
+/// A LUKS2 volume (passphrase `pass` in keyslot 0) whose keyslot 1 has the base64 of
+/// `secret` as passphrase, as systemd makes it, and `token` (for keyslot 1) as token 0.
+fn volume_with_token(dir: &Path, secret: &[u8], token: &serde_json::Value) -> String {
+    use base64::Engine as _;
+    let img = sparse(dir, "img", 32 << 20);
     let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
     args.extend_from_slice(&FAST);
     args.extend_from_slice(&[&img, "-"]);
     cryptsetup(&args, b"pass").unwrap().ok("luksFormat");
-    use base64::Engine as _;
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let pass = b64.encode(&secret);
-    let newkey = write_file(d.path(), "newkey", pass.as_bytes());
+    let pass = base64::engine::general_purpose::STANDARD.encode(secret);
+    let newkey = write_file(dir, "newkey", pass.as_bytes());
     let mut args = vec!["luksAddKey", "-q", "--key-slot", "1"];
     args.extend_from_slice(&FAST);
     args.extend_from_slice(&[&img, &newkey, "-d", "-"]);
     cryptsetup(&args, b"pass").unwrap().ok("luksAddKey");
-    let mut blob = std::fs::read(p("obj.priv")).unwrap();
-    blob.extend(std::fs::read(p("obj.pub")).unwrap());
-    let token = serde_json::json!({
-        "type": "systemd-tpm2",
-        "keyslots": ["1"],
-        "tpm2-blob": b64.encode(&blob),
-        "tpm2-pcrs": [7],
-        "tpm2-pcr-bank": "sha256",
-        "tpm2-primary-alg": "rsa",
-        "tpm2-policy-hash": hex::encode(std::fs::read(p("policy")).unwrap()),
-        "tpm2-pin": false,
-    });
-    let tj = write_file(d.path(), "token.json", token.to_string().as_bytes());
+    let tj = write_file(dir, "token.json", token.to_string().as_bytes());
     cryptsetup(&["token", "import", "--json-file", &tj, &img], b"")
         .unwrap()
         .ok("token import");
+    img
+}
+
+fn b64(data: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+#[test]
+fn rsa_primary_key_token_opens() {
+    let test = "rsa_primary_key_token_opens";
+    if !tools(test) || !have_tool(test, "tpm2_create") {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let primary = d.path().join("primary.ctx").display().to_string();
+    // systemd's legacy RSA primary template (tpm2-util.c: restricted decryption key,
+    // AES-128-CFB, RSA 2048, empty unique) under the owner hierarchy.
+    tpm.tools(&[
+        "tpm2_createprimary",
+        "-Q",
+        "-C",
+        "o",
+        "-g",
+        "sha256",
+        "-G",
+        "rsa2048:null:aes128cfb",
+        "-a",
+        "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth",
+        "-c",
+        &primary,
+    ]);
+    let (secret, blob, policy) = seal_with_tpm2_tools(&tpm, d.path(), &primary);
+    let token = serde_json::json!({
+        "type": "systemd-tpm2",
+        "keyslots": ["1"],
+        "tpm2-blob": b64(&blob),
+        "tpm2-pcrs": [7],
+        "tpm2-pcr-bank": "sha256",
+        "tpm2-primary-alg": "rsa",
+        "tpm2-policy-hash": hex::encode(&policy),
+        "tpm2-pin": false,
+    });
+    let img = volume_with_token(d.path(), &secret, &token);
     let dev = tpm.device_arg();
     let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"");
     assert_eq!(
@@ -578,6 +596,100 @@ fn rsa_primary_key_token_opens() {
     assert!(
         r.stderr
             .starts_with("Token 0 (systemd-tpm2) cannot unlock: TPM2 command TPM2_Load failed"),
+        "{}",
+        r.stderr
+    );
+    nothing_left(&tpm);
+}
+
+/// systemd 254 and later seal under a persistent SRK (0x81000001, the TCG provisioning
+/// template with noDA) and store it as `tpm2-srk`, a tpm2-tss ESYS_TR serialization; here
+/// tpm2-tools makes and serializes the SRK (`tpm2_readpublic -t`).
+#[test]
+fn persistent_srk_token_opens_and_a_replaced_srk_is_refused() {
+    let test = "persistent_srk_token_opens_and_a_replaced_srk_is_refused";
+    if !tools(test) || !have_tool(test, "tpm2_create") {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let p = |n: &str| d.path().join(n).display().to_string();
+    let make_srk = |alg: &str| {
+        let mut args = vec![
+            "tpm2_createprimary",
+            "-Q",
+            "-C",
+            "o",
+            "-g",
+            "sha256",
+            "-G",
+            alg,
+            "-a",
+            "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda",
+        ];
+        let ctx = p("srk.ctx");
+        args.extend_from_slice(&["-c", &ctx]);
+        tpm.tools(&args);
+        tpm.tools(&[
+            "tpm2_evictcontrol",
+            "-Q",
+            "-C",
+            "o",
+            "-c",
+            &ctx,
+            "0x81000001",
+        ]);
+        tpm.tools(&["tpm2_flushcontext", "-t"]);
+        tpm.tools(&[
+            "tpm2_readpublic",
+            "-Q",
+            "-c",
+            "0x81000001",
+            "-t",
+            &p("srk.tr"),
+        ]);
+        std::fs::read(p("srk.tr")).unwrap()
+    };
+    let srk = make_srk("ecc256:null:aes128cfb");
+    let (secret, blob, policy) = seal_with_tpm2_tools(&tpm, d.path(), "0x81000001");
+    let token = serde_json::json!({
+        "type": "systemd-tpm2",
+        "keyslots": ["1"],
+        "tpm2-blob": b64(&blob),
+        "tpm2-pcrs": [7],
+        "tpm2-pcr-bank": "sha256",
+        "tpm2-primary-alg": "ecc",
+        "tpm2-policy-hash": hex::encode(&policy),
+        "tpm2-pin": false,
+        "tpm2-srk": b64(&srk),
+    });
+    let img = volume_with_token(d.path(), &secret, &token);
+    let dev = tpm.device_arg();
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"");
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (0, "Key slot 1 unlocked.\nCommand successful.\n", "")
+    );
+    nothing_left(&tpm);
+    // The persistent key is still there (not flushed: it is not lukskit's).
+    tpm.tools(&["tpm2_readpublic", "-Q", "-c", "0x81000001"]);
+    // Another key at the SRK handle (the RSA SRK): refused before anything is loaded under
+    // it.
+    tpm.tools(&["tpm2_evictcontrol", "-Q", "-C", "o", "-c", "0x81000001"]);
+    make_srk("rsa2048:null:aes128cfb");
+    let r = lukskit(&["open", "--test-passphrase", &dev, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "Token 0 (systemd-tpm2) cannot unlock: unsupported systemd-tpm2 token: the storage \
+         root key at 0x81000001 is not the one the token was sealed under.\n"
+    );
+    // No key at the handle at all.
+    tpm.tools(&["tpm2_evictcontrol", "-Q", "-C", "o", "-c", "0x81000001"]);
+    let r = lukskit(&["open", "--test-passphrase", &dev, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no storage root key at 0x81000001"),
         "{}",
         r.stderr
     );

@@ -18,9 +18,11 @@
 //! for tokens with `tpm2-salt` (systemd 253 and later), SHA-256 of the base64 of
 //! PBKDF2-HMAC-SHA256(PIN, salt).
 //!
+//! Tokens of systemd 254 and later that name a persistent storage root key (`tpm2-srk`, an
+//! `ESYS_TR` serialization) load under that key when the TPM holds it (its name is checked).
+//!
 //! Not supported (refused with [`Tpm2Error::Unsupported`]): signed PCR policies
-//! (`tpm2-pubkey`), `tpm2-srk` (a persistent SRK of systemd 254 and later) and pcrlock
-//! policies.
+//! (`tpm2-pubkey`) and pcrlock policies.
 
 use crate::error::{ResponseCode, Result, Tpm2Error};
 use crate::tpm::{self, alg, Tpm};
@@ -60,6 +62,9 @@ pub struct SystemdTpm2Token {
     pub pin: bool,
     /// `tpm2-salt` (systemd 253+): the PIN is salted with it.
     pub salt: Option<Vec<u8>>,
+    /// `tpm2-srk` (systemd 254+): the persistent storage root key the object was sealed
+    /// under, its handle and name.
+    pub srk: Option<(u32, Vec<u8>)>,
 }
 
 fn bad(s: impl Into<String>) -> Tpm2Error {
@@ -100,11 +105,6 @@ impl SystemdTpm2Token {
         if obj.get("tpm2_pcrlock").and_then(Value::as_bool) == Some(true) {
             return Err(Tpm2Error::Unsupported(
                 "pcrlock policies (tpm2_pcrlock)".into(),
-            ));
-        }
-        if obj.get("tpm2-srk").is_some_and(|v| !v.is_null()) {
-            return Err(Tpm2Error::Unsupported(
-                "a persistent storage root key (tpm2-srk, systemd 254 and later)".into(),
             ));
         }
         if obj
@@ -171,6 +171,10 @@ impl SystemdTpm2Token {
                 .as_bool()
                 .ok_or_else(|| bad("tpm2-pin is not a boolean"))?,
         };
+        let srk = match obj.get("tpm2-srk") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(parse_srk(&b64(v, "tpm2-srk", 2048)?)?),
+        };
         let salt = match obj.get("tpm2-salt") {
             None | Some(Value::Null) => None,
             Some(v) => Some(b64(v, "tpm2-salt", 256)?),
@@ -194,6 +198,7 @@ impl SystemdTpm2Token {
             policy_hash,
             pin,
             salt,
+            srk,
         })
     }
 
@@ -284,6 +289,23 @@ impl SystemdTpm2Token {
         }
     }
 
+    /// The transient primary key systemd 252 seals under (`tpm2-primary-alg`; without it
+    /// ECC, then RSA, as systemd tried them).
+    fn transient_primary(&self, tpm: &mut Tpm) -> Result<(u32, tpm::Public)> {
+        let algs: &[u16] = match self.primary_alg {
+            Some(a) => &[a][..],
+            None => &[alg::ECC, alg::RSA][..],
+        };
+        let mut last = None;
+        for &a in algs {
+            match tpm.create_primary(&tpm::legacy_primary_template(a)) {
+                Ok(p) => return Ok(p),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or(Tpm2Error::BadResponse("no primary key")))
+    }
+
     fn unseal_on(
         &self,
         tpm: &mut Tpm,
@@ -295,24 +317,24 @@ impl SystemdTpm2Token {
             return Err(bad("tpm2-blob is not a sealed data object"));
         }
         let name = tpm::object_name(&self.public, public.name_alg)?;
-        let algs: &[u16] = match self.primary_alg {
-            Some(a) => &[a][..],
-            None => &[alg::ECC, alg::RSA][..],
-        };
-        let mut primary = None;
-        let mut last = None;
-        for &a in algs {
-            match tpm.create_primary(&tpm::legacy_primary_template(a)) {
-                Ok(p) => {
-                    primary = Some(p);
-                    break;
+        let (primary, primary_pub) = match &self.srk {
+            Some((handle, srk_name)) => {
+                // The persistent SRK: the one sealed under, or a refusal (nothing of it is
+                // flushed: it is not ours).
+                let (public, srk_read_name) = tpm.read_public(*handle).map_err(|e| match e {
+                    Tpm2Error::Command { .. } => Tpm2Error::Unsupported(format!(
+                        "the TPM has no storage root key at 0x{handle:x} (tpm2-srk)"
+                    )),
+                    e => e,
+                })?;
+                if &srk_read_name != srk_name {
+                    return Err(Tpm2Error::Unsupported(format!(
+                        "the storage root key at 0x{handle:x} is not the one the token was sealed under"
+                    )));
                 }
-                Err(e) => last = Some(e),
+                (*handle, public)
             }
-        }
-        let (primary, primary_pub) = match primary {
-            Some(p) => p,
-            None => return Err(last.unwrap_or(Tpm2Error::BadResponse("no primary key"))),
+            None => self.transient_primary(tpm)?,
         };
         let (item, loaded_name) = tpm.load(primary, &self.private, &self.public)?;
         if loaded_name != name {
@@ -402,6 +424,24 @@ pub fn split_blob(blob: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
     Ok((private, public))
 }
 
+/// The handle and name of the key in `tpm2-srk`: a tpm2-tss `ESYS_TR` serialization
+/// (`Esys_TR_Serialize`: handle, `TPM2B_NAME`, resource type, and for keys their
+/// `TPM2B_PUBLIC`). Only persistent handles are accepted.
+pub fn parse_srk(data: &[u8]) -> Result<(u32, Vec<u8>)> {
+    let mut r = crate::codec::Reader::new(data);
+    let handle = r.u32().map_err(|_| bad("tpm2-srk is truncated"))?;
+    if handle >> 24 != 0x81 {
+        return Err(bad(format!(
+            "tpm2-srk names handle 0x{handle:x}, not a persistent key"
+        )));
+    }
+    let name = r.tpm2b(68).map_err(|_| bad("tpm2-srk: bad name"))?.to_vec();
+    if name.len() < 2 {
+        return Err(bad("tpm2-srk: empty name"));
+    }
+    Ok((handle, name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -452,8 +492,15 @@ mod tests {
         v["tpm2-srk"] = json!("AAAA");
         assert!(matches!(
             SystemdTpm2Token::parse(&v),
-            Err(Tpm2Error::Unsupported(_))
+            Err(Tpm2Error::BadToken(_))
         ));
+        // A persistent handle and a name parse; a transient handle does not.
+        let mut v = sample();
+        v["tpm2-srk"] = json!("gQAAAQAEAAsAAQ==");
+        let t = SystemdTpm2Token::parse(&v).unwrap();
+        assert_eq!(t.srk, Some((0x8100_0001, vec![0, 0x0b, 0, 1])));
+        v["tpm2-srk"] = json!("gAAAAQAEAAsAAQ==");
+        assert!(SystemdTpm2Token::parse(&v).is_err());
         let mut v = sample();
         v["tpm2-pubkey"] = json!("AAAA");
         assert!(matches!(

@@ -40,6 +40,7 @@ pub mod alg {
 mod cc {
     pub const CREATE_PRIMARY: u32 = 0x131;
     pub const LOAD: u32 = 0x157;
+    pub const READ_PUBLIC: u32 = 0x173;
     pub const UNSEAL: u32 = 0x15E;
     pub const FLUSH_CONTEXT: u32 = 0x165;
     pub const POLICY_AUTH_VALUE: u32 = 0x16B;
@@ -531,6 +532,31 @@ impl Tpm {
         let mut r = Reader::new(&resp.params);
         let name = r.tpm2b(68)?.to_vec();
         Ok((handle, name))
+    }
+
+    /// `TPM2_ReadPublic` of `handle` (a persistent key's): its public part and its name.
+    pub fn read_public(&mut self, handle: u32) -> Result<(Public, Vec<u8>)> {
+        let resp = self.run(
+            "TPM2_ReadPublic",
+            cc::READ_PUBLIC,
+            &[handle],
+            &[],
+            &mut [],
+            &[],
+            0,
+        )?;
+        let mut r = Reader::new(&resp.params);
+        let area = r.tpm2b(1024)?;
+        let public = parse_public(area)?;
+        let name = r.tpm2b(68)?.to_vec();
+        r.tpm2b(68)?;
+        r.finish()?;
+        if name != object_name(area, public.name_alg)? {
+            return Err(Tpm2Error::BadResponse(
+                "the key's name does not match its public part",
+            ));
+        }
+        Ok((public, name))
     }
 
     /// `TPM2_StartAuthSession`: an HMAC (`policy` false) or policy session with SHA-256 and
