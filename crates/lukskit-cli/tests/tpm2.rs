@@ -266,6 +266,39 @@ fn systemd_tpm2_token_opens_without_a_passphrase() {
     );
     assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
 
+    // luksAddKey --token-id: the token's passphrase unlocks for the new keyslot.
+    let newkey = write_file(d.path(), "newkey", b"second passphrase");
+    let mut args = vec!["luksAddKey", "-q", "--token-id", "0", &dev, &img, &newkey];
+    args.extend_from_slice(&FAST);
+    lukskit(&args, b"").ok("luksAddKey --token-id 0");
+    lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "--key-slot",
+            "2",
+            "-d",
+            &newkey,
+            &img,
+        ],
+        b"",
+    )
+    .ok("the new keyslot");
+    // crypttab: tpm2-device= becomes --tpm2-device.
+    let table = format!("vol {img} none luks,tpm2-device={}\n", tpm.tcti());
+    let ct = write_file(d.path(), "crypttab", table.as_bytes());
+    let r = lukskit(&["crypttab", "list", "--crypttab", &ct], b"").ok("crypttab list");
+    let want = format!(
+        "  command: lukskit open --type luks --tries 3 --tpm2-device {} {img} vol",
+        tpm.tcti()
+    );
+    assert!(
+        r.stdout.lines().any(|l| l == want),
+        "{want:?} not in\n{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("warning"), "{}", r.stdout);
+
     // Through a mapping: the plaintext written with the passphrase reads back when the
     // TPM opened it.
     if !capable(test) {
@@ -288,6 +321,15 @@ fn systemd_tpm2_token_opens_without_a_passphrase() {
         let m = Mapping::new("tpm2r");
         let r = lukskit(&["open", &img, &m.name, "-v", &dev], b"").ok("open by token");
         assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
+        assert_eq!(read_mapping(&m, data.len()), data);
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
+    // And by crypttab open, without a prompt (standard input is empty).
+    {
+        let m = Mapping::new("tpm2c");
+        let table = format!("{} {img} none luks,tpm2-device={}\n", m.name, tpm.tcti());
+        let ct = write_file(d.path(), "crypttab2", table.as_bytes());
+        lukskit(&["crypttab", "open", "--crypttab", &ct, &m.name], b"").ok("crypttab open");
         assert_eq!(read_mapping(&m, data.len()), data);
         lukskit(&["close", &m.name], b"").ok("close");
     }
