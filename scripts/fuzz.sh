@@ -25,7 +25,7 @@ fi
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header)
+    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token)
     if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
         targets+=(nbd_request)
     fi
@@ -93,6 +93,17 @@ bitlk_seeds() {
     rm -rf "$work/bitlk"
 }
 
+# systemd-tpm2 tokens for the tpm2_token target (layout in fuzz/fuzz_targets/tpm2_token.rs:
+# byte 0 = 0 token JSON, 1 a TPMT_PUBLIC/blob/frame, 2 a TPM's responses). The token's shape
+# is what systemd-cryptenroll 252 writes; the blob is a keyed-hash object's public area.
+tpm2_seeds() {
+    local d="$1" pub='\x00\x08\x00\x0b\x00\x00\x00\x12\x00\x20'
+    printf '\x00{"type":"systemd-tpm2","keyslots":["1"],"tpm2-blob":"AAIAAAAKAAgACwAAABIAAA==","tpm2-pcrs":[7],"tpm2-pcr-bank":"sha256","tpm2-primary-alg":"ecc","tpm2-policy-hash":"00","tpm2-pin":true,"tpm2-salt":"AAAA"}' >"$d/token"
+    printf '%b' "\x01$pub$(printf '\\x%02x' $(seq 1 32))\x00\x10\x00\x00" >"$d/public"
+    # A success response to TPM2_PolicyGetDigest and an error response, as replies.
+    printf '%b' '\x02\x00\x0c\x80\x01\x00\x00\x00\x0c\x00\x00\x00\x00\x00\x00\x00\x0a\x80\x01\x00\x00\x00\x0a\x00\x00\x09\x21' >"$d/replies"
+}
+
 make_seeds() {
     local l1 l2 cs td
     bitlk_seeds "$(seed_dir bitlk_metadata)"
@@ -105,6 +116,7 @@ make_seeds() {
         printf '%s' "$s" >"$cs/$(printf '%s' "$s" | sha1sum | cut -c1-16)"
     done
     nbd_seeds "$(seed_dir nbd_request)"
+    tpm2_seeds "$(seed_dir tpm2_token)"
     if command -v cryptsetup >/dev/null; then
         local i=0
         printf 'fuzz' >"$work/key"

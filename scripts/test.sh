@@ -61,6 +61,12 @@ command -v strace >/dev/null 2>&1 || need_pkgs+=(strace)
 command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 command -v jose >/dev/null 2>&1 || need_pkgs+=(jose)
 [ -x /usr/bin/clevis-luks-bind ] || need_pkgs+=(clevis clevis-luks)
+# systemd-tpm2 tokens (tests/tpm2.rs): a socket swtpm, tpm2-tools (and the swtpm TCTI that
+# both they and systemd-cryptenroll load) to enroll with systemd 252 and change PCRs.
+command -v swtpm >/dev/null 2>&1 || need_pkgs+=(swtpm swtpm-tools)
+command -v tpm2_pcrextend >/dev/null 2>&1 || need_pkgs+=(tpm2-tools)
+[ -e /usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0 ] || need_pkgs+=(libtss2-tcti-swtpm0)
+command -v systemd-cryptenroll >/dev/null 2>&1 || need_pkgs+=(systemd)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
 # builds the initramfs images with its own mkinitramfs.
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)

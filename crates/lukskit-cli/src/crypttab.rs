@@ -5,7 +5,7 @@
 //! on another device as `PATH:UUID=…`) and Debian's (always 4 fields, octal escapes `\0NNN`,
 //! `keyslot=`, `initramfs`, `noearly`). Each line becomes a [`CrypttabEntry`] whose options
 //! are typed ([`CrypttabOptions`]); options lukskit cannot honour are kept as
-//! [`OptionIssue`]s, either ignored with a warning (tokens such as `tpm2-device=`, which fall
+//! [`OptionIssue`]s, either ignored with a warning (tokens such as `fido2-device=`, which fall
 //! back to the passphrase as in systemd) or refusing the entry (`tcrypt`, `swap`,
 //! `keyscript=`, …: they change what would be opened). Nothing here touches a device.
 //!
@@ -187,6 +187,8 @@ pub struct CrypttabOptions {
     pub keyfile_size: Option<u64>,
     /// `key-slot=` / `keyslot=`.
     pub key_slot: Option<u32>,
+    /// `tpm2-device=`: the TPM for systemd-tpm2 tokens (`auto`, a path, `swtpm:path=…`).
+    pub tpm2_device: Option<String>,
     /// `same-cpu-crypt`.
     pub same_cpu_crypt: bool,
     /// `submit-from-crypt-cpus`.
@@ -476,21 +478,29 @@ const REFUSED: &[(&str, &str)] = &[
 /// and systemd's ordering and prompt tweaks.
 const IGNORED: &[(&str, &str)] = &[
     (
-        "tpm2-device",
-        "TPM2 tokens are not supported by lukskit; the key field is used",
+        "tpm2-pcrs",
+        "lukskit takes the PCRs from the systemd-tpm2 token",
     ),
-    ("tpm2-pcrs", "TPM2 tokens are not supported by lukskit"),
-    ("tpm2-pin", "TPM2 tokens are not supported by lukskit"),
-    ("tpm2-signature", "TPM2 tokens are not supported by lukskit"),
+    (
+        "tpm2-pin",
+        "lukskit takes the PIN flag from the systemd-tpm2 token",
+    ),
+    (
+        "tpm2-signature",
+        "signed TPM2 PCR policies are not supported by lukskit",
+    ),
     (
         "tpm2-public-key",
-        "TPM2 tokens are not supported by lukskit",
+        "signed TPM2 PCR policies are not supported by lukskit",
     ),
     (
         "tpm2-public-key-pcrs",
-        "TPM2 tokens are not supported by lukskit",
+        "signed TPM2 PCR policies are not supported by lukskit",
     ),
-    ("tpm2-pcrlock", "TPM2 tokens are not supported by lukskit"),
+    (
+        "tpm2-pcrlock",
+        "TPM2 pcrlock policies are not supported by lukskit",
+    ),
     (
         "tpm2-measure-pcr",
         "TPM2 measurement is not supported by lukskit",
@@ -588,6 +598,7 @@ pub fn parse_options(field: &str) -> Result<CrypttabOptions, String> {
             // Debian's: only about when (early boot, messages); nothing to do here.
             "noearly" | "loud" | "quiet" => flag(&mut false)?,
             "tries" => o.tries = Some(number("tries", v, 0u32)?),
+            "tpm2-device" => o.tpm2_device = Some(nonempty("tpm2-device", v)?),
             "timeout" => o.timeout = Some(timespan(v)?),
             "header" => o.header = Some(FileRef::parse(&nonempty("header", v)?)),
             "offset" => o.offset = Some(number("offset", v, 0u64)?),
@@ -672,7 +683,8 @@ mod tests {
         let e = one("cryptroot  /dev/sda2       none                     tpm2-device=auto");
         assert_eq!(e.key, KeySpec::Prompt);
         assert!(e.options.refused.is_empty());
-        assert_eq!(e.options.ignored[0].option, "tpm2-device=auto");
+        assert!(e.options.ignored.is_empty());
+        assert_eq!(e.options.tpm2_device.as_deref(), Some("auto"));
 
         let e =
             one("mytoken    /dev/sdb1       -                        fido2-device=auto,discard");

@@ -130,6 +130,7 @@ pub const ACTIONS: &[Action] = &[
                 "token_id",
                 "token_only",
                 "token_type",
+                "tpm2_device",
             ],
         ],
     },
@@ -546,6 +547,7 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("new_token_id", "INT"),
     ("token_type", "STRING"),
     ("tang_url", "URL"),
+    ("tpm2_device", "PATH"),
     ("tang_thumbprint", "STRING"),
     ("json_file", "STRING"),
     ("key_description", "STRING"),
@@ -589,6 +591,7 @@ pub const LUKSKIT_GROUP: &str = "lukskit options";
 /// Options only lukskit has.
 const LUKSKIT_ONLY: &[&str] = &[
     "tang_url",
+    "tpm2_device",
     "tang_thumbprint",
     "backend",
     "no_loop",

@@ -54,7 +54,6 @@ fn list_reports_what_open_would_do() {
         "vol (line 3): opened".to_string(),
         format!("  command: lukskit open --type luks --key-slot 0 --key-file {key} --tries 1 --allow-discards {img} vol"),
         "  type:    luks (detected)".into(),
-        "  warning: option 'tpm2-device=auto' ignored: TPM2 tokens are not supported by lukskit; the key field is used".into(),
         "  warning: option 'frobnicate' ignored: unknown option, ignored".into(),
         "pl (line 4): opened only when named (noauto)".into(),
         "  key:     passphrase asked on the console (5 tries)".into(),

@@ -108,8 +108,6 @@ fn crypttab_matches_debian_cryptdisks() {
         "list:   command: lukskit open --type luks --tries 2 /dev/vdb ctprompt",
         "B log: ctmissing: Device UUID=0badc0de-0000-4000-8000-000000000000 not found. \
          (nofail: not counted as a failure)",
-        "B2 log: ctkeydev: WARNING: option 'tpm2-device=auto' ignored: TPM2 tokens are not \
-         supported by lukskit; the key field is used.",
         "B2 log: ctgone: Device UUID=0badc0de-0000-4000-8000-000000000000 not found.",
         "B2 log: ctvc: option 'tcrypt' is not supported: TrueCrypt volumes are not supported \
          by lukskit; not opened.",

@@ -315,6 +315,11 @@ fn open_argv(
         (None, t) => t.unwrap_or(3),
     };
     opt("tries", Some(tries.to_string()));
+    // `auto` is what open does without the option.
+    opt(
+        "tpm2-device",
+        o.tpm2_device.clone().filter(|d| d.as_str() != "auto"),
+    );
     opt("timeout", o.timeout.map(|v| v.to_string()));
     for (on, flag) in [
         (o.verify, "--verify-passphrase"),

@@ -1,5 +1,6 @@
 //! LUKS2 tokens that unlock: cryptsetup's built-in `luks2-keyring` (a passphrase in the kernel
-//! keyring) and the clevis `tang` pin (crate `lukskit-tang`). `open` tries
+//! keyring), the clevis `tang` pin (crate `lukskit-tang`) and systemd's `systemd-tpm2` token
+//! (crate `lukskit-tpm2`: the TPM is asked directly, no plugin). `open` tries
 //! tokens before asking for a passphrase, as cryptsetup does (`--token-only`, `--token-id`,
 //! `--token-type`), and `token bind-tang` makes a keyslot with a random passphrase and a
 //! clevis token that Debian's `clevis luks unlock` accepts.
@@ -127,6 +128,45 @@ fn keyring_token_passphrase(t: &lukskit_format::luks2::Token) -> Option<SecretBu
     }
 }
 
+/// The passphrase a `systemd-tpm2` token holds: the token's sealed secret unsealed by the
+/// TPM (`--tpm2-device`, default `/dev/tpmrm0` or `/dev/tpm0`), asking for the PIN first
+/// where the token needs one ("Please enter TPM2 PIN:", as systemd-cryptsetup asks). On
+/// failure, the one line to print (why the token cannot unlock) and how it failed; a wrong
+/// PIN is not asked again (each wrong PIN costs a dictionary-attack count in the TPM).
+fn tpm2_token_passphrase(
+    t: &lukskit_format::luks2::Token,
+    o: &Opts,
+) -> std::result::Result<SecretBuf, (TokenFailure, String)> {
+    let cannot =
+        |e: &dyn std::fmt::Display| format!("Token {} (systemd-tpm2) cannot unlock: {e}.", t.id);
+    let tok = lukskit_tpm2::SystemdTpm2Token::parse(&t.json)
+        .map_err(|e| (TokenFailure::Unusable, cannot(&e)))?;
+    let device = lukskit_tpm2::DeviceSpec::parse(o.tpm2_device.as_deref().unwrap_or("auto"))
+        .map_err(|e| (TokenFailure::Unusable, cannot(&e)))?;
+    crate::debug::log(format_args!(
+        "Unsealing token {} on TPM2 device {device:?} (PCR mask 0x{:x}, PIN {}).",
+        t.id,
+        tok.pcr_mask,
+        if tok.needs_pin() { "yes" } else { "no" }
+    ));
+    let ask_pin = || {
+        crate::input::get_secret(
+            &crate::input::KeySource::Prompt,
+            "Please enter TPM2 PIN: ",
+            false,
+        )
+        .ok()
+    };
+    tok.unseal(&device, ask_pin, lukskit_tpm2::transport::DEFAULT_TIMEOUT)
+        .map_err(|e| {
+            let class = match e {
+                lukskit_tpm2::Tpm2Error::BadPin => TokenFailure::WrongPassphrase,
+                _ => TokenFailure::Unusable,
+            };
+            (class, cannot(&e))
+        })
+}
+
 /// Try the tokens of `vol` (cryptsetup's token step before the passphrase): the built-in
 /// `luks2-keyring` type (a passphrase in the kernel keyring) and clevis tang. Returns the
 /// keyslot and the volume key when one unlocks; `None` when none does, after saying why on
@@ -159,6 +199,22 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
                     // cryptsetup's keyring token fails with -EPERM when the key cannot be
                     // read, as if its passphrase were wrong.
                     failure = TokenFailure::WrongPassphrase;
+                    continue;
+                }
+            },
+            "systemd-tpm2" if o.disable_external_tokens => {
+                // cryptsetup: systemd-tpm2 would be an external token plugin.
+                crate::debug::log(format_args!(
+                    "Token {} (systemd-tpm2) skipped: --disable-external-tokens.",
+                    t.id
+                ));
+                continue;
+            }
+            "systemd-tpm2" => match tpm2_token_passphrase(t, o) {
+                Ok(p) => (p, None),
+                Err((class, line)) => {
+                    eprintln!("{}", printable(&line));
+                    failure = failure.max(class);
                     continue;
                 }
             },
@@ -284,6 +340,12 @@ pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<Secret
             }
             CliError::permission("")
         }),
+        "systemd-tpm2" if !o.disable_external_tokens => {
+            tpm2_token_passphrase(&t, o).map_err(|(class, line)| match class {
+                TokenFailure::WrongPassphrase => CliError::permission(line),
+                TokenFailure::Unusable => CliError::invalid(line),
+            })
+        }
         "clevis" if !o.disable_external_tokens => {
             let tok = lukskit_tang::ClevisToken::parse(&t.json)
                 .map_err(|e| CliError::invalid(format!("Token {id} unusable: {e}.")))?;

@@ -38,6 +38,8 @@ fn package_of(tool: &str) -> &str {
         "qemu-img" | "qemu-io" | "qemu-nbd" => "qemu-utils",
         "openssl" => "openssl",
         "script" => "bsdutils",
+        "tpm2_pcrextend" | "tpm2_getcap" | "tpm2_create" => "tpm2-tools",
+        "systemd-cryptenroll" => "systemd",
         other => other,
     }
 }

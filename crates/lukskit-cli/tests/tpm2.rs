@@ -1,0 +1,739 @@
+//! systemd-tpm2 tokens against the real thing: a software TPM (`swtpm socket`, one per
+//! test), volumes enrolled by Debian 12's `systemd-cryptenroll` (systemd 252, through
+//! tpm2-tss's swtpm TCTI: `--tpm2-device=swtpm:path=SOCKET`), PCRs changed with tpm2-tools,
+//! and lukskit unsealing the key from the same TPM in Rust (`--tpm2-device=swtpm:path=…`):
+//!
+//! - a token without PIN opens the volume without a prompt (test-passphrase and a FUSE
+//!   mapping whose plaintext is what the passphrase mapping wrote);
+//! - a PIN token opens with the right PIN; a wrong PIN costs exactly one dictionary-attack
+//!   count, is not retried, and the passphrase is asked next;
+//! - an extended PCR makes the token fall back to the passphrase with one line, without a
+//!   PIN prompt and without a dictionary-attack count; `--token-only` then fails as
+//!   cryptsetup does (exit 1);
+//! - a missing or stopped TPM falls back with one line;
+//! - an RSA primary key (systemd's legacy RSA template; systemd 252 only picks RSA on TPMs
+//!   without ECC, so the sealed object is made with tpm2-tools here).
+//!
+//! Needs swtpm, tpm2-tools, libtss2-tcti-swtpm0, systemd-cryptenroll and cryptsetup
+//! (scripts/test.sh installs them); fails without them unless `LUKSKIT_ALLOW_SKIP=1`.
+
+mod common;
+use common::mapping::*;
+use common::*;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+fn tools(test: &str) -> bool {
+    let tcti = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib",
+    ]
+    .iter()
+    .any(|d| Path::new(&format!("{d}/libtss2-tcti-swtpm.so.0")).exists());
+    if !tcti {
+        skip_or_fail(
+            test,
+            "libtss2-tcti-swtpm.so.0 is missing (apt-get install libtss2-tcti-swtpm0)",
+        );
+        return false;
+    }
+    have_tool(test, "swtpm")
+        && have_tool(test, "tpm2_pcrextend")
+        && have_tool(test, "tpm2_getcap")
+        && have_tool(test, "systemd-cryptenroll")
+        && have_cryptsetup(test)
+}
+
+/// A software TPM serving the TPM command protocol on a Unix socket in `dir`; killed when
+/// dropped (or by [`Swtpm::stop`]).
+struct Swtpm {
+    sock: PathBuf,
+    child: Option<Child>,
+}
+
+impl Swtpm {
+    fn start(dir: &Path) -> Swtpm {
+        let state = dir.join("tpm-state");
+        std::fs::create_dir_all(&state).unwrap();
+        let sock = dir.join("tpm.sock");
+        let child = Command::new("swtpm")
+            .args(["socket", "--tpm2", "--flags", "startup-clear"])
+            .arg("--tpmstate")
+            .arg(format!("dir={}", state.display()))
+            .arg("--server")
+            .arg(format!("type=unixio,path={}", sock.display()))
+            .arg("--ctrl")
+            // tpm2-tss's swtpm TCTI finds the control channel at SOCKET.ctrl.
+            .arg(format!("type=unixio,path={}.ctrl", sock.display()))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("swtpm.log")).unwrap())
+            .spawn()
+            .expect("swtpm");
+        let t = Swtpm {
+            sock,
+            child: Some(child),
+        };
+        let ctrl = PathBuf::from(format!("{}.ctrl", t.sock.display()));
+        for _ in 0..400 {
+            use std::os::unix::net::UnixStream;
+            if UnixStream::connect(&ctrl).is_ok() && UnixStream::connect(&t.sock).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        // Room for the wrong-PIN tests (swtpm allows 3 failures by default), each failure
+        // forgotten after a second.
+        t.tools(&[
+            "tpm2_dictionarylockout",
+            "-s",
+            "-n",
+            "32",
+            "-t",
+            "1",
+            "-l",
+            "1",
+        ]);
+        t
+    }
+
+    /// The device name, as systemd's and lukskit's `--tpm2-device` take it.
+    fn tcti(&self) -> String {
+        format!("swtpm:path={}", self.sock.display())
+    }
+
+    fn device_arg(&self) -> String {
+        format!("--tpm2-device={}", self.tcti())
+    }
+
+    /// Run a tpm2-tools command against this TPM; its standard output.
+    fn tools(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new(args[0]);
+        cmd.args(&args[1..]);
+        let r = run(cmd, b"", &[("TPM2TOOLS_TCTI", &self.tcti())]);
+        let log = self
+            .sock
+            .parent()
+            .map(|d| std::fs::read_to_string(d.join("swtpm.log")).unwrap_or_default());
+        assert_eq!(
+            r.code, 0,
+            "{args:?}: {}{}\nswtpm: {log:?}",
+            r.stdout, r.stderr
+        );
+        r.stdout
+    }
+
+    /// The TPM's dictionary-attack failure counter.
+    fn lockout_counter(&self) -> u32 {
+        let out = self.tools(&["tpm2_getcap", "properties-variable"]);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("TPM2_PT_LOCKOUT_COUNTER:"))
+            .unwrap_or_else(|| panic!("no lockout counter in {out}"));
+        let hex = line.rsplit("0x").next().unwrap().trim();
+        u32::from_str_radix(hex, 16).unwrap()
+    }
+
+    fn extend_pcr7(&self) {
+        self.tools(&[
+            "tpm2_pcrextend",
+            "7:sha256=00000000000000000000000000000000000000000000000000000000000000aa",
+        ]);
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Swtpm {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A LUKS2 volume formatted by cryptsetup with passphrase `pass` in keyslot 0, and a
+/// systemd-tpm2 token enrolled by `systemd-cryptenroll` (PCR 7, and a PIN when given) in
+/// keyslot 1: the image path.
+fn enrolled(dir: &Path, tpm: &Swtpm, pin: Option<&str>) -> String {
+    let img = sparse(dir, "img", 32 << 20);
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, "-"]);
+    cryptsetup(&args, b"pass").unwrap().ok("luksFormat");
+    let mut cmd = Command::new("systemd-cryptenroll");
+    cmd.arg(tpm.device_arg()).arg("--tpm2-pcrs=7");
+    let mut env = vec![("PASSWORD", "pass")];
+    if let Some(p) = pin {
+        cmd.arg("--tpm2-with-pin=yes");
+        env.push(("NEWPIN", p));
+    }
+    cmd.arg(&img);
+    let r = run(cmd, b"", &env);
+    assert_eq!(r.code, 0, "systemd-cryptenroll: {}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("New TPM2 token enrolled as key slot 1."),
+        "{}",
+        r.stderr
+    );
+    // systemd 252 leaves its sessions loaded when it talks to a TPM without a resource
+    // manager (the swtpm socket); a kernel /dev/tpmrm0 would flush them at close.
+    tpm.tools(&["tpm2_flushcontext", "-l"]);
+    let tok = &json_dump(&img)["tokens"]["0"];
+    assert_eq!(tok["type"], "systemd-tpm2", "{tok}");
+    assert_eq!(tok["tpm2-pin"], pin.is_some(), "{tok}");
+    img
+}
+
+fn read_mapping(m: &Mapping, len: usize) -> Vec<u8> {
+    let mut f = std::fs::File::open(m.dev()).unwrap();
+    let mut v = vec![0; len];
+    f.read_exact(&mut v).unwrap();
+    v
+}
+
+/// No TPM objects or sessions left behind by lukskit.
+fn nothing_left(tpm: &Swtpm) {
+    for what in ["handles-transient", "handles-loaded-session"] {
+        let out = tpm.tools(&["tpm2_getcap", what]);
+        assert_eq!(out.trim(), "", "{what} left in the TPM: {out}");
+    }
+}
+
+const PCR_LINE: &str = "Token 0 (systemd-tpm2) cannot unlock: the current PCR values do not \
+                        match the token's policy (PCRs changed since enrollment).\n";
+
+#[test]
+fn systemd_tpm2_token_opens_without_a_passphrase() {
+    let test = "systemd_tpm2_token_opens_without_a_passphrase";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let img = enrolled(d.path(), &tpm, None);
+    let dev = tpm.device_arg();
+    // Empty standard input: a passphrase prompt would fail.
+    for extra in [
+        &[][..],
+        &["--token-id", "0"][..],
+        &["--token-type", "systemd-tpm2"][..],
+        &["--token-only"][..],
+    ] {
+        let mut args = vec!["open", "--test-passphrase", "-v", &dev];
+        args.extend_from_slice(extra);
+        args.push(&img);
+        let r = lukskit(&args, b"");
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (0, "Key slot 1 unlocked.\nCommand successful.\n", ""),
+            "{extra:?}"
+        );
+    }
+    nothing_left(&tpm);
+    assert_eq!(tpm.lockout_counter(), 0);
+    // Another token type: the TPM token is not tried, the passphrase is asked for.
+    let r = lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "-v",
+            &dev,
+            "--token-type",
+            "clevis",
+            &img,
+        ],
+        b"pass",
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    // --disable-external-tokens: as cryptsetup without its plugin, the passphrase.
+    let r = lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "-v",
+            &dev,
+            "--disable-external-tokens",
+            &img,
+        ],
+        b"pass",
+    );
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+
+    // luksAddKey --token-id: the token's passphrase unlocks for the new keyslot.
+    let newkey = write_file(d.path(), "newkey", b"second passphrase");
+    let mut args = vec!["luksAddKey", "-q", "--token-id", "0", &dev, &img, &newkey];
+    args.extend_from_slice(&FAST);
+    lukskit(&args, b"").ok("luksAddKey --token-id 0");
+    lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "--key-slot",
+            "2",
+            "-d",
+            &newkey,
+            &img,
+        ],
+        b"",
+    )
+    .ok("the new keyslot");
+    // crypttab: tpm2-device= becomes --tpm2-device.
+    let table = format!("vol {img} none luks,tpm2-device={}\n", tpm.tcti());
+    let ct = write_file(d.path(), "crypttab", table.as_bytes());
+    let r = lukskit(&["crypttab", "list", "--crypttab", &ct], b"").ok("crypttab list");
+    let want = format!(
+        "  command: lukskit open --type luks --tries 3 --tpm2-device {} {img} vol",
+        tpm.tcti()
+    );
+    assert!(
+        r.stdout.lines().any(|l| l == want),
+        "{want:?} not in\n{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("warning"), "{}", r.stdout);
+
+    // Through a mapping: the plaintext written with the passphrase reads back when the
+    // TPM opened it.
+    if !capable(test) {
+        return;
+    }
+    let data = pattern(1 << 20, 0x7e57_7e57);
+    {
+        let m = Mapping::new("tpm2w");
+        lukskit(&["open", &img, &m.name, "--key-slot", "0"], b"pass").ok("open by passphrase");
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(m.dev())
+            .unwrap();
+        f.write_all(&data).unwrap();
+        f.sync_all().unwrap();
+        drop(f);
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
+    {
+        let m = Mapping::new("tpm2r");
+        let r = lukskit(&["open", &img, &m.name, "-v", &dev], b"").ok("open by token");
+        assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
+        assert_eq!(read_mapping(&m, data.len()), data);
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
+    // And by crypttab open, without a prompt (standard input is empty).
+    {
+        let m = Mapping::new("tpm2c");
+        let table = format!("{} {img} none luks,tpm2-device={}\n", m.name, tpm.tcti());
+        let ct = write_file(d.path(), "crypttab2", table.as_bytes());
+        lukskit(&["crypttab", "open", "--crypttab", &ct, &m.name], b"").ok("crypttab open");
+        assert_eq!(read_mapping(&m, data.len()), data);
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
+    nothing_left(&tpm);
+}
+
+#[test]
+fn pin_token_opens_with_the_pin_and_a_wrong_pin_falls_back_once() {
+    let test = "pin_token_opens_with_the_pin_and_a_wrong_pin_falls_back_once";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let img = enrolled(d.path(), &tpm, Some("4711"));
+    let dev = tpm.device_arg();
+    // The PIN is read where the passphrase would be (standard input, one line).
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"4711\n");
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (0, "Key slot 1 unlocked.\nCommand successful.\n", "")
+    );
+    assert_eq!(tpm.lockout_counter(), 0);
+    // A wrong PIN: one line, one dictionary-attack count, no second PIN try; the next line
+    // is the passphrase.
+    let r = lukskit(
+        &["open", "--test-passphrase", "-v", &dev, &img],
+        b"1111\npass\n",
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "Token 0 (systemd-tpm2) cannot unlock: wrong TPM2 PIN.\n"
+    );
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    assert_eq!(tpm.lockout_counter(), 1);
+    // --token-only with a wrong PIN: cryptsetup's bad-passphrase failure (exit 2).
+    let r = lukskit(
+        &["open", "--test-passphrase", "--token-only", &dev, &img],
+        b"2222\n",
+    );
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert_eq!(tpm.lockout_counter(), 2);
+    // No PIN at all (end of input): nothing is tried against the TPM's object.
+    let r = lukskit(
+        &["open", "--test-passphrase", "--token-only", &dev, &img],
+        b"",
+    );
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert_eq!(tpm.lockout_counter(), 2);
+    nothing_left(&tpm);
+    // On a terminal, the prompt is systemd's.
+    if have_script(test) {
+        let t = on_tty_prompted(
+            &format!(
+                "{} open --test-passphrase -v {dev} {img}",
+                env!("CARGO_BIN_EXE_lukskit")
+            ),
+            &["4711"],
+            Duration::from_secs(30),
+        );
+        assert!(
+            t.contains("Please enter TPM2 PIN: ") && t.contains("Key slot 1 unlocked."),
+            "{t}"
+        );
+    }
+}
+
+#[test]
+fn changed_pcr_falls_back_to_the_passphrase_in_one_line() {
+    let test = "changed_pcr_falls_back_to_the_passphrase_in_one_line";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let img = enrolled(d.path(), &tpm, None);
+    let dev = tpm.device_arg();
+    lukskit(&["open", "--test-passphrase", &dev, &img], b"").ok("before the PCR change");
+    tpm.extend_pcr7();
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr, PCR_LINE);
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    // --token-only: no usable token, as cryptsetup (exit 1, -ENOENT).
+    let r = lukskit(
+        &["open", "--test-passphrase", "--token-only", &dev, &img],
+        b"",
+    );
+    assert_eq!((r.code, r.stderr.as_str()), (1, PCR_LINE));
+    assert_eq!(tpm.lockout_counter(), 0);
+    nothing_left(&tpm);
+}
+
+#[test]
+fn changed_pcr_with_a_pin_token_asks_no_pin() {
+    let test = "changed_pcr_with_a_pin_token_asks_no_pin";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let img = enrolled(d.path(), &tpm, Some("4711"));
+    let dev = tpm.device_arg();
+    tpm.extend_pcr7();
+    // The only line of input is the passphrase: no PIN was read before the PCRs failed.
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"pass\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stderr, PCR_LINE);
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    assert_eq!(tpm.lockout_counter(), 0);
+    nothing_left(&tpm);
+}
+
+#[test]
+fn missing_or_stopped_tpm_falls_back_to_the_passphrase() {
+    let test = "missing_or_stopped_tpm_falls_back_to_the_passphrase";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let mut tpm = Swtpm::start(d.path());
+    let img = enrolled(d.path(), &tpm, None);
+    let dev = tpm.device_arg();
+    tpm.stop();
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("Token 0 (systemd-tpm2) cannot unlock: no TPM2 device found (cannot connect to swtpm socket"),
+        "{}",
+        r.stderr
+    );
+    let missing = format!("--tpm2-device={}", d.path().join("no-tpmrm0").display());
+    let r = lukskit(&["open", "--test-passphrase", &missing, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("Token 0 (systemd-tpm2) cannot unlock: no TPM2 device found")
+            && r.stderr.lines().count() == 1,
+        "{}",
+        r.stderr
+    );
+    // --token-only: exit 1, as cryptsetup's plugin without a TPM ("requires additional
+    // missing resource").
+    let r = lukskit(
+        &["open", "--test-passphrase", "--token-only", &missing, &img],
+        b"",
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // A device name lukskit cannot use is said as such.
+    let r = lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "--tpm2-device=mssim:host=x",
+            &img,
+        ],
+        b"pass",
+    );
+    assert_eq!(r.code, 0);
+    assert!(
+        r.stderr.contains("unsupported TPM2 device name"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// A secret sealed with tpm2-tools under `parent` (a context file or a persistent handle)
+/// with a PCR 7 policy, as systemd seals it: the secret, `tpm2-blob` (TPM2B_PRIVATE then
+/// TPM2B_PUBLIC) and the policy digest.
+fn seal_with_tpm2_tools(tpm: &Swtpm, dir: &Path, parent: &str) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let p = |n: &str| dir.join(n).display().to_string();
+    tpm.tools(&["tpm2_startauthsession", "-S", &p("trial.ctx")]);
+    tpm.tools(&[
+        "tpm2_policypcr",
+        "-Q",
+        "-S",
+        &p("trial.ctx"),
+        "-l",
+        "sha256:7",
+        "-L",
+        &p("policy"),
+    ]);
+    tpm.tools(&["tpm2_flushcontext", &p("trial.ctx")]);
+    let secret = pattern(32, 0x5ec2e7);
+    std::fs::write(p("secret"), &secret).unwrap();
+    tpm.tools(&[
+        "tpm2_create",
+        "-Q",
+        "-C",
+        parent,
+        "-g",
+        "sha256",
+        "-a",
+        "fixedtpm|fixedparent",
+        "-L",
+        &p("policy"),
+        "-i",
+        &p("secret"),
+        "-u",
+        &p("obj.pub"),
+        "-r",
+        &p("obj.priv"),
+    ]);
+    tpm.tools(&["tpm2_flushcontext", "-t"]);
+    let mut blob = std::fs::read(p("obj.priv")).unwrap();
+    blob.extend(std::fs::read(p("obj.pub")).unwrap());
+    (secret, blob, std::fs::read(p("policy")).unwrap())
+}
+
+/// A LUKS2 volume (passphrase `pass` in keyslot 0) whose keyslot 1 has the base64 of
+/// `secret` as passphrase, as systemd makes it, and `token` (for keyslot 1) as token 0.
+fn volume_with_token(dir: &Path, secret: &[u8], token: &serde_json::Value) -> String {
+    use base64::Engine as _;
+    let img = sparse(dir, "img", 32 << 20);
+    let mut args = vec!["luksFormat", "-q", "--type", "luks2"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, "-"]);
+    cryptsetup(&args, b"pass").unwrap().ok("luksFormat");
+    let pass = base64::engine::general_purpose::STANDARD.encode(secret);
+    let newkey = write_file(dir, "newkey", pass.as_bytes());
+    let mut args = vec!["luksAddKey", "-q", "--key-slot", "1"];
+    args.extend_from_slice(&FAST);
+    args.extend_from_slice(&[&img, &newkey, "-d", "-"]);
+    cryptsetup(&args, b"pass").unwrap().ok("luksAddKey");
+    let tj = write_file(dir, "token.json", token.to_string().as_bytes());
+    cryptsetup(&["token", "import", "--json-file", &tj, &img], b"")
+        .unwrap()
+        .ok("token import");
+    img
+}
+
+fn b64(data: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(data)
+}
+
+#[test]
+fn rsa_primary_key_token_opens() {
+    let test = "rsa_primary_key_token_opens";
+    if !tools(test) || !have_tool(test, "tpm2_create") {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let primary = d.path().join("primary.ctx").display().to_string();
+    // systemd's legacy RSA primary template (tpm2-util.c: restricted decryption key,
+    // AES-128-CFB, RSA 2048, empty unique) under the owner hierarchy.
+    tpm.tools(&[
+        "tpm2_createprimary",
+        "-Q",
+        "-C",
+        "o",
+        "-g",
+        "sha256",
+        "-G",
+        "rsa2048:null:aes128cfb",
+        "-a",
+        "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth",
+        "-c",
+        &primary,
+    ]);
+    let (secret, blob, policy) = seal_with_tpm2_tools(&tpm, d.path(), &primary);
+    let token = serde_json::json!({
+        "type": "systemd-tpm2",
+        "keyslots": ["1"],
+        "tpm2-blob": b64(&blob),
+        "tpm2-pcrs": [7],
+        "tpm2-pcr-bank": "sha256",
+        "tpm2-primary-alg": "rsa",
+        "tpm2-policy-hash": hex::encode(&policy),
+        "tpm2-pin": false,
+    });
+    let img = volume_with_token(d.path(), &secret, &token);
+    let dev = tpm.device_arg();
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"");
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (0, "Key slot 1 unlocked.\nCommand successful.\n", "")
+    );
+    nothing_left(&tpm);
+    // The same token claiming an ECC primary does not load (another parent).
+    let mut t2 = token.clone();
+    t2["tpm2-primary-alg"] = "ecc".into();
+    let tj2 = write_file(d.path(), "token2.json", t2.to_string().as_bytes());
+    cryptsetup(
+        &[
+            "token",
+            "import",
+            "--json-file",
+            &tj2,
+            "--token-id",
+            "0",
+            "--token-replace",
+            &img,
+        ],
+        b"",
+    )
+    .unwrap()
+    .ok("token import");
+    let r = lukskit(&["open", "--test-passphrase", &dev, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .starts_with("Token 0 (systemd-tpm2) cannot unlock: TPM2 command TPM2_Load failed"),
+        "{}",
+        r.stderr
+    );
+    nothing_left(&tpm);
+}
+
+/// systemd 254 and later seal under a persistent SRK (0x81000001, the TCG provisioning
+/// template with noDA) and store it as `tpm2-srk`, a tpm2-tss ESYS_TR serialization; here
+/// tpm2-tools makes and serializes the SRK (`tpm2_readpublic -t`).
+#[test]
+fn persistent_srk_token_opens_and_a_replaced_srk_is_refused() {
+    let test = "persistent_srk_token_opens_and_a_replaced_srk_is_refused";
+    if !tools(test) || !have_tool(test, "tpm2_create") {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let p = |n: &str| d.path().join(n).display().to_string();
+    let make_srk = |alg: &str| {
+        let mut args = vec![
+            "tpm2_createprimary",
+            "-Q",
+            "-C",
+            "o",
+            "-g",
+            "sha256",
+            "-G",
+            alg,
+            "-a",
+            "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda",
+        ];
+        let ctx = p("srk.ctx");
+        args.extend_from_slice(&["-c", &ctx]);
+        tpm.tools(&args);
+        tpm.tools(&[
+            "tpm2_evictcontrol",
+            "-Q",
+            "-C",
+            "o",
+            "-c",
+            &ctx,
+            "0x81000001",
+        ]);
+        tpm.tools(&["tpm2_flushcontext", "-t"]);
+        tpm.tools(&[
+            "tpm2_readpublic",
+            "-Q",
+            "-c",
+            "0x81000001",
+            "-t",
+            &p("srk.tr"),
+        ]);
+        std::fs::read(p("srk.tr")).unwrap()
+    };
+    let srk = make_srk("ecc256:null:aes128cfb");
+    let (secret, blob, policy) = seal_with_tpm2_tools(&tpm, d.path(), "0x81000001");
+    let token = serde_json::json!({
+        "type": "systemd-tpm2",
+        "keyslots": ["1"],
+        "tpm2-blob": b64(&blob),
+        "tpm2-pcrs": [7],
+        "tpm2-pcr-bank": "sha256",
+        "tpm2-primary-alg": "ecc",
+        "tpm2-policy-hash": hex::encode(&policy),
+        "tpm2-pin": false,
+        "tpm2-srk": b64(&srk),
+    });
+    let img = volume_with_token(d.path(), &secret, &token);
+    let dev = tpm.device_arg();
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"");
+    assert_eq!(
+        (r.code, r.stdout.as_str(), r.stderr.as_str()),
+        (0, "Key slot 1 unlocked.\nCommand successful.\n", "")
+    );
+    nothing_left(&tpm);
+    // The persistent key is still there (not flushed: it is not lukskit's).
+    tpm.tools(&["tpm2_readpublic", "-Q", "-c", "0x81000001"]);
+    // Another key at the SRK handle (the RSA SRK): refused before anything is loaded under
+    // it.
+    tpm.tools(&["tpm2_evictcontrol", "-Q", "-C", "o", "-c", "0x81000001"]);
+    make_srk("rsa2048:null:aes128cfb");
+    let r = lukskit(&["open", "--test-passphrase", &dev, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "Token 0 (systemd-tpm2) cannot unlock: unsupported systemd-tpm2 token: the storage \
+         root key at 0x81000001 is not the one the token was sealed under.\n"
+    );
+    // No key at the handle at all.
+    tpm.tools(&["tpm2_evictcontrol", "-Q", "-C", "o", "-c", "0x81000001"]);
+    let r = lukskit(&["open", "--test-passphrase", &dev, &img], b"pass");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no storage root key at 0x81000001"),
+        "{}",
+        r.stderr
+    );
+    nothing_left(&tpm);
+}
