@@ -674,6 +674,9 @@ fn backup(b: &BackupError) -> CliError {
         BackupError::KeyslotsSize => "Binary header with keyslot areas size differ on device \
              and backup, restore failed."
             .into(),
+        BackupError::Luks1Layout => {
+            "Data offset or key size differs on device and backup, restore failed.".into()
+        }
         other => sentence(&other.to_string()),
     };
     CliError::invalid(m)
