@@ -127,6 +127,9 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         None => KeySource::prompt_limited(o.keyfile_offset, o.keyfile_size),
     };
     let pass = new_passphrase(o, &src, target)?;
+    // Ctrl-C while the passphrase was read from a pipe: cryptsetup writes the header, then
+    // stops before the keyslot (exit 1); lukskit stops before writing anything.
+    crate::interrupt::stop_if_interrupted()?;
     super::luks1_pbkdf_fallback(&mut params);
     warn_small_keyslots_area(&params);
     if let Some((kind, _)) = &integrity {
