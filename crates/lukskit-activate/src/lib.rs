@@ -39,6 +39,20 @@ use lukskit_crypto::SecretBuf;
 /// dm-crypt.
 pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<Backend> {
     let userspace_only = config.exposure.userspace_only();
+    // A user who is not root has the serving process's FUSE file and NBD export; device-mapper
+    // and loop devices are root's.
+    if !userspace::runtime::is_root() {
+        if choice == BackendChoice::Kernel {
+            return Err(ActivateError::NeedsRoot {
+                what: "The kernel backend (device-mapper)".into(),
+            });
+        }
+        if config.exposure == ExposureRequest::Mapper {
+            return Err(ActivateError::NeedsRoot {
+                what: format!("A loop device and /dev/mapper/{}", config.name),
+            });
+        }
+    }
     match choice {
         BackendChoice::Kernel if userspace_only => Err(ActivateError::InvalidRequest(
             "A FUSE file only or an NBD export needs the userspace backend.".into(),
@@ -80,6 +94,11 @@ pub fn activate(
 ) -> Result<()> {
     check_name_free(backend, &config.name)?;
     if let Some(integrity) = &config.layout.integrity {
+        if !userspace::runtime::is_root() {
+            return Err(ActivateError::NeedsRoot {
+                what: "Authenticated encryption (dm-integrity under dm-crypt)".into(),
+            });
+        }
         // Authenticated encryption exists only as the kernel's dm-integrity.
         let mode = if kernel_opts.integrity_no_journal {
             lukskit_dm::integrity::IntegrityMode::Direct

@@ -1085,6 +1085,15 @@ fn activation_error(e: ActivateError) -> CliError {
             "The kernel has no device-mapper with dm-crypt (/dev/mapper/control, dm_crypt).",
         ),
         ActivateError::Volume(v) => v.into(),
+        ActivateError::NeedsRoot { what } => CliError::invalid(format!(
+            "{what} needs root. As another user, open --no-loop serves the volume as a FUSE \
+             file ({}/NAME/device; see docs/non-root.md).",
+            lukskit_activate::userspace::runtime::run_dir().display()
+        )),
+        ActivateError::UnsafeStateDir { path } => CliError::invalid(format!(
+            "Cannot keep mapping state in {path}: it must be a directory of yours alone \
+             (mode 0700, not a symbolic link)."
+        )),
         ActivateError::Io { context, source } => {
             let class = match source.raw_os_error() {
                 Some(libc::EBUSY) | Some(libc::EEXIST) => ExitClass::Busy,
