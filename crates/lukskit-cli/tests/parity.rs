@@ -330,6 +330,22 @@ fn header_restore_of_another_volume_as_cryptsetup() {
             b.contains("already contains") && !b.contains("different UUID"),
             "{version}: the same UUID now: {b}"
         );
+        if version == "luks2" {
+            // A header with a requirement cryptsetup does not know: a second warning.
+            for d in &ds {
+                let img = d.join("b");
+                rewrite_luks2_json(img.to_str().unwrap(), |j| {
+                    j["config"]["requirements"] =
+                        serde_json::json!({"mandatory": ["lukskit-test-unknown"]});
+                });
+            }
+            let args = "luksHeaderRestore b --header-backup-file a.bak";
+            let [theirs, ours] = tools().map(|(name, tool)| {
+                on_pty(&ds[usize::from(name == "lukskit")], &tool, args, "NO^M")
+            });
+            assert!(theirs.contains("unknown LUKS2 requirements"), "{theirs}");
+            assert_eq!(ours, theirs, "{version}: {args}, unknown requirement");
+        }
     }
 }
 
