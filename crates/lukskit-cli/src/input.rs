@@ -495,8 +495,9 @@ pub fn confirm_or(message: &str, batch: bool, refusal: CliError) -> Result<()> {
     if confirmed(message, batch)? {
         Ok(())
     } else if crate::interrupt::interrupted() {
-        // Ctrl-C at the question: cryptsetup's dialog says nothing ("Query interrupted on
-        // signal." is a debug line) and the command fails as refused.
+        // Ctrl-C at the question: cryptsetup's dialog says nothing but this debug line, and
+        // the command fails as refused.
+        crate::debug::log("Query interrupted on signal.");
         Err(CliError::new(refusal.class, ""))
     } else {
         Err(refusal)
