@@ -284,7 +284,13 @@ fn format_with_integrity(
         "Wiping device to initialize integrity checksum.\nYou can interrupt this by pressing \
          CTRL+c (rest of not wiped device will contain invalid checksum)."
     );
-    integrity::wipe(&config, &kopts, vk, kind).map_err(CliError::from)
+    // Ctrl-C (caught since the passphrase was read) stops the wipe, as cryptsetup's.
+    let complete = integrity::wipe(&config, &kopts, vk, kind, &crate::interrupt::interrupted)
+        .map_err(CliError::from)?;
+    if !complete {
+        return Err(CliError::invalid("\nWipe interrupted."));
+    }
+    Ok(())
 }
 
 /// cryptsetup's warning when the LUKS2 header about to be written for `params` has room for
