@@ -137,6 +137,7 @@ fn ctrl_c_at_a_prompt_as_cryptsetup() {
         ("luksAddKey img", "secret^M,new^C"),
         ("luksChangeKey img", "par^C"),
         (&format!("luksFormat {FAST} img") as &str, "YE^C"),
+        (&format!("luksFormat {FAST} img"), "YES^M,new^M,ne^C"),
     ] {
         let [ours, theirs] = [&ds[1], &ds[0]].map(|d| {
             let tool = if d.ends_with("lukskit") {
