@@ -36,7 +36,9 @@ use lukskit_crypto::SecretBuf;
 
 /// The backend for `choice`. A FUSE file only or an NBD export needs the
 /// userspace backend; otherwise `Auto` takes the kernel wherever it has device-mapper with
-/// dm-crypt.
+/// dm-crypt. For a user who is not root: [`ActivateError::NeedsRoot`] for the kernel backend
+/// and for a loop device with `/dev/mapper/NAME`, and their state directory is checked
+/// ([`ActivateError::UnsafeStateDir`]).
 pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<Backend> {
     let userspace_only = config.exposure.userspace_only();
     // A user who is not root has the serving process's FUSE file and NBD export; device-mapper
@@ -52,6 +54,9 @@ pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<B
                 what: format!("A loop device and /dev/mapper/{}", config.name),
             });
         }
+        // The user's state directory (made here where missing) is checked before anything
+        // is asked.
+        userspace::runtime::check_run_dir()?;
     }
     match choice {
         BackendChoice::Kernel if userspace_only => Err(ActivateError::InvalidRequest(

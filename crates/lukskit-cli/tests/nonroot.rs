@@ -187,7 +187,8 @@ fn a_user_opens_their_image_as_a_fuse_file() {
 }
 
 /// A state directory that is not the user's alone (a symbolic link to elsewhere, one owned
-/// by someone else) is refused before anything is put there.
+/// by someone else) is refused before anything is put there, and before a passphrase is
+/// read (none is given here).
 #[test]
 fn a_user_state_directory_must_be_theirs_alone() {
     const T: &str = "nonroot_state_dir";
@@ -197,7 +198,7 @@ fn a_user_state_directory_must_be_theirs_alone() {
     let dir = tmp();
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let (img, key) = lukskit_luks2_image(&home, 32 << 20, b"secret");
+    let (img, _key) = lukskit_luks2_image(&home, 32 << 20, b"secret");
     let link = dir.path().join("link");
     let elsewhere = dir.path().join("elsewhere");
     std::fs::create_dir_all(&link).unwrap();
@@ -214,7 +215,7 @@ fn a_user_state_directory_must_be_theirs_alone() {
     ));
     let name = format!("lkt-userdir-{}", std::process::id());
     for xdg in [&link, &foreign] {
-        let r = as_nobody(Some(xdg), &["open", "--no-loop", &img, &name, "-d", &key]);
+        let r = as_nobody(Some(xdg), &["open", "--no-loop", &img, &name]);
         assert_eq!(r.code, 1, "{}: {}", xdg.display(), r.stderr);
         assert!(
             r.stderr.contains(&format!(

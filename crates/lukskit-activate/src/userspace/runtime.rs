@@ -330,6 +330,15 @@ fn check_user_run_dir(base: &Path) -> Result<()> {
     Ok(())
 }
 
+/// For a user who is not root: make sure [`run_dir`] is usable (created, theirs alone), so
+/// that `open` can say so before it asks for a passphrase. Nothing to do for root.
+pub fn check_run_dir() -> Result<()> {
+    if is_root() {
+        return Ok(());
+    }
+    check_user_run_dir(&run_dir())
+}
+
 /// Create the state directory of `name` ([`ActivateError::NameExists`] when it exists).
 pub fn create_dir(name: &str) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
