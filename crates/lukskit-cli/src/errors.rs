@@ -1087,7 +1087,7 @@ fn activation_error(e: ActivateError) -> CliError {
         ActivateError::Volume(v) => v.into(),
         ActivateError::NeedsRoot { what } => CliError::invalid(format!(
             "{what} needs root. As another user, open --no-loop serves the volume as a FUSE \
-             file ({}/NAME/device; see docs/non-root.md).",
+             file ({}/NAME/device).",
             lukskit_activate::userspace::runtime::run_dir().display()
         )),
         ActivateError::UnsafeStateDir { path } => CliError::invalid(format!(
