@@ -74,6 +74,18 @@ pub enum ActivateError {
     },
     /// The serving process did not start or answered something unexpected.
     Server(String),
+    /// What was asked for needs root (a loop device, `/dev/mapper/NAME`, device-mapper);
+    /// `what` names it.
+    NeedsRoot {
+        /// What needs root, in words ("a loop device and /dev/mapper/NAME").
+        what: String,
+    },
+    /// A non-root user's state directory is not theirs alone (another owner, a symbolic
+    /// link, access for others): nothing is put there.
+    UnsafeStateDir {
+        /// The directory.
+        path: String,
+    },
 }
 
 impl ActivateError {
@@ -111,6 +123,11 @@ impl std::fmt::Display for ActivateError {
             ActivateError::Volume(e) => write!(f, "{e}"),
             ActivateError::Kernel(e) => write!(f, "device-mapper: {e}"),
             ActivateError::Io { context, source } => write!(f, "{context}: {source}"),
+            ActivateError::NeedsRoot { what } => write!(f, "{what} needs root"),
+            ActivateError::UnsafeStateDir { path } => write!(
+                f,
+                "{path} is not a directory of this user's alone (mode 0700, not a link)"
+            ),
         }
     }
 }

@@ -282,16 +282,20 @@ fn remove(dm: &DeviceMapper, name: &str) -> Result<()> {
 
 /// luksFormat's wipe of an integrity volume (unless `--integrity-no-wipe`): open `config`
 /// under its (temporary) name in direct mode, write zeros over the whole mapping in 1 MiB
-/// blocks so every sector gets a valid tag, and close it again.
+/// blocks so every sector gets a valid tag, and close it again. `stop` is asked before each
+/// block (cryptsetup's wipe stops on SIGINT): `Ok(false)` when it said to stop (the rest of
+/// the device is not wiped; the mapping is closed all the same), `Ok(true)` when all is
+/// wiped.
 pub fn wipe(
     config: &MappingConfig,
     opts: &KernelOptions,
     key: &SecretBuf,
     integrity: &str,
-) -> Result<()> {
+    stop: &dyn Fn() -> bool,
+) -> Result<bool> {
     open(config, opts, key, integrity, IntegrityMode::Direct)?;
     let node = lukskit_dm::node::mapper_path(&config.name);
-    let written = (|| -> std::io::Result<()> {
+    let written = (|| -> std::io::Result<bool> {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .custom_flags(libc::O_DIRECT)
@@ -303,16 +307,21 @@ pub fn wipe(
         let block = &mut buf[skew..skew + (1 << 20)];
         let mut done = 0u64;
         while done < size {
+            if stop() {
+                f.sync_all()?;
+                return Ok(false);
+            }
             let n = (size - done).min(block.len() as u64) as usize;
             f.write_all(&block[..n])?;
             done += n as u64;
         }
-        f.sync_all()
+        f.sync_all().map(|()| true)
     })();
     let dm = DeviceMapper::open()?;
     let closed = remove(&dm, &config.name).and_then(|_| remove(&dm, &dif_name(&config.name)));
-    written.map_err(|e| ActivateError::io(format!("Cannot wipe device {}", node.display()), e))?;
-    closed
+    let complete = written
+        .map_err(|e| ActivateError::io(format!("Cannot wipe device {}", node.display()), e))?;
+    closed.map(|()| complete)
 }
 
 /// The dm-integrity mapping a crypt target's device `dev` is, when it is one cryptsetup (or

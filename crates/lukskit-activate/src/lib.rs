@@ -36,9 +36,28 @@ use lukskit_crypto::SecretBuf;
 
 /// The backend for `choice`. A FUSE file only or an NBD export needs the
 /// userspace backend; otherwise `Auto` takes the kernel wherever it has device-mapper with
-/// dm-crypt.
+/// dm-crypt. For a user who is not root: [`ActivateError::NeedsRoot`] for the kernel backend
+/// and for a loop device with `/dev/mapper/NAME`, and their state directory is checked
+/// ([`ActivateError::UnsafeStateDir`]).
 pub fn choose_backend(choice: BackendChoice, config: &MappingConfig) -> Result<Backend> {
     let userspace_only = config.exposure.userspace_only();
+    // A user who is not root has the serving process's FUSE file and NBD export; device-mapper
+    // and loop devices are root's.
+    if !userspace::runtime::is_root() {
+        if choice == BackendChoice::Kernel {
+            return Err(ActivateError::NeedsRoot {
+                what: "The kernel backend (device-mapper)".into(),
+            });
+        }
+        if config.exposure == ExposureRequest::Mapper {
+            return Err(ActivateError::NeedsRoot {
+                what: format!("A loop device and /dev/mapper/{}", config.name),
+            });
+        }
+        // The user's state directory (made here where missing) is checked before anything
+        // is asked.
+        userspace::runtime::check_run_dir()?;
+    }
     match choice {
         BackendChoice::Kernel if userspace_only => Err(ActivateError::InvalidRequest(
             "A FUSE file only or an NBD export needs the userspace backend.".into(),
@@ -80,6 +99,11 @@ pub fn activate(
 ) -> Result<()> {
     check_name_free(backend, &config.name)?;
     if let Some(integrity) = &config.layout.integrity {
+        if !userspace::runtime::is_root() {
+            return Err(ActivateError::NeedsRoot {
+                what: "Authenticated encryption (dm-integrity under dm-crypt)".into(),
+            });
+        }
         // Authenticated encryption exists only as the kernel's dm-integrity.
         let mode = if kernel_opts.integrity_no_journal {
             lukskit_dm::integrity::IntegrityMode::Direct

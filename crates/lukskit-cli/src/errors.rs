@@ -674,6 +674,9 @@ fn backup(b: &BackupError) -> CliError {
         BackupError::KeyslotsSize => "Binary header with keyslot areas size differ on device \
              and backup, restore failed."
             .into(),
+        BackupError::Luks1Layout => {
+            "Data offset or key size differs on device and backup, restore failed.".into()
+        }
         other => sentence(&other.to_string()),
     };
     CliError::invalid(m)
@@ -1082,6 +1085,15 @@ fn activation_error(e: ActivateError) -> CliError {
             "The kernel has no device-mapper with dm-crypt (/dev/mapper/control, dm_crypt).",
         ),
         ActivateError::Volume(v) => v.into(),
+        ActivateError::NeedsRoot { what } => CliError::invalid(format!(
+            "{what} needs root. As another user, open --no-loop serves the volume as a FUSE \
+             file ({}/NAME/device).",
+            lukskit_activate::userspace::runtime::run_dir().display()
+        )),
+        ActivateError::UnsafeStateDir { path } => CliError::invalid(format!(
+            "Cannot keep mapping state in {path}: it must be a directory of yours alone \
+             (mode 0700, not a symbolic link)."
+        )),
         ActivateError::Io { context, source } => {
             let class = match source.raw_os_error() {
                 Some(libc::EBUSY) | Some(libc::EEXIST) => ExitClass::Busy,

@@ -303,11 +303,21 @@ pub fn set_prompt_timeout(seconds: u64) {
     PROMPT_TIMEOUT.store(seconds, std::sync::atomic::Ordering::Relaxed);
 }
 
-/// Wait until `fd` is readable or the prompt timeout expires (false on timeout).
-fn wait_readable(fd: i32) -> bool {
+/// What waiting for terminal input ended with.
+enum Wait {
+    /// Input is there (or no timeout is set).
+    Readable,
+    /// The prompt timeout expired.
+    TimedOut,
+    /// A caught signal cut the wait short.
+    Interrupted,
+}
+
+/// Wait until `fd` is readable or the prompt timeout expires.
+fn wait_readable(fd: i32) -> Wait {
     let secs = PROMPT_TIMEOUT.load(std::sync::atomic::Ordering::Relaxed);
     if secs == 0 {
-        return true;
+        return Wait::Readable;
     }
     let mut pfd = libc::pollfd {
         fd,
@@ -316,7 +326,27 @@ fn wait_readable(fd: i32) -> bool {
     };
     let ms = i32::try_from(secs.saturating_mul(1000)).unwrap_or(i32::MAX);
     // SAFETY: one valid pollfd for a descriptor we own, for the duration of the call.
-    unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+    match unsafe { libc::poll(&mut pfd, 1, ms) } {
+        n if n > 0 => Wait::Readable,
+        n if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+            Wait::Interrupted
+        }
+        _ => Wait::TimedOut,
+    }
+}
+
+/// One `read(2)` of a terminal or of standard input for a prompt: retried on `EINTR`,
+/// unless SIGINT or SIGTERM was caught (then `Ok(None)`: the prompt ends).
+fn read_unless_interrupted(r: &mut File, buf: &mut [u8]) -> std::io::Result<Option<usize>> {
+    loop {
+        if crate::interrupt::interrupted() {
+            return Ok(None);
+        }
+        match r.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => return other.map(Some),
+        }
+    }
 }
 
 /// Echo switched off on a terminal for as long as it lives: the saved settings are put back
@@ -374,27 +404,38 @@ fn read_tty(prompt: &str) -> Result<SecretBuf> {
     }
     let mut acc = SecretAccumulator::new(MAX_PASSPHRASE, MAX_PASSPHRASE);
     let mut b = SecretBuf::zeroed(1);
+    // `None`: SIGINT or SIGTERM (Ctrl-C) ended the prompt.
     let res = loop {
-        if !wait_readable(fd) {
-            break Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "timed out",
-            ));
+        match wait_readable(fd) {
+            Wait::Readable => {}
+            Wait::Interrupted if crate::interrupt::interrupted() => break None,
+            Wait::Interrupted => continue,
+            Wait::TimedOut => {
+                break Some(Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "timed out",
+                )))
+            }
         }
-        match read_retrying(&mut tty, b.as_mut_bytes()) {
-            Ok(0) => break Ok(()),
-            Ok(_) if b.as_bytes()[0] == b'\n' => break Ok(()),
-            Ok(_) => {
+        match read_unless_interrupted(&mut tty, b.as_mut_bytes()) {
+            Ok(None) => break None,
+            Ok(Some(0)) => break Some(Ok(())),
+            Ok(Some(_)) if b.as_bytes()[0] == b'\n' => break Some(Ok(())),
+            Ok(Some(_)) => {
                 // Past the maximum length the rest of the line is read and dropped.
                 acc.push(b.as_bytes()[0]);
             }
-            Err(e) => break Err(e),
+            Err(e) => break Some(Err(e)),
         }
     };
+    // The terminal's settings are back (echo on) before anything is said; what was typed
+    // is wiped with `acc` on every return path.
     drop(echo);
     match res {
-        Ok(()) => Ok(acc.finish()),
-        Err(e) => Err(CliError::invalid(format!(
+        Some(Ok(())) => Ok(acc.finish()),
+        // cryptsetup's words: its prompt ends the same way, without a newline.
+        None => Err(CliError::invalid("Error reading passphrase from terminal.")),
+        Some(Err(e)) => Err(CliError::invalid(format!(
             "Error reading passphrase from terminal: {e}."
         ))),
     }
@@ -407,7 +448,20 @@ pub fn interactive() -> bool {
 
 /// Obtain a secret from `source`. For prompts on a terminal `verify` asks a second time
 /// ("Verify passphrase: ") and fails with "Passphrases do not match." on a mismatch.
+///
+/// From here on SIGINT and SIGTERM are caught, as cryptsetup catches them (see
+/// [`crate::interrupt`]): Ctrl-C at the prompt ends it with the terminal restored and
+/// "Error reading passphrase from terminal." (exit 1); a secret read from a pipe or file is
+/// read to its end, and the command then fails with exit code 1 if it succeeds.
 pub fn get_secret(source: &KeySource, prompt: &str, verify: bool) -> Result<SecretBuf> {
+    crate::interrupt::catch_interrupts_at_prompt();
+    let secret = read_secret(source, prompt, verify);
+    // Still caught, but I/O in flight is no longer cut short.
+    crate::interrupt::catch_interrupts();
+    secret
+}
+
+fn read_secret(source: &KeySource, prompt: &str, verify: bool) -> Result<SecretBuf> {
     match source {
         KeySource::File { path, offset, size } => read_keyfile(path, *offset, *size),
         KeySource::Line { offset, size } => read_stdin_line_sized(*offset, *size),
@@ -440,6 +494,11 @@ pub fn confirm(message: &str, batch: bool) -> Result<()> {
 pub fn confirm_or(message: &str, batch: bool, refusal: CliError) -> Result<()> {
     if confirmed(message, batch)? {
         Ok(())
+    } else if crate::interrupt::interrupted() {
+        // Ctrl-C at the question: cryptsetup's dialog says nothing but this debug line, and
+        // the command fails as refused.
+        crate::debug::log("Query interrupted on signal.");
+        Err(CliError::new(refusal.class, ""))
     } else {
         Err(refusal)
     }
@@ -479,16 +538,27 @@ pub fn confirmed_default_no(message: &str) -> Result<bool> {
     ask_yes(message)
 }
 
+/// The `YES` question on the terminal. Ctrl-C (SIGINT, or SIGTERM) ends it as not answered
+/// `YES`, as cryptsetup's dialog does; the signals stay caught afterwards (see
+/// [`crate::interrupt`]).
 fn ask_yes(message: &str) -> Result<bool> {
+    crate::interrupt::catch_interrupts_at_prompt();
+    let answer = read_yes(message);
+    crate::interrupt::catch_interrupts();
+    answer
+}
+
+fn read_yes(message: &str) -> Result<bool> {
     eprint!("\nWARNING!\n========\n{message}\n\nAre you sure? (Type 'yes' in capital letters): ");
     let mut stdin = raw_stdin()?;
     let mut answer = Vec::with_capacity(8);
     let mut b = [0u8; 1];
     loop {
-        match read_retrying(&mut stdin, &mut b) {
-            Ok(0) => break,
-            Ok(_) if b[0] == b'\n' => break,
-            Ok(_) => {
+        match read_unless_interrupted(&mut stdin, &mut b) {
+            Ok(None) => return Ok(false),
+            Ok(Some(0)) => break,
+            Ok(Some(_)) if b[0] == b'\n' => break,
+            Ok(Some(_)) => {
                 if answer.len() < 64 {
                     answer.push(b[0]);
                 }

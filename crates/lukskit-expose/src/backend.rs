@@ -63,6 +63,11 @@ pub trait BlockBackend: Send + Sync {
     fn flush(&self) -> io::Result<()>;
     /// Discard (TRIM) a range. Backends that do not discard return `Unsupported`.
     fn discard(&self, offset: u64, len: u64) -> io::Result<()>;
+    /// Whether [`BlockBackend::discard`] takes discards (so that an exposure advertises
+    /// them); true unless the backend says otherwise.
+    fn takes_discards(&self) -> bool {
+        true
+    }
     /// Make a range read back as zeroes.
     fn write_zeroes(&self, offset: u64, len: u64) -> io::Result<()> {
         const CHUNK: u64 = 1024 * 1024;
@@ -471,6 +476,10 @@ impl BlockBackend for VolumeBackend {
             return Ok(());
         }
         self.volume().flush().map_err(|e| self.failed("flush", e))
+    }
+
+    fn takes_discards(&self) -> bool {
+        self.discards == Discards::Allow && self.writable
     }
 
     fn discard(&self, offset: u64, len: u64) -> io::Result<()> {

@@ -155,6 +155,11 @@ impl std::ops::Deref for PlainFile {
     }
 }
 
+/// Whether `pid` (a thread id, as FUSE requests carry it) is a thread of this process.
+fn own_thread(pid: u32) -> bool {
+    pid != 0 && std::path::Path::new(&format!("/proc/self/task/{pid}")).exists()
+}
+
 fn errno(e: &io::Error) -> Errno {
     Errno::from_i32(e.raw_os_error().unwrap_or(libc::EIO))
 }
@@ -237,6 +242,20 @@ impl Core {
             FopenFlags::FOPEN_KEEP_CACHE
         };
         Ok(fl.bits())
+    }
+
+    /// Whether a `statfs(2)` of the mount from process (thread) `pid` is answered.
+    ///
+    /// The loop driver advertises discards on a loop device over a file whose file system
+    /// has `fallocate` and answers `statfs` (drivers/block/loop.c, `loop_get_discard_config`:
+    /// the granularity is the file system's block size); FUSE always has `fallocate`. So
+    /// that a loop device over a file whose backend refuses discards does not advertise any
+    /// (dm-crypt without `allow_discards` has `max_discard_sectors` 0, and `fstrim` on it
+    /// says "the discard operation is not supported"), the `statfs` the serving process
+    /// itself makes while it configures its loop device fails. Every other process (`df`)
+    /// gets an answer.
+    pub(crate) fn statfs_allowed(&self, pid: u32) -> bool {
+        self.backend.takes_discards() || !own_thread(pid)
     }
 
     /// `fallocate(2)` of the file: punching holes discards, zeroing writes zeroes,
@@ -459,6 +478,14 @@ impl Filesystem for PlainFile {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(errno(&e)),
         }
+    }
+
+    fn statfs(&self, req: &Request, _ino: INodeNo, reply: fuser::ReplyStatfs) {
+        if !self.core.statfs_allowed(req.pid()) {
+            return reply.error(Errno::EOPNOTSUPP);
+        }
+        // fuser's default answer.
+        reply.statfs(0, 0, 0, 0, 0, 512, 255, 0);
     }
 
     fn fallocate(

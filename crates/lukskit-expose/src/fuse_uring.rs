@@ -476,6 +476,7 @@ impl Queue {
         let unique = u64_at(h, 8);
         let nodeid = u64_at(h, 16);
         let uid = u32_at(h, 24);
+        let pid = u32_at(h, 32);
         let in_sz = (u32_at(h, ENT + 16) as usize).min(self.payload_len);
         let op: [u8; 128] = h[OP_IN..OP_IN + 128].try_into().expect("128 bytes");
         match self.start_async(i, core, opcode, unique, nodeid, &op, in_sz) {
@@ -491,7 +492,7 @@ impl Queue {
         // waits for them while the synchronous path may wait for the resume).
         self.drain();
         let payload = &mut self.slots[i].payload.as_mut_slice()[..self.payload_len];
-        let (error, out) = match reply(core, opcode, nodeid, uid, &op, payload, in_sz) {
+        let (error, out) = match reply(core, opcode, nodeid, (uid, pid), &op, payload, in_sz) {
             Ok(n) => (0, n),
             Err(e) => (-e, 0),
         };
@@ -670,7 +671,7 @@ fn reply(
     core: &Core,
     opcode: u32,
     nodeid: u64,
-    uid: u32,
+    (uid, pid): (u32, u32),
     op: &[u8; 128],
     payload: &mut [u8],
     in_sz: usize,
@@ -737,6 +738,7 @@ fn reply(
                 .map(|()| 0)
                 .map_err(|e| errno(&e))
         }
+        FUSE_STATFS if !core.statfs_allowed(pid) => Err(libc::EOPNOTSUPP),
         FUSE_STATFS => {
             // fuse_kstatfs: blocks, bfree, bavail, files, ffree u64; bsize, namelen,
             // frsize, padding u32; spare[6] u32. As fuser's default reply.

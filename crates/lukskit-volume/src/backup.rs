@@ -64,6 +64,10 @@ pub struct BackupImage {
     pub version: VolumeType,
     /// Data offset recorded in the backup, bytes.
     pub data_offset: u64,
+    /// The backup's UUID.
+    pub uuid: String,
+    /// LUKS1: the volume key size in bytes recorded in the backup (0 for LUKS2).
+    pub key_bytes: u32,
 }
 
 /// Read and validate a header backup file.
@@ -82,12 +86,17 @@ pub fn read_backup(backup: &str) -> Result<BackupImage> {
     let version = detect(&bytes)
         .ok_or_else(|| VolumeError::from(BackupError::Incompatible { path: path() }))?;
     let mem = MemStorage::from_vec(bytes.clone());
-    let (len, data_offset) = match version {
+    let (len, data_offset, uuid, key_bytes) = match version {
         VolumeType::Luks1 => {
             let invalid = || VolumeError::from(BackupError::InvalidLuks1 { path: path() });
             let h = Luks1Header::read(&mem).map_err(|_| invalid())?;
             h.validate(None).map_err(|_| invalid())?;
-            (h.keyslots_end_bytes(), u64::from(h.payload_offset) * 512)
+            (
+                h.keyslots_end_bytes(),
+                u64::from(h.payload_offset) * 512,
+                h.uuid.clone(),
+                h.key_bytes,
+            )
         }
         // `detect` names only LUKS versions.
         _ => {
@@ -96,7 +105,12 @@ pub fn read_backup(backup: &str) -> Result<BackupImage> {
             // is restored as any other, as cryptsetup 2.6.1 does: the re-encryption then
             // continues from the state the backup recorded.
             let h = out.header;
-            (h.hdr_and_areas_size()?, h.data_offset()?)
+            (
+                h.hdr_and_areas_size()?,
+                h.data_offset()?,
+                h.binary.uuid.clone(),
+                0,
+            )
         }
     };
     if (bytes.len() as u64) < len {
@@ -106,27 +120,74 @@ pub fn read_backup(backup: &str) -> Result<BackupImage> {
         bytes: bytes[..len as usize].to_vec(),
         version,
         data_offset,
+        uuid,
+        key_bytes,
     })
 }
 
-/// Write a validated backup over the header of `device` (or detached `header`). If the
-/// device already holds a LUKS header, the data offset and header size must match.
+/// What a header backup is about to be restored over, as cryptsetup 2.6.1 reports it in
+/// its question (`LUKS2_hdr_restore`, `LUKS_hdr_restore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RestoreTarget {
+    /// The device holds a header of the backup's LUKS version ("already contains ... header.
+    /// Replacing header will destroy existing keyslots.").
+    pub has_header: bool,
+    /// That header's UUID is not the backup's ("WARNING: real device header has different
+    /// UUID than backup!").
+    pub uuid_differs: bool,
+    /// LUKS2: that header has mandatory requirements cryptsetup 2.6.1 does not know.
+    pub unknown_requirements: bool,
+    /// LUKS2: that header is in an unfinished offline re-encryption (requirement
+    /// `offline-reencrypt`).
+    pub offline_reencryption: bool,
+}
+
+/// cryptsetup's checks of the device before it asks whether to restore `img` over `device`
+/// (or detached `header`): where a header of the backup's version is there, the data offset
+/// must be the backup's, and the size of the header with its keyslot areas too (LUKS2, not
+/// during an offline re-encryption), or the volume key size (LUKS1). A header of the other
+/// version, or none, is no header to cryptsetup.
+pub fn check_restore_target(
+    device: &str,
+    header: Option<&str>,
+    img: &BackupImage,
+) -> Result<RestoreTarget> {
+    let Ok(cur) = Volume::load(device, header, Access::Read) else {
+        return Ok(RestoreTarget::default());
+    };
+    let mut t = RestoreTarget {
+        has_header: true,
+        uuid_differs: cur.uuid() != img.uuid,
+        ..RestoreTarget::default()
+    };
+    match (&cur.header, img.version) {
+        (Header::Luks1(h), VolumeType::Luks1) => {
+            if cur.data_offset()? != img.data_offset || h.key_bytes != img.key_bytes {
+                return Err(BackupError::Luks1Layout.into());
+            }
+        }
+        (Header::Luks2(h), VolumeType::Luks2) => {
+            t.unknown_requirements = !h.unknown_requirements().is_empty();
+            t.offline_reencryption = h.requirements().iter().any(|r| r == "offline-reencrypt");
+            if !t.offline_reencryption {
+                if cur.data_offset()? != img.data_offset {
+                    return Err(BackupError::DataOffset.into());
+                }
+                if header_len(&cur)? != img.bytes.len() as u64 {
+                    return Err(BackupError::KeyslotsSize.into());
+                }
+            }
+        }
+        _ => return Ok(RestoreTarget::default()),
+    }
+    Ok(t)
+}
+
+/// Write a validated backup over the header of `device` (or detached `header`), after
+/// [`check_restore_target`]'s checks.
 pub fn header_restore(device: &str, header: Option<&str>, img: &BackupImage) -> Result<()> {
     let target = header.unwrap_or(device);
-    if let Ok(cur) = Volume::load(device, header, Access::Read) {
-        let same_offset = cur.data_offset()? == img.data_offset;
-        let same_size = header_len(&cur)? == img.bytes.len() as u64;
-        let same_version = matches!(
-            (&cur.header, img.version),
-            (Header::Luks1(_), VolumeType::Luks1) | (Header::Luks2(_), VolumeType::Luks2)
-        );
-        if same_version && !same_offset {
-            return Err(BackupError::DataOffset.into());
-        }
-        if same_version && !same_size {
-            return Err(BackupError::KeyslotsSize.into());
-        }
-    }
+    check_restore_target(device, header, img)?;
     let dev = Device::open(target, Access::Write)?;
     dev.write_all_at(&img.bytes, 0)
         .and_then(|_| dev.sync())

@@ -883,6 +883,10 @@ pub enum BackupError {
     /// The keyslots area sizes of the device and the backup differ.
     #[error("keyslots area sizes differ")]
     KeyslotsSize,
+    /// LUKS1: the data offsets or the volume key sizes of the device and the backup differ
+    /// (cryptsetup checks both at once for LUKS1).
+    #[error("data offsets or key sizes differ")]
+    Luks1Layout,
 }
 
 /// Result type of the volume layer.

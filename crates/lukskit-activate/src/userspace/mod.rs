@@ -31,9 +31,9 @@ pub struct UserspaceMapping {
 }
 
 /// The names of every userspace mapping with a state directory under
-/// [`runtime::RUN_DIR`], sorted.
+/// [`runtime::run_dir`] (root's [`runtime::RUN_DIR`], or the user's own), sorted.
 pub fn mapping_names() -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(runtime::RUN_DIR) else {
+    let Ok(entries) = std::fs::read_dir(runtime::run_dir()) else {
         return Vec::new();
     };
     let mut names: Vec<String> = entries

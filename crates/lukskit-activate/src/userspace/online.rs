@@ -99,7 +99,7 @@ pub fn find_by_device(path: &str) -> crate::Result<Option<UserspaceMapping>> {
             }
         })
     };
-    let Ok(dir) = std::fs::read_dir(super::runtime::RUN_DIR) else {
+    let Ok(dir) = std::fs::read_dir(super::runtime::run_dir()) else {
         return Ok(None);
     };
     for e in dir.flatten() {

@@ -1,6 +1,11 @@
 //! Open mappings on this machine: their state under `/run/lukskit/NAME/` and the control
 //! socket their serving process listens on.
 //!
+//! Root's mappings live under [`RUN_DIR`]; a user who is not root has their own
+//! ([`run_dir`]): `$XDG_RUNTIME_DIR/lukskit/`, or `/tmp/lukskit-UID/` without
+//! `XDG_RUNTIME_DIR` — a directory of theirs (mode 0700, not a symbolic link), checked each
+//! time it is used.
+//!
 //! Layout of `/run/lukskit/NAME/` (directory mode 0700, root):
 //!
 //! * `state.json` — what `status` prints: the mapping's parameters and how it is exposed
@@ -64,9 +69,30 @@ pub fn check_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// `/run/lukskit/NAME`.
+/// Whether this process runs as root (effective user id 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Where the mappings of the user running this process keep their state: [`RUN_DIR`] for
+/// root; for anyone else `$XDG_RUNTIME_DIR/lukskit` (an absolute `XDG_RUNTIME_DIR`: the
+/// user's own runtime directory, mode 0700, made by the login manager), else
+/// `/tmp/lukskit-UID`.
+pub fn run_dir() -> PathBuf {
+    if is_root() {
+        return PathBuf::from(RUN_DIR);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(x) if x.is_absolute() => x.join("lukskit"),
+        // SAFETY: geteuid has no arguments and cannot fail.
+        _ => PathBuf::from(format!("/tmp/lukskit-{}", unsafe { libc::geteuid() })),
+    }
+}
+
+/// `/run/lukskit/NAME` (under [`run_dir`]).
 pub fn dir(name: &str) -> PathBuf {
-    Path::new(RUN_DIR).join(name)
+    run_dir().join(name)
 }
 
 /// `/run/lukskit/NAME/state.json`.
@@ -227,8 +253,24 @@ pub fn remove_mapper_link(name: &str, target: Option<&str>) {
     }
 }
 
-/// `umount2(path, MNT_DETACH)`, ignoring "not mounted".
+/// `umount2(path, MNT_DETACH)`, ignoring "not mounted". A user who is not root has the
+/// setuid `fusermount3 -u -z` (or `fusermount`) do it.
 pub fn lazy_unmount(path: &Path) {
+    if !is_root() {
+        for tool in ["fusermount3", "fusermount"] {
+            let done = std::process::Command::new(tool)
+                .args(["-u", "-z", "-q"])
+                .arg(path)
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+            if done.is_ok() {
+                return;
+            }
+        }
+        return;
+    }
     let Ok(c) = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()) else {
         return;
     };
@@ -250,14 +292,66 @@ pub fn remove_dir(name: &str) {
     let _ = std::fs::remove_dir(&d);
 }
 
+/// Make sure a non-root user's [`run_dir`] is theirs alone: created with mode 0700 where
+/// it is missing, and refused unless it is a directory (not a symbolic link) owned by the
+/// user with no access for anyone else. In a shared `/tmp` another user could have made
+/// `/tmp/lukskit-UID` first; the sticky bit of `/tmp` keeps others from replacing it once
+/// it is the user's.
+fn check_user_run_dir(base: &Path) -> Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    if let Some(parent) = base.parent() {
+        if !parent.is_dir() {
+            return Err(ActivateError::io(
+                format!("Cannot create {}", base.display()),
+                io::Error::from_raw_os_error(libc::ENOENT),
+            ));
+        }
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => {
+            return Err(ActivateError::io(
+                format!("Cannot create {}", base.display()),
+                e,
+            ))
+        }
+    }
+    let m = base
+        .symlink_metadata()
+        .map_err(|e| ActivateError::io(format!("Cannot create {}", base.display()), e))?;
+    // SAFETY: geteuid has no arguments and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if !m.file_type().is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
+        return Err(ActivateError::UnsafeStateDir {
+            path: base.display().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// For a user who is not root: make sure [`run_dir`] is usable (created, theirs alone), so
+/// that `open` can say so before it asks for a passphrase. Nothing to do for root.
+pub fn check_run_dir() -> Result<()> {
+    if is_root() {
+        return Ok(());
+    }
+    check_user_run_dir(&run_dir())
+}
+
 /// Create the state directory of `name` ([`ActivateError::NameExists`] when it exists).
 pub fn create_dir(name: &str) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o755)
-        .create(RUN_DIR)
-        .map_err(|e| ActivateError::io(format!("Cannot create {RUN_DIR}"), e))?;
+    let base = run_dir();
+    if is_root() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(&base)
+            .map_err(|e| ActivateError::io(format!("Cannot create {}", base.display()), e))?;
+    } else {
+        check_user_run_dir(&base)?;
+    }
     match std::fs::DirBuilder::new().mode(0o700).create(dir(name)) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Err(ActivateError::NameExists {

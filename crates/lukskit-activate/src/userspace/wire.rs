@@ -503,11 +503,34 @@ fn encode_error(e: &ActivateError) -> (String, String) {
         ActivateError::NoDeviceMapper => s("no-device-mapper", ""),
         ActivateError::Volume(v) => encode_volume(v),
         ActivateError::Io { context, source } => (
-            format!("io:{}", source.raw_os_error().unwrap_or(0)),
+            format!(
+                "io:{}",
+                source
+                    .raw_os_error()
+                    .unwrap_or_else(|| errno_of(source.kind()))
+            ),
             context.clone(),
         ),
         ActivateError::Kernel(k) => s("server", &format!("device-mapper: {k}")),
         ActivateError::Server(m) => s("server", m),
+        ActivateError::NeedsRoot { what } => s("needs-root", what),
+        ActivateError::UnsafeStateDir { path } => s("unsafe-state-dir", path),
+    }
+}
+
+/// The errno of an I/O error made without one (a message wrapped around an OS error keeps
+/// only its kind): the wire carries errnos, and 0 would read "Success".
+fn errno_of(kind: io::ErrorKind) -> i32 {
+    use io::ErrorKind as K;
+    match kind {
+        K::PermissionDenied => libc::EACCES,
+        K::NotFound => libc::ENOENT,
+        K::AlreadyExists => libc::EEXIST,
+        K::AddrInUse => libc::EADDRINUSE,
+        K::AddrNotAvailable => libc::EADDRNOTAVAIL,
+        K::InvalidInput => libc::EINVAL,
+        K::Unsupported => libc::EOPNOTSUPP,
+        _ => libc::EIO,
     }
 }
 
@@ -526,6 +549,8 @@ fn decode_error(kind: &str, detail: &str) -> ActivateError {
         "invalid" => ActivateError::InvalidRequest(d),
         "unsupported" => ActivateError::Unsupported(d),
         "no-device-mapper" => ActivateError::NoDeviceMapper,
+        "needs-root" => ActivateError::NeedsRoot { what: d },
+        "unsafe-state-dir" => ActivateError::UnsafeStateDir { path: d },
         k => {
             if let Some(v) = k.strip_prefix("volume:") {
                 return match decode_volume(v, d.clone()) {
@@ -567,6 +592,13 @@ mod tests {
         ));
         assert!(matches!(&io, ActivateError::Io { context, source }
             if context == "Cannot mount" && source.raw_os_error() == Some(libc::ENODEV)));
+        // An OS error wrapped in a message keeps its kind only: not "Success" at the other end.
+        let wrapped = round_trip(ActivateError::io(
+            "Cannot listen on unix:/run/x.sock",
+            io::Error::new(io::ErrorKind::PermissionDenied, "cannot listen"),
+        ));
+        assert!(matches!(&wrapped, ActivateError::Io { source, .. }
+            if source.raw_os_error() == Some(libc::EACCES)));
         let v = round_trip(ActivateError::Volume(VolumeError::NotFound {
             path: "/dev/vdb x".into(),
         }));

@@ -127,6 +127,9 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         None => KeySource::prompt_limited(o.keyfile_offset, o.keyfile_size),
     };
     let pass = new_passphrase(o, &src, target)?;
+    // Ctrl-C while the passphrase was read from a pipe: cryptsetup writes the header, then
+    // stops before the keyslot (exit 1); lukskit stops before writing anything.
+    crate::interrupt::stop_if_interrupted()?;
     super::luks1_pbkdf_fallback(&mut params);
     warn_small_keyslots_area(&params);
     if let Some((kind, _)) = &integrity {
@@ -281,7 +284,13 @@ fn format_with_integrity(
         "Wiping device to initialize integrity checksum.\nYou can interrupt this by pressing \
          CTRL+c (rest of not wiped device will contain invalid checksum)."
     );
-    integrity::wipe(&config, &kopts, vk, kind).map_err(CliError::from)
+    // Ctrl-C (caught since the passphrase was read) stops the wipe, as cryptsetup's.
+    let complete = integrity::wipe(&config, &kopts, vk, kind, &crate::interrupt::interrupted)
+        .map_err(CliError::from)?;
+    if !complete {
+        return Err(CliError::invalid("\nWipe interrupted."));
+    }
+    Ok(())
 }
 
 /// cryptsetup's warning when the LUKS2 header about to be written for `params` has room for

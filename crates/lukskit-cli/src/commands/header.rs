@@ -237,32 +237,32 @@ pub fn restore(o: &Opts, args: &[String]) -> Result<()> {
     if img.version != VolumeType::Luks2 && current == Some(VolumeType::Luks2) {
         eprintln!("Unsupported LUKS version 2.");
     }
-    let same_version = current == Some(img.version);
-    let mut msg = if same_version {
+    // As cryptsetup: a header whose layout differs from the backup's is refused before the
+    // question.
+    let found = backup::check_restore_target(&args[0], o.header.as_deref(), &img)?;
+    let mut msg = if found.has_header {
         format!("Device {target} already contains {kind} header. Replacing header will destroy existing keyslots.")
     } else {
         format!("Device {target} does not contain {kind} header. Replacing header can destroy data on that device.")
     };
-    if same_version
-        && header_uuid(target).is_some_and(|u| img.bytes.get(UUID_FIELD) != Some(&u[..]))
-    {
+    if found.uuid_differs {
         msg.push_str("\nWARNING: real device header has different UUID than backup!");
+    }
+    if found.unknown_requirements {
+        msg.push_str(
+            "\nWARNING: unknown LUKS2 requirements detected in real device header!\
+             \nReplacing header with backup may corrupt the data on that device!",
+        );
+    }
+    if found.offline_reencryption {
+        msg.push_str(
+            "\nWARNING: Unfinished offline reencryption detected on the device!\
+             \nReplacing header with backup may corrupt data.",
+        );
     }
     // Not answered YES: cryptsetup ends without a word, exit code 1.
     input::confirm_or(&msg, o.batch_mode, CliError::invalid(""))?;
     backup::header_restore(&args[0], o.header.as_deref(), &img).map_err(CliError::from)
-}
-
-/// Where both LUKS versions keep the UUID in their binary header.
-const UUID_FIELD: std::ops::Range<usize> = 168..208;
-
-/// The UUID field of the LUKS header on `path`.
-fn header_uuid(path: &str) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let mut b = vec![0u8; UUID_FIELD.len()];
-    let f = std::fs::File::open(path).ok()?;
-    f.read_exact_at(&mut b, UUID_FIELD.start as u64).ok()?;
-    Some(b)
 }
 
 /// `erase <device>`: destroy every keyslot.

@@ -131,6 +131,9 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
             old_slot,
             false,
         )?;
+        // Ctrl-C while the passphrase was read from a pipe: stop before writing, as
+        // cryptsetup does.
+        crate::interrupt::stop_if_interrupted()?;
         vk
     };
     // --new-token-id: the new keyslot takes the passphrase that token holds, and the token
@@ -173,6 +176,9 @@ pub fn remove_key(o: &Opts, args: &[String]) -> Result<()> {
         o.key_slot,
         false,
     )?;
+    // Ctrl-C while the passphrase was read from a pipe: stop before writing, as
+    // cryptsetup does.
+    crate::interrupt::stop_if_interrupted()?;
     if o.verbose {
         println!("Key slot {slot} unlocked.");
         println!("Keyslot {slot} is selected for deletion.");
@@ -212,6 +218,9 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
         o.key_slot,
         unbound_slot,
     )?;
+    // Ctrl-C while the passphrase was read from a pipe: stop before writing, as
+    // cryptsetup does.
+    crate::interrupt::stop_if_interrupted()?;
     if o.verbose {
         println!("Key slot {old_slot} unlocked.");
     }

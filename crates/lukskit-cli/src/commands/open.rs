@@ -904,7 +904,9 @@ fn format_status(st: &Status) -> String {
     s += &format!("  sector size:  {}\n", st.sector_size);
     s += &format!("  offset:  {} sectors\n", st.offset_sectors);
     s += &format!("  size:    {} sectors\n", st.size_sectors);
-    if st.iv_offset_sectors != 0 || st.kind == "PLAIN" {
+    // As cryptsetup 2.6.1's action_status: only a non-zero IV offset (dm-crypt's
+    // `iv_offset`, `--skip` in plain mode) has a line, for every type.
+    if st.iv_offset_sectors != 0 {
         s += &format!("  skipped: {} sectors\n", st.iv_offset_sectors);
     }
     s += &format!(
@@ -1140,5 +1142,63 @@ mod tests {
         assert!(s.contains("  offset:  32768 sectors\n  size:    2048 sectors\n"));
         assert!(s.contains("  mode:    read/write (suspended)\n"));
         assert!(s.contains("  loop device: /dev/loop3 (direct I/O)\n  server:  pid 42\n"));
+    }
+
+    /// A kernel plain mapping's status from its dm-crypt table line (as cryptsetup 2.6.1's
+    /// `open --type plain` makes it): like cryptsetup's action_status, a `skipped:` line only
+    /// for a non-zero IV offset (`--skip`), not for `--iv-large-sectors` without one.
+    #[test]
+    fn status_skipped_line_only_for_a_non_zero_iv_offset() {
+        let key = "aa".repeat(32);
+        let plain = |line: &str| -> Status {
+            let Ok(lukskit_dm::Target::Crypt(t)) = lukskit_dm::Target::parse_line(line, true)
+            else {
+                panic!("not a crypt target: {line}");
+            };
+            Status {
+                path: "/dev/mapper/p".into(),
+                kind: "PLAIN".into(),
+                cipher: t.cipher.clone(),
+                key_bits: (t.key.size() * 8) as u32,
+                key_in_keyring: false,
+                integrity: None,
+                header: None,
+                device: "/dev/loop0".into(),
+                loop_file: Some("/img".into()),
+                sector_size: t.sector_size,
+                offset_sectors: t.offset,
+                size_sectors: t.sectors,
+                iv_offset_sectors: t.iv_offset,
+                read_only: false,
+                suspended: false,
+                in_use: false,
+                flags: vec![],
+                exposure: Exposure::Kernel,
+                server: None,
+                last_error: None,
+            }
+        };
+        // --iv-large-sectors --sector-size 4096, no --skip.
+        let large = format_status(&plain(&format!(
+            "0 2048 crypt aes-cbc-essiv:sha256 {key} 0 7:0 0 2 iv_large_sectors sector_size:4096"
+        )));
+        assert!(!large.contains("skipped:"), "{large}");
+        assert!(
+            large.contains("  size:    2048 sectors\n  mode:    read/write\n"),
+            "{large}"
+        );
+        // No options at all.
+        let bare = format_status(&plain(&format!(
+            "0 2048 crypt aes-cbc-essiv:sha256 {key} 0 7:0 0"
+        )));
+        assert!(!bare.contains("skipped:"), "{bare}");
+        // --skip 16 --offset 8 (tests/refvm/kernel/open.sh's plain case).
+        let skip = format_status(&plain(&format!(
+            "0 2040 crypt aes-cbc-essiv:sha256 {key} 16 7:0 8"
+        )));
+        assert!(
+            skip.contains("  offset:  8 sectors\n  size:    2040 sectors\n  skipped: 16 sectors\n"),
+            "{skip}"
+        );
     }
 }
