@@ -80,9 +80,10 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
     }
     // An image that cannot be opened for writing (a read-only file system, no write
     // permission) is attached read-only, as cryptsetup's `crypt_loop_attach` does on EROFS
-    // or EACCES; the mapping keeps the mode asked for (cryptsetup 2.6.1's is read/write
-    // there too: tests/refvm/kernel/formats.sh opens images on a read-only ext4).
-    let read_only = config.read_only;
+    // or EACCES, and the mapping is then read-only as `device_block_adjust` makes it - but
+    // for TCRYPT, whose mapping cryptsetup 2.6.1 leaves read/write there (both seen in the
+    // reference VM: tests/refvm/kernel/formats.sh opens images on a read-only ext4).
+    let mut read_only = config.read_only;
     let loop_dev = if is_block {
         None
     } else {
@@ -100,6 +101,7 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
             Err(e)
                 if !read_only && matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES)) =>
             {
+                read_only = config.kind != lukskit_format::VolumeType::Tcrypt;
                 attach(true)
             }
             other => other,

@@ -184,8 +184,9 @@ pub struct LoopaesOptions {
 pub struct Unlocked {
     /// The volume's type.
     pub volume_type: VolumeType,
-    /// The volume's UUID where the format has one (LUKS, BitLocker's GUID, …): it goes into
-    /// the mapping's DM UUID as cryptsetup puts it there.
+    /// The volume's UUID where cryptsetup puts one into the mapping's DM UUID (LUKS); None
+    /// where its activation gives none (TCRYPT, BITLK, FVAULT2, loop-AES: checked against
+    /// cryptsetup 2.6.1 in the reference VM, tests/refvm/kernel/formats.sh).
     pub uuid: Option<String>,
     /// The data layout, one table per stacked device, the one on the data device first
     /// (a TrueCrypt cascade of three ciphers is three tables; every other volume is one).

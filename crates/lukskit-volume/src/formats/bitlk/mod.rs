@@ -136,7 +136,8 @@ impl OnDiskFormat for Bitlk {
         let table = layout::table(&md, &fvek, size)?;
         Ok(Unlocked {
             volume_type: VolumeType::Bitlk,
-            uuid: Some(md.guid.to_string()),
+            // cryptsetup's BITLK activation gives dm no UUID: the DM UUID is CRYPT-BITLK-NAME.
+            uuid: None,
             layers: vec![table],
             read_only: false,
             volume_key: fvek,

@@ -238,7 +238,8 @@ impl OnDiskFormat for Fvault2 {
         let table = layout(&params, volume_key.as_bytes(), size)?;
         Ok(Unlocked {
             volume_type: VolumeType::Fvault2,
-            uuid: Some(params.family_uuid()),
+            // cryptsetup's FVAULT2 activation gives dm no UUID: CRYPT-FVAULT2-NAME.
+            uuid: None,
             layers: vec![table],
             read_only: false,
             volume_key,
