@@ -26,19 +26,6 @@ use std::process::{Command, Stdio};
 const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
 const MIB: u64 = 1 << 20;
 
-/// Deterministic pseudo-random bytes.
-fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
-
 /// A LUKS2 image of `size` bytes (16 MiB header) with key file "key".
 fn luks2_image(dir: &Path, size: u64, extra: &[&str]) -> (String, String) {
     let img = sparse(dir, "img", size);

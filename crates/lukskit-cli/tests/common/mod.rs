@@ -4,7 +4,7 @@
 
 pub mod mapping;
 
-pub use lukskit_testkit::skip_or_fail;
+pub use lukskit_testkit::{pattern, skip_or_fail};
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,19 +12,6 @@ use std::process::{Command, Output, Stdio};
 
 /// Options that make a test volume's keyslots fast to open (PBKDF2, 1000 iterations).
 pub const FAST: [&str; 4] = ["--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000"];
-
-/// Deterministic pseudo-random bytes (xorshift64), different for each seed.
-pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
-}
 
 /// Result of running a command.
 pub struct Run {

@@ -77,20 +77,8 @@ impl Drop for LmkSeed {
 mod tests {
     use crate::engine::SectorCipher;
     use crate::spec::CipherSpec;
+    use lukskit_testkit::pattern;
     use sha2::{Digest, Sha256};
-
-    /// The xorshift pattern of the CLI tests (`common::pattern`).
-    fn pattern(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
-            .collect()
-    }
 
     #[test]
     fn raw_md5_state_is_md5s() {
