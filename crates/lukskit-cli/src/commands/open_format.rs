@@ -6,7 +6,7 @@
 use super::open::{absolute, backend_choice, base_config, kernel_options};
 use super::{existing_key_source, tries};
 use crate::args::Opts;
-use crate::errors::{CliError, ExitClass, Result};
+use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_activate::{self as activate, LayoutInfo, MappingConfig};
 use lukskit_crypto::SecretBuf;
@@ -35,7 +35,11 @@ fn read_secrets(
     src: &KeySource,
     for_dump: bool,
 ) -> Result<Secrets> {
-    let prompt = format!("Enter passphrase for {device}: ");
+    // cryptsetup names the metadata device (crypt_get_device_name: the --header if given).
+    let prompt = format!(
+        "Enter passphrase for {}: ",
+        o.header.as_deref().unwrap_or(device)
+    );
     if for_dump && t != VolumeType::Tcrypt {
         return Ok(Secrets {
             passphrase: None,
@@ -100,8 +104,10 @@ fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
 }
 
 /// Run `step` (an unlock or a dump) of the format of type `t` on `device` with the secrets
-/// it needs, asking again (`--tries`) after a wrong secret typed on a terminal.
-fn attempt<T>(
+/// it needs, asking again (`--tries`) after a wrong secret typed on a terminal (for TCRYPT
+/// also after one that is too long: cryptsetup's `tcrypt_load` retries on -EPERM and
+/// -ERANGE, for `tcryptOpen` and `tcryptDump` alike).
+pub(super) fn attempt<T>(
     o: &Opts,
     t: VolumeType,
     device: &str,
@@ -150,28 +156,32 @@ fn attempt<T>(
         };
         match step(format, &request) {
             Ok(u) => return Ok(u),
-            Err(VolumeError::OtherFormat(OtherFormatError::NoKey)) => {
-                let e = no_key(t);
+            Err(e) => {
+                let retry = match &e {
+                    VolumeError::OtherFormat(OtherFormatError::NoKey) => true,
+                    VolumeError::OtherFormat(OtherFormatError::PassphraseTooLong { .. }) => {
+                        t == VolumeType::Tcrypt
+                    }
+                    _ => false,
+                };
+                let e = failure(t, e);
                 left -= 1;
-                if left == 0 {
+                if !retry || left == 0 {
                     return Err(e);
                 }
                 eprintln!("{}", e.message);
             }
-            Err(e) if t == VolumeType::Tcrypt => return Err(super::tcrypt::load_error(e)),
-            Err(e) => return Err(e.into()),
         }
     }
 }
 
-/// What cryptsetup says when no key was found with the secret given (exit 2).
-fn no_key(t: VolumeType) -> CliError {
-    match t {
-        VolumeType::Tcrypt => CliError::new(
-            ExitClass::Permission,
-            "No device header detected with this passphrase.",
-        ),
-        _ => CliError::wrong_passphrase(),
+/// What cryptsetup says when a step of a volume of type `t` fails with `e` (no key found
+/// with the secret given: exit 2).
+fn failure(t: VolumeType, e: VolumeError) -> CliError {
+    match e {
+        _ if t == VolumeType::Tcrypt => super::tcrypt::load_error(e),
+        VolumeError::OtherFormat(OtherFormatError::NoKey) => CliError::wrong_passphrase(),
+        e => e.into(),
     }
 }
 

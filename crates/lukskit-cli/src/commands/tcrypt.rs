@@ -8,7 +8,7 @@ use crate::errors::{CliError, ExitClass, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::formats::tcrypt::{self, dump::TcryptDump};
-use lukskit_volume::formats::{OtherFormatError, TcryptOptions, UnlockRequest};
+use lukskit_volume::formats::{OtherFormatError, TcryptOptions};
 use lukskit_volume::VolumeError;
 use std::io::Write;
 
@@ -150,41 +150,13 @@ pub fn tcrypt_dump(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
     let metadata = o.header.as_deref().unwrap_or(device);
-    let options = super::open_format::format_options(o);
-    let prompt = format!("Enter passphrase for {metadata}: ");
-    let attempts = super::tries(o, &KeySource::Prompt);
-    let mut left = attempts;
-    let loaded = loop {
-        let s = secrets(o, &prompt)?;
-        let mut options = options.clone();
-        if s.pim.is_some() {
-            options.tcrypt.pim = s.pim;
-        }
-        let request = UnlockRequest {
-            device,
-            header: o.header.as_deref(),
-            passphrase: Some(&s.passphrase),
-            key_files: &s.key_files,
-            options: &options,
-        };
-        match tcrypt::load(&request) {
-            Ok(l) => break l,
-            Err(e) => {
-                let retry = matches!(
-                    e,
-                    VolumeError::OtherFormat(
-                        OtherFormatError::NoKey | OtherFormatError::PassphraseTooLong { .. }
-                    )
-                );
-                let err = load_error(e);
-                left -= 1;
-                if !retry || left == 0 {
-                    return Err(err);
-                }
-                eprintln!("{}", err.message);
-            }
-        }
-    };
+    let loaded = super::open_format::attempt(
+        o,
+        lukskit_format::VolumeType::Tcrypt,
+        device,
+        true,
+        |_, r| tcrypt::load(r),
+    )?;
     let mut out = std::io::stdout().lock();
     if o.dump_volume_key {
         let question = "Header dump with volume key is sensitive information\n\
