@@ -44,6 +44,20 @@ pub fn skip_or_fail(test: &str, reason: &str) {
     }
 }
 
+/// Deterministic pseudo-random bytes (xorshift64), different for each seed: test data
+/// that compresses nowhere and is the same in every run.
+pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,18 +116,4 @@ mod tests {
             "{out}"
         );
     }
-}
-
-/// Deterministic pseudo-random bytes (xorshift64), different for each seed: test data
-/// that compresses nowhere and is the same in every run.
-pub fn pattern(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect()
 }
