@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{cryptsetup_path, have_cryptsetup, lukskit, skip_or_fail, tmp, Run};
+use common::{cryptsetup_path, have_cryptsetup, lukskit, tmp, unpack_other_formats, Run};
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::data::DataVolume;
 use lukskit_volume::formats::{format_of, FormatOptions, UnlockRequest};
@@ -23,24 +23,10 @@ type Conf = BTreeMap<String, String>;
 /// Unpack the images into a fresh directory; None after [`skip_or_fail`] when the test data
 /// is absent.
 fn images(test: &str) -> Option<(tempfile::TempDir, PathBuf, BTreeMap<String, Conf>)> {
-    let archive = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/other-formats/bitlk-images.tar.xz");
-    if !archive.is_file() {
-        skip_or_fail(
-            test,
-            "../shared/testdata/other-formats/bitlk-images.tar.xz is absent",
-        );
+    let dir = tmp();
+    if !unpack_other_formats(test, "bitlk-images.tar.xz", dir.path()) {
         return None;
     }
-    let dir = tmp();
-    let st = Command::new("tar")
-        .arg("xJSf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(dir.path())
-        .status()
-        .expect("tar");
-    assert!(st.success(), "tar xJSf {archive:?}");
     let root = dir.path().join("bitlk");
     let text = std::fs::read_to_string(root.join("images.conf")).unwrap();
     let mut confs = BTreeMap::new();

@@ -15,23 +15,9 @@ const PASSWORD: &[u8] = b"heslo123\n";
 /// `../shared/testdata/other-formats/fvault2-images.tar.xz` unpacked into `dir` (the image
 /// `fvault2/small`), or None after `skip_or_fail`.
 fn small_image(test: &str, dir: &Path) -> Option<String> {
-    let archive = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/other-formats/fvault2-images.tar.xz");
-    if !archive.exists() {
-        skip_or_fail(
-            test,
-            "../shared/testdata/other-formats/fvault2-images.tar.xz is absent",
-        );
+    if !unpack_other_formats(test, "fvault2-images.tar.xz", dir) {
         return None;
     }
-    let st = Command::new("tar")
-        .arg("xJSf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(dir)
-        .status()
-        .expect("tar");
-    assert!(st.success(), "tar xJSf {archive:?}");
     Some(dir.join("fvault2/small").to_str().unwrap().to_string())
 }
 

@@ -211,22 +211,14 @@ fn kernel_mappings_match_cryptsetup() {
 /// ext4 disk image `dir/formats.ext4` (holes kept), or None after [`common::skip_or_fail`]
 /// when the set is absent.
 fn other_format_images(test: &str, dir: &std::path::Path) -> Option<std::path::PathBuf> {
-    let set = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/other-formats");
+    let set = common::other_formats_dir();
     let tree = dir.join("formats");
     std::fs::create_dir(&tree).unwrap();
     let mut n = 0;
     for entry in std::fs::read_dir(&set).into_iter().flatten() {
-        let path = entry.unwrap().path();
-        if path.to_string_lossy().ends_with(".tar.xz") {
-            let st = std::process::Command::new("tar")
-                .arg("xJSf")
-                .arg(&path)
-                .arg("-C")
-                .arg(&tree)
-                .status()
-                .expect("tar");
-            assert!(st.success(), "tar xJSf {path:?}");
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".tar.xz") {
+            assert!(common::unpack_other_formats(test, &name, &tree));
             n += 1;
         }
     }

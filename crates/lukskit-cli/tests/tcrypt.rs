@@ -27,24 +27,10 @@ const NO_AF_ALG: &str = "Required kernel crypto interface not available.";
 /// The shared TrueCrypt/VeraCrypt images unpacked into a new temporary directory (None after
 /// `skip_or_fail` when the shared test data is absent).
 fn images(test: &str) -> Option<(tempfile::TempDir, PathBuf)> {
-    let archive = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/testdata/other-formats/tcrypt-images.tar.xz");
-    if !archive.is_file() {
-        skip_or_fail(
-            test,
-            "../shared/testdata/other-formats/tcrypt-images.tar.xz is absent",
-        );
+    let d = tmp();
+    if !unpack_other_formats(test, "tcrypt-images.tar.xz", d.path()) {
         return None;
     }
-    let d = tmp();
-    let st = Command::new("tar")
-        .arg("xJSf")
-        .arg(&archive)
-        .arg("-C")
-        .arg(d.path())
-        .status()
-        .expect("tar");
-    assert!(st.success(), "tar xJSf {archive:?}");
     let dir = d.path().join("tcrypt");
     Some((d, dir))
 }

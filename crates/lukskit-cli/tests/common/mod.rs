@@ -87,6 +87,33 @@ pub fn cryptsetup_path() -> Option<PathBuf> {
 /// What to say when real cryptsetup is missing.
 pub const NO_CRYPTSETUP: &str = "cryptsetup is not installed (apt-get install cryptsetup-bin)";
 
+/// The directory of the other formats' image archives (../shared/testdata/other-formats).
+pub fn other_formats_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/testdata/other-formats")
+}
+
+/// Archive `name` of [`other_formats_dir`] unpacked into `dir` (sparse, as its README says:
+/// `tar xJSf`); false after [`skip_or_fail`] when it is absent.
+pub fn unpack_other_formats(test: &str, name: &str, dir: &Path) -> bool {
+    let archive = other_formats_dir().join(name);
+    if !archive.is_file() {
+        skip_or_fail(
+            test,
+            &format!("../shared/testdata/other-formats/{name} is absent"),
+        );
+        return false;
+    }
+    let st = Command::new("tar")
+        .arg("xJSf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .expect("tar");
+    assert!(st.success(), "tar xJSf {archive:?}");
+    true
+}
+
 /// Run real cryptsetup. When it is not installed: [`skip_or_fail`], then None (the caller
 /// leaves out the comparison it wanted, which only the opt-out allows).
 pub fn cryptsetup(args: &[&str], stdin: &[u8]) -> Option<Run> {
