@@ -80,10 +80,7 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
     }
     // An image that cannot be opened for writing (a read-only file system, no write
     // permission) is attached read-only, as cryptsetup's `crypt_loop_attach` does on EROFS
-    // or EACCES, and the mapping is then read-only as `device_block_adjust` makes it - but
-    // for TCRYPT, whose mapping cryptsetup 2.6.1 leaves read/write there (both seen in the
-    // reference VM: tests/refvm/kernel/formats.sh opens images on a read-only ext4).
-    let mut read_only = config.read_only;
+    // or EACCES.
     let loop_dev = if is_block {
         None
     } else {
@@ -97,11 +94,11 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
                 },
             )
         };
-        let attached = match attach(read_only) {
+        let attached = match attach(config.read_only) {
             Err(e)
-                if !read_only && matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES)) =>
+                if !config.read_only
+                    && matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES)) =>
             {
-                read_only = config.kind != lukskit_format::VolumeType::Tcrypt;
                 attach(true)
             }
             other => other,
@@ -114,6 +111,14 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
         })?)
     };
     let backing = loop_dev.as_ref().map_or(dev_path, |l| l.path());
+    // A read-only backing device (such a loop device, a write-protected disk) makes the
+    // mapping read-only, as cryptsetup's `device_block_adjust` sets CRYPT_ACTIVATE_READONLY
+    // - but not for TCRYPT, whose `TCRYPT_activate` resets the flags of every layer it
+    // creates after that call (seen in the reference VM: tests/refvm/kernel/formats.sh opens
+    // images on a read-only ext4; cryptsetup's TCRYPT mappings stay read/write, BITLK ones
+    // are read-only).
+    let read_only = config.read_only
+        || (config.kind != lukskit_format::VolumeType::Tcrypt && device_read_only(backing));
     let devt = DevT::of_block_device(backing)?;
     let layout = DataLayout::from(&config.layout);
     let device_size = block_size_bytes(backing)?;
@@ -163,6 +168,29 @@ fn open_with(config: &MappingConfig, opts: &KernelOptions, source: TableSource<'
     drop(loop_dev);
     made.map_err(|e| ActivateError::from_create(&config.device, e))?;
     Ok(())
+}
+
+/// `BLKROGET` (`_IO(0x12, 94)`, linux/fs.h): whether a block device is read-only.
+const BLKROGET: libc::c_ulong = 0x125e;
+
+/// Whether block device `path` cannot be written, as cryptsetup's `device_info` decides it:
+/// its read-write open is refused (EROFS, EACCES) or the kernel marks it read-only
+/// (BLKROGET).
+fn device_read_only(path: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Err(e) => matches!(e.raw_os_error(), Some(libc::EROFS | libc::EACCES)),
+        Ok(f) => {
+            let mut ro: libc::c_int = 0;
+            // SAFETY: BLKROGET writes one int through the pointer, which lives for the call.
+            let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKROGET as _, &mut ro) };
+            rc == 0 && ro != 0
+        }
+    }
 }
 
 /// The device-mapper table of segment table `table` over `device`: one target per segment,
