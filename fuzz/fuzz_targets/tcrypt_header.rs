@@ -44,7 +44,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = layout::data_offset(&loaded);
     let _ = layout::iv_offset(&loaded);
-    let _ = layout::layers(&loaded, size);
+    let _ = layout::layers(&loaded, "fuzz", size);
     let vk = loaded.volume_key();
     let _ = dump::TcryptDump::new(&loaded, "dev").to_string();
     let _ = dump::volume_key_dump("dev", cascade.long_name, cascade.mode.name(), 0, &vk);

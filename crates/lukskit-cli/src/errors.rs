@@ -250,6 +250,7 @@ fn other_format(e: &lukskit_volume::formats::OtherFormatError) -> CliError {
             })
         }
         E::Unsupported(words) => CliError::invalid(words.clone()),
+        E::DeviceTooSmall { .. } => CliError::invalid(e.to_string()),
         // The library's words (if any), then cryptsetup's verdict line.
         E::NotLoadable { .. } => CliError::invalid(e.to_string()),
         // cryptsetup's lines as it prints them, with its exit code.

@@ -188,10 +188,10 @@ fn failure(t: VolumeType, e: VolumeError) -> CliError {
 /// `open --type T DEVICE NAME` (or `tcryptOpen`, `bitlkOpen`, `fvault2Open`, `loopaesOpen`)
 /// of a type other than LUKS and plain; with `name` `None`, `--test-passphrase`.
 pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result<()> {
-    let unlocked = unlock(o, t, device)?;
     let Some(name) = name else {
-        return Ok(());
+        return attempt(o, t, device, false, |f, r| f.test_secret(r));
     };
+    let unlocked = unlock(o, t, device)?;
     let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name, t))
         .map_err(CliError::from)?;
     // A cascade is stacked as cryptsetup stacks it: the table on the device is NAME_2 (of

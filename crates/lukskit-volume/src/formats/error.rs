@@ -50,6 +50,13 @@ pub enum OtherFormatError {
         /// What is wrong (a field and its value).
         why: String,
     },
+    /// The data area the metadata describes does not fit on the data device (cryptsetup's
+    /// `device_block_adjust` at activation).
+    #[error("Device {path} is too small.")]
+    DeviceTooSmall {
+        /// The data device.
+        path: String,
+    },
     /// Valid metadata lukskit (or cryptsetup 2.6.1) does not open: the message is
     /// cryptsetup's words for it.
     #[error("{0}")]

@@ -79,6 +79,15 @@ pub trait OnDiskFormat: Sync {
     /// Unlock the volume: its keys and data layout.
     fn unlock(&self, request: &UnlockRequest<'_>) -> Result<Unlocked>;
 
+    /// Check the secret as `open --test-passphrase` does: by default a whole unlock. A
+    /// format whose cryptsetup action only loads the metadata for that (TCRYPT's
+    /// `action_open_tcrypt` stops after `tcrypt_load`) checks no more, so that a header
+    /// whose data area the device cannot hold passes the test as it does there and is
+    /// refused at activation.
+    fn test_secret(&self, request: &UnlockRequest<'_>) -> Result<()> {
+        self.unlock(request).map(drop)
+    }
+
     /// Whether [`OnDiskFormat::dump`] reads the metadata without any secret (so that a
     /// device of another kind can be refused before a secret is asked for): formats with a
     /// signature, whose metadata is not encrypted (BITLK, FVAULT2); not TCRYPT, plain mode,

@@ -71,8 +71,8 @@ pub fn iv_offset(l: &Loaded) -> Result<u64> {
     }
 }
 
-/// The stacked tables, the one on the data device (of `device_size` bytes) first.
-pub fn layers(l: &Loaded, device_size: u64) -> Result<Vec<SegmentTable>> {
+/// The stacked tables, the one on the data device (`device`, of `device_size` bytes) first.
+pub fn layers(l: &Loaded, device: &str, device_size: u64) -> Result<Vec<SegmentTable>> {
     let h = &l.header;
     let c = l.cascade;
     if !h.sector_size.is_multiple_of(512) {
@@ -113,9 +113,10 @@ pub fn layers(l: &Loaded, device_size: u64) -> Result<Vec<SegmentTable>> {
         s => s,
     };
     if offset.checked_add(size).is_none_or(|end| end > dev_sectors) {
-        return Err(invalid(format!(
-            "data area of {size} sectors at sector {offset} beyond the device's {dev_sectors} sectors"
-        )));
+        return Err(OtherFormatError::DeviceTooSmall {
+            path: device.to_owned(),
+        }
+        .into());
     }
     if size == 0 {
         return Err(invalid("zero data size".into()));

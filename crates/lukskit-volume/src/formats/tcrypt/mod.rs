@@ -197,7 +197,7 @@ impl OnDiskFormat for Tcrypt {
         } else {
             loaded.metadata_size
         };
-        let layers = layout::layers(&loaded, data_size)?;
+        let layers = layout::layers(&loaded, request.device, data_size)?;
         Ok(Unlocked {
             volume_type: VolumeType::Tcrypt,
             uuid: None,
@@ -205,6 +205,10 @@ impl OnDiskFormat for Tcrypt {
             read_only: false,
             volume_key: loaded.volume_key(),
         })
+    }
+
+    fn test_secret(&self, request: &UnlockRequest<'_>) -> Result<()> {
+        load(request).map(drop)
     }
 }
 
@@ -335,7 +339,7 @@ mod tests {
             TcryptOptions::default(),
             size,
         );
-        let layers = layout::layers(&l, size).unwrap();
+        let layers = layout::layers(&l, "img", size).unwrap();
         assert_eq!(layers.len(), 3);
         assert_eq!(layers[0].size(), 1 << 20);
         assert_eq!(layout::iv_offset(&l).unwrap(), 256);
@@ -348,13 +352,16 @@ mod tests {
         };
         let l = loaded(&fields(1 << 20, 65536, 2 << 20, 512), hidden, size);
         assert_eq!(layout::data_offset(&l).unwrap(), 4096);
-        assert_eq!(layout::layers(&l, size).unwrap()[0].size(), 65536);
+        assert_eq!(layout::layers(&l, "img", size).unwrap()[0].size(), 65536);
         let system = TcryptOptions {
             system: true,
             ..TcryptOptions::default()
         };
         let l = loaded(&fields(0, 0, 131072, 512), system, size);
-        assert_eq!(layout::layers(&l, size).unwrap()[0].size(), size - 131072);
+        assert_eq!(
+            layout::layers(&l, "img", size).unwrap()[0].size(),
+            size - 131072
+        );
     }
 
     #[test]
@@ -370,7 +377,7 @@ mod tests {
         ];
         for (vol, hid, mk, ss) in hostile {
             let l = loaded(&fields(vol, hid, mk, ss), TcryptOptions::default(), size);
-            assert!(layout::layers(&l, size).is_err(), "{vol} {mk} {ss}");
+            assert!(layout::layers(&l, "img", size).is_err(), "{vol} {mk} {ss}");
         }
         let hidden = TcryptOptions {
             hidden: true,
@@ -378,11 +385,14 @@ mod tests {
         };
         for (hid, mk) in [(u64::MAX, 512), (1 << 20, u64::MAX), (size + 1, 512)] {
             let l = loaded(&fields(4096, hid, mk, 512), hidden.clone(), size);
-            assert!(layout::layers(&l, size).is_err(), "hidden {hid} {mk}");
+            assert!(
+                layout::layers(&l, "img", size).is_err(),
+                "hidden {hid} {mk}"
+            );
             // TrueCrypt 3's rule (end of device less the hidden volume) with the same values.
             let mut old = loaded(&fields(4096, hid, mk, 512), hidden.clone(), size);
             old.header.version = 3;
-            let _ = layout::layers(&old, size);
+            let _ = layout::layers(&old, "img", size);
         }
     }
 }
