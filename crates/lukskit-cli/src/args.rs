@@ -79,6 +79,11 @@ pub struct Opts {
     /// only the last in `key_file`).
     #[arg(skip)]
     pub key_files: Vec<String>,
+    /// A file whose first line is the TrueCrypt/VeraCrypt passphrase: crypttab's key field
+    /// of a `tcrypt` entry, read as systemd-cryptsetup reads it (no command-line option;
+    /// cryptsetup's `-d` of TCRYPT is a key file of the pool).
+    #[arg(skip)]
+    pub passphrase_file: Option<String>,
     /// `--veracrypt-pim` (a hidden argument of the TCRYPT options; filled in by the parser).
     #[arg(skip)]
     pub veracrypt_pim: Option<u32>,

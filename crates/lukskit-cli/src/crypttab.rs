@@ -6,7 +6,7 @@
 //! `keyslot=`, `initramfs`, `noearly`). Each line becomes a [`CrypttabEntry`] whose options
 //! are typed ([`CrypttabOptions`]); options lukskit cannot honour are kept as
 //! [`OptionIssue`]s, either ignored with a warning (tokens such as `fido2-device=`, which fall
-//! back to the passphrase as in systemd) or refusing the entry (`tcrypt`, `swap`,
+//! back to the passphrase as in systemd) or refusing the entry (`fvault2`, `swap`,
 //! `keyscript=`, …: they change what would be opened). Nothing here touches a device.
 //!
 //! Hostile input is bounded: at most [`MAX_TABLE_BYTES`] are read, lines longer than
@@ -24,6 +24,8 @@ pub const MAX_LINE: usize = 4096;
 pub const MAX_ENTRIES: usize = 1024;
 /// Most options on one line.
 pub const MAX_OPTIONS: usize = 64;
+/// Most `tcrypt-keyfile=` options of one entry (cryptsetup's limit of key files, 32).
+pub const MAX_TCRYPT_KEYFILES: usize = 32;
 
 /// A block device named in a crypttab field.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +135,38 @@ pub enum CryptKind {
     Luks,
     /// `plain`.
     Plain,
+    /// `tcrypt` (or one of the `tcrypt-*`/`veracrypt*` options): TrueCrypt or VeraCrypt.
+    Tcrypt,
+    /// `bitlk`: BitLocker.
+    Bitlk,
+}
+
+impl CryptKind {
+    /// The option that names the kind, for messages.
+    fn option(self) -> &'static str {
+        match self {
+            CryptKind::Auto => "",
+            CryptKind::Luks => "luks",
+            CryptKind::Plain => "plain",
+            CryptKind::Tcrypt => "tcrypt",
+            CryptKind::Bitlk => "bitlk",
+        }
+    }
+}
+
+/// TrueCrypt/VeraCrypt options of an entry (systemd's `tcrypt-*`, Debian's `veracrypt`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TcryptEntryOptions {
+    /// `tcrypt-hidden` (Debian's older `tcrypthidden`): the hidden volume.
+    pub hidden: bool,
+    /// `tcrypt-system`: system encryption.
+    pub system: bool,
+    /// `tcrypt-veracrypt` / `veracrypt`: VeraCrypt (tried anyway, as cryptsetup 2.6.1 does).
+    pub veracrypt: bool,
+    /// `veracrypt-pim=`.
+    pub pim: Option<u32>,
+    /// `tcrypt-keyfile=` (repeated): TrueCrypt key files, in order.
+    pub key_files: Vec<FileRef>,
 }
 
 /// An option lukskit does not honour.
@@ -197,6 +231,8 @@ pub struct CrypttabOptions {
     pub no_read_workqueue: bool,
     /// `no-write-workqueue`.
     pub no_write_workqueue: bool,
+    /// TrueCrypt/VeraCrypt options.
+    pub tcrypt: TcryptEntryOptions,
     /// Options ignored with a warning (the entry is still set up without them).
     pub ignored: Vec<OptionIssue>,
     /// Options lukskit cannot honour that change what would be set up: the entry fails.
@@ -432,37 +468,10 @@ fn nonempty(opt: &str, v: Option<&str>) -> Result<String, String> {
 
 /// Options that change what would be set up, which lukskit does not have.
 const REFUSED: &[(&str, &str)] = &[
-    ("tcrypt", "TrueCrypt volumes are not supported by lukskit"),
     (
-        "tcrypt-hidden",
-        "TrueCrypt volumes are not supported by lukskit",
+        "fvault2",
+        "crypttab has no FileVault 2 type (neither systemd's nor Debian's): use fvault2Open",
     ),
-    (
-        "tcrypthidden",
-        "TrueCrypt volumes are not supported by lukskit",
-    ),
-    (
-        "tcrypt-system",
-        "TrueCrypt volumes are not supported by lukskit",
-    ),
-    (
-        "tcrypt-veracrypt",
-        "VeraCrypt volumes are not supported by lukskit",
-    ),
-    (
-        "tcrypt-keyfile",
-        "TrueCrypt volumes are not supported by lukskit",
-    ),
-    (
-        "veracrypt",
-        "VeraCrypt volumes are not supported by lukskit",
-    ),
-    (
-        "veracrypt-pim",
-        "VeraCrypt volumes are not supported by lukskit",
-    ),
-    ("bitlk", "BitLocker volumes are not supported by lukskit"),
-    ("fvault2", "FileVault2 volumes are not supported by lukskit"),
     (
         "swap",
         "lukskit does not make swap areas (mkswap) on mappings",
@@ -569,20 +578,60 @@ pub fn parse_options(field: &str) -> Result<CrypttabOptions, String> {
                 Some(_) => Err(format!("option {key} takes no value")),
             }
         };
+        // The kind an option names: one per entry.
+        let kind = |o: &mut CrypttabOptions, k: CryptKind| -> Result<(), String> {
+            if o.kind != CryptKind::Auto && o.kind != k {
+                return Err(format!(
+                    "options {} and {} cannot be combined",
+                    o.kind.option(),
+                    k.option()
+                ));
+            }
+            o.kind = k;
+            Ok(())
+        };
         match key.as_str() {
             "luks" => {
                 flag(&mut false)?;
-                if o.kind == CryptKind::Plain {
-                    return Err("options luks and plain cannot be combined".into());
-                }
-                o.kind = CryptKind::Luks;
+                kind(&mut o, CryptKind::Luks)?;
             }
             "plain" => {
                 flag(&mut false)?;
-                if o.kind == CryptKind::Luks {
-                    return Err("options luks and plain cannot be combined".into());
+                kind(&mut o, CryptKind::Plain)?;
+            }
+            "bitlk" => {
+                flag(&mut false)?;
+                kind(&mut o, CryptKind::Bitlk)?;
+            }
+            "tcrypt" => {
+                flag(&mut false)?;
+                kind(&mut o, CryptKind::Tcrypt)?;
+            }
+            "tcrypt-hidden" | "tcrypthidden" => {
+                flag(&mut o.tcrypt.hidden)?;
+                kind(&mut o, CryptKind::Tcrypt)?;
+            }
+            "tcrypt-system" => {
+                flag(&mut o.tcrypt.system)?;
+                kind(&mut o, CryptKind::Tcrypt)?;
+            }
+            "tcrypt-veracrypt" | "veracrypt" => {
+                flag(&mut o.tcrypt.veracrypt)?;
+                kind(&mut o, CryptKind::Tcrypt)?;
+            }
+            "veracrypt-pim" => {
+                o.tcrypt.pim = Some(number("veracrypt-pim", v, 0u32)?);
+                kind(&mut o, CryptKind::Tcrypt)?;
+            }
+            "tcrypt-keyfile" => {
+                if o.tcrypt.key_files.len() >= MAX_TCRYPT_KEYFILES {
+                    return Err(format!(
+                        "more than {MAX_TCRYPT_KEYFILES} tcrypt-keyfile= options"
+                    ));
                 }
-                o.kind = CryptKind::Plain;
+                let f = FileRef::parse(&nonempty("tcrypt-keyfile", v)?);
+                o.tcrypt.key_files.push(f);
+                kind(&mut o, CryptKind::Tcrypt)?;
             }
             "discard" => flag(&mut o.discard)?,
             "readonly" | "read-only" => flag(&mut o.readonly)?,
@@ -664,11 +713,38 @@ mod tests {
         assert_eq!(e.options.refused[0].option, "swap");
 
         let e = one("truecrypt  /dev/sda2       /etc/container_password  tcrypt");
-        assert_eq!(e.options.refused[0].option, "tcrypt");
+        assert_eq!(e.options.kind, CryptKind::Tcrypt);
+        assert!(e.options.refused.is_empty());
         let e = one(
             "hidden     /mnt/tc_hidden  /dev/null    tcrypt-hidden,tcrypt-keyfile=/etc/keyfile",
         );
-        assert_eq!(e.options.refused.len(), 2);
+        assert!(e.options.refused.is_empty());
+        assert_eq!(e.options.kind, CryptKind::Tcrypt);
+        assert!(e.options.tcrypt.hidden);
+        assert_eq!(e.options.tcrypt.key_files[0].path, "/etc/keyfile");
+        let e = one("vc /dev/sdb - tcrypt-veracrypt,veracrypt-pim=1234,tcrypt-keyfile=/k1,tcrypt-keyfile=/k2:UUID=AB");
+        let t = &e.options.tcrypt;
+        assert!(t.veracrypt && !t.hidden && !t.system);
+        assert_eq!(t.pim, Some(1234));
+        assert_eq!(t.key_files.len(), 2);
+        assert_eq!(t.key_files[1].device, Some(DeviceSpec::Uuid("AB".into())));
+        let e = one("win /dev/sdc1 /etc/bitlocker.pw bitlk,discard");
+        assert_eq!(e.options.kind, CryptKind::Bitlk);
+        // One kind per entry.
+        for opts in [
+            "luks,tcrypt",
+            "bitlk,tcrypt-hidden",
+            "plain,veracrypt-pim=5",
+            "bitlk,luks",
+        ] {
+            let t = parse(format!("x /dev/sda none {opts}\n").as_bytes());
+            assert!(t.entries.is_empty(), "{opts}");
+            assert!(
+                t.problems[0].message.contains("cannot be combined"),
+                "{opts}: {:?}",
+                t.problems
+            );
+        }
 
         let e = one("external   /dev/sda3       keyfile:LABEL=keydev keyfile-timeout=10s");
         assert_eq!(
@@ -739,7 +815,8 @@ cdisk3 /dev/sdc /etc/keys/plain.key plain,cipher=aes-cbc-essiv:sha256,size=256,h
         let c0 = &t.entries[1];
         assert_eq!(c0.options.kind, CryptKind::Luks);
         assert!(c0.options.discard);
-        assert_eq!(t.entries[2].options.refused[0].option, "tcrypt");
+        assert_eq!(t.entries[2].options.kind, CryptKind::Tcrypt);
+        assert!(t.entries[2].options.discard);
         assert_eq!(t.entries[3].options.tries, Some(5));
         let c2 = t.entries.iter().find(|e| e.name == "cdisk2").unwrap();
         assert_eq!(c2.options.key_slot, Some(1));

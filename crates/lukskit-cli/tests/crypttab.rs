@@ -44,7 +44,7 @@ fn list_reports_what_open_would_do() {
          vol  {img}  {key}  discard,keyslot=0,tpm2-device=auto,frobnicate\n\
          pl\t{plain}\t-\tplain,cipher=aes-xts-plain64,size=512,offset=8,skip=8,tries=5,noauto\n\
          gone UUID=0badc0de-0000-4000-8000-000000000000 none nofail\n\
-         tc   {img}  none tcrypt\n"
+         tc   {img}  none swap\n"
     );
     let t = write_file(d.path(), "crypttab", table.as_bytes());
     let r = lukskit(&["crypttab", "list", "--crypttab", &t], b"");
@@ -60,8 +60,8 @@ fn list_reports_what_open_would_do() {
         format!("  command: lukskit open --type plain --cipher aes-xts-plain64 --key-size 512 --offset 8 --skip 8 --tries 5 {plain} pl"),
         "gone (line 5): fails: device UUID=0badc0de-0000-4000-8000-000000000000 not found".into(),
         "  flags:   nofail".into(),
-        "tc (line 6): not opened: option 'tcrypt' is not supported".into(),
-        "  error:   option 'tcrypt': TrueCrypt volumes are not supported by lukskit".into(),
+        "tc (line 6): not opened: option 'swap' is not supported".into(),
+        "  error:   option 'swap': lukskit does not make swap areas (mkswap) on mappings".into(),
     ] {
         assert!(out.lines().any(|l| l == want), "missing {want:?} in:\n{out}");
     }
@@ -81,7 +81,7 @@ fn exit_status_follows_nofail() {
         format!(
             "a UUID=0badc0de-0000-4000-8000-000000000000 {key} luks,nofail\n\
              b /nonexistent/dev {key} luks\n\
-             c /nonexistent/dev2 none tcrypt,nofail\n\
+             c /nonexistent/dev2 none swap,nofail\n\
              d /nonexistent/dev3 none noauto\n"
         )
         .as_bytes(),
@@ -93,13 +93,13 @@ fn exit_status_follows_nofail() {
         "a: Device UUID=0badc0de-0000-4000-8000-000000000000 not found. (nofail: not counted as a failure)"
     ));
     assert!(r.stderr.contains(
-        "c: option 'tcrypt' is not supported: TrueCrypt volumes are not supported by lukskit; not opened. (nofail"
+        "c: option 'swap' is not supported: lukskit does not make swap areas (mkswap) on mappings; not opened. (nofail"
     ));
     // b has no nofail: exit 4 (a missing device), and the entries after it are still tried.
     let r = lukskit(&["crypttab", "open", "--crypttab", &t], b"");
     assert_eq!(r.code, 4, "{}", r.stderr);
     assert!(r.stderr.contains("b: Device /nonexistent/dev not found."));
-    assert!(r.stderr.contains("c: option 'tcrypt'"));
+    assert!(r.stderr.contains("c: option 'swap'"));
     // noauto entries are only opened when named.
     assert!(
         !r.stderr.lines().any(|l| l.starts_with("d: ")),
@@ -288,4 +288,110 @@ fn open_and_close_userspace() {
         r.stderr
     );
     lukskit(&["crypttab", "close", "--crypttab", &tab], b"").ok("close");
+}
+
+/// The file-system UUID blkid reads on `dev`.
+fn blkid_uuid(dev: &str) -> String {
+    let out = std::process::Command::new("blkid")
+        .args(["-p", "-s", "UUID", "-o", "value", dev])
+        .output()
+        .expect("blkid");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// TrueCrypt/VeraCrypt and BitLocker entries (systemd's `tcrypt`, `tcrypt-hidden`,
+/// `tcrypt-keyfile=`, `veracrypt-pim=`, `bitlk`; Debian's `veracrypt`), opened through the
+/// userspace backend on the shared images: the passphrase is the key file's first line, as
+/// systemd-cryptsetup reads it for TCRYPT; BitLocker's key file is its password; the file
+/// systems inside have the UUIDs the images' README gives.
+#[test]
+fn open_truecrypt_and_bitlocker_entries() {
+    let t = "crypttab_other_formats";
+    if !common::mapping::capable(t) {
+        return;
+    }
+    let d = tmp();
+    if !common::unpack_other_formats(t, "tcrypt-images.tar.xz", d.path())
+        || !common::unpack_other_formats(t, "bitlk-images.tar.xz", d.path())
+    {
+        return;
+    }
+    let tc = d.path().join("tcrypt");
+    let img = |n: &str| tc.join(n).display().to_string();
+    let pass = write_file(d.path(), "pass", b"aaaaaaaaaaaa\nthe rest is not read\n");
+    let hidden = write_file(d.path(), "hidden", b"bbbbbbbbbbbb\n");
+    let bitlk_pw = write_file(d.path(), "bitlk.pw", b"anaconda");
+    for f in [&pass, &hidden, &bitlk_pw] {
+        std::fs::set_permissions(f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    }
+    let m: Vec<common::mapping::Mapping> = ["ctc", "cth", "cvk", "cvp", "cbl"]
+        .iter()
+        .map(|n| common::mapping::Mapping::new(n))
+        .collect();
+    let table = format!(
+        "{} {} {pass} tcrypt\n\
+         {} {} {hidden} tcrypt-hidden\n\
+         {} {} {pass} tcrypt-veracrypt,tcrypt-keyfile={},tcrypt-keyfile={}\n\
+         {} {} {pass} veracrypt,veracrypt-pim=1234\n\
+         {} {} {bitlk_pw} bitlk\n",
+        m[0].name,
+        img("tc_4-sha512-xts-aes"),
+        m[1].name,
+        img("tc_4-sha512-xts-aes-hidden"),
+        m[2].name,
+        img("vck_1-sha512-xts-aes"),
+        img("keyfile1"),
+        img("keyfile2"),
+        m[3].name,
+        img("vcpim_1-sha256-xts-aes"),
+        m[4].name,
+        d.path().join("bitlk/bitlk-aes-xts-128.img").display(),
+    );
+    let tab = write_file(d.path(), "crypttab", table.as_bytes());
+    // What open would do: the TrueCrypt passphrase file on standard input, key files as -d.
+    let l = lukskit(&["crypttab", "list", "--crypttab", &tab], b"").ok("list");
+    assert!(
+        l.stdout.contains(&format!(
+            "  command: lukskit open --type tcrypt --key-file {} --key-file {} --tries 1 --veracrypt {} {} < {pass}\n",
+            img("keyfile1"),
+            img("keyfile2"),
+            img("vck_1-sha512-xts-aes"),
+            m[2].name
+        )),
+        "{}",
+        l.stdout
+    );
+    assert!(l.stdout.contains("  type:    bitlk\n"), "{}", l.stdout);
+    let r = lukskit(&["crypttab", "open", "--crypttab", &tab], b"");
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    for (i, uuid) in [
+        "DEAD-BABE",
+        "CAFE-BABE",
+        "DEAD-BABE",
+        "DEAD-BABE",
+        "68844E71844E41B4",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert_eq!(blkid_uuid(&m[i].dev()), *uuid, "{}", m[i].name);
+    }
+    let r = lukskit(&["crypttab", "close", "--crypttab", &tab], b"");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // A wrong first line: cryptsetup's words for TCRYPT, exit 2 (EPERM), the others open.
+    let wrong = write_file(d.path(), "wrong", b"aaaaaaaaaaab\naaaaaaaaaaaa\n");
+    let table = format!(
+        "{} {} {wrong} tcrypt\n",
+        m[0].name,
+        img("tc_4-sha512-xts-aes")
+    );
+    let tab = write_file(d.path(), "crypttab2", table.as_bytes());
+    let r = lukskit(&["crypttab", "open", "--crypttab", &tab], b"");
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr
+            .contains("No device header detected with this passphrase."),
+        "{}",
+        r.stderr
+    );
 }

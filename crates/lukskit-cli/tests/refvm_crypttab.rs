@@ -14,7 +14,7 @@
 //! cryptsetup-initramfs, which opens as NAME) run on the same entries with cryptsetup and
 //! with lukskit as `/sbin/cryptsetup` must make exactly the mappings `lukskit crypttab open`
 //! makes. The systemd dialect: key files and a detached header on another device by
-//! `UUID=`/`LABEL=`, an ignored token option (warned), a refused `tcrypt` entry and a missing
+//! `UUID=`/`LABEL=`, an ignored token option (warned), a refused `swap` entry and a missing
 //! device without `nofail` (exit status 4, the other entries opened all the same). `UUID=` of LUKS on an md RAID-1
 //! with metadata 1.0 (whose legs start with the LUKS header too) finds the array, never a leg,
 //! assembled or stopped. `lukskit rename` renames lukskit's and cryptsetup's kernel mappings.
@@ -109,8 +109,8 @@ fn crypttab_matches_debian_cryptdisks() {
         "B log: ctmissing: Device UUID=0badc0de-0000-4000-8000-000000000000 not found. \
          (nofail: not counted as a failure)",
         "B2 log: ctgone: Device UUID=0badc0de-0000-4000-8000-000000000000 not found.",
-        "B2 log: ctvc: option 'tcrypt' is not supported: TrueCrypt volumes are not supported \
-         by lukskit; not opened.",
+        "B2 log: ctvc: option 'swap' is not supported: lukskit does not make swap areas \
+         (mkswap) on mappings; not opened.",
     ] {
         assert!(out.lines().any(|l| l == line), "expected {line:?}:\n{out}");
     }

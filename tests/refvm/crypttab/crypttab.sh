@@ -121,7 +121,7 @@ ctkeydev  /dev/vdc  /keys/k:UUID=$FSUUID  tpm2-device=auto
 ctlabel   /dev/vdc  /keys/k:LABEL=keydev  luks,noauto
 cthdr     /dev/vde  /etc/keys/kb  header=/keys/hdr:UUID=$FSUUID,key-slot=1,keyfile-offset=4,keyfile-size=16,read-only,noauto
 ctgone    UUID=$MISSING  /etc/keys/ka
-ctvc      /dev/vdb  none  tcrypt
+ctvc      /dev/vdb  none  swap
 TAB
 lukskit crypttab open --crypttab /tmp/crypttab.sd > /tmp/sd.log 2>&1; echo "B2 open rc=$?"
 sed 's/^/B2 log: /' /tmp/sd.log

@@ -17,8 +17,9 @@ use crate::crypttab::{
     self, CryptKind, Crypttab, CrypttabEntry, DeviceSpec, FileRef, KeySpec, MAX_TABLE_BYTES,
 };
 use crate::errors::{inactive, CliError, ExitClass, Result};
-use clap::Parser;
 use lukskit_activate as activate;
+use lukskit_volume::formats::bitlk::Bitlk;
+use lukskit_volume::formats::{OnDiskFormat, Probe, PROBE_BYTES};
 use std::io::Read;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
@@ -237,16 +238,23 @@ fn file_path(f: &FileRef, mounts: &mut Vec<Mounted>) -> Result<String> {
     Ok(p.display().to_string())
 }
 
-/// The kind of volume the entry is: its `luks`/`plain` option, or what is on the device.
+/// The kind of volume the entry is: its `luks`/`plain`/`tcrypt`/`bitlk` option, or what is on
+/// the device (a LUKS or BitLocker signature; plain otherwise, as both dialects fall back).
 fn crypt_type(e: &CrypttabEntry, source: Option<&Path>, header: Option<&str>) -> &'static str {
     match e.options.kind {
         CryptKind::Luks => "luks",
         CryptKind::Plain => "plain",
+        CryptKind::Tcrypt => "tcrypt",
+        CryptKind::Bitlk => "bitlk",
         CryptKind::Auto if header.is_some() => "luks",
-        CryptKind::Auto => match source.and_then(|s| first_bytes(s, 512)) {
-            Some(b) if lukskit_format::detect::detect(&b).is_some() => "luks",
-            _ => "plain",
-        },
+        CryptKind::Auto => {
+            let head = source.and_then(|s| first_bytes(s, PROBE_BYTES));
+            match head {
+                Some(b) if lukskit_format::detect::detect(&b).is_some() => "luks",
+                Some(b) if Bitlk.probe(&b) == Probe::Mine => "bitlk",
+                _ => "plain",
+            }
+        }
     }
 }
 
@@ -257,7 +265,7 @@ fn not_for_kind(e: &CrypttabEntry, kind: &str) -> Vec<&'static str> {
     let luks_only: [(bool, &str); 3] = [
         (o.header.is_some(), "header="),
         (o.key_slot.is_some(), "key-slot="),
-        (o.keyfile_size.is_some(), "keyfile-size="),
+        (o.keyfile_size.is_some() && kind != "bitlk", "keyfile-size="),
     ];
     let plain_only: [(bool, &str); 5] = [
         (o.cipher.is_some(), "cipher="),
@@ -266,12 +274,12 @@ fn not_for_kind(e: &CrypttabEntry, kind: &str) -> Vec<&'static str> {
         (o.offset.is_some(), "offset="),
         (o.skip.is_some(), "skip="),
     ];
-    let list: &[(bool, &str)] = if kind == "luks" {
-        &plain_only
-    } else {
-        &luks_only
-    };
-    list.iter().filter(|(on, _)| *on).map(|(_, n)| *n).collect()
+    let luks = luks_only.iter().filter(|_| kind != "luks");
+    let plain = plain_only.iter().filter(|_| kind != "plain");
+    luks.chain(plain)
+        .filter(|(on, _)| *on)
+        .map(|(_, n)| *n)
+        .collect()
 }
 
 /// The `open` command line for an entry (without the program name): the options Debian's
@@ -282,6 +290,7 @@ fn open_argv(
     kind: &str,
     key: Option<&str>,
     header: Option<&str>,
+    tcrypt_keys: &[String],
 ) -> Vec<String> {
     let o = &e.options;
     let mut a: Vec<String> = vec!["open".into(), "--type".into(), kind.into()];
@@ -294,20 +303,35 @@ fn open_argv(
         }
         None => {}
     };
-    if kind == "luks" {
-        opt("header", header.map(str::to_string));
-        opt("key-slot", o.key_slot.map(|v| v.to_string()));
-        opt("keyfile-size", o.keyfile_size.map(|v| v.to_string()));
-    } else {
-        opt("cipher", o.cipher.clone());
-        opt("key-size", o.key_size.map(|v| v.to_string()));
-        opt("hash", o.hash.clone());
-        opt("offset", o.offset.map(|v| v.to_string()));
-        opt("skip", o.skip.map(|v| v.to_string()));
+    match kind {
+        "luks" => {
+            opt("header", header.map(str::to_string));
+            opt("key-slot", o.key_slot.map(|v| v.to_string()));
+            opt("keyfile-size", o.keyfile_size.map(|v| v.to_string()));
+        }
+        "plain" => {
+            opt("cipher", o.cipher.clone());
+            opt("key-size", o.key_size.map(|v| v.to_string()));
+            opt("hash", o.hash.clone());
+            opt("offset", o.offset.map(|v| v.to_string()));
+            opt("skip", o.skip.map(|v| v.to_string()));
+        }
+        "bitlk" => opt("keyfile-size", o.keyfile_size.map(|v| v.to_string())),
+        _ => {}
     }
-    opt("sector-size", o.sector_size.map(|v| v.to_string()));
-    opt("keyfile-offset", o.keyfile_offset.map(|v| v.to_string()));
-    opt("key-file", key.map(str::to_string));
+    if kind == "tcrypt" {
+        let t = &o.tcrypt;
+        opt("veracrypt-pim", t.pim.map(|v| v.to_string()));
+        // TrueCrypt's key files are `-d`; the entry's key file holds the passphrase (its
+        // first line, read by open_entry, as systemd reads it).
+        for k in tcrypt_keys {
+            opt("key-file", Some(k.clone()));
+        }
+    } else {
+        opt("sector-size", o.sector_size.map(|v| v.to_string()));
+        opt("keyfile-offset", o.keyfile_offset.map(|v| v.to_string()));
+        opt("key-file", key.map(str::to_string));
+    }
     // A key file is read once; a prompt is asked `tries=` times (0: until it is right).
     let tries = match (key, o.tries) {
         (Some(_), _) => 1,
@@ -329,6 +353,9 @@ fn open_argv(
         (o.submit_from_crypt_cpus, "--perf-submit_from_crypt_cpus"),
         (o.no_read_workqueue, "--perf-no_read_workqueue"),
         (o.no_write_workqueue, "--perf-no_write_workqueue"),
+        (o.tcrypt.hidden, "--tcrypt-hidden"),
+        (o.tcrypt.system, "--tcrypt-system"),
+        (o.tcrypt.veracrypt, "--veracrypt"),
     ] {
         if on {
             a.push(flag.into());
@@ -395,10 +422,30 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
             e.name
         );
     }
+    let tcrypt_keys = e
+        .options
+        .tcrypt
+        .key_files
+        .iter()
+        .map(|f| file_path(f, &mut mounts))
+        .collect::<Result<Vec<_>>>()?;
     let src = source.display().to_string();
-    let argv = open_argv(e, &src, kind, key.as_deref(), header.as_deref());
-    let mut eo = Opts::try_parse_from(std::iter::once("lukskit".to_string()).chain(argv))
-        .map_err(|err| CliError::invalid(format!("{err}")))?;
+    let argv = open_argv(
+        e,
+        &src,
+        kind,
+        key.as_deref(),
+        header.as_deref(),
+        &tcrypt_keys,
+    );
+    let argv: Vec<std::ffi::OsString> = std::iter::once("lukskit".to_string())
+        .chain(argv)
+        .map(Into::into)
+        .collect();
+    let mut eo = crate::startup::parse(&argv).map_err(CliError::invalid)?;
+    if kind == "tcrypt" {
+        eo.passphrase_file = key.clone();
+    }
     // What the crypttab command line says for every entry.
     eo.verbose = o.verbose;
     eo.debug = o.debug;
@@ -510,8 +557,21 @@ fn list_entry(e: &CrypttabEntry) {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| e.source.to_string());
-    let argv = open_argv(e, &src, kind, key.as_deref(), header.as_deref());
-    println!("  command: lukskit {}", shell_words(&argv));
+    let tcrypt_keys: Vec<String> = o.tcrypt.key_files.iter().map(key_path).collect();
+    let argv = open_argv(
+        e,
+        &src,
+        kind,
+        key.as_deref(),
+        header.as_deref(),
+        &tcrypt_keys,
+    );
+    // A TrueCrypt entry's key file is its passphrase's line on standard input.
+    let stdin = match (&key, kind) {
+        (Some(k), "tcrypt") => format!(" < {}", shell_words(std::slice::from_ref(k))),
+        _ => String::new(),
+    };
+    println!("  command: lukskit {}{stdin}", shell_words(&argv));
     for i in &o.ignored {
         println!("  warning: option '{}' ignored: {}", i.option, i.reason);
     }
@@ -722,10 +782,19 @@ mod tests {
         crypttab::parse_line(line).unwrap().unwrap()
     }
 
+    /// `argv` parsed as lukskit's own command line, as open_entry parses it.
+    fn parse_argv(argv: Vec<String>) -> Opts {
+        let argv: Vec<std::ffi::OsString> = std::iter::once("lukskit".to_string())
+            .chain(argv)
+            .map(Into::into)
+            .collect();
+        crate::startup::parse(&argv).unwrap()
+    }
+
     #[test]
     fn argv_as_debian_passes_it() {
         let e = entry("c2 /dev/vdb /k luks,header=/h,keyslot=1,keyfile-size=64,keyfile-offset=8,discard,readonly,cipher=x,offset=9,no-read-workqueue");
-        let a = open_argv(&e, "/dev/vdb", "luks", Some("/k"), Some("/h"));
+        let a = open_argv(&e, "/dev/vdb", "luks", Some("/k"), Some("/h"), &[]);
         assert_eq!(
             shell_words(&a),
             "open --type luks --header /h --key-slot 1 --keyfile-size 64 --keyfile-offset 8 \
@@ -733,29 +802,28 @@ mod tests {
              /dev/vdb c2"
         );
         // Each argument parses as lukskit's own command line.
-        let o = Opts::try_parse_from(std::iter::once("lukskit".to_string()).chain(a)).unwrap();
+        let o = parse_argv(a);
         assert_eq!(o.key_slot, Some(1));
         assert!(o.perf_no_read_workqueue && o.readonly && o.allow_discards);
 
         let e = entry("p /dev/vdc none plain,cipher=aes-xts-plain64,size=512,hash=sha256,offset=8,skip=4,sector-size=4096,tries=0,timeout=30,keyfile-size=9");
-        let a = open_argv(&e, "/dev/vdc", "plain", None, None);
+        let a = open_argv(&e, "/dev/vdc", "plain", None, None, &[]);
         assert_eq!(
             shell_words(&a),
             "open --type plain --cipher aes-xts-plain64 --key-size 512 --hash sha256 --offset 8 \
              --skip 4 --sector-size 4096 --tries 4294967295 --timeout 30 /dev/vdc p"
         );
         let e = entry("-n -dev none cipher=-c,plain");
-        let a = open_argv(&e, "-dev", "plain", Some("-k"), None);
-        let o = Opts::try_parse_from(std::iter::once("lukskit".to_string()).chain(a)).unwrap();
+        let a = open_argv(&e, "-dev", "plain", Some("-k"), None, &[]);
+        let o = parse_argv(a);
         assert_eq!(o.positional, ["open", "-dev", "-n"]);
         assert_eq!(
             (o.cipher.as_deref(), o.key_file.as_deref()),
             (Some("-c"), Some("-k"))
         );
         let e = entry("q /dev/vdc - tries=5");
-        assert!(
-            shell_words(&open_argv(&e, "/x y", "luks", None, None)).ends_with("--tries 5 '/x y' q")
-        );
+        assert!(shell_words(&open_argv(&e, "/x y", "luks", None, None, &[]))
+            .ends_with("--tries 5 '/x y' q"));
     }
 
     #[test]
@@ -765,6 +833,43 @@ mod tests {
         assert_eq!(
             not_for_kind(&e, "plain"),
             ["header=", "key-slot=", "keyfile-size="]
+        );
+        assert_eq!(
+            not_for_kind(&e, "tcrypt"),
+            ["header=", "key-slot=", "keyfile-size=", "cipher=", "size="]
+        );
+        assert_eq!(
+            not_for_kind(&e, "bitlk"),
+            ["header=", "key-slot=", "cipher=", "size="]
+        );
+    }
+
+    #[test]
+    fn argv_of_truecrypt_entries() {
+        let e = entry("vc /dev/sdb /p tcrypt-hidden,veracrypt-pim=7,tcrypt-keyfile=/a,tcrypt-keyfile=-b,discard");
+        let a = open_argv(
+            &e,
+            "/dev/sdb",
+            "tcrypt",
+            Some("/p"),
+            None,
+            &["/a".into(), "-b".into()],
+        );
+        assert_eq!(
+            shell_words(&a),
+            "open --type tcrypt --veracrypt-pim 7 --key-file /a --key-file=-b --tries 1 \
+             --allow-discards --tcrypt-hidden /dev/sdb vc"
+        );
+        // The passphrase file is not a key file of the pool; every -d is, in order.
+        let o = parse_argv(a);
+        assert_eq!(o.key_files, ["/a", "-b"]);
+        assert_eq!(o.veracrypt_pim, Some(7));
+        assert!(o.given.has("tcrypt-hidden") && o.allow_discards);
+        let e = entry("w /dev/sdc /pw bitlk,keyfile-size=8");
+        let a = open_argv(&e, "/dev/sdc", "bitlk", Some("/pw"), None, &[]);
+        assert_eq!(
+            shell_words(&a),
+            "open --type bitlk --keyfile-size 8 --key-file /pw --tries 1 /dev/sdc w"
         );
     }
 

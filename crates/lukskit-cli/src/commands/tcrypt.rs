@@ -51,6 +51,31 @@ pub fn options(o: &Opts) -> TcryptOptions {
     }
 }
 
+/// Most bytes of a crypttab passphrase file read: VeraCrypt's longest passphrase (128),
+/// its newline, and one more so that a longer one is refused.
+const MAX_PASSPHRASE_LINE: u64 = 130;
+
+/// The first line of the file at `path` (without its newline), read straight into a locked
+/// buffer: at most [`MAX_PASSPHRASE_LINE`] bytes.
+fn first_line(path: &str) -> Result<SecretBuf> {
+    use std::io::Read;
+    let mut f =
+        std::fs::File::open(path).map_err(|_| CliError::invalid("Failed to open key file."))?;
+    let mut buf = SecretBuf::zeroed(MAX_PASSPHRASE_LINE as usize);
+    let mut len = 0;
+    while len < buf.len() {
+        match f.read(&mut buf.as_mut_bytes()[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(CliError::invalid("Failed to read key file.")),
+        }
+    }
+    let b = &buf.as_bytes()[..len];
+    let end = b.iter().position(|&c| c == b'\n').unwrap_or(len);
+    Ok(SecretBuf::from_slice(&b[..end]))
+}
+
 /// What one TCRYPT attempt reads.
 pub struct TcryptSecrets {
     /// The passphrase (may be empty).
@@ -101,7 +126,12 @@ pub fn secrets(o: &Opts, prompt: &str) -> Result<TcryptSecrets> {
     } else {
         KeySource::Prompt
     };
-    let passphrase = input::get_secret(&source, prompt, false)?;
+    let passphrase = match &o.passphrase_file {
+        // Its first line (systemd's read_one_line_file), at most what VeraCrypt takes and a
+        // newline: a longer line is refused as a typed one is.
+        Some(path) => first_line(path)?,
+        None => input::get_secret(&source, prompt, false)?,
+    };
     let key_files = o
         .key_files
         .iter()
