@@ -41,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
         cascade,
         options,
         metadata_size: size,
+        system_partition_start: (ctl[0] & 32 != 0).then_some(size / 7),
     };
     let _ = layout::data_offset(&loaded);
     let _ = layout::iv_offset(&loaded);

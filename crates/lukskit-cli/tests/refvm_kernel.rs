@@ -264,14 +264,15 @@ const KNOWN_GAPS: [(&str, &str); 1] =
 
 /// Every TCRYPT, BITLK, FVAULT2 and loop-AES volume kernel/formats.sh opened: lukskit's
 /// kernel mappings (the whole stack of a cascade: tables with keys, DM UUIDs, attributes),
-/// `cryptsetup status` of them and the data read through them equal cryptsetup's; where
+/// `cryptsetup status` of them and the data read through them equal cryptsetup's (and, for
+/// system encryption given a partition, tcryptDump and the passphrase test); where
 /// cryptsetup refuses a volume, lukskit refuses it with the same exit code and message.
 fn other_formats_match(out: &str) {
     assert!(out.contains("formats: done"), "{out}");
     let mut blocks: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (case, tool, line) in refvm_common::block_lines(out) {
         if case.starts_with("fmt-")
-            && ["dev: ", "status: ", "data: ", "refused: "]
+            && ["dev: ", "status: ", "data: ", "refused: ", "dump: "]
                 .iter()
                 .any(|p| line.starts_with(p))
         {
@@ -286,7 +287,13 @@ fn other_formats_match(out: &str) {
         .filter_map(|l| l.strip_suffix(": compared"))
         .collect();
     // Each format had a volume both tools mapped.
-    for kind in ["fmt-tc_", "fmt-bitlk-", "fmt-fvault2-", "fmt-loopaes-"] {
+    for kind in [
+        "fmt-tc_",
+        "fmt-syspart-",
+        "fmt-bitlk-",
+        "fmt-fvault2-",
+        "fmt-loopaes-",
+    ] {
         assert!(
             cases.iter().any(|c| c.starts_with(kind)
                 && blocks

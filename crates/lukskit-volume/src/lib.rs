@@ -38,6 +38,7 @@ mod lock_file;
 mod luks1_keys;
 mod luks2_keys;
 pub mod memory_hard;
+pub mod partition;
 pub mod pbkdf;
 pub mod plain;
 pub mod private_file;

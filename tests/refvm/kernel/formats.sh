@@ -66,6 +66,31 @@ for f in "$H"/tcrypt/tc_*-* "$H"/tcrypt/*_*-*; do
     fopen "$n" aaaaaaaaaaaa "$@" "$f"
     case $n in *-hidden) fopen "$n-hidden" bbbbbbbbbbbb "$@" --tcrypt-hidden "$f" ;; esac
 done
+# System encryption given a partition (the first system image, attached with its partition
+# table): the header is read from the whole disk, the partition is the data, IVs count from
+# the disk's start (TCRYPT_read_phdr, TCRYPT_get_data_offset/_iv_offset).
+for f in "$H"/tcrypt/sys_*-*; do
+    [ -f "$f" ] || continue
+    n=$(basename "$f")
+    hash=$(echo "$n" | cut -d- -f2)
+    ld=$(losetup -P -r -f --show "$f")
+    udevadm settle 2>/dev/null
+    i=0
+    while [ ! -b "${ld}p1" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    fopen "syspart-$n" aaaaaaaaaaaa --type tcrypt -h "$hash" --tcrypt-system "${ld}p1"
+    # The dump (and the passphrase test) read the disk's header through the partition.
+    for tool in cryptsetup lukskit; do
+        echo "== fmt-syspart-dump-$n $tool"
+        printf aaaaaaaaaaaa | $tool tcryptDump --tcrypt-system -h "$hash" "${ld}p1" 2>&1 |
+            sed "s|${ld}p1|PART|; s/^/dump: /"
+        printf aaaaaaaaaaaa | $tool open --test-passphrase --type tcrypt --tcrypt-system \
+            -h "$hash" "${ld}p1" > /dev/null 2>&1
+        echo "dump: test-passphrase rc=$?"
+    done
+    echo "fmt-syspart-dump-$n: compared"
+    losetup -d "$ld"
+    break
+done
 # BitLocker: images.conf gives each image's cipher and password (none: a clear key, or a
 # startup key, opened with its .BEK file). One image per cipher and kind (To Go or not),
 # startup keys first (no key derivation); every clear-key image (refused as cryptsetup).

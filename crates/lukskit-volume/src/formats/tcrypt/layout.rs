@@ -36,13 +36,17 @@ fn old_hidden_start(l: &Loaded) -> Result<u64> {
         })
 }
 
-/// `TCRYPT_get_data_offset` in 512-byte sectors (for an image or whole disk: system
-/// encryption's partition case does not arise).
+/// `TCRYPT_get_data_offset` in 512-byte sectors (system encryption given a partition:
+/// 0, the partition is the data).
 pub fn data_offset(l: &Loaded) -> Result<u64> {
     let h = &l.header;
     let o = &l.options;
     if o.system {
-        return Ok(h.mk_offset / SECTOR);
+        // Given a partition, the mapping is of the partition itself.
+        return Ok(match l.system_partition_start {
+            Some(_) => 0,
+            None => h.mk_offset / SECTOR,
+        });
     }
     match l.cascade.mode {
         Mode::Xts => {
@@ -64,10 +68,17 @@ pub fn data_offset(l: &Loaded) -> Result<u64> {
 
 /// `TCRYPT_get_iv_offset` in 512-byte sectors.
 pub fn iv_offset(l: &Loaded) -> Result<u64> {
-    match l.cascade.mode {
-        Mode::Xts => data_offset(l),
-        Mode::Lrw => Ok(0),
-        _ => Ok(l.header.mk_offset / SECTOR),
+    let iv = match l.cascade.mode {
+        Mode::Xts => data_offset(l)?,
+        Mode::Lrw => 0,
+        _ => l.header.mk_offset / SECTOR,
+    };
+    // System encryption counts from the whole disk's start.
+    match (l.options.system, l.system_partition_start) {
+        (true, Some(start)) => iv
+            .checked_add(start)
+            .ok_or_else(|| invalid(format!("IV offset {iv} + partition start {start}"))),
+        _ => Ok(iv),
     }
 }
 

@@ -62,6 +62,9 @@ pub struct Loaded {
     pub options: TcryptOptions,
     /// The metadata device's size in bytes.
     pub metadata_size: u64,
+    /// System encryption given a partition: its start on the whole disk in 512-byte
+    /// sectors (the data starts at the partition's first sector; IVs count from the disk's).
+    pub system_partition_start: Option<u64>,
 }
 
 /// Where the header is looked for, in order (`TCRYPT_read_phdr`): `None` for an offset that
@@ -86,7 +89,17 @@ pub fn header_offsets(o: &TcryptOptions, size: u64) -> Vec<Option<u64>> {
 /// Decrypt the header of the request's metadata device (`--header`, else the device).
 pub fn load(request: &UnlockRequest<'_>) -> Result<Loaded> {
     let o = &request.options.tcrypt;
-    let path = request.header.unwrap_or(request.device);
+    let given = request.header.unwrap_or(request.device);
+    // System encryption of a partition: the header is on the whole disk (TCRYPT_read_phdr).
+    let disk = match o.system {
+        true => crate::partition::partition_of(given).map(|p| p.disk.display().to_string()),
+        false => None,
+    };
+    let path = disk.as_deref().unwrap_or(given);
+    let system_partition_start = match o.system {
+        true => crate::partition::partition_of(request.device).map(|p| p.start),
+        false => None,
+    };
     let dev = Device::open(path, Access::Read)?;
     let size = dev
         .size()
@@ -142,6 +155,7 @@ pub fn load(request: &UnlockRequest<'_>) -> Result<Loaded> {
                 cascade: found.cascade,
                 options: o.clone(),
                 metadata_size: size,
+                system_partition_start,
             }),
             Err(e) => Err(OtherFormatError::Invalid {
                 volume_type: VolumeType::Tcrypt,
@@ -268,6 +282,7 @@ mod tests {
             cascade: find("serpent-twofish-aes", Mode::Xts).unwrap(),
             options,
             metadata_size: size,
+            system_partition_start: None,
         }
     }
 
@@ -394,5 +409,39 @@ mod tests {
             old.header.version = 3;
             let _ = layout::layers(&old, "img", size);
         }
+    }
+
+    #[test]
+    fn system_encryption_of_a_partition_maps_the_partition() {
+        let mut f = [0u8; ENC_LEN];
+        f[..4].copy_from_slice(b"VERA");
+        f[4..6].copy_from_slice(&5u16.to_be_bytes());
+        f[44..52].copy_from_slice(&(2048u64 * 512).to_be_bytes());
+        header::seal(&mut f);
+        let system = TcryptOptions {
+            system: true,
+            ..TcryptOptions::default()
+        };
+        // The whole disk: data from the key-area offset, IVs from it too.
+        let disk = loaded(&f, system.clone(), 1 << 30);
+        assert_eq!(
+            (
+                layout::data_offset(&disk).unwrap(),
+                layout::iv_offset(&disk).unwrap()
+            ),
+            (2048, 2048)
+        );
+        // Its partition at sector 2048: the partition is the data, IVs count from the disk.
+        let mut part = loaded(&f, system, 1 << 29);
+        part.system_partition_start = Some(2048);
+        assert_eq!(
+            (
+                layout::data_offset(&part).unwrap(),
+                layout::iv_offset(&part).unwrap()
+            ),
+            (0, 2048)
+        );
+        let t = layout::layers(&part, "p1", 1 << 29).unwrap();
+        assert_eq!(t[0].size(), 1 << 29);
     }
 }
