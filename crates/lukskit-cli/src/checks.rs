@@ -230,8 +230,10 @@ pub fn check(o: &Opts, g: &Given, key_files: usize) -> Option<String> {
     }
     let refresh = g.has("refresh") || name == "refresh";
     let Some((action, ty)) = resolve(name, o, refresh) else {
-        // lukskit's own actions: only the one key file.
-        return (key_files > 1).then(|| "Only one --key-file argument is allowed.".into());
+        // lukskit's own actions: only the one key file (TrueCrypt's pool for `image decrypt
+        // --type tcrypt`).
+        let pool = o.r#type.as_deref() == Some("tcrypt");
+        return (key_files > 1 && !pool).then(|| "Only one --key-file argument is allowed.".into());
     };
     for (opt, actions) in ACTIONS_OF {
         if g.has(opt) && !actions.contains(&action) && !EXTENSIONS.contains(&(opt, action)) {

@@ -437,6 +437,38 @@ fn decrypted_volumes_have_the_checksums_of_images_conf() {
         checked += 1;
     }
     assert_eq!(checked, 5);
+    // `image decrypt` writes the same plaintext: a password (from a key file), and the
+    // recovery password of an Elephant-diffuser image.
+    for (name, secret) in [
+        ("bitlk-aes-xts-128", "PW"),
+        ("bitlk-aes-cbc-elephant-128", "RP"),
+    ] {
+        let conf = &confs[name];
+        let pw = root.join("secret");
+        std::fs::write(&pw, &conf[secret]).unwrap();
+        let out = root.join("plain.img");
+        let r = lukskit(
+            &[
+                "image",
+                "decrypt",
+                "--type",
+                "bitlk",
+                "--key-file",
+                &pw.to_string_lossy(),
+                &root.join(image(name)).to_string_lossy(),
+                &out.to_string_lossy(),
+            ],
+            b"",
+        );
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let data = std::fs::read(&out).unwrap();
+        assert_eq!(
+            hex(&Sha256::digest(&data)),
+            conf["SHA256SUM"],
+            "image decrypt {name}"
+        );
+        std::fs::remove_file(&out).unwrap();
+    }
     // lukskit's own dump through the seam says the same as its binary.
     let r = lukskit(
         &[

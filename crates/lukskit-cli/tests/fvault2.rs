@@ -355,6 +355,28 @@ fn decrypted_volume_equals_libfvdes() {
     }
     assert_eq!(hex::encode(h.finalize()), expected);
 
+    // `image decrypt --type fvault2` writes the same plaintext.
+    let out = t.path().join("plain.img");
+    let r = lukskit(
+        &[
+            "image",
+            "decrypt",
+            "--type",
+            "fvault2",
+            &img,
+            &out.to_string_lossy(),
+        ],
+        b"heslo123\n",
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let data = std::fs::read(&out).unwrap();
+    assert_eq!(
+        hex::encode(Sha256::digest(&data)),
+        expected,
+        "image decrypt"
+    );
+    std::fs::remove_file(&out).unwrap();
+
     // The same through a mapping (fvault2Open: FUSE + loop device here).
     let test = "decrypted_volume_equals_libfvdes";
     if !common::mapping::capable(test) || !common::mapping::have_tool(test, "blkid") {

@@ -230,6 +230,15 @@ fn hashes_skip_and_data_as_the_independent_decryption() {
             want,
             "{what}"
         );
+        // `image decrypt --type loopaes` (same options) writes it back.
+        let out = t.path().join("plain");
+        let mut dargs = vec!["image", "decrypt", "--type", "loopaes"];
+        dargs.extend_from_slice(&args[5..]);
+        let out_s = out.to_string_lossy().into_owned();
+        dargs.extend([img.as_str(), out_s.as_str()]);
+        lukskit(&dargs, b"").ok(&format!("image decrypt, {what}"));
+        assert_eq!(std::fs::read(&out).unwrap(), data, "image decrypt, {what}");
+        std::fs::remove_file(&out).unwrap();
         // The image does not hold the plaintext.
         assert_ne!(
             std::fs::read(&img).unwrap()[offset as usize * 512..],

@@ -540,6 +540,21 @@ fn shared_images_open_to_the_readme_file_systems() {
         let r = in_dir("lukskit", &dir, &args, pass);
         assert_eq!(r.code, 0, "{img}: {}", r.stderr);
         assert_eq!(blkid_uuid(&m.dev()), *uuid, "{img}");
+        // `image decrypt` with the same options writes what the mapping reads (a cascade's
+        // tables applied in turn, as the stacked mappings do).
+        let mapped = std::fs::read(m.dev()).unwrap();
+        let out = dir.join("plain.img");
+        let out_s = out.to_string_lossy().into_owned();
+        let mut dargs = vec!["image", "decrypt", "--type", "tcrypt"];
+        dargs.extend_from_slice(extra);
+        dargs.extend([*img, out_s.as_str()]);
+        let r = in_dir("lukskit", &dir, &dargs, pass);
+        assert_eq!(r.code, 0, "image decrypt {img}: {}", r.stderr);
+        assert!(
+            std::fs::read(&out).unwrap() == mapped,
+            "image decrypt {img}"
+        );
+        std::fs::remove_file(&out).unwrap();
         let st = lukskit(&["status", &m.name], b"");
         assert!(st.stdout.contains("type:    TCRYPT"), "{}", st.stdout);
         lukskit(&["close", &m.name], b"").ok("close");

@@ -62,7 +62,8 @@ fn kind(o: &Opts) -> Result<Kind> {
         Some("plain") => Kind::Plain,
         Some(t) => {
             return Err(CliError::invalid(format!(
-                "Unknown or unsupported device type {t} for image (luks, luks1, luks2 or plain)."
+                "Unknown or unsupported device type {t} for image (luks, luks1, luks2, plain; \
+                 tcrypt, bitlk, fvault2, loopaes for image decrypt)."
             )))
         }
     })
@@ -484,6 +485,13 @@ fn round_up(n: u64, to: u64) -> u64 {
 fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 2, 2, "<plaintext> <image>")?;
     let (src_path, image) = (&args[0], &args[1]);
+    if let Some(t) = super::open::other_format(o) {
+        return Err(CliError::invalid(format!(
+            "image encrypt makes LUKS and plain images; {} volumes are opened and decrypted, \
+             not made.",
+            t.name()
+        )));
+    }
     let kind = kind(o)?;
     if src_path != "-" && same_file(src_path, image) {
         return Err(CliError::invalid(
@@ -729,9 +737,11 @@ fn workers(o: &Opts) -> usize {
 /// The conversion pipeline: one reader, `workers` engine threads each processing whole
 /// chunks (single-threaded engine calls, so no thread idles or spins between chunks), one
 /// writer. `read` fills a buffer and returns (length to process, plaintext offset) or None
-/// at the end; `write` receives processed chunks in any order. Buffers are recycled.
+/// at the end; `write` receives processed chunks in any order. Buffers are recycled. A
+/// decryption continues through `upper` (the further tables of a stacked volume), in order.
 fn run_pipeline<R, W>(
     dv: &DataVolume,
+    upper: &[DataVolume],
     workers: usize,
     encrypt: bool,
     mut read: R,
@@ -774,7 +784,9 @@ where
                 let r = if encrypt {
                     dv.encrypt_sectors(&mut c.buf[..c.len], c.offset)
                 } else {
-                    dv.decrypt_sectors(&mut c.buf[..c.len], c.offset)
+                    std::iter::once(dv)
+                        .chain(upper)
+                        .try_for_each(|v| v.decrypt_sectors(&mut c.buf[..c.len], c.offset))
                 };
                 if done_tx.send(r.map(|()| c).map_err(CliError::from)).is_err() {
                     break;
@@ -821,6 +833,7 @@ fn stream_encrypt(
     let total = &mut offset;
     run_pipeline(
         dv,
+        &[],
         workers,
         true,
         |buf| {
@@ -888,6 +901,28 @@ fn unlock_luks(vol: &Volume, o: &Opts, device: &str) -> Result<SecretBuf> {
     Err(CliError::wrong_passphrase())
 }
 
+/// A volume of format `t` (TCRYPT, BITLK, FVAULT2, loop-AES) unlocked as `open` unlocks it:
+/// the table on the image, and the further tables of a stacked volume (a TrueCrypt cascade:
+/// each decrypts what the one below gave, as cryptsetup's NAME_2, NAME_1, NAME).
+fn other_format_tables(
+    o: &Opts,
+    t: VolumeType,
+    image: &str,
+) -> Result<(DataVolume, Vec<DataVolume>)> {
+    let unlocked = super::open_format::attempt(o, t, image, false, |f, r| f.unlock(r))?;
+    let mut layers = unlocked.layers.into_iter();
+    let bottom = layers
+        .next()
+        .ok_or_else(|| CliError::invalid("The volume has no data layout."))?;
+    let mut upper = Vec::new();
+    for table in layers {
+        let mut v = DataVolume::open_table(image, table, false)?;
+        v.set_threads(Threads::Fixed(1));
+        upper.push(v);
+    }
+    Ok((DataVolume::open_table(image, bottom, false)?, upper))
+}
+
 /// `image decrypt IMAGE PLAIN`.
 fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 2, 2, "<image> <plaintext>")?;
@@ -904,41 +939,48 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
             o.batch_mode,
         )?;
     }
-    let mut dv = match kind(o)? {
-        Kind::Plain => {
-            if o.header.is_some() {
-                return Err(CliError::invalid(
-                    "Option --header is not allowed with plain mode.",
-                ));
+    let mut upper = Vec::new();
+    let mut dv = if let Some(t) = super::open::other_format(o) {
+        let (bottom, further) = other_format_tables(o, t, image)?;
+        upper = further;
+        bottom
+    } else {
+        match kind(o)? {
+            Kind::Plain => {
+                if o.header.is_some() {
+                    return Err(CliError::invalid(
+                        "Option --header is not allowed with plain mode.",
+                    ));
+                }
+                let p = plain_params(o)?;
+                let key = plain_key(o, &p, &format!("Enter passphrase for {image}: "), false)?;
+                DataVolume::open(image, p.layout()?, key.as_bytes(), false)?
             }
-            let p = plain_params(o)?;
-            let key = plain_key(o, &p, &format!("Enter passphrase for {image}: "), false)?;
-            DataVolume::open(image, p.layout()?, key.as_bytes(), false)?
-        }
-        Kind::Luks(t) => {
-            if o.skip.is_some() || o.iv_large_sectors {
-                return Err(CliError::invalid(
+            Kind::Luks(t) => {
+                if o.skip.is_some() || o.iv_large_sectors {
+                    return Err(CliError::invalid(
                     "Options --skip and --iv-large-sectors are supported only with --type plain.",
                 ));
-            }
-            let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
-            match (t, vol.type_name()) {
-                (Some(VolumeType::Luks1), "LUKS2") | (Some(VolumeType::Luks2), "LUKS1") => {
-                    return Err(CliError::invalid(format!(
-                        "Device {image} is not a valid LUKS device."
-                    )))
                 }
-                _ => {}
+                let vol = Volume::load(image, o.header.as_deref(), Access::Read)?;
+                match (t, vol.type_name()) {
+                    (Some(VolumeType::Luks1), "LUKS2") | (Some(VolumeType::Luks2), "LUKS1") => {
+                        return Err(CliError::invalid(format!(
+                            "Device {image} is not a valid LUKS device."
+                        )))
+                    }
+                    _ => {}
+                }
+                let vk = unlock_luks(&vol, o, o.header.as_deref().unwrap_or(image))?;
+                let mut layout = DataLayout::from_volume(&vol)?;
+                if let Some(s) = o.size {
+                    layout.size = Some(
+                        s.checked_mul(512)
+                            .ok_or_else(|| CliError::invalid("Invalid size specification."))?,
+                    );
+                }
+                DataVolume::open(&vol.data_path, layout, vk.as_bytes(), false)?
             }
-            let vk = unlock_luks(&vol, o, o.header.as_deref().unwrap_or(image))?;
-            let mut layout = DataLayout::from_volume(&vol)?;
-            if let Some(s) = o.size {
-                layout.size = Some(
-                    s.checked_mul(512)
-                        .ok_or_else(|| CliError::invalid("Invalid size specification."))?,
-                );
-            }
-            DataVolume::open(&vol.data_path, layout, vk.as_bytes(), false)?
         }
     };
     // Parallelism comes from the pipeline (whole chunks per worker).
@@ -967,7 +1009,15 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
         Sink::File { file, sparse }
     };
     let mut progress = Progress::new(Some(total), "Decrypting");
-    stream_decrypt(&dv, total, &sink, dst_path, workers(o), &mut progress)?;
+    stream_decrypt(
+        &dv,
+        &upper,
+        total,
+        &sink,
+        dst_path,
+        workers(o),
+        &mut progress,
+    )?;
     progress.finish();
     match &sink {
         Sink::File { file, sparse } => {
@@ -1026,6 +1076,7 @@ fn is_zero(b: &[u8]) -> bool {
 /// Decrypt the whole data area into `sink`.
 fn stream_decrypt(
     dv: &DataVolume,
+    upper: &[DataVolume],
     total: u64,
     sink: &Sink,
     dst_name: &str,
@@ -1039,6 +1090,7 @@ fn stream_decrypt(
     let mut stdout = std::io::stdout().lock();
     run_pipeline(
         dv,
+        upper,
         workers,
         false,
         |buf| {

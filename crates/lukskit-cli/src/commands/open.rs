@@ -208,7 +208,7 @@ fn requested_type(o: &Opts) -> VolumeType {
 
 /// The type of `--type` when it is one of the formats without LUKS keyslots (TCRYPT, BITLK,
 /// FVAULT2, LOOPAES), which [`super::open_format`] opens.
-fn other_format(o: &Opts) -> Option<lukskit_format::VolumeType> {
+pub(super) fn other_format(o: &Opts) -> Option<lukskit_format::VolumeType> {
     use lukskit_format::{TypeRequest, VolumeType};
     match TypeRequest::parse(o.r#type.as_deref()?)? {
         TypeRequest::Exactly(t) if !t.is_luks() && t != VolumeType::Plain => Some(t),
