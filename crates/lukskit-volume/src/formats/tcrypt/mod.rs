@@ -206,7 +206,9 @@ impl OnDiskFormat for Tcrypt {
 
     fn unlock(&self, request: &UnlockRequest<'_>) -> Result<Unlocked> {
         let loaded = load(request)?;
-        let data_size = if request.header.is_some() {
+        // The data device's own size where the header came from elsewhere (--header, or the
+        // whole disk of a system-encrypted partition).
+        let data_size = if request.header.is_some() || loaded.system_partition_start.is_some() {
             super::device_size(request.device)?
         } else {
             loaded.metadata_size
