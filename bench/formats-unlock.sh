@@ -107,10 +107,11 @@ for l in open(lines):
 want_rc = {"vc-wrong": None}
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 out = [
-    "# Unlock time of the other formats: lukskit vs cryptsetup 2.6.1",
+    "## Unlock time of the other formats (`bench/formats-unlock.sh`)",
     "",
-    f"Made by `bench/formats-unlock.sh` on {datetime.date.today()}: reference VM (QEMU TCG, 2 vCPUs,",
-    f"multi-threaded TCG) on a host `{cpu}`, {runs} rounds, both tools interleaved, medians.",
+    f"lukskit vs cryptsetup 2.6.1, {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC: reference VM (QEMU TCG,",
+    f"2 vCPUs, multi-threaded TCG) on a host `{cpu}`, load {open('/proc/loadavg').read().split()[0]} at the end,",
+    f"{runs} rounds, both tools interleaved, medians.",
     "`open --test-passphrase` with the passphrase on standard input. Ratio = cryptsetup / lukskit",
     "(above 1: lukskit faster). The seconds are TCG's (roughly 10x the host's).",
     "",

@@ -12,6 +12,8 @@
 #   BENCH_REENCRYPT=0 / BENCH_REENCRYPT=reuse  # likewise for bench/reencrypt.sh (re-encryption)
 #   BENCH_FUSE=0 / BENCH_FUSE=reuse  # likewise for bench/fuse-paths.sh (FUSE request paths,
 #                                    # BENCH_FUSE_ROUNDS rounds, 3: ~10 minutes)
+#   BENCH_FORMATS=0 / BENCH_FORMATS=reuse  # likewise for bench/formats-unlock.sh (TCRYPT,
+#                                    # BITLK, FVAULT2 unlock vs cryptsetup, reference VM)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
 # plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
@@ -294,5 +296,16 @@ elif [ "${BENCH_FUSE:-1}" != 0 ] && [ "$(id -u)" = 0 ] && [ -e /sys/module/fuse/
     log "appended the FUSE path figures to $out"
 else
     { echo; echo "(FUSE path benchmark skipped: needs root and FUSE over io_uring; see bench/fuse-paths.sh.)"; } >>"$out"
+fi
+# Unlock time of TrueCrypt/VeraCrypt, BitLocker and FileVault 2 volumes against cryptsetup in
+# the reference VM (bench/formats-unlock.sh, into bench/formats-unlock.md; BENCH_FORMATS=0
+# skips, BENCH_FORMATS=reuse appends the last one, which carries its date).
+formats_md=$repo/bench/formats-unlock.md
+if [ "${BENCH_FORMATS:-1}" = reuse ] && [ -f "$formats_md" ]; then
+    { echo; cat "$formats_md"; } >>"$out"
+elif [ "${BENCH_FORMATS:-1}" != 0 ]; then
+    log "unlock time of the other formats (bench/formats-unlock.sh, reference VM)"
+    LUKSKIT_BIN=$target/release/lukskit bash "$repo/bench/formats-unlock.sh" "$repo/bench"
+    { echo; cat "$formats_md"; } >>"$out"
 fi
 rm -f "$errf"
