@@ -290,15 +290,6 @@ fn open_and_close_userspace() {
     lukskit(&["crypttab", "close", "--crypttab", &tab], b"").ok("close");
 }
 
-/// The file-system UUID blkid reads on `dev`.
-fn blkid_uuid(dev: &str) -> String {
-    let out = std::process::Command::new("blkid")
-        .args(["-p", "-s", "UUID", "-o", "value", dev])
-        .output()
-        .expect("blkid");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 /// TrueCrypt/VeraCrypt and BitLocker entries (systemd's `tcrypt`, `tcrypt-hidden`,
 /// `tcrypt-keyfile=`, `veracrypt-pim=`, `bitlk`; Debian's `veracrypt`), opened through the
 /// userspace backend on the shared images: the passphrase is the key file's first line, as
@@ -374,7 +365,7 @@ fn open_truecrypt_and_bitlocker_entries() {
     .iter()
     .enumerate()
     {
-        assert_eq!(blkid_uuid(&m[i].dev()), *uuid, "{}", m[i].name);
+        assert_eq!(common::blkid_uuid(&m[i].dev()), *uuid, "{}", m[i].name);
     }
     let r = lukskit(&["crypttab", "close", "--crypttab", &tab], b"");
     assert_eq!(r.code, 0, "{}", r.stderr);

@@ -582,19 +582,33 @@ impl OpenHeader {
     }
 }
 
+/// A copy (named `prefix`-IMAGE) of the TrueCrypt image the TCRYPT cases change, and its
+/// header opened with the passphrase; None after `skip_or_fail` (test data or cryptsetup
+/// absent).
+fn truecrypt_copy(test: &str, prefix: &str) -> Option<(tempfile::TempDir, PathBuf, OpenHeader)> {
+    let dir = tmp();
+    if !unpack_other_formats(test, "tcrypt-images.tar.xz", dir.path()) || !have_cryptsetup(test) {
+        return None;
+    }
+    let root = dir.path().join("tcrypt");
+    let image = root.join(format!("{prefix}-{TC_IMAGE}"));
+    sparse_copy(&root.join(TC_IMAGE), &image);
+    let open = OpenHeader::read(&image, TC_PASS, "sha512");
+    Some((dir, image, open))
+}
+
+/// The TrueCrypt image of the TCRYPT cases (TrueCrypt 6+, sha512: 1000 iterations), and its
+/// passphrase.
+const TC_IMAGE: &str = "tc_4-sha512-xts-aes";
+const TC_PASS: &[u8] = b"aaaaaaaaaaaa";
+
 #[test]
 fn tcrypt_mutations_agree_with_cryptsetup() {
     let test = "tcrypt_mutations_agree_with_cryptsetup";
-    let dir = tmp();
-    if !unpack_other_formats(test, "tcrypt-images.tar.xz", dir.path()) || !have_cryptsetup(test) {
+    let Some((_dir, image, open)) = truecrypt_copy(test, "mutated") else {
         return;
-    }
-    let root = dir.path().join("tcrypt");
-    let name = "tc_4-sha512-xts-aes";
-    let image = root.join(format!("mutated-{name}"));
-    sparse_copy(&root.join(name), &image);
-    let pass = b"aaaaaaaaaaaa";
-    let open = OpenHeader::read(&image, pass, "sha512");
+    };
+    let (name, pass) = (TC_IMAGE, TC_PASS);
     let original = read_at(&image, 0, 512);
     assert_eq!(
         open.seal(&open.plain),
@@ -661,16 +675,10 @@ fn tcrypt_mutations_agree_with_cryptsetup() {
 #[test]
 fn tcrypt_test_passphrase_checks_the_key_as_cryptsetup_does() {
     let test = "tcrypt_test_passphrase_checks_the_key_as_cryptsetup_does";
-    let dir = tmp();
-    if !unpack_other_formats(test, "tcrypt-images.tar.xz", dir.path()) || !have_cryptsetup(test) {
+    let Some((_dir, image, open)) = truecrypt_copy(test, "big") else {
         return;
-    }
-    let root = dir.path().join("tcrypt");
-    let name = "tc_4-sha512-xts-aes";
-    let image = root.join(format!("big-{name}"));
-    sparse_copy(&root.join(name), &image);
-    let pass = b"aaaaaaaaaaaa";
-    let open = OpenHeader::read(&image, pass, "sha512");
+    };
+    let pass = TC_PASS;
     // A volume of 2^40 sectors on this 550-sector file, both CRCs right.
     let mut plain = open.plain;
     plain[36..44].copy_from_slice(&(1u64 << 49).to_be_bytes());

@@ -465,15 +465,6 @@ fn key_files_and_pim_must_be_the_right_ones() {
     assert_eq!(in_dir("lukskit", &dir, &a, b"aaaaaaaaaaaa\n1234\n").code, 0);
 }
 
-/// The UUID blkid reads on a mapping.
-fn blkid_uuid(dev: &str) -> String {
-    let o = Command::new("blkid")
-        .args(["-p", "-o", "value", "-s", "UUID", dev])
-        .output()
-        .expect("blkid");
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
-
 #[test]
 fn shared_images_open_to_the_readme_file_systems() {
     let t = "tcrypt_open_shared";

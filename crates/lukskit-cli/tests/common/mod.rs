@@ -627,3 +627,12 @@ pub fn active_slots(img: &str) -> Vec<u32> {
         })
         .collect()
 }
+
+/// The file-system UUID blkid reads on `dev` (`blkid -p`: the device itself, no cache).
+pub fn blkid_uuid(dev: &str) -> String {
+    let o = Command::new("blkid")
+        .args(["-p", "-o", "value", "-s", "UUID", dev])
+        .output()
+        .expect("blkid");
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
