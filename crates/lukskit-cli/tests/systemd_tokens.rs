@@ -15,7 +15,7 @@
 //! (scripts/test.sh installs them); fails without them unless `LUKSKIT_ALLOW_SKIP=1`.
 
 mod common;
-use common::mapping::have_tool;
+use common::mapping::{capable, have_tool, Mapping};
 use common::*;
 use std::path::Path;
 use std::process::Command;
@@ -262,6 +262,30 @@ fn pkcs11_token_opens_with_its_pin() {
         b"",
     )
     .ok("the new keyslot");
+    // A mapping opened with the PIN shows what the passphrase's mapping wrote.
+    if capable(test) {
+        let data = pattern(1 << 16, 0x9c11);
+        {
+            let m = Mapping::new("p11w");
+            lukskit(&["open", &img, &m.name, "--key-slot", "0"], b"pass").ok("open by passphrase");
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(m.dev())
+                .unwrap();
+            std::io::Write::write_all(&mut f, &data).unwrap();
+            f.sync_all().unwrap();
+            lukskit(&["close", &m.name], b"").ok("close");
+        }
+        let m = Mapping::new("p11r");
+        let r = hsm
+            .lukskit(&["open", "-v", &img, &m.name], b"1234\n")
+            .ok("open by PIN");
+        assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
+        let mut back = vec![0; data.len()];
+        std::io::Read::read_exact(&mut std::fs::File::open(m.dev()).unwrap(), &mut back).unwrap();
+        assert_eq!(back, data);
+        lukskit(&["close", &m.name], b"").ok("close");
+    }
     // On a terminal, the prompt is systemd-cryptsetup's.
     if have_script(test) {
         let t = on_tty_prompted(

@@ -281,6 +281,22 @@ mod tests {
         assert!(SystemdPkcs11Token::parse(&json!([])).is_err());
     }
 
+    /// The static (musl) build: one clear refusal, no module looked for
+    /// (`cargo test -p lukskit-pkcs11 --target x86_64-unknown-linux-musl`).
+    #[cfg(not(target_env = "gnu"))]
+    #[test]
+    fn static_build_refuses() {
+        let t = SystemdPkcs11Token::parse(&sample()).unwrap();
+        let e = t.unlock(|_| None).unwrap_err();
+        assert!(matches!(e, Pkcs11Error::StaticBuild));
+        assert_eq!(
+            e.to_string(),
+            "this static lukskit cannot load PKCS#11 modules (no dynamic loader); use the \
+             dynamically linked lukskit or the passphrase"
+        );
+        assert!(!modules_supported());
+    }
+
     #[test]
     fn module_name_is_not_a_path() {
         assert!(registered_module("../../x").is_err());

@@ -445,8 +445,8 @@ fn recover(prime: &[u8], points: &[SecretBuf]) -> Result<SecretBuf, TangError> {
     let mut bytes = bytes;
     bytes.zeroize();
     k.zeroize();
-    for y in &mut ys {
-        y.zeroize();
+    for v in xs.iter_mut().chain(ys.iter_mut()) {
+        v.zeroize();
     }
     Ok(out)
 }

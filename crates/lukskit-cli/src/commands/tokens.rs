@@ -1,9 +1,11 @@
 //! LUKS2 tokens that unlock: cryptsetup's built-in `luks2-keyring` (a passphrase in the kernel
-//! keyring), the clevis `tang` pin (crate `lukskit-tang`) and systemd's `systemd-tpm2` token
-//! (crate `lukskit-tpm2`: the TPM is asked directly, no plugin). `open` tries
-//! tokens before asking for a passphrase, as cryptsetup does (`--token-only`, `--token-id`,
-//! `--token-type`), and `token bind-tang` makes a keyslot with a random passphrase and a
-//! clevis token that Debian's `clevis luks unlock` accepts.
+//! keyring), clevis tokens (crate `lukskit-tang`: the `tang`, `tpm2` and `sss` pins),
+//! systemd's `systemd-tpm2` (crate `lukskit-tpm2`: the TPM is asked directly, no plugin) and
+//! `systemd-pkcs11` (crate `lukskit-pkcs11`: the smart card's module, dynamic builds only);
+//! `systemd-fido2` tokens are refused in one line. `open` tries tokens before asking for a
+//! passphrase, as cryptsetup does (`--token-only`, `--token-id`, `--token-type`), and
+//! `token bind-tang` makes a keyslot with a random passphrase and a clevis token that
+//! Debian's `clevis luks unlock` accepts.
 
 use super::{existing_key_source, need_args};
 use crate::args::Opts;
@@ -236,9 +238,9 @@ fn clevis_context(
 }
 
 /// Try the tokens of `vol` (cryptsetup's token step before the passphrase): the built-in
-/// `luks2-keyring` type (a passphrase in the kernel keyring) and clevis tang. Returns the
-/// keyslot and the volume key when one unlocks; `None` when none does, after saying why on
-/// stderr for tang tokens that failed (a server that does not answer) and, with
+/// `luks2-keyring` type (a passphrase in the kernel keyring), clevis, systemd-tpm2 and
+/// systemd-pkcs11. Returns the keyslot and the volume key when one unlocks; `None` when none
+/// does, after saying why on stderr for each token that failed (one line each) and, with
 /// `--verbose`, cryptsetup's token message on stdout. With `--token-only` no token
 /// unlocking is an error: exit 2 when a token's passphrase opened none of its keyslots,
 /// exit 1 when no token was usable at all (cryptsetup's `-EPERM` / `-ENOENT`).
