@@ -15,6 +15,10 @@
 //! Binding ([`bind`]) fetches `URL/adv`, checks its JWS signatures, and encrypts a passphrase
 //! as `clevis encrypt tang` does.
 //!
+//! The other pins clevis-luks binds are read too ([`Pin`]): `tpm2` (the JWK sealed by the TPM,
+//! unsealed with crate `lukskit-tpm2`) and `sss` (Shamir's threshold over nested pins of any
+//! kind), the JWE then being `dir` to the recovered key.
+//!
 //! Secrets (the passphrase, the ECDH x coordinate, the content key, private scalars) live in
 //! [`SecretBuf`]s. HTTP bodies and the time an exchange may take are capped ([`Limits`]).
 //! This crate never prints: errors are typed ([`TangError`]).
