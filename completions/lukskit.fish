@@ -50,7 +50,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -s T -l tries -d 'Number o
 complete -c lukskit -n "__fish_lukskit_needs_command" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l new-token-id -d 'Token whose passphrase the new keyslot takes, assigned to it (luksAddKey)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l key-description -d 'Keyring key description (token add)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
@@ -71,7 +71,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l header -d 'Detached hea
 complete -c lukskit -n "__fish_lukskit_needs_command" -l header-backup-file -d 'Header backup file' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l json-file -d 'Token JSON file (token import/export)' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind-tang: the tang server (http://HOST[:PORT])' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
@@ -220,8 +220,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -271,8 +271,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -322,8 +322,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -373,8 +373,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -424,8 +424,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -475,8 +475,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -526,8 +526,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -577,8 +577,8 @@ on\t''
 require\t''"
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-id -d 'Token id' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-type -d 'open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l test-passphrase -d 'Only check the passphrase (open)'

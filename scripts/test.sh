@@ -67,6 +67,14 @@ command -v swtpm >/dev/null 2>&1 || need_pkgs+=(swtpm swtpm-tools)
 command -v tpm2_pcrextend >/dev/null 2>&1 || need_pkgs+=(tpm2-tools)
 [ -e /usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0 ] || need_pkgs+=(libtss2-tcti-swtpm0)
 command -v systemd-cryptenroll >/dev/null 2>&1 || need_pkgs+=(systemd)
+# clevis tpm2/sss pins (tests/clevis.rs): clevis' tpm2 pin (it runs tpm2-tools).
+[ -x /usr/bin/clevis-encrypt-tpm2 ] || need_pkgs+=(clevis-tpm2)
+# systemd-pkcs11 tokens (tests/systemd_tokens.rs): a SoftHSM2 token, opensc's pkcs11-tool to
+# make its key pair, p11-kit's proxy module (what lukskit loads when the URI names no module,
+# as systemd loads p11-kit's modules); certtool (gnutls-bin, above) makes the certificate.
+command -v softhsm2-util >/dev/null 2>&1 || need_pkgs+=(softhsm2)
+command -v pkcs11-tool >/dev/null 2>&1 || need_pkgs+=(opensc)
+[ -e /usr/lib/x86_64-linux-gnu/p11-kit-proxy.so ] || need_pkgs+=(p11-kit-modules)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
 # builds the initramfs images with its own mkinitramfs.
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)

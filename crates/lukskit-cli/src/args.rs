@@ -178,10 +178,10 @@ pub struct Opts {
     /// open: do not ask for a passphrase; unlock with a token or fail.
     #[arg(long = "token-only", action = ArgAction::SetTrue)]
     pub token_only: bool,
-    /// open: try only tokens of this type (clevis and systemd-tpm2 are the types lukskit can use).
+    /// open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring).
     #[arg(long = "token-type")]
     pub token_type: Option<String>,
-    /// open: the TPM for systemd-tpm2 tokens (auto, /dev/tpmrm0, swtpm:path=SOCKET).
+    /// open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET).
     #[arg(long = "tpm2-device")]
     pub tpm2_device: Option<String>,
     /// token bind-tang: the tang server (http://HOST[:PORT]).

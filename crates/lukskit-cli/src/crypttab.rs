@@ -526,7 +526,7 @@ const IGNORED: &[(&str, &str)] = &[
     ("fido2-rp", "FIDO2 tokens are not supported by lukskit"),
     (
         "pkcs11-uri",
-        "PKCS#11 tokens are not supported by lukskit; the key field is used",
+        "lukskit tries the volume's systemd-pkcs11 tokens, not a URI given here",
     ),
     (
         "token-timeout",

@@ -106,7 +106,12 @@ fn str_array(v: Option<&Value>) -> Vec<String> {
 }
 
 /// The LUKS2 dump (`LUKS2_hdr_dump`).
-pub fn luks2(h: &Luks2Header) -> Result<String> {
+///
+/// With `systemd_tokens`, systemd's token types get the lines systemd 252's cryptsetup token
+/// plugins add ([`systemd_token_lines`]), as cryptsetup prints them where those plugins are
+/// installed (Debian 12: package `systemd`); without, cryptsetup's lines without plugins
+/// (`--disable-external-tokens`).
+pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     let mut o = String::new();
     let b = &h.binary;
     o.push_str("LUKS header information\n");
@@ -285,6 +290,9 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
     o.push_str("Tokens:\n");
     for t in h.tokens()? {
         let _ = writeln!(o, "  {}: {}", t.id, t.kind);
+        if systemd_tokens {
+            o.push_str(&systemd_token_lines(&t.kind, &t.json).unwrap_or_default());
+        }
         if t.kind == "luks2-keyring" {
             if let Some(desc) = t.json.get("key_description").and_then(|v| v.as_str()) {
                 let _ = writeln!(o, "\tKey description: {desc}");
@@ -314,6 +322,136 @@ pub fn luks2(h: &Luks2Header) -> Result<String> {
         }
     }
     Ok(o)
+}
+
+/// systemd's hex dump in its token plugins (`crypt_dump_buffer_to_hex_string`): bytes
+/// separated by a space, 16 a line, lines joined by a newline, a tab and 12 spaces.
+fn systemd_hex(bytes: &[u8]) -> String {
+    let mut o = String::new();
+    for (i, b) in bytes.iter().enumerate() {
+        if i > 0 {
+            o.push_str(if i % 16 == 0 { "\n\t            " } else { " " });
+        }
+        let _ = write!(o, "{b:02x}");
+    }
+    o
+}
+
+/// The lines systemd 252's token plugins print for a token of theirs in `luksDump` (after
+/// `  N: TYPE`, before the keyslots), or `None` where the plugin prints nothing (another
+/// type, or a token it cannot parse). Text from the header is printed with control
+/// characters escaped.
+pub fn systemd_token_lines(kind: &str, json: &Value) -> Option<String> {
+    let b64 = |field: &str| -> Option<Vec<u8>> {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD
+            .decode(json.get(field)?.as_str()?)
+            .ok()
+    };
+    let text = |v: &str| -> String {
+        v.chars()
+            .flat_map(|c| {
+                let e: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                e
+            })
+            .collect()
+    };
+    let mut o = String::new();
+    match kind {
+        "systemd-tpm2" => {
+            let blob = b64("tpm2-blob")?;
+            let mut pcrs = Vec::new();
+            for p in json.get("tpm2-pcrs")?.as_array()? {
+                let n = p.as_u64().filter(|&n| n < 24)?;
+                if !pcrs.contains(&n) {
+                    pcrs.push(n);
+                }
+            }
+            pcrs.sort_unstable();
+            let bank = match json.get("tpm2-pcr-bank") {
+                None => "n/a",
+                Some(v) => match v.as_str()? {
+                    b @ ("sha1" | "sha256" | "sha384" | "sha512") => b,
+                    _ => return None,
+                },
+            };
+            let alg = match json.get("tpm2-primary-alg") {
+                None => "ecc",
+                Some(v) => match v.as_str()? {
+                    a @ ("ecc" | "rsa") => a,
+                    _ => return None,
+                },
+            };
+            let policy = hex::decode(json.get("tpm2-policy-hash")?.as_str()?).ok()?;
+            let pin = match json.get("tpm2-pin") {
+                None => false,
+                Some(v) => v.as_bool()?,
+            };
+            let pcrs = if pcrs.is_empty() {
+                "n/a".to_string()
+            } else {
+                pcrs.iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("+")
+            };
+            let _ = writeln!(o, "\ttpm2-hash-pcrs:   {pcrs}");
+            let _ = writeln!(o, "\ttpm2-pcr-bank:    {bank}");
+            // systemd 252's plugin prints no signed-policy key.
+            o.push_str("\ttpm2-pubkey:\n\t            (null)\n");
+            o.push_str("\ttpm2-pubkey-pcrs: n/a\n");
+            let _ = writeln!(o, "\ttpm2-primary-alg: {alg}");
+            let _ = writeln!(o, "\ttpm2-blob:        {}", systemd_hex(&blob));
+            let _ = writeln!(
+                o,
+                "\ttpm2-policy-hash:\n\t            {}",
+                systemd_hex(&policy)
+            );
+            let _ = writeln!(o, "\ttpm2-pin:         {pin}");
+        }
+        "systemd-pkcs11" => {
+            let uri = json.get("pkcs11-uri")?.as_str()?;
+            let key = b64("pkcs11-key")?;
+            let _ = writeln!(o, "\tpkcs11-uri: {}", text(uri));
+            let _ = writeln!(o, "\tpkcs11-key: {}", systemd_hex(&key));
+        }
+        "systemd-fido2" => {
+            let cred = b64("fido2-credential")?;
+            let salt = b64("fido2-salt")?;
+            let rp = match json.get("fido2-rp") {
+                None => None,
+                Some(v) => Some(v.as_str()?),
+            };
+            let mut flags = Vec::new();
+            for f in [
+                "fido2-clientPin-required",
+                "fido2-up-required",
+                "fido2-uv-required",
+            ] {
+                if let Some(v) = json.get(f) {
+                    flags.push((f, v.as_bool()?));
+                }
+            }
+            let _ = writeln!(
+                o,
+                "\tfido2-credential:\n\t            {}",
+                systemd_hex(&cred)
+            );
+            let _ = writeln!(o, "\tfido2-salt: {}", systemd_hex(&salt));
+            if let Some(rp) = rp {
+                let _ = writeln!(o, "\tfido2-rp:   {}", text(rp));
+            }
+            for (f, v) in flags {
+                let _ = writeln!(o, "\t{f}:\n\t            {v}");
+            }
+        }
+        _ => return None,
+    }
+    Some(o)
 }
 
 /// The `--dump-volume-key` block.

@@ -243,6 +243,81 @@ fn x86_64_static_binary_is_static_and_runs() {
     assert!(v.stdout.starts_with("lukskit "), "{}", v.stdout);
 }
 
+/// The static binary cannot load PKCS#11 modules (no dynamic loader): a systemd-pkcs11 token
+/// is refused in one line and the key file opens the volume.
+#[test]
+fn x86_64_static_binary_refuses_pkcs11_tokens_in_one_line() {
+    let test = "x86_64_static_binary_refuses_pkcs11_tokens_in_one_line";
+    let Some(cs) = cryptsetup() else {
+        skip_or_fail(
+            test,
+            "cryptsetup is not installed (apt-get install cryptsetup-bin)",
+        );
+        return;
+    };
+    let (x86, _) = binaries();
+    let d = tempfile::tempdir().unwrap();
+    let img = d.path().join("img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(32 << 20)
+        .unwrap();
+    let key = d.path().join("key");
+    std::fs::write(&key, b"pass").unwrap();
+    let (img_s, key_s) = (img.to_str().unwrap(), key.to_str().unwrap());
+    ok(
+        run(
+            &cs,
+            &[
+                "luksFormat",
+                "-q",
+                "--type",
+                "luks2",
+                "--pbkdf",
+                "pbkdf2",
+                "--pbkdf-force-iterations",
+                "1000",
+                "-d",
+                key_s,
+                img_s,
+            ],
+        ),
+        "cryptsetup luksFormat",
+    );
+    let token = d.path().join("token.json");
+    std::fs::write(
+        &token,
+        r#"{"type":"systemd-pkcs11","keyslots":["0"],"pkcs11-uri":"pkcs11:token=lukskit;id=%01","pkcs11-key":"AAECAwQFBgcICQoLDA0ODw=="}"#,
+    )
+    .unwrap();
+    ok(
+        run(
+            x86,
+            &[
+                "token",
+                "import",
+                "--json-file",
+                token.to_str().unwrap(),
+                img_s,
+            ],
+        ),
+        "token import",
+    );
+    let o = ok(
+        run(
+            x86,
+            &["open", "--test-passphrase", "-v", "-d", key_s, img_s],
+        ),
+        "open --test-passphrase",
+    );
+    assert_eq!(
+        o.stderr,
+        "Token 0 (systemd-pkcs11) cannot unlock: this static lukskit cannot load PKCS#11 \
+         modules (no dynamic loader); use the dynamically linked lukskit or the passphrase.\n"
+    );
+    assert!(o.stdout.contains("Key slot 0 unlocked."), "{}", o.stdout);
+}
+
 #[test]
 fn aarch64_static_binary_opens_cryptsetup_volume_in_arm64_vm() {
     let t = "static aarch64 in the arm64 VM";

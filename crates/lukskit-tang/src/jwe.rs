@@ -54,7 +54,7 @@ impl Jwe {
         let header: Value = serde_json::from_slice(&dec(v, "protected")?)
             .map_err(|_| TangError::Malformed("protected header is not JSON"))?;
         let alg = field(&header, "alg")?;
-        if alg != "ECDH-ES" {
+        if alg != "ECDH-ES" && alg != "dir" {
             return Err(TangError::UnsupportedAlg(alg.to_string()));
         }
         key_bits(field(&header, "enc")?)?;
@@ -76,6 +76,22 @@ impl Jwe {
         })
     }
 
+    /// Parse the compact serialization (`protected.encrypted_key.iv.ciphertext.tag`), as the
+    /// nested pins of a clevis `sss` pin are stored.
+    pub fn parse_compact(s: &str) -> Result<Jwe, TangError> {
+        let parts: Vec<&str> = s.trim().split('.').collect();
+        let [protected, encrypted_key, iv, ciphertext, tag] = parts[..] else {
+            return Err(TangError::Malformed("a compact JWE has five parts"));
+        };
+        Jwe::parse(&json!({
+            "protected": protected,
+            "encrypted_key": encrypted_key,
+            "iv": iv,
+            "ciphertext": ciphertext,
+            "tag": tag,
+        }))
+    }
+
     /// The flattened JSON form.
     pub fn to_json(&self) -> Value {
         json!({
@@ -87,10 +103,30 @@ impl Jwe {
         })
     }
 
-    /// Decrypt with the ECDH shared secret `z` (the x coordinate).
+    /// Decrypt with the ECDH shared secret `z` (the x coordinate): `ECDH-ES`.
     pub fn decrypt(&self, z: &SecretBuf) -> Result<SecretBuf, TangError> {
+        if field(&self.header, "alg")? != "ECDH-ES" {
+            return Err(TangError::Malformed("alg is not ECDH-ES"));
+        }
         let enc = field(&self.header, "enc")?;
         let cek = concat_kdf(z, enc, &self.header)?;
+        self.decrypt_content(&cek)
+    }
+
+    /// Decrypt with the content key `cek` itself: `dir` (the clevis `tpm2` and `sss` pins).
+    pub fn decrypt_direct(&self, cek: &SecretBuf) -> Result<SecretBuf, TangError> {
+        if field(&self.header, "alg")? != "dir" {
+            return Err(TangError::Malformed("alg is not dir"));
+        }
+        let bits = key_bits(field(&self.header, "enc")?)?;
+        if cek.len() * 8 != bits as usize {
+            return Err(TangError::Decrypt);
+        }
+        self.decrypt_content(cek)
+    }
+
+    fn decrypt_content(&self, cek: &SecretBuf) -> Result<SecretBuf, TangError> {
+        let enc = field(&self.header, "enc")?;
         let mut out = SecretBuf::from_slice(&self.ciphertext);
         let nonce = Nonce::<U12>::try_from(self.iv.as_slice()).map_err(|_| TangError::Decrypt)?;
         let tag = Tag::try_from(self.tag.as_slice()).map_err(|_| TangError::Decrypt)?;

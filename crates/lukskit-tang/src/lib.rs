@@ -15,6 +15,10 @@
 //! Binding ([`bind`]) fetches `URL/adv`, checks its JWS signatures, and encrypts a passphrase
 //! as `clevis encrypt tang` does.
 //!
+//! The other pins clevis-luks binds are read too ([`Pin`]): `tpm2` (the JWK sealed by the TPM,
+//! unsealed with crate `lukskit-tpm2`) and `sss` (Shamir's threshold over nested pins of any
+//! kind), the JWE then being `dir` to the recovered key.
+//!
 //! Secrets (the passphrase, the ECDH x coordinate, the content key, private scalars) live in
 //! [`SecretBuf`]s. HTTP bodies and the time an exchange may take are capped ([`Limits`]).
 //! This crate never prints: errors are typed ([`TangError`]).
@@ -22,6 +26,7 @@
 pub mod ec;
 mod http;
 mod jwe;
+mod pins;
 
 use base64::Engine as _;
 use ec::{EcPriv, EcPub};
@@ -30,6 +35,7 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 pub use http::Limits;
+pub use pins::{jwk_key, Context, Pin};
 
 /// What can go wrong with a clevis token or a tang server.
 #[derive(Debug, thiserror::Error)]
@@ -37,9 +43,25 @@ pub enum TangError {
     /// The token is not a clevis token or its JWE is malformed.
     #[error("malformed clevis token: {0}")]
     Malformed(&'static str),
-    /// The clevis pin is not tang (sss, tpm2, … are not supported).
-    #[error("clevis pin {0} is not supported (only tang)")]
+    /// A clevis pin other than tang, tpm2 and sss.
+    #[error("clevis pin {0} is not supported (only tang, tpm2 and sss)")]
     UnsupportedPin(String),
+    /// The TPM of a `tpm2` pin could not unseal its key.
+    #[error("{0}")]
+    Tpm2(#[from] lukskit_tpm2::Tpm2Error),
+    /// Fewer pins of an `sss` pin decrypted than its threshold.
+    #[error("{got} of the {needed} pins needed decrypted ({reasons})")]
+    Threshold {
+        /// The threshold `t`.
+        needed: usize,
+        /// How many pins decrypted.
+        got: usize,
+        /// Why the others did not, one `pin: reason` each, `; ` between them.
+        reasons: String,
+    },
+    /// The clevis time budget ran out before a pin's turn.
+    #[error("no time left (the clevis tokens' time is used up)")]
+    OutOfTime,
     /// A JWE algorithm other than ECDH-ES with AES-GCM.
     #[error("unsupported JWE algorithm {0}")]
     UnsupportedAlg(String),
@@ -96,20 +118,19 @@ pub(crate) fn b64d(s: &str) -> Result<Vec<u8>, base64::DecodeError> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s.trim_end_matches('='))
 }
 
-/// The clevis part of a token: its keyslots and flattened JWE, parsed and checked enough to
-/// know whether and where to ask a tang server.
+/// The clevis part of a token: its keyslots and its pin (a tree for `sss`), parsed and
+/// checked enough to know what to ask (tang servers, the TPM).
 #[derive(Debug, Clone)]
 pub struct ClevisToken {
     /// Keyslots the token unlocks.
     pub keyslots: Vec<u32>,
-    /// The tang server's URL (`clevis.tang.url`).
-    pub url: String,
-    jwe: jwe::Jwe,
+    /// The pin the JWE is encrypted with.
+    pub pin: Pin,
 }
 
 impl ClevisToken {
     /// Parse a LUKS2 token's JSON. Fails with [`TangError::UnsupportedPin`] for clevis pins
-    /// other than tang.
+    /// other than tang, tpm2 and sss.
     pub fn parse(token: &Value) -> Result<ClevisToken, TangError> {
         if token.get("type").and_then(Value::as_str) != Some("clevis") {
             return Err(TangError::Malformed("type is not clevis"));
@@ -123,67 +144,28 @@ impl ClevisToken {
             .collect::<Option<Vec<u32>>>()
             .ok_or(TangError::Malformed("keyslots"))?;
         let jwe = jwe::Jwe::parse(token.get("jwe").ok_or(TangError::Malformed("no jwe"))?)?;
-        let pin = jwe
-            .header
-            .pointer("/clevis/pin")
-            .and_then(Value::as_str)
-            .ok_or(TangError::Malformed("clevis.pin"))?;
-        if pin != "tang" {
-            return Err(TangError::UnsupportedPin(pin.to_string()));
-        }
-        let url = jwe
-            .header
-            .pointer("/clevis/tang/url")
-            .and_then(Value::as_str)
-            .ok_or(TangError::Malformed("clevis.tang.url"))?
-            .to_string();
-        Ok(ClevisToken { keyslots, url, jwe })
+        let pin = Pin::from_jwe(jwe, 0)?;
+        Ok(ClevisToken { keyslots, pin })
     }
 
-    /// Ask the tang server and decrypt: the keyslot passphrase.
+    /// The tang server's URL, for a token of the `tang` pin.
+    pub fn url(&self) -> Option<&str> {
+        match &self.pin {
+            Pin::Tang { url, .. } => Some(url),
+            _ => None,
+        }
+    }
+
+    /// Decrypt: ask the tang servers and the TPM the pins name (`ctx`), and return the
+    /// keyslot passphrase.
+    pub fn unlock_with(&self, ctx: &Context) -> Result<SecretBuf, TangError> {
+        self.pin.decrypt(ctx)
+    }
+
+    /// Ask the tang server and decrypt: the keyslot passphrase (a token of the `tang` pin;
+    /// other pins get the default [`Context`] with `limits`).
     pub fn unlock(&self, limits: &Limits) -> Result<SecretBuf, TangError> {
-        let h = &self.jwe.header;
-        let kid = h
-            .get("kid")
-            .and_then(Value::as_str)
-            .ok_or(TangError::Malformed("kid"))?;
-        let c = EcPub::from_jwk(h.get("epk").ok_or(TangError::Malformed("epk"))?)?;
-        let keys = h
-            .pointer("/clevis/tang/adv/keys")
-            .and_then(Value::as_array)
-            .ok_or(TangError::Malformed("clevis.tang.adv"))?;
-        let srv = keys
-            .iter()
-            .find(|k| ec::has_thumbprint(k, kid))
-            .ok_or_else(|| TangError::KidNotAdvertised(kid.to_string()))?;
-        let s = EcPub::from_jwk(srv)?;
-        if s.crv != c.crv {
-            return Err(TangError::BadKey("epk and server key on different curves"));
-        }
-        let e = EcPriv::generate(c.crv)?;
-        let x = c.add(&e.public)?;
-        let mut req = x.to_jwk();
-        req["alg"] = "ECMR".into();
-        req["key_ops"] = json!(["deriveKey"]);
-        let url = format!("{}/rec/{}", self.url.trim_end_matches('/'), kid);
-        let body = serde_json::to_vec(&req).map_err(|_| TangError::Malformed("request"))?;
-        let reply = http::post(&url, "application/jwk+json", &body, limits)?;
-        let reply: Value = serde_json::from_slice(&reply).map_err(|_| TangError::BadReply {
-            url: url.clone(),
-            reason: "not JSON",
-        })?;
-        let y = EcPub::from_jwk(&reply).map_err(|_| TangError::BadReply {
-            url: url.clone(),
-            reason: "not an EC key on the token's curve",
-        })?;
-        if y.crv != c.crv {
-            return Err(TangError::BadReply {
-                url,
-                reason: "not an EC key on the token's curve",
-            });
-        }
-        let z = e.recover(&y, &s)?;
-        self.jwe.decrypt(&z)
+        self.unlock_with(&Context::new(*limits))
     }
 }
 
@@ -346,12 +328,12 @@ mod tests {
     }
 
     #[test]
-    fn pin_other_than_tang_is_refused() {
-        let hdr = b64e(br#"{"alg":"ECDH-ES","enc":"A256GCM","clevis":{"pin":"tpm2"}}"#);
+    fn unknown_pin_is_refused() {
+        let hdr = b64e(br#"{"alg":"ECDH-ES","enc":"A256GCM","clevis":{"pin":"yubikey"}}"#);
         let t = json!({"type":"clevis","keyslots":["1"],"jwe":{"protected":hdr,"iv":"AAAAAAAAAAAAAAAA","ciphertext":"AA","tag":"AAAAAAAAAAAAAAAAAAAAAA","encrypted_key":""}});
         assert!(matches!(
             ClevisToken::parse(&t),
-            Err(TangError::UnsupportedPin(p)) if p == "tpm2"
+            Err(TangError::UnsupportedPin(p)) if p == "yubikey"
         ));
     }
 }

@@ -133,6 +133,12 @@ pub enum Tpm2Error {
     /// The token uses a feature lukskit does not support (yet).
     #[error("unsupported systemd-tpm2 token: {0}")]
     Unsupported(String),
+    /// The `clevis.tpm2` header of a clevis `tpm2` pin is malformed.
+    #[error("malformed clevis tpm2 pin: {0}")]
+    BadClevisPin(String),
+    /// A clevis `tpm2` pin with a setting lukskit does not support.
+    #[error("unsupported clevis tpm2 pin: {0}")]
+    UnsupportedClevisPin(String),
     /// The random number generator failed.
     #[error("random number generator failed")]
     Random,

@@ -9,11 +9,14 @@
 //!   policy sessions; every handle is flushed when the client is dropped;
 //! - [`token`]: the `systemd-tpm2` token as systemd 252 writes it (and the fields of newer
 //!   systemd that can be honoured), unsealed as `systemd-cryptsetup` does, the secret turned
-//!   into the keyslot passphrase (base64) as systemd does.
+//!   into the keyslot passphrase (base64) as systemd does;
+//! - [`clevis`]: the clevis `tpm2` pin (Debian's `clevis-tpm2`): its sealed JWK unsealed
+//!   under the primary key and PCR policy clevis' tpm2-tools calls make.
 //!
 //! Nothing here prints: errors are typed ([`Tpm2Error`]). PINs and unsealed secrets live in
 //! [`lukskit_crypto::SecretBuf`]s.
 
+pub mod clevis;
 pub mod codec;
 pub mod crypto;
 pub mod error;
@@ -21,6 +24,7 @@ pub mod token;
 pub mod tpm;
 pub mod transport;
 
+pub use clevis::ClevisTpm2;
 pub use error::{ResponseCode, Result, Tpm2Error};
 pub use token::SystemdTpm2Token;
 pub use transport::DeviceSpec;

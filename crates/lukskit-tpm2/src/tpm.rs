@@ -219,9 +219,16 @@ pub fn object_name(public_area: &[u8], name_alg: u16) -> Result<Vec<u8>> {
 /// `tpm2_get_legacy_template` of newer systemd keeps): a restricted decryption storage key
 /// under the owner hierarchy, AES-128-CFB, ECC NIST P-256 or RSA 2048, empty `unique`.
 pub fn legacy_primary_template(kind: u16) -> Vec<u8> {
+    primary_template(kind, alg::SHA256)
+}
+
+/// The same template with the name algorithm `name_alg`: what `tpm2_createprimary -C o -g
+/// HASH -G ecc|rsa` of tpm2-tools 5 makes (the clevis `tpm2` pin's primary key; with SHA-256
+/// it is systemd's legacy template, byte for byte).
+pub fn primary_template(kind: u16, name_alg: u16) -> Vec<u8> {
     use object_attr::*;
     let mut w = Writer::new();
-    w.u16(kind).u16(alg::SHA256).u32(
+    w.u16(kind).u16(name_alg).u32(
         RESTRICTED | DECRYPT | FIXED_TPM | FIXED_PARENT | SENSITIVE_DATA_ORIGIN | USER_WITH_AUTH,
     );
     w.tpm2b(&[]);
@@ -668,11 +675,9 @@ impl Tpm {
         auth: &[u8],
         enc: &mut Session,
     ) -> Result<SecretBuf> {
-        let resp = self.run(
-            "TPM2_Unseal",
-            cc::UNSEAL,
-            &[item],
-            &[name],
+        self.unseal_with(
+            item,
+            name,
             &mut [
                 Auth::Session {
                     session: policy,
@@ -685,9 +690,31 @@ impl Tpm {
                     auth_value: &[],
                 },
             ],
-            &[],
-            0,
-        )?;
+        )
+    }
+
+    /// `TPM2_Unseal` of an object with `userWithAuth` and an empty authValue (a clevis
+    /// `tpm2` pin without PCRs), authorized by the HMAC session `enc` bound to it, which
+    /// also encrypts the response.
+    pub fn unseal_by_hmac(
+        &mut self,
+        item: u32,
+        name: &[u8],
+        enc: &mut Session,
+    ) -> Result<SecretBuf> {
+        self.unseal_with(
+            item,
+            name,
+            &mut [Auth::Session {
+                session: enc,
+                attributes: session_attr::CONTINUE | session_attr::ENCRYPT,
+                auth_value: &[],
+            }],
+        )
+    }
+
+    fn unseal_with(&mut self, item: u32, name: &[u8], auths: &mut [Auth<'_>]) -> Result<SecretBuf> {
+        let resp = self.run("TPM2_Unseal", cc::UNSEAL, &[item], &[name], auths, &[], 0)?;
         let mut params = resp.params;
         let out = {
             let mut r = Reader::new(&params);

@@ -139,7 +139,7 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
                     dump::json_pretty(&serde_json::Value::Object(h.json.clone()))
                 );
             } else {
-                print!("{}", dump::luks2(h)?);
+                print!("{}", dump::luks2(h, !o.disable_external_tokens)?);
             }
         }
     }

@@ -1,9 +1,11 @@
 //! LUKS2 tokens that unlock: cryptsetup's built-in `luks2-keyring` (a passphrase in the kernel
-//! keyring), the clevis `tang` pin (crate `lukskit-tang`) and systemd's `systemd-tpm2` token
-//! (crate `lukskit-tpm2`: the TPM is asked directly, no plugin). `open` tries
-//! tokens before asking for a passphrase, as cryptsetup does (`--token-only`, `--token-id`,
-//! `--token-type`), and `token bind-tang` makes a keyslot with a random passphrase and a
-//! clevis token that Debian's `clevis luks unlock` accepts.
+//! keyring), clevis tokens (crate `lukskit-tang`: the `tang`, `tpm2` and `sss` pins),
+//! systemd's `systemd-tpm2` (crate `lukskit-tpm2`: the TPM is asked directly, no plugin) and
+//! `systemd-pkcs11` (crate `lukskit-pkcs11`: the smart card's module, dynamic builds only);
+//! `systemd-fido2` tokens are refused in one line. `open` tries tokens before asking for a
+//! passphrase, as cryptsetup does (`--token-only`, `--token-id`, `--token-type`), and
+//! `token bind-tang` makes a keyslot with a random passphrase and a clevis token that
+//! Debian's `clevis luks unlock` accepts.
 
 use super::{existing_key_source, need_args};
 use crate::args::Opts;
@@ -167,10 +169,78 @@ fn tpm2_token_passphrase(
         })
 }
 
+/// The name systemd-cryptsetup gives the volume in its PIN prompts: the mapping's name for
+/// `open DEVICE NAME`, else the device.
+fn friendly_name(o: &Opts) -> String {
+    let p = &o.positional;
+    let open = matches!(p.first().map(String::as_str), Some("open" | "luksOpen"));
+    let name = if open && p.len() >= 3 {
+        p.get(2)
+    } else {
+        p.get(1)
+    };
+    name.cloned().unwrap_or_default()
+}
+
+/// The passphrase a `systemd-pkcs11` token holds: its key decrypted by the security token
+/// its URI names, through the PKCS#11 module (crate `lukskit-pkcs11`), asking for the
+/// token's PIN as systemd-cryptsetup asks ("Please enter PIN for security token 'LABEL' in
+/// order to unlock NAME:"). A wrong PIN is not asked again (smart cards lock after a few).
+fn pkcs11_token_passphrase(
+    t: &lukskit_format::luks2::Token,
+    o: &Opts,
+) -> std::result::Result<SecretBuf, (TokenFailure, String)> {
+    let cannot = |e: &dyn std::fmt::Display| {
+        printable(&format!(
+            "Token {} (systemd-pkcs11) cannot unlock: {e}.",
+            t.id
+        ))
+    };
+    let tok = lukskit_pkcs11::SystemdPkcs11Token::parse(&t.json)
+        .map_err(|e| (TokenFailure::Unusable, cannot(&e)))?;
+    crate::debug::log(format_args!(
+        "Decrypting the key of token {} with the PKCS#11 token {}.",
+        t.id,
+        printable(&tok.uri_text)
+    ));
+    let volume = friendly_name(o);
+    let ask_pin = |label: &str| {
+        crate::input::get_secret(
+            &crate::input::KeySource::Prompt,
+            &printable(&format!(
+                "Please enter PIN for security token '{label}' in order to unlock {volume}: "
+            )),
+            false,
+        )
+        .ok()
+    };
+    tok.unlock(ask_pin).map_err(|e| {
+        let class = match e {
+            lukskit_pkcs11::Pkcs11Error::BadPin(_) => TokenFailure::WrongPassphrase,
+            _ => TokenFailure::Unusable,
+        };
+        (class, cannot(&e))
+    })
+}
+
+/// What clevis pins may use: the tang exchanges' limits, the TPM of `--tpm2-device` (for
+/// `tpm2` pins, as for systemd-tpm2 tokens), all of it before `deadline`.
+fn clevis_context(
+    o: &Opts,
+    deadline: Instant,
+) -> std::result::Result<lukskit_tang::Context, lukskit_tpm2::Tpm2Error> {
+    Ok(lukskit_tang::Context {
+        limits: lukskit_tang::default_limits(),
+        deadline,
+        tpm2: lukskit_tpm2::DeviceSpec::parse(o.tpm2_device.as_deref().unwrap_or("auto"))?,
+        tpm2_timeout: lukskit_tpm2::transport::DEFAULT_TIMEOUT,
+    })
+}
+
 /// Try the tokens of `vol` (cryptsetup's token step before the passphrase): the built-in
-/// `luks2-keyring` type (a passphrase in the kernel keyring) and clevis tang. Returns the
-/// keyslot and the volume key when one unlocks; `None` when none does, after saying why on
-/// stderr for tang tokens that failed (a server that does not answer) and, with
+/// `luks2-keyring` type (a passphrase in the kernel keyring), clevis, systemd-tpm2 and
+/// systemd-pkcs11. Returns the keyslot and the volume key when one unlocks; `None` when none
+/// does, after saying why on stderr for each token that failed (one line each) and, with
 /// `--verbose`, cryptsetup's token message on stdout. With `--token-only` no token
 /// unlocking is an error: exit 2 when a token's passphrase opened none of its keyslots,
 /// exit 1 when no token was usable at all (cryptsetup's `-EPERM` / `-ENOENT`).
@@ -184,7 +254,6 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
         };
     }
     let tokens = candidates(vol, o)?;
-    let limits = lukskit_tang::default_limits();
     let started = Instant::now();
     let mut failure = TokenFailure::Unusable;
     for (t, slots) in &tokens {
@@ -192,7 +261,7 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
             "Trying to open keyslot with token {} (type {}).",
             t.id, t.kind
         ));
-        let (pass, tang_url) = match t.kind.as_str() {
+        let (pass, clevis) = match t.kind.as_str() {
             "luks2-keyring" => match keyring_token_passphrase(t) {
                 Some(p) => (p, None),
                 None => {
@@ -218,6 +287,32 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
                     continue;
                 }
             },
+            "systemd-pkcs11" | "systemd-fido2" if o.disable_external_tokens => {
+                // cryptsetup: systemd's token plugins are external ones.
+                crate::debug::log(format_args!(
+                    "Token {} ({}) skipped: --disable-external-tokens.",
+                    t.id, t.kind
+                ));
+                continue;
+            }
+            "systemd-pkcs11" => match pkcs11_token_passphrase(t, o) {
+                Ok(p) => (p, None),
+                Err((class, line)) => {
+                    eprintln!("{line}");
+                    failure = failure.max(class);
+                    continue;
+                }
+            },
+            "systemd-fido2" => {
+                // No FIDO2 authenticator lukskit could test against honestly (Debian 12
+                // packages no software one that systemd can enroll): one line, then the
+                // passphrase.
+                eprintln!(
+                    "Token {} (systemd-fido2) cannot unlock: FIDO2 tokens are not supported by lukskit.",
+                    t.id
+                );
+                continue;
+            }
             "clevis" if o.disable_external_tokens => {
                 // cryptsetup: clevis would be an external token plugin.
                 crate::debug::log(format_args!(
@@ -230,31 +325,36 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
                 let tok = match lukskit_tang::ClevisToken::parse(&t.json) {
                     Ok(tok) => tok,
                     Err(e) => {
-                        crate::debug::log(format_args!("Token {} unusable: {e}.", t.id));
+                        eprintln!(
+                            "Token {} (clevis) cannot unlock: {}.",
+                            t.id,
+                            printable(&e.to_string())
+                        );
                         continue;
                     }
                 };
-                let left = CLEVIS_BUDGET.saturating_sub(started.elapsed());
-                if left.is_zero() {
+                let what = printable(&tok.pin.describe());
+                if CLEVIS_BUDGET.saturating_sub(started.elapsed()).is_zero() {
                     eprintln!(
-                        "Token {} (clevis tang {}) skipped: the clevis tokens' {} s are used up.",
+                        "Token {} (clevis {what}) skipped: the clevis tokens' {} s are used up.",
                         t.id,
-                        printable(&tok.url),
                         CLEVIS_BUDGET.as_secs()
                     );
                     continue;
                 }
-                let limits = lukskit_tang::Limits {
-                    timeout: limits.timeout.min(left),
-                    ..limits
+                let ctx = match clevis_context(o, started + CLEVIS_BUDGET) {
+                    Ok(ctx) => ctx,
+                    Err(e) => {
+                        eprintln!("Token {} (clevis {what}) cannot unlock: {e}.", t.id);
+                        continue;
+                    }
                 };
-                match tok.unlock(&limits) {
-                    Ok(p) => (p, Some(tok.url)),
+                match tok.unlock_with(&ctx) {
+                    Ok(p) => (p, Some(what)),
                     Err(e) => {
                         eprintln!(
-                            "Token {} (clevis tang {}) cannot unlock: {}.",
+                            "Token {} (clevis {what}) cannot unlock: {}.",
                             t.id,
-                            printable(&tok.url),
                             printable(&e.to_string())
                         );
                         continue;
@@ -279,11 +379,10 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
             }
         }
         failure = TokenFailure::WrongPassphrase;
-        if let Some(url) = tang_url {
+        if let Some(what) = clevis {
             eprintln!(
-                "Token {} (clevis tang {}): the passphrase it holds opens none of its keyslots.",
-                t.id,
-                printable(&url)
+                "Token {} (clevis {what}): the passphrase it holds opens none of its keyslots.",
+                t.id
             );
         }
     }
@@ -346,14 +445,25 @@ pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<Secret
                 TokenFailure::Unusable => CliError::invalid(line),
             })
         }
+        "systemd-pkcs11" if !o.disable_external_tokens => {
+            pkcs11_token_passphrase(&t, o).map_err(|(class, line)| match class {
+                TokenFailure::WrongPassphrase => CliError::permission(line),
+                TokenFailure::Unusable => CliError::invalid(line),
+            })
+        }
         "clevis" if !o.disable_external_tokens => {
             let tok = lukskit_tang::ClevisToken::parse(&t.json)
-                .map_err(|e| CliError::invalid(format!("Token {id} unusable: {e}.")))?;
-            tok.unlock(&lukskit_tang::default_limits()).map_err(|e| {
-                CliError::invalid(format!(
-                    "Token {id} (clevis tang {}) cannot unlock: {e}.",
-                    tok.url
-                ))
+                .map_err(|e| CliError::invalid(printable(&format!("Token {id} unusable: {e}."))))?;
+            let what = tok.pin.describe();
+            let ctx = clevis_context(o, Instant::now() + CLEVIS_BUDGET).map_err(|e| {
+                CliError::invalid(printable(&format!(
+                    "Token {id} (clevis {what}) cannot unlock: {e}."
+                )))
+            })?;
+            tok.unlock_with(&ctx).map_err(|e| {
+                CliError::invalid(printable(&format!(
+                    "Token {id} (clevis {what}) cannot unlock: {e}."
+                )))
             })
         }
         _ => {

@@ -40,6 +40,10 @@ fn package_of(tool: &str) -> &str {
         "script" => "bsdutils",
         "tpm2_pcrextend" | "tpm2_getcap" | "tpm2_create" => "tpm2-tools",
         "systemd-cryptenroll" => "systemd",
+        "softhsm2-util" => "softhsm2",
+        "pkcs11-tool" => "opensc",
+        "certtool" => "gnutls-bin",
+        "clevis" => "clevis",
         other => other,
     }
 }

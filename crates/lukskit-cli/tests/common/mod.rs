@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod mapping;
+pub mod swtpm;
+pub mod tang_server;
 
 pub use lukskit_testkit::skip_or_fail;
 // Not every test binary that shares this module writes patterned data.
