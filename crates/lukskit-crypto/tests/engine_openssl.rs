@@ -334,20 +334,19 @@ fn crc32_le0(data: &[u8]) -> u32 {
 fn tcw_whitening(whitening: &[u8], sector: u64, data: &mut [u8]) {
     let s = sector.to_le_bytes();
     let mut buf = [0u8; 16];
-    for i in 0..8 {
-        buf[i] = whitening[i] ^ s[i];
-        buf[8 + i] = whitening[8 + i] ^ s[i];
+    buf.copy_from_slice(&whitening[..16]);
+    xor(&mut buf[..8], &s);
+    xor(&mut buf[8..], &s);
+    for word in buf.chunks_mut(4) {
+        let crc = crc32_le0(word);
+        word.copy_from_slice(&crc.to_le_bytes());
     }
-    for i in 0..4 {
-        let crc = crc32_le0(&buf[i * 4..i * 4 + 4]);
-        buf[i * 4..i * 4 + 4].copy_from_slice(&crc.to_le_bytes());
-    }
-    for i in 0..4 {
-        buf[i] ^= buf[12 + i];
-        buf[4 + i] ^= buf[8 + i];
-    }
+    let (lo, hi) = buf.split_at_mut(8);
+    // buf[0..4] ^= buf[12..16]; buf[4..8] ^= buf[8..12]
+    xor(&mut lo[..4], &hi[4..]);
+    xor(&mut lo[4..], &hi[..4]);
     for chunk in data[..512].chunks_mut(8) {
-        xor(chunk, &buf[..8]);
+        xor(chunk, lo);
     }
 }
 
