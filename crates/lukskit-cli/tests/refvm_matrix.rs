@@ -366,7 +366,11 @@ fn cases() -> Vec<Case> {
     .iter()
     .enumerate()
     {
-        v.push(Case::new(Plain, c, b, 512).offset(i as u64).skip(7 * i as u64));
+        v.push(
+            Case::new(Plain, c, b, 512)
+                .offset(i as u64)
+                .skip(7 * i as u64),
+        );
     }
     v.push(Case::new(Plain, "aes-cbc-tcw", 512, 512).skip(NEAR_2_32 + 2));
     // The other legacy ciphers (64-bit blocks) and Camellia in the kernel's modes.

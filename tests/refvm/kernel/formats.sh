@@ -70,7 +70,7 @@ for f in "$H"/tcrypt/tc_*-* "$H"/tcrypt/*_*-*; do
 done
 # TrueCrypt <= 4 volumes whose legacy CBC headers were written on the host by
 # scripts/tc-legacy-image.py (python3-cryptography, not lukskit): tcrypt-made/tc_1-HASH-cbc-CHAIN,
-# cbc-tcw (aes, cast5, des3_ede: both tools map them) and cbc-tcrypt (blowfish_le chains:
+# cbc-tcw (cast5, des3_ede: both tools map them) and cbc-tcrypt (blowfish_le chains:
 # both tools find the header and refuse to map it).
 for f in "$H"/tcrypt-made/tc_*; do
     [ -f "$f" ] || continue

@@ -313,7 +313,8 @@ mod tests {
             ("0000000000000000", "0000000000000000", "4ef997456198dd78"),
             ("ffffffffffffffff", "ffffffffffffffff", "51866fd5b85ecb8a"),
         ] {
-            let c = BlockCipher::new(CipherAlg::Blowfish, &hex::decode(key).unwrap(), true).unwrap();
+            let c =
+                BlockCipher::new(CipherAlg::Blowfish, &hex::decode(key).unwrap(), true).unwrap();
             let mut b = hex::decode(pt).unwrap();
             c.encrypt_block(&mut b);
             assert_eq!(hex::encode(&b), ct);

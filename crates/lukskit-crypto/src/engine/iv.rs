@@ -158,9 +158,7 @@ impl IvKind {
             }
             // crypt_iv_tcw_ctr(): the sector size and key size are checked by the engine.
             "tcw" => IvKind::Tcw,
-            "random" => {
-                return Err(CryptoError::Unsupported(format!("IV generator '{ivmode}'")))
-            }
+            "random" => return Err(CryptoError::Unsupported(format!("IV generator '{ivmode}'"))),
             other => {
                 return Err(CryptoError::Unsupported(format!(
                     "unknown IV generator '{other}'"

@@ -26,7 +26,11 @@ const CRC_TABLE: [u32; 256] = {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[i] = c;
@@ -115,11 +119,9 @@ mod tests {
     fn crc_is_the_kernels_crc32_le_from_zero() {
         // crc32_le(0, ...) of the standard check string is the CRC-32 of it with the initial
         // and final inversions undone: CRC-32("123456789") = 0xCBF43926.
-        let full = b"123456789"
-            .iter()
-            .fold(!0u32, |c, &b| {
-                CRC_TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
-            });
+        let full = b"123456789".iter().fold(!0u32, |c, &b| {
+            CRC_TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
+        });
         assert_eq!(!full, 0xCBF4_3926);
         assert_eq!(crc32_le0(&[0, 0, 0, 0]), 0);
         // One set bit: the table entry shifted through the remaining bytes.

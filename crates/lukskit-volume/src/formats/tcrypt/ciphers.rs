@@ -565,7 +565,9 @@ mod tests {
     /// encryption is scripts/tc-legacy-image.py against cryptsetup in the reference VM.
     #[test]
     fn legacy_cbc_headers_decrypt() {
-        let key: Vec<u8> = (0..192u8).map(|i| i.wrapping_mul(101).wrapping_add(3)).collect();
+        let key: Vec<u8> = (0..192u8)
+            .map(|i| i.wrapping_mul(101).wrapping_add(3))
+            .collect();
         for cascade in CASCADES
             .iter()
             .filter(|c| matches!(c.mode, Mode::CbcTcw | Mode::CbcTcrypt))

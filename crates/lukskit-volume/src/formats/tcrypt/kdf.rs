@@ -152,8 +152,7 @@ pub fn derive(
     let mut key = SecretBuf::zeroed(HDR_KEY_LEN);
     let iterations = variant.iterations_with(pim);
     if variant.hash == "stribog512" {
-        lukskit_crypto::kdf::pbkdf2_stribog512(input, salt, iterations, key.as_mut_bytes())
-            .ok()?;
+        lukskit_crypto::kdf::pbkdf2_stribog512(input, salt, iterations, key.as_mut_bytes()).ok()?;
         return Some(key);
     }
     let hash = variant.hash_alg()?;
