@@ -474,6 +474,8 @@ fn shared_images_open_to_the_readme_file_systems() {
     let Some((_d, dir)) = images(t) else { return };
     // (image, pass, extra options, UUID of the file system inside)
     let cases: &[(&str, &[u8], &[&str], &str)] = &[
+        // TrueCrypt 1's aes-cbc-tcw: lukskit's tcw IV and whitening read what TrueCrypt wrote.
+        ("tc_1-sha1-cbc-aes", PASS, &["-h", "sha1"], "DEAD-BABE"),
         (
             "tc_2-ripemd160-lrw-aes",
             PASS,

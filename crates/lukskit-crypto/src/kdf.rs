@@ -324,6 +324,21 @@ pub fn pbkdf2(
     Ok(())
 }
 
+/// PBKDF2-HMAC with Streebog-512 (GOST R 34.11-2012), the `stribog512` of VeraCrypt's
+/// header-key derivation (cryptsetup names it so; its hash is not a [`HashAlg`]: lukskit takes
+/// it for TCRYPT only, where cryptsetup's gcrypt backend has it).
+pub fn pbkdf2_stribog512(
+    password: &[u8],
+    salt: &[u8],
+    iterations: u32,
+    out: &mut [u8],
+) -> Result<()> {
+    check_pbkdf2_iterations(iterations)?;
+    check_output_len(out.len(), 1)?;
+    pbkdf2::pbkdf2_hmac::<streebog::Streebog512>(password, salt, iterations, out);
+    Ok(())
+}
+
 fn check_argon2_salt(salt: &[u8]) -> Result<()> {
     if salt.len() < ARGON2_MIN_SALT_LEN {
         return Err(CryptoError::InvalidInput(format!(

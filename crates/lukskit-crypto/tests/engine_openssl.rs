@@ -3,14 +3,17 @@
 //! and off, start sectors on both sides of 2³², multi-unit buffers and key counts > 1:
 //!
 //! * OpenSSL's own mode implementations where it has them (aes-xts/cbc/ecb/ctr,
-//!   camellia-cbc/ecb, cast5-cbc/ecb — the latter from OpenSSL's legacy provider);
+//!   camellia-cbc/ecb, des3_ede-cbc/ecb, cast5-cbc/ecb and blowfish-cbc/ecb — the latter two
+//!   from OpenSSL's legacy provider);
 //! * otherwise textbook mode implementations written here on top of a single-block cipher
 //!   (OpenSSL's ECB for AES/Camellia/CAST5, the RustCrypto crate used block by block for
 //!   Serpent/Twofish, which OpenSSL lacks). LRW follows its definition `T_j = K2 ⊗ (I + j)`
 //!   with a bit-by-bit GF(2¹²⁸) multiplication.
 //!
 //! The dm-crypt IV generators are recomputed here from their definitions (ESSIV salts with
-//! OpenSSL SHA-256, ESSIV/EBOIV encryptions through the reference ciphers).
+//! OpenSSL SHA-256, ESSIV/EBOIV encryptions through the reference ciphers, `tcw`'s seed and
+//! CRC-32 whitening from drivers/md/dm-crypt.c with a bit-by-bit CRC written here; the
+//! kernel's own bytes for tcw are checked in the reference VM, tests/refvm_matrix.rs).
 
 use cipher::{BlockCipherDecrypt, BlockCipherEncrypt, KeyInit};
 use lukskit_crypto::engine::SectorCipher;
@@ -53,7 +56,7 @@ struct OsslBlock {
 impl OsslBlock {
     fn new(c: Cipher, key: &[u8]) -> Self {
         let mk = |m| {
-            let mut cr = Crypter::new(c, m, key, None).unwrap();
+            let mut cr = crypter(c, m, key, None);
             cr.pad(false);
             RefCell::new(cr)
         };
@@ -107,6 +110,8 @@ fn ossl_ecb(alg: &str, klen: usize) -> Option<Cipher> {
         ("camellia", 24) => Cipher::camellia_192_ecb(),
         ("camellia", 32) => Cipher::camellia_256_ecb(),
         ("cast5", 16) => Cipher::cast5_ecb(),
+        ("des3_ede", 24) => Cipher::des_ede3(),
+        ("blowfish", _) => Cipher::bf_ecb(),
         _ => return None,
     })
 }
@@ -117,6 +122,12 @@ fn block(alg: &str, key: &[u8]) -> Box<dyn RefBlock> {
         "twofish" => Box::new(RcBlock(twofish::Twofish::new_from_slice(key).unwrap())),
         _ => Box::new(OsslBlock::new(ossl_ecb(alg, key.len()).unwrap(), key)),
     }
+}
+
+/// An OpenSSL context for `c` keyed with `key` (of any length the cipher takes: Blowfish's
+/// is variable, and `Crypter::new` sets it).
+fn crypter(c: Cipher, m: Mode, key: &[u8], iv: Option<&[u8]>) -> Crypter {
+    Crypter::new(c, m, key, iv).unwrap()
 }
 
 // ---------------------------------------------------------------- reference modes
@@ -173,7 +184,11 @@ impl RefMode {
                 ("camellia", "cbc", 24) => Some(Cipher::camellia_192_cbc()),
                 ("camellia", "cbc", 32) => Some(Cipher::camellia_256_cbc()),
                 ("cast5", "cbc", 16) => Some(Cipher::cast5_cbc()),
-                ("aes" | "camellia" | "cast5", "ecb", n) => ossl_ecb(alg, n),
+                ("des3_ede", "cbc", 24) => Some(Cipher::des_ede3_cbc()),
+                ("blowfish", "cbc", _) => Some(Cipher::bf_cbc()),
+                ("aes" | "camellia" | "cast5" | "des3_ede" | "blowfish", "ecb", n) => {
+                    ossl_ecb(alg, n)
+                }
                 _ => None,
             };
             if let Some(c) = c {
@@ -205,7 +220,7 @@ impl RefMode {
                     None
                 };
                 let m = if enc { Mode::Encrypt } else { Mode::Decrypt };
-                let mut cr = Crypter::new(*c, m, key, ivo).unwrap();
+                let mut cr = crypter(*c, m, key, ivo);
                 cr.pad(false);
                 let mut out = vec![0u8; data.len() + 32];
                 let n = cr.update(data, &mut out).unwrap();
@@ -298,14 +313,65 @@ struct RefCrypt {
     sector_size: u64,
     large: bool,
     tfms: Vec<RefTfm>,
+    /// `tcw`: the IV seed and the 16 whitening bytes (the last bytes of the key).
+    tcw: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+/// The kernel's `crc32` shash over one 4-byte word: crc32_le from 0, bit by bit, no
+/// inversions.
+fn crc32_le0(data: &[u8]) -> u32 {
+    let mut c = 0u32;
+    for &b in data {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 == 1 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
+        }
+    }
+    c
+}
+
+/// dm-crypt's crypt_iv_tcw_whitening, written out as drivers/md/dm-crypt.c does it.
+fn tcw_whitening(whitening: &[u8], sector: u64, data: &mut [u8]) {
+    let s = sector.to_le_bytes();
+    let mut buf = [0u8; 16];
+    buf.copy_from_slice(&whitening[..16]);
+    xor(&mut buf[..8], &s);
+    xor(&mut buf[8..], &s);
+    for word in buf.chunks_mut(4) {
+        let crc = crc32_le0(word);
+        word.copy_from_slice(&crc.to_le_bytes());
+    }
+    let (lo, hi) = buf.split_at_mut(8);
+    // buf[0..4] ^= buf[12..16]; buf[4..8] ^= buf[8..12]
+    xor(&mut lo[..4], &hi[4..]);
+    xor(&mut lo[4..], &hi[..4]);
+    for chunk in data[..512].chunks_mut(8) {
+        xor(chunk, lo);
+    }
 }
 
 impl RefCrypt {
     fn new(spec: &str, key: &[u8], sector_size: u32, large: bool, prefer_openssl: bool) -> Self {
         let s = CipherSpec::parse(spec).unwrap();
-        let bs = if s.cipher == "cast5" { 8 } else { 16 };
+        let bs = if ["cast5", "blowfish", "des3_ede"].contains(&s.cipher.as_str()) {
+            8
+        } else {
+            16
+        };
         let iv_size = if s.chainmode == "ecb" { 0 } else { bs };
         let mode_block = if s.chainmode == "ctr" { 1 } else { bs };
+        // tcw: the key ends with the IV seed (the IV size, at least 8) and 16 whitening bytes.
+        let (key, tcw) = if s.ivmode.as_deref() == Some("tcw") {
+            let seed = iv_size.max(8);
+            let (k, extra) = key.split_at(key.len() - seed - 16);
+            (k, Some((extra[..seed].to_vec(), extra[seed..].to_vec())))
+        } else {
+            (key, None)
+        };
         let sub = key.len() / s.keycount as usize;
         let tfms = key
             .chunks(sub)
@@ -328,6 +394,7 @@ impl RefCrypt {
             sector_size: sector_size.into(),
             large,
             tfms,
+            tcw,
         }
     }
 
@@ -340,6 +407,13 @@ impl RefCrypt {
         match self.ivmode.as_deref().unwrap() {
             "null" => {}
             "plain" => iv[..4].copy_from_slice(&(s as u32).to_le_bytes()),
+            "tcw" => {
+                // crypt_iv_tcw_gen: the seed, each 8-byte half XORed with LE64(sector).
+                let seed = &self.tcw.as_ref().unwrap().0;
+                for (i, b) in iv.iter_mut().enumerate() {
+                    *b = seed[i] ^ s.to_le_bytes()[i % 8];
+                }
+            }
             "plain64" => iv[..8].copy_from_slice(&s.to_le_bytes()),
             "plain64be" => iv[n - 8..].copy_from_slice(&s.to_be_bytes()),
             "essiv" => {
@@ -372,7 +446,18 @@ impl RefCrypt {
             let tfm = &self.tfms[(cc % self.tfms.len() as u64) as usize];
             let ivs = if self.large { cc >> shift } else { cc };
             let iv = self.iv(tfm, ivs);
-            tfm.mode.crypt(&iv, unit, enc);
+            match &self.tcw {
+                // The whitening is on the ciphertext: after encrypting, before decrypting.
+                Some((_, w)) if enc => {
+                    tfm.mode.crypt(&iv, unit, enc);
+                    tcw_whitening(w, ivs, unit);
+                }
+                Some((_, w)) => {
+                    tcw_whitening(w, ivs, unit);
+                    tfm.mode.crypt(&iv, unit, enc);
+                }
+                None => tfm.mode.crypt(&iv, unit, enc),
+            }
         }
     }
 }
@@ -535,6 +620,75 @@ fn cast5_vs_openssl_legacy() {
     }
     compare(&mut rng, "cast5-ecb", 16, true);
     compare(&mut rng, "cast5-ctr-plain64", 16, true);
+}
+
+/// The legacy ciphers of TrueCrypt ≤ 4: Triple DES (OpenSSL's default provider) and
+/// Blowfish (its legacy provider), in the modes dm-crypt maps them in, with every key length
+/// Blowfish takes at its ends.
+#[test]
+fn des3_ede_and_blowfish_vs_openssl() {
+    let mut rng = Rng(11);
+    for iv in ["plain", "plain64", "plain64be", "benbi", "null", "eboiv"] {
+        compare(&mut rng, &format!("des3_ede-cbc-{iv}"), 24, true);
+    }
+    compare(&mut rng, "des3_ede-ecb", 24, true);
+    compare(&mut rng, "des3_ede-ctr-plain64", 24, true);
+    const HOW: &str = "Blowfish is in OpenSSL 3's legacy provider (apt-get install libssl3, \
+                       which ships ossl-modules/legacy.so)";
+    let Ok(_legacy) = openssl::provider::Provider::try_load(None, "legacy", true) else {
+        lukskit_testkit::skip_or_fail(
+            "des3_ede_and_blowfish_vs_openssl",
+            &format!("the OpenSSL legacy provider cannot be loaded; {HOW}"),
+        );
+        return;
+    };
+    for key_len in [4, 16, 32, 56] {
+        compare(&mut rng, "blowfish-cbc-plain64", key_len, true);
+        compare(&mut rng, "blowfish-ecb", key_len, true);
+    }
+    for iv in ["plain", "plain64be", "benbi", "null", "eboiv"] {
+        compare(&mut rng, &format!("blowfish-cbc-{iv}"), 32, true);
+    }
+}
+
+/// `tcw` (TrueCrypt ≤ 4's CBC) with each cipher TrueCrypt used it with, against the
+/// definition above over OpenSSL's (or the reference block cipher's) CBC; 512-byte sectors
+/// only, as dm-crypt.
+#[test]
+fn tcw_vs_definition() {
+    let mut rng = Rng(12);
+    let geo = &[(512, false)];
+    // (spec, cipher key + IV seed + whitening)
+    for (spec, len) in [
+        ("aes-cbc-tcw", 32 + 16 + 16),
+        ("aes-cbc-tcw", 16 + 16 + 16),
+        ("serpent-cbc-tcw", 32 + 16 + 16),
+        ("twofish-cbc-tcw", 32 + 16 + 16),
+        ("des3_ede-cbc-tcw", 24 + 8 + 16),
+    ] {
+        compare_with(&mut rng, spec, len, true, geo, 5);
+    }
+    // An XTS mode takes the same IV and whitening (the kernel does not forbid it).
+    compare_with(&mut rng, "aes-xts-tcw", 32 + 16 + 16, true, geo, 3);
+    // (CAST5 and Blowfish: OpenSSL's legacy provider, loaded while the binding lives.)
+    if let Ok(_legacy) = openssl::provider::Provider::try_load(None, "legacy", true) {
+        compare_with(&mut rng, "cast5-cbc-tcw", 16 + 8 + 16, true, geo, 5);
+        compare_with(&mut rng, "blowfish-cbc-tcw", 56 + 8 + 16, true, geo, 5);
+    }
+    // Many sectors in one call, serial and parallel, equal the sectors one by one.
+    let spec = CipherSpec::parse("aes-cbc-tcw").unwrap();
+    let key = rng.bytes(64);
+    let c = SectorCipher::new(&spec, &key, 512, false).unwrap();
+    let pt = rng.bytes(512 * 300);
+    let mut whole = pt.clone();
+    c.encrypt_with_threads(&mut whole, 1000, 2).unwrap();
+    for (k, unit) in pt.chunks(512).enumerate() {
+        let mut one = unit.to_vec();
+        c.encrypt(&mut one, 1000 + k as u64).unwrap();
+        assert_eq!(one, whole[k * 512..(k + 1) * 512], "sector {k}");
+    }
+    c.decrypt_with_threads(&mut whole, 1000, 2).unwrap();
+    assert_eq!(whole, pt);
 }
 
 #[test]

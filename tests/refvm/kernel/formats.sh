@@ -9,6 +9,7 @@
 #   dev: SUFFIX uuid: <DM UUID>     dev: SUFFIX attr: <attributes>
 #   status: <cryptsetup status NAME>
 #   data: <SHA-256 of the first 4 MiB of NAME, or of all of it when smaller>
+#   fs: <the UUID blkid finds on NAME>
 # The test compares cryptsetup's block with lukskit's. Images are found by name, so a set with
 # more images is covered as it is: the options come from the names (README of the set).
 H=/host
@@ -25,6 +26,7 @@ fcapture() { # CASE TOOL NAME
     done
     cryptsetup status "$3" | sed "s/^/status: /; s/$3/NAME/g"
     echo "data: $(head -c 4194304 "/dev/mapper/$3" | sha256sum | cut -c1-64)"
+    echo "fs: $(blkid -o value -s UUID "/dev/mapper/$3")"
 }
 # CASE SECRET-ON-STDIN OPEN-ARGS...: each tool opens, the stack is captured and closed; a
 # refusal is captured as its exit code and message, which must be cryptsetup's too.
@@ -90,6 +92,15 @@ for f in "$H"/tcrypt/sys_*-*; do
     echo "fmt-syspart-dump-$n: compared"
     losetup -d "$ld"
     break
+done
+# TrueCrypt <= 4 volumes whose legacy CBC headers were written on the host by
+# scripts/tc-legacy-image.py (python3-cryptography, not lukskit): tcrypt-made/tc_1-HASH-cbc-CHAIN,
+# cbc-tcw (cast5, des3_ede: both tools map them) and cbc-tcrypt (blowfish_le chains:
+# both tools find the header and refuse to map it).
+for f in "$H"/tcrypt-made/tc_*; do
+    [ -f "$f" ] || continue
+    n=$(basename "$f")
+    fopen "made-$n" aaaaaaaaaaaa --type tcrypt -h "$(echo "$n" | cut -d- -f2)" --disable-veracrypt "$f"
 done
 # BitLocker: images.conf gives each image's cipher and password (none: a clear key, or a
 # startup key, opened with its .BEK file). One image per cipher and kind (To Go or not),

@@ -10,6 +10,11 @@ pub(crate) enum CipherAlg {
     Serpent,
     Twofish,
     Cast5,
+    /// Blowfish (the kernel's big-endian `blowfish`; TrueCrypt's little-endian variant is
+    /// not a kernel cipher and is left to the TCRYPT header code).
+    Blowfish,
+    /// Triple DES in EDE form with three keys (`des3_ede`, 24-byte keys).
+    Des3Ede,
     Camellia,
     /// GOST R 34.12-2015 Kuznyechik (VeraCrypt's; a 256-bit key).
     Kuznyechik,
@@ -25,6 +30,8 @@ impl CipherAlg {
             "serpent" => CipherAlg::Serpent,
             "twofish" => CipherAlg::Twofish,
             "cast5" => CipherAlg::Cast5,
+            "blowfish" => CipherAlg::Blowfish,
+            "des3_ede" => CipherAlg::Des3Ede,
             "camellia" => CipherAlg::Camellia,
             "kuznyechik" => CipherAlg::Kuznyechik,
             "cipher_null" => CipherAlg::Null,
@@ -39,6 +46,8 @@ impl CipherAlg {
             CipherAlg::Serpent => "serpent",
             CipherAlg::Twofish => "twofish",
             CipherAlg::Cast5 => "cast5",
+            CipherAlg::Blowfish => "blowfish",
+            CipherAlg::Des3Ede => "des3_ede",
             CipherAlg::Camellia => "camellia",
             CipherAlg::Kuznyechik => "kuznyechik",
             CipherAlg::Null => "cipher_null",
@@ -48,7 +57,7 @@ impl CipherAlg {
     /// Block size in bytes (`cipher_null` has 1 in the kernel).
     pub(crate) fn block_size(self) -> usize {
         match self {
-            CipherAlg::Cast5 => 8,
+            CipherAlg::Cast5 | CipherAlg::Blowfish | CipherAlg::Des3Ede => 8,
             CipherAlg::Null => 1,
             _ => 16,
         }
@@ -64,6 +73,9 @@ impl CipherAlg {
             // cryptsetup configuration) uses 128..256 bits.
             CipherAlg::Serpent => (16..=32).contains(&len),
             CipherAlg::Cast5 => (5..=16).contains(&len),
+            // crypto/blowfish_common.c: BF_MIN_KEY_SIZE 4 to BF_MAX_KEY_SIZE 56.
+            CipherAlg::Blowfish => (4..=56).contains(&len),
+            CipherAlg::Des3Ede => len == 24,
             CipherAlg::Kuznyechik => len == 32,
             CipherAlg::Null => true,
         }
@@ -75,6 +87,8 @@ impl CipherAlg {
             CipherAlg::Aes | CipherAlg::Twofish | CipherAlg::Camellia => "16, 24 or 32 bytes",
             CipherAlg::Serpent => "16 to 32 bytes",
             CipherAlg::Cast5 => "5 to 16 bytes",
+            CipherAlg::Blowfish => "4 to 56 bytes",
+            CipherAlg::Des3Ede => "24 bytes",
             CipherAlg::Kuznyechik => "32 bytes",
             CipherAlg::Null => "any length",
         }
@@ -116,7 +130,8 @@ impl<T: sealed::FlatKeySchedule> Drop for Wiped<T> {
 ///   allowed), else RustCrypto `aes` (AES-NI or its constant-time software code).
 /// * Serpent: [`super::serpent`] (AVX2/SSE2 lanes, or portable lanes).
 /// * Twofish: the table implementation of [`super::twofish`].
-/// * CAST5, Camellia, Kuznyechik: RustCrypto, one block at a time (not performance targets).
+/// * CAST5, Camellia, Kuznyechik, Blowfish, Triple DES: RustCrypto, one block at a time (not
+///   performance targets).
 pub(crate) enum BlockCipher {
     #[cfg(target_arch = "x86_64")]
     AesVaes(Box<super::aes_x86::AesVaes>),
@@ -131,6 +146,10 @@ pub(crate) enum BlockCipher {
     Camellia256(Wiped<camellia::Camellia256>),
     /// Wiped on drop by the crate itself (its `zeroize` feature).
     Kuznyechik(Box<kuznyechik::Kuznyechik>),
+    /// Wiped on drop by the crate itself (its `zeroize` feature); boxed: 4 KiB of S-boxes.
+    Blowfish(Box<blowfish::Blowfish>),
+    /// Wiped on drop by the crate itself (its `zeroize` feature).
+    Des3Ede(Box<des::TdesEde3>),
 }
 
 fn init<T: KeyInit>(key: &[u8]) -> Result<T> {
@@ -188,6 +207,8 @@ impl BlockCipher {
                 _ => BlockCipher::Camellia256(Wiped(init(key)?)),
             },
             CipherAlg::Kuznyechik => BlockCipher::Kuznyechik(Box::new(init(key)?)),
+            CipherAlg::Blowfish => BlockCipher::Blowfish(Box::new(init(key)?)),
+            CipherAlg::Des3Ede => BlockCipher::Des3Ede(Box::new(init(key)?)),
             CipherAlg::Null => {
                 return Err(CryptoError::Unsupported(
                     "cipher_null has no key schedule".into(),
@@ -199,7 +220,7 @@ impl BlockCipher {
     /// Block size in bytes.
     pub(crate) fn block_size(&self) -> usize {
         match self {
-            BlockCipher::Cast5(_) => 8,
+            BlockCipher::Cast5(_) | BlockCipher::Blowfish(_) | BlockCipher::Des3Ede(_) => 8,
             _ => 16,
         }
     }
@@ -220,6 +241,8 @@ impl BlockCipher {
             BlockCipher::Camellia192(w) => crate_ecb(&w.0, data, encrypt),
             BlockCipher::Camellia256(w) => crate_ecb(&w.0, data, encrypt),
             BlockCipher::Kuznyechik(k) => crate_ecb(k.as_ref(), data, encrypt),
+            BlockCipher::Blowfish(k) => crate_ecb(k.as_ref(), data, encrypt),
+            BlockCipher::Des3Ede(k) => crate_ecb(k.as_ref(), data, encrypt),
         }
     }
 
@@ -281,6 +304,33 @@ mod tests {
         c.decrypt_block(&mut b);
         assert_eq!(hex::encode(&b), "1122334455667700ffeeddccbbaa9988");
         assert!(BlockCipher::new(CipherAlg::Kuznyechik, &key[..16], true).is_err());
+    }
+
+    #[test]
+    fn blowfish_and_des3_ede_known_answers() {
+        // Eric Young's Blowfish vectors (Schneier's set): all-zero and all-one key and block.
+        for (key, pt, ct) in [
+            ("0000000000000000", "0000000000000000", "4ef997456198dd78"),
+            ("ffffffffffffffff", "ffffffffffffffff", "51866fd5b85ecb8a"),
+        ] {
+            let c =
+                BlockCipher::new(CipherAlg::Blowfish, &hex::decode(key).unwrap(), true).unwrap();
+            let mut b = hex::decode(pt).unwrap();
+            c.encrypt_block(&mut b);
+            assert_eq!(hex::encode(&b), ct);
+            c.decrypt_block(&mut b);
+            assert_eq!(hex::encode(&b), pt);
+        }
+        // NIST SP 800-67 Rev. 1, the TDEA example's first block ("The qufc").
+        let key = hex::decode("0123456789abcdef23456789abcdef01456789abcdef0123").unwrap();
+        let c = BlockCipher::new(CipherAlg::Des3Ede, &key, true).unwrap();
+        let mut b = hex::decode("5468652071756663").unwrap();
+        c.encrypt_block(&mut b);
+        assert_eq!(hex::encode(&b), "a826fd8ce53b855f");
+        assert!(BlockCipher::new(CipherAlg::Des3Ede, &key[..16], true).is_err());
+        assert!(BlockCipher::new(CipherAlg::Blowfish, &[0; 3], true).is_err());
+        assert!(BlockCipher::new(CipherAlg::Blowfish, &[0; 57], true).is_err());
+        assert!(BlockCipher::new(CipherAlg::Blowfish, &[0; 4], true).is_ok());
     }
 
     #[test]

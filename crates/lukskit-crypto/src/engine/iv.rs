@@ -70,6 +70,9 @@ pub(crate) enum IvKind {
     /// `elephant`: EBOIV's IV plus BitLocker's Elephant diffuser around the bulk cipher
     /// ([`super::elephant`]); the second half of the key is the elephant key.
     Elephant,
+    /// `tcw`: TrueCrypt ≤ 4's IV seed and whitening ([`super::tcw`]); the key ends with the
+    /// IV seed and 16 whitening bytes.
+    Tcw,
 }
 
 impl IvKind {
@@ -153,9 +156,9 @@ impl IvKind {
                 }
                 IvKind::Elephant
             }
-            "tcw" | "random" => {
-                return Err(CryptoError::Unsupported(format!("IV generator '{ivmode}'")))
-            }
+            // crypt_iv_tcw_ctr(): the sector size and key size are checked by the engine.
+            "tcw" => IvKind::Tcw,
+            "random" => return Err(CryptoError::Unsupported(format!("IV generator '{ivmode}'"))),
             other => {
                 return Err(CryptoError::Unsupported(format!(
                     "unknown IV generator '{other}'"
@@ -171,7 +174,7 @@ impl IvKind {
 pub(crate) fn fill_plain(kind: IvKind, iv: &mut [u8], iv_sector: u64, sector_size: u64) {
     let n = iv.len();
     match kind {
-        IvKind::None | IvKind::Null | IvKind::Lmk => {}
+        IvKind::None | IvKind::Null | IvKind::Lmk | IvKind::Tcw => {}
         IvKind::Plain => iv[..4].copy_from_slice(&(iv_sector as u32).to_le_bytes()),
         IvKind::Plain64 | IvKind::Essiv(_) => iv[..8].copy_from_slice(&iv_sector.to_le_bytes()),
         IvKind::Plain64Be => iv[n - 8..].copy_from_slice(&iv_sector.to_be_bytes()),
@@ -233,7 +236,11 @@ mod tests {
             IvKind::Benbi { shift: 9 }
         );
         assert!(IvKind::resolve(Some("eboiv"), None, Aes, 16, 1).is_err());
-        assert!(IvKind::resolve(Some("tcw"), None, Aes, 16, 16).is_err());
+        assert_eq!(
+            IvKind::resolve(Some("tcw"), None, Aes, 16, 16).unwrap(),
+            IvKind::Tcw
+        );
+        assert!(IvKind::resolve(Some("random"), None, Aes, 16, 16).is_err());
         assert_eq!(
             IvKind::resolve(Some("elephant"), None, Aes, 16, 16).unwrap(),
             IvKind::Elephant

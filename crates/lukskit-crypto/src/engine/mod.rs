@@ -4,10 +4,11 @@
 //! sectors, sector 0 at the area start).
 //!
 //! Supported: ciphers `aes` (128/192/256), `serpent`, `twofish`, `cast5`, `camellia`,
-//! `kuznyechik`,
+//! `kuznyechik`, `blowfish`, `des3_ede`,
 //! `cipher_null`; modes `xts`, `cbc`, `ecb`, `ctr`, `lrw`; IV generators `plain`, `plain64`,
 //! `plain64be`, `essiv:<hash>`, `benbi`, `null`, `eboiv`, `elephant` (BitLocker's diffuser),
-//! `lmk` (loop-AES, with its seed as an extra key part); `keycount` > 1 (`aes:2-…`).
+//! `lmk` (loop-AES, with its seed as an extra key part), `tcw` (TrueCrypt ≤ 4, with its IV
+//! seed and whitening as extra key parts); `keycount` > 1 (`aes:2-…`).
 //!
 //! Sector numbering follows dm-crypt: for each encryption unit of `sector_size` bytes,
 //! `cc_sector` (in 512-byte units) selects the key (`cc_sector & (keycount − 1)`) and gives the
@@ -36,6 +37,7 @@ mod iv;
 mod lmk;
 mod modes;
 mod serpent;
+mod tcw;
 mod twofish;
 
 use self::cipher::{BlockCipher, CipherAlg};
@@ -97,6 +99,8 @@ pub struct SectorCipher {
     /// The Elephant diffuser of an `elephant` IV generator (boxed: rarely used, and its
     /// key schedule would make every engine larger).
     elephant: Option<Box<elephant::Elephant>>,
+    /// `tcw`'s IV seed and whitening (set when `iv` is [`IvKind::Tcw`]).
+    tcw: Option<tcw::Tcw>,
 }
 
 impl fmt::Debug for SectorCipher {
@@ -162,6 +166,20 @@ impl SectorCipher {
             }
             // dm-crypt's lmk: a key of keycount + 1 equal parts carries the IV seed last.
             IvKind::Lmk if !key_len.is_multiple_of(keycount) => key_len / (keycount + 1),
+            // crypt_ctr_ivmode(): tcw's IV seed and whitening follow the cipher keys;
+            // crypt_iv_tcw_ctr() wants more key than that.
+            IvKind::Tcw => {
+                let extra = mode_iv.max(8) + tcw::WHITENING_SIZE;
+                if key_len <= extra {
+                    return Err(CryptoError::InvalidKey(format!(
+                        "tcw needs the cipher key, a {}-byte IV seed and {} whitening bytes, \
+                         got {key_len} bytes",
+                        mode_iv.max(8),
+                        tcw::WHITENING_SIZE
+                    )));
+                }
+                extra
+            }
             _ => 0,
         };
         if !(key_len - extra_len).is_multiple_of(keycount)
@@ -174,6 +192,12 @@ impl SectorCipher {
         if iv == IvKind::Lmk && sector_size != 512 {
             return Err(CryptoError::InvalidInput(
                 "lmk works on 512-byte sectors only".into(),
+            ));
+        }
+        if iv == IvKind::Tcw && sector_size != 512 {
+            // crypt_iv_tcw_ctr(): "Unsupported sector size for TCW".
+            return Err(CryptoError::InvalidInput(
+                "tcw works on 512-byte sectors only".into(),
             ));
         }
         let subkey_len = (key_len - extra_len) / keycount;
@@ -265,6 +289,8 @@ impl SectorCipher {
                 lmk::LmkSeed::new((plan.extra_len > 0).then(|| &key[at..at + plan.extra_len]))
             }),
             elephant,
+            tcw: (plan.iv == IvKind::Tcw)
+                .then(|| tcw::Tcw::new(&key[key.len() - plan.extra_len..], plan.iv_size)),
         })
     }
 
@@ -375,7 +401,10 @@ impl SectorCipher {
     /// Process whole units; `data` and `sector` are already validated.
     fn crypt_units(&self, data: &mut [u8], sector: u64, encrypt: bool, scratch: &mut Scratch) {
         if self.tfms.len() == 1
-            && !matches!(self.iv, IvKind::Eboiv | IvKind::Lmk | IvKind::Elephant)
+            && !matches!(
+                self.iv,
+                IvKind::Eboiv | IvKind::Lmk | IvKind::Elephant | IvKind::Tcw
+            )
         {
             self.crypt_batched(data, sector, encrypt, scratch);
             return;
@@ -409,6 +438,19 @@ impl SectorCipher {
             }
             let iv = &mut iv[..self.iv_size];
             let iv_sector = self.iv_sector(cc_sector);
+            if let Some(t) = &self.tcw {
+                // crypt_iv_tcw_gen/_post: the whitening is on the ciphertext.
+                t.iv(iv_sector, iv);
+                if encrypt {
+                    tfm.mode.encrypt(iv, unit, scratch);
+                    t.whiten(unit, iv_sector);
+                } else {
+                    t.whiten(unit, iv_sector);
+                    tfm.mode.decrypt(iv, unit, scratch);
+                }
+                cc_sector = cc_sector.wrapping_add(step);
+                continue;
+            }
             // crypt_iv_elephant(): the diffuser works on the sector's byte offset.
             let offset = iv_sector.wrapping_mul(u64::from(self.sector_size));
             self.generate_iv(tfm, iv_sector, iv, scratch);
@@ -566,7 +608,21 @@ mod tests {
         assert!(SectorCipher::check(&spec("cipher_null-ecb"), 32, 512).is_ok());
         assert!(SectorCipher::check(&spec("cipher_null-cbc-plain"), 0, 512).is_err());
         assert!(SectorCipher::check(&spec("cast5-xts-plain64"), 32, 512).is_err());
-        assert!(SectorCipher::check(&spec("blowfish-cbc-plain"), 16, 512).is_err());
+        assert!(SectorCipher::check(&spec("blowfish-cbc-plain"), 16, 512).is_ok());
+        assert!(SectorCipher::check(&spec("blowfish-cbc-plain"), 57, 512).is_err());
+        assert!(SectorCipher::check(&spec("blowfish-xts-plain64"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("des3_ede-cbc-plain64"), 24, 512).is_ok());
+        assert!(SectorCipher::check(&spec("des3_ede-cbc-plain64"), 16, 512).is_err());
+        // tcw: cipher key ‖ IV seed (the IV size, at least 8) ‖ 16 whitening bytes, 512-byte
+        // sectors only.
+        assert!(SectorCipher::check(&spec("aes-cbc-tcw"), 64, 512).is_ok());
+        assert!(SectorCipher::check(&spec("aes-cbc-tcw"), 48, 512).is_ok());
+        assert!(SectorCipher::check(&spec("aes-cbc-tcw"), 32, 512).is_err());
+        assert!(SectorCipher::check(&spec("aes-cbc-tcw"), 40, 512).is_err());
+        assert!(SectorCipher::check(&spec("aes-cbc-tcw"), 64, 4096).is_err());
+        assert!(SectorCipher::check(&spec("cast5-cbc-tcw"), 40, 512).is_ok());
+        assert!(SectorCipher::check(&spec("des3_ede-cbc-tcw"), 48, 512).is_ok());
+        assert!(SectorCipher::check(&spec("des3_ede-cbc-tcw"), 56, 512).is_err());
         assert!(SectorCipher::check(&spec("aes-ofb-plain"), 16, 512).is_err());
         assert!(SectorCipher::check(&spec("capi:xts(aes)-plain64"), 64, 4096).is_ok());
     }

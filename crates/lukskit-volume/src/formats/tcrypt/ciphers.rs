@@ -405,7 +405,7 @@ pub fn layer_key(alg: &Alg, mode: Mode, keys: &[u8]) -> SecretBuf {
 pub struct NoEngine;
 
 /// The engine for one spec and key on 512-byte units, or [`NoEngine`] where lukskit's engine
-/// lacks the cipher (kuznyechik, des3_ede, blowfish).
+/// cannot build it.
 fn engine(spec: &str, key: &[u8]) -> Result<SectorCipher, NoEngine> {
     let spec = CipherSpec::parse(spec).map_err(|_| NoEngine)?;
     SectorCipher::new(&spec, key, 512, false).map_err(|_| NoEngine)
@@ -434,17 +434,11 @@ pub fn decrypt_header(
                     .map_err(|_| NoEngine)?;
             }
         }
-        Mode::CbcTcw => {
-            let alg = &cascade.algs[0];
-            remove_whitening(&mut u[..ENC_LEN], key);
-            let iv = &key[alg.iv_offset..alg.iv_offset + alg.iv_size];
-            let spec = format!("{}-cbc-null", alg.name);
-            engine(&spec, &key[alg.key_offset..alg.key_offset + alg.key_size])?
-                .decrypt(u, 0)
-                .map_err(|_| NoEngine)?;
-            // The null IV left the first block's XOR with the real IV undone.
-            for (b, i) in u.iter_mut().zip(iv) {
-                *b ^= i;
+        // TCRYPT_decrypt_hdr: each cipher of the chain, the last first, by
+        // TCRYPT_decrypt_hdr_one, which removes the whitening every time.
+        Mode::CbcTcw | Mode::CbcTcrypt => {
+            for alg in cascade.algs.iter().rev() {
+                decrypt_cbc_layer(alg, key, u)?;
             }
         }
         Mode::CbciTcrypt => {
@@ -467,9 +461,67 @@ pub fn decrypt_header(
                 prev = SecretBuf::from_slice(&cipher_text.as_bytes()[i * bs..(i + 1) * bs]);
             }
         }
-        Mode::CbcTcrypt => return Err(NoEngine),
     }
     buf.copy_from_slice(&u[..ENC_LEN]);
+    Ok(())
+}
+
+/// `TCRYPT_decrypt_hdr_one` in a CBC mode: the whitening removed from the first
+/// [`ENC_LEN`] bytes of `u` (a 512-byte unit), then CBC decryption with the IV at the key
+/// area's `iv_offset`; TrueCrypt's little-endian Blowfish (`blowfish_le`) by
+/// [`decrypt_blowfish_le_cbc`].
+fn decrypt_cbc_layer(alg: &Alg, key: &[u8], u: &mut [u8]) -> Result<(), NoEngine> {
+    remove_whitening(&mut u[..ENC_LEN], key);
+    let cipher_key = &key[alg.key_offset..alg.key_offset + alg.key_size];
+    let iv = &key[alg.iv_offset..alg.iv_offset + alg.iv_size];
+    if alg.name == "blowfish_le" {
+        return decrypt_blowfish_le_cbc(cipher_key, iv, &mut u[..ENC_LEN]);
+    }
+    engine(&format!("{}-cbc-null", alg.name), cipher_key)?
+        .decrypt(u, 0)
+        .map_err(|_| NoEngine)?;
+    // The null IV left the first block's XOR with the real IV undone.
+    for (b, i) in u.iter_mut().zip(iv) {
+        *b ^= i;
+    }
+    Ok(())
+}
+
+/// Reverse the byte order of each 32-bit half of every 8-byte block: the kernel's (and
+/// OpenSSL's) Blowfish reads its halves big-endian, TrueCrypt's little-endian
+/// (cryptsetup's `TCRYPT_swab_le`).
+fn swab_halves(buf: &mut [u8]) {
+    for word in buf.chunks_exact_mut(4) {
+        word.reverse();
+    }
+}
+
+/// cryptsetup's `decrypt_blowfish_le_cbc`: CBC decryption of `buf` (whole 8-byte blocks)
+/// with TrueCrypt's little-endian Blowfish, made of the big-endian one by swapping each
+/// block's halves before and after.
+fn decrypt_blowfish_le_cbc(key: &[u8], iv: &[u8], buf: &mut [u8]) -> Result<(), NoEngine> {
+    let cipher_text = SecretBuf::from_slice(buf);
+    let ecb = engine("blowfish-ecb", key)?;
+    // The engine works on 512-byte units: the 448 bytes padded with zeros (ECB treats
+    // every block on its own).
+    let mut unit = SecretBuf::zeroed(512);
+    let u = unit.as_mut_bytes();
+    u[..buf.len()].copy_from_slice(buf);
+    swab_halves(&mut u[..buf.len()]);
+    ecb.decrypt(u, 0).map_err(|_| NoEngine)?;
+    swab_halves(&mut u[..buf.len()]);
+    buf.copy_from_slice(&u[..buf.len()]);
+    let prev = cipher_text.as_bytes();
+    for (i, block) in buf.chunks_exact_mut(8).enumerate() {
+        let chain = if i == 0 {
+            iv
+        } else {
+            &prev[(i - 1) * 8..i * 8]
+        };
+        for (b, p) in block.iter_mut().zip(chain) {
+            *b ^= p;
+        }
+    }
     Ok(())
 }
 
@@ -483,6 +535,88 @@ fn remove_whitening(buf: &mut [u8], key: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// cryptsetup's swap trick (big-endian Blowfish between two swaps of each half) is
+    /// RustCrypto's own little-endian Blowfish, in CBC with the IV and the chaining.
+    #[test]
+    fn blowfish_le_is_little_endian_blowfish() {
+        use cipher::{BlockCipherEncrypt, KeyInit};
+        let key: Vec<u8> = (0..56u8).map(|i| i.wrapping_mul(37)).collect();
+        let iv = [9u8, 8, 7, 6, 5, 4, 3, 2];
+        let plain: Vec<u8> = (0..ENC_LEN).map(|i| (i * 13 + 1) as u8).collect();
+        let le = blowfish::BlowfishLE::new_from_slice(&key).unwrap();
+        let mut ct = plain.clone();
+        let mut prev = iv;
+        for block in ct.chunks_exact_mut(8) {
+            for (b, p) in block.iter_mut().zip(prev) {
+                *b ^= p;
+            }
+            le.encrypt_block(block.try_into().unwrap());
+            prev.copy_from_slice(block);
+        }
+        decrypt_blowfish_le_cbc(&key, &iv, &mut ct).unwrap();
+        assert_eq!(ct, plain);
+    }
+
+    /// Every legacy CBC entry (cbc-tcw, cbc-tcrypt with blowfish_le chains; cbci-tcrypt has
+    /// its own test data in the shared images) finds its own header: encrypted here as the
+    /// inverse of cryptsetup's TCRYPT_decrypt_hdr (for each cipher, first to last: CBC with
+    /// the IV at `iv_offset`, then the whitening). The independent check of the same
+    /// encryption is scripts/tc-legacy-image.py against cryptsetup in the reference VM.
+    #[test]
+    fn legacy_cbc_headers_decrypt() {
+        let key: Vec<u8> = (0..192u8)
+            .map(|i| i.wrapping_mul(101).wrapping_add(3))
+            .collect();
+        for cascade in CASCADES
+            .iter()
+            .filter(|c| matches!(c.mode, Mode::CbcTcw | Mode::CbcTcrypt))
+        {
+            let mut d = [0u8; ENC_LEN];
+            d[..4].copy_from_slice(b"TRUE");
+            for (i, b) in d[4..].iter_mut().enumerate() {
+                *b = (i * 7) as u8;
+            }
+            let plain = d;
+            for alg in cascade.algs {
+                let k = &key[alg.key_offset..alg.key_offset + alg.key_size];
+                let iv = &key[alg.iv_offset..alg.iv_offset + alg.iv_size];
+                let mut unit = [0u8; 512];
+                unit[..ENC_LEN].copy_from_slice(&d);
+                if alg.name == "blowfish_le" {
+                    swab_halves(&mut unit[..ENC_LEN]);
+                    let mut prev = [0u8; 8];
+                    prev.copy_from_slice(iv);
+                    swab_halves(&mut prev);
+                    let e = engine("blowfish-ecb", k).unwrap();
+                    for i in (0..ENC_LEN).step_by(8) {
+                        let mut b = [0u8; 512];
+                        for ((o, x), p) in b.iter_mut().zip(&unit[i..i + 8]).zip(prev) {
+                            *o = x ^ p;
+                        }
+                        e.encrypt(&mut b, 0).unwrap();
+                        unit[i..i + 8].copy_from_slice(&b[..8]);
+                        prev.copy_from_slice(&b[..8]);
+                    }
+                    swab_halves(&mut unit[..ENC_LEN]);
+                } else {
+                    // CBC with the IV: the first block XORed by hand, then a null IV.
+                    for (b, i) in unit.iter_mut().zip(iv) {
+                        *b ^= i;
+                    }
+                    engine(&format!("{}-cbc-null", alg.name), k)
+                        .unwrap()
+                        .encrypt(&mut unit, 0)
+                        .unwrap();
+                }
+                d.copy_from_slice(&unit[..ENC_LEN]);
+                remove_whitening(&mut d, &key);
+            }
+            let mut buf = d;
+            decrypt_header(cascade, &key, &mut buf).unwrap();
+            assert_eq!(buf, plain, "{}-{}", cascade.long_name, cascade.mode.name());
+        }
+    }
 
     #[test]
     fn table_is_consistent() {

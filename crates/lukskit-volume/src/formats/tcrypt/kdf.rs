@@ -78,7 +78,7 @@ impl KdfVariant {
         }
     }
 
-    /// The hash, where lukskit has it (`stribog512` it has not).
+    /// The hash as a [`HashAlg`] (`stribog512` is none: see [`derive`]).
     pub fn hash_alg(&self) -> Option<HashAlg> {
         HashAlg::from_name(self.hash).ok()
     }
@@ -140,23 +140,23 @@ pub fn pbkdf_input(
 }
 
 /// PBKDF2 of `input` and the header's salt with one variant: the 192-byte header key, `None`
-/// where lukskit lacks the hash or the count is 0 (cryptsetup skips such a variant).
+/// where the count is 0 (cryptsetup skips such a variant). `stribog512` is PBKDF2 with
+/// HMAC-Streebog-512 (VeraCrypt's; cryptsetup has it where its crypto backend does, e.g.
+/// libgcrypt's `stribog512`, not Debian's OpenSSL build).
 pub fn derive(
     variant: &KdfVariant,
     input: &[u8],
     salt: &[u8; SALT_LEN],
     pim: Option<u32>,
 ) -> Option<SecretBuf> {
-    let hash = variant.hash_alg()?;
     let mut key = SecretBuf::zeroed(HDR_KEY_LEN);
-    lukskit_crypto::kdf::pbkdf2(
-        hash,
-        input,
-        salt,
-        variant.iterations_with(pim),
-        key.as_mut_bytes(),
-    )
-    .ok()?;
+    let iterations = variant.iterations_with(pim);
+    if variant.hash == "stribog512" {
+        lukskit_crypto::kdf::pbkdf2_stribog512(input, salt, iterations, key.as_mut_bytes()).ok()?;
+        return Some(key);
+    }
+    let hash = variant.hash_alg()?;
+    lukskit_crypto::kdf::pbkdf2(hash, input, salt, iterations, key.as_mut_bytes()).ok()?;
     Some(key)
 }
 
@@ -191,6 +191,40 @@ mod tests {
         assert!(pim.iter().all(|(_, k)| k.veracrypt));
         let sha = variants(Some("sha256"), true, None);
         assert_eq!(sha.iter().map(|(i, _)| *i).collect::<Vec<_>>(), vec![7, 8]);
+    }
+
+    /// PBKDF2-HMAC-Streebog-512 against libgcrypt (cryptsetup's gcrypt backend, whose
+    /// `stribog512` opens VeraCrypt volumes): `scripts/stribog-oracle.py`. The first vector is
+    /// also R 50.1.111-2016's (P = "password", S = "salt", c = 1).
+    #[test]
+    fn stribog512_matches_libgcrypt() {
+        let cases: [(&[u8], &[u8], u32, &str); 3] = [
+            (b"password", b"salt", 1, "64770af7f748c3b1c9ac831dbcfd85c26111b30a8a657ddc3056b80ca73e040d2854fd36811f6d825cc4ab66ec0a68a490a9e5cf5156b3a2b7eecddbf9a16b47"),
+            (b"password", b"salt", 2, "5a585bafdfbb6e8830d6d68aa3b43ac00d2e4aebce01c9b31c2caed56f0236d4d34b2b8fbd2c4e89d54d46f50e47d45bbac301571743119e8d3c42ba66d348de"),
+            (b"password", b"salt", 4096, "e52deb9a2d2aaff4e2ac9d47a41f34c20376591c67807f0477e32549dc341bc7867c09841b6d58e29d0347c996301d55df0d34e47cf68f4e3c2cdaf1d9ab86c3"),
+        ];
+        for (pw, salt, it, want) in cases {
+            let mut out = [0u8; 64];
+            lukskit_crypto::kdf::pbkdf2_stribog512(pw, salt, it, &mut out).unwrap();
+            assert_eq!(hex::encode(out), want, "{it} iterations");
+        }
+        // A whole 192-byte header key, through the variant table's path.
+        let salt: [u8; SALT_LEN] = std::array::from_fn(|i| i as u8);
+        let variant = KdfVariant {
+            iterations: 1000,
+            ..KDFS[11]
+        };
+        assert_eq!(variant.hash, "stribog512");
+        let key = derive(&variant, b"aaaaaaaaaaaa", &salt, None).unwrap();
+        assert_eq!(
+            hex::encode(key.as_bytes()),
+            "08519836a210487fb5f24ff01b5a91f3232e353907ad37727930fa44496df661\
+             fe1c99b44309222416dfc535163a0441501d94a1639f866ceea8b258f461bec0\
+             ef81e74a0a4bd974e7a3d806f65455a844362b44d5e2af7c428ba2adf1dab023\
+             82ee4e2496d6901a698402381190dab3300324567f5ade10e0e7e24d555efb0a\
+             e7aa01364731aab629c18447dcc9b20e8136ecb65abb029e32106d87d5d2775f\
+             206e9389a0301359ab840f6ff26ab973e419c8932decb82aafa20bbe3aa37460"
+        );
     }
 
     #[test]

@@ -100,12 +100,7 @@ pub fn layers(l: &Loaded, device: &str, device_size: u64) -> Result<Vec<SegmentT
             )
             .into())
         }
-        Mode::CbcTcw => return Err(OtherFormatError::Unsupported(
-            "lukskit has no tcw IV generator: this TrueCrypt legacy CBC volume cannot be opened."
-                .into(),
-        )
-        .into()),
-        Mode::Xts | Mode::Lrw => {}
+        Mode::Xts | Mode::Lrw | Mode::CbcTcw => {}
     }
     let offset = data_offset(l)?;
     let iv = iv_offset(l)?;
@@ -135,6 +130,9 @@ pub fn layers(l: &Loaded, device: &str, device_size: u64) -> Result<Vec<SegmentT
     let len = size * SECTOR;
     let mut tables = Vec::with_capacity(c.algs.len());
     for (i, alg) in c.algs.iter().enumerate().rev() {
+        // TCRYPT_copy_key: XTS and LRW keys are the cipher's; tcw's dm-crypt key carries the
+        // IV seed and the whitening after the cipher key (`key_extra`), as cryptsetup's
+        // volume key of `key_size + key_extra_size` bytes.
         let key = layer_key(alg, c.mode, h.keys.as_bytes());
         let spec = CipherSpec::parse(&format!("{}-{}", alg.name, c.mode.name()))?;
         let bottom = i + 1 == c.algs.len();
@@ -143,7 +141,9 @@ pub fn layers(l: &Loaded, device: &str, device_size: u64) -> Result<Vec<SegmentT
             len,
             kind: SegmentKind::Crypt(CryptSegment {
                 cipher: spec,
-                key: lukskit_crypto::SecretBuf::from_slice(&key.as_bytes()[..alg.key_size]),
+                key: lukskit_crypto::SecretBuf::from_slice(
+                    &key.as_bytes()[..alg.key_size + alg.key_extra],
+                ),
                 sector_size: 512,
                 iv_offset: iv,
                 iv_large_sectors: false,
