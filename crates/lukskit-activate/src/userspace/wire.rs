@@ -268,7 +268,7 @@ pub enum ProgressPhase {
     Step,
     /// The whole device is re-encrypted.
     Finished,
-    /// The run stopped at a safe point (SIGINT, `--init-only`): `--resume-only` goes on.
+    /// The run stopped at a safe point (SIGINT): `--resume-only` goes on.
     Stopped,
     /// The run failed.
     Failed,
