@@ -68,7 +68,8 @@ command -v tpm2_pcrextend >/dev/null 2>&1 || need_pkgs+=(tpm2-tools)
 [ -e /usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0 ] || need_pkgs+=(libtss2-tcti-swtpm0)
 command -v systemd-cryptenroll >/dev/null 2>&1 || need_pkgs+=(systemd)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
-# builds the initramfs images with its own mkinitramfs.
+# builds the initramfs images with its own mkinitramfs, and a second one (dracut and systemd,
+# from the mirror into the chroot: nothing of it on this machine) the dracut image.
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 # scripts/test-lanes.sh reads cargo's list of test binaries with python3; image tests decrypt
 # lukskit's output with Python's `cryptography` as an independent check (Debian's package: the
