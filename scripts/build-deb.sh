@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --binary) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-deb.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done

@@ -25,7 +25,7 @@ while [ $# -gt 0 ]; do
     --lukskit) BIN=$2; shift 2 ;;
     --no-update) UPDATE=0; shift ;;
     --uninstall) UNINSTALL=1; shift ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done

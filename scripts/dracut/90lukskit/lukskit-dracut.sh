@@ -47,9 +47,10 @@ PATH=/usr/sbin:/usr/bin:/sbin:/bin
 type getarg >/dev/null 2>&1 || . /lib/dracut-lib.sh
 hookdir=${hookdir:-/lib/dracut/hooks}
 
-STATE=/run/lukskit
+# (Other places for the host's test of the arguments, crates/lukskit-cli/tests/dracut_args.rs.)
+STATE=${LUKSKIT_DRACUT_STATE:-/run/lukskit}
 TAB=$STATE/crypttab
-IMAGE_TAB=/etc/lukskit/crypttab
+IMAGE_TAB=${LUKSKIT_DRACUT_IMAGE_TAB:-/etc/lukskit/crypttab}
 ARGS=$STATE/args
 
 say() { echo "lukskit: $*" >&2; }
