@@ -9,7 +9,8 @@
 # takes it only when a configuration adds it) and this script, as
 # /usr/share/lukskit/dracut/install.sh, only writes the configuration. Then:
 #   /etc/dracut.conf.d/90-lukskit.conf   add_dracutmodules+=" lukskit " and
-#                                        omit_dracutmodules+=" crypt " (dracut's own unlocking)
+#                                        omit_dracutmodules+=" crypt systemd-cryptsetup "
+#                                        (dracut's own unlocking)
 #   /etc/lukskit/initramfs.conf          when there is none (the binary, more names, options;
 #                                        shared with the initramfs-tools hook)
 # With --lukskit, BIN (best the static build, scripts/build-static.sh x86_64) is installed as
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
     --lukskit) BIN=$2; shift 2 ;;
     --no-update) UPDATE=0; shift ;;
     --uninstall) UNINSTALL=1; shift ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "install.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -56,9 +57,10 @@ else
     mkdir -p "$(dirname "$CONF")"
     cat >"$CONF" <<'CONF'
 # lukskit unlocks the LUKS volumes in the initramfs (module 90lukskit, docs/boot.md);
-# dracut's own crypt module (cryptsetup, systemd-cryptsetup) would unlock the same ones.
+# dracut's own crypt module (cryptsetup, systemd-cryptsetup; dracut 060 and later split the
+# latter into a module of its own) would unlock the same ones.
 add_dracutmodules+=" lukskit "
-omit_dracutmodules+=" crypt "
+omit_dracutmodules+=" crypt systemd-cryptsetup "
 CONF
     if [ ! -e "$ROOT/etc/lukskit/initramfs.conf" ]; then
         binline='#LUKSKIT_BIN=/usr/local/sbin/lukskit   (default: /usr/sbin/lukskit, /usr/local/sbin/lukskit, ...)'

@@ -6,7 +6,7 @@
 # configuration names it, e.g. /etc/dracut.conf.d/90-lukskit.conf (written by lukskit's
 # dracut/install.sh):
 #   add_dracutmodules+=" lukskit "
-#   omit_dracutmodules+=" crypt "      # dracut's own LUKS unlocking (cryptsetup, systemd-cryptsetup)
+#   omit_dracutmodules+=" crypt systemd-cryptsetup "   # dracut's own LUKS unlocking
 #
 # Into the image go: lukskit (/usr/sbin/lukskit), /sbin/lukskit-dracut (the boot-time script),
 # its cmdline, initqueue and emergency hooks, dm-crypt with every crypto module of the kernel,
@@ -146,9 +146,12 @@ lukskit_install_crypttab() {
 # called by dracut
 install() {
     lukskit_conf
-    if dracut_module_included crypt; then
-        dwarn "lukskit: dracut's crypt module is in the image too: it would unlock the same volumes with cryptsetup; add omit_dracutmodules+=\" crypt \""
-    fi
+    local m
+    for m in crypt systemd-cryptsetup; do
+        if dracut_module_included "$m"; then
+            dwarn "lukskit: dracut's $m module is in the image too: it would unlock the same volumes; add omit_dracutmodules+=\" $m \""
+        fi
+    done
     inst_binary "$LUKSKIT_BIN" /usr/sbin/lukskit || return 1
     inst_script "$moddir/lukskit-dracut.sh" /sbin/lukskit-dracut
     inst_multiple cat mkdir rm mv chmod tr readlink
