@@ -7,7 +7,9 @@
 #       /usr/sbin/lukskit (the stripped release build: `cargo build --release`, or PATH),
 #       the man page, the bash, zsh and fish completions, lukskit's initramfs-tools hook and
 #       boot scripts, inactive, under /usr/share/lukskit/initramfs-tools/ (their install.sh
-#       activates them), the licence files and the documentation under /usr/share/doc/lukskit.
+#       activates them), the dracut module in /usr/lib/dracut/modules.d/90lukskit, inactive
+#       until a dracut configuration adds it (/usr/share/lukskit/dracut/install.sh writes it),
+#       the licence files and the documentation under /usr/share/doc/lukskit.
 #   DIR/lukskit-cryptsetup-compat_<version>_all.deb
 #       lukskit as /sbin/cryptsetup: diverts Debian's /sbin/cryptsetup (cryptsetup-bin) to
 #       /sbin/cryptsetup.real with dpkg-divert and links /sbin/cryptsetup to lukskit; removing
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --binary) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build-deb.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -70,6 +72,12 @@ it=$root/usr/share/lukskit/initramfs-tools
 for f in install.sh hooks/lukskit scripts/local-top/lukskit scripts/local-block/lukskit; do
     install -D -m 0755 "$repo/scripts/initramfs-tools/$f" "$it/$f"
 done
+# The dracut module where dracut looks for modules: inert until a configuration adds it
+# (its check() returns 255); dracut/install.sh writes that configuration.
+for f in module-setup.sh lukskit-dracut.sh parse-lukskit.sh lukskit-emergency.sh; do
+    install -D -m 0755 "$repo/scripts/dracut/90lukskit/$f" "$root/usr/lib/dracut/modules.d/90lukskit/$f"
+done
+install -D -m 0755 "$repo/scripts/dracut/install.sh" "$root/usr/share/lukskit/dracut/install.sh"
 doc=$root/usr/share/doc/lukskit
 install -D -m 0644 -t "$doc" "$repo/README.md" "$repo/SECURITY.md" "$repo/RELIABILITY.md" \
     "$repo/LICENSE-MIT" "$repo/LICENSE-APACHE"
@@ -113,7 +121,7 @@ Maintainer: ${DEBFULLNAME:-The lukskit developers} <${DEBEMAIL:-lukskit@localhos
 Installed-Size: $(du -sk --exclude=DEBIAN "$root" | cut -f1)
 Depends: $depends
 Recommends: fuse3
-Suggests: bash-completion, initramfs-tools, lukskit-cryptsetup-compat
+Suggests: bash-completion, initramfs-tools | dracut, lukskit-cryptsetup-compat
 Section: admin
 Priority: optional
 Description: memory-safe reimplementation of cryptsetup and dm-crypt
@@ -124,7 +132,9 @@ Description: memory-safe reimplementation of cryptsetup and dm-crypt
  FUSE and a loop device, or as an NBD export.
  .
  The initramfs-tools hook is installed inactive under /usr/share/lukskit/initramfs-tools;
- its install.sh activates it. lukskit-cryptsetup-compat makes lukskit /sbin/cryptsetup.
+ its install.sh activates it. The dracut module (90lukskit) is used only when a dracut
+ configuration adds it; /usr/share/lukskit/dracut/install.sh writes one.
+ lukskit-cryptsetup-compat makes lukskit /sbin/cryptsetup.
 EOF
 (cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\0' | sort -z | xargs -0 md5sum) >"$root/DEBIAN/md5sums"
 

@@ -6,7 +6,9 @@
 #   - `apt install ./lukskit_*.deb`; `lukskit --version`; the man page found by `man -w`; the
 #     bash completion file; a stripped binary (`file`, and no .debug or .symtab section);
 #     the initramfs-tools hook under /usr/share/lukskit, not active in /etc/initramfs-tools until
-#     its install.sh runs (which then takes /usr/sbin/lukskit);
+#     its install.sh runs (which then takes /usr/sbin/lukskit); the dracut module in
+#     /usr/lib/dracut/modules.d/90lukskit, not in a dracut configuration until
+#     /usr/share/lukskit/dracut/install.sh runs (and out of it again with --uninstall);
 #     the licence files; luksFormat, isLuks, luksDump and open --test-passphrase of an image file;
 #   - `apt install ./lukskit-cryptsetup-compat_*.deb`: /sbin/cryptsetup is lukskit, Debian's is
 #     /sbin/cryptsetup.real; `apt remove` gives Debian's back and drops the diversion;
@@ -106,6 +108,18 @@ in_chroot sh -ec '
         fail "initramfs.conf does not name /usr/sbin/lukskit: $(cat /etc/lukskit/initramfs.conf)"
     /usr/share/lukskit/initramfs-tools/install.sh --uninstall --no-update >/dev/null
     [ ! -e /etc/initramfs-tools/hooks/lukskit ] || fail "install.sh --uninstall left the hook"
+    # The dracut module: where dracut looks, inactive until dracut/install.sh adds it to a
+    # dracut configuration; --uninstall drops that and leaves the package'"'"'s module.
+    [ -x /usr/lib/dracut/modules.d/90lukskit/module-setup.sh ] || fail "no dracut module in the package"
+    [ -x /usr/lib/dracut/modules.d/90lukskit/lukskit-dracut.sh ] || fail "no lukskit-dracut.sh in the package"
+    [ ! -e /etc/dracut.conf.d/90-lukskit.conf ] || fail "the dracut module is active after install"
+    /usr/share/lukskit/dracut/install.sh --no-update >/dev/null
+    grep -q "add_dracutmodules+=\" lukskit \"" /etc/dracut.conf.d/90-lukskit.conf ||
+        fail "dracut/install.sh did not add the module: $(cat /etc/dracut.conf.d/90-lukskit.conf)"
+    /usr/share/lukskit/dracut/install.sh --uninstall --no-update >/dev/null
+    [ ! -e /etc/dracut.conf.d/90-lukskit.conf ] || fail "dracut/install.sh --uninstall left the configuration"
+    [ -x /usr/lib/dracut/modules.d/90lukskit/module-setup.sh ] || fail "dracut/install.sh --uninstall removed the package'"'"'s module"
+    echo "initramfs-tools hook and dracut module: inactive until activated: ok"
     cd /tmp
     truncate -s 32M volume.img
     printf "a passphrase" | lukskit luksFormat -q --pbkdf pbkdf2 --pbkdf-force-iterations 1000 volume.img -d -
@@ -146,4 +160,5 @@ in_chroot sh -ec '
 '
 in_chroot apt-get remove -y lukskit >>"$cache/apt.log" 2>&1 || die "apt remove lukskit failed"
 [ ! -e "$ch/usr/sbin/lukskit" ] || die "/usr/sbin/lukskit is left after apt remove"
+[ ! -e "$ch/usr/lib/dracut/modules.d/90lukskit" ] || die "the dracut module is left after apt remove"
 say "ok: the packages install, work and remove cleanly"

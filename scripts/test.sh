@@ -76,7 +76,8 @@ command -v softhsm2-util >/dev/null 2>&1 || need_pkgs+=(softhsm2)
 command -v pkcs11-tool >/dev/null 2>&1 || need_pkgs+=(opensc)
 [ -e /usr/lib/x86_64-linux-gnu/p11-kit-proxy.so ] || need_pkgs+=(p11-kit-modules)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
-# builds the initramfs images with its own mkinitramfs.
+# builds the initramfs images with its own mkinitramfs, and a second one (dracut and systemd,
+# from the mirror into the chroot: nothing of it on this machine) the dracut image.
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 # scripts/test-lanes.sh reads cargo's list of test binaries with python3; image tests decrypt
 # lukskit's output with Python's `cryptography` as an independent check (Debian's package: the

@@ -1,7 +1,8 @@
 //! SIGINT and SIGTERM: caught during a long write (re-encryption, `image encrypt`), so that
 //! the command stops at its next safe point and leaves nothing that looks complete, as
-//! cryptsetup's re-encryption does; and from the first secret or answer read on, as
-//! cryptsetup 2.6.1 catches them for its whole run (`set_int_handler` in `run_action`):
+//! cryptsetup's re-encryption does; for the whole run of an action that writes LUKS metadata
+//! ([`catch_for_action`]); and from the first secret or answer read on, as cryptsetup 2.6.1
+//! catches them for its whole run (`set_int_handler` in `run_action`):
 //!
 //! * a prompt on the terminal is cut short: the terminal is restored (echo on), the command
 //!   ends with "Error reading passphrase from terminal." and exit code 1 (a `YES` question
@@ -51,6 +52,42 @@ pub fn catch_interrupts() {
 /// [`catch_interrupts`] after the read: the signals stay caught for the rest of the run.
 pub fn catch_interrupts_at_prompt() {
     install(0);
+}
+
+/// The actions that write LUKS metadata, for which SIGINT and SIGTERM are caught from the
+/// start of the run ([`catch_for_action`]).
+const METADATA_WRITERS: &[&str] = &[
+    "luksFormat",
+    "luksAddKey",
+    "luksRemoveKey",
+    "luksChangeKey",
+    "luksConvertKey",
+    "luksKillSlot",
+    "luksUUID",
+    "luksHeaderRestore",
+    "erase",
+    "config",
+    "convert",
+    "repair",
+    "reencrypt",
+    "token",
+];
+
+/// Catch SIGINT and SIGTERM for the whole run of `action` when it writes LUKS metadata, as
+/// cryptsetup 2.6.1 does for every action (`set_int_handler` in `run_action`): a Ctrl-C at any
+/// step then never kills the process between two writes of a header update (or inside one,
+/// which the kernel may cut short at a page boundary), so the update is finished, the run stops
+/// at its next safe point (a prompt, a re-encryption step) and the command fails with exit code
+/// 1 ([`stop_if_interrupted`]). Killed there instead, `convert` leaves a header that reads as
+/// valid but opens with no key, or no header at all (cryptsetup's man page: convert "can
+/// destroy the LUKS header in the case of a crash"), and `luksHeaderRestore` a mix of two
+/// headers. Other actions (open, close, status, ...) keep the default action of the signals
+/// until they read a secret.
+pub fn catch_for_action(action: &str) {
+    let canonical = crate::definition::canonical(action).unwrap_or(action);
+    if METADATA_WRITERS.contains(&canonical) {
+        catch_interrupts();
+    }
 }
 
 /// cryptsetup's `check_signal`: when SIGINT or SIGTERM was caught during the run, the command

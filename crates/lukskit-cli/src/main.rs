@@ -69,6 +69,7 @@ fn main() {
     opts.verbose |= opts.debug;
     let verbose = opts.verbose;
     debug::log(format_args!("Running command {}.", opts.positional[0]));
+    interrupt::catch_for_action(&opts.positional[0]);
     match commands::run(&opts).and_then(|()| interrupt::stop_if_interrupted()) {
         Ok(()) => {
             if verbose {

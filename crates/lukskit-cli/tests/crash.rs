@@ -433,3 +433,189 @@ fn crash_token_remove(d: &std::path::Path, keys: &[String]) -> usize {
     }
     points
 }
+
+/// Ctrl-C (SIGINT) at every write and every sync of the commands that rewrite a header
+/// without asking for a secret first (luksHeaderRestore, convert, luksKillSlot, config,
+/// token, with `-q`), and of `reencrypt --init-only`: as cryptsetup 2.6.1, which catches
+/// SIGINT for its whole run, the metadata update is finished and the command then fails
+/// (exit 1), so the volume is never left half-written (which would look like a LUKS header
+/// but not open, or for `convert` not be one at all). Each run must end with exit 1 and the
+/// command's complete result, which real cryptsetup must read the same way.
+#[test]
+fn sigint_at_every_write_finishes_the_header_update() {
+    if !have_cryptsetup("sigint at every write") {
+        return;
+    }
+    let dir = tmp();
+    let d = dir.path();
+    let keys = vec![
+        write_file(d, "k0", b"zero"),
+        write_file(d, "k1", b"one"),
+        write_file(d, "k2", b"two"),
+    ];
+    let ds = d.to_str().unwrap().to_string();
+    write_file(
+        d,
+        "token.json",
+        br#"{"type":"luks2-keyring","keyslots":["1"],"key_description":"sigint:import"}"#,
+    );
+    for (kind, n) in [("luks1", 1), ("luks2", 2)] {
+        let v = make_volume(d, kind, &keys);
+        let mut ch = vec!["luksChangeKey", "-q", "-d", &keys[K1], &v, &keys[K2]];
+        ch.extend_from_slice(&FAST);
+        lukskit(&ch, b"").ok("change k1 for backup");
+        let b = format!("{ds}/backup-{n}.hdr");
+        lukskit(
+            &["luksHeaderBackup", "-q", "--header-backup-file", &b, &v],
+            b"",
+        )
+        .ok("header backup");
+    }
+    // One keyslot (k0) for reencrypt: a key file alone names it.
+    let single = sparse(d, "single.img", 20 << 20);
+    let mut fmt = vec!["luksFormat", "-q", "--type", "luks2", "-d", &keys[K0]];
+    fmt.extend_from_slice(&FAST);
+    fmt.push(&single);
+    lukskit(&fmt, b"").ok("format single");
+
+    type Done<'a> = Box<dyn Fn(&str, &str) + 'a>;
+    let version = |img: &str, want: &str, label: &str| {
+        if let Some(c) = cryptsetup(&["isLuks", "--type", want, img], b"") {
+            assert_eq!(
+                c.code, 0,
+                "{label}: not {want} for cryptsetup: {}",
+                c.stderr
+            );
+        }
+    };
+    let opens_as = |img: &str, label: &str, want: &[bool]| {
+        dumps(img, label);
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(opens(img, k, label), want[i], "{label}: k{i}");
+        }
+    };
+    let mut cases: Vec<(String, String, Vec<String>, Done)> = Vec::new();
+    for kind in ["luks1", "luks2"] {
+        let base = make_volume(d, kind, &keys);
+        let n = if kind == "luks1" { 1 } else { 2 };
+        let b = format!("{ds}/backup-{n}.hdr");
+        cases.push((
+            format!("{kind} luksHeaderRestore"),
+            base.clone(),
+            strings(&["luksHeaderRestore", "-q", "--header-backup-file", &b]),
+            Box::new(|img, l| opens_as(img, l, &[true, false, true])),
+        ));
+        let to = if kind == "luks1" { "luks2" } else { "luks1" };
+        cases.push((
+            format!("{kind} convert"),
+            base.clone(),
+            strings(&["convert", "-q", "--type", to]),
+            Box::new(move |img, l| {
+                version(img, to, l);
+                opens_as(img, l, &[true, true, false]);
+            }),
+        ));
+        cases.push((
+            format!("{kind} luksKillSlot"),
+            base.clone(),
+            strings(&["luksKillSlot", "-q"]),
+            Box::new(|img, l| opens_as(img, l, &[true, false, false])),
+        ));
+        if kind == "luks2" {
+            cases.push((
+                format!("{kind} config --label"),
+                base.clone(),
+                strings(&["config", "--label", "interrupted"]),
+                Box::new(|img, l| {
+                    opens_as(img, l, &[true, true, false]);
+                    let dump = lukskit(&["luksDump", img], b"").stdout;
+                    assert!(dump.contains("interrupted"), "{l}: label not set:\n{dump}");
+                }),
+            ));
+            let j = format!("{ds}/token.json");
+            cases.push((
+                format!("{kind} token import"),
+                base.clone(),
+                strings(&["token", "import", "--json-file", &j]),
+                Box::new(|img, l| {
+                    opens_as(img, l, &[true, true, false]);
+                    let dump = lukskit(&["luksDump", img], b"").stdout;
+                    assert!(dump.contains("sigint:import"), "{l}: no token:\n{dump}");
+                }),
+            ));
+            let k0 = keys[K0].clone();
+            cases.push((
+                "luks2 reencrypt --init-only".into(),
+                single.clone(),
+                {
+                    let mut v = strings(&[
+                        "reencrypt",
+                        "-q",
+                        "--force-offline-reencrypt",
+                        "--init-only",
+                        "-d",
+                        &keys[K0],
+                    ]);
+                    v.extend(fast());
+                    v
+                },
+                Box::new(move |img, l| {
+                    // Initialised (the header says so to cryptsetup), and it finishes.
+                    if let Some(c) = cryptsetup(&["luksDump", img], b"") {
+                        assert!(
+                            c.stdout.contains("online-reencrypt"),
+                            "{l}: no re-encryption in the header:\n{}",
+                            c.stdout
+                        );
+                    }
+                    let mut r = vec![
+                        "reencrypt",
+                        "-q",
+                        "--force-offline-reencrypt",
+                        "--resume-only",
+                        "-d",
+                        &k0,
+                    ];
+                    r.extend_from_slice(&FAST);
+                    r.push(img);
+                    lukskit(&r, b"").ok(&format!("{l}: resume"));
+                    assert!(opens(img, &k0, l), "{l}: k0 after the re-encryption");
+                }),
+            ));
+        }
+    }
+    let mut points = 0;
+    for (name, base, args, done) in &cases {
+        let pristine = std::fs::read(base).unwrap();
+        let img = format!("{ds}/sigint.img");
+        for what in ["write", "sync"] {
+            for n in 1.. {
+                std::fs::write(&img, &pristine).unwrap();
+                let spec = format!("{what}:{n}");
+                let mut argv: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+                let slot = ["1"];
+                argv.push(&img);
+                if name.ends_with("luksKillSlot") {
+                    argv.extend_from_slice(&slot);
+                }
+                let r = lukskit_env(&argv, b"", &[("LUKSKIT_SIGINT_AT", &spec)]);
+                let label = format!("{name} with SIGINT at {spec}");
+                if r.code == 0 {
+                    // No such point: the command ran without a signal.
+                    done(&img, &format!("{name} uninterrupted"));
+                    break;
+                }
+                assert_eq!(
+                    r.code, 1,
+                    "{label}: exit {} (-1: killed by the signal), not 1: {}",
+                    r.code, r.stderr
+                );
+                done(&img, &label);
+                points += 1;
+                assert!(n < 500, "{label}: runaway");
+            }
+        }
+    }
+    eprintln!("SIGINT points tried: {points}");
+    assert!(points >= 20, "too few SIGINT points ({points})");
+}

@@ -2,7 +2,8 @@
 //! runs `scripts/test-deb.sh`, which builds both packages (the stripped release build), makes a
 //! minimal Debian system with mmdebstrap (cached under `target/deb-test/`), installs them there
 //! with `apt install ./….deb` and checks `lukskit --version`, the man page (`man -w`), the
-//! completion file, a stripped binary, the inactive initramfs-tools hook, the licence files, a
+//! completion file, a stripped binary, the inactive initramfs-tools hook and dracut module, the
+//! licence files, a
 //! luksFormat + luksDump of an image file, and lukskit as `/sbin/cryptsetup` through the compat
 //! package's diversion (and Debian's cryptsetup back after `apt remove`).
 
@@ -46,6 +47,7 @@ fn deb_installs_and_works_in_a_debian_chroot() {
         "man -w lukskit: /usr/share/man/man8/lukskit.8.gz",
         ", stripped",
         "luksFormat, isLuks, luksDump, open --test-passphrase: ok",
+        "initramfs-tools hook and dracut module: inactive until activated: ok",
         "(lukskit ",
         "ok: the packages install, work and remove cleanly",
     ] {

@@ -628,6 +628,26 @@ fn stalled_and_dead_nbd_servers_give_io_errors_status_shows_them_and_close_clean
     // The server answers again: reads work (the client reconnects).
     let (code, out, _) = direct_read(&m.dev(), 3 << 20).expect("a read after SIGCONT");
     assert_eq!(code, 0, "no reconnection after the server came back: {out}");
+    // The log says the server was lost and when it came back (once each).
+    if !std::path::Path::new("/dev/log").exists() {
+        let text = std::fs::read_to_string(&log).unwrap();
+        let lost = format!(
+            "warning: {}: lost the connection to the NBD server {}:",
+            m.name,
+            sock.display()
+        );
+        let back = format!(
+            "info: {}: reconnected to the NBD server {} (",
+            m.name,
+            sock.display()
+        );
+        assert_eq!(text.matches(&lost).count(), 1, "{text}");
+        assert_eq!(text.matches(&back).count(), 1, "{text}");
+        assert!(
+            text.find(&lost) < text.find(&back) && text.contains("s after the connection broke)"),
+            "{text}"
+        );
+    }
 
     // The server dies: reads fail, close completes and leaves nothing behind.
     drop(srv);

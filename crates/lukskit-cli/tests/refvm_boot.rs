@@ -40,6 +40,8 @@ fn repo() -> PathBuf {
 struct Built {
     disks: PathBuf,
     initrds: PathBuf,
+    /// The dracut image (`dracut.img`, `dracut.list`).
+    dracut: PathBuf,
     lukskit: PathBuf,
 }
 
@@ -100,6 +102,7 @@ fn built(test: &str) -> Option<&'static Built> {
         Ok(Built {
             disks: PathBuf::from(&vars["DISKS"]),
             initrds: PathBuf::from(&vars["INITRDS"]),
+            dracut: PathBuf::from(&vars["DRACUT"]),
             lukskit,
         })
     });
@@ -126,7 +129,12 @@ fn param(b: &Built, key: &str) -> String {
 
 /// The files of an initramfs image (from its `lsinitramfs -l` listing).
 fn listing(b: &Built, image: &str) -> Vec<String> {
-    read(&b.initrds.join(format!("{image}.list")))
+    listed(&b.initrds.join(format!("{image}.list")))
+}
+
+/// The paths of an `ls -l` style listing (`lsinitramfs -l`, dracut's `lsinitrd`).
+fn listed(list: &Path) -> Vec<String> {
+    read(list)
         .lines()
         .filter_map(|l| l.split_whitespace().nth(8).map(str::to_string))
         .collect()
@@ -142,7 +150,25 @@ fn boot(
     append: &str,
     typed: bool,
 ) -> Option<VmRun> {
-    let initrd = b.initrds.join(format!("{image}.img"));
+    boot_initrd(
+        test,
+        b,
+        &b.initrds.join(format!("{image}.img")),
+        disks,
+        append,
+        typed,
+    )
+}
+
+/// [`boot`] with the initramfs at `initrd`.
+fn boot_initrd(
+    test: &str,
+    b: &Built,
+    initrd: &Path,
+    disks: &[&str],
+    append: &str,
+    typed: bool,
+) -> Option<VmRun> {
     let answer = format!(
         "Enter passphrase for=/{}",
         b.disks
@@ -180,7 +206,10 @@ fn boot(
 struct Seen {
     marker: Option<String>,
     root: Option<String>,
+    /// `(name, DM UUID)` of each device-mapper device.
     dm: Vec<(String, String)>,
+    /// `(name, read-only)` of each device-mapper device (`ro=` of its line).
+    dm_ro: Vec<(String, bool)>,
     mdstat: String,
     /// `(pid, argv[0])` of the processes marked with `@` after switch_root.
     procs: Vec<(String, String)>,
@@ -191,6 +220,7 @@ fn seen(console: &str) -> Seen {
         marker: None,
         root: None,
         dm: Vec::new(),
+        dm_ro: Vec::new(),
         mdstat: String::new(),
         procs: Vec::new(),
     };
@@ -202,10 +232,11 @@ fn seen(console: &str) -> Seen {
             s.root = Some(v.trim().to_string());
         } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-DM ") {
             let mut w = v.split_whitespace();
-            s.dm.push((
-                w.next().unwrap_or("").to_string(),
-                w.next().unwrap_or("").to_string(),
-            ));
+            let name = w.next().unwrap_or("").to_string();
+            s.dm.push((name.clone(), w.next().unwrap_or("").to_string()));
+            if let Some(ro) = w.next().and_then(|x| x.strip_prefix("ro=")) {
+                s.dm_ro.push((name, ro == "1"));
+            }
         } else if let Some(v) = l.strip_prefix("LUKSKIT-BOOT-PROC ") {
             if let Some((pid, a)) = v.split_once(' ') {
                 s.procs.push((pid.to_string(), a.to_string()));
@@ -553,4 +584,76 @@ fn debian_cryptroot_hook_with_lukskit_as_cryptsetup() {
 fn sha256_hex(data: &[u8]) -> String {
     use sha2::Digest as _;
     hex::encode(sha2::Sha256::digest(data))
+}
+
+/// dracut: Debian's `dracut` (059, with systemd in the initramfs, as the distributions that use
+/// dracut have it) builds the image with lukskit's module from the Debian package. One boot
+/// unlocks two volumes: the root, LUKS2 on the md RAID-1, from the image's crypttab with its
+/// key file (named by `rd.luks.uuid=luks-UUID` on the command line); and a LUKS2 volume on a
+/// plain disk (no RAID) from the command line alone (`rd.luks.name=UUID=cryptplain`,
+/// `rd.luks.options=UUID=readonly`), whose passphrase is typed on the serial console at
+/// systemd's password agent.
+#[test]
+fn dracut_module_unlocks_raid1_root_and_plain_disk() {
+    let t = "refvm_boot dracut";
+    let Some(b) = built(t) else { return };
+    let files = listed(&b.dracut.join("dracut.list"));
+    for want in [
+        "usr/sbin/lukskit",
+        "usr/sbin/lukskit-dracut",
+        "etc/lukskit/crypttab",
+        "etc/lukskit/keys/cryptroot.key",
+        "usr/lib/dracut/hooks/cmdline/30-parse-lukskit.sh",
+        "usr/bin/systemd-ask-password",
+    ] {
+        assert!(
+            files.iter().any(|f| f == want),
+            "{t}: {want} is not in the dracut image"
+        );
+    }
+    for not in ["sbin/cryptsetup", "systemd-cryptsetup"] {
+        assert!(
+            !files.iter().any(|f| f.ends_with(not)),
+            "{t}: {not} is in the dracut image: it could have unlocked instead of lukskit"
+        );
+    }
+    let luks_a = param(b, "LUKS_A");
+    let luks_c = param(b, "LUKS_C");
+    let Some(r) = boot_initrd(
+        t,
+        b,
+        &b.dracut.join("dracut.img"),
+        &["a1.img", "a2.img", "c.img"],
+        &format!(
+            "root=/dev/mapper/cryptroot rd.luks.uuid=luks-{luks_a} \
+             rd.luks.name={luks_c}=cryptplain rd.luks.options={luks_c}=readonly"
+        ),
+        true,
+    ) else {
+        return;
+    };
+    let console = &r.stdout;
+    assert!(
+        console.contains("Enter passphrase for /dev/vdc (cryptplain)"),
+        "{t}: lukskit's passphrase prompt for the plain disk did not appear:\n{console}"
+    );
+    for name in ["cryptroot", "cryptplain"] {
+        assert!(
+            console.contains(&format!("{name}: opened.")),
+            "{t}: lukskit did not report the unlock of {name}:\n{console}"
+        );
+    }
+    let s = check_root(t, b, &r, "/dev/mapper/cryptroot", &luks_a, "cryptroot", 2);
+    let want_c = format!("CRYPT-LUKS2-{}-cryptplain", luks_c.replace('-', ""));
+    assert!(
+        s.dm.iter().any(|(n, u)| n == "cryptplain" && *u == want_c),
+        "{t}: no dm-crypt mapping cryptplain with UUID {want_c}: {:?}",
+        s.dm
+    );
+    assert!(
+        s.dm_ro.contains(&("cryptplain".to_string(), true))
+            && s.dm_ro.contains(&("cryptroot".to_string(), false)),
+        "{t}: cryptplain should be read-only (rd.luks.options=UUID=readonly), cryptroot not: {:?}",
+        s.dm_ro
+    );
 }

@@ -372,6 +372,28 @@ fn online_reencrypt_fuse_loop_under_fio_verify() {
     let running = fio.try_wait().unwrap().is_none();
     finish_fio(fio, d.path());
     eprintln!("fio still running when the re-encryption ended: {running}");
+    // The serving process logged the run (issue 35 item 1): its start, every 10 % and its
+    // end, in order (to the system log where /dev/log is, else to the mapping's log file).
+    if !Path::new("/dev/log").exists() {
+        let log = std::fs::read_to_string(format!("/run/lukskit/{}/log", m.name)).unwrap();
+        let mut at = 0;
+        let mut want = vec![format!("info: {}: re-encryption started (0 % done", m.name)];
+        want.extend(
+            (1..=10).map(|t| format!("info: {}: re-encryption {} % done (", m.name, t * 10)),
+        );
+        want.push(format!("info: {}: re-encryption finished", m.name));
+        for w in &want {
+            let Some(i) = log[at..].find(w.as_str()) else {
+                panic!("{w:?} missing or out of order in the log:\n{log}");
+            };
+            at += i + w.len();
+        }
+        assert_eq!(
+            log.matches("re-encryption").count(),
+            want.len(),
+            "one line per tenth:\n{log}"
+        );
+    }
     // The mapping serves the new key and cipher now.
     let st = lukskit(&["status", &m.name], b"").ok("status").stdout;
     assert!(st.contains("cipher:  aes-cbc-essiv:sha256"), "{st}");

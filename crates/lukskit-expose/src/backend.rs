@@ -146,6 +146,8 @@ pub struct VolumeBackend {
     last_error: Mutex<Option<String>>,
     /// Told of every failed read, write or flush ([`VolumeBackend::on_error`]).
     error_sink: OnceLock<ErrorSink>,
+    /// Told of the backing store's connection events ([`VolumeBackend::on_backing_event`]).
+    event_sink: OnceLock<lukskit_nbd::EventSink>,
 }
 
 /// What [`VolumeBackend::on_error`] is given.
@@ -165,6 +167,7 @@ impl VolumeBackend {
             ring: OnceLock::new(),
             last_error: Mutex::new(None),
             error_sink: OnceLock::new(),
+            event_sink: OnceLock::new(),
             state: Mutex::new(State {
                 layout: volume.layout().cloned(),
                 volume: Some(Arc::new(volume)),
@@ -192,6 +195,23 @@ impl VolumeBackend {
     /// store from now on (the serving process logs them). Set once; later calls are ignored.
     pub fn on_error(&self, sink: impl Fn(&str) + Send + Sync + 'static) {
         let _ = self.error_sink.set(Box::new(sink));
+    }
+
+    /// Call `sink` with the connection events of the backing store from now on, also after a
+    /// resume or a reload opened it anew: an NBD export's lost and restored connections
+    /// (`true`: lost). Set once; later calls are ignored.
+    pub fn on_backing_event(&self, sink: lukskit_nbd::EventSink) {
+        if self.event_sink.set(sink).is_ok() {
+            if let Some(v) = &self.lock().volume {
+                self.attach_events(v);
+            }
+        }
+    }
+
+    fn attach_events(&self, volume: &DataVolume) {
+        if let Some(sink) = self.event_sink.get() {
+            volume.on_nbd_event(std::sync::Arc::clone(sink));
+        }
     }
 
     /// Record `e` as [`VolumeBackend::last_error`] and turn it into an I/O error.
@@ -277,6 +297,7 @@ impl VolumeBackend {
 
     /// Put `volume` back in service and wake the waiting requests.
     fn put_back(&self, volume: DataVolume) {
+        self.attach_events(&volume);
         self.lock().volume = Some(Arc::new(volume));
         self.resumed.notify_all();
     }
@@ -396,6 +417,7 @@ impl VolumeBackend {
         if self.direct_io {
             v.use_direct_io();
         }
+        self.attach_events(&v);
         st.volume = Some(Arc::new(v));
         drop(st);
         self.resumed.notify_all();

@@ -872,12 +872,20 @@ fn handshake(
 struct Pool {
     idle: Vec<Conn>,
     open: usize,
+    /// Since when the server has been unreachable: set when a connection breaks, cleared
+    /// (with a "reconnected" event) when a new one is made.
+    down_since: Option<Instant>,
     /// Reconnections that failed and connections that timed out so far, and the last
     /// one's error: a request that waited for a connection while one failed fails with it
     /// (rather than trying the same stalled server in its turn).
     failures: u64,
     last_failure: String,
 }
+
+/// What a client tells of its connections (for the serving process's log): the message and
+/// whether it is a loss (`true`: a warning) rather than a recovery. See
+/// [`NbdClient::on_event`].
+pub type EventSink = Arc<dyn Fn(&str, bool) + Send + Sync>;
 
 /// A connected NBD export (see the module documentation).
 pub struct NbdClient {
@@ -891,6 +899,8 @@ pub struct NbdClient {
     freed: Condvar,
     /// Serialises read-modify-write of requests not aligned to the minimum block size.
     rmw: Mutex<()>,
+    /// Told when a connection breaks, when a reconnection fails and when one succeeds.
+    events: Mutex<Option<EventSink>>,
 }
 
 impl std::fmt::Debug for NbdClient {
@@ -931,13 +941,34 @@ impl NbdClient {
             pool: Mutex::new(Pool {
                 idle: vec![conn],
                 open: 1,
+                down_since: None,
                 failures: 0,
                 last_failure: String::new(),
             }),
             freed: Condvar::new(),
             rmw: Mutex::new(()),
+            events: Mutex::new(None),
             opts,
         })
+    }
+
+    /// Call `sink` from now on when the server is lost (the first connection that breaks,
+    /// "lost the connection ...") and when a connection is made again after that
+    /// ("reconnected ..."). A reconnection that fails is the error of the request that
+    /// needed it ("...; reconnecting failed: ..."). Replaces an earlier sink.
+    pub fn on_event(&self, sink: EventSink) {
+        *self.events.lock().unwrap_or_else(|e| e.into_inner()) = Some(sink);
+    }
+
+    fn event(&self, message: &str, error: bool) {
+        let sink = self
+            .events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(sink) = sink {
+            sink(message, error);
+        }
     }
 
     /// The URI this client was opened with.
@@ -993,7 +1024,21 @@ impl NbdClient {
                 p.open += 1;
                 drop(p);
                 return match self.reconnect() {
-                    Ok(c) => Ok(c),
+                    Ok(c) => {
+                        let down = self.lock().down_since.take();
+                        if let Some(t) = down {
+                            self.event(
+                                &format!(
+                                    "reconnected to the NBD server {} ({:.1} s after the \
+                                     connection broke)",
+                                    self.uri.server(),
+                                    t.elapsed().as_secs_f64()
+                                ),
+                                false,
+                            );
+                        }
+                        Ok(c)
+                    }
                     Err(e) => {
                         let mut p = self.lock();
                         p.open -= 1;
@@ -1017,7 +1062,7 @@ impl NbdClient {
     /// A connection broke (`why`): drop it and every idle one (the server probably went
     /// away). A timeout also fails the requests waiting for a connection.
     fn lost(&self, why: &io::Error) {
-        let stale = {
+        let (stale, first) = {
             let mut p = self.lock();
             if why.kind() == io::ErrorKind::TimedOut {
                 p.failures += 1;
@@ -1025,8 +1070,21 @@ impl NbdClient {
             }
             let stale = std::mem::take(&mut p.idle);
             p.open -= 1 + stale.len();
-            stale
+            let first = p.down_since.is_none();
+            if first {
+                p.down_since = Some(Instant::now());
+            }
+            (stale, first)
         };
+        if first {
+            self.event(
+                &format!(
+                    "lost the connection to the NBD server {}: {why}; reconnecting",
+                    self.uri.server()
+                ),
+                true,
+            );
+        }
         for c in stale {
             c.writer.sock.shutdown();
         }

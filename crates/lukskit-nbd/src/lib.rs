@@ -23,6 +23,6 @@ pub mod proto;
 pub mod tls;
 pub mod uri;
 
-pub use client::{ClientOptions, NbdClient};
+pub use client::{ClientOptions, EventSink, NbdClient};
 pub use error::NbdError;
 pub use uri::NbdUri;

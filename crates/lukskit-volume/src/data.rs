@@ -611,6 +611,14 @@ impl DataVolume {
         self.block
     }
 
+    /// Tell `sink` of the NBD client's connection events (lost, reconnected) when the
+    /// stored bytes are on an NBD export; nothing otherwise.
+    pub fn on_nbd_event(&self, sink: lukskit_nbd::EventSink) {
+        if let DataDev::Nbd(c) = &self.dev {
+            c.on_event(sink);
+        }
+    }
+
     /// The data device path.
     pub fn path(&self) -> &str {
         &self.path

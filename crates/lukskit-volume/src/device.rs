@@ -28,6 +28,12 @@ pub const CRASH_ENV: &str = "LUKSKIT_CRASH_AT";
 /// Exit status used by an injected crash.
 pub const CRASH_EXIT_STATUS: i32 = 86;
 
+/// Environment variable for signal injection, `write:N` or `sync:N`: SIGINT is raised (to this
+/// process) just before its Nth metadata write or Nth sync, as a Ctrl-C typed at that moment,
+/// and the process goes on as it would after one. Crash-injection builds only, as
+/// [`CRASH_ENV`].
+pub const SIGNAL_ENV: &str = "LUKSKIT_SIGINT_AT";
+
 #[cfg(feature = "crash-injection")]
 static WRITES: AtomicU64 = AtomicU64::new(0);
 #[cfg(feature = "crash-injection")]
@@ -36,14 +42,21 @@ static SYNCS: AtomicU64 = AtomicU64::new(0);
 #[cfg(feature = "crash-injection")]
 fn crash_point(kind: &str, counter: &AtomicU64) {
     let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
-    if let Ok(spec) = std::env::var(CRASH_ENV) {
-        if let Some((k, v)) = spec.split_once(':') {
-            if k == kind && v.parse::<u64>().ok() == Some(n) {
-                // SAFETY: _exit ends the process immediately without running destructors or
-                // flushing buffers, which is exactly the crash being simulated.
-                unsafe { libc::_exit(CRASH_EXIT_STATUS) };
-            }
-        }
+    let at = |var: &str| {
+        std::env::var(var).ok().is_some_and(|spec| {
+            spec.split_once(':')
+                .is_some_and(|(k, v)| k == kind && v.parse::<u64>().ok() == Some(n))
+        })
+    };
+    if at(CRASH_ENV) {
+        // SAFETY: _exit ends the process immediately without running destructors or
+        // flushing buffers, which is exactly the crash being simulated.
+        unsafe { libc::_exit(CRASH_EXIT_STATUS) };
+    }
+    if at(SIGNAL_ENV) {
+        // SAFETY: raise(3) only sends a signal to this process; whatever the process does
+        // with SIGINT (its handler, or the default action) is what is being tested.
+        unsafe { libc::raise(libc::SIGINT) };
     }
 }
 

@@ -14,8 +14,10 @@
 #      a1.img a2.img  md RAID-1 (metadata 1.2) -> LUKS2 (key file slot pbkdf2, passphrase slot
 #                     argon2id) -> ext4 with the real root
 #      b1.img b2.img  md RAID-1 -> LUKS2 -> LVM (vg0/root) -> ext4 with the real root
-#    plus mdadm.conf (mdadm --detail --scan), params (UUIDs), marker (the random line the real
-#    root's init prints), root.key, passphrase. KEY: this script, busybox-static's version.
+#      c.img          LUKS2 on the whole disk (no RAID) -> ext4 with the real root
+#    plus mdadm.conf (mdadm --detail --scan), params (UUIDs LUKS_A, LUKS_B, LUKS_C), marker (the
+#    random line the real root's init prints), root.key, passphrase. KEY: this script,
+#    busybox-static's version.
 #  - initrd-KEY/: initramfs images made by mkinitramfs in the chroot, where lukskit is installed
 #    from its Debian packages (scripts/build-deb.sh --binary LUKSKIT_STATIC_BIN) with apt, and
 #    its hook activated with the packaged /usr/share/lukskit/initramfs-tools/install.sh:
@@ -30,11 +32,19 @@
 #                  crypttab with `initramfs`
 #    and for each a listing (NAME.list, lsinitramfs). KEY: the lukskit binary, the hook and boot
 #    scripts, build-deb.sh, the chroot and disks keys.
+#  - dracut-chroot-KEY/: a Debian system with dracut and systemd (dracut conflicts with
+#    initramfs-tools), run.sh's kernel unpacked into it.
+#  - dracut-initrd-KEY/: dracut.img, made by Debian's dracut in that chroot with lukskit's
+#    module from the Debian package (activated by the packaged dracut/install.sh): crypttab
+#    `cryptroot UUID=<a> /etc/keys/root.key luks`, a generic image (--no-hostonly) with the VM's
+#    drivers and rd.md.uuid of the array; its listing dracut.list (lsinitrd). KEY: the lukskit
+#    binary, the dracut module and install.sh, build-deb.sh, the chroot and disks keys.
 #
 # The real root (on every disk set) is a static busybox with /sbin/init printing
 #   LUKSKIT-BOOT-MARKER <marker>
 # (read from /etc/lukskit-boot-marker on the root file system), the root mount, /proc/mdstat and
-# the device-mapper names/UUIDs, then powering off.
+# the device-mapper names/UUIDs (and whether each is read-only), then powering off; it has an
+# /etc/os-release, without which systemd (dracut's initramfs) does not switch into it.
 #
 # Needs root (chroot, mount namespace), mmdebstrap (installed with apt-get when missing) and the
 # Debian mirror for the first build. Exit 77 when that cannot be had.
@@ -111,6 +121,8 @@ if [ ! -e "$DK/.done" ]; then
     cp "$T/bb/bin/busybox" "$R/bin/busybox"
     od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$T/marker"
     cp "$T/marker" "$R/etc/lukskit-boot-marker"
+    # systemd in an initramfs (dracut's) switches only into an OS tree: one with os-release.
+    printf 'ID=lukskit-boot-test\nNAME="lukskit boot test root"\n' >"$R/etc/os-release"
     cat >"$R/sbin/init" <<'INIT'
 #!/bin/busybox sh
 # The real root's init (lukskit's boot tests): say what it runs from, then power off.
@@ -119,7 +131,7 @@ if [ ! -e "$DK/.done" ]; then
 echo "LUKSKIT-BOOT-MARKER $(/bin/busybox cat /etc/lukskit-boot-marker)"
 echo "LUKSKIT-BOOT-ROOT $(/bin/busybox awk '$2 == "/" { print $1, $3 }' /proc/mounts)"
 for d in /sys/block/dm-*; do
-    [ -e "$d/dm/name" ] && echo "LUKSKIT-BOOT-DM $(/bin/busybox cat "$d/dm/name") $(/bin/busybox cat "$d/dm/uuid")"
+    [ -e "$d/dm/name" ] && echo "LUKSKIT-BOOT-DM $(/bin/busybox cat "$d/dm/name") $(/bin/busybox cat "$d/dm/uuid") ro=$(/bin/busybox cat "$d/ro")"
 done
 /bin/busybox sed 's/^/LUKSKIT-BOOT-MDSTAT /' /proc/mdstat
 # Processes that survived switch_root as root-storage daemons (argv[0] starting with '@').
@@ -139,6 +151,7 @@ INIT
     {
         echo "LUKS_A=$(uuid)"
         echo "LUKS_B=$(uuid)"
+        echo "LUKS_C=$(uuid)"
     } >"$T/params"
     # shellcheck disable=SC1091
     . "$T/params"
@@ -179,13 +192,18 @@ cryptsetup open --key-file \$F/root.key /dev/md1 b
 mkroot /dev/mapper/vg0-root
 \$LVM vgchange -q --config "\$LVMCONF" -an vg0
 cryptsetup close b
+# C: vde (no RAID) -> LUKS2 -> ext4
+luks /dev/vde $LUKS_C
+cryptsetup open --key-file \$F/root.key /dev/vde c
+mkroot /dev/mapper/c
+cryptsetup close c
 mdadm --detail --scan > /host/mdadm.conf
 mdadm --stop /dev/md0 /dev/md1
 cat /host/mdadm.conf
 EOF
-    for d in a1 a2 b1 b2; do truncate -s 64M "$T/$d.img"; done
+    for d in a1 a2 b1 b2 c; do truncate -s 64M "$T/$d.img"; done
     "$RUNSH" --timeout 900 --share "$T/share" --copy "$T/root.tar" --copy "$T/root.key" --copy "$T/passphrase" \
-        "$T/make.sh" "$T/a1.img" "$T/a2.img" "$T/b1.img" "$T/b2.img" >&2 || die "making the disks in the VM failed"
+        "$T/make.sh" "$T/a1.img" "$T/a2.img" "$T/b1.img" "$T/b2.img" "$T/c.img" >&2 || die "making the disks in the VM failed"
     grep -q '^ARRAY' "$T/share/mdadm.conf" || die "no ARRAY lines from mdadm --detail --scan"
     mv "$T/share/mdadm.conf" "$T/mdadm.conf"
     rm -rf "$T/bb" "$T/root" "$T/share" "$T/root.tar"
@@ -309,7 +327,93 @@ if [ ! -e "$IN/.done" ]; then
     : >"$IN/.done"
 fi
 # --- end initramfs
+
+# --- the dracut chroot ---------------------------------------------------------------------------
+# dracut conflicts with initramfs-tools: a Debian system of its own, with systemd (dracut puts
+# systemd into the initramfs when it is installed, as on the distributions that use dracut).
+DPKGS=dracut,udev,mdadm,systemd,dmsetup,kmod,cpio,zstd
+DCKEY=$({ echo "$DPKGS $SUITE $KDEB"; sed -n '/^# --- the dracut chroot/,/^# --- end dracut chroot/p' "$SELF"; } | hash_of)
+DCH=$BC/dracut-chroot-$DCKEY
+if [ ! -e "$DCH/.done" ]; then
+    rm -rf "$BC"/dracut-chroot-*
+    say "building a Debian $SUITE system with dracut (once; $DCH)"
+    mmdebstrap --variant=apt --mode=root --include="$DPKGS" \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' \
+        "$SUITE" "$DCH.tmp" >"$BC/mmdebstrap-dracut.log" 2>&1 || {
+        tail -n 20 "$BC/mmdebstrap-dracut.log" >&2
+        rm -rf "$DCH.tmp"
+        skip "mmdebstrap (dracut) failed (Debian mirror unreachable?)"
+    }
+    dpkg-deb --fsys-tarfile "$CACHE/debs/$KDEB" | tar -x -C "$DCH.tmp" --keep-directory-symlink
+    chroot "$DCH.tmp" /usr/bin/env PATH=/usr/sbin:/usr/bin depmod "$KVER"
+    mv "$DCH.tmp" "$DCH"
+    : >"$DCH/.done"
+fi
+# --- end dracut chroot
+
+# --- the dracut image ----------------------------------------------------------------------------
+# dracut.img: Debian's dracut with lukskit's module from the package (activated by the packaged
+# dracut/install.sh): crypttab `cryptroot UUID=<a> /etc/keys/root.key luks` for the root on the
+# RAID-1, fstab root /dev/mapper/cryptroot; a generic image (--no-hostonly: the chroot is not the
+# machine) with the VM's drivers only and rd.md.uuid of the array in its /etc/cmdline.d, as a
+# host-only image would have it. The rest comes from the kernel command line (refvm_boot.rs).
+DIKEY=$({
+    sha256sum "$LUKSKIT" | cut -d' ' -f1
+    cat "$REPO"/scripts/dracut/install.sh "$REPO"/scripts/dracut/90lukskit/* "$REPO"/scripts/build-deb.sh
+    echo "$DCKEY $DKEY"
+    sed -n '/^# --- the dracut image/,/^# --- end dracut image/p' "$SELF"
+} | hash_of)
+DI=$BC/dracut-initrd-$DIKEY
+if [ ! -e "$DI/.done" ]; then
+    rm -rf "$BC"/dracut-initrd-* "$DI.tmp"
+    mkdir -p "$DI.tmp"
+    say "building the dracut image in the dracut chroot (once per lukskit binary and module; $DI)"
+    in_dchroot() {
+        # shellcheck disable=SC2016 # expanded by the inner sh
+        unshare -m --propagation private sh -c '
+            ch=$1; shift
+            mount -t proc proc "$ch/proc" && mount -t sysfs sysfs "$ch/sys" &&
+                mount --rbind /dev "$ch/dev" &&
+                exec chroot "$ch" /usr/bin/env PATH=/usr/sbin:/usr/bin "$@"' sh "$DCH" "$@"
+    }
+    rm -rf "$DCH/etc/lukskit" "$DCH/tmp/debs" "$DCH/etc/dracut.conf.d/90-lukskit.conf"
+    bash "$REPO/scripts/build-deb.sh" --binary "$LUKSKIT" --out "$DCH/tmp/debs" >/dev/null
+    in_dchroot sh -c 'apt-get install -y --no-install-recommends /tmp/debs/lukskit_*.deb' >"$DI.tmp/apt.log" 2>&1 || {
+        tail -n 30 "$DI.tmp/apt.log" >&2
+        die "apt-get install of lukskit's package in the dracut chroot failed"
+    }
+    [ -e "$DCH/usr/lib/dracut/modules.d/90lukskit/module-setup.sh" ] || die "the package did not install the dracut module"
+    in_dchroot /usr/share/lukskit/dracut/install.sh --no-update >&2
+    grep -q 'add_dracutmodules+=" lukskit "' "$DCH/etc/dracut.conf.d/90-lukskit.conf" ||
+        die "the packaged dracut/install.sh did not write /etc/dracut.conf.d/90-lukskit.conf"
+    mkdir -p "$DCH/etc/keys" "$DCH/etc/mdadm"
+    install -m 0400 "$DK/root.key" "$DCH/etc/keys/root.key"
+    cp "$DK/mdadm.conf" "$DCH/etc/mdadm/mdadm.conf"
+    echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$DCH/etc/fstab"
+    echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks" >"$DCH/etc/crypttab"
+    # The array of the root: its UUID from mdadm --detail --scan (name lukskit:roota).
+    MDUUID=$(awk '/name=lukskit:roota/ { for (i = 1; i <= NF; i++) if ($i ~ /^UUID=/) print substr($i, 6) }' "$DK/mdadm.conf")
+    [ -n "$MDUUID" ] || die "no UUID of the array roota in mdadm.conf"
+    in_dchroot dracut --force --no-hostonly --no-hostonly-cmdline --kver "$KVER" \
+        --drivers "virtio_pci virtio_blk ext4 raid1" --kernel-cmdline "rd.md.uuid=$MDUUID" \
+        --compress gzip /tmp/dracut.img >"$DI.tmp/dracut.log" 2>&1 || {
+        tail -n 30 "$DI.tmp/dracut.log" >&2
+        die "dracut failed"
+    }
+    mv "$DCH/tmp/dracut.img" "$DI.tmp/dracut.img"
+    cp "$DI.tmp/dracut.img" "$DCH/tmp/list.img"
+    in_dchroot lsinitrd /tmp/list.img >"$DI.tmp/dracut.list"
+    rm -f "$DCH/tmp/list.img"
+    in_dchroot apt-get purge -y lukskit >>"$DI.tmp/apt.log" 2>&1 || die "apt-get purge lukskit in the dracut chroot failed"
+    in_dchroot /bin/sh -c 'rm -f /etc/dracut.conf.d/90-lukskit.conf'
+    rm -rf "$DCH/etc/keys/root.key" "$DCH/etc/crypttab" "$DCH/etc/lukskit" "$DCH/tmp/debs"
+    mv "$DI.tmp" "$DI"
+    : >"$DI/.done"
+fi
+# --- end dracut image
 echo "DISKS=$DK"
 echo "INITRDS=$IN"
+echo "DRACUT=$DI"
 echo "CHROOT=$CH"
 echo "KVER=$KVER"

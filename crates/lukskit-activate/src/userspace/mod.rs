@@ -274,3 +274,14 @@ fn is_serving_process(pid: u32) -> bool {
         })
         .unwrap_or(false)
 }
+
+/// Tell the serving process of mapping `name` where an online re-encryption is, for its log
+/// (start, every 10 %, end). Best effort: a serving process that does not answer within a
+/// second, or does not know the request (an older binary), is not an error of the run.
+pub fn notify_progress(name: &str, progress: wire::Progress) {
+    let _ = runtime::request(
+        name,
+        &Command::Progress(progress),
+        Some(std::time::Duration::from_secs(1)),
+    );
+}

@@ -76,8 +76,16 @@ pub fn serve(
         log.info(&started_message(&state));
         let errors = Arc::clone(log);
         backend.on_error(move |m| errors.error(m));
+        let events = Arc::clone(log);
+        backend.on_backing_event(Arc::new(move |m: &str, lost: bool| {
+            if lost {
+                events.warning(m);
+            } else {
+                events.info(m);
+            }
+        }));
     }
-    let code = control_loop(&name, state, listener, backend, exposure);
+    let code = control_loop(&name, state, listener, backend, exposure, log.as_deref());
     if let Some(log) = &log {
         log.info("stopped serving (closed)");
     }
@@ -436,16 +444,66 @@ fn reload(backend: &VolumeBackend, state: &mut State, r: &wire::Reload) -> Resul
     Ok(())
 }
 
+/// What the log says of an online re-encryption's progress `p`: its start, each tenth done
+/// (`tenths`: the last one logged), its end. `(message, is_error)`, or `None` for a step
+/// inside the same tenth.
+fn progress_message(p: &wire::Progress, tenths: &mut Option<u64>) -> Option<(String, bool)> {
+    use wire::ProgressPhase as P;
+    let pct = if p.total == 0 {
+        100
+    } else {
+        (u128::from(p.done.min(p.total)) * 100 / u128::from(p.total)) as u64
+    };
+    let bytes = format!("{} of {} bytes", p.done, p.total);
+    match p.phase {
+        P::Start => {
+            *tenths = Some(pct / 10);
+            Some((
+                format!("re-encryption started ({pct} % done, {bytes})"),
+                false,
+            ))
+        }
+        P::Step => {
+            let t = pct / 10;
+            if tenths.is_some_and(|l| t <= l) {
+                return None;
+            }
+            *tenths = Some(t);
+            Some((format!("re-encryption {} % done ({bytes})", t * 10), false))
+        }
+        P::Finished => {
+            *tenths = None;
+            Some(("re-encryption finished".to_string(), false))
+        }
+        P::Stopped => {
+            *tenths = None;
+            Some((
+                format!(
+                    "re-encryption stopped at {pct} % ({bytes}); `reencrypt --resume-only` \
+                     goes on"
+                ),
+                false,
+            ))
+        }
+        P::Failed => {
+            *tenths = None;
+            Some((format!("re-encryption failed at {pct} % ({bytes})"), true))
+        }
+    }
+}
+
 fn control_loop(
     name: &str,
     mut state: State,
     listener: UnixListener,
     backend: Arc<VolumeBackend>,
     exposure: Exposure,
+    log: Option<&ServiceLog>,
 ) -> i32 {
     let config = state.config.clone();
     let config = &config;
     let mut exposure = Some(exposure);
+    let mut tenths: Option<u64> = None;
     for conn in listener.incoming() {
         let Ok(mut conn) = conn else { continue };
         let _ = conn.set_read_timeout(Some(Duration::from_secs(10)));
@@ -484,6 +542,16 @@ fn control_loop(
                 .map(|()| String::new())
                 .map_err(|e| ActivateError::io("Cannot release I/O", e)),
             Ok(Command::Reload(r)) => reload(&backend, &mut state, &r).map(|()| String::new()),
+            Ok(Command::Progress(p)) => {
+                if let (Some(log), Some((m, error))) = (log, progress_message(&p, &mut tenths)) {
+                    if error {
+                        log.error(&m);
+                    } else {
+                        log.info(&m);
+                    }
+                }
+                Ok(String::new())
+            }
             Ok(Command::Suspend) if config.kind == VolumeType::Plain => Err(
                 ActivateError::Unsupported(format!("Device {name} is not a LUKS device.")),
             ),
@@ -537,4 +605,74 @@ fn control_loop(
     // Wipe the key: dropping the last reference drops the volume and its key schedules.
     drop(backend);
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wire::{Progress, ProgressPhase as P};
+
+    #[test]
+    fn progress_is_logged_at_start_every_tenth_and_end() {
+        let total = 48 << 20;
+        let mut tenths = None;
+        let mut logged = Vec::new();
+        let mut tell = |phase, done| {
+            if let Some((m, e)) = progress_message(&Progress { phase, done, total }, &mut tenths) {
+                logged.push((m, e));
+            }
+        };
+        tell(P::Start, 0);
+        for mib in 1..=48u64 {
+            tell(P::Step, mib << 20);
+        }
+        tell(P::Finished, total);
+        let msgs: Vec<&str> = logged.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(msgs.len(), 12, "{msgs:#?}");
+        assert_eq!(
+            msgs[0],
+            "re-encryption started (0 % done, 0 of 50331648 bytes)"
+        );
+        assert_eq!(
+            msgs[1],
+            "re-encryption 10 % done (5242880 of 50331648 bytes)"
+        );
+        assert_eq!(
+            msgs[10],
+            "re-encryption 100 % done (50331648 of 50331648 bytes)"
+        );
+        assert_eq!(msgs[11], "re-encryption finished");
+        assert!(logged.iter().all(|(_, e)| !e));
+        // A resumed run starts where it was; a failure is an error.
+        let mut tenths = None;
+        let start = progress_message(
+            &Progress {
+                phase: P::Start,
+                done: total / 2,
+                total,
+            },
+            &mut tenths,
+        );
+        assert_eq!(
+            start.unwrap().0,
+            "re-encryption started (50 % done, 25165824 of 50331648 bytes)"
+        );
+        let step = Progress {
+            phase: P::Step,
+            done: total / 2 + 1,
+            total,
+        };
+        assert!(progress_message(&step, &mut tenths).is_none());
+        let failed = Progress {
+            phase: P::Failed,
+            ..step
+        };
+        assert_eq!(
+            progress_message(&failed, &mut tenths),
+            Some((
+                "re-encryption failed at 50 % (25165825 of 50331648 bytes)".into(),
+                true
+            ))
+        );
+    }
 }

@@ -1,6 +1,8 @@
 //! What a serving process tells the system log: that it started and stopped serving a
-//! mapping, and the errors of its backing store (a full disk, a dead NBD server), which the
-//! programs using the mapping only see as "Input/output error".
+//! mapping, the errors of its backing store (a full disk, a dead NBD server), which the
+//! programs using the mapping only see as "Input/output error", an NBD server lost and
+//! reconnected, and the progress of an online re-encryption (its start, every 10 %, its
+//! end).
 //!
 //! Messages go to the syslog socket `/dev/log` (journald or a syslog daemon) as
 //! `lukskit[PID]: NAME: …` of facility `daemon`; where there is none (containers, an
@@ -44,6 +46,7 @@ pub struct ServiceLog {
 #[derive(Clone, Copy)]
 enum Severity {
     Error = 3,
+    Warning = 4,
     Info = 6,
 }
 
@@ -82,6 +85,12 @@ impl ServiceLog {
     /// An event of the mapping's life (started, stopped, reconnected).
     pub fn info(&self, message: &str) {
         self.write(Severity::Info, message);
+    }
+
+    /// Something went wrong that the serving process works around (a lost NBD server it
+    /// reconnects to); not rate-limited: callers say it once per event.
+    pub fn warning(&self, message: &str) {
+        self.write(Severity::Warning, message);
     }
 
     /// An error of the backing store; at most one per second is written.
@@ -134,6 +143,7 @@ impl ServiceLog {
                     .map_or(0, |d| d.as_secs());
                 let level = match severity {
                     Severity::Error => "error",
+                    Severity::Warning => "warning",
                     Severity::Info => "info",
                 };
                 let _ = writeln!(f, "{when} lukskit[{pid}] {level}: {}: {message}", self.name);

@@ -8,7 +8,8 @@
 //!   `close`, `suspend`, `resume LEN` followed by LEN raw key bytes, `resize [BYTES]`, and
 //!   for online re-encryption `hold`, `release` and `reload JSON_LEN KEYS` followed by the
 //!   JSON segment list ([`WireSegment`]) and KEYS keys, each a little-endian `u32` length and
-//!   the raw key — and one reply line.
+//!   the raw key, and `progress PHASE DONE TOTAL` ([`Progress`], for the log) — and one reply
+//!   line.
 //! * **Replies**: `ok [TEXT]`, or `err KIND DETAIL` where KIND names the [`ActivateError`]
 //!   variant, so errors cross the process boundary typed.
 
@@ -257,6 +258,54 @@ pub fn read_launch(r: &mut impl Read) -> io::Result<Launch> {
     Ok((config, key, Some(Reload { segments, keys })))
 }
 
+/// Where an online re-encryption is, as its process tells the serving process (for the
+/// mapping's log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressPhase {
+    /// The run starts (or resumes) with `done` bytes already re-encrypted.
+    Start,
+    /// A hot zone is done.
+    Step,
+    /// The whole device is re-encrypted.
+    Finished,
+    /// The run stopped at a safe point (SIGINT): `--resume-only` goes on.
+    Stopped,
+    /// The run failed.
+    Failed,
+}
+
+impl ProgressPhase {
+    const NAMES: [(ProgressPhase, &'static str); 5] = [
+        (ProgressPhase::Start, "start"),
+        (ProgressPhase::Step, "step"),
+        (ProgressPhase::Finished, "finished"),
+        (ProgressPhase::Stopped, "stopped"),
+        (ProgressPhase::Failed, "failed"),
+    ];
+
+    fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or("step", |(_, n)| n)
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Self::NAMES.iter().find(|(_, n)| *n == s).map(|(p, _)| *p)
+    }
+}
+
+/// A `progress` request: `done` of `total` bytes re-encrypted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// What happened.
+    pub phase: ProgressPhase,
+    /// Bytes re-encrypted so far.
+    pub done: u64,
+    /// Bytes to re-encrypt in all.
+    pub total: u64,
+}
+
 /// A control request as the server reads it.
 pub enum Command {
     /// Report `{"suspended": bool}`.
@@ -275,6 +324,8 @@ pub enum Command {
     Release,
     /// Install this segment table (held I/O then proceeds with it).
     Reload(Reload),
+    /// Where an online re-encryption is (logged by the serving process).
+    Progress(Progress),
 }
 
 /// The request line (and payload) of a command.
@@ -291,6 +342,9 @@ pub fn command_bytes(cmd: &Command) -> Zeroizing<Vec<u8>> {
         Command::Resize(None) => out.extend_from_slice(b"resize\n"),
         Command::Resize(Some(n)) => out.extend_from_slice(format!("resize {n}\n").as_bytes()),
         Command::Hold => out.extend_from_slice(b"hold\n"),
+        Command::Progress(p) => out.extend_from_slice(
+            format!("progress {} {} {}\n", p.phase.name(), p.done, p.total).as_bytes(),
+        ),
         Command::Release => out.extend_from_slice(b"release\n"),
         Command::Reload(r) => {
             let json = serde_json::to_vec(&r.segments).unwrap_or_default();
@@ -319,6 +373,16 @@ pub fn read_command(r: &mut impl BufRead) -> io::Result<Command> {
         None if line == "hold" => Ok(Command::Hold),
         None if line == "release" => Ok(Command::Release),
         Some(("resize", n)) => Ok(Command::Resize(Some(n.parse().map_err(|_| bad())?))),
+        Some(("progress", rest)) => {
+            let mut w = rest.split(' ');
+            let phase = w.next().and_then(ProgressPhase::parse).ok_or_else(bad)?;
+            let done: u64 = w.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+            let total: u64 = w.next().and_then(|x| x.parse().ok()).ok_or_else(bad)?;
+            if w.next().is_some() {
+                return Err(bad());
+            }
+            Ok(Command::Progress(Progress { phase, done, total }))
+        }
         Some(("reload", rest)) => {
             let (j, k) = rest.split_once(' ').ok_or_else(bad)?;
             let j: usize = j.parse().map_err(|_| bad())?;
@@ -720,5 +784,29 @@ mod tests {
         let bytes = command_bytes(&Command::Close);
         let mut r = std::io::BufReader::new(&bytes[..]);
         assert!(matches!(read_command(&mut r).unwrap(), Command::Close));
+        for phase in ProgressPhase::NAMES.map(|(p, _)| p) {
+            let p = Progress {
+                phase,
+                done: 7 << 20,
+                total: 48 << 20,
+            };
+            let bytes = command_bytes(&Command::Progress(p));
+            let mut r = std::io::BufReader::new(&bytes[..]);
+            assert!(matches!(read_command(&mut r).unwrap(), Command::Progress(q) if q == p));
+        }
+        for bad in [
+            &b"progress\n"[..],
+            b"progress start 1\n",
+            b"progress begun 1 2\n",
+            b"progress step 1 2 3\n",
+            b"progress step -1 2\n",
+        ] {
+            let mut r = std::io::BufReader::new(bad);
+            assert!(
+                read_command(&mut r).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
     }
 }

@@ -4,7 +4,8 @@
 
 use crate::errors::{CliError, Result};
 use lukskit_activate::userspace::online::UserspaceOnline;
-use lukskit_activate::userspace::UserspaceMapping;
+use lukskit_activate::userspace::wire::{Progress, ProgressPhase};
+use lukskit_activate::userspace::{self, UserspaceMapping};
 use lukskit_format::io::Storage;
 use lukskit_format::luks2::Luks2Header;
 use lukskit_volume::reencrypt::{self, Keys, Outcome, RunOptions, Status};
@@ -53,19 +54,57 @@ pub fn run(
     opts: RunOptions<'_>,
     mapping: UserspaceMapping,
 ) -> Result<Outcome> {
+    let name = mapping.name.clone();
     let mut hook = UserspaceOnline::new(mapping);
-    if reencrypt::status(hdr)? == Status::Crash {
-        reencrypt::recover(meta, data, block, hdr, keys)?;
-    }
-    let out = if reencrypt::status(hdr)? == Status::None {
-        Outcome::Finished
-    } else {
-        reencrypt::run_online(meta, data, block, hdr, keys, opts, &mut hook)?
+    // The serving process logs the run's start, every 10 % and its end (issue 35 item 1).
+    let tell = |phase, (done, total): (u64, u64)| {
+        userspace::notify_progress(&name, Progress { phase, done, total });
     };
-    if out == Outcome::Finished {
-        // Also when the engine only had the final metadata update left (no hot zone, so
-        // no hook call): the serving process maps the whole device with the new key.
-        hook.install(&final_table(hdr, keys, data)?)?;
+    let mut last = (0u64, 0u64);
+    let result = (|| -> Result<Outcome> {
+        if reencrypt::status(hdr)? == Status::Crash {
+            reencrypt::recover(meta, data, block, hdr, keys)?;
+        }
+        let out = if reencrypt::status(hdr)? == Status::None {
+            Outcome::Finished
+        } else {
+            let RunOptions {
+                max_hotzone,
+                progress: mut user,
+                direct,
+                device_size,
+            } = opts;
+            let mut started = false;
+            let mut progress = |done: u64, total: u64| -> bool {
+                let phase = if started {
+                    ProgressPhase::Step
+                } else {
+                    ProgressPhase::Start
+                };
+                started = true;
+                last = (done, total);
+                tell(phase, last);
+                user.as_mut().is_none_or(|p| p(done, total))
+            };
+            let opts = RunOptions {
+                max_hotzone,
+                progress: Some(&mut progress),
+                direct,
+                device_size,
+            };
+            reencrypt::run_online(meta, data, block, hdr, keys, opts, &mut hook)?
+        };
+        if out == Outcome::Finished {
+            // Also when the engine only had the final metadata update left (no hot zone, so
+            // no hook call): the serving process maps the whole device with the new key.
+            hook.install(&final_table(hdr, keys, data)?)?;
+        }
+        Ok(out)
+    })();
+    match &result {
+        Ok(Outcome::Finished) => tell(ProgressPhase::Finished, (last.1, last.1)),
+        Ok(Outcome::Interrupted) => tell(ProgressPhase::Stopped, last),
+        Err(_) => tell(ProgressPhase::Failed, last),
     }
-    Ok(out)
+    result
 }

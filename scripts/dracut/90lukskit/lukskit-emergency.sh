@@ -1,0 +1,3 @@
+#!/bin/sh
+# lukskit (dracut emergency hook): which volumes were not unlocked, and why.
+/sbin/lukskit-dracut emergency
