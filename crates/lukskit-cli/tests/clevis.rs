@@ -115,24 +115,8 @@ fn clevis_tpm2_pin_opens_without_a_prompt() {
         }
         nothing_left(&tpm);
         // luksAddKey --token-id: the pin's passphrase opens for the new keyslot.
-        let newkey = write_file(d.path(), "newkey", b"second passphrase");
         let dev = tpm.device_arg();
-        let mut args = vec!["luksAddKey", "-q", "--token-id", "0", &dev, &img, &newkey];
-        args.extend_from_slice(&FAST);
-        lukskit(&args, b"").ok("luksAddKey --token-id 0");
-        lukskit(
-            &[
-                "open",
-                "--test-passphrase",
-                "--key-slot",
-                "2",
-                "-d",
-                &newkey,
-                &img,
-            ],
-            b"",
-        )
-        .ok("the new keyslot");
+        common::token_adds_a_keyslot(d.path(), &img, &[&dev], |a| lukskit(a, b""));
         // No TPM at that path: one line, then the passphrase.
         let missing = format!("--tpm2-device=swtpm:path={}/none.sock", d.path().display());
         let r = lukskit(

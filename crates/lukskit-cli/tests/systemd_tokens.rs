@@ -245,23 +245,7 @@ fn pkcs11_token_opens_with_its_pin() {
         );
     }
     // luksAddKey --token-id: the token's passphrase opens for the new keyslot.
-    let newkey = write_file(d.path(), "newkey", b"second passphrase");
-    let mut args = vec!["luksAddKey", "-q", "--token-id", "0", &img, &newkey];
-    args.extend_from_slice(&FAST);
-    hsm.lukskit(&args, b"1234\n").ok("luksAddKey --token-id 0");
-    lukskit(
-        &[
-            "open",
-            "--test-passphrase",
-            "--key-slot",
-            "2",
-            "-d",
-            &newkey,
-            &img,
-        ],
-        b"",
-    )
-    .ok("the new keyslot");
+    common::token_adds_a_keyslot(d.path(), &img, &[], |a| hsm.lukskit(a, b"1234\n"));
     // A mapping opened with the PIN shows what the passphrase's mapping wrote.
     if capable(test) {
         let data = pattern(1 << 16, 0x9c11);

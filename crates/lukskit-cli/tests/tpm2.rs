@@ -158,23 +158,7 @@ fn systemd_tpm2_token_opens_without_a_passphrase() {
     assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
 
     // luksAddKey --token-id: the token's passphrase unlocks for the new keyslot.
-    let newkey = write_file(d.path(), "newkey", b"second passphrase");
-    let mut args = vec!["luksAddKey", "-q", "--token-id", "0", &dev, &img, &newkey];
-    args.extend_from_slice(&FAST);
-    lukskit(&args, b"").ok("luksAddKey --token-id 0");
-    lukskit(
-        &[
-            "open",
-            "--test-passphrase",
-            "--key-slot",
-            "2",
-            "-d",
-            &newkey,
-            &img,
-        ],
-        b"",
-    )
-    .ok("the new keyslot");
+    common::token_adds_a_keyslot(d.path(), &img, &[&dev], |a| lukskit(a, b""));
     // crypttab: tpm2-device= becomes --tpm2-device.
     let table = format!("vol {img} none luks,tpm2-device={}\n", tpm.tcti());
     let ct = write_file(d.path(), "crypttab", table.as_bytes());

@@ -638,3 +638,34 @@ pub fn blkid_uuid(dev: &str) -> String {
         .expect("blkid");
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
+
+/// `luksAddKey --token-id 0` adds keyslot 2 for a new key file in `dir`, the token's secret
+/// unlocking (`add` runs lukskit with the arguments: a token that asks for a PIN is given one
+/// there; `extra` goes before the image, e.g. `--tpm2-device=…`); the new key file then opens
+/// that keyslot.
+pub fn token_adds_a_keyslot(
+    dir: &Path,
+    img: &str,
+    extra: &[&str],
+    add: impl FnOnce(&[&str]) -> Run,
+) {
+    let newkey = write_file(dir, "newkey", b"second passphrase");
+    let mut args = vec!["luksAddKey", "-q", "--token-id", "0"];
+    args.extend_from_slice(extra);
+    args.extend([img, newkey.as_str()]);
+    args.extend_from_slice(&FAST);
+    add(&args).ok("luksAddKey --token-id 0");
+    lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "--key-slot",
+            "2",
+            "-d",
+            &newkey,
+            img,
+        ],
+        b"",
+    )
+    .ok("the new keyslot");
+}
