@@ -17,31 +17,8 @@
 
 use base64::Engine as _;
 use libfuzzer_sys::fuzz_target;
-use lukskit_tpm2::transport::{check_frame, Transport};
-use lukskit_tpm2::{ClevisTpm2, Tpm2Error};
-
-/// A TPM that answers with the next length-prefixed chunk of the input.
-struct Replay {
-    data: Vec<u8>,
-    pos: usize,
-}
-
-impl Transport for Replay {
-    fn transact(&mut self, _command: &[u8]) -> lukskit_tpm2::Result<Vec<u8>> {
-        let rest = &self.data[self.pos..];
-        if rest.len() < 2 {
-            return Err(Tpm2Error::Timeout("replay".into()));
-        }
-        let n = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
-        let out = rest[2..2 + n].to_vec();
-        self.pos += 2 + n;
-        check_frame(&out)?;
-        Ok(out)
-    }
-    fn name(&self) -> &str {
-        "replay"
-    }
-}
+use lukskit_tpm2::transport::Replay;
+use lukskit_tpm2::ClevisTpm2;
 
 /// The `clevis.tpm2` of a pin clevis 19 wrote (PCR 7 in the SHA-1 bank), or without PCRs.
 fn pin(pcrs: bool) -> serde_json::Value {
@@ -82,10 +59,7 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => {
             let p = ClevisTpm2::parse(&pin(mode & 4 != 0)).expect("fixed pin");
-            let t = Replay {
-                data: rest.to_vec(),
-                pos: 0,
-            };
+            let t = Replay::new(rest);
             let _ = p.unseal_via(Box::new(t));
         }
     }

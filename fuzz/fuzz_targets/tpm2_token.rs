@@ -13,31 +13,8 @@
 
 use libfuzzer_sys::fuzz_target;
 use lukskit_crypto::SecretBuf;
-use lukskit_tpm2::transport::{check_frame, Transport};
-use lukskit_tpm2::{token::split_blob, tpm::parse_public, SystemdTpm2Token, Tpm2Error};
-
-/// A TPM that answers with the next length-prefixed chunk of the input.
-struct Replay {
-    data: Vec<u8>,
-    pos: usize,
-}
-
-impl Transport for Replay {
-    fn transact(&mut self, _command: &[u8]) -> lukskit_tpm2::Result<Vec<u8>> {
-        let rest = &self.data[self.pos..];
-        if rest.len() < 2 {
-            return Err(Tpm2Error::Timeout("replay".into()));
-        }
-        let n = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
-        let out = rest[2..2 + n].to_vec();
-        self.pos += 2 + n;
-        check_frame(&out)?;
-        Ok(out)
-    }
-    fn name(&self) -> &str {
-        "replay"
-    }
-}
+use lukskit_tpm2::transport::{check_frame, Replay};
+use lukskit_tpm2::{token::split_blob, tpm::parse_public, SystemdTpm2Token};
 
 fn token(pin: bool) -> serde_json::Value {
     serde_json::json!({"type":"systemd-tpm2","keyslots":["1"],
@@ -64,10 +41,7 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => {
             let tok = SystemdTpm2Token::parse(&token(mode & 4 != 0)).expect("fixed token");
-            let t = Replay {
-                data: rest.to_vec(),
-                pos: 0,
-            };
+            let t = Replay::new(rest);
             let _ = tok.unseal_via(Box::new(t), || Some(SecretBuf::from_slice(b"1234")));
         }
     }

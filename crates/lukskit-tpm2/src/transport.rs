@@ -22,6 +22,43 @@ pub trait Transport {
     fn name(&self) -> &str;
 }
 
+/// A TPM that answers every command with the next recorded response: `data` is a sequence
+/// of big-endian `u16` lengths, each followed by that many bytes (a shorter tail is cut).
+/// For fuzzing and tests of the conversation with a hostile TPM; every response is still
+/// checked as a frame ([`check_frame`]).
+#[derive(Debug, Clone)]
+pub struct Replay {
+    data: Vec<u8>,
+    pos: usize,
+}
+
+impl Replay {
+    /// A replay of `data`.
+    pub fn new(data: &[u8]) -> Replay {
+        Replay {
+            data: data.to_vec(),
+            pos: 0,
+        }
+    }
+}
+
+impl Transport for Replay {
+    fn transact(&mut self, _command: &[u8]) -> Result<Vec<u8>> {
+        let rest = &self.data[self.pos..];
+        if rest.len() < 2 {
+            return Err(Tpm2Error::Timeout("replay".into()));
+        }
+        let n = usize::from(u16::from_be_bytes([rest[0], rest[1]])).min(rest.len() - 2);
+        let out = rest[2..2 + n].to_vec();
+        self.pos += 2 + n;
+        check_frame(&out)?;
+        Ok(out)
+    }
+    fn name(&self) -> &str {
+        "replay"
+    }
+}
+
 /// Where a TPM is, as `--tpm2-device` / crypttab's `tpm2-device=` name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
