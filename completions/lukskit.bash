@@ -284,7 +284,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tpm2-device --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tpm2-device --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --engine --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -639,6 +639,10 @@ _lukskit() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --engine)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --crypttab)
                     local oldifs
                     if [ -n "${IFS+x}" ]; then
@@ -686,7 +690,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__benchmark)
-            opts="-c -s -h -i -v -q --cipher --key-size --hash --pbkdf --iter-time --pbkdf-parallel --sector-size --threads --json --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-c -s -h -i -v -q --cipher --key-size --hash --pbkdf --iter-time --pbkdf-parallel --sector-size --threads --engine --json --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -737,6 +741,10 @@ _lukskit() {
                     return 0
                     ;;
                 --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1634,7 +1642,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__image__subcmd__decrypt)
-            opts="-d -l -S -T -t -M -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --volume-key-file --threads --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -l -S -T -t -M -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --volume-key-file --threads --engine --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1800,6 +1808,10 @@ _lukskit() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --engine)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1808,7 +1820,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__image__subcmd__encrypt)
-            opts="-M -c -s -S -o -y -d -l -h -i -p -b -v -q --type --cipher --key-size --key-slot --volume-key-file --header --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --verify-passphrase --key-file --keyfile-offset --keyfile-size --pbkdf --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyslot-cipher --keyslot-key-size --skip --size --iv-large-sectors --threads --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-M -c -s -S -o -y -d -l -h -i -p -b -v -q --type --cipher --key-size --key-slot --volume-key-file --header --offset --sector-size --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --verify-passphrase --key-file --keyfile-offset --keyfile-size --pbkdf --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyslot-cipher --keyslot-key-size --skip --size --iv-large-sectors --threads --engine --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -2007,6 +2019,10 @@ _lukskit() {
                     return 0
                     ;;
                 --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -4260,7 +4276,7 @@ _lukskit_complete() {
             -*) ;;
             *)
                 case "${COMP_WORDS[i-1]}" in
-                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
+                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--engine|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
                     *) action=${COMP_WORDS[i]}; break ;;
                 esac
                 ;;
@@ -4270,7 +4286,7 @@ _lukskit_complete() {
         close|remove|plainClose|luksClose|loopaesClose|tcryptClose|bitlkClose|fvault2Close|resize|refresh|status|luksSuspend|luksResume)
             if [[ $cur != -* ]]; then
                 case "$prev" in
-                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
+                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--engine|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
                     *)
                         COMPREPLY=( $(compgen -W "$(_lukskit_mappings)" -- "$cur") )
                         return 0

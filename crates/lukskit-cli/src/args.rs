@@ -306,6 +306,10 @@ pub struct Opts {
         default_missing_value = "yes"
     )]
     pub tls_verify_peer: Option<String>,
+    /// Sector engine: `lukskit` (lukskit's own), `kernel` (the kernel's crypto API over
+    /// AF_ALG, the driver dm-crypt uses), `auto`; benchmark also `all` (both side by side).
+    #[arg(long = "engine")]
+    pub engine: Option<String>,
     /// Machine-readable output (benchmark).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,

@@ -181,6 +181,7 @@ pub const ACTIONS: &[Action] = &[
             "pbkdf_parallel",
             "sector_size",
             "threads",
+            "engine",
             "json",
         ]],
     },
@@ -428,7 +429,7 @@ pub const ACTIONS: &[Action] = &[
         options: &[
             LAYOUT,
             PBKDF,
-            &["skip", "size", "iv_large_sectors", "threads"],
+            &["skip", "size", "iv_large_sectors", "threads", "engine"],
         ],
     },
     Action {
@@ -449,6 +450,7 @@ pub const ACTIONS: &[Action] = &[
                 "iv_large_sectors",
                 "volume_key_file",
                 "threads",
+                "engine",
             ],
         ],
     },
@@ -556,6 +558,7 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("skip", "SECTORS"),
     ("size", "SECTORS"),
     ("threads", "INT"),
+    ("engine", "STRING"),
     ("nbd", "ADDRESS"),
     ("backend", "STRING"),
     ("device_size", "bytes"),
@@ -601,6 +604,7 @@ const LUKSKIT_ONLY: &[&str] = &[
     "tls",
     "tls_verify_peer",
     "threads",
+    "engine",
     "json",
     "crypttab",
 ];

@@ -706,7 +706,19 @@ fn format_warns_about_an_existing_file_system() {
 
 #[test]
 fn benchmark_notes_its_sector_size() {
-    let r = lukskit(&["benchmark", "-c", "aes-xts-plain64", "-s", "256"], b"").ok("benchmark");
+    let r = lukskit(
+        &[
+            "benchmark",
+            "--engine",
+            "lukskit",
+            "-c",
+            "aes-xts-plain64",
+            "-s",
+            "256",
+        ],
+        b"",
+    )
+    .ok("benchmark");
     assert!(
         r.stdout.contains(
             "# Ciphers measured with 4096-byte sectors; cryptsetup's table is for 512-byte sectors"
@@ -717,6 +729,8 @@ fn benchmark_notes_its_sector_size() {
     let r = lukskit(
         &[
             "benchmark",
+            "--engine",
+            "lukskit",
             "-c",
             "aes-xts-plain64",
             "-s",

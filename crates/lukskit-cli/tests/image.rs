@@ -764,7 +764,15 @@ fn benchmark_kdf_lines_match_cryptsetup() {
 #[test]
 fn benchmark_one_cipher_and_json() {
     let r = lukskit_env(
-        &["benchmark", "--cipher", "aes-xts-plain64", "-s", "512"],
+        &[
+            "benchmark",
+            "--engine",
+            "lukskit",
+            "--cipher",
+            "aes-xts-plain64",
+            "-s",
+            "512",
+        ],
         b"",
         &[("LUKSKIT_BENCH_MS", "100")],
     )
@@ -796,6 +804,8 @@ fn benchmark_one_cipher_and_json() {
     let r = lukskit_env(
         &[
             "benchmark",
+            "--engine",
+            "lukskit",
             "--cipher",
             "twofish-cbc-essiv:sha256",
             "--threads",
@@ -812,7 +822,15 @@ fn benchmark_one_cipher_and_json() {
     );
     assert!(l[2].starts_with("twofish-cbc        256b "), "{:?}", l[2]);
     let r = lukskit_env(
-        &["benchmark", "--cipher", "serpent-xts-plain64", "-s", "512"],
+        &[
+            "benchmark",
+            "--engine",
+            "lukskit",
+            "--cipher",
+            "serpent-xts-plain64",
+            "-s",
+            "512",
+        ],
         b"",
         &[("LUKSKIT_BENCH_MS", "50")],
     )
@@ -826,6 +844,8 @@ fn benchmark_one_cipher_and_json() {
     let r = lukskit_env(
         &[
             "benchmark",
+            "--engine",
+            "lukskit",
             "--cipher",
             "aes-xts-plain64",
             "--json",
@@ -853,7 +873,15 @@ fn benchmark_one_cipher_and_json() {
 #[test]
 fn benchmark_full_output_format() {
     let r = lukskit_env(
-        &["benchmark", "--pbkdf-memory", "8192", "--iter-time", "100"],
+        &[
+            "benchmark",
+            "--engine",
+            "lukskit",
+            "--pbkdf-memory",
+            "8192",
+            "--iter-time",
+            "100",
+        ],
         b"",
         &[("LUKSKIT_BENCH_MS", "20")],
     )
@@ -895,6 +923,109 @@ fn benchmark_full_output_format() {
             "{line:?}"
         );
     }
+}
+
+/// `--engine`: where this kernel has no AF_ALG (this host), `kernel` fails with cryptsetup's
+/// lines and exit 1 (after the KDF lines in the full table), `auto` and the default measure
+/// lukskit's engine, and `all` prints N/A in the kernel's columns; where AF_ALG exists,
+/// `kernel` prints cryptsetup's line format without the sector note. (The comparison with
+/// cryptsetup's own AF_ALG benchmark runs in the reference VM: refvm_kernel.)
+#[test]
+fn benchmark_engines() {
+    let env = [("LUKSKIT_BENCH_MS", "20")];
+    let one = |engine: &str| {
+        lukskit_env(
+            &["benchmark", "--engine", engine, "-c", "aes-xts-plain64"],
+            b"",
+            &env,
+        )
+    };
+    let lk = one("lukskit").ok("benchmark --engine lukskit");
+    assert!(lk
+        .stdout
+        .contains("# Ciphers measured with 4096-byte sectors"));
+    let all = one("all").ok("benchmark --engine all");
+    let l: Vec<&str> = all.stdout.lines().collect();
+    assert_eq!(
+        l[1],
+        "#     Algorithm |       Key |  Kernel encrypt |  Kernel decrypt | lukskit encrypt | lukskit decrypt"
+    );
+    assert!(
+        l[2].starts_with(&format!("{:>15}  {:>9}b  ", "aes-xts", 256)),
+        "{:?}",
+        l[2]
+    );
+    let bad = lukskit(&["benchmark", "--engine", "fast"], b"");
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("Unknown engine fast"), "{}", bad.stderr);
+    if lukskit_crypto::engine::kernel_api::af_alg_available() {
+        let k = one("kernel").ok("benchmark --engine kernel");
+        let l: Vec<&str> = k.stdout.lines().collect();
+        assert_eq!(l.len(), 3, "{}", k.stdout);
+        assert!(cipher_line_ok(&format!("    {}", l[2])), "{:?}", l[2]);
+        assert_eq!(l[2].matches("N/A").count(), 0, "{:?}", l[2]);
+        return;
+    }
+    // No AF_ALG: the default is lukskit's engine, and the kernel's columns are N/A.
+    let auto = one("auto").ok("benchmark --engine auto");
+    assert!(auto
+        .stdout
+        .contains("# Ciphers measured with 4096-byte sectors"));
+    assert_eq!(l[2].matches("N/A").count(), 2, "{:?}", l[2]);
+    assert_eq!(l[2].matches(" MiB/s").count(), 2, "{:?}", l[2]);
+    let k = one("kernel");
+    assert_eq!(k.code, 1);
+    assert_eq!(
+        k.stderr,
+        "Cipher aes-xts-plain64 (with 256 bits key) is not available.\n\
+         Required kernel crypto interface not available.\n\
+         Ensure you have algif_skcipher kernel module loaded.\n"
+    );
+    assert_eq!(k.stdout, format!("{HEADER_LINE}\n"));
+    let full = lukskit_env(
+        &[
+            "benchmark",
+            "--engine",
+            "kernel",
+            "--pbkdf-memory",
+            "8192",
+            "--iter-time",
+            "100",
+        ],
+        b"",
+        &env,
+    );
+    assert_eq!(full.code, 1);
+    assert_eq!(full.stdout.lines().count(), 1 + 5 + 2, "{}", full.stdout);
+    assert!(full
+        .stderr
+        .starts_with("Required kernel crypto interface not available.\n"));
+    // image: the kernel engine is refused with the same message.
+    let dir = common::tmp();
+    let plain = dir.path().join("p");
+    std::fs::write(&plain, vec![7u8; 8192]).unwrap();
+    std::fs::write(dir.path().join("k"), [1u8; 64]).unwrap();
+    let img = dir.path().join("i");
+    let r = lukskit(
+        &[
+            "image",
+            "encrypt",
+            "-q",
+            "--type",
+            "plain",
+            "-d",
+            dir.path().join("k").to_str().unwrap(),
+            "--engine",
+            "kernel",
+            plain.to_str().unwrap(),
+            img.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(r.code, 1);
+    assert!(r
+        .stderr
+        .contains("Required kernel crypto interface not available."));
 }
 
 /// Start `image encrypt - IMAGE` with the plaintext from a pipe, feed it `fed` bytes, then

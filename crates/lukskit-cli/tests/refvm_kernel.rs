@@ -39,14 +39,21 @@ fn kernel_mappings_match_cryptsetup() {
         return;
     };
     let formats_sh = refvm_common::refvm_dir().join("kernel/formats.sh");
-    let options = ["--copy".as_ref(), formats_sh.as_os_str()];
-    // About 150 s on an idle host here (one boot), and the other formats.
+    let kcapi_sh = refvm_common::refvm_dir().join("kernel/kcapi.sh");
+    let options = [
+        "--copy".as_ref(),
+        formats_sh.as_os_str(),
+        "--copy".as_ref(),
+        kcapi_sh.as_os_str(),
+    ];
+    // About 150 s on an idle host here (one boot), the other formats, and ~60 s of the
+    // kernel engine and benchmark (kernel/kcapi.sh).
     let Some(r) = refvm_common::run_script_on_blank_disks_with(
         T,
         "kernel/open.sh",
         dir.path(),
         3,
-        300,
+        360,
         &options,
         &[images.as_os_str()],
     ) else {
@@ -55,6 +62,7 @@ fn kernel_mappings_match_cryptsetup() {
     let out = &r.stdout;
     assert!(out.contains("kernel: done"), "{out}");
     other_formats_match(out);
+    kernel_engine_matches(out);
     // (case, tool) -> lines of its block, with the mapping name normalised.
     let mut blocks: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     let mut lk_status: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -411,4 +419,94 @@ fn other_formats_match(out: &str) {
             "{out}"
         );
     }
+}
+
+/// The specs kernel/kcapi.sh encrypts with the kernel engine (AF_ALG): every spec of the
+/// refvm_matrix, each with one key size and sector size.
+const KCAPI_CASES: usize = 19;
+
+/// kernel/kcapi.sh: for every spec the kernel engine's image equals lukskit's engine's, the
+/// kernel engine decrypts lukskit's, and dm-crypt reads the plaintext back from the kernel
+/// engine's image; `lukskit benchmark` prints the lines `cryptsetup benchmark` prints (the same
+/// text but for the figures, the same N/A lines and errors) with figures within a factor of
+/// four of cryptsetup's (both measure the same kernel drivers through AF_ALG).
+fn kernel_engine_matches(out: &str) {
+    assert!(out.contains("kcapi: done"), "{out}");
+    let cases: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("kcapi: "))
+        .filter(|l| *l != "done" && !l.starts_with("took "))
+        .collect();
+    assert_eq!(cases.len(), KCAPI_CASES, "{out}");
+    for c in &cases {
+        assert!(
+            c.ends_with("kernel=same decrypt=same dm-crypt=same"),
+            "kernel engine: {c}\n{out}"
+        );
+    }
+    let mut bench: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for l in out.lines() {
+        if let Some(rest) = l.strip_prefix("kcbench: ") {
+            let mut it = rest.splitn(3, ' ');
+            let (tool, case) = (it.next().unwrap(), it.next().unwrap().trim_end_matches(':'));
+            bench
+                .entry((tool.to_string(), case.to_string()))
+                .or_default()
+                .push(it.next().unwrap_or("").to_string());
+        }
+    }
+    let get = |tool: &str, case: &str| -> &Vec<String> {
+        bench
+            .get(&(tool.to_string(), case.to_string()))
+            .unwrap_or_else(|| panic!("no {tool} {case} benchmark in:\n{out}"))
+    };
+    let is_num = |t: &str| t.parse::<f64>().is_ok();
+    for case in ["table", "xts", "cbc128", "badkey", "missing"] {
+        let (mut cs, mut lk) = (
+            get("cryptsetup", case).clone(),
+            get("lukskit", case).clone(),
+        );
+        if matches!(case, "badkey" | "missing") {
+            // Errors only: stderr and stdout interleave differently through the pipe.
+            cs.sort();
+            lk.sort();
+        }
+        assert_eq!(cs.len(), lk.len(), "{case}: {cs:#?} against {lk:#?}");
+        for (a, b) in cs.iter().zip(&lk) {
+            let (ta, tb): (Vec<&str>, Vec<&str>) = (
+                a.split_whitespace().collect(),
+                b.split_whitespace().collect(),
+            );
+            assert_eq!(ta.len(), tb.len(), "{case}: {a:?} against {b:?}");
+            for (x, y) in ta.iter().zip(&tb) {
+                assert_eq!(is_num(x), is_num(y), "{case}: {a:?} against {b:?}");
+                if !is_num(x) {
+                    assert_eq!(x, y, "{case}: {a:?} against {b:?}");
+                }
+            }
+            if a.contains(" MiB/s") {
+                // Cipher lines: the same columns, and figures as ratios within noise.
+                assert_eq!(a.len(), b.len(), "{case}: {a:?} against {b:?}");
+                for (x, y) in ta.iter().zip(&tb).filter(|(x, _)| is_num(x)) {
+                    let r = y.parse::<f64>().unwrap() / x.parse::<f64>().unwrap();
+                    assert!(
+                        (0.25..=4.0).contains(&r),
+                        "{case}: lukskit/cryptsetup = {r:.2}: {a:?} against {b:?}"
+                    );
+                }
+            } else if !ta.iter().any(|t| is_num(t)) {
+                // Headers, N/A lines and errors: the same text.
+                assert_eq!(a, b, "{case}");
+            }
+        }
+    }
+    for l in out
+        .lines()
+        .filter(|l| l.starts_with("kcbench: ") || l.starts_with("kcapi: took"))
+    {
+        eprintln!("{l}");
+    }
+    let all = get("lukskit", "all");
+    assert!(all[1].contains("Kernel encrypt"), "{all:?}");
+    assert_eq!(all[2].matches(" MiB/s").count(), 4, "{all:?}");
 }

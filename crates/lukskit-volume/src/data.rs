@@ -462,7 +462,7 @@ impl DataVolume {
         for s in table.segments() {
             let kind = match &s.kind {
                 SegmentKind::Crypt(c) => IoKind::Crypt {
-                    cipher: SectorCipher::new(
+                    cipher: SectorCipher::new_data(
                         &c.cipher,
                         c.key.as_bytes(),
                         c.sector_size,

@@ -100,4 +100,6 @@ lukskit close /dev/mapper/csmap && echo "lukskit closed cryptsetup's mapping"
 dmsetup ls
 # The other on-disk formats (TCRYPT, BITLK, FVAULT2, loop-AES): kernel/formats.sh.
 . /refvm/files/formats.sh
+# The kernel engine (AF_ALG) and benchmark against cryptsetup's: kernel/kcapi.sh.
+. /refvm/files/kcapi.sh
 echo "kernel: done"

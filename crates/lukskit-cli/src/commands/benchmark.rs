@@ -1,5 +1,15 @@
-//! `benchmark`: cryptsetup's KDF and cipher benchmark, with cryptsetup's output format,
-//! measured with lukskit's own engine (so it works where the kernel crypto API is missing).
+//! `benchmark`: cryptsetup's KDF and cipher benchmark, with cryptsetup's output format.
+//!
+//! `--engine` chooses what the cipher lines measure:
+//! * `kernel`: the kernel's crypto API over AF_ALG, as cryptsetup 2.6.1 does (what dm-crypt
+//!   will get): the mode without IV generator (`xts(aes)`), a fresh keyed socket per 1 MiB
+//!   pass of 64 KiB requests with one IV, for at least one second per direction; a cipher the
+//!   kernel lacks is "N/A", and without AF_ALG the KDF lines are followed by cryptsetup's
+//!   "Required kernel crypto interface not available." (exit 1);
+//! * `lukskit`: lukskit's own engine (below);
+//! * `all`: both, side by side (kernel columns first);
+//! * `auto` (the default): `kernel` where AF_ALG exists, else `lukskit` (so the table still
+//!   answers where the kernel crypto API is missing, as on hosts without AF_ALG).
 //!
 //! * no options: PBKDF2 per hash, Argon2i/Argon2id, then the twelve cipher lines;
 //! * `--cipher X [--key-size N]`: one cipher line (key size default 256 bits, as cryptsetup);
@@ -12,6 +22,7 @@
 
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
+use lukskit_crypto::engine::kernel_api::{self, KernelCipher, KernelError};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::kdf::{self, Argon2Variant};
@@ -54,6 +65,34 @@ const CIPHERS: [(&str, &str, u32); 12] = [
     ("twofish", "xts", 512),
 ];
 
+/// What the cipher lines measure (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    Kernel,
+    Lukskit,
+    All,
+}
+
+impl Engine {
+    fn from_opts(o: &Opts) -> Result<Engine> {
+        Ok(match o.engine.as_deref() {
+            None | Some("auto") if kernel_api::af_alg_available() => Engine::Kernel,
+            None | Some("auto") | Some("lukskit") => Engine::Lukskit,
+            Some("kernel") => Engine::Kernel,
+            Some("all") => Engine::All,
+            Some(other) => {
+                return Err(CliError::invalid(format!(
+                    "Unknown engine {other} (lukskit, kernel, all or auto)."
+                )))
+            }
+        })
+    }
+}
+
+/// cryptsetup's two lines where AF_ALG is missing.
+const NO_KERNEL_API: &str =
+    "Required kernel crypto interface not available.\nEnsure you have algif_skcipher kernel module loaded.";
+
 /// The PBKDF2 hashes of `cryptsetup benchmark`, in its order.
 const PBKDF2_HASHES: [&str; 5] = ["sha1", "sha256", "sha512", "ripemd160", "whirlpool"];
 
@@ -90,6 +129,8 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
         ));
     }
     let key_len = (key_bits / 8) as usize;
+    let engine = Engine::from_opts(o)?;
+    let kernel_ok = engine != Engine::Kernel || kernel_api::af_alg_available();
     let mut out = Out {
         json: o.json,
         kdfs: Vec::new(),
@@ -107,7 +148,13 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
             Err(e) => Err(e),
         }
     } else if let Some(c) = &o.cipher {
-        bench_one_cipher(&mut out, c, key_bits, sector_size, threads)
+        if !kernel_ok {
+            Err(CliError::invalid(format!(
+                "Cipher {c} (with {key_bits} bits key) is not available.\n{NO_KERNEL_API}"
+            )))
+        } else {
+            bench_one_cipher(&mut out, c, key_bits, sector_size, threads, engine)
+        }
     } else {
         for h in PBKDF2_HASHES {
             bench_kdf(o, &mut out, "pbkdf2", h, key_len)?;
@@ -115,8 +162,33 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
         for v in ["argon2i", "argon2id"] {
             bench_kdf(o, &mut out, v, "", key_len)?;
         }
-        out.line("#     Algorithm |       Key |      Encryption |      Decryption");
+        if !kernel_ok {
+            return Err(CliError::invalid(NO_KERNEL_API));
+        }
+        if engine != Engine::All {
+            out.line("#     Algorithm |       Key |      Encryption |      Decryption");
+        } else if engine == Engine::All {
+            out.line(ALL_HEADER);
+        }
         for (cipher, mode, bits) in CIPHERS {
+            if engine != Engine::Lukskit {
+                let name = format!("{cipher}-{mode}");
+                let k = measure_kernel(cipher, mode, bits);
+                if engine == Engine::Kernel {
+                    out.line(&speed_line(&name, bits, k.as_ref().ok().copied()));
+                    out.ciphers
+                        .push(kernel_json(&name, bits, k.as_ref().ok().copied()));
+                    continue;
+                }
+                let spec = format!("{name}-plain64");
+                let u = measure_cipher(&spec, bits, sector_size, threads).ok();
+                out.line(&all_line(&name, bits, k.as_ref().ok().copied(), u));
+                out.ciphers
+                    .push(kernel_json(&name, bits, k.as_ref().ok().copied()));
+                out.ciphers
+                    .push(cipher_json(&name, &spec, bits, sector_size, threads, u));
+                continue;
+            }
             let name = format!("{cipher}-{mode}");
             let spec = format!("{name}-plain64");
             match measure_cipher(&spec, bits, sector_size, threads) {
@@ -146,7 +218,7 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
         Ok(())
     };
     let measured_ciphers = !(o.pbkdf.is_some() || o.hash.is_some());
-    if measured_ciphers && sector_size != 512 && result.is_ok() {
+    if measured_ciphers && engine != Engine::Kernel && sector_size != 512 && result.is_ok() {
         out.line(&format!(
             "# Ciphers measured with {sector_size}-byte sectors; cryptsetup's table is for \
              512-byte sectors (--sector-size 512 to compare)."
@@ -177,6 +249,7 @@ fn cipher_json(
 ) -> Value {
     let round = |x: f64| (x * 10.0).round() / 10.0;
     json!({
+        "engine": "lukskit",
         "algorithm": name,
         "spec": spec,
         "key_bits": bits,
@@ -255,6 +328,7 @@ fn bench_one_cipher(
     key_bits: u32,
     sector_size: u32,
     threads: usize,
+    engine: Engine,
 ) -> Result<()> {
     let not_available = || {
         CliError::invalid(format!(
@@ -268,9 +342,49 @@ fn bench_one_cipher(
     };
     let (cipher, mode) = (spec.cipher.clone(), spec.chainmode.clone());
     let spec_text = spec.to_string();
+    let width = (cipher.len() + mode.len() + 1).max(11);
+    if engine != Engine::Lukskit {
+        let k = measure_kernel(&cipher, &mode, key_bits);
+        let u = if engine == Engine::All {
+            measure_cipher(&spec_text, key_bits, sector_size, threads).ok()
+        } else {
+            None
+        };
+        let name = format!("{cipher}-{mode}");
+        if engine == Engine::Kernel {
+            let (enc, dec) = k.map_err(|_| not_available())?;
+            out.line(&format!(
+                "#{:w$} Algorithm |       Key |      Encryption |      Decryption",
+                "",
+                w = width - 11
+            ));
+            out.line(&format!(
+                "{cipher:>cw$}-{mode}  {key_bits:>9}b  {enc:>10.1} MiB/s  {dec:>10.1} MiB/s",
+                cw = width - mode.len() - 1
+            ));
+            out.ciphers
+                .push(kernel_json(&name, key_bits, Some((enc, dec))));
+            return Ok(());
+        }
+        if k.is_err() && u.is_none() {
+            return Err(not_available());
+        }
+        out.line(ALL_HEADER);
+        out.line(&all_line(&name, key_bits, k.as_ref().ok().copied(), u));
+        out.ciphers
+            .push(kernel_json(&name, key_bits, k.as_ref().ok().copied()));
+        out.ciphers.push(cipher_json(
+            &name,
+            &spec_text,
+            key_bits,
+            sector_size,
+            threads,
+            u,
+        ));
+        return Ok(());
+    }
     let (enc, dec) =
         measure_cipher(&spec_text, key_bits, sector_size, threads).map_err(|_| not_available())?;
-    let width = (cipher.len() + mode.len() + 1).max(11);
     out.line(&format!(
         "#{:w$} Algorithm |       Key |      Encryption |      Decryption",
         "",
@@ -355,4 +469,101 @@ fn run_timed(c: &SectorCipher, bufs: &mut [Vec<u8>], encrypt: bool) -> Result<f6
     })?;
     let secs = start.elapsed().as_secs_f64();
     Ok(bytes as f64 / (1024.0 * 1024.0) / secs)
+}
+
+/// The header of `--engine all`.
+const ALL_HEADER: &str = "#     Algorithm |       Key |  Kernel encrypt |  Kernel decrypt | lukskit encrypt | lukskit decrypt";
+
+/// One table line (cryptsetup's format, "N/A" when not measured).
+fn speed_line(name: &str, bits: u32, speed: Option<(f64, f64)>) -> String {
+    match speed {
+        Some((enc, dec)) => format!("{name:>15}  {bits:>9}b  {enc:>10.1} MiB/s  {dec:>10.1} MiB/s"),
+        None => format!("{name:>15}  {bits:>9}b {:>17} {:>17}", "N/A", "N/A"),
+    }
+}
+
+/// One line of `--engine all`: the kernel's columns, then lukskit's.
+fn all_line(
+    name: &str,
+    bits: u32,
+    kernel: Option<(f64, f64)>,
+    lukskit: Option<(f64, f64)>,
+) -> String {
+    let col = |v: Option<f64>| match v {
+        Some(x) => format!("{x:>10.1} MiB/s"),
+        None => format!("{:>16}", "N/A"),
+    };
+    format!(
+        "{name:>15}  {bits:>9}b  {}  {}  {}  {}",
+        col(kernel.map(|s| s.0)),
+        col(kernel.map(|s| s.1)),
+        col(lukskit.map(|s| s.0)),
+        col(lukskit.map(|s| s.1)),
+    )
+}
+
+fn kernel_json(name: &str, bits: u32, speed: Option<(f64, f64)>) -> Value {
+    let round = |x: f64| (x * 10.0).round() / 10.0;
+    let (cipher, mode) = name.split_once('-').unwrap_or((name, ""));
+    json!({
+        "engine": "kernel",
+        "algorithm": name,
+        "kernel_name": format!("{mode}({cipher})"),
+        "key_bits": bits,
+        "encryption_mib_s": speed.map(|s| round(s.0)),
+        "decryption_mib_s": speed.map(|s| round(s.1)),
+    })
+}
+
+/// cryptsetup's request size of the kernel benchmark (`CIPHER_BLOCK_BYTES`).
+const KERNEL_BLOCK: usize = 64 * 1024;
+
+/// The IV size cryptsetup's benchmark gives a mode: none for ECB, the block size otherwise
+/// (8 bytes for the 64-bit block ciphers).
+fn kernel_iv_size(cipher: &str, mode: &str) -> usize {
+    if mode == "ecb" {
+        0
+    } else if matches!(cipher, "cast5" | "blowfish" | "des" | "des3_ede") {
+        8
+    } else {
+        16
+    }
+}
+
+/// The kernel's crypto API speed of `mode(cipher)` as cryptsetup 2.6.1 measures it
+/// (`crypt_cipher_perf_kernel`): each pass binds and keys a socket and processes a 1 MiB
+/// buffer in 64 KiB requests with one random IV; passes repeat until one second per direction.
+fn measure_kernel(
+    cipher: &str,
+    mode: &str,
+    key_bits: u32,
+) -> std::result::Result<(f64, f64), KernelError> {
+    let name = format!("{mode}({cipher})");
+    let key = SecretBuf::random((key_bits / 8) as usize)
+        .map_err(|e| KernelError::Io(std::io::Error::other(e.to_string())))?;
+    let mut iv = vec![0u8; kernel_iv_size(cipher, mode)];
+    let mut buf = vec![0u8; BUFFER];
+    lukskit_crypto::random::fill(&mut iv)
+        .map_err(|e| KernelError::Io(std::io::Error::other(e.to_string())))?;
+    let pass = |encrypt: bool, buf: &mut [u8]| -> std::result::Result<(), KernelError> {
+        let c = KernelCipher::new(&name, key.as_bytes())?;
+        for block in buf.chunks_mut(KERNEL_BLOCK) {
+            c.crypt(encrypt, &iv, block)?;
+        }
+        Ok(())
+    };
+    let mut speed = |encrypt: bool| -> std::result::Result<f64, KernelError> {
+        let mut spent = Duration::ZERO;
+        let mut passes = 0u64;
+        while spent < min_time() {
+            let t = Instant::now();
+            pass(encrypt, &mut buf)?;
+            spent += t.elapsed();
+            passes += 1;
+        }
+        Ok((passes * BUFFER as u64) as f64 / (1024.0 * 1024.0) / spent.as_secs_f64())
+    };
+    let enc = speed(true)?;
+    let dec = speed(false)?;
+    Ok((enc, dec))
 }

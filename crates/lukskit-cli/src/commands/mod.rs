@@ -38,6 +38,26 @@ pub use format::DEFAULT_CIPHER as DEFAULT_LUKS_CIPHER;
 pub fn run(o: &Opts) -> Result<()> {
     let action = o.positional[0].as_str();
     let args = &o.positional[1..];
+    if action == "image" {
+        // The engine of the data segments (benchmark reads --engine itself).
+        let kind = match o.engine.as_deref() {
+            None | Some("lukskit") | Some("auto") => lukskit_crypto::engine::EngineKind::Lukskit,
+            Some("kernel") => {
+                if !lukskit_crypto::engine::kernel_api::af_alg_available() {
+                    return Err(CliError::invalid(
+                        "Required kernel crypto interface not available.",
+                    ));
+                }
+                lukskit_crypto::engine::EngineKind::Kernel
+            }
+            Some(other) => {
+                return Err(CliError::invalid(format!(
+                    "Unknown engine {other} (lukskit, kernel or auto)."
+                )))
+            }
+        };
+        lukskit_crypto::engine::set_data_engine(kind);
+    }
     match action {
         "luksFormat" => format::luks_format(o, args),
         "isLuks" => header::is_luks(o, args),

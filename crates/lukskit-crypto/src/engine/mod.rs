@@ -34,6 +34,7 @@ mod aes_x86;
 mod cipher;
 mod elephant;
 mod iv;
+pub mod kernel_api;
 mod lmk;
 mod modes;
 mod serpent;
@@ -101,6 +102,38 @@ pub struct SectorCipher {
     elephant: Option<Box<elephant::Elephant>>,
     /// `tcw`'s IV seed and whitening (set when `iv` is [`IvKind::Tcw`]).
     tcw: Option<tcw::Tcw>,
+    /// Set when the kernel's crypto API does the work ([`SectorCipher::new_kernel`]); `tfms`
+    /// is then empty.
+    kernel: Option<Box<kernel_api::KernelSectors>>,
+}
+
+/// Which implementation does a [`SectorCipher`]'s work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// lukskit's own engine (this module).
+    Lukskit,
+    /// The kernel's crypto API over AF_ALG ([`kernel_api`]).
+    Kernel,
+}
+
+static DATA_ENGINE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Choose the engine of data segments built with [`SectorCipher::new_data`] in this process
+/// (the CLI's `--engine`; default [`EngineKind::Lukskit`]).
+pub fn set_data_engine(kind: EngineKind) {
+    DATA_ENGINE.store(
+        kind == EngineKind::Kernel,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// The engine chosen with [`set_data_engine`].
+pub fn data_engine() -> EngineKind {
+    if DATA_ENGINE.load(std::sync::atomic::Ordering::Relaxed) {
+        EngineKind::Kernel
+    } else {
+        EngineKind::Lukskit
+    }
 }
 
 impl fmt::Debug for SectorCipher {
@@ -110,6 +143,7 @@ impl fmt::Debug for SectorCipher {
             .field("keycount", &self.tfms.len())
             .field("sector_size", &self.sector_size)
             .field("iv_large_sectors", &self.iv_large_sectors)
+            .field("engine", &self.engine())
             .finish_non_exhaustive()
     }
 }
@@ -248,6 +282,60 @@ impl SectorCipher {
         Self::build(spec, key, sector_size, iv_large_sectors, false)
     }
 
+    /// Like [`SectorCipher::new`], but the kernel's crypto API (AF_ALG) does the chaining
+    /// mode; the bytes are the same. Fails where the kernel lacks AF_ALG or the algorithm,
+    /// and for IV generators this engine does not offer (see [`kernel_api`]).
+    pub fn new_kernel(
+        spec: &CipherSpec,
+        key: &[u8],
+        sector_size: u32,
+        iv_large_sectors: bool,
+    ) -> Result<Self> {
+        let k = kernel_api::KernelSectors::new(spec, key, sector_size, iv_large_sectors)?;
+        let plan = Self::plan(spec, key.len(), sector_size)?;
+        Ok(SectorCipher {
+            spec: spec.to_string(),
+            sector_size,
+            sector_shift: plan.sector_shift,
+            iv_large_sectors,
+            iv: plan.iv,
+            iv_size: plan.iv_size,
+            tfms: Box::new([]),
+            lmk: None,
+            elephant: None,
+            tcw: None,
+            kernel: Some(Box::new(k)),
+        })
+    }
+
+    /// A data segment's engine: [`SectorCipher::new_kernel`] when [`data_engine`] is
+    /// [`EngineKind::Kernel`], else [`SectorCipher::new`].
+    pub fn new_data(
+        spec: &CipherSpec,
+        key: &[u8],
+        sector_size: u32,
+        iv_large_sectors: bool,
+    ) -> Result<Self> {
+        match data_engine() {
+            EngineKind::Kernel => Self::new_kernel(spec, key, sector_size, iv_large_sectors),
+            EngineKind::Lukskit => Self::new(spec, key, sector_size, iv_large_sectors),
+        }
+    }
+
+    /// Which implementation does the work.
+    pub fn engine(&self) -> EngineKind {
+        if self.kernel.is_some() {
+            EngineKind::Kernel
+        } else {
+            EngineKind::Lukskit
+        }
+    }
+
+    /// The kernel algorithm name (`xts(aes)`) when the kernel engine does the work.
+    pub fn kernel_name(&self) -> Option<&str> {
+        self.kernel.as_ref().map(|k| k.name())
+    }
+
     fn build(
         spec: &CipherSpec,
         key: &[u8],
@@ -291,6 +379,7 @@ impl SectorCipher {
             elephant,
             tcw: (plan.iv == IvKind::Tcw)
                 .then(|| tcw::Tcw::new(&key[key.len() - plan.extra_len..], plan.iv_size)),
+            kernel: None,
         })
     }
 
@@ -372,6 +461,9 @@ impl SectorCipher {
 
     fn run(&self, data: &mut [u8], sector: u64, encrypt: bool) -> Result<()> {
         self.validate(data.len(), sector)?;
+        if let Some(k) = &self.kernel {
+            return k.crypt(data, sector, encrypt);
+        }
         let mut scratch = Scratch::new();
         self.crypt_units(data, sector, encrypt, &mut scratch);
         Ok(())
@@ -379,6 +471,23 @@ impl SectorCipher {
 
     fn run_parallel(&self, data: &mut [u8], sector: u64, encrypt: bool) -> Result<()> {
         self.validate(data.len(), sector)?;
+        if let Some(k) = &self.kernel {
+            if data.len() <= PAR_CHUNK || rayon::current_num_threads() < 2 {
+                return k.crypt(data, sector, encrypt);
+            }
+            let piece =
+                (data.len() / (4 * rayon::current_num_threads()) / PAR_CHUNK).max(1) * PAR_CHUNK;
+            return data
+                .par_chunks_mut(piece)
+                .enumerate()
+                .try_for_each(|(i, chunk)| {
+                    k.crypt(
+                        chunk,
+                        sector.wrapping_add(((i * piece) / 512) as u64),
+                        encrypt,
+                    )
+                });
+        }
         if data.len() <= PAR_CHUNK || rayon::current_num_threads() < 2 {
             let mut scratch = Scratch::new();
             self.crypt_units(data, sector, encrypt, &mut scratch);
