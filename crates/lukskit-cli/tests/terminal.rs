@@ -6,16 +6,21 @@ mod common;
 use common::*;
 
 fn both(args: &str, lines: &[&str], img_ours: &str, img_theirs: &str) -> (String, String) {
-    let ours = on_tty(
+    // Each line is typed once its prompt is there: cryptsetup flushes what was typed ahead
+    // (tcflush) when it asks, so fixed delays lost answers on a loaded machine.
+    let wait = std::time::Duration::from_secs(20);
+    let ours = on_tty_prompted(
         &format!("{} {args} {img_ours}", env!("CARGO_BIN_EXE_lukskit")),
         lines,
+        wait,
     );
-    let theirs = on_tty(
+    let theirs = on_tty_prompted(
         &format!(
             "{} {args} {img_theirs}",
             cryptsetup_path().unwrap().display()
         ),
         lines,
+        wait,
     );
     (
         ours.replace(img_ours, "IMG"),
@@ -109,10 +114,19 @@ fn dialogue(setup: &str, args: &str, lines: &[&str]) -> (String, String) {
 }
 
 /// A transcript without what differs from run to run: speeds and times of the progress
-/// line, the UUID in the temporary header's name, the terminal's line clearing.
+/// line, the progress lines themselves (printed each second, so only by a run that takes
+/// one: they end in a carriage return, so the Finished line follows on the same line here),
+/// the UUID in the temporary header's name, the terminal's line clearing.
 fn normalized(t: &str) -> String {
     t.replace("\x1b[2K", "")
         .lines()
+        .map(
+            |l| match (l.starts_with("Progress: "), l.find("Finished, time ")) {
+                (true, Some(i)) => &l[i..],
+                _ => l,
+            },
+        )
+        .filter(|l| !l.starts_with("Progress: "))
         .map(|l| {
             let l = match l.find("LUKS2-temp-") {
                 Some(i) => format!("{}LUKS2-temp-UUID{}", &l[..i], &l[i + 47..]),
