@@ -30,18 +30,7 @@ fn tools(test: &str) -> bool {
             return false;
         }
     }
-    let tcti = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu"]
-        .iter()
-        .any(|d| Path::new(&format!("{d}/libtss2-tcti-swtpm.so.0")).exists());
-    if !tcti {
-        skip_or_fail(
-            test,
-            "libtss2-tcti-swtpm.so.0 is missing (apt-get install libtss2-tcti-swtpm0)",
-        );
-        return false;
-    }
-    have_tool(test, "swtpm")
-        && have_tool(test, "tpm2_pcrextend")
+    common::swtpm::tools_present(test)
         && have_tool(test, "socat")
         && have_tool(test, "clevis")
         && Path::new("/usr/bin/clevis-luks-bind").exists()

@@ -27,22 +27,7 @@ use std::process::Command;
 use std::time::Duration;
 
 fn tools(test: &str) -> bool {
-    let tcti = [
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib",
-    ]
-    .iter()
-    .any(|d| Path::new(&format!("{d}/libtss2-tcti-swtpm.so.0")).exists());
-    if !tcti {
-        skip_or_fail(
-            test,
-            "libtss2-tcti-swtpm.so.0 is missing (apt-get install libtss2-tcti-swtpm0)",
-        );
-        return false;
-    }
-    have_tool(test, "swtpm")
-        && have_tool(test, "tpm2_pcrextend")
+    common::swtpm::tools_present(test)
         && have_tool(test, "tpm2_getcap")
         && have_tool(test, "systemd-cryptenroll")
         && have_cryptsetup(test)

@@ -3,6 +3,7 @@
 //! (`swtpm:path=SOCKET`) and lukskit's `--tpm2-device` reach it.
 
 use super::run;
+use super::skip_or_fail;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -115,4 +116,25 @@ impl Drop for Swtpm {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Whether what a software TPM test needs is installed: swtpm, tpm2-tools'
+/// `tpm2_pcrextend` and tpm2-tss's swtpm TCTI (tpm2-tools reach the socket through it);
+/// otherwise [`skip_or_fail`] for `test` and false.
+pub fn tools_present(test: &str) -> bool {
+    let tcti = [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib",
+    ]
+    .iter()
+    .any(|d| Path::new(&format!("{d}/libtss2-tcti-swtpm.so.0")).exists());
+    if !tcti {
+        skip_or_fail(
+            test,
+            "libtss2-tcti-swtpm.so.0 is missing (apt-get install libtss2-tcti-swtpm0)",
+        );
+        return false;
+    }
+    super::mapping::have_tool(test, "swtpm") && super::mapping::have_tool(test, "tpm2_pcrextend")
 }
