@@ -263,6 +263,7 @@ impl RangeLocks {
     }
 
     /// Hold `[start, end)` if no held range overlaps it; false (holding nothing) otherwise.
+    #[cfg(feature = "io-uring")]
     fn try_acquire(&self, start: u64, end: u64) -> bool {
         let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         if busy.iter().any(|&(s, e)| s < end && start < e) {
@@ -524,6 +525,7 @@ impl DataVolume {
     /// The descriptor a transfer of `buf` at device offset `at` uses: the `O_DIRECT` one
     /// where it may, the buffered one otherwise.
     /// `None` for an NBD export (which [`crate::ring::SectorRing`] never gets).
+    #[cfg(feature = "io-uring")]
     pub(crate) fn file_for(&self, buf: &[u8], at: u64) -> Option<&File> {
         self.direct_for(buf, at).or(self.file())
     }
@@ -932,17 +934,20 @@ impl DataVolume {
     }
 
     /// Hold the lock of a sector range beyond one call (an asynchronous write).
+    #[cfg(feature = "io-uring")]
     pub(crate) fn lock_range(&self, range: (u64, u64)) {
         self.locks.acquire(range.0, range.1);
     }
 
     /// [`DataVolume::lock_range`] without waiting: false (nothing held) when part of the
     /// range is held already.
+    #[cfg(feature = "io-uring")]
     pub(crate) fn try_lock_range(&self, range: (u64, u64)) -> bool {
         self.locks.try_acquire(range.0, range.1)
     }
 
     /// Release a range taken with [`DataVolume::lock_range`].
+    #[cfg(feature = "io-uring")]
     pub(crate) fn unlock_range(&self, range: (u64, u64)) {
         self.locks.release(range);
     }

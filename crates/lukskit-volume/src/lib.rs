@@ -43,6 +43,7 @@ pub mod pbkdf;
 pub mod plain;
 pub mod private_file;
 pub mod reencrypt;
+#[cfg(feature = "io-uring")]
 pub mod ring;
 pub mod segment;
 pub mod signature;
