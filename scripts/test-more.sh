@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The parts of the test command beyond `cargo test` (scripts/test.sh runs this in the host lane
 # of scripts/test-lanes.sh, beside the reference-VM tests): lukskit-crypto's tests compiled for
-# aarch64 under qemu-user, and a short fuzzing run. Exit status 0 when both passed.
+# aarch64 under qemu-user, the Python bindings' tests and a short fuzzing run. Exit status 0
+# when all passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -14,6 +15,15 @@ if [ "${LUKSKIT_AARCH64_CRYPTO:-1}" != 0 ]; then
         echo "SKIP: crypto tests on aarch64 (LUKSKIT_ALLOW_SKIP=1)"
     elif [ "$arc" != 0 ]; then
         echo "lukskit: the crypto tests on aarch64 failed (exit $arc)"
+        status=1
+    fi
+fi
+# The Python bindings: pip install ./python into a venv, pytest against cryptsetup (about 20 s
+# of tests after the extension's release build); LUKSKIT_PYTHON_TESTS=0 leaves them out.
+if [ "${LUKSKIT_PYTHON_TESTS:-1}" != 0 ]; then
+    echo "==> Python bindings (scripts/test-python.sh)"
+    if ! bash scripts/test-python.sh 2>&1; then
+        echo "lukskit: the Python binding tests failed"
         status=1
     fi
 fi

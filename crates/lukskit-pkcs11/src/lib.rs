@@ -18,6 +18,8 @@
 //! [`lukskit_crypto::SecretBuf`]s (the PIN is copied into the zeroizing buffer the PKCS#11
 //! binding hands to `C_Login`, for that call only).
 
+#![forbid(unsafe_code)]
+
 #[cfg(target_env = "gnu")]
 mod module;
 pub mod uri;

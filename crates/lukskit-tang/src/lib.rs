@@ -23,6 +23,8 @@
 //! [`SecretBuf`]s. HTTP bodies and the time an exchange may take are capped ([`Limits`]).
 //! This crate never prints: errors are typed ([`TangError`]).
 
+#![forbid(unsafe_code)]
+
 pub mod ec;
 mod http;
 mod jwe;
