@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 py=${LUKSKIT_PYTHON:-/usr/bin/python3}
 [ -x "$py" ] || py=$(command -v python3)
 venv=${CARGO_TARGET_DIR:-target}/python-venv
+case $venv in /*) ;; *) venv=$PWD/$venv ;; esac
 if [ ! -x "$venv/bin/python" ]; then
     "$py" -m venv "$venv"
 fi
@@ -18,4 +19,4 @@ echo "lukskit: pip install ./python took $(( $(date +%s) - start )) s"
 # From another directory, so that python/lukskit (without the extension) cannot shadow the
 # installed package.
 cd python/tests
-exec "../../$venv/bin/python" -m pytest -q -p no:cacheprovider .
+exec "$venv/bin/python" -m pytest -q -p no:cacheprovider .
