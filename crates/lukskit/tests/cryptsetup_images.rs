@@ -286,3 +286,37 @@ fn facade_written_data_as_cryptsetup_decrypts_it() {
         "cryptsetup's decryption differs from what the facade wrote"
     );
 }
+
+/// A build without the `nbd` and `tang` features refuses NBD URIs and tokens with
+/// `FeatureDisabled`, before any connection or token is tried.
+#[cfg(not(any(feature = "nbd", feature = "tang")))]
+#[test]
+fn disabled_features_are_typed_errors() {
+    let err = Volume::open("nbd://127.0.0.1:1/export").unwrap_err();
+    assert!(
+        matches!(err, lukskit::Error::FeatureDisabled { feature: "nbd" }),
+        "{err:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("t.img");
+    std::fs::File::create(&img)
+        .unwrap()
+        .set_len(20 << 20)
+        .unwrap();
+    let img = img.to_str().unwrap();
+    let opts = FormatOptions::luks2().pbkdf(Pbkdf::Pbkdf2 { iterations: 1000 });
+    lukskit::format(img, &Secret::passphrase("p"), &opts).unwrap();
+    let err = Volume::open(img)
+        .unwrap()
+        .unlock(Secret::any_token())
+        .unwrap_err();
+    assert!(
+        matches!(err, lukskit::Error::FeatureDisabled { feature: "tang" }),
+        "{err:?}"
+    );
+    let err = Volume::open(img)
+        .unwrap()
+        .unlock(Secret::volume_key([0u8; 64]))
+        .unwrap_err();
+    assert!(matches!(err, lukskit::Error::WrongVolumeKey), "{err:?}");
+}
