@@ -279,12 +279,28 @@ fn crypttab_passphrase_cache_asks_once_and_keeps_it_in_the_keyring_for_60_second
     // One line of input: the shared passphrase, asked once.
     let r = lukskit(&["crypttab", "open", "--crypttab", &ct], b"shared pass\n");
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let cached: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("cached passphrase") || l.contains("passphrase"))
+        .collect();
     assert_eq!(
-        r.stderr,
-        format!(
-            "Using cached passphrase for {}.\nUsing cached passphrase for {}.\n",
-            m2.name, m3.name
-        )
+        cached,
+        [
+            format!("Using cached passphrase for {}.", m2.name),
+            format!("Using cached passphrase for {}.", m3.name)
+        ],
+        "{}",
+        r.stderr
+    );
+    // crypttab list says where the passphrase is kept.
+    let l = lukskit(&["crypttab", "list", "--crypttab", &ct], b"").ok("crypttab list");
+    assert!(
+        l.stdout.contains(&format!(
+            "cached 60 s in the kernel keyring as user key {desc} in @u (decrypt_keyctl)"
+        )),
+        "{}",
+        l.stdout
     );
     for m in [&m1, &m2, &m3] {
         assert!(

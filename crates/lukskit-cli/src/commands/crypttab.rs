@@ -544,7 +544,19 @@ fn list_entry(e: &CrypttabEntry) {
                 Some(0) => "until right".to_string(),
                 t => format!("{} tries", t.unwrap_or(3)),
             };
-            (format!("passphrase asked on the console ({t})"), None)
+            let cache = if o.keyctl_cache {
+                format!(
+                    ", cached {} s in the kernel keyring as user key {} in @u (decrypt_keyctl)",
+                    super::passphrase_cache::CACHE_SECONDS,
+                    super::passphrase_cache::description(e)
+                )
+            } else {
+                String::new()
+            };
+            (
+                format!("passphrase asked on the console ({t}{cache})"),
+                None,
+            )
         }
         Some(f) => (format!("key file {f}"), Some(key_path(&f))),
     };
