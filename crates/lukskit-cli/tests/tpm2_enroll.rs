@@ -74,6 +74,9 @@ fn unseal_with_tpm2_tools(
         "-c",
         &p("primary.ctx"),
     ]);
+    // Without a resource manager (the swtpm socket) tpm2-tools leave their objects loaded;
+    // swtpm holds three: flush them, the tools load the saved contexts again.
+    tpm.tools(&["tpm2_flushcontext", "-t"]);
     tpm.tools(&[
         "tpm2_load",
         "-Q",
@@ -86,6 +89,7 @@ fn unseal_with_tpm2_tools(
         "-c",
         &p("obj.ctx"),
     ]);
+    tpm.tools(&["tpm2_flushcontext", "-t"]);
     let pcrs: Vec<String> = token["tpm2-pcrs"]
         .as_array()
         .unwrap()
@@ -407,7 +411,7 @@ fn unenroll_removes_token_and_keyslot_and_token_remove_keeps_the_keyslot() {
         br#"{"type":"luks2-keyring","keyslots":["0"],"key_description":"x"}"#,
     );
     lukskit(&["token", "import", "--json-file", &tj, &img], b"").ok("token import");
-    cryptsetup(&["luksKillSlot", "-q", &img, "2"], b"")
+    cryptsetup(&["luksKillSlot", "-q", &img, "2"], b"pass")
         .unwrap()
         .ok("luksKillSlot 2");
     let r = lukskit(
@@ -521,4 +525,54 @@ fn bind_clevis_tpm2_makes_what_clevis_decrypts() {
         assert_eq!(r.code, 1, "{pin} {cfg}: {}", r.stderr);
     }
     assert_eq!(keyslot_ids(&json_dump(&img)), vec!["0", "1", "2"]);
+}
+
+#[test]
+fn locked_out_tpm_falls_back_to_the_passphrase_in_one_line() {
+    let test = "locked_out_tpm_falls_back_to_the_passphrase_in_one_line";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let tpm = Swtpm::start(d.path());
+    let dev = tpm.device_arg();
+    let (img, _) = volume(d.path(), "img");
+    lukskit(
+        &["token", "enroll-tpm2", &dev, "--tpm2-with-pin=yes", &img],
+        b"pass\n1234\n",
+    )
+    .ok("enroll-tpm2 with a PIN");
+    // One failure locks the TPM out, for ten minutes.
+    tpm.tools(&[
+        "tpm2_dictionarylockout",
+        "-s",
+        "-n",
+        "1",
+        "-t",
+        "600",
+        "-l",
+        "600",
+    ]);
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"0000\npass\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "Token 0 (systemd-tpm2) cannot unlock: wrong TPM2 PIN.\n"
+    );
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    assert_eq!(tpm.lockout_counter(), 1);
+    // Locked out now: the TPM refuses to load the sealed object under its primary key (a
+    // DA-protected object) before any PIN is asked; one line, the passphrase (the only line
+    // of input), and no further count.
+    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"pass\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        r.stderr,
+        "Token 0 (systemd-tpm2) cannot unlock: the TPM2 is in dictionary-attack lockout.\n"
+    );
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    assert_eq!(tpm.lockout_counter(), 1);
+    // --token-only: no passphrase, a failure (exit 1: no usable token).
+    let r = lukskit(&["open", "--test-passphrase", "--token-only", &dev, &img], b"");
+    assert_eq!(r.code, 1, "{}", r.stderr);
 }
