@@ -24,7 +24,9 @@ fn tools(test: &str) -> bool {
 }
 
 fn keyctl(args: &[&str], stdin: &[u8]) -> Run {
-    run_tool("keyctl", args, stdin)
+    let mut cmd = std::process::Command::new("keyctl");
+    cmd.args(args);
+    run(cmd, stdin, &[])
 }
 
 /// The serial of the `kind` key `desc` in the user keyring, if any.
@@ -147,7 +149,6 @@ fn link_vk_to_keyring_puts_the_volume_key_where_keyctl_finds_it() {
     let (img, kf, vk) = volume(d.path(), "img", b"pass");
     let desc = format!("lukskit-test-link-{}", std::process::id());
     forget("user", &desc);
-    forget("logon", &desc);
     let link = format!("@u::%user:{desc}");
     // Malformed values are refused before anything is asked.
     for bad in ["@u", "@u::%dead:x", "@u::%user:", "@a::x"] {
@@ -207,9 +208,11 @@ fn link_vk_to_keyring_puts_the_volume_key_where_keyctl_finds_it() {
     }
     forget("user", &desc);
     {
-        // A logon key (its payload stays in the kernel) and --disable-keyring.
+        // A logon key (its payload stays in the kernel; the kernel wants a "service:"
+        // prefix in its name) and --disable-keyring.
         let m = Mapping::new("vklink2");
-        let logon = format!("@u::%logon:{desc}");
+        let logon_desc = format!("lukskit:{desc}");
+        let logon = format!("@u::%logon:{logon_desc}");
         lukskit(
             &[
                 "open",
@@ -223,10 +226,10 @@ fn link_vk_to_keyring_puts_the_volume_key_where_keyctl_finds_it() {
             b"",
         )
         .ok("open, logon key");
-        assert!(search_user_keyring("logon", &desc).is_some());
+        assert!(search_user_keyring("logon", &logon_desc).is_some());
         assert_eq!(search_user_keyring("user", &desc), None);
         lukskit(&["close", &m.name], b"").ok("close");
-        forget("logon", &desc);
+        forget("logon", &logon_desc);
         lukskit(
             &[
                 "open",
