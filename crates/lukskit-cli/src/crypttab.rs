@@ -697,6 +697,21 @@ mod tests {
         parse_line(line).unwrap().unwrap()
     }
 
+    #[test]
+    fn decrypt_keyctl_is_the_one_key_script_honoured() {
+        for script in ["decrypt_keyctl", "/lib/cryptsetup/scripts/decrypt_keyctl"] {
+            let e = one(&format!("a /dev/sda2 main luks,keyscript={script}"));
+            assert!(e.options.keyctl_cache, "{script}");
+            assert!(e.options.refused.is_empty(), "{script}");
+            assert_eq!(e.key, KeySpec::File(FileRef::parse("main")));
+        }
+        for script in ["decrypt_gnupg", "/tmp/decrypt_keyctl.sh", "passdev"] {
+            let e = one(&format!("a /dev/sda2 main luks,keyscript={script}"));
+            assert!(!e.options.keyctl_cache, "{script}");
+            assert_eq!(e.options.refused[0].option, format!("keyscript={script}"));
+        }
+    }
+
     // The examples of systemd's crypttab(5) (systemd 252).
     #[test]
     fn systemd_examples() {

@@ -553,7 +553,10 @@ fn locked_out_tpm_falls_back_to_the_passphrase_in_one_line() {
         "-l",
         "600",
     ]);
-    let r = lukskit(&["open", "--test-passphrase", "-v", &dev, &img], b"0000\npass\n");
+    let r = lukskit(
+        &["open", "--test-passphrase", "-v", &dev, &img],
+        b"0000\npass\n",
+    );
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(
         r.stderr,
@@ -573,6 +576,9 @@ fn locked_out_tpm_falls_back_to_the_passphrase_in_one_line() {
     assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
     assert_eq!(tpm.lockout_counter(), 1);
     // --token-only: no passphrase, a failure (exit 1: no usable token).
-    let r = lukskit(&["open", "--test-passphrase", "--token-only", &dev, &img], b"");
+    let r = lukskit(
+        &["open", "--test-passphrase", "--token-only", &dev, &img],
+        b"",
+    );
     assert_eq!(r.code, 1, "{}", r.stderr);
 }

@@ -88,9 +88,7 @@ impl KeyName {
         } else {
             s.parse::<i64>().ok()?
         };
-        (1..=i64::from(i32::MAX))
-            .contains(&n)
-            .then(|| KeyName::Id(n as i32))
+        i32::try_from(n).ok().filter(|&n| n > 0).map(KeyName::Id)
     }
 
     /// The serial number this name stands for (special keyrings stay their `KEY_SPEC_*`
