@@ -284,7 +284,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tpm2-device --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --engine --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tpm2-device --tpm2-pcrs --tpm2-pcr-bank --tpm2-with-pin --link-vk-to-keyring --volume-key-keyring --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --engine --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -612,6 +612,26 @@ _lukskit() {
                     return 0
                     ;;
                 --tpm2-device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tpm2-pcrs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tpm2-pcr-bank)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tpm2-with-pin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --link-vk-to-keyring)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --volume-key-keyring)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -3360,7 +3380,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__open)
-            opts="-d -l -S -T -t -M -r -y -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --readonly --allow-discards --test-passphrase --volume-key-file --verify-passphrase --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --shared --backend --no-loop --nbd --nbd-connections --tls-creds --tls --tls-verify-peer --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --integrity-no-journal --persistent --refresh --token-id --token-only --token-type --tpm2-device --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -l -S -T -t -M -r -y -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --readonly --allow-discards --test-passphrase --volume-key-file --verify-passphrase --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --shared --backend --no-loop --nbd --nbd-connections --tls-creds --tls --tls-verify-peer --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --integrity-no-journal --persistent --refresh --token-id --token-only --token-type --tpm2-device --link-vk-to-keyring --volume-key-keyring --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3555,6 +3575,14 @@ _lukskit() {
                     return 0
                     ;;
                 --tpm2-device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --link-vk-to-keyring)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --volume-key-keyring)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -4154,7 +4182,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__token)
-            opts="-d -S -v -q --token-id --tang-url --tang-thumbprint --key-file --json-file --key-description --token-replace --key-slot --unbound --header --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -S -v -q --token-id --token-type --tang-url --tang-thumbprint --tpm2-device --tpm2-pcrs --tpm2-pcr-bank --tpm2-with-pin --key-file --json-file --key-description --token-replace --key-slot --unbound --header --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -4164,11 +4192,31 @@ _lukskit() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --token-type)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --tang-url)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --tang-thumbprint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tpm2-device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tpm2-pcrs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tpm2-pcr-bank)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tpm2-with-pin)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -4276,7 +4324,7 @@ _lukskit_complete() {
             -*) ;;
             *)
                 case "${COMP_WORDS[i-1]}" in
-                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--engine|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
+                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--engine|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--link-vk-to-keyring|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tpm2-pcr-bank|--tpm2-pcrs|--tpm2-with-pin|--tries|--type|--uuid|--volume-key-file|--volume-key-keyring|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
                     *) action=${COMP_WORDS[i]}; break ;;
                 esac
                 ;;
@@ -4286,7 +4334,7 @@ _lukskit_complete() {
         close|remove|plainClose|luksClose|loopaesClose|tcryptClose|bitlkClose|fvault2Close|resize|refresh|status|luksSuspend|luksResume)
             if [[ $cur != -* ]]; then
                 case "$prev" in
-                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--engine|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tries|--type|--uuid|--volume-key-file|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
+                    --active-name|--align-payload|--backend|--block-size|--cipher|--crypttab|--device-size|--engine|--hash|--header|--header-backup-file|--hotzone-size|--integrity|--iter-time|--json-file|--key-description|--key-file|--key-size|--key-slot|--keyfile-offset|--keyfile-size|--keyslot-cipher|--keyslot-key-size|--label|--link-vk-to-keyring|--luks2-keyslots-size|--luks2-metadata-size|--nbd|--nbd-connections|--new-key-slot|--new-keyfile|--new-keyfile-offset|--new-keyfile-size|--new-token-id|--offset|--pbkdf|--pbkdf-force-iterations|--pbkdf-memory|--pbkdf-parallel|--priority|--progress-frequency|--reduce-device-size|--resilience|--resilience-hash|--sector-size|--size|--skip|--subsystem|--tang-thumbprint|--tang-url|--threads|--timeout|--tls|--tls-creds|--token-id|--token-type|--tpm2-device|--tpm2-pcr-bank|--tpm2-pcrs|--tpm2-with-pin|--tries|--type|--uuid|--volume-key-file|--volume-key-keyring|-B|-I|-M|-S|-T|-b|-c|-d|-h|-i|-l|-o|-p|-s|-t) ;;
                     *)
                         COMPREPLY=( $(compgen -W "$(_lukskit_mappings)" -- "$cur") )
                         return 0

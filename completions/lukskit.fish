@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring integrity-no-wipe integrity-legacy-padding integrity-no-journal disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared serialize-memory-hard-pbkdf perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= I/integrity= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tpm2-device= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls-verify-peer= threads= engine= json crypttab= M/type= pbkdf= priority= backend= tls=
+    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring integrity-no-wipe integrity-legacy-padding integrity-no-journal disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared serialize-memory-hard-pbkdf perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= I/integrity= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tpm2-device= tpm2-pcrs= tpm2-pcr-bank= tpm2-with-pin= link-vk-to-keyring= volume-key-keyring= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls-verify-peer= threads= engine= json crypttab= M/type= pbkdf= priority= backend= tls=
 end
 
 function __fish_lukskit_needs_command
@@ -72,6 +72,11 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l header-backup-file -d '
 complete -c lukskit -n "__fish_lukskit_needs_command" -l json-file -d 'Token JSON file (token import/export)' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind-tang: the tang server (http://HOST[:PORT])' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-pcrs -d 'token enroll-tpm2: the PCRs to seal against, as systemd-cryptenroll takes them (7+8; "" for none; default 7)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-pcr-bank -d 'token enroll-tpm2: the PCR bank (sha256, sha1; default sha256, else sha1)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-with-pin -d 'token enroll-tpm2: ask for a PIN the TPM checks at unlock (yes|no)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
@@ -187,7 +192,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksSuspend" -d 'Suspe
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksResume" -d 'Resume suspended LUKS device'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksHeaderBackup" -d 'Backup LUKS device header and keyslots'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "luksHeaderRestore" -d 'Restore LUKS device header and keyslots'
-complete -c lukskit -n "__fish_lukskit_needs_command" -a "token" -d 'Manipulate LUKS2 tokens (bind-tang: a clevis tang token, lukskit)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -a "token" -d 'Manipulate LUKS2 tokens (bind-tang, bind-clevis DEVICE tpm2 CONFIG: clevis tokens; enroll-tpm2: a systemd-tpm2 token; unenroll: tokens and their keyslots; lukskit)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "crypttab" -d 'open, close or list the volumes of /etc/crypttab (lukskit)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "rename" -d 'rename an active kernel mapping (lukskit)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "image" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'
@@ -223,6 +228,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tls-verify-peer
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand open" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -274,6 +281,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tls-verify-pe
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand create" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -325,6 +334,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tls-verify
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand plainOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -376,6 +387,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tls-verify-
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -427,6 +440,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tls-veri
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand loopaesOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -478,6 +493,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tls-verif
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand tcryptOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -529,6 +546,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tls-verify
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand bitlkOpen" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -580,6 +599,8 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tls-veri
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand fvault2Open" -l test-passphrase -d 'Only check the passphrase (open)'
@@ -1059,8 +1080,13 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -s q 
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l token-id -d 'Token id' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tang-url -d 'token bind-tang: the tang server (http://HOST[:PORT])' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tpm2-pcrs -d 'token enroll-tpm2: the PCRs to seal against, as systemd-cryptenroll takes them (7+8; "" for none; default 7)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tpm2-pcr-bank -d 'token enroll-tpm2: the PCR bank (sha256, sha1; default sha256, else sha1)' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tpm2-with-pin -d 'token enroll-tpm2: ask for a PIN the TPM checks at unlock (yes|no)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l json-file -d 'Token JSON file (token import/export)' -r -F
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l key-description -d 'Keyring key description (token add)' -r
@@ -1186,7 +1212,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_see
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "luksResume" -d 'Resume suspended LUKS device'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "luksHeaderBackup" -d 'Backup LUKS device header and keyslots'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "luksHeaderRestore" -d 'Restore LUKS device header and keyslots'
-complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "token" -d 'Manipulate LUKS2 tokens (bind-tang: a clevis tang token, lukskit)'
+complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "token" -d 'Manipulate LUKS2 tokens (bind-tang, bind-clevis DEVICE tpm2 CONFIG: clevis tokens; enroll-tpm2: a systemd-tpm2 token; unenroll: tokens and their keyslots; lukskit)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "crypttab" -d 'open, close or list the volumes of /etc/crypttab (lukskit)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "rename" -d 'rename an active kernel mapping (lukskit)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand help; and not __fish_seen_subcommand_from open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help" -f -a "image" -d 'writes a new LUKS1/LUKS2/plain image holding a file (lukskit)'

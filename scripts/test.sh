@@ -75,6 +75,9 @@ command -v systemd-cryptenroll >/dev/null 2>&1 || need_pkgs+=(systemd)
 command -v softhsm2-util >/dev/null 2>&1 || need_pkgs+=(softhsm2)
 command -v pkcs11-tool >/dev/null 2>&1 || need_pkgs+=(opensc)
 [ -e /usr/lib/x86_64-linux-gnu/p11-kit-proxy.so ] || need_pkgs+=(p11-kit-modules)
+# Kernel keyring features (tests/keyring.rs): keyutils' keyctl looks at the keys lukskit
+# adds (--link-vk-to-keyring, crypttab's passphrase cache) and adds the ones it reads.
+command -v keyctl >/dev/null 2>&1 || need_pkgs+=(keyutils)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
 # builds the initramfs images with its own mkinitramfs, and a second one (dracut and systemd,
 # from the mirror into the chroot: nothing of it on this machine) the dracut image.

@@ -184,6 +184,21 @@ pub struct Opts {
     /// open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET).
     #[arg(long = "tpm2-device")]
     pub tpm2_device: Option<String>,
+    /// open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default).
+    #[arg(long = "link-vk-to-keyring")]
+    pub link_vk_to_keyring: Option<String>,
+    /// open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7).
+    #[arg(long = "volume-key-keyring")]
+    pub volume_key_keyring: Option<String>,
+    /// token enroll-tpm2: the PCRs to seal against, as systemd-cryptenroll takes them (7+8; "" for none; default 7).
+    #[arg(long = "tpm2-pcrs")]
+    pub tpm2_pcrs: Option<String>,
+    /// token enroll-tpm2: the PCR bank (sha256, sha1; default sha256, else sha1).
+    #[arg(long = "tpm2-pcr-bank")]
+    pub tpm2_pcr_bank: Option<String>,
+    /// token enroll-tpm2: ask for a PIN the TPM checks at unlock (yes|no).
+    #[arg(long = "tpm2-with-pin")]
+    pub tpm2_with_pin: Option<String>,
     /// token bind-tang: the tang server (http://HOST[:PORT]).
     #[arg(long = "tang-url")]
     pub tang_url: Option<String>,

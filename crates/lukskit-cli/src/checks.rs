@@ -464,7 +464,19 @@ fn verify_format(o: &Opts, g: &Given) -> Option<String> {
 
 fn verify_token(o: &Opts) -> Option<String> {
     let sub = o.positional.get(1).map_or("", String::as_str);
-    if !["add", "remove", "import", "export", "unassign", "bind-tang"].contains(&sub) {
+    if ![
+        "add",
+        "remove",
+        "import",
+        "export",
+        "unassign",
+        "bind-tang",
+        "bind-clevis",
+        "enroll-tpm2",
+        "unenroll",
+    ]
+    .contains(&sub)
+    {
         return Some("Invalid token action.".into());
     }
     if sub == "add" && o.key_description.is_none() {

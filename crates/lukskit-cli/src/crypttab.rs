@@ -233,6 +233,9 @@ pub struct CrypttabOptions {
     pub no_write_workqueue: bool,
     /// TrueCrypt/VeraCrypt options.
     pub tcrypt: TcryptEntryOptions,
+    /// `keyscript=decrypt_keyctl` (Debian's passphrase cache): lukskit caches the passphrase
+    /// in the kernel keyring itself, the key field naming the cache entry.
+    pub keyctl_cache: bool,
     /// Options ignored with a warning (the entry is still set up without them).
     pub ignored: Vec<OptionIssue>,
     /// Options lukskit cannot honour that change what would be set up: the entry fails.
@@ -659,6 +662,12 @@ pub fn parse_options(field: &str) -> Result<CrypttabOptions, String> {
             "keyfile-offset" => o.keyfile_offset = Some(number("keyfile-offset", v, 0u64)?),
             "keyfile-size" => o.keyfile_size = Some(number("keyfile-size", v, 1u64)?),
             "key-slot" | "keyslot" => o.key_slot = Some(number("key-slot", v, 0u32)?),
+            // Debian's passphrase cache, by name or as its path: done natively.
+            "keyscript"
+                if v.is_some_and(|s| s == "decrypt_keyctl" || s.ends_with("/decrypt_keyctl")) =>
+            {
+                o.keyctl_cache = true
+            }
             k => {
                 let issue = |reason: &str| OptionIssue {
                     option: raw.clone(),
@@ -686,6 +695,21 @@ mod tests {
 
     fn one(line: &str) -> CrypttabEntry {
         parse_line(line).unwrap().unwrap()
+    }
+
+    #[test]
+    fn decrypt_keyctl_is_the_one_key_script_honoured() {
+        for script in ["decrypt_keyctl", "/lib/cryptsetup/scripts/decrypt_keyctl"] {
+            let e = one(&format!("a /dev/sda2 main luks,keyscript={script}"));
+            assert!(e.options.keyctl_cache, "{script}");
+            assert!(e.options.refused.is_empty(), "{script}");
+            assert_eq!(e.key, KeySpec::File(FileRef::parse("main")));
+        }
+        for script in ["decrypt_gnupg", "/tmp/decrypt_keyctl.sh", "passdev"] {
+            let e = one(&format!("a /dev/sda2 main luks,keyscript={script}"));
+            assert!(!e.options.keyctl_cache, "{script}");
+            assert_eq!(e.options.refused[0].option, format!("keyscript={script}"));
+        }
     }
 
     // The examples of systemd's crypttab(5) (systemd 252).

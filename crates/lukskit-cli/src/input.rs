@@ -461,11 +461,26 @@ pub fn get_secret(source: &KeySource, prompt: &str, verify: bool) -> Result<Secr
     secret
 }
 
+thread_local! {
+    /// A passphrase the next prompt answers with instead of asking: set by `crypttab open`
+    /// for entries whose passphrase is cached in the kernel keyring (`decrypt_keyctl`).
+    static PRESET: std::cell::RefCell<Option<SecretBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Make the next passphrase prompt of this thread return `secret` without asking (`None`
+/// clears it). Used once: the prompt after it asks again.
+pub fn preset_passphrase(secret: Option<SecretBuf>) {
+    PRESET.with(|p| *p.borrow_mut() = secret);
+}
+
 fn read_secret(source: &KeySource, prompt: &str, verify: bool) -> Result<SecretBuf> {
     match source {
         KeySource::File { path, offset, size } => read_keyfile(path, *offset, *size),
         KeySource::Line { offset, size } => read_stdin_line_sized(*offset, *size),
         KeySource::Prompt => {
+            if let Some(p) = PRESET.with(|p| p.borrow_mut().take()) {
+                return Ok(p);
+            }
             if !interactive() {
                 return read_stdin_line();
             }

@@ -28,6 +28,7 @@ pub mod dm_uuid;
 mod error;
 pub mod integrity;
 pub mod ioctl;
+pub mod keyctl;
 pub mod keyring;
 pub mod mapping;
 pub mod node;

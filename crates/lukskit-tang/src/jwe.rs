@@ -157,6 +157,33 @@ impl Jwe {
             return Err(TangError::UnsupportedAlg(enc.to_string()));
         }
         let cek = concat_kdf(z, enc, &header)?;
+        Self::encrypt_content(header, protected, &cek, plaintext)
+    }
+
+    /// Encrypt `plaintext` under `header` (`alg: dir`, `enc: A256GCM`) with the content key
+    /// `cek` itself, as `jose jwe enc` does with an `oct` JWK (the clevis `tpm2` pin).
+    pub fn encrypt_direct(
+        header: Value,
+        cek: &SecretBuf,
+        plaintext: &SecretBuf,
+    ) -> Result<Jwe, TangError> {
+        if field(&header, "alg")? != "dir" || field(&header, "enc")? != "A256GCM" {
+            return Err(TangError::Malformed("not dir with A256GCM"));
+        }
+        if cek.len() != 32 {
+            return Err(TangError::Malformed("content key size"));
+        }
+        let protected =
+            b64e(&serde_json::to_vec(&header).map_err(|_| TangError::Malformed("header"))?);
+        Self::encrypt_content(header, protected, cek, plaintext)
+    }
+
+    fn encrypt_content(
+        header: Value,
+        protected: String,
+        cek: &SecretBuf,
+        plaintext: &SecretBuf,
+    ) -> Result<Jwe, TangError> {
         let iv = SecretBuf::random(12).map_err(|_| TangError::Random)?;
         let nonce = Nonce::<U12>::try_from(iv.as_bytes()).map_err(|_| TangError::Random)?;
         let mut buf = plaintext.as_bytes().to_vec();

@@ -294,6 +294,76 @@ pub fn bind(adv: &Advertisement, passphrase: &SecretBuf, keyslot: u32) -> Result
     }))
 }
 
+/// A clevis token for `keyslot` holding `passphrase` under a clevis `tpm2` pin, as
+/// `clevis luks bind -d DEV tpm2 CONFIG` of clevis 19 makes it: a new JWK
+/// (`{"alg":"A256GCM","k":…,"key_ops":["encrypt","decrypt"],"kty":"oct"}`, what `jose jwk
+/// gen -i '{"alg":"A256GCM"}'` makes) sealed in the TPM `device` (name algorithm SHA-256, ECC
+/// primary key, a PCR policy over `pcr_mask` in `pcr_bank` when the mask is not 0), and the
+/// passphrase encrypted with it (`alg: dir`, `enc: A256GCM`) in a JWE whose protected header
+/// carries `clevis.tpm2` (`hash`, `key`, `pcr_bank`, `pcr_ids`, `jwk_pub`, `jwk_priv`).
+/// The token is unlocked once with `device` before it is returned.
+pub fn bind_tpm2(
+    device: &lukskit_tpm2::DeviceSpec,
+    pcr_bank: u16,
+    pcr_mask: u32,
+    passphrase: &SecretBuf,
+    keyslot: u32,
+    timeout: Duration,
+) -> Result<Value, TangError> {
+    let b64u = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+    let cek = SecretBuf::random(32).map_err(|_| TangError::Random)?;
+    // jose's member order (sorted): alg, k, key_ops, kty.
+    let jwk = SecretBuf::from_vec(
+        format!(
+            r#"{{"alg":"A256GCM","k":"{}","key_ops":["encrypt","decrypt"],"kty":"oct"}}"#,
+            b64u(cek.as_bytes())
+        )
+        .into_bytes(),
+    );
+    let sealed = lukskit_tpm2::clevis_seal::seal(device, pcr_bank, pcr_mask, &jwk, timeout)?;
+    let mut tpm2 = serde_json::Map::new();
+    tpm2.insert("hash".into(), json!("sha256"));
+    tpm2.insert("key".into(), json!("ecc"));
+    if pcr_mask != 0 {
+        let ids: Vec<String> = (0..24)
+            .filter(|n| pcr_mask & (1 << n) != 0)
+            .map(|n: u32| n.to_string())
+            .collect();
+        let bank = match pcr_bank {
+            lukskit_tpm2::tpm::alg::SHA1 => "sha1",
+            lukskit_tpm2::tpm::alg::SHA384 => "sha384",
+            lukskit_tpm2::tpm::alg::SHA512 => "sha512",
+            _ => "sha256",
+        };
+        tpm2.insert("pcr_bank".into(), json!(bank));
+        tpm2.insert("pcr_ids".into(), json!(ids.join(",")));
+    }
+    tpm2.insert("jwk_pub".into(), json!(b64u(&sealed.public)));
+    tpm2.insert("jwk_priv".into(), json!(b64u(&sealed.private)));
+    let header = json!({
+        "alg": "dir",
+        "clevis": {"pin": "tpm2", "tpm2": Value::Object(tpm2)},
+        "enc": "A256GCM",
+    });
+    let jwe = jwe::Jwe::encrypt_direct(header, &cek, passphrase)?;
+    let token = json!({
+        "type": "clevis",
+        "keyslots": [keyslot.to_string()],
+        "jwe": jwe.to_json(),
+    });
+    // Unlock it once, as a check, before anything is written.
+    let ctx = Context {
+        tpm2: device.clone(),
+        tpm2_timeout: timeout,
+        ..Context::new(default_limits())
+    };
+    let back = ClevisToken::parse(&token)?.unlock_with(&ctx)?;
+    if !back.ct_eq(passphrase.as_bytes()) {
+        return Err(TangError::Decrypt);
+    }
+    Ok(token)
+}
+
 /// A passphrase for a new clevis keyslot: 32 random bytes as base64url (43 printable
 /// characters, so that clevis' shell scripts carry it unchanged).
 pub fn new_passphrase() -> Result<SecretBuf, TangError> {

@@ -17,8 +17,10 @@
 //! [`lukskit_crypto::SecretBuf`]s.
 
 pub mod clevis;
+pub mod clevis_seal;
 pub mod codec;
 pub mod crypto;
+pub mod enroll;
 pub mod error;
 pub mod token;
 pub mod tpm;

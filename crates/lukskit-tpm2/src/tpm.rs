@@ -39,6 +39,7 @@ pub mod alg {
 
 mod cc {
     pub const CREATE_PRIMARY: u32 = 0x131;
+    pub const CREATE: u32 = 0x153;
     pub const LOAD: u32 = 0x157;
     pub const READ_PUBLIC: u32 = 0x173;
     pub const UNSEAL: u32 = 0x15E;
@@ -53,6 +54,8 @@ const ST_NO_SESSIONS: u16 = 0x8001;
 const ST_SESSIONS: u16 = 0x8002;
 const RS_PW: u32 = 0x4000_0009;
 const RH_NULL: u32 = 0x4000_0007;
+/// `TPM_SE_TRIAL`.
+const SESSION_TRIAL: u8 = 0x03;
 /// The owner hierarchy (`TPM_RH_OWNER`).
 pub const RH_OWNER: u32 = 0x4000_0001;
 
@@ -76,6 +79,8 @@ pub mod object_attr {
     pub const SENSITIVE_DATA_ORIGIN: u32 = 0x0000_0020;
     /// userWithAuth.
     pub const USER_WITH_AUTH: u32 = 0x0000_0040;
+    /// `adminWithPolicy`.
+    pub const ADMIN_WITH_POLICY: u32 = 0x0000_0080;
     /// noDA.
     pub const NO_DA: u32 = 0x0000_0400;
     /// restricted.
@@ -361,6 +366,42 @@ impl Tpm {
             w.u32(*h);
         }
         let mut nonces = Vec::new();
+        // Command parameter encryption: a session with `decrypt` set has the first
+        // parameter's contents (a TPM2B) encrypted with AES-128-CFB under
+        // KDFa(sessionKey || authValue, "CFB", nonceCaller, nonceTPM) before the cpHash is
+        // taken over them (TPM 2.0 Part 1, 21.3).
+        let mut params = params.to_vec();
+        for a in auths.iter() {
+            nonces.push(match a {
+                Auth::EmptyPassword => Vec::new(),
+                Auth::Session { .. } => random_nonce()?,
+            });
+        }
+        if let Some((i, key)) = auths.iter().enumerate().find_map(|(i, a)| match a {
+            Auth::Session {
+                session,
+                attributes,
+                auth_value,
+            } if attributes & session_attr::DECRYPT != 0 => {
+                Some((i, hmac_key(&session.session_key, auth_value)))
+            }
+            _ => None,
+        }) {
+            let Auth::Session { session, .. } = &auths[i] else {
+                return Err(Tpm2Error::BadResponse("decrypt session"));
+            };
+            if params.len() < 2 {
+                return Err(Tpm2Error::BadResponse("no parameter to encrypt"));
+            }
+            let n = usize::from(u16::from_be_bytes([params[0], params[1]]));
+            if n + 2 > params.len() {
+                return Err(Tpm2Error::BadResponse("parameter to encrypt"));
+            }
+            let k = kdfa(key.as_bytes(), "CFB", &nonces[i], &session.nonce_tpm, 256);
+            let (key, iv) = k.as_bytes().split_at(16);
+            aes128_cfb(key, iv, &mut params[2..2 + n], true);
+        }
+        let params = &params[..];
         if !auths.is_empty() {
             let cp_hash = {
                 let mut parts: Vec<&[u8]> = Vec::new();
@@ -384,19 +425,18 @@ impl Tpm {
                 match a {
                     Auth::EmptyPassword => {
                         area.u32(RS_PW).tpm2b(&[]).u8(0).tpm2b(&[]);
-                        nonces.push(Vec::new());
                     }
                     Auth::Session {
                         session,
                         attributes,
                         auth_value,
                     } => {
-                        let nonce = random_nonce()?;
+                        let nonce = &nonces[i];
                         let key = hmac_key(&session.session_key, auth_value);
                         let hmac = if key.is_empty() {
                             Vec::new()
                         } else {
-                            let mut parts: Vec<&[u8]> = vec![&cp_hash, &nonce, &session.nonce_tpm];
+                            let mut parts: Vec<&[u8]> = vec![&cp_hash, nonce, &session.nonce_tpm];
                             if i == 0 {
                                 if let Some(n) = &encrypt_nonce {
                                     parts.push(n);
@@ -407,10 +447,9 @@ impl Tpm {
                             hmac_sha256(key.as_bytes(), &parts).to_vec()
                         };
                         area.u32(session.handle)
-                            .tpm2b(&nonce)
+                            .tpm2b(nonce)
                             .u8(*attributes)
                             .tpm2b(&hmac);
-                        nonces.push(nonce);
                     }
                 }
             }
@@ -612,6 +651,85 @@ impl Tpm {
             session_key,
             policy,
         })
+    }
+
+    /// `TPM2_StartAuthSession` of a trial policy session (unsalted, unbound, no parameter
+    /// encryption): the policy commands run on it only compute the policy digest, as
+    /// systemd and tpm2-tools compute the `authPolicy` of the objects they seal.
+    pub fn start_trial_session(&mut self) -> Result<Session> {
+        let nonce_caller = random_nonce()?;
+        let mut p = Writer::new();
+        p.tpm2b(&nonce_caller).tpm2b(&[]);
+        p.u8(SESSION_TRIAL);
+        p.u16(alg::NULL);
+        p.u16(alg::SHA256);
+        let resp = self.run(
+            "TPM2_StartAuthSession",
+            cc::START_AUTH_SESSION,
+            &[RH_NULL, RH_NULL],
+            &[],
+            &mut [],
+            &p.buf,
+            1,
+        )?;
+        let handle = resp.handles[0];
+        self.to_flush.push(handle);
+        let mut r = Reader::new(&resp.params);
+        let nonce_tpm = r.tpm2b(64)?.to_vec();
+        Ok(Session {
+            handle,
+            nonce_tpm,
+            session_key: SecretBuf::zeroed(0),
+            policy: true,
+        })
+    }
+
+    /// `TPM2_Create` of a sealed data object under `parent` (named `parent_name`, empty
+    /// authValue): `template` is its marshalled `TPMT_PUBLIC`, `user_auth` its authValue and
+    /// `data` the secret it seals. Authorized by `session` (an HMAC session salted to the
+    /// parent), which also encrypts `inSensitive` on its way to the TPM, so neither the
+    /// secret nor the authValue crosses the bus in the clear. Returns the contents of
+    /// `outPrivate` and `outPublic`.
+    pub fn create_sealed(
+        &mut self,
+        parent: u32,
+        parent_name: &[u8],
+        session: &mut Session,
+        template: &[u8],
+        user_auth: &[u8],
+        data: &[u8],
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        if user_auth.len() > 64 || data.len() > 128 {
+            return Err(Tpm2Error::BadKey("sealed data or authValue too long"));
+        }
+        // inSensitive: a TPM2B of TPMS_SENSITIVE_CREATE (userAuth, data).
+        let mut sensitive = Writer::new();
+        sensitive.tpm2b(user_auth).tpm2b(data);
+        let mut p = Writer::new();
+        p.tpm2b(&sensitive.buf);
+        zeroize::Zeroize::zeroize(&mut sensitive.buf);
+        p.tpm2b(template);
+        p.tpm2b(&[]); // outsideInfo
+        p.u32(0); // creationPCR: no selection
+        let resp = self.run(
+            "TPM2_Create",
+            cc::CREATE,
+            &[parent],
+            &[parent_name],
+            &mut [Auth::Session {
+                session,
+                attributes: session_attr::CONTINUE | session_attr::DECRYPT,
+                auth_value: &[],
+            }],
+            &p.buf,
+            0,
+        );
+        zeroize::Zeroize::zeroize(&mut p.buf);
+        let resp = resp?;
+        let mut r = Reader::new(&resp.params);
+        let private = r.tpm2b(1024)?.to_vec();
+        let public = r.tpm2b(1024)?.to_vec();
+        Ok((private, public))
     }
 
     /// `TPM2_PolicyPCR` with the PCRs of `mask` in bank `bank` and an empty digest (the TPM

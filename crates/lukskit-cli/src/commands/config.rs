@@ -130,15 +130,21 @@ fn reencrypt_state_known(vol: &Volume) -> Result<()> {
 
 /// `token add|remove|import|export|unassign <device>`.
 pub fn token(o: &Opts, args: &[String]) -> Result<()> {
+    if args.first().map(String::as_str) == Some("bind-clevis") {
+        // `bind-clevis <device> <pin> [<config>]`, as `clevis luks bind`.
+        return super::enroll::bind_clevis(o, args);
+    }
     need_args(
         args,
         2,
         2,
-        "<add|remove|import|export|unassign|bind-tang> <device>",
+        "<add|remove|import|export|unassign|bind-tang|bind-clevis|enroll-tpm2|unenroll> <device>",
     )?;
     let device = &args[1];
     match args[0].as_str() {
         "bind-tang" => super::tokens::bind_tang(o, args),
+        "enroll-tpm2" => super::enroll::enroll_tpm2(o, args),
+        "unenroll" => super::enroll::unenroll(o, args),
         "add" => {
             let desc = o.key_description.as_deref().ok_or_else(|| {
                 CliError::invalid("--key-description parameter is mandatory for token add action.")

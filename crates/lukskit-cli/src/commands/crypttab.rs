@@ -376,6 +376,10 @@ const KEY_DIRS: [&str; 2] = ["/etc/cryptsetup-keys.d", "/run/cryptsetup-keys.d"]
 /// The key of an entry: its key file, else systemd's `/etc/cryptsetup-keys.d/NAME.key` (or
 /// `/run/…`) for an entry that asks for a passphrase; `None` to ask.
 fn key_file(e: &CrypttabEntry) -> Option<FileRef> {
+    if e.options.keyctl_cache {
+        // decrypt_keyctl: the key field names the cached passphrase, it is no file.
+        return None;
+    }
     match &e.key {
         KeySpec::File(f) => Some(f.clone()),
         KeySpec::Prompt => KEY_DIRS
@@ -454,7 +458,13 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
     eo.disable_locks = o.disable_locks;
     crate::input::set_prompt_timeout(eo.timeout.unwrap_or(0));
     let args = eo.positional[1..].to_vec();
-    let res = super::open::open(&eo, "open", &args);
+    let res = if e.options.keyctl_cache {
+        // One passphrase read per open; the cache decides when to ask again.
+        eo.tries = Some(1);
+        super::passphrase_cache::open_with_cache(e, || super::open::open(&eo, "open", &args))
+    } else {
+        super::open::open(&eo, "open", &args)
+    };
     crate::input::set_prompt_timeout(o.timeout.unwrap_or(0));
     drop(mounts);
     res?;
@@ -534,7 +544,19 @@ fn list_entry(e: &CrypttabEntry) {
                 Some(0) => "until right".to_string(),
                 t => format!("{} tries", t.unwrap_or(3)),
             };
-            (format!("passphrase asked on the console ({t})"), None)
+            let cache = if o.keyctl_cache {
+                format!(
+                    ", cached {} s in the kernel keyring as user key {} in @u (decrypt_keyctl)",
+                    super::passphrase_cache::CACHE_SECONDS,
+                    super::passphrase_cache::description(e)
+                )
+            } else {
+                String::new()
+            };
+            (
+                format!("passphrase asked on the console ({t}{cache})"),
+                None,
+            )
         }
         Some(f) => (format!("key file {f}"), Some(key_path(&f))),
     };

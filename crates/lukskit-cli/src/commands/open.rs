@@ -158,6 +158,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
             return activate_reencrypt(&o, backend, config, &table);
         }
     }
+    let vk_link = super::vk_keyring::link_request(&o)?;
     let (config, key, digest) = match o.r#type.as_deref() {
         Some("plain") => {
             let kernel = backend == activate::Backend::Kernel;
@@ -184,7 +185,22 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     if backend == activate::Backend::Kernel {
         apply_stored_perf_flags(&stored, &mut kopts);
     }
-    activate::activate(backend, &config, &kopts, &key).map_err(CliError::from)?;
+    // --link-vk-to-keyring: LUKS2 only (cryptsetup 2.7 refuses it for other types), and
+    // as cryptsetup not with --disable-keyring; linked before the activation and unlinked
+    // should it fail, so the key is there only once the volume is.
+    let linked = match &vk_link {
+        Some(_) if config.kind != VolumeType::Luks2 => {
+            return Err(CliError::invalid("Invalid --link-vk-to-keyring value."))
+        }
+        Some(l) if !o.disable_keyring => Some((l, super::vk_keyring::link(l, &key)?)),
+        _ => None,
+    };
+    if let Err(e) = activate::activate(backend, &config, &kopts, &key) {
+        if let Some((l, serial)) = linked {
+            super::vk_keyring::unlink(l, serial);
+        }
+        return Err(e.into());
+    }
     say_backend(&o, backend, name);
     if o.persistent {
         store_flags(&o, &config.device, config.header.as_deref())
@@ -622,6 +638,11 @@ fn luks_key(vol: &Volume, o: &Opts, device: &str, tokens: bool) -> Result<Secret
         vol.verify_volume_key(vk.as_bytes())?;
         return Ok(vk);
     }
+    if let Some(spec) = &o.volume_key_keyring {
+        let vk = super::vk_keyring::volume_key(spec)?;
+        vol.verify_volume_key(vk.as_bytes())?;
+        return Ok(vk);
+    }
     if tokens {
         if let Some((slot, vk)) = super::tokens::try_tokens(vol, o)? {
             if o.verbose {
@@ -699,7 +720,7 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
         drop(vol);
         return super::open_reencrypt::test_passphrase(o, device);
     }
-    if o.volume_key_file.is_some() && !o.unbound {
+    if (o.volume_key_file.is_some() || o.volume_key_keyring.is_some()) && !o.unbound {
         // cryptsetup checks the volume key file against the header's digest.
         luks_key(&vol, o, device, false)?;
         return Ok(());

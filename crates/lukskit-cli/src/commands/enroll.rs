@@ -1,0 +1,335 @@
+//! Enrolment and removal of the tokens that hold a keyslot's passphrase:
+//!
+//! - `token enroll-tpm2 DEVICE [--tpm2-device D] [--tpm2-pcrs 7+8] [--tpm2-pcr-bank B]
+//!   [--tpm2-with-pin yes]`: what `systemd-cryptenroll --tpm2-device=…` of systemd 252 does
+//!   (crate `lukskit-tpm2`, module `enroll`): a random secret sealed in the TPM, a keyslot
+//!   whose passphrase is its base64 (PBKDF2-SHA512 at cryptsetup's minimum, 1000 iterations,
+//!   as systemd's `cryptsetup_set_minimal_pbkdf` makes it) and a `systemd-tpm2` token;
+//! - `token bind-clevis DEVICE tpm2 ['{"pcr_bank":"sha256","pcr_ids":"7"}']`: what `clevis
+//!   luks bind -d DEVICE tpm2 CONFIG` of clevis 19 does (crate `lukskit-tang`,
+//!   `bind_tpm2`): a keyslot with a random passphrase (PBKDF2, 1000 iterations, as
+//!   `token bind-tang`) and a clevis token whose JWE the TPM's sealed JWK decrypts;
+//! - `token unenroll DEVICE (--token-id N | --token-type T | --key-slot N)`: the tokens and
+//!   the keyslots they unlock, as `systemd-cryptenroll --wipe-slot=tpm2` and `clevis luks
+//!   unbind -s N` remove them. cryptsetup's `token remove` keeps the keyslot, and lukskit's
+//!   keeps cryptsetup's meaning: `unenroll` is the command that removes both.
+
+use super::need_args;
+use crate::args::Opts;
+use crate::errors::{CliError, Result};
+use lukskit_crypto::SecretBuf;
+use lukskit_volume::device::Access;
+use lukskit_volume::pbkdf::PbkdfOptions;
+
+/// The PIN for a new PIN token: asked twice on a terminal (systemd-cryptenroll's prompts),
+/// one line from standard input otherwise.
+fn new_pin() -> Result<SecretBuf> {
+    let src = crate::input::KeySource::Prompt;
+    let pin = crate::input::get_secret(&src, "Please enter TPM2 PIN: ", false)?;
+    if crate::input::interactive() {
+        let again = crate::input::get_secret(&src, "Please enter TPM2 PIN (repeat): ", false)?;
+        if !pin.ct_eq(again.as_bytes()) {
+            return Err(CliError::permission("PINs are not equal."));
+        }
+    }
+    if pin.as_bytes().is_empty() {
+        return Err(CliError::invalid("An empty TPM2 PIN is refused."));
+    }
+    Ok(pin)
+}
+
+/// `--tpm2-with-pin`: yes/no as systemd's `parse_boolean` takes them.
+fn with_pin(o: &Opts) -> Result<bool> {
+    match o.tpm2_with_pin.as_deref() {
+        None => Ok(false),
+        Some("yes" | "y" | "true" | "t" | "on" | "1") => Ok(true),
+        Some("no" | "n" | "false" | "f" | "off" | "0") => Ok(false),
+        Some(v) => Err(CliError::invalid(format!(
+            "Failed to parse --tpm2-with-pin= argument: {v}"
+        ))),
+    }
+}
+
+/// `token enroll-tpm2 <device>`.
+pub(super) fn enroll_tpm2(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 2, 2, "enroll-tpm2 <device>")?;
+    let device = &args[1];
+    // Parse everything before the TPM or the volume is touched.
+    let pcr_mask = lukskit_tpm2::enroll::parse_pcr_list(o.tpm2_pcrs.as_deref().unwrap_or("7"))
+        .map_err(|e| CliError::invalid(format!("Failed to parse PCR list: {e}.")))?;
+    let pcr_bank = match o.tpm2_pcr_bank.as_deref() {
+        None => None,
+        Some(b) => Some(lukskit_tpm2::token::bank_from_name(b).ok_or_else(|| {
+            CliError::invalid(format!(
+                "Unknown PCR bank '{b}' (sha1, sha256, sha384, sha512)."
+            ))
+        })?),
+    };
+    let pin_wanted = with_pin(o)?;
+    let tpm = lukskit_tpm2::DeviceSpec::parse(o.tpm2_device.as_deref().unwrap_or("auto"))
+        .map_err(|e| CliError::invalid(format!("{e}.")))?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
+    if vol.luks2().is_none() {
+        return Err(CliError::invalid(format!(
+            "Device {device} is not a LUKS2 device (systemd-tpm2 tokens need LUKS2)."
+        )));
+    }
+    if let Some(s) = o.key_slot {
+        vol.check_new_keyslot(s)?;
+    } else {
+        vol.free_keyslot()?;
+    }
+    let src = super::existing_key_source(o, None);
+    let (_, vk, _) = super::keys::unlock_with_tries(
+        &vol,
+        o,
+        &src,
+        "Enter any existing passphrase: ",
+        None,
+        false,
+    )?;
+    let pin = if pin_wanted { Some(new_pin()?) } else { None };
+    let req = lukskit_tpm2::enroll::SealRequest { pcr_mask, pcr_bank };
+    let sealed = lukskit_tpm2::enroll::seal(
+        &tpm,
+        &req,
+        pin.as_ref(),
+        lukskit_tpm2::transport::DEFAULT_TIMEOUT,
+    )
+    .map_err(|e| CliError::invalid(format!("Cannot seal the key in the TPM: {e}.")))?;
+    // systemd's cryptsetup_set_minimal_pbkdf: PBKDF2 with SHA-512 at the least cryptsetup
+    // allows (the passphrase has 256 bits of entropy), unless the command line asks
+    // otherwise.
+    let mut pbkdf = super::pbkdf_options(o);
+    if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
+        pbkdf = PbkdfOptions {
+            kind: Some("pbkdf2".into()),
+            hash: Some(pbkdf.hash.unwrap_or_else(|| "sha512".into())),
+            force_iterations: Some(1000),
+            ..pbkdf
+        };
+    }
+    let slot = vol.add_keyslot(&vk, sealed.passphrase.as_bytes(), o.key_slot, &pbkdf, false)?;
+    match vol.token_add(o.token_id, sealed.token_json(slot), o.token_replace) {
+        Ok(id) => {
+            eprintln!("New TPM2 token enrolled as key slot {slot}.");
+            if o.verbose {
+                println!("Token {id} created.");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            // Do not leave a keyslot whose passphrase nobody has.
+            let _ = vol.kill_keyslot(slot);
+            Err(e.into())
+        }
+    }
+}
+
+/// `token unenroll <device>`: the tokens chosen by `--token-id`, `--token-type` or
+/// `--key-slot` (the tokens of that keyslot) removed, then the keyslots they were assigned
+/// to killed. Refused when no keyslot would be left.
+pub(super) fn unenroll(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 2, 2, "unenroll <device>")?;
+    let device = &args[1];
+    if o.token_id.is_none() && o.token_type.is_none() && o.key_slot.is_none() {
+        return Err(CliError::invalid(
+            "Action requires specific token. Use --token-id, --token-type or --key-slot parameter.",
+        ));
+    }
+    let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
+    let Some(h) = vol.luks2() else {
+        return Err(CliError::invalid(""));
+    };
+    let chosen: Vec<_> = h
+        .tokens()?
+        .into_iter()
+        .filter(|t| {
+            o.token_id.is_none_or(|id| t.id == id)
+                && o.token_type.as_deref().is_none_or(|ty| t.kind == ty)
+                && o.key_slot.is_none_or(|s| t.keyslots.contains(&s))
+        })
+        .collect();
+    if chosen.is_empty() {
+        return Err(CliError::invalid("No token matches: nothing to unenroll."));
+    }
+    let mut slots: Vec<u32> = chosen.iter().flat_map(|t| t.keyslots.clone()).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    let active = vol.active_keyslots()?;
+    if active.iter().all(|s| slots.contains(s)) {
+        return Err(CliError::invalid(
+            "Refusing to remove the last keyslots: the volume could not be opened any more.",
+        ));
+    }
+    if !o.batch_mode && crate::input::interactive() {
+        crate::input::confirm(
+            &format!(
+                "This removes token(s) {} and keyslot(s) {}.",
+                chosen
+                    .iter()
+                    .map(|t| t.id.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                slots
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            false,
+        )?;
+    }
+    // Tokens first: interrupted in between, a keyslot without its token is left (still
+    // openable with its passphrase), never a token naming a keyslot that is gone.
+    for t in &chosen {
+        vol.token_remove(t.id)?;
+        if o.verbose {
+            println!("Token {} removed.", t.id);
+        }
+    }
+    for s in slots {
+        if active.contains(&s) {
+            vol.kill_keyslot(s)?;
+            if o.verbose {
+                println!("Key slot {s} removed.");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The PCRs and bank of a clevis `tpm2` configuration, as clevis 19 reads it: `pcr_ids` a
+/// string ("7", "0,7") or an array, `pcr_bank` defaulting to `sha1` as clevis' does; `hash`
+/// and `key` other than sha256 / ecc are refused (lukskit seals with those only).
+fn clevis_tpm2_config(text: &str) -> Result<(u16, u32)> {
+    let bad = |why: &str| CliError::invalid(format!("Invalid clevis tpm2 configuration: {why}."));
+    if text.len() > 4096 {
+        return Err(bad("too long"));
+    }
+    let cfg: serde_json::Value =
+        serde_json::from_str(text).map_err(|_| bad("not a JSON object"))?;
+    let obj = cfg.as_object().ok_or_else(|| bad("not a JSON object"))?;
+    for k in obj.keys() {
+        if !["hash", "key", "pcr_bank", "pcr_ids"].contains(&k.as_str()) {
+            return Err(bad(&format!("{k} is not supported by lukskit")));
+        }
+    }
+    let text_of = |k: &str| {
+        obj.get(k).map(|v| {
+            v.as_str()
+                .ok_or_else(|| bad(&format!("{k} is not a string")))
+        })
+    };
+    if let Some(h) = text_of("hash") {
+        if h? != "sha256" {
+            return Err(bad("lukskit seals with hash sha256 only"));
+        }
+    }
+    if let Some(k) = text_of("key") {
+        if k? != "ecc" {
+            return Err(bad("lukskit seals under an ecc primary key only"));
+        }
+    }
+    let ids = match obj.get("pcr_ids") {
+        None => String::new(),
+        Some(serde_json::Value::String(s)) => s.replace(' ', ""),
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                serde_json::Value::Number(n) => Ok(n.to_string()),
+                serde_json::Value::String(s) => Ok(s.clone()),
+                _ => Err(bad("pcr_ids holds something that is not a PCR")),
+            })
+            .collect::<Result<Vec<_>>>()?
+            .join(","),
+        Some(_) => return Err(bad("pcr_ids is not a string or an array")),
+    };
+    let mask = lukskit_tpm2::enroll::parse_pcr_list(&ids).map_err(|e| bad(&e.to_string()))?;
+    let bank = match text_of("pcr_bank") {
+        None => "sha1",
+        Some(b) => b?,
+    };
+    let bank = lukskit_tpm2::token::bank_from_name(bank).ok_or_else(|| bad("unknown pcr_bank"))?;
+    Ok((bank, mask))
+}
+
+/// `token bind-clevis <device> <pin> [<config>]`.
+pub(super) fn bind_clevis(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 3, 4, "bind-clevis <device> <pin> [<config>]")?;
+    let device = &args[1];
+    match args[2].as_str() {
+        "tpm2" => {}
+        "tang" => {
+            return Err(CliError::invalid(
+                "Use token bind-tang for the tang pin (it checks the server's keys).",
+            ))
+        }
+        other => {
+            return Err(CliError::invalid(format!(
+                "Binding the clevis pin {other} is not supported by lukskit (tpm2 only; clevis luks bind does sss)."
+            )))
+        }
+    }
+    let (bank, mask) = clevis_tpm2_config(args.get(3).map_or("{}", String::as_str))?;
+    let tpm = lukskit_tpm2::DeviceSpec::parse(o.tpm2_device.as_deref().unwrap_or("auto"))
+        .map_err(|e| CliError::invalid(format!("{e}.")))?;
+    let mut vol = super::load_volume(o, device, Access::Write)?;
+    if vol.luks2().is_none() {
+        return Err(CliError::invalid(format!(
+            "Device {device} is not a LUKS2 device (clevis tokens need LUKS2)."
+        )));
+    }
+    if let Some(s) = o.key_slot {
+        vol.check_new_keyslot(s)?;
+    } else {
+        vol.free_keyslot()?;
+    }
+    let src = super::existing_key_source(o, None);
+    let (_, vk, _) = super::keys::unlock_with_tries(
+        &vol,
+        o,
+        &src,
+        "Enter any existing passphrase: ",
+        None,
+        false,
+    )?;
+    let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
+    // Which keyslot the token will be for is known once it is added; the token is made
+    // first (it needs the TPM), with the keyslot number it will get.
+    let slot = match o.key_slot {
+        Some(s) => s,
+        None => vol.free_keyslot()?,
+    };
+    let token = lukskit_tang::bind_tpm2(
+        &tpm,
+        bank,
+        mask,
+        &pass,
+        slot,
+        lukskit_tpm2::transport::DEFAULT_TIMEOUT,
+    )
+    .map_err(|e| CliError::invalid(format!("Cannot seal the key in the TPM: {e}.")))?;
+    let mut pbkdf = super::pbkdf_options(o);
+    if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
+        pbkdf = PbkdfOptions {
+            kind: Some("pbkdf2".into()),
+            force_iterations: Some(1000),
+            ..pbkdf
+        };
+    }
+    let added = vol.add_keyslot(&vk, pass.as_bytes(), Some(slot), &pbkdf, false)?;
+    match vol.token_add(o.token_id, token, o.token_replace) {
+        Ok(id) => {
+            if o.verbose {
+                println!("Key slot {added} created.");
+                println!("Token {id} created.");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            let _ = vol.kill_keyslot(added);
+            Err(e.into())
+        }
+    }
+}
