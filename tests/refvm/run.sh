@@ -5,9 +5,9 @@
 #   run.sh [OPTIONS] SCRIPT [DISK ...]
 #   run.sh --prepare            download and build everything, boot nothing
 #   run.sh --initrd CPIO [--answer PROMPT=FILE] [--snapshot] [--append ARGS] [DISK ...]
-#   run.sh --tpm STATEDIR ...   (either form) a software TPM 2.0 (swtpm) attached as a TIS device
 #                               boot Debian's kernel with an initramfs of your own (e.g. one
 #                               made by mkinitramfs); the serial console is the output
+#   run.sh --tpm STATEDIR ...   (either form) with a software TPM 2.0 (swtpm) as a TIS device
 #
 # Each DISK (a raw image file on the host) is attached as /dev/vda, /dev/vdb, ... in the order
 # given; whatever the guest writes to them is in the files when run.sh returns. SCRIPT runs under
@@ -538,9 +538,9 @@ build() {
     local KD=$U/lib/modules/$KVER
     [ -d "$KD" ] || KD=$U/usr/lib/modules/$KVER
     cp "$U/boot/vmlinuz-$KVER" "$tmp/kernel"
-    # The compressed kernel too: with a TPM attached (--tpm) the PVH entry below finds ACPI
-    # tables cut short (QEMU 7.2: "Invalid table length ... in RSDT", no TPM, no ACPI power-off),
-    # while the bzImage through SeaBIOS's Linux loader sees them whole.
+    # The compressed kernel too: with a TPM attached (--tpm), the kernel booted through the PVH
+    # entry below finds broken ACPI tables (QEMU 7.2: "Invalid table length 0x13 in RSDT/XSDT",
+    # then no TPM and no ACPI power-off), the bzImage through SeaBIOS's Linux loader does not.
     cp "$U/boot/vmlinuz-$KVER" "$tmp/bzimage"
     # Debian's kernel has a PVH entry point: qemu can boot the uncompressed ELF directly, which
     # saves the ~3.5 s the xz decompressor takes under TCG. Fall back to the bzImage otherwise.
