@@ -10,7 +10,8 @@
 #   1. mounts /proc, /sys, /dev (devtmpfs) and /run, runs `mdev -s` when there is one, loads
 #      the listed kernel modules,
 #   2. waits for the root device (a path, UUID=... or LABEL=... resolved with busybox findfs),
-#   3. unlocks it with `lukskit open` (the key file, or a passphrase typed on the console),
+#   3. unlocks it with `lukskit open` (the key file; without one the volume's tokens first, e.g.
+#      a systemd-tpm2 token with the board's TPM, then a passphrase typed on the console),
 #   4. mounts /dev/mapper/NAME on /newroot and `switch_root`s into the real root's init.
 # When the unlock or the mount fails it says so on the console and starts a shell (or the
 # ramdisk's own /init, kept as /init.board, with --fallback-board-init; lukskit.fallback=
@@ -30,17 +31,21 @@
 #   --modules "M ..."    kernel modules to load first (e.g. "dm_mod dm_crypt xts aes_ce_blk crc32c_generic ext4")
 #   --open-options "..." more `lukskit open` options (e.g. "--allow-discards --tries 5")
 #   --wait SECONDS       how long to wait for the root device (default 30)
+#   --tpm2-device DEV    the TPM of the root's systemd-tpm2 token: auto (/dev/tpmrm0 or /dev/tpm0)
+#                        or a /dev path; its node is waited for (--tpm-wait SECONDS, default 10)
+#                        before the unlock. Put its driver into the ramdisk and --modules (e.g.
+#                        tpm_tis_spi, tpm_tis_i2c_cr50, tpm_ftpm_tee) when it is a module
 #   --fallback-board-init  on failure run the ramdisk's own /init instead of a shell
 #   --compress gzip|xz|zstd|none
 set -euo pipefail
 
 usage() {
-    sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,40p' "$0" | sed 's/^# \{0,1\}//'
     exit "${1:-2}"
 }
 
 LUKSKIT='' ROOT='' NAME=cryptroot KEY='' FSTYPE=ext4 MOUNT_OPTS=ro INIT=/sbin/init MODULES=''
-OPEN_OPTS='' WAIT=30 FALLBACK=shell COMPRESS=
+OPEN_OPTS='' WAIT=30 FALLBACK=shell COMPRESS= TPM='' TPM_WAIT=10
 while [ $# -gt 0 ]; do
     case "$1" in
     --lukskit) LUKSKIT=$2; shift 2 ;;
@@ -53,6 +58,8 @@ while [ $# -gt 0 ]; do
     --modules) MODULES=$2; shift 2 ;;
     --open-options) OPEN_OPTS=$2; shift 2 ;;
     --wait) WAIT=$2; shift 2 ;;
+    --tpm2-device) TPM=$2; shift 2 ;;
+    --tpm-wait) TPM_WAIT=$2; shift 2 ;;
     --fallback-board-init) FALLBACK=board; shift ;;
     --compress) COMPRESS=$2; shift 2 ;;
     -h | --help) usage 0 ;;
@@ -71,6 +78,8 @@ die() { echo "initramfs-add-lukskit: $*" >&2; exit 1; }
 [ -z "$KEY" ] || [ -f "$KEY" ] || die "no such key file: $KEY"
 case "$NAME" in *[!A-Za-z0-9_.-]* | "") die "--name: letters, digits, '_', '.', '-' only" ;; esac
 case "$WAIT" in *[!0-9]* | "") die "--wait: a number of seconds" ;; esac
+case "$TPM_WAIT" in *[!0-9]* | "") die "--tpm-wait: a number of seconds" ;; esac
+case "$TPM" in "" | auto | /dev/*) ;; *) die "--tpm2-device: auto or a /dev path" ;; esac
 command -v cpio >/dev/null || die "cpio not found (apt-get install cpio)"
 # The binary must not need a dynamic loader: a busybox ramdisk has no libc.
 if [ "$(head -c 4 "$LUKSKIT" | od -An -tx1 | tr -d ' \n')" != 7f454c46 ]; then die "$LUKSKIT is not an ELF binary"; fi
@@ -128,6 +137,8 @@ q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
     echo "LUKSKIT_OPEN_OPTS=$(q "$OPEN_OPTS")"
     echo "LUKSKIT_WAIT=$(q "$WAIT")"
     echo "LUKSKIT_FALLBACK=$(q "$FALLBACK")"
+    echo "LUKSKIT_TPM=$(q "$TPM")"
+    echo "LUKSKIT_TPM_WAIT=$(q "$TPM_WAIT")"
 } >"$tmp/o/lukskit/config"
 
 cat >"$tmp/o/init" <<'INIT'
@@ -188,6 +199,21 @@ while :; do
     n=$((n + 1))
     sleep 0.1
 done
+# The TPM of the root's token (--tpm2-device): its node, waited for at most LUKSKIT_TPM_WAIT s.
+tpmopt=
+if [ -n "$LUKSKIT_TPM" ]; then
+    case "$LUKSKIT_TPM" in auto) tpmdevs="/dev/tpmrm0 /dev/tpm0" ;; *) tpmdevs=$LUKSKIT_TPM tpmopt="--tpm2-device $LUKSKIT_TPM" ;; esac
+    n=0 found=
+    while [ -z "$found" ]; do
+        for t in $tpmdevs; do [ -e "$t" ] && found=$t; done
+        [ -n "$found" ] && break
+        [ "$n" -ge $((LUKSKIT_TPM_WAIT * 10)) ] && { msg "no TPM ($tpmdevs) after ${LUKSKIT_TPM_WAIT}s"; break; }
+        [ "$n" = 0 ] && msg "waiting for a TPM ($tpmdevs)"
+        command -v mdev >/dev/null && [ $((n % 10)) = 9 ] && mdev -s
+        n=$((n + 1))
+        sleep 0.1
+    done
+fi
 msg "unlocking $dev as $LUKSKIT_NAME"
 # shellcheck disable=SC2086 # LUKSKIT_OPEN_OPTS is a list of options
 if [ -n "$LUKSKIT_KEY" ]; then
@@ -198,7 +224,7 @@ else
     # (busybox's setsid does not fork here: a child of this script leads no process group).
     ctty=
     command -v setsid >/dev/null && command -v cttyhack >/dev/null && ctty="setsid cttyhack"
-    $ctty lukskit open $LUKSKIT_OPEN_OPTS "$dev" "$LUKSKIT_NAME" || fail "lukskit open failed (exit $?)"
+    $ctty lukskit open $LUKSKIT_OPEN_OPTS $tpmopt "$dev" "$LUKSKIT_NAME" || fail "lukskit open failed (exit $?)"
 fi
 mount -t "$LUKSKIT_FSTYPE" -o "$LUKSKIT_MOUNT_OPTS" "/dev/mapper/$LUKSKIT_NAME" /newroot ||
     fail "cannot mount /dev/mapper/$LUKSKIT_NAME ($LUKSKIT_FSTYPE) on /newroot"

@@ -7,6 +7,7 @@
 #   run.sh --initrd CPIO [--answer PROMPT=FILE] [--snapshot] [--append ARGS] [DISK ...]
 #                               boot Debian's kernel with an initramfs of your own (e.g. one
 #                               made by mkinitramfs); the serial console is the output
+#   run.sh --tpm STATEDIR ...   (either form) with a software TPM 2.0 (swtpm) as a TIS device
 #
 # Each DISK (a raw image file on the host) is attached as /dev/vda, /dev/vdb, ... in the order
 # given; whatever the guest writes to them is in the files when run.sh returns. SCRIPT runs under
@@ -140,6 +141,8 @@ options:
                    Enter on it (several --answer are answered in order)
   --append ARGS    more kernel command line (as LUKSKIT_REFVM_APPEND)
   --snapshot       the guest's writes to the DISKs are thrown away (qemu snapshot=on)
+  --tpm STATEDIR   attach a software TPM 2.0 (swtpm, state kept in STATEDIR, created when
+                   missing) as a tpm-tis device: the guest has /dev/tpm0 and /dev/tpmrm0
   --fio            put a static fio (built once from Debian's source package by fio-build.sh)
                    into the guest as /usr/bin/fio, for this run only (LUKSKIT_REFVM_FIO=1)
 
@@ -155,6 +158,7 @@ COPIES=()
 INITRD=
 ANSWERS=()
 SNAPSHOT=0
+TPM_STATE=
 while [ $# -gt 0 ]; do
     case "$1" in
     --share) SHARE=$2; shift 2 ;;
@@ -169,6 +173,7 @@ while [ $# -gt 0 ]; do
     --append) APPEND="$APPEND $2"; shift 2 ;;
     --snapshot) SNAPSHOT=1; shift ;;
     --fio) FIO=1; shift ;;
+    --tpm) TPM_STATE=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
     -*) usage >&2; exit 2 ;;
@@ -191,6 +196,10 @@ for d in "${DISKS[@]}"; do
     [ -f "$d" ] || [ -b "$d" ] || die "no such disk image: $d"
 done
 if [ -n "$SHARE" ]; then [ -d "$SHARE" ] || die "no such directory: $SHARE"; fi
+if [ -n "$TPM_STATE" ]; then
+    command -v swtpm >/dev/null || skip "--tpm needs swtpm (apt-get install swtpm swtpm-tools)"
+    mkdir -p "$TPM_STATE" || die "--tpm: cannot create $TPM_STATE"
+fi
 if [ -n "$LUKSKIT_BIN" ]; then [ -x "$LUKSKIT_BIN" ] || die "LUKSKIT_BIN is not executable: $LUKSKIT_BIN"; fi
 [ "$(uname -m)" = x86_64 ] || skip "the reference VM needs an x86_64 host"
 
@@ -529,6 +538,10 @@ build() {
     local KD=$U/lib/modules/$KVER
     [ -d "$KD" ] || KD=$U/usr/lib/modules/$KVER
     cp "$U/boot/vmlinuz-$KVER" "$tmp/kernel"
+    # The compressed kernel too: with a TPM attached (--tpm), the kernel booted through the PVH
+    # entry below finds broken ACPI tables (QEMU 7.2: "Invalid table length 0x13 in RSDT/XSDT",
+    # then no TPM and no ACPI power-off), the bzImage through SeaBIOS's Linux loader does not.
+    cp "$U/boot/vmlinuz-$KVER" "$tmp/bzimage"
     # Debian's kernel has a PVH entry point: qemu can boot the uncompressed ELF directly, which
     # saves the ~3.5 s the xz decompressor takes under TCG. Fall back to the bzImage otherwise.
     local off
@@ -579,14 +592,14 @@ build() {
     } >"$tmp/manifest.txt"
     echo "$STAMP" >"$tmp/stamp"
     local x
-    for x in kernel base.cpio files.txt manifest.txt stamp; do mv -f "$tmp/$x" "$CACHE/vm/$x"; done
+    for x in kernel bzimage base.cpio files.txt manifest.txt stamp; do mv -f "$tmp/$x" "$CACHE/vm/$x"; done
     say "initramfs built in $(elapsed)s ($(du -h "$CACHE/vm/base.cpio" | cut -f1), $(wc -l <"$deps") modules)"
     rm -rf "$tmp"
     trap - EXIT
     unset U
 }
 
-if [ "$(cat "$CACHE/vm/stamp" 2>/dev/null)" != "$STAMP" ] || [ ! -f "$CACHE/vm/base.cpio" ]; then
+if [ "$(cat "$CACHE/vm/stamp" 2>/dev/null)" != "$STAMP" ] || [ ! -f "$CACHE/vm/base.cpio" ] || [ ! -f "$CACHE/vm/bzimage" ]; then
     build
 fi
 
@@ -647,7 +660,7 @@ else
     (cd "$O" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) >"$RUN/overlay.cpio"
     cat "$CACHE/vm/base.cpio" "$RUN/overlay.cpio" >"$RUN/initrd"
 fi
-cp "$CACHE/vm/kernel" "$RUN/kernel"
+if [ -n "$TPM_STATE" ]; then cp "$CACHE/vm/bzimage" "$RUN/kernel"; else cp "$CACHE/vm/kernel" "$RUN/kernel"; fi
 flock -u 9
 
 # shellcheck disable=SC2054 # qemu options are comma-separated
@@ -667,6 +680,21 @@ for d in "${DISKS[@]}"; do
 done
 if [ -n "$SHARE" ]; then
     DISK_ARGS+=(-virtfs "local,path=${SHARE//,/,,},mount_tag=host,security_model=none,id=host")
+fi
+# The software TPM: swtpm serves QEMU's TPM emulator backend on a control socket (the command
+# channel is passed over it); --terminate ends it when QEMU closes the connection, and the
+# EXIT trap in case QEMU never connected.
+if [ -n "$TPM_STATE" ]; then
+    swtpm socket --tpm2 --tpmstate "dir=${TPM_STATE//,/,,}" --ctrl "type=unixio,path=$RUN/swtpm.sock" \
+        --terminate --log "file=$RUN/swtpm.log" </dev/null >/dev/null 2>&1 &
+    SWTPM_PID=$!
+    trap 'kill "$SWTPM_PID" 2>/dev/null; wait "$SWTPM_PID" 2>/dev/null; cleanup' EXIT
+    n=0
+    while [ ! -S "$RUN/swtpm.sock" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    [ -S "$RUN/swtpm.sock" ] || die "swtpm did not start (log: $(cat "$RUN/swtpm.log" 2>/dev/null))"
+    # shellcheck disable=SC2054 # qemu options are comma-separated
+    DISK_ARGS+=(-chardev "socket,id=chrtpm,path=$RUN/swtpm.sock" -tpmdev emulator,id=tpm0,chardev=chrtpm
+        -device tpm-tis,tpmdev=tpm0)
 fi
 # no_timer_check: under TCG on a loaded host the kernel's check that the IO-APIC timer ticks
 # can time out and panic at boot ("IO-APIC + timer doesn't work!"; seen 2026-11-27 in

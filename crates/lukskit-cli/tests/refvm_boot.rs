@@ -3,9 +3,13 @@
 //! disks, unlocked by an initramfs that Debian's own `mkinitramfs` built
 //! (tests/refvm/boot/build.sh, cached by a hash of its inputs):
 //!
-//! - lukskit's initramfs-tools hook with a key file (`key`), with a passphrase typed on the
-//!   serial console (`pass`), with LVM on top of the LUKS2 volume (`lvm`), and with one RAID
-//!   disk missing (`degraded`: the same initramfs as `key`, booted with one disk);
+//! - lukskit's initramfs-tools hook with a key file (`key`), with LVM on top of the LUKS2
+//!   volume (`lvm`), and with one RAID disk missing (`degraded`: the same initramfs as `key`,
+//!   booted with one disk);
+//! - lukskit's hook with a software TPM attached (`tpm`: swtpm, run.sh `--tpm`): the root's
+//!   systemd-tpm2 token (enrolled by systemd-cryptenroll with PCR 7) unlocks it with no
+//!   keyboard, and a second volume whose token no longer matches PCR 7 falls back to the
+//!   passphrase typed on the serial console;
 //! - lukskit's hook with `--backend userspace` (`fuse`): the root is served by lukskit's own
 //!   process (FUSE file + loop device, as on a kernel without dm-crypt), which must keep
 //!   serving after `switch_root`, marked as a systemd root-storage daemon (`@` in argv[0]);
@@ -39,6 +43,9 @@ fn repo() -> PathBuf {
 /// What build.sh made: the directories of the disks and of the initramfs images.
 struct Built {
     disks: PathBuf,
+    /// The TPM-enrolled copies of the disks (`t1.img`, `t2.img`, `tc.img`) and the software
+    /// TPM's state (`state/`).
+    tpm: PathBuf,
     initrds: PathBuf,
     /// The dracut image (`dracut.img`, `dracut.list`).
     dracut: PathBuf,
@@ -101,6 +108,7 @@ fn built(test: &str) -> Option<&'static Built> {
             .collect();
         Ok(Built {
             disks: PathBuf::from(&vars["DISKS"]),
+            tpm: PathBuf::from(&vars["TPM"]),
             initrds: PathBuf::from(&vars["INITRDS"]),
             dracut: PathBuf::from(&vars["DRACUT"]),
             lukskit,
@@ -150,33 +158,28 @@ fn boot(
     append: &str,
     typed: bool,
 ) -> Option<VmRun> {
-    boot_initrd(
+    let answers: &[(&str, PathBuf)] = &[("Enter passphrase for", b.disks.join("passphrase"))];
+    boot_with(
         test,
-        b,
         &b.initrds.join(format!("{image}.img")),
-        disks,
+        &disks.iter().map(|d| b.disks.join(d)).collect::<Vec<_>>(),
         append,
-        typed,
+        if typed { answers } else { &[] },
+        None,
     )
 }
 
-/// [`boot`] with the initramfs at `initrd`.
-fn boot_initrd(
+/// One boot of `initrd` with the disk images `disks`, the kernel command line `append`, each
+/// `(prompt, file)` of `answers` typed in order once its prompt is on the console, and a
+/// software TPM with a throw-away copy of the state directory `tpm` when given.
+fn boot_with(
     test: &str,
-    b: &Built,
     initrd: &Path,
-    disks: &[&str],
+    disks: &[PathBuf],
     append: &str,
-    typed: bool,
+    answers: &[(&str, PathBuf)],
+    tpm: Option<&Path>,
 ) -> Option<VmRun> {
-    let answer = format!(
-        "Enter passphrase for=/{}",
-        b.disks
-            .join("passphrase")
-            .display()
-            .to_string()
-            .trim_start_matches('/')
-    );
     let mut args: Vec<std::ffi::OsString> = vec![
         "--initrd".into(),
         initrd.into(),
@@ -185,13 +188,25 @@ fn boot_initrd(
         // panic=5: a failing initramfs reboots (and qemu stops) instead of waiting in a shell.
         format!("{append} ro panic=5").into(),
     ];
-    if typed {
+    for (prompt, file) in answers {
         args.push("--answer".into());
-        args.push(answer.into());
+        args.push(format!("{prompt}={}", file.display()).into());
     }
-    for d in disks {
-        args.push(b.disks.join(d).into());
+    // The TPM's state changes as the guest uses it: each boot gets its own copy.
+    let state = tpm.map(|dir| {
+        let copy = tempfile::tempdir().expect("a directory for the TPM state");
+        for f in std::fs::read_dir(dir).expect("read the TPM state") {
+            let f = f.unwrap().path();
+            std::fs::copy(&f, copy.path().join(f.file_name().unwrap()))
+                .unwrap_or_else(|e| panic!("copy {}: {e}", f.display()));
+        }
+        copy
+    });
+    if let Some(s) = &state {
+        args.push("--tpm".into());
+        args.push(s.path().into());
     }
+    args.extend(disks.iter().map(|d| d.as_os_str().to_owned()));
     let a: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_os_str()).collect();
     // A boot is ~30-90 s under TCG here (udev, module loading, the 30 s wait of a degraded
     // array); four times that on a loaded host.
@@ -354,32 +369,90 @@ fn lukskit_hook_unlocks_raid1_luks2_root_with_key_file() {
     );
 }
 
+/// The root unlocked by the TPM with no keyboard, as Debian users enrol it
+/// (`systemd-cryptenroll --tpm2-device=auto --tpm2-pcrs=7`, crypttab `none
+/// luks,tpm2-device=auto`): QEMU has a software TPM whose PCR 7 holds what the firmware
+/// measured, and the root's token was sealed to that value. In the same boot, a second volume
+/// (`cryptplain`, taken into the initramfs with `initramfs`) has a token sealed to another
+/// PCR 7 value, as after a firmware or Secure Boot change: its token must fail with lukskit's
+/// line and its passphrase be asked on the serial console and typed there. Were the root's
+/// prompt to appear, a wrong passphrase is typed at it, so that the boot fails at once.
 #[test]
-fn lukskit_hook_unlocks_raid1_luks2_root_with_passphrase_typed_on_console() {
-    let t = "refvm_boot pass";
+fn lukskit_hook_unlocks_root_with_tpm_and_asks_passphrase_when_pcr7_changed() {
+    let t = "refvm_boot tpm";
     let Some(b) = built(t) else { return };
-    check_lukskit_image(t, &listing(b, "pass"), None);
-    let Some(r) = boot(
+    let files = listing(b, "tpm");
+    check_lukskit_image(t, &files, None);
+    assert!(
+        files.iter().any(|f| f == "etc/lukskit/options"),
+        "{t}: etc/lukskit/options (--verbose) is not in the initramfs"
+    );
+    // The TPM drivers the kernel has as modules (Debian's amd64 kernel has tpm_tis and tpm_crb
+    // built in; the rest of drivers/char/tpm is modules).
+    assert!(
+        files
+            .iter()
+            .any(|f| f.contains("/kernel/drivers/char/tpm/") && f.ends_with(".ko")),
+        "{t}: the hook put no TPM driver modules into the initramfs"
+    );
+    let dir = tempfile::tempdir().expect("a directory for the wrong passphrase");
+    let tab = dir.path().join("wrong-passphrase");
+    std::fs::write(&tab, "not the passphrase").expect("write the wrong passphrase");
+    let answers = [
+        ("Enter passphrase for /dev/vdc", b.disks.join("passphrase")),
+        ("Enter passphrase for /dev/md", tab.clone()),
+        ("Enter passphrase for /dev/md", tab.clone()),
+        ("Enter passphrase for /dev/md", tab),
+    ];
+    let Some(r) = boot_with(
         t,
-        b,
-        "pass",
-        &["a1.img", "a2.img"],
+        &b.initrds.join("tpm.img"),
+        &["t1.img", "t2.img", "tc.img"].map(|d| b.tpm.join(d)),
         "root=/dev/mapper/cryptroot",
-        true,
+        &answers,
+        Some(&b.tpm.join("state")),
     ) else {
         return;
     };
+    let console = &r.stdout;
+    // The two volumes in crypttab order: cryptplain's token fails and its passphrase (keyslot
+    // 1) is typed; the root opens with its TPM token's keyslot (2), no prompt for it.
+    let plain = console
+        .find("Token 0 (systemd-tpm2) cannot unlock")
+        .unwrap_or_else(|| {
+            panic!("{t}: lukskit did not say that cryptplain's token cannot unlock:\n{console}")
+        });
+    let prompt = console[plain..]
+        .find("Enter passphrase for /dev/vdc")
+        .map(|i| plain + i)
+        .unwrap_or_else(|| {
+            panic!("{t}: no passphrase prompt for cryptplain after its token failed:\n{console}")
+        });
+    let plain_open = console[prompt..]
+        .find("cryptplain: opened.")
+        .map(|i| prompt + i)
+        .unwrap_or_else(|| panic!("{t}: cryptplain was not opened:\n{console}"));
     assert!(
-        r.stdout.contains("Enter passphrase for /dev/md"),
-        "{t}: lukskit's prompt did not appear on the console:\n{}",
-        r.stdout
+        console[prompt..plain_open].contains("Key slot 1 unlocked."),
+        "{t}: cryptplain was not opened by its passphrase keyslot (1):\n{console}"
     );
     assert!(
-        r.stdout.contains("cryptroot: opened."),
-        "{t}: lukskit did not report the unlock:\n{}",
-        r.stdout
+        !console.contains("Enter passphrase for /dev/md"),
+        "{t}: the root's passphrase was asked: its TPM token did not unlock it:\n{console}"
     );
-    check_root(
+    let root_open = console[plain_open..]
+        .find("cryptroot: opened.")
+        .map(|i| plain_open + i)
+        .unwrap_or_else(|| panic!("{t}: lukskit did not report the root's unlock:\n{console}"));
+    assert!(
+        console[plain_open..root_open].contains("Key slot 2 unlocked."),
+        "{t}: the root was not opened by the TPM token's keyslot (2):\n{console}"
+    );
+    assert!(
+        !console[plain_open..root_open].contains("cannot unlock"),
+        "{t}: the root's token failed:\n{console}"
+    );
+    let s = check_root(
         t,
         b,
         &r,
@@ -387,6 +460,15 @@ fn lukskit_hook_unlocks_raid1_luks2_root_with_passphrase_typed_on_console() {
         &param(b, "LUKS_A"),
         "cryptroot",
         2,
+    );
+    let want_c = format!(
+        "CRYPT-LUKS2-{}-cryptplain",
+        param(b, "LUKS_C").replace('-', "")
+    );
+    assert!(
+        s.dm.iter().any(|(n, u)| n == "cryptplain" && *u == want_c),
+        "{t}: no dm-crypt mapping cryptplain with UUID {want_c}: {:?}",
+        s.dm
     );
 }
 
@@ -592,7 +674,9 @@ fn sha256_hex(data: &[u8]) -> String {
 /// key file (named by `rd.luks.uuid=luks-UUID` on the command line); and a LUKS2 volume on a
 /// plain disk (no RAID) from the command line alone (`rd.luks.name=UUID=cryptplain`,
 /// `rd.luks.options=UUID=readonly`), whose passphrase is typed on the serial console at
-/// systemd's password agent.
+/// systemd's password agent. That disk has a systemd-tpm2 token sealed to another PCR 7 than
+/// the VM's software TPM has (`tc.img` of the TPM disks): lukskit tries it first and must say
+/// that it cannot unlock before the passphrase is asked.
 #[test]
 fn dracut_module_unlocks_raid1_root_and_plain_disk() {
     let t = "refvm_boot dracut";
@@ -619,23 +703,32 @@ fn dracut_module_unlocks_raid1_root_and_plain_disk() {
     }
     let luks_a = param(b, "LUKS_A");
     let luks_c = param(b, "LUKS_C");
-    let Some(r) = boot_initrd(
+    let Some(r) = boot_with(
         t,
-        b,
         &b.dracut.join("dracut.img"),
-        &["a1.img", "a2.img", "c.img"],
+        &[
+            b.disks.join("a1.img"),
+            b.disks.join("a2.img"),
+            b.tpm.join("tc.img"),
+        ],
         &format!(
             "root=/dev/mapper/cryptroot rd.luks.uuid=luks-{luks_a} \
              rd.luks.name={luks_c}=cryptplain rd.luks.options={luks_c}=readonly"
         ),
-        true,
+        &[("Enter passphrase for", b.disks.join("passphrase"))],
+        Some(&b.tpm.join("state")),
     ) else {
         return;
     };
     let console = &r.stdout;
+    let token = console
+        .find("cryptplain: Token 0 (systemd-tpm2) cannot unlock")
+        .unwrap_or_else(|| {
+            panic!("{t}: lukskit did not try cryptplain's TPM token first:\n{console}")
+        });
     assert!(
-        console.contains("Enter passphrase for /dev/vdc (cryptplain)"),
-        "{t}: lukskit's passphrase prompt for the plain disk did not appear:\n{console}"
+        console[token..].contains("Enter passphrase for /dev/vdc (cryptplain)"),
+        "{t}: lukskit's passphrase prompt for the plain disk did not appear after its token failed:\n{console}"
     );
     for name in ["cryptroot", "cryptplain"] {
         assert!(

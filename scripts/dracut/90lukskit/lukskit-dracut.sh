@@ -42,6 +42,12 @@
 # volume, its passphrase is asked, `tries=` times (default 3, 0 for ever), through
 # systemd-ask-password under systemd, else on the console. Each open is
 # `lukskit [LUKSKIT_OPEN_OPTIONS] crypttab open --crypttab TABLE NAME`.
+# A volume without a key file whose header has a systemd-tpm2 or clevis token (or whose options
+# name tpm2-device=) is first opened by its tokens, with nothing typed: the TPM's device node is
+# waited for (at most /etc/lukskit/tpm-wait seconds, default 10, once per boot) when the options
+# name tpm2-device=, and the passphrase is asked only when no token unlocks. A token that needs
+# a PIN (tpm2-pin) is not asked for here: the passphrase is.
+
 PATH=/usr/sbin:/usr/bin:/sbin:/bin
 # shellcheck disable=SC1091
 type getarg >/dev/null 2>&1 || . /lib/dracut-lib.sh
@@ -338,6 +344,65 @@ open_with_passphrase() { # name source options device globalopts
     return "$_rc"
 }
 
+# The TPM of an entry with tpm2-device= (auto: /dev/tpmrm0 or /dev/tpm0; a /dev path: that one):
+# udev loads its driver; its node is waited for, at most /etc/lukskit/tpm-wait seconds (default
+# 10), once per boot.
+wait_for_tpm() { # tpm2-device value
+    case "$1" in
+    auto | "") set -- /dev/tpmrm0 /dev/tpm0 ;;
+    /dev/*) ;;
+    *) return 0 ;;
+    esac
+    for _d in "$@"; do [ -e "$_d" ] && return 0; done
+    [ -e "$STATE/tpm.waited" ] && return 0
+    : >"$STATE/tpm.waited"
+    _limit=10
+    [ -r /etc/lukskit/tpm-wait ] && _limit=$(cat /etc/lukskit/tpm-wait)
+    say "waiting up to ${_limit} s for a TPM ($*)"
+    _n=0
+    while [ "$_n" -lt $((_limit * 10)) ]; do
+        for _d in "$@"; do [ -e "$_d" ] && return 0; done
+        sleep 0.1
+        _n=$((_n + 1))
+    done
+    say "no TPM ($*) after ${_limit} s"
+}
+
+# The tpm2-device= value of OPTIONS (status 1 when there is none).
+tpm2_device_of() { # options
+    case ",$1," in
+    *,tpm2-device=*)
+        _v=${1#*tpm2-device=}
+        echo "${_v%%,*}"
+        ;;
+    *) return 1 ;;
+    esac
+}
+
+# Whether the volume on DEVICE has a token lukskit unlocks with nothing typed (systemd-tpm2,
+# clevis), or OPTIONS name a TPM.
+token_first() { # device options
+    tpm2_device_of "$2" >/dev/null && return 0
+    _dump=$(lukskit luksDump "$1" 2>/dev/null </dev/null) || return 1
+    case "$_dump" in
+    *": systemd-tpm2"* | *": clevis"*) return 0 ;;
+    esac
+    return 1
+}
+
+# Open NAME by its tokens alone: nothing on standard input, so lukskit asks nothing; its lines
+# about tokens that cannot unlock are shown, the rest of its complaint (no passphrase) is not.
+open_with_tokens() { # name globalopts
+    # shellcheck disable=SC2086 # $2: words
+    lukskit $2 crypttab open --crypttab "$TAB" "$1" </dev/null >&2 2>"$STATE/$1.tokens"
+    _rc=$?
+    while IFS= read -r _l; do
+        case "$_l" in Token*) say "$1: $_l" ;; esac
+    done <"$STATE/$1.tokens"
+    rm -f "$STATE/$1.tokens"
+    return "$_rc"
+}
+
 unlock() {
     [ -s "$TAB" ] || return 0
     opts=
@@ -371,7 +436,12 @@ unlock() {
         fi
         rc=
         case "${key:--}" in
-        none | -) ;;
+        none | -)
+            if token_first "$dev" "${eopts:-}"; then
+                if tpm=$(tpm2_device_of "${eopts:-}"); then wait_for_tpm "$tpm"; fi
+                open_with_tokens "$name" "$opts" && rc=0
+            fi
+            ;;
         *:*)
             # shellcheck disable=SC2086
             lukskit $opts crypttab open --crypttab "$TAB" "$name" </dev/null >&2

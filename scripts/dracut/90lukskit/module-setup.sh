@@ -20,7 +20,8 @@
 # At boot the kernel command line's rd.luks.* arguments add to, select from or replace them
 # (lukskit-dracut.sh says how). /etc/lukskit/initramfs.conf (shell syntax, all optional, the
 # same file as for the initramfs-tools hook): LUKSKIT_BIN, LUKSKIT_NAMES, LUKSKIT_MODULES,
-# LUKSKIT_OPEN_OPTIONS, CRYPTTAB.
+# LUKSKIT_OPEN_OPTIONS, LUKSKIT_TPM_WAIT, CRYPTTAB. The TPM drivers the kernel has as modules
+# (drivers/char/tpm) go in too, for systemd-tpm2 and clevis tpm2 tokens.
 
 # The configuration, read from the system the image is built for.
 lukskit_conf() {
@@ -28,6 +29,7 @@ lukskit_conf() {
     LUKSKIT_NAMES=
     LUKSKIT_MODULES=
     LUKSKIT_OPEN_OPTIONS=
+    LUKSKIT_TPM_WAIT=
     CRYPTTAB=/etc/crypttab
     # shellcheck disable=SC1091
     [[ -r "$dracutsysrootdir"/etc/lukskit/initramfs.conf ]] && . "$dracutsysrootdir"/etc/lukskit/initramfs.conf
@@ -73,6 +75,8 @@ installkernel() {
     hostonly='' instmods "=arch/$arch/crypto"
     # The userspace backend (a kernel without dm-crypt): FUSE and loop devices.
     hostonly='' instmods fuse loop
+    # TPM 2.0 drivers (systemd-tpm2 and clevis tpm2 tokens) the kernel has as modules.
+    hostonly='' instmods "=drivers/char/tpm"
     # shellcheck disable=SC2086
     [[ -z $LUKSKIT_MODULES ]] || hostonly='' instmods $LUKSKIT_MODULES
     return 0
@@ -155,10 +159,14 @@ install() {
     inst_binary "$LUKSKIT_BIN" /usr/sbin/lukskit || return 1
     inst_script "$moddir/lukskit-dracut.sh" /sbin/lukskit-dracut
     inst_multiple cat mkdir rm mv chmod tr readlink
-    inst_multiple -o stty modprobe
+    inst_multiple -o stty modprobe sleep
     inst_hook cmdline 30 "$moddir/parse-lukskit.sh"
     inst_hook emergency 30 "$moddir/lukskit-emergency.sh"
     lukskit_install_crypttab
+    if [[ $LUKSKIT_TPM_WAIT =~ ^[0-9]+$ ]]; then
+        mkdir -p "$initdir/etc/lukskit"
+        echo "$LUKSKIT_TPM_WAIT" > "$initdir/etc/lukskit/tpm-wait"
+    fi
     if [[ -n $LUKSKIT_OPEN_OPTIONS ]]; then
         mkdir -p "$initdir/etc/lukskit"
         echo "$LUKSKIT_OPEN_OPTIONS" > "$initdir/etc/lukskit/options"

@@ -18,11 +18,16 @@
 #    plus mdadm.conf (mdadm --detail --scan), params (UUIDs LUKS_A, LUKS_B, LUKS_C), marker (the
 #    random line the real root's init prints), root.key, passphrase. KEY: this script,
 #    busybox-static's version.
+#  - tpm-KEY/: copies of the disks with systemd-tpm2 tokens and the software TPM's state (see
+#    "the TPM disks" below).
 #  - initrd-KEY/: initramfs images made by mkinitramfs in the chroot, where lukskit is installed
 #    from its Debian packages (scripts/build-deb.sh --binary LUKSKIT_STATIC_BIN) with apt, and
 #    its hook activated with the packaged /usr/share/lukskit/initramfs-tools/install.sh:
 #      key.img     lukskit's hook, crypttab `cryptroot UUID=<a> /etc/keys/root.key luks`
-#      pass.img    lukskit's hook, crypttab `cryptroot UUID=<a> none luks,tries=2`
+#      tpm.img     lukskit's hook, crypttab `cryptplain UUID=<c> none luks,initramfs,tpm2-device=auto`
+#                  and `cryptroot UUID=<a> none luks,discard,tpm2-device=auto`, lukskit --verbose:
+#                  booted with the TPM disks below, the TPM unlocks the root and cryptplain's
+#                  passphrase is asked after its token failed
 #      fuse.img    lukskit's hook with LUKSKIT_OPEN_OPTIONS="--backend userspace": the root is
 #                  served by lukskit's own process (FUSE + loop device) across switch_root
 #      lvm.img     lukskit's hook, crypttab `cryptlvm UUID=<b> /etc/keys/root.key luks`, root on
@@ -31,7 +36,7 @@
 #                  /sbin/cryptsetup (the lukskit-cryptsetup-compat package's dpkg-divert),
 #                  crypttab with `initramfs`
 #    and for each a listing (NAME.list, lsinitramfs). KEY: the lukskit binary, the hook and boot
-#    scripts, build-deb.sh, the chroot and disks keys.
+#    scripts, build-deb.sh, the chroot, disks and TPM disks keys.
 #  - dracut-chroot-KEY/: a Debian system with dracut and systemd (dracut conflicts with
 #    initramfs-tools), run.sh's kernel unpacked into it.
 #  - dracut-initrd-KEY/: dracut.img, made by Debian's dracut in that chroot with lukskit's
@@ -214,13 +219,75 @@ fi
 # shellcheck disable=SC1091
 . "$DK/params"
 
+# --- the TPM disks --------------------------------------------------------------------------------
+# tpm-KEY/: copies of the disks with systemd-tpm2 tokens enrolled by Debian's systemd-cryptenroll
+# (systemd 252) against a software TPM on the host, whose state (state/) the boot tests hand to
+# the VM's TPM (run.sh --tpm, a fresh copy per boot):
+#   t1.img t2.img  a1/a2 with a token sealed to PCR 7 as the VM's firmware (SeaBIOS) leaves it:
+#                  its separator event (4 bytes 0xff) extended into the zero PCR; the TPM
+#                  unlocks the root with no keyboard
+#   tc.img         c with a token sealed to PCR 7 at zero (nothing measured), as if PCR 7 had
+#                  changed since: at boot the token cannot unlock and the passphrase is asked
+# The LUKS2 volume of a1/a2 is inside the md array: its data area (md 1.2's data_offset) is
+# enrolled as a file and written back to both mirrors. KEY: the disks' key, this section.
+TKEY=$({ echo "$DKEY"; sed -n '/^# --- the TPM disks/,/^# --- end TPM disks/p' "$SELF"; } | hash_of)
+TK=$BC/tpm-$TKEY
+if [ ! -e "$TK/.done" ]; then
+    for t in swtpm swtpm_ioctl systemd-cryptenroll tpm2_pcrextend tpm2_pcrread tpm2_flushcontext; do
+        command -v "$t" >/dev/null || skip "$t is not installed (swtpm swtpm-tools tpm2-tools systemd)"
+    done
+    rm -rf "$BC"/tpm-* "$TK.tmp"
+    mkdir -p "$TK.tmp/state"
+    say "enrolling systemd-tpm2 tokens on copies of the disks (once; $TK)"
+    for d in a1:t1 a2:t2 c:tc; do cp --sparse=always "$DK/${d%%:*}.img" "$TK.tmp/${d#*:}.img"; done
+    sock=$TK.tmp/swtpm.sock
+    swtpm socket --tpm2 --flags startup-clear --tpmstate "dir=$TK.tmp/state" \
+        --server "type=unixio,path=$sock" --ctrl "type=unixio,path=$sock.ctrl" \
+        --log "file=$TK.tmp/swtpm.log" </dev/null >/dev/null 2>&1 &
+    swpid=$!
+    n=0
+    while { [ ! -S "$sock" ] || [ ! -S "$sock.ctrl" ]; } && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    [ -S "$sock" ] || { kill "$swpid"; die "swtpm did not start: $(cat "$TK.tmp/swtpm.log")"; }
+    export TPM2TOOLS_TCTI=swtpm:path=$sock
+    enroll() { # image
+        PASSWORD=$(cat "$DK/passphrase") systemd-cryptenroll --tpm2-device="$TPM2TOOLS_TCTI" \
+            --tpm2-pcrs=7 "$1" >"$TK.tmp/enroll.log" 2>&1 || {
+            cat "$TK.tmp/enroll.log" >&2
+            kill "$swpid"
+            die "systemd-cryptenroll $1 failed"
+        }
+        # systemd 252 leaves its sessions loaded on a TPM without a resource manager.
+        tpm2_flushcontext -l >/dev/null 2>&1 || true
+    }
+    enroll "$TK.tmp/tc.img"
+    tpm2_pcrextend "7:sha256=$(printf '\377\377\377\377' | sha256sum | cut -c1-64)" ||
+        { kill "$swpid"; die "tpm2_pcrextend failed"; }
+    tpm2_pcrread sha256:7 >"$TK.tmp/pcr7" 2>&1
+    # The data area of the md member: data_offset (sectors) at byte 128 of the superblock at 4 KiB.
+    off=$(od -An -tu8 -j $((4096 + 128)) -N 8 "$TK.tmp/t1.img" | tr -d ' ')
+    [ "$(od -An -tx4 -j 4096 -N 4 "$TK.tmp/t1.img" | tr -d ' ')" = a92b4efc ] && [ "$off" -gt 0 ] ||
+        { kill "$swpid"; die "t1.img: no md 1.2 superblock with a data offset"; }
+    dd if="$TK.tmp/t1.img" of="$TK.tmp/root.luks" bs=512 skip="$off" status=none
+    enroll "$TK.tmp/root.luks"
+    for t in t1 t2; do
+        dd if="$TK.tmp/root.luks" of="$TK.tmp/$t.img" bs=512 seek="$off" conv=notrunc status=none
+    done
+    swtpm_ioctl --unix "$sock.ctrl" -s >/dev/null 2>&1 || kill "$swpid"
+    wait "$swpid" 2>/dev/null || true
+    unset TPM2TOOLS_TCTI
+    rm -f "$TK.tmp/root.luks" "$sock" "$sock.ctrl"
+    mv "$TK.tmp" "$TK"
+    : >"$TK/.done"
+fi
+# --- end TPM disks
+
 # --- the initramfs images -------------------------------------------------------------------------
 IKEY=$({
     sha256sum "$LUKSKIT" | cut -d' ' -f1
     cat "$REPO"/scripts/initramfs-tools/install.sh "$REPO"/scripts/initramfs-tools/hooks/lukskit \
         "$REPO"/scripts/initramfs-tools/scripts/local-top/lukskit "$REPO"/scripts/initramfs-tools/scripts/local-block/lukskit \
         "$REPO"/scripts/build-deb.sh
-    echo "$CKEY $DKEY"
+    echo "$CKEY $DKEY $TKEY"
     sed -n '/^# --- the initramfs images/,/^# --- end initramfs/p' "$SELF"
 } | hash_of)
 IN=$BC/initrd-$IKEY
@@ -276,8 +343,17 @@ if [ ! -e "$IN/.done" ]; then
     echo "/dev/mapper/cryptroot / ext4 defaults 0 1" >"$CH/etc/fstab"
     echo "cryptroot UUID=$LUKS_A /etc/keys/root.key luks,discard" >"$CH/etc/crypttab"
     mkinitrd key
-    echo "cryptroot UUID=$LUKS_A none luks,tries=2" >"$CH/etc/crypttab"
-    mkinitrd pass
+    # The root unlocked by the TPM (tpm-KEY/t1+t2), and a volume whose token fails (tc: PCR 7
+    # changed) asking for its passphrase; --verbose says which keyslot opened each.
+    {
+        echo "cryptplain UUID=$LUKS_C none luks,initramfs,tpm2-device=auto"
+        echo "cryptroot UUID=$LUKS_A none luks,discard,tpm2-device=auto"
+    } >"$CH/etc/crypttab"
+    cp "$CH/etc/lukskit/initramfs.conf" "$IN.tmp/initramfs.conf.saved"
+    echo 'LUKSKIT_OPEN_OPTIONS="--verbose"' >>"$CH/etc/lukskit/initramfs.conf"
+    mkinitrd tpm
+    cp "$IN.tmp/initramfs.conf.saved" "$CH/etc/lukskit/initramfs.conf"
+    rm -f "$IN.tmp/initramfs.conf.saved"
     echo "/dev/mapper/vg0-root / ext4 defaults 0 1" >"$CH/etc/fstab"
     echo "cryptlvm UUID=$LUKS_B /etc/keys/root.key luks" >"$CH/etc/crypttab"
     echo 'LUKSKIT_NAMES="cryptlvm"' >>"$CH/etc/lukskit/initramfs.conf"
@@ -414,6 +490,7 @@ fi
 # --- end dracut image
 echo "DISKS=$DK"
 echo "INITRDS=$IN"
+echo "TPM=$TK"
 echo "DRACUT=$DI"
 echo "CHROOT=$CH"
 echo "KVER=$KVER"
