@@ -131,6 +131,7 @@ pub const ACTIONS: &[Action] = &[
                 "token_only",
                 "token_type",
                 "tpm2_device",
+                "engine",
             ],
         ],
     },
@@ -421,6 +422,12 @@ pub const ACTIONS: &[Action] = &[
         args: "<name> <new name>",
         about: "rename an active kernel mapping (lukskit)",
         options: &[],
+    },
+    Action {
+        name: "engines",
+        args: "[<cipher>]",
+        about: "show the kernel drivers dm-crypt would use and lukskit's own engine (lukskit)",
+        options: &[&["key_size", "json"]],
     },
     Action {
         name: "image encrypt",

@@ -258,23 +258,20 @@ pub fn modules_for(aliases: &str, name: &str) -> Vec<(String, String)> {
     out
 }
 
-/// [`modules_for`] with this kernel's `/lib/modules/<release>/modules.alias` (empty where
-/// there is none, as in a kernel without modules).
-pub fn modules_to_load(name: &str) -> Vec<(String, String)> {
-    let Ok(release) = std::fs::read_to_string("/proc/sys/kernel/osrelease") else {
-        return Vec::new();
-    };
+/// [`modules_for`] with this kernel's `/lib/modules/<release>/modules.alias`; `None` where
+/// there is none (a kernel without modules, a container).
+pub fn modules_to_load(name: &str) -> Option<Vec<(String, String)>> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
     let release = release.trim();
     if release.is_empty() || release.contains('/') {
-        return Vec::new();
+        return None;
     }
-    match read_bounded(
+    read_bounded(
         &format!("/lib/modules/{release}/modules.alias"),
         MAX_ALIASES,
-    ) {
-        Ok(text) => modules_for(&text, name),
-        Err(_) => Vec::new(),
-    }
+    )
+    .ok()
+    .map(|text| modules_for(&text, name))
 }
 
 /// The driver the kernel picks for `name` now ([`pick`] over [`read_proc_crypto`]).
