@@ -47,13 +47,13 @@ fn kernel_mappings_match_cryptsetup() {
         kcapi_sh.as_os_str(),
     ];
     // About 150 s on an idle host here (one boot), the other formats, and ~60 s of the
-    // kernel engine and benchmark (kernel/kcapi.sh).
+    // kernel engine and benchmark, `open --engine` and `engines` (kernel/kcapi.sh).
     let Some(r) = refvm_common::run_script_on_blank_disks_with(
         T,
         "kernel/open.sh",
         dir.path(),
         3,
-        360,
+        600,
         &options,
         &[images.as_os_str()],
     ) else {

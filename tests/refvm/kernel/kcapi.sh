@@ -54,7 +54,7 @@ LUKSKIT_BENCH_MS=100 lukskit benchmark --engine all -c aes-xts-plain64 2>&1 | se
 #        "kcstatus: ENGINE SPEC: <status's engine line>"
 modprobe fuse 2>/dev/null; modprobe loop 2>/dev/null
 [ -e /dev/fuse ] || mknod /dev/fuse c 10 229
-head -c 1048576 /dev/urandom > /tmp/kcp
+head -c 262144 /dev/urandom > /tmp/kcp
 rm -rf /run/lukskit-engines
 for c in "aes-xts-plain64 512 4096 loop" "aes-cbc-essiv:sha256 256 512 file" \
     "serpent-xts-plain64 256 512 loop" "xchacha12,aes-adiantum-plain64 256 4096 file" \
@@ -78,7 +78,7 @@ for c in "aes-xts-plain64 512 4096 loop" "aes-cbc-essiv:sha256 256 512 file" \
     [ -e /tmp/kco-kernel ] && { cmp -s /tmp/kco-lukskit /tmp/kco-kernel && k=same || k=DIFFER; }
     [ -e /tmp/kco-auto ] && { cmp -s /tmp/kco-lukskit /tmp/kco-auto && a=same || a=DIFFER; }
     if cryptsetup open $o /tmp/kco-lukskit kcmap; then
-        if head -c 1048576 /dev/mapper/kcmap | cmp -s - /tmp/kcp; then d=same; else d=DIFFER; fi
+        if head -c 262144 /dev/mapper/kcmap | cmp -s - /tmp/kcp; then d=same; else d=DIFFER; fi
         cryptsetup close kcmap
     fi
     echo "kcopen: $1 $2 $3 $4: kernel=$k auto=$a dm-crypt=$d"

@@ -1,7 +1,7 @@
 //! The serving process's sector engine (`open --engine lukskit|kernel|auto`).
 //!
 //! `auto` measures both engines once for the mapping's cipher spec, key size and sector size
-//! (single-threaded encryption of a 1 MiB buffer, the two engines interleaved, the best of
+//! (single-threaded encryption of a 256 KiB buffer, the two engines interleaved, the best of
 //! three rounds each) and takes the faster. The result is remembered in a small file per
 //! spec, key size and sector size under [`cache_dir`] (`/run/lukskit-engines` for root: a
 //! tmpfs, so a reboot forgets it), owner-only, at most [`MAX_ENTRIES`] files of at most
@@ -28,7 +28,7 @@ pub const MAX_ENTRIES: usize = 256;
 /// A remembered measurement is at most this large.
 pub const MAX_FILE: u64 = 4096;
 /// Bytes per measured call.
-const BUFFER: usize = 1 << 20;
+const BUFFER: usize = 256 << 10;
 /// Measuring time per engine and round.
 const ROUND: Duration = Duration::from_millis(60);
 
