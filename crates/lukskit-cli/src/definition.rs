@@ -427,7 +427,7 @@ pub const ACTIONS: &[Action] = &[
         name: "engines",
         args: "[<cipher>]",
         about: "show the kernel drivers dm-crypt would use and lukskit's own engine (lukskit)",
-        options: &[&["key_size", "json"]],
+        options: &[&["json"]],
     },
     Action {
         name: "image encrypt",
