@@ -4,8 +4,9 @@
 //! * [`format`] — the kernel writes the dm-integrity superblock when an integrity target is
 //!   loaded over a zeroed superblock, so formatting is: zero 8 sectors at the data offset,
 //!   load an 8-sector integrity target under a temporary name, remove it.
-//! * [`open`] — `NAME_dif` (dm-integrity, sized by the superblock's `provided_data_sectors`)
-//!   and `NAME` (dm-crypt over it with the `capi:` cipher and `integrity:<tag>:aead`).
+//! * [`plan`] — the two layers cryptsetup stacks, which [`crate::activate_plan`] makes:
+//!   `NAME_dif` (dm-integrity, sized by the superblock's `provided_data_sectors`) and `NAME`
+//!   (dm-crypt over it with the `capi:` cipher and `integrity:<tag>:aead`).
 //! * [`wipe`] — luksFormat's wipe, through a temporary mapping in direct (journal-less) mode,
 //!   writing zeros over the whole data area so every sector has a valid tag.
 //!
@@ -13,6 +14,7 @@
 //! [`ActivateError::NoDeviceMapper`]-like errors the CLI words.
 
 use crate::error::{ActivateError, Result};
+use crate::plan::{ActivationPlan, IntegrityLayer, Layer, LayerTable};
 use crate::request::{KernelOptions, MappingConfig};
 use lukskit_crypto::SecretBuf;
 use lukskit_dm::integrity::{self as dmi, IntegrityMode, IntegrityTarget, Superblock};
@@ -35,7 +37,7 @@ pub fn available() -> bool {
     crate::kernel::available()
 }
 
-fn no_dm() -> ActivateError {
+pub(crate) fn no_dm() -> ActivateError {
     ActivateError::Unsupported(
         "Authenticated encryption (LUKS2 --integrity) needs the kernel's dm-integrity and \
          dm-crypt (device-mapper), which this system does not have; lukskit has no userspace \
@@ -164,35 +166,71 @@ pub fn format(
     })
 }
 
-/// Make `config` (a LUKS2 volume whose segment has integrity type `integrity`) available as
-/// cryptsetup does: `NAME_dif` then `NAME`. `mode` is dm-integrity's (journal; direct for
-/// `--integrity-no-journal` and the format's wipe).
-pub fn open(
+/// The activation plan of `config` (a LUKS2 volume whose segment has integrity type
+/// `integrity`) with volume key `key`, as cryptsetup 2.6.1 stacks it: `NAME_dif`
+/// (dm-integrity in `mode`: journal; direct for `--integrity-no-journal` and the format's
+/// wipe) on the data device, then `NAME` (dm-crypt with the `capi:` cipher and
+/// `integrity:<tag>:aead`) on `NAME_dif`.
+pub fn plan(
     config: &MappingConfig,
-    opts: &KernelOptions,
     key: &SecretBuf,
     integrity: &str,
     mode: IntegrityMode,
-) -> Result<()> {
-    if !available() {
-        return Err(no_dm());
-    }
-    let dm = DeviceMapper::open()?;
+) -> ActivationPlan {
     let dif = dif_name(&config.name);
-    for n in [&config.name, &dif] {
-        if dm.info(n).is_ok() {
-            return Err(ActivateError::NameExists { name: n.clone() });
-        }
+    let mut lower = config.clone();
+    lower.name = dif.clone();
+    let mut upper = config.clone();
+    upper.device = lukskit_dm::node::mapper_path(&dif)
+        .to_string_lossy()
+        .into_owned();
+    upper.layout.offset = 0;
+    upper.layout.integrity = Some(integrity.to_string());
+    ActivationPlan {
+        layers: vec![
+            Layer {
+                config: lower,
+                table: LayerTable::Integrity(IntegrityLayer {
+                    kind: integrity.to_string(),
+                    mode,
+                }),
+            },
+            Layer {
+                config: upper,
+                table: LayerTable::Volume(key.clone()),
+            },
+        ],
     }
-    let features = dm.crypt_features()?.ok_or_else(no_dm)?;
-    let layout = &config.layout;
-    let cipher = dmi::dm_cipher(&layout.cipher, integrity).ok_or_else(|| {
+}
+
+/// The tag size of `config`'s cipher with integrity type `integrity`, or cryptsetup's refusal.
+fn tag_for(config: &MappingConfig, integrity: &str) -> Result<(String, u32)> {
+    let cipher = &config.layout.cipher;
+    let capi = dmi::dm_cipher(cipher, integrity).ok_or_else(|| {
         ActivateError::InvalidRequest(format!(
-            "Integrity {integrity} is not supported with cipher {}.",
-            layout.cipher
+            "Integrity {integrity} is not supported with cipher {cipher}."
         ))
     })?;
-    let tag = dmi::tag_size(&layout.cipher, integrity).unwrap_or(0);
+    Ok((capi, dmi::tag_size(cipher, integrity).unwrap_or(0)))
+}
+
+/// The kernel renderer of a dm-integrity layer: `config.name` (`NAME_dif`) over
+/// `config.device` from the data offset on, sized by the superblock luksFormat had the kernel
+/// write there.
+pub(crate) fn open_layer(
+    config: &MappingConfig,
+    opts: &KernelOptions,
+    layer: &IntegrityLayer,
+) -> Result<()> {
+    let dm = DeviceMapper::open()?;
+    if dm.info(&config.name).is_ok() {
+        return Err(ActivateError::NameExists {
+            name: config.name.clone(),
+        });
+    }
+    dm.crypt_features()?.ok_or_else(no_dm)?;
+    let layout = &config.layout;
+    let (_, tag) = tag_for(config, &layer.kind)?;
     if !opts.shared {
         drop(
             lukskit_volume::claim::Claim::acquire(&config.device).map_err(|_| {
@@ -216,26 +254,52 @@ pub fn open(
             config.device, sb.tag_size
         )));
     }
-    let sectors = sb.provided_data_sectors;
     let itarget = IntegrityTarget {
         start: 0,
-        sectors,
+        sectors: sb.provided_data_sectors,
         device: devt,
         offset: layout.offset / 512,
         tag_size: tag,
-        mode,
+        mode: layer.mode,
         block_size: layout.sector_size,
         fix_padding: sb.fixed_padding(),
     };
-    let dif_uuid = dm_uuid::crypt_dm_uuid("INTEGRITY", config.uuid.as_deref(), &dif)?;
+    let uuid = dm_uuid::crypt_dm_uuid("INTEGRITY", config.uuid.as_deref(), &config.name)?;
     let made = dm.create(
-        &dif,
-        Some(&dif_uuid),
+        &config.name,
+        Some(&uuid),
         &[itarget.to_target()],
         config.read_only,
     );
+    // The mapping holds the loop device now; with autoclear it is detached on close.
     drop(loop_dev);
-    let made = made.map_err(|e| ActivateError::from_create(&config.device, e))?;
+    made.map_err(|e| ActivateError::from_create(&config.device, e))?;
+    Ok(())
+}
+
+/// The kernel renderer of the dm-crypt layer on a dm-integrity layer: `config.name` over all
+/// of `config.device` (`/dev/mapper/NAME_dif`) with the authenticated cipher of
+/// `config.layout` and key `key` (through the kernel keyring as for any LUKS2 mapping).
+pub(crate) fn open_crypt_layer(
+    config: &MappingConfig,
+    opts: &KernelOptions,
+    key: &SecretBuf,
+) -> Result<()> {
+    let integrity = config.layout.integrity.as_deref().unwrap_or_default();
+    let dm = DeviceMapper::open()?;
+    if dm.info(&config.name).is_ok() {
+        return Err(ActivateError::NameExists {
+            name: config.name.clone(),
+        });
+    }
+    let features = dm.crypt_features()?.ok_or_else(no_dm)?;
+    let (cipher, tag) = tag_for(config, integrity)?;
+    let dev = Path::new(&config.device);
+    let devt = DevT::of_block_device(dev)?;
+    let sectors = std::fs::File::open(dev)
+        .and_then(|mut f| f.seek(SeekFrom::End(0)))
+        .map_err(|e| ActivateError::io(format!("Cannot open {}", config.device), e))?
+        / 512;
     let description = match (&config.uuid, opts.digest) {
         (Some(uuid), Some(d)) => Some(keyring::luks2_key_description(uuid, d)),
         _ => None,
@@ -245,8 +309,8 @@ pub fn open(
         description.as_deref(),
         features.keyring() && !opts.disable_keyring,
     );
-    let mut t = CryptTarget::new(sectors, &cipher, ckey, made.info.dev, 0);
-    t.sector_size = layout.sector_size;
+    let mut t = CryptTarget::new(sectors, &cipher, ckey, devt, 0);
+    t.sector_size = config.layout.sector_size;
     t.flags = CryptFlags {
         allow_discards: config.allow_discards,
         same_cpu_crypt: opts.same_cpu_crypt,
@@ -257,16 +321,18 @@ pub fn open(
     };
     t.extra_options = vec![dmi::crypt_integrity_option(tag)];
     let uuid = dm_uuid::crypt_dm_uuid(config.kind.name(), config.uuid.as_deref(), &config.name)?;
-    if let Err(e) = dm.create(
+    dm.create(
         &config.name,
         Some(&uuid),
         &[Target::Crypt(t)],
         config.read_only,
-    ) {
-        let _ = remove(&dm, &dif);
-        return Err(ActivateError::Kernel(e));
-    }
+    )?;
     Ok(())
+}
+
+/// Remove kernel mapping `name` (a layer of a plan that failed further up).
+pub(crate) fn remove_by_name(name: &str) -> Result<()> {
+    remove(&DeviceMapper::open()?, name)
 }
 
 fn remove(dm: &DeviceMapper, name: &str) -> Result<()> {
@@ -293,7 +359,11 @@ pub fn wipe(
     integrity: &str,
     stop: &dyn Fn() -> bool,
 ) -> Result<bool> {
-    open(config, opts, key, integrity, IntegrityMode::Direct)?;
+    crate::activate_plan(
+        crate::Backend::Kernel,
+        &plan(config, key, integrity, IntegrityMode::Direct),
+        opts,
+    )?;
     let node = lukskit_dm::node::mapper_path(&config.name);
     let written = (|| -> std::io::Result<bool> {
         let mut f = std::fs::OpenOptions::new()

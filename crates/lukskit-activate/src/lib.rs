@@ -11,7 +11,9 @@
 //!   (`/dev/mapper/NAME` a link to it), a FUSE file only, or an NBD export (crate
 //!   `lukskit-expose` provides those mechanisms).
 //!
-//! [`activate`] makes a mapping with the chosen [`Backend`]; [`find`] returns an active one as
+//! [`activate_plan`] makes the layers of an [`ActivationPlan`] (one for most volumes; a
+//! TrueCrypt cascade or dm-integrity under dm-crypt stack more) with the chosen [`Backend`]
+//! ([`activate`] and [`activate_table`] make the plans of the common cases); [`find`] returns an active one as
 //! a [`Mapping`], whose [`Mapping::status`], [`Mapping::close`], [`Mapping::suspend`],
 //! [`Mapping::resume`] and [`Mapping::resize`] work whatever the backend. Errors are typed
 //! ([`ActivateError`]); nothing here prints. Process-wide hardening of the serving process
@@ -21,11 +23,13 @@ mod error;
 pub mod integrity;
 pub mod kernel;
 pub mod online_reencrypt;
+mod plan;
 mod request;
 mod status;
 pub mod userspace;
 
 pub use error::{ActivateError, Result};
+pub use plan::{activate_plan, ActivationPlan, IntegrityLayer, Layer, LayerTable};
 pub use request::{
     Backend, BackendChoice, EngineRequest, ExposureRequest, KernelOptions, LayoutInfo,
     MappingConfig, NbdExport, NbdTlsConfig,
@@ -89,40 +93,17 @@ fn check_name_free(backend: Backend, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Make `config` available with `backend` and volume key `key`. The name must not be in use
-/// by a mapping of either backend.
+/// Make `config` available with `backend` and volume key `key` (its plan:
+/// [`ActivationPlan::for_volume`]). The name must not be in use by a mapping of either
+/// backend.
 pub fn activate(
     backend: Backend,
     config: &MappingConfig,
     kernel_opts: &KernelOptions,
     key: &SecretBuf,
 ) -> Result<()> {
-    check_name_free(backend, &config.name)?;
-    if let Some(integrity) = &config.layout.integrity {
-        if !userspace::runtime::is_root() {
-            return Err(ActivateError::NeedsRoot {
-                what: "Authenticated encryption (dm-integrity under dm-crypt)".into(),
-            });
-        }
-        // Authenticated encryption exists only as the kernel's dm-integrity.
-        let mode = if kernel_opts.integrity_no_journal {
-            lukskit_dm::integrity::IntegrityMode::Direct
-        } else {
-            lukskit_dm::integrity::IntegrityMode::Journal
-        };
-        return integrity::open(config, kernel_opts, key, integrity, mode);
-    }
-    match backend {
-        Backend::Kernel => kernel::open(config, kernel_opts, key),
-        Backend::Userspace => {
-            if kernel_opts.any_perf_flag() {
-                return Err(ActivateError::Unsupported(
-                    "The --perf-* options need the kernel backend.".into(),
-                ));
-            }
-            userspace::launch::start(config, key)
-        }
-    }
+    let plan = ActivationPlan::for_volume(config, key, kernel_opts.integrity_no_journal);
+    activate_plan(backend, &plan, kernel_opts)
 }
 
 /// Make `config` available with `backend` as one mapping of all the segments of `table`
@@ -136,85 +117,13 @@ pub fn activate_table(
     kernel_opts: &KernelOptions,
     table: &lukskit_volume::segment::SegmentTable,
 ) -> Result<()> {
-    check_name_free(backend, &config.name)?;
     if config.layout.integrity.is_some() {
         return Err(ActivateError::Unsupported(
             "Re-encryption of a device with integrity protection is not supported.".into(),
         ));
     }
-    match backend {
-        Backend::Kernel => kernel::open_table(config, kernel_opts, table),
-        Backend::Userspace => {
-            if kernel_opts.any_perf_flag() {
-                return Err(ActivateError::Unsupported(
-                    "The --perf-* options need the kernel backend.".into(),
-                ));
-            }
-            let mut c = config.clone();
-            c.segments = true;
-            userspace::launch::start_table(&c, table)
-        }
-    }
-}
-
-/// One device of a stacked activation: its mapping parameters (name, the device under it)
-/// and its segment table.
-#[derive(Debug)]
-pub struct Layer {
-    /// The mapping; `config.device` is the data device for the first layer and the layer
-    /// below (`/dev/mapper/NAME_N`) for the others.
-    pub config: MappingConfig,
-    /// What it maps.
-    pub table: lukskit_volume::segment::SegmentTable,
-}
-
-/// A stacked activation, the layer on the data device first and NAME last: a TrueCrypt
-/// cascade of three ciphers is three dm-crypt devices in cryptsetup (`NAME_2` on the device,
-/// `NAME_1` on it, `NAME` on top), every other volume one layer.
-#[derive(Debug)]
-pub struct ActivationPlan {
-    /// The layers, bottom first.
-    pub layers: Vec<Layer>,
-}
-
-impl ActivationPlan {
-    /// The names of the layers under the top one, top-most first (the order to close them
-    /// in after the top mapping).
-    pub fn lower_names(&self) -> Vec<String> {
-        let n = self.layers.len();
-        self.layers[..n.saturating_sub(1)]
-            .iter()
-            .rev()
-            .map(|l| l.config.name.clone())
-            .collect()
-    }
-}
-
-/// Make every layer of `plan` with `backend`, bottom first; a layer that fails removes the
-/// ones already made (top-most first), so nothing is left half-stacked.
-pub fn activate_plan(
-    backend: Backend,
-    plan: &ActivationPlan,
-    kernel_opts: &KernelOptions,
-) -> Result<()> {
-    if plan.layers.is_empty() {
-        return Err(ActivateError::InvalidRequest(
-            "An activation needs at least one layer.".into(),
-        ));
-    }
-    let mut made: Vec<&str> = Vec::new();
-    for layer in &plan.layers {
-        if let Err(e) = activate_table(backend, &layer.config, kernel_opts, &layer.table) {
-            for name in made.iter().rev() {
-                if let Ok(Some(m)) = find(name) {
-                    let _ = m.close(false);
-                }
-            }
-            return Err(e);
-        }
-        made.push(&layer.config.name);
-    }
-    Ok(())
+    let plan = ActivationPlan::single(config.clone(), LayerTable::Segments(table.clone()));
+    activate_plan(backend, &plan, kernel_opts)
 }
 
 /// Whether `/dev/mapper/NAME` is a block node itself (not a symlink). With no mapping of

@@ -208,7 +208,10 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
         };
         config.read_only |= unlocked.read_only;
         describe(&mut config, &table);
-        layers.push(activate::Layer { config, table });
+        layers.push(activate::Layer {
+            config,
+            table: activate::LayerTable::Segments(table),
+        });
     }
     let plan = activate::ActivationPlan { layers };
     activate::activate_plan(backend, &plan, &kernel_options(o, None)).map_err(CliError::from)
