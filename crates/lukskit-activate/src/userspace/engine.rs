@@ -224,7 +224,7 @@ pub fn resolve(
     let Ok(spec) = CipherSpec::parse(cipher) else {
         return Ok((EngineKind::Lukskit, true));
     };
-    if !kernel_api::af_alg_available() || key_bits == 0 || key_bits % 8 != 0 {
+    if !kernel_api::af_alg_available() || key_bits == 0 || !key_bits.is_multiple_of(8) {
         return Ok((EngineKind::Lukskit, true));
     }
     // Whether the kernel engine can serve it at all (this also makes the kernel build the

@@ -92,11 +92,8 @@ fn report(spec_text: &str, af_alg: bool) -> Result<SpecReport> {
 
 /// Whether `--engine kernel` can serve `spec` (not: whether this kernel has the algorithm).
 fn kernel_engine_takes(spec: &CipherSpec) -> std::result::Result<(), String> {
-    match spec.ivmode.as_deref() {
-        Some(iv @ ("eboiv" | "elephant" | "lmk" | "tcw")) => {
-            return Err(format!("IV generator {iv} (lukskit's own engine only)"))
-        }
-        _ => {}
+    if let Some(iv @ ("eboiv" | "elephant" | "lmk" | "tcw")) = spec.ivmode.as_deref() {
+        return Err(format!("IV generator {iv} (lukskit's own engine only)"));
     }
     if spec.cipher == "cipher_null" {
         return Err("cipher_null (lukskit's own engine only)".into());
@@ -140,7 +137,7 @@ pub fn engines(o: &Opts, args: &[String]) -> Result<()> {
     }
     // A single cipher the kernel lacks: say so in the exit status too (as cryptsetup's
     // benchmark of a missing cipher fails).
-    if args.first().is_some() && reports.iter().all(|r| r.picked.is_none()) {
+    if !args.is_empty() && reports.iter().all(|r| r.picked.is_none()) {
         return Err(CliError::invalid("").silenced());
     }
     Ok(())

@@ -211,7 +211,7 @@ pub fn usable(e: &ProcCryptoEntry) -> bool {
 pub fn candidates<'a>(entries: &'a [ProcCryptoEntry], name: &str) -> Vec<&'a ProcCryptoEntry> {
     let mut c: Vec<&ProcCryptoEntry> = entries.iter().filter(|e| e.name == name).collect();
     // A stable sort keeps /proc/crypto's order among equal priorities.
-    c.sort_by(|a, b| b.priority.cmp(&a.priority));
+    c.sort_by_key(|e| std::cmp::Reverse(e.priority));
     c
 }
 
