@@ -14,6 +14,8 @@
 #                                    # BENCH_FUSE_ROUNDS rounds, 3: ~10 minutes)
 #   BENCH_FORMATS=0 / BENCH_FORMATS=reuse  # likewise for bench/formats-unlock.sh (TCRYPT,
 #                                    # BITLK, FVAULT2 unlock vs cryptsetup, reference VM)
+#   BENCH_ENGINES=0 / BENCH_ENGINES=reuse  # likewise for bench/engines.sh (kernel engine vs
+#                                    # lukskit's engine vs cryptsetup benchmark, reference VM)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
 # plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
@@ -307,5 +309,16 @@ elif [ "${BENCH_FORMATS:-1}" != 0 ]; then
     log "unlock time of the other formats (bench/formats-unlock.sh, reference VM)"
     LUKSKIT_BIN=$target/release/lukskit bash "$repo/bench/formats-unlock.sh" "$repo/bench"
     { echo; cat "$formats_md"; } >>"$out"
+fi
+# The kernel engine vs lukskit's engine vs `cryptsetup benchmark` in the reference VM
+# (bench/engines.sh, into bench/engines.md; BENCH_ENGINES=0 skips, BENCH_ENGINES=reuse appends
+# the last one, which carries its date).
+engines_md=$repo/bench/engines.md
+if [ "${BENCH_ENGINES:-1}" = reuse ] && [ -f "$engines_md" ]; then
+    { echo; cat "$engines_md"; } >>"$out"
+elif [ "${BENCH_ENGINES:-1}" != 0 ]; then
+    log "kernel engine vs lukskit's engine vs cryptsetup benchmark (bench/engines.sh, reference VM)"
+    LUKSKIT_BIN=$target/release/lukskit bash "$repo/bench/engines.sh" "$engines_md"
+    { echo; cat "$engines_md"; } >>"$out"
 fi
 rm -f "$errf"

@@ -43,6 +43,9 @@ _lukskit() {
             lukskit,crypttab)
                 cmd="lukskit__subcmd__crypttab"
                 ;;
+            lukskit,engines)
+                cmd="lukskit__subcmd__engines"
+                ;;
             lukskit,erase)
                 cmd="lukskit__subcmd__erase"
                 ;;
@@ -175,6 +178,9 @@ _lukskit() {
             lukskit__subcmd__help,crypttab)
                 cmd="lukskit__subcmd__help__subcmd__crypttab"
                 ;;
+            lukskit__subcmd__help,engines)
+                cmd="lukskit__subcmd__help__subcmd__engines"
+                ;;
             lukskit__subcmd__help,erase)
                 cmd="lukskit__subcmd__help__subcmd__erase"
                 ;;
@@ -284,7 +290,7 @@ _lukskit() {
 
     case "${cmd}" in
         lukskit)
-            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tpm2-device --tpm2-pcrs --tpm2-pcr-bank --tpm2-with-pin --link-vk-to-keyring --volume-key-keyring --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --engine --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="-v -q -y -r -N -c -s -h -i -l -S -o -I -T -t -p -b -B -d -? -V -M --verbose --debug --batch-mode --verify-passphrase --dump-volume-key --dump-json-metadata --unbound --test-passphrase --token-replace --token-only --disable-locks --disable-keyring --integrity-no-wipe --integrity-legacy-padding --integrity-no-journal --disable-blkid --disable-external-tokens --iv-large-sectors --readonly --allow-discards --shared --serialize-memory-hard-pbkdf --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --persistent --deferred --cancel-deferred --test-args --align-payload --force-password --refresh --use-random --use-urandom --encrypt --decrypt --force-offline-reencrypt --init-only --resume-only --progress-json --keep-key --new --use-directio --use-fsync --write-log --cipher --key-size --hash --iter-time --pbkdf-memory --pbkdf-parallel --pbkdf-force-iterations --keyfile-offset --keyfile-size --new-keyfile-offset --new-keyfile-size --key-slot --new-key-slot --offset --sector-size --integrity --label --subsystem --uuid --luks2-metadata-size --luks2-keyslots-size --tries --timeout --token-id --new-token-id --token-type --key-description --keyslot-cipher --keyslot-key-size --skip --size --device-size --active-name --hotzone-size --reduce-device-size --resilience --resilience-hash --progress-frequency --block-size --key-file --new-keyfile --volume-key-file --header --header-backup-file --json-file --help --usage --version --tang-url --tpm2-device --tpm2-pcrs --tpm2-pcr-bank --tpm2-with-pin --link-vk-to-keyring --volume-key-keyring --tang-thumbprint --no-loop --nbd --nbd-connections --tls-creds --tls-verify-peer --threads --engine --json --crypttab --type --pbkdf --priority --backend --tls open create plainOpen luksOpen loopaesOpen tcryptOpen bitlkOpen fvault2Open close remove plainClose luksClose loopaesClose tcryptClose bitlkClose fvault2Close resize refresh status benchmark repair erase luksErase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename engines image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1018,6 +1024,20 @@ _lukskit() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        lukskit__subcmd__engines)
+            opts="-v -q --json --verbose --debug --batch-mode --test-args --disable-locks"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         lukskit__subcmd__erase)
             opts="-v -q --header --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1158,7 +1178,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help)
-            opts="open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename image help"
+            opts="open close resize refresh status benchmark repair erase reencrypt convert config luksFormat luksAddKey luksRemoveKey luksChangeKey luksConvertKey luksKillSlot luksUUID isLuks luksDump tcryptDump bitlkDump fvault2Dump luksSuspend luksResume luksHeaderBackup luksHeaderRestore token crypttab rename engines image help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1242,6 +1262,20 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__help__subcmd__crypttab)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        lukskit__subcmd__help__subcmd__engines)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -3380,7 +3414,7 @@ _lukskit() {
             return 0
             ;;
         lukskit__subcmd__open)
-            opts="-d -l -S -T -t -M -r -y -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --readonly --allow-discards --test-passphrase --volume-key-file --verify-passphrase --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --shared --backend --no-loop --nbd --nbd-connections --tls-creds --tls --tls-verify-peer --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --integrity-no-journal --persistent --refresh --token-id --token-only --token-type --tpm2-device --link-vk-to-keyring --volume-key-keyring --verbose --debug --batch-mode --test-args --disable-locks"
+            opts="-d -l -S -T -t -M -r -y -c -s -h -o -p -b -v -q --key-file --keyfile-offset --keyfile-size --key-slot --tries --timeout --header --type --readonly --allow-discards --test-passphrase --volume-key-file --verify-passphrase --cipher --key-size --hash --offset --skip --size --sector-size --iv-large-sectors --shared --backend --no-loop --nbd --nbd-connections --tls-creds --tls --tls-verify-peer --perf-same_cpu_crypt --perf-submit_from_crypt_cpus --perf-no_read_workqueue --perf-no_write_workqueue --integrity-no-journal --persistent --refresh --token-id --token-only --token-type --tpm2-device --link-vk-to-keyring --volume-key-keyring --engine --verbose --debug --batch-mode --test-args --disable-locks"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -3583,6 +3617,10 @@ _lukskit() {
                     return 0
                     ;;
                 --volume-key-keyring)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --engine)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -578,6 +578,7 @@ impl KernelMapping {
             exposure: Exposure::Kernel,
             server: None,
             last_error: None,
+            engine: None,
         }
     }
 

@@ -31,10 +31,10 @@ pub mod userspace;
 pub use error::{ActivateError, Result};
 pub use plan::{activate_plan, ActivationPlan, IntegrityLayer, Layer, LayerTable};
 pub use request::{
-    Backend, BackendChoice, ExposureRequest, KernelOptions, LayoutInfo, MappingConfig, NbdExport,
-    NbdTlsConfig,
+    Backend, BackendChoice, EngineRequest, ExposureRequest, KernelOptions, LayoutInfo,
+    MappingConfig, NbdExport, NbdTlsConfig,
 };
-pub use status::{Exposure, Status};
+pub use status::{EngineInUse, Exposure, Status};
 
 use lukskit_crypto::SecretBuf;
 

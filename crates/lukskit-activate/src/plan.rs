@@ -218,6 +218,7 @@ mod tests {
             exposure: ExposureRequest::Mapper,
             root_storage_daemon: false,
             segments: false,
+            engine: crate::request::EngineRequest::default(),
         }
     }
 

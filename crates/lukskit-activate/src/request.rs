@@ -18,6 +18,33 @@ pub enum BackendChoice {
     Userspace,
 }
 
+/// The sector engine a userspace mapping's serving process uses (`open --engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineRequest {
+    /// lukskit's own engine.
+    #[default]
+    Lukskit,
+    /// The kernel's crypto API over AF_ALG (the drivers dm-crypt uses, hardware engines
+    /// included); an error where the kernel has no AF_ALG or the cipher.
+    Kernel,
+    /// The faster of the two for the mapping's cipher, measured once per cipher, key size,
+    /// sector size, kernel and kernel driver, and remembered ([`crate::userspace::engine`]).
+    Auto,
+}
+
+impl EngineRequest {
+    /// Parse `lukskit`, `kernel` or `auto`.
+    pub fn from_name(s: &str) -> Option<Self> {
+        match s {
+            "lukskit" => Some(EngineRequest::Lukskit),
+            "kernel" => Some(EngineRequest::Kernel),
+            "auto" => Some(EngineRequest::Auto),
+            _ => None,
+        }
+    }
+}
+
 /// The backend a mapping is made with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -142,6 +169,9 @@ pub struct MappingConfig {
     /// progress): the launch message carries it after the key.
     #[serde(default)]
     pub segments: bool,
+    /// The serving process's sector engine (`--engine`; userspace backends only).
+    #[serde(default)]
+    pub engine: EngineRequest,
 }
 
 /// How a mapping presents its plaintext (what `open` asks for; [`crate::Exposure`] is what

@@ -29,6 +29,22 @@ pub enum Exposure {
     },
 }
 
+/// The sector engine a userspace mapping's serving process uses.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EngineInUse {
+    /// `lukskit` or `kernel`.
+    pub kind: String,
+    /// Chosen by `--engine auto` (measured, or remembered from an earlier measurement).
+    pub auto: bool,
+    /// The kernel engine: the crypto API name bound (`xts(aes)`).
+    pub kernel_name: Option<String>,
+    /// The kernel engine: the driver serving it, from `/proc/crypto` (`xts-aes-aesni`), and
+    /// whether that is `hardware`, `cpu` or `generic`.
+    pub driver: Option<(String, String)>,
+    /// lukskit's engine: its implementation of the cipher (`VAES-256`, `AES-NI`, …).
+    pub implementation: Option<String>,
+}
+
 /// An active mapping as `status` shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
@@ -76,4 +92,7 @@ pub struct Status {
     /// The last failed read, write or flush of a userspace mapping's backing store (e.g.
     /// an NBD server that stopped answering), as its serving process reports it.
     pub last_error: Option<String>,
+    /// The sector engine of a userspace mapping (`None`: the kernel's dm-crypt, or a serving
+    /// process started by an older lukskit).
+    pub engine: Option<EngineInUse>,
 }

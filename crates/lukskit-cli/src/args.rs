@@ -322,10 +322,11 @@ pub struct Opts {
     )]
     pub tls_verify_peer: Option<String>,
     /// Sector engine: `lukskit` (lukskit's own), `kernel` (the kernel's crypto API over
-    /// AF_ALG, the driver dm-crypt uses), `auto`; benchmark also `all` (both side by side).
+    /// AF_ALG, the driver dm-crypt uses), `auto`; benchmark also `all` (both side by side);
+    /// open: the serving process of the userspace backends.
     #[arg(long = "engine")]
     pub engine: Option<String>,
-    /// Machine-readable output (benchmark).
+    /// Machine-readable output (benchmark, engines).
     #[arg(long = "json", action = ArgAction::SetTrue)]
     pub json: bool,
     /// Display brief usage.

@@ -133,6 +133,7 @@ pub const ACTIONS: &[Action] = &[
                 "tpm2_device",
                 "link_vk_to_keyring",
                 "volume_key_keyring",
+                "engine",
             ],
         ],
     },
@@ -428,6 +429,12 @@ pub const ACTIONS: &[Action] = &[
         args: "<name> <new name>",
         about: "rename an active kernel mapping (lukskit)",
         options: &[],
+    },
+    Action {
+        name: "engines",
+        args: "[<cipher>]",
+        about: "show the kernel drivers dm-crypt would use and lukskit's own engine (lukskit)",
+        options: &[&["json"]],
     },
     Action {
         name: "image encrypt",

@@ -1399,3 +1399,92 @@ fn unsynced_writes_reach_the_volume_at_close() {
         lukskit(&["close", &m.name], b"").ok("close");
     }
 }
+
+/// `open --engine` (issue 33): the serving process's engine is the one asked for and `status`
+/// names it; `auto` without AF_ALG (this host) is lukskit's engine, `kernel` without it is
+/// refused, an unknown engine is refused. `engines --json` says whether AF_ALG exists and
+/// which of lukskit's implementations this CPU uses (the status line names the same one).
+/// The kernel engine's bytes against dm-crypt: refvm_kernel (kernel/kcapi.sh).
+#[test]
+fn engine_is_the_one_asked_for_and_status_names_it() {
+    let t = "engine_status";
+    if !capable(t) {
+        return;
+    }
+    let d = tmp();
+    let (img, key) = luks2_image(d.path(), 32 << 20);
+    let engines = lukskit(&["engines", "--json", "aes-xts-plain64"], b"");
+    let v: serde_json::Value =
+        serde_json::from_str(&engines.stdout).unwrap_or_else(|e| panic!("{e}: {}", engines.stdout));
+    assert_eq!(v["ciphers"][0]["dm_crypt_name"], "xts(aes)");
+    let af_alg = v["af_alg"].as_bool().unwrap();
+    let own: Vec<&serde_json::Value> = v["lukskit"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["cipher"] == "aes" && k["selected"] == true)
+        .collect();
+    assert_eq!(own.len(), 1, "{}", engines.stdout);
+    let own = own[0]["implementation"].as_str().unwrap();
+    let m = Mapping::new("engine");
+    let engine_line = |m: &Mapping| -> String {
+        let s = lukskit(&["status", &m.name], b"").ok("status");
+        s.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("  engine:  "))
+            .unwrap_or_else(|| panic!("no engine line: {}", s.stdout))
+            .to_string()
+    };
+    open(&m, &img, &key, &["--no-loop", "--engine", "lukskit"]);
+    assert_eq!(engine_line(&m), format!("lukskit {own}"));
+    lukskit(&["close", &m.name], b"").ok("close");
+    open(&m, &img, &key, &["--no-loop", "--engine", "auto"]);
+    let auto = engine_line(&m);
+    if af_alg {
+        assert!(auto.ends_with(" (--engine auto)"), "{auto}");
+    } else {
+        assert_eq!(auto, format!("lukskit {own} (--engine auto)"));
+    }
+    lukskit(&["close", &m.name], b"").ok("close");
+    let k = lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--no-loop",
+            "--engine",
+            "kernel",
+        ],
+        b"",
+    );
+    if af_alg {
+        assert_eq!(k.code, 0, "{}", k.stderr);
+        assert!(engine_line(&m).starts_with("kernel xts(aes), driver "));
+        lukskit(&["close", &m.name], b"").ok("close");
+    } else {
+        assert_eq!(k.code, 1, "{}", k.stderr);
+        assert!(
+            k.stderr
+                .contains("Required kernel crypto interface not available"),
+            "{}",
+            k.stderr
+        );
+    }
+    let bad = lukskit(
+        &[
+            "open",
+            &img,
+            &m.name,
+            "-d",
+            &key,
+            "--no-loop",
+            "--engine",
+            "gpu",
+        ],
+        b"",
+    );
+    assert_eq!(bad.code, 1);
+    assert!(bad.stderr.contains("Unknown engine gpu"), "{}", bad.stderr);
+}

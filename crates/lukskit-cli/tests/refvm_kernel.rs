@@ -47,13 +47,13 @@ fn kernel_mappings_match_cryptsetup() {
         kcapi_sh.as_os_str(),
     ];
     // About 150 s on an idle host here (one boot), the other formats, and ~60 s of the
-    // kernel engine and benchmark (kernel/kcapi.sh).
+    // kernel engine and benchmark, `open --engine` and `engines` (kernel/kcapi.sh).
     let Some(r) = refvm_common::run_script_on_blank_disks_with(
         T,
         "kernel/open.sh",
         dir.path(),
         3,
-        360,
+        600,
         &options,
         &[images.as_os_str()],
     ) else {
@@ -509,4 +509,129 @@ fn kernel_engine_matches(out: &str) {
     let all = get("lukskit", "all");
     assert!(all[1].contains("Kernel encrypt"), "{all:?}");
     assert_eq!(all[2].matches(" MiB/s").count(), 4, "{all:?}");
+    open_engines_match(out);
+    engines_follow_proc_crypto(out);
+}
+
+/// Lines of `out` starting with `prefix`, without it.
+fn with_prefix<'a>(out: &'a str, prefix: &str) -> Vec<&'a str> {
+    out.lines().filter_map(|l| l.strip_prefix(prefix)).collect()
+}
+
+/// kernel/kcapi.sh, `open --engine`: the serving process wrote the same image with each
+/// engine (FUSE + loop device and FUSE file), dm-crypt reads the plaintext back, `status`
+/// names the engine (and the kernel driver), `auto` falls back to lukskit's engine where the
+/// kernel engine cannot serve the spec (lmk) and remembers its measurements owner-only.
+fn open_engines_match(out: &str) {
+    let cases = with_prefix(out, "kcopen: ");
+    assert_eq!(cases.len(), 5, "{out}");
+    for c in &cases {
+        if c.starts_with("aes-cbc-lmk ") {
+            assert!(
+                c.ends_with("kernel=missing auto=same dm-crypt=same"),
+                "{c}\n{out}"
+            );
+        } else {
+            assert!(
+                c.ends_with("kernel=same auto=same dm-crypt=same"),
+                "{c}\n{out}"
+            );
+        }
+    }
+    let status = with_prefix(out, "kcstatus: ");
+    let line = |e: &str, spec: &str| -> &str {
+        status
+            .iter()
+            .find_map(|l| l.strip_prefix(&format!("{e} {spec}: ")))
+            .unwrap_or_else(|| panic!("no status of {e} {spec}:\n{out}"))
+    };
+    assert_eq!(
+        line("kernel", "aes-xts-plain64").trim(),
+        "engine:  kernel xts(aes), driver xts-aes-aesni (cpu)"
+    );
+    assert_eq!(
+        line("kernel", "aes-cbc-essiv:sha256").trim(),
+        "engine:  kernel cbc(aes), driver cbc-aes-aesni (cpu)"
+    );
+    assert!(
+        line("kernel", "aes-cbc-lmk").starts_with("refused: "),
+        "{out}"
+    );
+    for spec in ["aes-xts-plain64", "serpent-xts-plain64", "aes-cbc-lmk"] {
+        assert!(
+            line("lukskit", spec)
+                .trim()
+                .starts_with("engine:  lukskit "),
+            "{out}"
+        );
+        assert!(line("auto", spec).ends_with(" (--engine auto)"), "{out}");
+    }
+    assert!(line("auto", "aes-cbc-lmk")
+        .trim()
+        .starts_with("engine:  lukskit "));
+    let auto = with_prefix(out, "kcauto: ");
+    // One file per spec the kernel engine can serve (lmk is decided without measuring).
+    assert_eq!(auto.len(), 4, "{out}");
+    for a in auto {
+        assert!(
+            a.starts_with("700 600 root {\"version\":1,\"spec\":"),
+            "{a}"
+        );
+    }
+}
+
+/// kernel/kcapi.sh, `engines`: the driver it names for aes-xts-plain64 is the one
+/// /proc/crypto's entries give by the kernel's rule (computed by the script with awk), before
+/// and after aesni_intel is unloaded; it changes from AES-NI to the generic C code, and the
+/// status of a mapping served by the kernel engine names the same driver each time. While
+/// such a mapping is open, the driver's module cannot be unloaded.
+fn engines_follow_proc_crypto(out: &str) {
+    let e = with_prefix(out, "kcengines: ");
+    let get = |k: &str| -> &str {
+        e.iter()
+            .find_map(|l| l.strip_prefix(k))
+            .unwrap_or_else(|| panic!("no kcengines {k}:\n{out}"))
+    };
+    let drivers = |stage: &str| -> (String, String) {
+        let l = get(&format!("{stage}: engines="));
+        let (a, b) = l.split_once(" proc=").unwrap();
+        (a.to_string(), b.to_string())
+    };
+    let (loaded, proc_loaded) = drivers("loaded");
+    assert_eq!(loaded, proc_loaded, "{out}");
+    assert_eq!(loaded, "xts-aes-aesni", "{out}");
+    assert!(
+        get("loaded status: ").contains("driver xts-aes-aesni (cpu)"),
+        "{out}"
+    );
+    assert_eq!(get("loaded rmmod-while-served: "), "refused", "{out}");
+    assert_eq!(get("rmmod: "), "done", "{out}");
+    let (unloaded, proc_unloaded) = drivers("unloaded");
+    assert_eq!(unloaded, proc_unloaded, "{out}");
+    assert_ne!(unloaded, loaded, "{out}");
+    assert!(unloaded.contains("aes-generic"), "{out}");
+    assert!(
+        get("unloaded status: ").contains(&format!("driver {unloaded} (generic)")),
+        "{out}"
+    );
+    // --json says the same.
+    let json = |stage: &str| -> serde_json::Value {
+        let l = out
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("kcengines-json: {stage}: ")))
+            .unwrap_or_else(|| panic!("no json {stage}:\n{out}"));
+        serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))
+    };
+    assert_eq!(
+        json("loaded")["ciphers"][0]["driver"]["driver"],
+        "xts-aes-aesni"
+    );
+    assert_eq!(
+        json("unloaded")["ciphers"][0]["driver"]["driver"],
+        unloaded.as_str()
+    );
+    assert_eq!(
+        json("unloaded")["ciphers"][0]["driver"]["implementation"],
+        "generic"
+    );
 }

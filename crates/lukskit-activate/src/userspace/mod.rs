@@ -3,6 +3,7 @@
 //! as an NBD export. Its state lives in `/run/lukskit/NAME/` ([`runtime`]), it is started and
 //! spoken to through one codec ([`wire`], [`launch`]).
 
+pub mod engine;
 pub mod launch;
 pub mod online;
 pub mod runtime;
@@ -214,6 +215,7 @@ impl UserspaceMapping {
             exposure,
             server: Some((st.pid, alive)),
             last_error,
+            engine: st.engine.clone(),
         })
     }
 

@@ -51,6 +51,9 @@ pub struct State {
     pub nbd_address: Option<String>,
     /// The `/dev/mapper/NAME` link.
     pub mapper_link: Option<String>,
+    /// The sector engine serving it (absent in state files of older serving processes).
+    #[serde(default)]
+    pub engine: Option<crate::status::EngineInUse>,
 }
 
 /// Check a mapping name (a single path component, as device-mapper requires).

@@ -126,6 +126,15 @@ fn setup(
         other => ActivateError::Server(format!("cannot open {}: {other}", config.device)),
     })?;
     // A re-encryption in progress: all the segments of its header, each with its key.
+    // The sector engine of this process's data segments (`--engine`; `auto` measures or
+    // remembers which is faster for this cipher).
+    let (engine, auto) = super::engine::resolve(
+        config.engine,
+        &config.layout.cipher,
+        config.key_bits,
+        config.layout.sector_size,
+    )?;
+    lukskit_crypto::engine::set_data_engine(engine);
     let mut volume = match table {
         Some(t) => DataVolume::open_table(&config.device, t.to_table()?, !config.read_only),
         None => DataVolume::open(&config.device, layout, &key, !config.read_only),
@@ -156,6 +165,7 @@ fn setup(
         loop_direct_io: false,
         nbd_address: None,
         mapper_link: None,
+        engine: Some(super::engine::in_use(engine, auto, &config.layout.cipher)),
     };
     let mut exposure = Exposure {
         fuse: None,

@@ -7,6 +7,7 @@ mod config;
 mod convert;
 mod crypttab;
 mod enroll;
+mod engines;
 mod format;
 mod fvault2;
 mod header;
@@ -107,6 +108,7 @@ pub fn run(o: &Opts) -> Result<()> {
         "reencrypt" => reencrypt::reencrypt(o, args),
         "token" => config::token(o, args),
         "benchmark" => benchmark::benchmark(o, args),
+        "engines" => engines::engines(o, args),
         "image" => image::image(o, args),
         "crypttab" => crypttab::crypttab(o, args),
         "rename" => crypttab::rename(o, args),

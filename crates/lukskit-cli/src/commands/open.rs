@@ -152,6 +152,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         &base_config(&o, name, requested_type(&o)),
     )
     .map_err(CliError::from)?;
+    check_engine(&o, backend)?;
     if matches!(o.r#type.as_deref(), None | Some("luks") | Some("luks2")) {
         if let Some(config) = reencrypt_config(&o, device, name)? {
             let (config, table) = config;
@@ -511,6 +512,25 @@ pub(crate) fn absolute(path: &str) -> Result<String> {
         .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }
 
+/// `--engine` of `open`: `lukskit`, `kernel` or `auto` (default `lukskit`) for the serving
+/// process of a userspace mapping. A kernel dm-crypt mapping always uses the kernel's crypto
+/// API: `--engine lukskit` is refused there (`kernel` and `auto` say what it does anyway).
+fn check_engine(o: &Opts, backend: activate::Backend) -> Result<()> {
+    let Some(e) = o.engine.as_deref() else {
+        return Ok(());
+    };
+    let req = activate::EngineRequest::from_name(e).ok_or_else(|| {
+        CliError::invalid(format!("Unknown engine {e} (lukskit, kernel or auto)."))
+    })?;
+    if backend == activate::Backend::Kernel && req == activate::EngineRequest::Lukskit {
+        return Err(CliError::invalid(
+            "--engine lukskit needs lukskit's serving process (--backend userspace, --no-loop \
+             or --nbd): a kernel dm-crypt mapping uses the kernel's crypto API.",
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConfig {
     MappingConfig {
         name: name.to_string(),
@@ -541,6 +561,11 @@ pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConf
         },
         root_storage_daemon: root_storage_daemon(),
         segments: false,
+        engine: o
+            .engine
+            .as_deref()
+            .and_then(activate::EngineRequest::from_name)
+            .unwrap_or_default(),
     }
 }
 
@@ -971,6 +996,30 @@ fn format_status(st: &Status) -> String {
     if let Some(e) = &st.last_error {
         s += &format!("  last I/O error: {e}\n");
     }
+    if let Some(e) = &st.engine {
+        s += &format!("  engine:  {}\n", engine_text(e));
+    }
+    s
+}
+
+/// The `engine:` line of a userspace mapping's status: `kernel xts(aes), driver xts-aes-aesni
+/// (cpu)` or `lukskit VAES-256`, and `(--engine auto)` when measured or remembered.
+fn engine_text(e: &activate::EngineInUse) -> String {
+    let mut s = e.kind.clone();
+    if let Some(n) = &e.kernel_name {
+        s += &format!(" {n}");
+    }
+    match &e.driver {
+        Some((d, kind)) => s += &format!(", driver {d} ({kind})"),
+        None if e.kind == "kernel" => s += ", driver unknown",
+        None => {}
+    }
+    if let Some(i) = &e.implementation {
+        s += &format!(" {i}");
+    }
+    if e.auto {
+        s += " (--engine auto)";
+    }
     s
 }
 
@@ -1156,6 +1205,13 @@ mod tests {
             },
             server: Some((42, true)),
             last_error: None,
+            engine: Some(activate::EngineInUse {
+                kind: "kernel".into(),
+                auto: true,
+                kernel_name: Some("xts(aes)".into()),
+                driver: Some(("xts-aes-aesni".into(), "cpu".into())),
+                implementation: None,
+            }),
         };
         let s = format_status(&st);
         assert!(s.starts_with("/dev/mapper/t is active and is in use.\n  type:    LUKS2\n"));
@@ -1163,6 +1219,9 @@ mod tests {
         assert!(s.contains("  offset:  32768 sectors\n  size:    2048 sectors\n"));
         assert!(s.contains("  mode:    read/write (suspended)\n"));
         assert!(s.contains("  loop device: /dev/loop3 (direct I/O)\n  server:  pid 42\n"));
+        assert!(
+            s.ends_with("  engine:  kernel xts(aes), driver xts-aes-aesni (cpu) (--engine auto)\n")
+        );
     }
 
     /// A kernel plain mapping's status from its dm-crypt table line (as cryptsetup 2.6.1's
@@ -1197,6 +1256,7 @@ mod tests {
                 exposure: Exposure::Kernel,
                 server: None,
                 last_error: None,
+                engine: None,
             }
         };
         // --iv-large-sectors --sector-size 4096, no --skip.

@@ -97,43 +97,55 @@ impl std::fmt::Debug for KernelCipher {
     }
 }
 
+/// A transform socket bound to the `skcipher` named `name` (kernel syntax), not keyed.
+fn bind(name: &str) -> std::result::Result<OwnedFd, KernelError> {
+    // SAFETY: socket(2) with constant arguments; the result is checked below.
+    let fd = unsafe { libc::socket(libc::AF_ALG, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
+    if fd < 0 {
+        return Err(KernelError::NoInterface(io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` is a fresh descriptor; the OwnedFd becomes its only owner.
+    let tfm = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_alg is plain old data; all-zero is a valid value.
+    let mut sa: libc::sockaddr_alg = unsafe { std::mem::zeroed() };
+    sa.salg_family = libc::AF_ALG as u16;
+    for (d, s) in sa.salg_type.iter_mut().zip(b"skcipher") {
+        *d = *s;
+    }
+    // Keep the terminating NUL (the array is zeroed).
+    if name.len() >= sa.salg_name.len() || name.as_bytes().contains(&0) {
+        return Err(KernelError::NoAlgorithm(io::Error::from(
+            io::ErrorKind::InvalidInput,
+        )));
+    }
+    for (d, s) in sa.salg_name.iter_mut().zip(name.as_bytes()) {
+        *d = *s;
+    }
+    // SAFETY: `sa` is a valid, initialised sockaddr_alg and the length passed is its size.
+    let r = unsafe {
+        libc::bind(
+            tfm.as_raw_fd(),
+            std::ptr::addr_of!(sa).cast(),
+            std::mem::size_of::<libc::sockaddr_alg>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(KernelError::NoAlgorithm(io::Error::last_os_error()));
+    }
+    Ok(tfm)
+}
+
+/// Bind (without a key) the `skcipher` named `name`: the kernel loads the modules it needs and
+/// builds a template instance (`xts(aes)` over the best `ecb(aes)`) as dm-crypt's table load
+/// would; the socket is closed at once.
+pub fn bind_only(name: &str) -> std::result::Result<(), KernelError> {
+    bind(name).map(drop)
+}
+
 impl KernelCipher {
     /// Bind the `skcipher` named `name` (kernel syntax, e.g. `xts(aes)`) and set `key`.
     pub fn new(name: &str, key: &[u8]) -> std::result::Result<Self, KernelError> {
-        // SAFETY: socket(2) with constant arguments; the result is checked below.
-        let fd =
-            unsafe { libc::socket(libc::AF_ALG, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
-        if fd < 0 {
-            return Err(KernelError::NoInterface(io::Error::last_os_error()));
-        }
-        // SAFETY: `fd` is a fresh descriptor; the OwnedFd becomes its only owner.
-        let tfm = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: sockaddr_alg is plain old data; all-zero is a valid value.
-        let mut sa: libc::sockaddr_alg = unsafe { std::mem::zeroed() };
-        sa.salg_family = libc::AF_ALG as u16;
-        for (d, s) in sa.salg_type.iter_mut().zip(b"skcipher") {
-            *d = *s;
-        }
-        // Keep the terminating NUL (the array is zeroed).
-        if name.len() >= sa.salg_name.len() || name.as_bytes().contains(&0) {
-            return Err(KernelError::NoAlgorithm(io::Error::from(
-                io::ErrorKind::InvalidInput,
-            )));
-        }
-        for (d, s) in sa.salg_name.iter_mut().zip(name.as_bytes()) {
-            *d = *s;
-        }
-        // SAFETY: `sa` is a valid, initialised sockaddr_alg and the length passed is its size.
-        let r = unsafe {
-            libc::bind(
-                tfm.as_raw_fd(),
-                std::ptr::addr_of!(sa).cast(),
-                std::mem::size_of::<libc::sockaddr_alg>() as libc::socklen_t,
-            )
-        };
-        if r < 0 {
-            return Err(KernelError::NoAlgorithm(io::Error::last_os_error()));
-        }
+        let tfm = bind(name)?;
         // SAFETY: `key` is a valid readable slice of `key.len()` bytes for the call.
         let r = unsafe {
             libc::setsockopt(
@@ -297,6 +309,32 @@ fn request(op: &OwnedFd, encrypt: bool, iv: &[u8], data: &mut [u8]) -> io::Resul
     Ok(())
 }
 
+/// The crypto API names of a dm-crypt cipher spec (one owner for every caller: the kernel
+/// engine, `engines`, `status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelNames {
+    /// What dm-crypt asks the kernel for (`crypt_ctr_cipher_old`/`_new` in
+    /// drivers/md/dm-crypt.c): `xts(aes)`, `essiv(cbc(aes),sha256)` for `essiv:<hash>` IVs,
+    /// `adiantum(xchacha12,aes)`.
+    pub dm_crypt: String,
+    /// What lukskit's kernel engine binds: the same without the `essiv(…)` wrapper (the
+    /// engine computes ESSIV IVs itself, as crypto/essiv.c does).
+    pub engine: String,
+}
+
+/// The crypto API names dm-crypt and the kernel engine use for `spec`: the chaining mode
+/// applied to the cipher (`xts(aes)`; for the capi form the name given), wrapped in
+/// `essiv(…,<hash>)` for dm-crypt when the IV generator is `essiv`. The IV generator does not
+/// otherwise change the name (`lmk`, `tcw`, `benbi`, … are dm-crypt's own code).
+pub fn kernel_names(spec: &CipherSpec) -> KernelNames {
+    let engine = format!("{}({})", spec.chainmode, spec.cipher);
+    let dm_crypt = match (spec.ivmode.as_deref(), spec.ivopts.as_deref()) {
+        (Some("essiv"), Some(hash)) => format!("essiv({engine},{hash})"),
+        _ => engine.clone(),
+    };
+    KernelNames { dm_crypt, engine }
+}
+
 /// The kernel `skcipher` name for a lukskit mode and cipher (`xts(aes)`), or why there is none.
 pub(crate) fn kernel_name(kind: ModeKind, alg: CipherAlg) -> Result<String> {
     let mode = match kind {
@@ -347,12 +385,13 @@ impl KernelSectors {
                 "the kernel engine does not do the IV generator of '{spec}' (use --engine lukskit)"
             )));
         }
-        let name = match plan.kind {
-            // dm-crypt's `xchacha12,aes-adiantum-plain64` is the kernel's
-            // `adiantum(xchacha12,aes)`; the 32-byte IV is plain64's.
-            ModeKind::Adiantum(_) => format!("adiantum({})", spec.cipher),
-            kind => kernel_name(kind, plan.alg)?,
-        };
+        // dm-crypt's `xchacha12,aes-adiantum-plain64` is the kernel's
+        // `adiantum(xchacha12,aes)` (its 32-byte IV is plain64's); `kernel_name` refuses what
+        // the kernel engine cannot bind (cipher_null).
+        if !matches!(plan.kind, ModeKind::Adiantum(_)) {
+            kernel_name(plan.kind, plan.alg)?;
+        }
+        let name = kernel_names(spec).engine;
         let mut tfms = Vec::with_capacity(plan.keycount);
         let mut essiv = Vec::with_capacity(plan.keycount);
         for i in 0..plan.keycount {
@@ -471,6 +510,29 @@ mod tests {
         // Not offered by the kernel engine, whatever the kernel.
         let lmk = CipherSpec::parse("aes-cbc-lmk").unwrap();
         assert!(SectorCipher::new_kernel(&lmk, &[0u8; 16], 512, false).is_err());
+    }
+
+    #[test]
+    fn dm_crypt_requests() {
+        let n = |s: &str| super::kernel_names(&CipherSpec::parse(s).unwrap());
+        let x = n("aes-xts-plain64");
+        assert_eq!(
+            (x.dm_crypt.as_str(), x.engine.as_str()),
+            ("xts(aes)", "xts(aes)")
+        );
+        let e = n("aes-cbc-essiv:sha256");
+        assert_eq!(e.dm_crypt, "essiv(cbc(aes),sha256)");
+        assert_eq!(e.engine, "cbc(aes)");
+        assert_eq!(n("capi:xts(aes)-plain64").dm_crypt, "xts(aes)");
+        assert_eq!(
+            n("capi:cbc(aes)-essiv:sha256").dm_crypt,
+            "essiv(cbc(aes),sha256)"
+        );
+        assert_eq!(n("aes:2-cbc-lmk").dm_crypt, "cbc(aes)");
+        assert_eq!(
+            n("xchacha12,aes-adiantum-plain64").dm_crypt,
+            "adiantum(xchacha12,aes)"
+        );
     }
 
     #[test]

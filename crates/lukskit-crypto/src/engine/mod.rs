@@ -32,11 +32,13 @@ mod adiantum;
 #[cfg(target_arch = "x86_64")]
 mod aes_x86;
 mod cipher;
+pub mod drivers;
 mod elephant;
 mod iv;
 pub mod kernel_api;
 mod lmk;
 mod modes;
+pub mod own_kernels;
 mod serpent;
 mod tcw;
 mod twofish;
