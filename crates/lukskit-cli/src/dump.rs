@@ -129,7 +129,7 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     let _ = writeln!(o, "UUID:          \t{}", or(&b.uuid, "(no UUID)"));
     let _ = writeln!(o, "Label:         \t{}", or(&b.label, "(no label)"));
     let _ = writeln!(o, "Subsystem:     \t{}", or(&b.subsystem, "(no subsystem)"));
-    let config = h.json.get("config");
+    let config = h.json().get("config");
     let flags = str_array(config.and_then(|c| c.get("flags")));
     if flags.is_empty() {
         o.push_str("Flags:       \t(no flags)\n");
@@ -151,7 +151,7 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     o.push('\n');
 
     o.push_str("Data segments:\n");
-    if let Some(Value::Object(segs)) = h.json.get("segments") {
+    if let Some(Value::Object(segs)) = h.json().get("segments") {
         for (key, val) in segs {
             let get = |k: &str| val.get(k);
             let _ = writeln!(
@@ -199,9 +199,9 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     // cryptsetup calls a keyslot bound when its digest is *the* digest (the first one that
     // lists it) of a data segment; during re-encryption the backup segments do not count,
     // and the hot zone (listed by both digests) belongs to the first.
-    let data_digests: Vec<u32> = lukskit_volume::reencrypt::json::segments_sorted(h)?
+    let data_digests: Vec<u32> = lukskit_format::luks2::edit::segments_sorted(h)?
         .into_iter()
-        .filter(|(_, v)| !lukskit_volume::reencrypt::json::is_backup(v))
+        .filter(|(_, v)| !lukskit_format::luks2::edit::is_backup(v))
         .filter_map(|(id, _)| {
             digests
                 .iter()
@@ -225,13 +225,13 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
         );
         let _ = writeln!(o, "\tKey:        {} bits", ks.key_size * 8);
         let _ = writeln!(o, "\tPriority:   {}", priority_desc(ks.priority));
-        if ks.kind == "luks2" {
+        if ks.kind == lukskit_format::luks2::KeyslotType::Luks2 {
             let _ = writeln!(o, "\tCipher:     {}", ks.area_encryption);
             let _ = writeln!(o, "\tCipher key: {} bits", ks.area_key_size * 8);
             // KDF costs are printed from the JSON as cryptsetup does (`json_object_get_int64`
             // printed unsigned), so an out-of-range value such as -1 shows as it is stored.
             let kdf_json = h
-                .json
+                .json()
                 .get("keyslots")
                 .and_then(|k| k.get(ks.id.to_string()))
                 .and_then(|k| k.get("kdf"));
@@ -277,7 +277,7 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
             let _ = writeln!(o, "\tArea offset:{} [bytes]", ks.area_offset);
             let _ = writeln!(o, "\tArea length:{} [bytes]", ks.area_size);
         }
-        if ks.kind == "reencrypt" {
+        if ks.kind == lukskit_format::luks2::KeyslotType::Reencrypt {
             reencrypt_keyslot(&mut o, h, ks.id);
         }
         for d in &digests {
@@ -306,11 +306,11 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     o.push_str("Digests:\n");
     for d in &digests {
         let _ = writeln!(o, "  {}: {}", d.id, d.kind);
-        if d.kind == "pbkdf2" {
+        if d.kind == lukskit_format::luks2::DigestType::Pbkdf2 {
             let _ = writeln!(o, "\tHash:       {}", d.hash);
             let _ = writeln!(o, "\tIterations: {}", d.iterations);
             let member = |k: &str| {
-                h.json
+                h.json()
                     .get("digests")
                     .and_then(|ds| ds.get(d.id.to_string()))
                     .and_then(|dj| dj.get(k))
@@ -555,7 +555,7 @@ fn pretty(v: &Value, level: usize, o: &mut String) {
 
 /// The lines cryptsetup prints for a `reencrypt` keyslot (`reenc_keyslot_dump`).
 fn reencrypt_keyslot(o: &mut String, h: &lukskit_format::luks2::Luks2Header, id: u32) {
-    let Some(ks) = h.json.get("keyslots").and_then(|k| k.get(id.to_string())) else {
+    let Some(ks) = h.json().get("keyslots").and_then(|k| k.get(id.to_string())) else {
         return;
     };
     let s = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_string();

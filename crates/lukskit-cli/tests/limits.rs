@@ -37,7 +37,9 @@ fn hostile(
         .open(&img)
         .unwrap();
     let mut hdr = luks2::read(&f as &dyn Storage).unwrap().header;
-    let kdf = hdr.json["keyslots"]["0"]["kdf"].as_object_mut().unwrap();
+    let kdf = hdr.json_mut_unchecked()["keyslots"]["0"]["kdf"]
+        .as_object_mut()
+        .unwrap();
     edit(kdf);
     luks2::write(&f as &dyn Storage, &mut hdr).unwrap();
     (img, kf)

@@ -441,6 +441,13 @@ pub enum Luks2Error {
     /// A UUID not in the canonical form.
     #[error("malformed UUID")]
     BadUuid,
+    /// The re-encryption metadata (segments, digests' assignments, the `reencrypt`
+    /// keyslot) does not describe a state re-encryption can continue from or edit.
+    #[error("cannot load the LUKS2 re-encryption context: {what}")]
+    ReencryptMetadata {
+        /// What is missing or wrong.
+        what: &'static str,
+    },
     /// A top-level JSON section missing.
     #[error("missing {name} section")]
     MissingSection {

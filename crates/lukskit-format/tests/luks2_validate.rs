@@ -70,7 +70,7 @@ fn rejected_by_both() {
         return;
     }
     let b = base("vrej");
-    let orig = b.hdr.json.clone();
+    let orig = b.hdr.json().clone();
     let ks_size = b.hdr.keyslots_size().unwrap();
     let md = b.hdr.metadata_size();
     type Mutate = Box<dyn Fn(&mut Json)>;
@@ -220,7 +220,7 @@ fn rejected_by_both() {
         mutate(&mut j);
         // validate() on the in-memory header.
         let mut h = b.hdr.clone();
-        h.json = j.clone();
+        *h.json_mut_unchecked() = j.clone();
         let e = h.validate().expect_err(name).to_string();
         assert!(e.contains(frag), "{name}: {e}");
         assert!(!e.contains('\n'), "{name}: one-line message");
@@ -257,7 +257,7 @@ fn accepted_by_both() {
         return;
     }
     let b = base("vacc");
-    let orig = b.hdr.json.clone();
+    let orig = b.hdr.json().clone();
     let key = keyfile(&b.dir);
 
     // 1. A pbkdf2 kdf with an extra member: LUKS2_hdr_validate rejects it, but the reader
@@ -266,22 +266,22 @@ fn accepted_by_both() {
     let mut j = orig.clone();
     ks0(&mut j)["kdf"]["time"] = json!(4);
     let mut h = b.hdr.clone();
-    h.json = j.clone();
+    *h.json_mut_unchecked() = j.clone();
     let e = h.validate().unwrap_err().to_string();
     assert!(e.contains("exactly type, hash, iterations and salt"), "{e}");
     let p = device_with(&b, "extra.img", &j);
     let out = luks2::read(&std::fs::File::open(&p).unwrap()).unwrap();
     assert!(out.primary_ok && out.secondary_ok);
-    assert_eq!(compact(&out.header.json), compact(&orig));
+    assert_eq!(compact(out.header.json()), compact(&orig));
     assert!(cs_accepts(&p));
-    assert_eq!(compact(&dump_json(&p)), compact(&out.header.json));
+    assert_eq!(compact(&dump_json(&p)), compact(out.header.json()));
 
     // 2. A keyslot salt of the wrong length: header validation does not decode Base64, so
     //    both load the header; the keyslot itself is unusable for both.
     let mut j = orig.clone();
     ks0(&mut j)["kdf"]["salt"] = json!(base64::engine::general_purpose::STANDARD.encode([1u8; 16]));
     let mut h = b.hdr.clone();
-    h.json = j.clone();
+    *h.json_mut_unchecked() = j.clone();
     h.validate().unwrap();
     let p = device_with(&b, "salt16.img", &j);
     let out = luks2::read(&std::fs::File::open(&p).unwrap()).unwrap();
@@ -345,25 +345,25 @@ fn accepted_by_both() {
     let mut hdr = luks2::read(&f).unwrap().header;
     assert_eq!(hdr.to_json_string(), compact(&j));
     assert!(cs_accepts(&p));
-    assert_eq!(compact(&dump_json(&p)), compact(&hdr.json));
+    assert_eq!(compact(&dump_json(&p)), compact(hdr.json()));
 
     // 5. Unknown members everywhere survive a lukskit rewrite untouched (cryptsetup keeps
     //    them too).
-    hdr.json.insert(
+    hdr.json_mut_unchecked().insert(
         "x-future".into(),
         json!({"b": [1, 2, {"c": null}], "a": "é\t"}),
     );
-    hdr.json["config"]
+    hdr.json_mut_unchecked()["config"]
         .as_object_mut()
         .unwrap()
         .insert("x-conf".into(), json!(true));
-    ks0(&mut hdr.json).insert("x-ks".into(), json!("v"));
+    ks0(hdr.json_mut_unchecked()).insert("x-ks".into(), json!("v"));
     luks2::write(&f, &mut hdr).unwrap();
     drop(f);
     let want = hdr.to_json_string();
     assert_eq!(raw_json(&p), want);
     assert!(cs_accepts(&p));
-    assert_eq!(compact(&dump_json(&p)), compact(&hdr.json));
+    assert_eq!(compact(&dump_json(&p)), compact(hdr.json()));
     // A cryptsetup metadata update keeps them as well, in place.
     cs_ok(&["config", "--label", "relabel", p.to_str().unwrap()]);
     assert_eq!(raw_json(&p), want);

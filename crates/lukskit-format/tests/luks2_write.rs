@@ -598,7 +598,7 @@ fn remove_unbound_keyslot_erases_its_digest() {
 fn json_too_large_is_refused() {
     let d = Digest {
         id: 0,
-        kind: "pbkdf2".into(),
+        kind: lukskit_format::luks2::DigestType::Pbkdf2,
         keyslots: vec![],
         segments: vec![0],
         hash: "sha256".into(),

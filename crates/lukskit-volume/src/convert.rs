@@ -262,7 +262,7 @@ fn luks1_json(h: &Luks1Header, keyslots_size: u64) -> Map<String, Value> {
 fn luks2_shell() -> Result<Luks2Header> {
     let digest = Digest {
         id: 0,
-        kind: "pbkdf2".into(),
+        kind: lukskit_format::luks2::DigestType::Pbkdf2,
         keyslots: vec![],
         segments: vec![0],
         hash: "sha256".into(),
@@ -335,13 +335,11 @@ fn luks1_to_luks2(dev: &Device, h: &Luks1Header) -> Result<Luks2Header> {
         return Err(ConvertError::Luks1HeaderSize.into());
     }
     let mut hdr = luks2_shell()?;
-    hdr.json = luks1_json(h, max_size - 2 * CONVERT_METADATA_SIZE);
     hdr.binary.uuid = h.uuid.clone();
+    hdr.replace_json(luks1_json(h, max_size - 2 * CONVERT_METADATA_SIZE))
+        .map_err(|_| ConvertError::InvalidMetadata)?;
     if max_size < hdr.hdr_and_areas_size()? {
         return Err(ConvertError::NoSpace.into());
-    }
-    if hdr.validate().is_err() {
-        return Err(ConvertError::InvalidMetadata.into());
     }
     check_not_in_use(dev, "LUKS1", &h.uuid)?;
     let len = luks1_size - LUKS1_KEYSLOTS_OFFSET;
@@ -409,7 +407,7 @@ fn wrapped_key_cipher(name: &str, mode: &str) -> bool {
 
 /// `keyslot_LUKS1_compatible`: a LUKS1 keyslot can describe this LUKS2 keyslot.
 fn keyslot_luks1_compatible(ks: &Keyslot, key_size: u32, hash: &str, data_cipher: &str) -> bool {
-    if ks.kind != "luks2" {
+    if ks.kind != lukskit_format::luks2::KeyslotType::Luks2 {
         return false;
     }
     let KdfParams::Pbkdf2 { hash: kdf_hash, .. } = &ks.kdf else {
@@ -448,7 +446,7 @@ fn luks1_from_luks2(dev: &Device, h: &Luks2Header, detached: bool) -> Result<Luk
     if segment.sector_size != 512 {
         return Err(not_luks1(Luks1Incompatibility::SectorSize));
     }
-    if digest.kind != "pbkdf2" || digests.len() != 1 {
+    if digest.kind != lukskit_format::luks2::DigestType::Pbkdf2 || digests.len() != 1 {
         return Err(not_luks1(Luks1Incompatibility::Digests));
     }
     let hash = digest.hash.as_str();
@@ -508,16 +506,7 @@ fn luks1_from_luks2(dev: &Device, h: &Luks2Header, detached: bool) -> Result<Luk
                 let gap = scratch
                     .find_keyslot_area(area_size)?
                     .ok_or_else(|| not_luks1(Luks1Incompatibility::NoSpace { slot: i as u32 }))?;
-                let placeholder = obj(vec![
-                    ("type", "placeholder".into()),
-                    (
-                        "area",
-                        obj(vec![("offset", u64_str(gap)), ("size", u64_str(area_size))]),
-                    ),
-                ]);
-                if let Some(Value::Object(k)) = scratch.json.get_mut("keyslots") {
-                    k.insert(i.to_string(), placeholder);
-                }
+                luks2::edit::insert_placeholder_keyslot(&mut scratch, i as u32, gap, area_size)?;
                 gap
             }
         };

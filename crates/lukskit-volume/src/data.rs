@@ -146,10 +146,10 @@ impl DataLayout {
                     .filter(|s| !s.flags.iter().any(|f| f.starts_with("backup-")))
                     .collect();
                 let seg = match crypt.as_slice() {
-                    [s] if s.kind == "crypt" => s,
+                    [s] if s.kind == lukskit_format::luks2::SegmentType::Crypt => s,
                     [s] => {
                         return Err(DataError::SegmentType {
-                            kind: s.kind.clone(),
+                            kind: s.kind.to_string(),
                         }
                         .into())
                     }

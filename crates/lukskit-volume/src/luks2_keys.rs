@@ -82,7 +82,7 @@ pub fn make_digest(
     kdf::pbkdf2(hash_alg, vk, &salt, iterations, &mut out)?;
     Ok(Digest {
         id,
-        kind: "pbkdf2".into(),
+        kind: lukskit_format::luks2::DigestType::Pbkdf2,
         keyslots: vec![],
         segments,
         hash: hash_alg.name().into(),
@@ -112,7 +112,7 @@ pub fn open_keyslot(
     ks: &Keyslot,
     passphrase: &[u8],
 ) -> Result<Option<SecretBuf>> {
-    if ks.kind != "luks2" {
+    if ks.kind != lukskit_format::luks2::KeyslotType::Luks2 {
         return Ok(None);
     }
     let Some(digest) = digest_of_keyslot(hdr, ks.id)? else {
@@ -301,7 +301,11 @@ fn unlock_digest(
 /// The cipher (spec, key bytes) used to encrypt a new keyslot's area: the data segment's
 /// cipher when it is usable for keyslots, else aes-xts-plain64 with a 512-bit key.
 pub fn keyslot_cipher(hdr: &Luks2Header, vk_len: usize) -> Result<(String, u32)> {
-    if let Some(seg) = hdr.segments()?.into_iter().find(|s| s.kind == "crypt") {
+    if let Some(seg) = hdr
+        .segments()?
+        .into_iter()
+        .find(|s| s.kind == lukskit_format::luks2::SegmentType::Crypt)
+    {
         if let Ok(spec) = CipherSpec::parse(&seg.encryption) {
             let usable = !spec.capi
                 && spec.cipher != "cipher_null"
@@ -387,7 +391,7 @@ fn write_material(
         .map_err(|e| VolumeError::device_io(DeviceOp::WriteKeyslotArea, e))?;
     let ks = Keyslot {
         id: p.id,
-        kind: "luks2".into(),
+        kind: lukskit_format::luks2::KeyslotType::Luks2,
         key_size: key_len as u32,
         af_stripes: STRIPES,
         af_hash: p.af_hash.name().into(),

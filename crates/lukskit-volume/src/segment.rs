@@ -487,7 +487,7 @@ mod tests {
     ) -> Luks2Segment {
         Luks2Segment {
             id,
-            kind: kind.into(),
+            kind: lukskit_format::luks2::SegmentType::parse(kind),
             offset,
             size,
             iv_tweak: if kind == "crypt" {

@@ -358,7 +358,7 @@ impl Volume {
             Header::Luks2(h) => h
                 .keyslots()?
                 .iter()
-                .any(|k| k.id == slot && k.kind == "reencrypt"),
+                .any(|k| k.id == slot && k.kind == lukskit_format::luks2::KeyslotType::Reencrypt),
         })
     }
 
@@ -621,7 +621,7 @@ impl Volume {
             Header::Luks2(h) => h
                 .segments()?
                 .into_iter()
-                .find(|s| s.kind == "crypt")
+                .find(|s| s.kind == lukskit_format::luks2::SegmentType::Crypt)
                 .map(|s| s.encryption)
                 .unwrap_or_default(),
         })

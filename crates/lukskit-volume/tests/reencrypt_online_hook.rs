@@ -68,7 +68,7 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
     let Some((vol_dev, h)) = vol.luks2_edit() else {
         panic!("LUKS2")
     };
-    let digest = reencrypt::json::digest_of_keyslot(h, slot).unwrap();
+    let digest = lukskit_format::luks2::edit::digest_of_keyslot(h, slot).unwrap();
     let keys = Keys {
         old: Some(old),
         new: Some(new),

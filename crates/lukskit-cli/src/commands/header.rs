@@ -136,7 +136,7 @@ pub fn luks_dump(o: &Opts, args: &[String]) -> Result<()> {
                 // cryptsetup prints the JSON without a final newline.
                 print!(
                     "{}",
-                    dump::json_pretty(&serde_json::Value::Object(h.json.clone()))
+                    dump::json_pretty(&serde_json::Value::Object(h.json().clone()))
                 );
             } else {
                 print!("{}", dump::luks2(h, !o.disable_external_tokens)?);

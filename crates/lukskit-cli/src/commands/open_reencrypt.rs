@@ -31,7 +31,7 @@ fn header_in_reencryption(h: &Luks2Header) -> bool {
     !reqs.is_empty()
         && reqs.iter().all(|r| r.starts_with("online-reencrypt-v"))
         && h.unknown_requirements().is_empty()
-        && reencrypt::json::requirement_version(h).is_some_and(|v| v >= 2)
+        && lukskit_format::luks2::edit::requirement_version(h).is_some_and(|v| v >= 2)
 }
 
 fn luks2(vol: &Volume) -> Result<&Luks2Header> {
@@ -149,7 +149,7 @@ pub fn unlock_for_activation(o: &Opts, device: &str) -> Result<Unlocked> {
                 .segments()
                 .map_err(VolumeError::from)?
                 .iter()
-                .all(|s| s.kind != "crypt");
+                .all(|s| s.kind != lukskit_format::luks2::SegmentType::Crypt);
         if plain {
             return Err(CliError::invalid("No usable keyslot is available."));
         }
@@ -212,7 +212,7 @@ pub fn status_layout(hdr: &Luks2Header) -> Option<(String, u32, u32)> {
     let fin = segs
         .iter()
         .find(|s| s.flags.iter().any(|f| f == "backup-final"))?;
-    if fin.kind != "crypt" {
+    if fin.kind != lukskit_format::luks2::SegmentType::Crypt {
         return None;
     }
     let digest = hdr

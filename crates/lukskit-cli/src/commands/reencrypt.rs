@@ -1142,12 +1142,12 @@ fn add_new_keyslots(
         let Some(h) = vol.luks2_mut() else {
             unreachable!("checked by the caller")
         };
-        let d = lukskit_volume::reencrypt::json::digest_of_keyslot(h, slot)?;
+        let d = lukskit_format::luks2::edit::digest_of_keyslot(h, slot)?;
         match new_digest {
             None => new_digest = d,
             Some(first) => {
                 // One digest for the new key: move the keyslot to the first one.
-                lukskit_volume::reencrypt::json::move_keyslot_digest(h, slot, first)?;
+                lukskit_format::luks2::edit::move_keyslot_digest(h, slot, first)?;
             }
         }
     }

@@ -2,6 +2,7 @@
 
 use super::binary::BinaryHeader;
 use super::json::{self, as_u32, b64_decode, b64_encode, get_u64_str, key_id, u64_value};
+use super::types::{DigestType, KeyslotType, SegmentType};
 use super::{
     BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
     SALT_SIZE,
@@ -150,7 +151,7 @@ pub struct Keyslot {
     /// Keyslot number (0..32).
     pub id: u32,
     /// Keyslot type (`luks2`).
-    pub kind: String,
+    pub kind: KeyslotType,
     /// Size of the stored key (volume key) in bytes.
     pub key_size: u32,
     /// Anti-forensic stripes (4000).
@@ -177,11 +178,11 @@ impl Keyslot {
     /// a KDF salt of exactly 32 bytes. A header with such a broken keyslot still loads (as in
     /// cryptsetup); only this keyslot is unusable.
     pub fn check_usable(&self) -> Result<()> {
-        if self.kind != "luks2" {
+        if self.kind != KeyslotType::Luks2 {
             return Err(Luks2Error::KeyslotUnusable {
                 id: self.id,
                 problem: KeyslotProblem::Type {
-                    kind: self.kind.clone(),
+                    kind: self.kind.to_string(),
                 },
             }
             .into());
@@ -264,7 +265,7 @@ pub struct Segment {
     /// Segment number.
     pub id: u32,
     /// Segment type (`crypt`, `linear`, …).
-    pub kind: String,
+    pub kind: SegmentType,
     /// Byte offset of the data on the device.
     pub offset: u64,
     /// Length in bytes; `None` = `"dynamic"` (up to the end of the device).
@@ -287,7 +288,7 @@ pub struct Digest {
     /// Digest number.
     pub id: u32,
     /// Digest type (`pbkdf2`).
-    pub kind: String,
+    pub kind: DigestType,
     /// Keyslots whose key this digest verifies.
     pub keyslots: Vec<u32>,
     /// Segments this key encrypts (empty = unbound key).
@@ -306,11 +307,11 @@ impl Digest {
     /// The checks `PBKDF2_digest_verify` makes before using the digest: type `pbkdf2`, a
     /// 32-byte salt and a digest of 20 bytes (LUKS1-converted) or of the hash's size.
     pub fn check_usable(&self) -> Result<()> {
-        if self.kind != "pbkdf2" {
+        if self.kind != DigestType::Pbkdf2 {
             return Err(Luks2Error::DigestUnusable {
                 id: self.id,
                 problem: DigestProblem::Type {
-                    kind: self.kind.clone(),
+                    kind: self.kind.to_string(),
                 },
             }
             .into());
@@ -396,8 +397,9 @@ pub struct Luks2Header {
     /// Binary header of the copy read, in its primary (`hdr_offset` 0) form; `salt` is the
     /// salt the primary copy is written with.
     pub binary: BinaryHeader,
-    /// The JSON metadata, member order preserved.
-    pub json: Map<String, Value>,
+    /// The JSON metadata, member order preserved: written only by this crate's mutators
+    /// (here and in [`super::edit`]); read through the typed views or [`Luks2Header::json`].
+    pub(crate) json: Map<String, Value>,
     /// Salt the secondary copy is written with.
     pub(crate) secondary_salt: [u8; 64],
 }
@@ -537,13 +539,13 @@ fn keyslot_u32(obj: &Map<String, Value>, key: &str) -> u32 {
 
 fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
     let ctx = JsonObject::numbered(JsonKind::Keyslot, id);
-    let kind = str_member(o, "type", &ctx)?.to_string();
+    let kind = KeyslotType::parse(str_member(o, "type", &ctx)?);
     let key_size = keyslot_u32(o, "key_size");
     let area = obj_member(o, "area", &ctx)?;
     let area_offset = u64_member(area, "offset", &ctx)?;
     let area_size = u64_member(area, "size", &ctx)?;
     let priority = o.get("priority").map(priority_of);
-    if kind != "luks2" {
+    if kind != KeyslotType::Luks2 {
         return Ok(Keyslot {
             id,
             kind,
@@ -630,7 +632,7 @@ fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
     };
     Ok(Segment {
         id,
-        kind: str_member(o, "type", &ctx)?.into(),
+        kind: SegmentType::parse(str_member(o, "type", &ctx)?),
         offset: u64_member(o, "offset", &ctx)?,
         size,
         iv_tweak: match o.get("iv_tweak") {
@@ -650,10 +652,10 @@ fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
 
 fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
     let ctx = JsonObject::numbered(JsonKind::Digest, id);
-    let kind = str_member(o, "type", &ctx)?.to_string();
+    let kind = DigestType::parse(str_member(o, "type", &ctx)?);
     let keyslots = id_array(o, "keyslots", &ctx)?;
     let segments = id_array(o, "segments", &ctx)?;
-    if kind != "pbkdf2" {
+    if kind != DigestType::Pbkdf2 {
         return Ok(Digest {
             id,
             kind,
@@ -862,6 +864,19 @@ impl Luks2Header {
             json,
             secondary_salt,
         }
+    }
+
+    /// The JSON metadata, writable without any check: for tests that craft hostile
+    /// headers (feature `test-support`, never in a shipped build).
+    #[cfg(feature = "test-support")]
+    pub fn json_mut_unchecked(&mut self) -> &mut Map<String, Value> {
+        &mut self.json
+    }
+
+    /// The JSON metadata as stored, read-only (for `--dump-json-metadata`, token objects
+    /// and the members no typed view covers).
+    pub fn json(&self) -> &Map<String, Value> {
+        &self.json
     }
 
     /// The salt the secondary copy is written with.
@@ -1134,9 +1149,9 @@ impl Luks2Header {
         if ks.id >= MAX_KEYSLOTS {
             return Err(Luks2Error::KeyslotIdInvalid { id: ks.id }.into());
         }
-        if ks.kind != "luks2" {
+        if ks.kind != KeyslotType::Luks2 {
             return Err(Luks2Error::UnsupportedKeyslotType {
-                kind: ks.kind.clone(),
+                kind: ks.kind.to_string(),
             }
             .into());
         }
@@ -1421,7 +1436,7 @@ mod tests {
             subsystem: String::new(),
             digest: Digest {
                 id: 0,
-                kind: "pbkdf2".into(),
+                kind: DigestType::Pbkdf2,
                 keyslots: vec![],
                 segments: vec![0],
                 hash: "sha256".into(),
@@ -1435,7 +1450,7 @@ mod tests {
     fn keyslot(id: u32, offset: u64) -> Keyslot {
         Keyslot {
             id,
-            kind: "luks2".into(),
+            kind: KeyslotType::Luks2,
             key_size: 64,
             af_stripes: 4000,
             af_hash: "sha256".into(),

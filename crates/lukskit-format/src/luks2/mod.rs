@@ -31,8 +31,10 @@
 
 mod binary;
 mod disk;
+pub mod edit;
 mod json;
 mod metadata;
+mod types;
 mod validate;
 
 pub use binary::BinaryHeader;
@@ -41,6 +43,7 @@ pub use metadata::{
     dump_base64, Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams, Segment, Token,
     UnknownKdfCosts, KNOWN_CONFIG_FLAGS, KNOWN_REQUIREMENTS,
 };
+pub use types::{DigestType, KeyslotType, SegmentType};
 
 /// The nine allowed sizes of one metadata copy (binary header + JSON area), which are
 /// also the possible offsets of the secondary copy (`LUKS2_HDR2_OFFSETS`).

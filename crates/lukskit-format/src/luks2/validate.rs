@@ -795,6 +795,17 @@ impl Luks2Header {
         validate_json(&self.json, json_size).map_err(|e| Luks2Error::Validation(e).into())
     }
 
+    /// Replace the whole JSON metadata with `json` (a header made from another format, as
+    /// `convert` does), only if the result validates; otherwise nothing changes.
+    pub fn replace_json(&mut self, json: Map<String, Value>) -> Result<()> {
+        let old = std::mem::replace(&mut self.json, json);
+        if let Err(e) = self.validate() {
+            self.json = old;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// [`Self::validate`] plus cryptsetup's device size check (`device_check_size`): both
     /// metadata copies and the keyslots area must fit a device of `device_size` bytes.
     pub fn validate_for_device(&self, device_size: u64) -> Result<()> {

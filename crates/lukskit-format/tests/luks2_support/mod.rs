@@ -305,7 +305,7 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
     assert_eq!(segs.len(), dump.segments.len());
     for (s, d) in segs.iter().zip(&dump.segments) {
         assert_eq!(s.id, d.id);
-        assert_eq!(s.kind, d.kind);
+        assert_eq!(s.kind.as_str(), d.kind);
         assert_eq!(d.fields["offset"], format!("{} [bytes]", s.offset));
         match s.size {
             None => assert_eq!(d.fields["length"], "(whole device)"),
@@ -320,7 +320,7 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
     assert_eq!(digests.len(), dump.digests.len());
     for (g, d) in digests.iter().zip(&dump.digests) {
         assert_eq!(g.id, d.id);
-        assert_eq!(g.kind, d.kind);
+        assert_eq!(g.kind.as_str(), d.kind);
         assert_eq!(d.fields["Hash"], g.hash);
         assert_eq!(d.fields["Iterations"], g.iterations.to_string());
         assert_eq!(dump_hex(&d.fields["Salt"]), hex::encode(&g.salt));
@@ -337,7 +337,7 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
         let kind = if digest.segments.is_empty() {
             format!("{} (unbound)", k.kind)
         } else {
-            k.kind.clone()
+            k.kind.to_string()
         };
         assert_eq!(d.kind, kind);
         let f = &d.fields;
@@ -412,7 +412,7 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
     let cs_json = dump_json(path);
     assert_eq!(
         serde_json::to_string(&cs_json).unwrap(),
-        serde_json::to_string(&hdr.json).unwrap()
+        serde_json::to_string(hdr.json()).unwrap()
     );
 }
 

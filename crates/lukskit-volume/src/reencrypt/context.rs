@@ -2,9 +2,10 @@
 //! direction, resilience and its area), the backup segments with their digests, the state
 //! (clean or crashed) and the current position.
 
-use super::json::{self, ctx};
+use super::ctx;
 use crate::error::{ReencryptError, Result};
 use lukskit_crypto::hash::HashAlg;
+use lukskit_format::luks2::edit;
 use lukskit_format::luks2::Luks2Header;
 use serde_json::Value;
 
@@ -73,12 +74,12 @@ pub enum Status {
 
 /// The re-encryption state of `hdr` (`LUKS2_reencrypt_status`).
 pub fn status(hdr: &Luks2Header) -> Result<Status> {
-    if json::requirement_version(hdr).is_none() {
+    if edit::requirement_version(hdr).is_none() {
         return Ok(Status::None);
     }
-    let hot = json::data_segments(hdr)?
+    let hot = edit::data_segments(hdr)?
         .iter()
-        .any(|s| json::has_flag(s, "in-reencryption"));
+        .any(|s| edit::has_flag(s, "in-reencryption"));
     Ok(if hot { Status::Crash } else { Status::Clean })
 }
 
@@ -119,7 +120,7 @@ pub fn reencrypt_keyslot(hdr: &Luks2Header) -> Result<Option<u32>> {
     Ok(hdr
         .keyslots()?
         .into_iter()
-        .find(|k| k.kind == "reencrypt")
+        .find(|k| k.kind == lukskit_format::luks2::KeyslotType::Reencrypt)
         .map(|k| k.id))
 }
 
@@ -142,13 +143,9 @@ fn checksum(area: &Value) -> Result<Resilience> {
 impl Context {
     /// Read the context from a header in re-encryption.
     pub fn load(hdr: &Luks2Header) -> Result<Self> {
-        let version = json::requirement_version(hdr).ok_or(ReencryptError::NotInReencryption)?;
+        let version = edit::requirement_version(hdr).ok_or(ReencryptError::NotInReencryption)?;
         let keyslot = reencrypt_keyslot(hdr)?.ok_or_else(|| ctx("no reencrypt keyslot"))?;
-        let ks = hdr
-            .json
-            .get("keyslots")
-            .and_then(|k| k.get(keyslot.to_string()))
-            .ok_or_else(|| ctx("no reencrypt keyslot"))?;
+        let ks = edit::keyslot_object(hdr, keyslot).ok_or_else(|| ctx("no reencrypt keyslot"))?;
         let mode = match ks.get("mode").and_then(Value::as_str) {
             Some("reencrypt") => Mode::Reencrypt,
             Some("encrypt") => Mode::Encrypt,
@@ -161,15 +158,15 @@ impl Context {
             _ => return Err(ctx("invalid direction")),
         };
         let area = ks.get("area").ok_or_else(|| ctx("no keyslot area"))?;
-        let area_offset = json::get_u64(area, "offset").ok_or_else(|| ctx("area offset"))?;
-        let area_size = json::get_u64(area, "size").ok_or_else(|| ctx("area size"))?;
+        let area_offset = edit::get_u64(area, "offset").ok_or_else(|| ctx("area offset"))?;
+        let area_size = edit::get_u64(area, "size").ok_or_else(|| ctx("area size"))?;
         let resilience = match area.get("type").and_then(Value::as_str) {
             Some("none") => Resilience::None,
             Some("journal") => Resilience::Journal,
             Some("checksum") => checksum(area)?,
             Some("datashift" | "datashift-checksum" | "datashift-journal") => {
                 Resilience::Datashift {
-                    shift: json::get_u64(area, "shift_size").ok_or_else(|| ctx("shift size"))?,
+                    shift: edit::get_u64(area, "shift_size").ok_or_else(|| ctx("shift size"))?,
                 }
             }
             Some(other) => {
@@ -184,13 +181,13 @@ impl Context {
             Some("datashift-journal") => Some(Resilience::Journal),
             _ => None,
         };
-        let (old_id, old) = json::segment_by_flag(hdr, "backup-previous")?
+        let (old_id, old) = edit::segment_by_flag(hdr, "backup-previous")?
             .ok_or_else(|| ctx("no backup-previous"))?;
         let (new_id, new) =
-            json::segment_by_flag(hdr, "backup-final")?.ok_or_else(|| ctx("no backup-final"))?;
-        let moved = json::segment_by_flag(hdr, "backup-moved-segment")?.map(|(_, v)| v);
-        let digest_old = json::digest_of_segment(hdr, old_id)?;
-        let digest_new = json::digest_of_segment(hdr, new_id)?;
+            edit::segment_by_flag(hdr, "backup-final")?.ok_or_else(|| ctx("no backup-final"))?;
+        let moved = edit::segment_by_flag(hdr, "backup-moved-segment")?.map(|(_, v)| v);
+        let digest_old = edit::digest_of_segment(hdr, old_id)?;
+        let digest_new = edit::digest_of_segment(hdr, new_id)?;
         if mode != Mode::Encrypt && digest_old.is_none() {
             return Err(ctx("no digest for the old key"));
         }
@@ -216,12 +213,12 @@ impl Context {
 
     /// Byte offset of the new layout's data (backup-final's offset).
     pub fn data_offset_new(&self) -> u64 {
-        json::get_u64(&self.new, "offset").unwrap_or(0)
+        edit::get_u64(&self.new, "offset").unwrap_or(0)
     }
 
     /// Byte offset of the old layout's data.
     pub fn data_offset_old(&self) -> u64 {
-        json::get_u64(&self.old, "offset").unwrap_or(0)
+        edit::get_u64(&self.old, "offset").unwrap_or(0)
     }
 
     /// The data shift (0 unless datashift resilience).

@@ -19,12 +19,13 @@
 //! `reencrypt_offset_backward_moved` of `lib/luks2/luks2_reencrypt.c`.
 
 use super::context::{Context, Direction, Mode, Resilience};
+use super::ctx;
 use super::engine::Keys;
-use super::json::{self, ctx};
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
 use lukskit_format::io::Storage;
+use lukskit_format::luks2::edit;
 use lukskit_format::luks2::Luks2Header;
 use serde_json::{Map, Value};
 
@@ -94,7 +95,7 @@ fn seg_type(s: &Value) -> Option<&str> {
 }
 
 fn size_of(s: &Value) -> u64 {
-    json::seg_size(s).flatten().unwrap_or(0)
+    edit::seg_size(s).flatten().unwrap_or(0)
 }
 
 /// The first hot zone when none is recorded (`reencrypt_offset_backward_moved`): the sum of
@@ -145,10 +146,10 @@ pub fn hot_segments(
     let size = size_of(&segs[last_linear]);
     if size > length {
         let mut shrunk = segs[last_linear].clone();
-        shrunk["size"] = json::u64_str(size - length);
+        shrunk["size"] = edit::u64_str(size - length);
         v.push(shrunk);
     }
-    v.push(json::crypt_segment(
+    v.push(edit::crypt_segment(
         data_offset + offset,
         offset >> 9,
         Some(length),
@@ -176,25 +177,25 @@ pub fn post_segments(
     }
     let r = hot
         .iter()
-        .position(|s| json::has_flag(s, "in-reencryption"))
+        .position(|s| edit::has_flag(s, "in-reencryption"))
         .ok_or_else(|| ctx("no hot zone segment"))?;
     let mut v: Vec<Value> = hot[..r].to_vec();
     let (mut seg, size) = match hot.get(r + 1) {
         Some(after) => {
             let mut s = after.clone();
-            s["offset"] = json::u64_str(offset + data_offset);
-            s["iv_tweak"] = json::u64_str(offset >> 9);
+            s["offset"] = edit::u64_str(offset + data_offset);
+            s["iv_tweak"] = edit::u64_str(offset >> 9);
             let size = size_of(after) + length;
             (s, size)
         }
         None => {
             let mut s = hot[r].clone();
-            json::remove_flag(&mut s, "in-reencryption");
+            edit::remove_flag(&mut s, "in-reencryption");
             (s, length)
         }
     };
     seg["size"] = if r > 0 {
-        json::u64_str(size)
+        edit::u64_str(size)
     } else {
         Value::String("dynamic".into())
     };
@@ -222,7 +223,7 @@ pub fn advance(offset: &mut u64, length: &mut u64, shift: u64) {
 pub fn recovery_source(c: &Context, offset: u64, data_offset: u64) -> Result<u64> {
     if offset == 0 {
         let m = c.moved.as_ref().ok_or_else(|| ctx("no moved segment"))?;
-        return json::get_u64(m, "offset").ok_or_else(|| ctx("moved segment offset"));
+        return edit::get_u64(m, "offset").ok_or_else(|| ctx("moved segment offset"));
     }
     (data_offset + offset)
         .checked_sub(c.shift())
@@ -232,7 +233,7 @@ pub fn recovery_source(c: &Context, offset: u64, data_offset: u64) -> Result<u64
 /// The offset of the moved copy (the `backup-moved-segment`), if any.
 pub fn moved_area(c: &Context) -> Option<(u64, u64)> {
     let m = c.moved.as_ref()?;
-    Some((json::get_u64(m, "offset")?, json::seg_size(m).flatten()?))
+    Some((edit::get_u64(m, "offset")?, edit::seg_size(m).flatten()?))
 }
 
 /// Parameters of [`init_encrypt`].
@@ -332,21 +333,21 @@ pub fn init_encrypt(
     } else {
         (p.shift, Some((p.shift, data_size - p.shift)))
     };
-    let mut segs = vec![json::linear_segment(first_offset, Some(first_len), false)];
+    let mut segs = vec![edit::linear_segment(first_offset, Some(first_len), false)];
     if let Some((o, l)) = second.filter(|(_, l)| *l != 0) {
-        segs.push(json::linear_segment(o, Some(l), false));
+        segs.push(edit::linear_segment(o, Some(l), false));
     }
-    json::unassign_all_segments(hdr)?;
-    json::set_segments(hdr, segs)?;
+    edit::unassign_all_segments(hdr)?;
+    edit::set_segments(hdr, segs)?;
 
     // Backup segments: moved, previous (plaintext from 0), final (encrypted from the data
     // offset on).
-    let mut moved = json::linear_segment(first_offset, Some(first_len), false);
-    json::set_flag(&mut moved, "backup-moved-segment");
-    json::push_segment(hdr, moved)?;
-    let mut prev = json::linear_segment(0, Some(data_size), false);
-    json::set_flag(&mut prev, "backup-previous");
-    json::push_segment(hdr, prev)?;
+    let mut moved = edit::linear_segment(first_offset, Some(first_len), false);
+    edit::set_flag(&mut moved, "backup-moved-segment");
+    edit::push_segment(hdr, moved)?;
+    let mut prev = edit::linear_segment(0, Some(data_size), false);
+    edit::set_flag(&mut prev, "backup-previous");
+    edit::push_segment(hdr, prev)?;
     encrypt_metadata_tail(hdr, rk, data_offset, p, keys)?;
 
     // Move the first segment to the tail (`reencrypt_move_data`), durably, before the
@@ -396,14 +397,14 @@ pub fn init_encrypt_detached(
     let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
         .find(|i| !used.contains(i))
         .ok_or(KeyslotError::AllFull)?;
-    json::unassign_all_segments(hdr)?;
-    json::set_segments(
+    edit::unassign_all_segments(hdr)?;
+    edit::set_segments(
         hdr,
-        vec![json::linear_segment(data_offset, Some(data_size), false)],
+        vec![edit::linear_segment(data_offset, Some(data_size), false)],
     )?;
-    let mut prev = json::linear_segment(data_offset, Some(data_size), false);
-    json::set_flag(&mut prev, "backup-previous");
-    json::push_segment(hdr, prev)?;
+    let mut prev = edit::linear_segment(data_offset, Some(data_size), false);
+    edit::set_flag(&mut prev, "backup-previous");
+    edit::push_segment(hdr, prev)?;
     encrypt_metadata_tail(hdr, rk, data_offset, p, keys)?;
     luks2_keys::write_header(meta, hdr)?;
     Ok(rk)
@@ -420,18 +421,18 @@ fn encrypt_metadata_tail(
     p: &EncryptShiftParams,
     keys: &Keys,
 ) -> Result<()> {
-    let mut fin = json::crypt_segment(data_offset, 0, None, &p.cipher, p.sector_size, false);
-    json::set_flag(&mut fin, "backup-final");
-    let sf = json::push_segment(hdr, fin)?;
-    json::assign_segment(hdr, sf, p.new_digest)?;
+    let mut fin = edit::crypt_segment(data_offset, 0, None, &p.cipher, p.sector_size, false);
+    edit::set_flag(&mut fin, "backup-final");
+    let sf = edit::push_segment(hdr, fin)?;
+    edit::assign_segment(hdr, sf, p.new_digest)?;
 
     let area_offset = area_gap(hdr, DATASHIFT_AREA)?;
     let mut area = Map::new();
-    area.insert("offset".into(), json::u64_str(area_offset));
-    area.insert("size".into(), json::u64_str(DATASHIFT_AREA));
+    area.insert("offset".into(), edit::u64_str(area_offset));
+    area.insert("size".into(), edit::u64_str(DATASHIFT_AREA));
     area.insert("type".into(), "datashift".into());
-    area.insert("shift_size".into(), json::u64_str(p.shift));
-    json::insert_reencrypt_keyslot(hdr, rk, area, Mode::Encrypt.as_str(), "backward")?;
+    area.insert("shift_size".into(), edit::u64_str(p.shift));
+    edit::insert_reencrypt_keyslot(hdr, rk, area, Mode::Encrypt.as_str(), "backward")?;
 
     let c = Context::load(hdr)?;
     let new = keys
@@ -495,7 +496,7 @@ mod tests {
     use super::*;
 
     fn lin(o: u64, s: u64) -> Value {
-        json::linear_segment(o, Some(s), false)
+        edit::linear_segment(o, Some(s), false)
     }
 
     const M: u64 = 1 << 20;
@@ -513,7 +514,7 @@ mod tests {
         assert_eq!(hot[1]["iv_tweak"], "32768");
         let post = post_segments(&hot, off, len, 16 * M).unwrap();
         assert_eq!(post[1]["size"], "16777216");
-        assert!(!json::has_flag(&post[1], "in-reencryption"));
+        assert!(!edit::has_flag(&post[1], "in-reencryption"));
         let (mut o, mut l) = (off, len);
         advance(&mut o, &mut l, 16 * M);
         assert_eq!((o, l), (0, 16 * M));

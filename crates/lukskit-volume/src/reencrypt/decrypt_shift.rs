@@ -22,8 +22,8 @@
 //! the metadata cryptsetup 2.6.1 writes at every step.
 
 use super::context::{Context, Direction, Mode, Resilience};
+use super::ctx;
 use super::engine::Keys;
-use super::json::{self, ctx};
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
@@ -31,6 +31,7 @@ use crate::segment::SegmentTable;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
+use lukskit_format::luks2::edit;
 use lukskit_format::luks2::Luks2Header;
 use serde_json::{Map, Value};
 
@@ -55,7 +56,7 @@ pub fn is_decrypt_shift(c: &Context) -> bool {
 pub fn moved_len(c: &Context) -> u64 {
     c.moved
         .as_ref()
-        .and_then(|m| json::seg_size(m).flatten())
+        .and_then(|m| edit::seg_size(m).flatten())
         .unwrap_or(0)
 }
 
@@ -75,7 +76,7 @@ fn seg_type(s: &Value) -> Option<&str> {
 pub fn start(segs: &[Value], moved: u64, shift: u64, device_size: u64) -> Result<(u64, u64)> {
     let mut pos = 0u64;
     for (i, s) in segs.iter().enumerate() {
-        let size = json::seg_size(s).ok_or_else(|| ctx("segment size"))?;
+        let size = edit::seg_size(s).ok_or_else(|| ctx("segment size"))?;
         if i > 0 && seg_type(s) == Some("crypt") {
             let len = shift.min(device_size.saturating_sub(pos));
             return Ok((pos, len));
@@ -136,9 +137,9 @@ pub fn hot_segments(
     let end = offset + length;
     let mut v = Vec::new();
     if offset == 0 {
-        v.push(json::linear_segment(0, Some(length), true));
+        v.push(edit::linear_segment(0, Some(length), true));
         if end < device_size {
-            v.push(json::linear_segment(
+            v.push(edit::linear_segment(
                 end,
                 fixed.then_some(device_size - end),
                 false,
@@ -152,9 +153,9 @@ pub fn hot_segments(
         .ok_or_else(|| ctx("no data segment"))?;
     v.push(first);
     if offset > moved {
-        v.push(json::linear_segment(moved, Some(offset - moved), false));
+        v.push(edit::linear_segment(moved, Some(offset - moved), false));
     }
-    v.push(json::linear_segment(offset, Some(length), true));
+    v.push(edit::linear_segment(offset, Some(length), true));
     if end < device_size {
         v.push(old_segment(c, end, fixed.then_some(device_size - end)));
     }
@@ -163,9 +164,9 @@ pub fn hot_segments(
 
 /// The crypt segment of the old ciphertext from data-area byte `off` on.
 fn old_segment(c: &Context, off: u64, size: Option<u64>) -> Value {
-    json::crypt_segment(
+    edit::crypt_segment(
         c.data_offset_old() + off,
-        json::get_u64(&c.old, "iv_tweak").unwrap_or(0) + (off >> 9),
+        edit::get_u64(&c.old, "iv_tweak").unwrap_or(0) + (off >> 9),
         size,
         c.old
             .get("encryption")
@@ -187,10 +188,10 @@ pub fn post_segments(
 ) -> Result<Vec<Value>> {
     let r = hot
         .iter()
-        .position(|s| json::has_flag(s, "in-reencryption"))
+        .position(|s| edit::has_flag(s, "in-reencryption"))
         .ok_or_else(|| ctx("no hot zone segment"))?;
     if offset == 0 {
-        return Ok(vec![json::linear_segment(
+        return Ok(vec![edit::linear_segment(
             0,
             fixed.then_some(device_size),
             false,
@@ -198,7 +199,7 @@ pub fn post_segments(
     }
     let mut v: Vec<Value> = hot[..r].iter().take(1).cloned().collect();
     let start = if r >= 2 {
-        json::get_u64(&hot[1], "offset").unwrap_or(offset)
+        edit::get_u64(&hot[1], "offset").unwrap_or(offset)
     } else {
         offset
     };
@@ -209,7 +210,7 @@ pub fn post_segments(
     } else {
         None
     };
-    v.push(json::linear_segment(start, size, false));
+    v.push(edit::linear_segment(start, size, false));
     if let Some(a) = after {
         v.push(a);
     }
@@ -289,11 +290,11 @@ pub fn init(
     let data_size = real
         .checked_sub(data_offset)
         .ok_or_else(|| ctx("data device smaller than the data offset"))?;
-    let seg0 = json::data_segments(hdr)?
+    let seg0 = edit::data_segments(hdr)?
         .into_iter()
         .next()
         .ok_or_else(|| ctx("no data segment"))?;
-    if seg_type(&seg0) != Some("crypt") || json::seg_size(&seg0) != Some(None) {
+    if seg_type(&seg0) != Some("crypt") || edit::seg_size(&seg0) != Some(None) {
         return Err(ReencryptError::Unsupported("decryption of this segment layout".into()).into());
     }
     let ss = Context::sector_size(&seg0);
@@ -332,13 +333,13 @@ pub fn init(
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();
-    let iv0 = json::get_u64(&seg0, "iv_tweak").unwrap_or(0);
+    let iv0 = edit::get_u64(&seg0, "iv_tweak").unwrap_or(0);
 
     // Segments (in memory): the moved copy at 0, the rest of the ciphertext.
-    json::unassign_all_segments(hdr)?;
-    let mut segs = vec![json::crypt_segment(0, iv0, Some(moved), &cipher, ss, false)];
+    edit::unassign_all_segments(hdr)?;
+    let mut segs = vec![edit::crypt_segment(0, iv0, Some(moved), &cipher, ss, false)];
     if data_size > moved {
-        segs.push(json::crypt_segment(
+        segs.push(edit::crypt_segment(
             data_offset + moved,
             iv0 + (moved >> 9),
             None,
@@ -348,28 +349,28 @@ pub fn init(
         ));
     }
     let n = segs.len() as u32;
-    json::set_segments(hdr, segs.clone())?;
+    edit::set_segments(hdr, segs.clone())?;
     for s in 0..n {
-        json::assign_segment(hdr, s, digest_old)?;
+        edit::assign_segment(hdr, s, digest_old)?;
     }
     // Backup segments: moved, previous, final (`reencrypt_make_backup_segments`).
     let mut bm = segs[0].clone();
-    json::set_flag(&mut bm, "backup-moved-segment");
-    let id = json::push_segment(hdr, bm)?;
-    json::assign_segment(hdr, id, digest_old)?;
-    let mut prev = json::crypt_segment(data_offset, iv0, None, &cipher, ss, false);
-    json::set_flag(&mut prev, "backup-previous");
-    let id = json::push_segment(hdr, prev)?;
-    json::assign_segment(hdr, id, digest_old)?;
-    let mut fin = json::linear_segment(0, None, false);
-    json::set_flag(&mut fin, "backup-final");
-    json::push_segment(hdr, fin)?;
+    edit::set_flag(&mut bm, "backup-moved-segment");
+    let id = edit::push_segment(hdr, bm)?;
+    edit::assign_segment(hdr, id, digest_old)?;
+    let mut prev = edit::crypt_segment(data_offset, iv0, None, &cipher, ss, false);
+    edit::set_flag(&mut prev, "backup-previous");
+    let id = edit::push_segment(hdr, prev)?;
+    edit::assign_segment(hdr, id, digest_old)?;
+    let mut fin = edit::linear_segment(0, None, false);
+    edit::set_flag(&mut fin, "backup-final");
+    edit::push_segment(hdr, fin)?;
 
     // The reencrypt keyslot over the largest free gap.
     let (area_offset, area_size) = super::engine::max_area_gap(hdr)?;
     let mut area = Map::new();
-    area.insert("offset".into(), json::u64_str(area_offset));
-    area.insert("size".into(), json::u64_str(area_size));
+    area.insert("offset".into(), edit::u64_str(area_offset));
+    area.insert("size".into(), edit::u64_str(area_size));
     match &p.checksum {
         Some(h) => {
             area.insert("type".into(), "datashift-checksum".into());
@@ -386,9 +387,9 @@ pub fn init(
             }
         }
     }
-    area.insert("shift_size".into(), json::u64_str(data_offset));
-    json::insert_reencrypt_keyslot(hdr, rk, area, "decrypt", "forward")?;
-    json::set_requirement_version(hdr, Some(REQUIREMENT_VERSION))?;
+    area.insert("shift_size".into(), edit::u64_str(data_offset));
+    edit::insert_reencrypt_keyslot(hdr, rk, area, "decrypt", "forward")?;
+    edit::set_requirement_version(hdr, Some(REQUIREMENT_VERSION))?;
     let c = Context::load(hdr)?;
     let data = verify::verification_data(hdr, rk, c.version, Some(old.as_bytes()), None)?;
     verify::create(hdr, rk, &data, p.digest_hash, p.digest_iterations)?;

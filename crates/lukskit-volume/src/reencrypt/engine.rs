@@ -17,10 +17,10 @@
 //! header is written only at the end, exactly as cryptsetup does.
 
 use super::context::{status, Context, Direction, Mode, Resilience, Status};
+use super::ctx;
 use super::datashift;
 use super::decrypt_shift;
 use super::fastio::{self, DIRECT_ALIGN};
-use super::json::{self, ctx};
 use super::online::{self, HotZone, Offline, OnlineHook};
 use super::pipeline::{self, Io, IoFailure, CHUNK};
 use super::verify;
@@ -31,6 +31,7 @@ use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
+use lukskit_format::luks2::edit;
 use lukskit_format::luks2::Luks2Header;
 use serde_json::{Map, Value};
 
@@ -93,7 +94,7 @@ pub(super) fn protection_fields(
         }
         ResilienceChoice::Datashift(shift) => {
             f.insert("type".into(), "datashift".into());
-            f.insert("shift_size".into(), json::u64_str(*shift));
+            f.insert("shift_size".into(), edit::u64_str(*shift));
         }
     }
     Ok(f)
@@ -244,7 +245,11 @@ pub fn unlock_keys(
             .find(|d| d.keyslots.contains(&ks))
             .map(|d| d.id)
     };
-    for ks in hdr.keyslots()?.iter().filter(|k| k.kind == "luks2") {
+    for ks in hdr
+        .keyslots()?
+        .iter()
+        .filter(|k| k.kind == lukskit_format::luks2::KeyslotType::Luks2)
+    {
         let d = digest_of(ks.id);
         let want_old = keys.old.is_none()
             && d.is_some()
@@ -373,7 +378,7 @@ fn init_metadata(
     let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
         .find(|i| !used.contains(i))
         .ok_or(KeyslotError::AllFull)?;
-    let seg0 = json::data_segments(hdr)?
+    let seg0 = edit::data_segments(hdr)?
         .into_iter()
         .next()
         .ok_or_else(|| ctx("no data segment"))?;
@@ -416,9 +421,9 @@ fn init_metadata(
     let (mut prev, digest_old) = match p.mode {
         Mode::Encrypt => {
             // The data is plaintext: one linear segment, no digest covers any segment.
-            json::unassign_all_segments(hdr)?;
-            json::set_segments(hdr, vec![json::linear_segment(data_offset, None, false)])?;
-            (json::linear_segment(data_offset, None, false), None)
+            edit::unassign_all_segments(hdr)?;
+            edit::set_segments(hdr, vec![edit::linear_segment(data_offset, None, false)])?;
+            (edit::linear_segment(data_offset, None, false), None)
         }
         _ => (
             seg0.clone(),
@@ -429,19 +434,19 @@ fn init_metadata(
             ),
         ),
     };
-    json::set_flag(&mut prev, "backup-previous");
-    let sp = json::push_segment(hdr, prev)?;
+    edit::set_flag(&mut prev, "backup-previous");
+    let sp = edit::push_segment(hdr, prev)?;
     if let Some(d) = digest_old {
-        json::assign_segment(hdr, sp, d)?;
+        edit::assign_segment(hdr, sp, d)?;
     }
     let mut fin = match p.mode {
-        Mode::Decrypt => json::linear_segment(data_offset, None, false),
-        _ => json::crypt_segment(data_offset + shift, 0, None, &p.cipher, sector_size, false),
+        Mode::Decrypt => edit::linear_segment(data_offset, None, false),
+        _ => edit::crypt_segment(data_offset + shift, 0, None, &p.cipher, sector_size, false),
     };
-    json::set_flag(&mut fin, "backup-final");
-    let sf = json::push_segment(hdr, fin)?;
+    edit::set_flag(&mut fin, "backup-final");
+    let sf = edit::push_segment(hdr, fin)?;
     if let Some(d) = digest_new {
-        json::assign_segment(hdr, sf, d)?;
+        edit::assign_segment(hdr, sf, d)?;
     }
 
     // The reencrypt keyslot over the largest free gap of the keyslots area.
@@ -457,8 +462,8 @@ fn init_metadata(
         _ => max_area_gap(hdr)?,
     };
     let mut area = Map::new();
-    area.insert("offset".into(), json::u64_str(area_offset));
-    area.insert("size".into(), json::u64_str(area_size));
+    area.insert("offset".into(), edit::u64_str(area_offset));
+    area.insert("size".into(), edit::u64_str(area_size));
     area.extend(protection_fields(&p.resilience, alignment)?);
     // cryptsetup decrypts backward (offline, header detached), shifts the data backward,
     // and otherwise goes forward.
@@ -467,7 +472,7 @@ fn init_metadata(
     } else {
         "forward"
     };
-    json::insert_reencrypt_keyslot(hdr, rk, area, p.mode.as_str(), direction)?;
+    edit::insert_reencrypt_keyslot(hdr, rk, area, p.mode.as_str(), direction)?;
 
     let c = Context::load(hdr)?;
     let data = verification(hdr, &c, keys)?;
@@ -588,8 +593,8 @@ impl<'a> Run<'a> {
         let old = Side::new(&c.old, keys.old.as_ref(), c.data_offset_old())?;
         let new = Side::new(&c.new, keys.new.as_ref(), c.data_offset_new())?;
         let data_offset = c.data_offset_new();
-        let segs = json::data_segments(hdr)?;
-        let dynamic = segs.iter().any(|s| json::seg_size(s) == Some(None));
+        let segs = edit::data_segments(hdr)?;
+        let dynamic = segs.iter().any(|s| edit::seg_size(s) == Some(None));
         let real = data.size().map_err(dio(DeviceOp::GetSize))?;
         // A decryption with a moved segment ends where the old ciphertext ends.
         let base = if shift_decrypt {
@@ -602,7 +607,7 @@ impl<'a> Run<'a> {
             .ok_or_else(|| ctx("data device smaller than the data offset"))?;
         let minimal: u64 = segs
             .iter()
-            .filter_map(|s| json::seg_size(s).flatten())
+            .filter_map(|s| edit::seg_size(s).flatten())
             .sum();
         let (device_size, fixed_length) = if let Some(size) = required {
             // A fixed size (`reencrypt_load_by_passphrase`): within the data device, at
@@ -684,11 +689,11 @@ impl<'a> Run<'a> {
         }
         let hot = segs
             .iter()
-            .find(|s| json::has_flag(s, "in-reencryption"))
+            .find(|s| edit::has_flag(s, "in-reencryption"))
             .cloned();
         let offset = if let Some(h) = &hot {
-            let o = json::get_u64(h, "offset").ok_or_else(|| ctx("hot zone offset"))?;
-            length = json::seg_size(h)
+            let o = edit::get_u64(h, "offset").ok_or_else(|| ctx("hot zone offset"))?;
+            length = edit::seg_size(h)
                 .flatten()
                 .ok_or_else(|| ctx("hot zone size"))?;
             // A hostile header must not make us allocate more than a hot zone can be.
@@ -708,7 +713,7 @@ impl<'a> Run<'a> {
             // `_offset_backward`: the hot zone ends where the old segment ends.
             let end = match segs.len() {
                 1 => device_size,
-                2 => json::seg_size(&segs[0])
+                2 => edit::seg_size(&segs[0])
                     .flatten()
                     .ok_or_else(|| ctx("first segment size"))?,
                 _ => return Err(ctx("too many segments")),
@@ -720,14 +725,14 @@ impl<'a> Run<'a> {
                 1 => {
                     // lukskit only: a single segment under the new key means the last hot
                     // zone was committed and only the final metadata update is missing.
-                    let d0 = json::digest_of_segment(hdr, 0)?;
+                    let d0 = edit::digest_of_segment(hdr, 0)?;
                     if c.digest_new != c.digest_old && d0.is_some() && d0 == c.digest_new {
                         device_size
                     } else {
                         0
                     }
                 }
-                2 => json::seg_size(&segs[0])
+                2 => edit::seg_size(&segs[0])
                     .flatten()
                     .filter(|s| *s != 0)
                     .ok_or_else(|| ctx("first segment size"))?,
@@ -766,8 +771,8 @@ impl<'a> Run<'a> {
     fn seg_new(&self, off: u64, size: Option<u64>, hot: bool) -> Value {
         let base = self.c.data_offset_new();
         match self.c.mode {
-            Mode::Decrypt => json::linear_segment(base + off, size, hot),
-            _ => json::crypt_segment(
+            Mode::Decrypt => edit::linear_segment(base + off, size, hot),
+            _ => edit::crypt_segment(
                 base + off,
                 off >> 9,
                 size,
@@ -785,8 +790,8 @@ impl<'a> Run<'a> {
     fn seg_old(&self, off: u64, size: Option<u64>) -> Value {
         let base = self.c.data_offset_new() + self.c.shift();
         match self.c.mode {
-            Mode::Encrypt => json::linear_segment(base + off, size, false),
-            _ => json::crypt_segment(
+            Mode::Encrypt => edit::linear_segment(base + off, size, false),
+            _ => edit::crypt_segment(
                 base + off,
                 off >> 9,
                 size,
@@ -805,7 +810,7 @@ impl<'a> Run<'a> {
         if self.shift_decrypt {
             return decrypt_shift::hot_segments(
                 &self.c,
-                &json::data_segments(hdr)?,
+                &edit::data_segments(hdr)?,
                 self.offset,
                 self.length,
                 self.device_size,
@@ -814,7 +819,7 @@ impl<'a> Run<'a> {
         }
         if self.shift_encrypt {
             return datashift::hot_segments(
-                &json::data_segments(hdr)?,
+                &edit::data_segments(hdr)?,
                 self.offset,
                 self.length,
                 self.c.data_offset_new(),
@@ -835,7 +840,7 @@ impl<'a> Run<'a> {
                     .first_segment
                     .clone()
                     .unwrap_or_else(|| self.seg_old(0, None));
-                old["size"] = json::u64_str(self.offset);
+                old["size"] = edit::u64_str(self.offset);
                 v.push(old);
             }
             v.push(self.seg_new(self.offset, Some(self.length), true));
@@ -877,7 +882,7 @@ impl<'a> Run<'a> {
         }
         let r = hot
             .iter()
-            .position(|s| json::has_flag(s, "in-reencryption"))
+            .position(|s| edit::has_flag(s, "in-reencryption"))
             .ok_or_else(|| ctx("no hot zone segment"))?;
         if self.c.direction == Direction::Backward {
             // `reencrypt_make_post_segments_backward`.
@@ -895,7 +900,7 @@ impl<'a> Run<'a> {
         let mut v = vec![self.seg_new(0, old.as_ref().map(|_| end), false)];
         if let Some(mut o) = old {
             if self.fixed_length {
-                o["size"] = json::u64_str(self.device_size - end);
+                o["size"] = edit::u64_str(self.device_size - end);
             }
             v.push(o);
         }
@@ -905,21 +910,21 @@ impl<'a> Run<'a> {
     /// Set `segs` as the data segments, the digest assignments and the backup segments
     /// (`reencrypt_assign_segments`).
     fn assign(&self, hdr: &mut Luks2Header, segs: Vec<Value>, hot: bool) -> Result<()> {
-        json::unassign_all_segments(hdr)?;
+        edit::unassign_all_segments(hdr)?;
         let n = segs.len() as u32;
         let rseg = segs
             .iter()
-            .position(|s| json::has_flag(s, "in-reencryption"))
+            .position(|s| edit::has_flag(s, "in-reencryption"))
             .map(|p| p as u32);
         let types: Vec<bool> = segs
             .iter()
             .map(|s| s.get("type").and_then(Value::as_str) == Some("crypt"))
             .collect();
-        json::set_segments(hdr, segs)?;
+        edit::set_segments(hdr, segs)?;
         let (dold, dnew) = (self.c.digest_old, self.c.digest_new);
         let assign = |hdr: &mut Luks2Header, s: u32, d: Option<u32>| -> Result<()> {
             match d {
-                Some(d) => json::assign_segment(hdr, s, d),
+                Some(d) => Ok(edit::assign_segment(hdr, s, d)?),
                 None => Ok(()),
             }
         };
@@ -945,17 +950,17 @@ impl<'a> Run<'a> {
             }
         }
         let mut prev = self.c.old.clone();
-        json::remove_flag(&mut prev, "in-reencryption");
-        let sp = json::push_segment(hdr, prev)?;
+        edit::remove_flag(&mut prev, "in-reencryption");
+        let sp = edit::push_segment(hdr, prev)?;
         if self.c.old.get("type").and_then(Value::as_str) == Some("crypt") {
             assign(hdr, sp, dold)?;
         }
-        let sf = json::push_segment(hdr, self.c.new.clone())?;
+        let sf = edit::push_segment(hdr, self.c.new.clone())?;
         if self.c.new.get("type").and_then(Value::as_str) == Some("crypt") {
             assign(hdr, sf, dnew)?;
         }
         if let Some(m) = &self.c.moved {
-            let sm = json::push_segment(hdr, m.clone())?;
+            let sm = edit::push_segment(hdr, m.clone())?;
             if m.get("type").and_then(Value::as_str) == Some("crypt") {
                 assign(hdr, sm, dold)?;
             }
@@ -1416,8 +1421,8 @@ pub fn finished(hdr: &Luks2Header) -> Result<bool> {
         return Ok(false);
     }
     let c = Context::load(hdr)?;
-    let segs = json::data_segments(hdr)?;
-    if segs.len() != 1 || json::seg_size(&segs[0]) != Some(None) {
+    let segs = edit::data_segments(hdr)?;
+    if segs.len() != 1 || edit::seg_size(&segs[0]) != Some(None) {
         return Ok(false);
     }
     let kind = segs[0].get("type").and_then(Value::as_str);
@@ -1469,7 +1474,7 @@ fn finish(
     // `--luks2-keyslots-size` left space in front of it), written with the next header.
     let new_offset = c.data_offset_new();
     if new_offset != 0 {
-        json::set_keyslots_size(hdr, new_offset)?;
+        edit::set_keyslots_size(hdr, new_offset)?;
     }
     if let (Some(dold), dnew) = (this.digest_old, this.digest_new) {
         if Some(dold) != dnew {
@@ -1485,11 +1490,11 @@ fn finish(
         }
     }
     for flag in ["backup-previous", "backup-final", "backup-moved-segment"] {
-        if let Some((id, _)) = json::segment_by_flag(hdr, flag)? {
-            json::delete_segment(hdr, id)?;
+        if let Some((id, _)) = edit::segment_by_flag(hdr, flag)? {
+            edit::delete_segment(hdr, id)?;
         }
     }
-    json::set_requirement(hdr, false)?;
+    edit::set_requirement(hdr, false)?;
     // Destroy the reencrypt keyslot (its area is wiped first, as for any keyslot).
     crate::wipe::zero(meta, this.area_offset, this.area_size)?;
     hdr.remove_keyslot(this.keyslot)?;
@@ -1515,7 +1520,7 @@ pub fn recover(
     }
     let mut r = Run::load(meta, data, data_block_size, hdr, keys, 0, None)?;
     r.recover_hotzone()?;
-    let hot = json::data_segments(hdr)?;
+    let hot = edit::data_segments(hdr)?;
     let post = r.post_segments(&hot)?;
     r.assign(hdr, post, false)?;
     r.advance();
@@ -1650,11 +1655,11 @@ pub fn metadata_repair_needed(hdr: &Luks2Header) -> Result<bool> {
     if status(hdr)? == Status::None {
         return Ok(false);
     }
-    if json::requirement_version(hdr).is_some_and(|v| v < 2) {
+    if edit::requirement_version(hdr).is_some_and(|v| v < 2) {
         return Ok(true);
     }
     let c = Context::load(hdr)?;
-    Ok(json::digest_of_keyslot(hdr, c.keyslot)?.is_none())
+    Ok(edit::digest_of_keyslot(hdr, c.keyslot)?.is_none())
 }
 
 /// Check the re-encryption metadata digest with the unlocked `keys`
@@ -1676,8 +1681,8 @@ pub fn upgrade_metadata(
     digest_hash: lukskit_crypto::hash::HashAlg,
     digest_iterations: u32,
 ) -> Result<()> {
-    let version = json::requirement_version(hdr).unwrap_or(2).max(2);
-    json::set_requirement_version(hdr, Some(version))?;
+    let version = edit::requirement_version(hdr).unwrap_or(2).max(2);
+    edit::set_requirement_version(hdr, Some(version))?;
     let c = Context::load(hdr)?;
     let data = verification(hdr, &c, keys)?;
     verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;

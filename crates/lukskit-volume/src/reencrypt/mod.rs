@@ -31,7 +31,6 @@ pub mod datashift;
 pub mod decrypt_shift;
 pub mod engine;
 pub mod fastio;
-pub mod json;
 pub mod lock;
 pub mod luks1;
 pub mod online;
@@ -46,3 +45,9 @@ pub use engine::{
     RunOptions,
 };
 pub use lock::ReencryptLock;
+
+/// A re-encryption state this implementation cannot continue from (the error of the
+/// context's loaders).
+pub(crate) fn ctx(msg: &str) -> crate::VolumeError {
+    crate::error::ReencryptError::Context(msg.to_string()).into()
+}

@@ -33,8 +33,8 @@
 //! [`Offline`] is the hook of an offline run: it does nothing.
 
 use super::context::{Context, Mode};
+use super::ctx;
 use super::engine::Keys;
-use super::json;
 use crate::error::Result;
 use crate::segment::SegmentTable;
 use lukskit_crypto::SecretBuf;
@@ -166,5 +166,5 @@ fn key_of(c: &Context, keys: &Keys, digest: u32) -> Result<SecretBuf> {
         None
     };
     key.map(|k| SecretBuf::from_slice(k.as_bytes()))
-        .ok_or_else(|| json::ctx("no key for a data segment's digest"))
+        .ok_or_else(|| ctx("no key for a data segment's digest"))
 }

@@ -10,8 +10,8 @@
 //! restored from what the old protection wrote.
 
 use super::context::{status, Context, Resilience, Status};
+use super::ctx;
 use super::engine::{Keys, ResilienceChoice};
-use super::json::ctx;
 use super::verify;
 use crate::error::{ReencryptError, Result};
 use crate::luks2_keys;
@@ -83,10 +83,7 @@ pub(crate) fn verified_area(
     let alignment = block
         .max(u64::from(Context::sector_size(&c.old)))
         .max(u64::from(Context::sector_size(&c.new)));
-    let area = hdr
-        .json
-        .get("keyslots")
-        .and_then(|k| k.get(c.keyslot.to_string()))
+    let area = lukskit_format::luks2::edit::keyslot_object(hdr, c.keyslot)
         .and_then(|k| k.get("area"))
         .and_then(Value::as_object)
         .cloned()
@@ -105,12 +102,7 @@ pub(crate) fn store_area(
     digest_hash: HashAlg,
     digest_iterations: u32,
 ) -> Result<()> {
-    hdr.json
-        .get_mut("keyslots")
-        .and_then(|k| k.get_mut(keyslot.to_string()))
-        .and_then(Value::as_object_mut)
-        .ok_or_else(|| ctx("no reencrypt keyslot"))?
-        .insert("area".into(), Value::Object(area));
+    lukskit_format::luks2::edit::set_reencrypt_area(hdr, keyslot, area)?;
     let c = Context::load(hdr)?;
     let data = super::engine::verification(hdr, &c, keys)?;
     verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;

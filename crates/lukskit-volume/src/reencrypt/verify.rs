@@ -9,11 +9,12 @@
 //! u64 fields stored as JSON strings are big-endian u64, a `"dynamic"` size is the literal
 //! word and JSON integers are big-endian u32.
 
-use super::json::{self, ctx};
+use super::ctx;
 use crate::error::{ReencryptError, Result};
 use crate::luks2_keys;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::SecretBuf;
+use lukskit_format::luks2::edit;
 use lukskit_format::luks2::Luks2Header;
 use serde_json::Value;
 
@@ -109,18 +110,16 @@ pub fn verification_data(
     if !any_key {
         return Err(invalid());
     }
-    let ks = hdr
-        .json
-        .get("keyslots")
-        .and_then(|k| k.get(reenc_keyslot.to_string()))
+    let ks = edit::keyslot_object(hdr, reenc_keyslot)
+        .map(|k| Value::Object(k.clone()))
         .ok_or_else(invalid)?;
-    keyslot_bytes(&mut out, ks).ok_or_else(invalid)?;
+    keyslot_bytes(&mut out, &ks).ok_or_else(invalid)?;
     for (flag, required) in [
         ("backup-previous", true),
         ("backup-final", true),
         ("backup-moved-segment", false),
     ] {
-        match json::segment_by_flag(hdr, flag)? {
+        match edit::segment_by_flag(hdr, flag)? {
             Some((_, seg)) => segment_bytes(&mut out, &seg).ok_or_else(invalid)?,
             None if required => return Err(invalid()),
             None => {}
@@ -146,15 +145,7 @@ pub fn create(
         .find(|i| !used.contains(i))
         .ok_or(crate::error::KeyslotError::NoFreeDigest)?;
     // Unassign the keyslot from any digest it had (a repair re-creates the digest).
-    if let Some(Value::Object(ds)) = hdr.json.get_mut("digests") {
-        let ks = Value::String(reenc_keyslot.to_string());
-        for (_, d) in ds.iter_mut() {
-            if let Some(a) = d.get_mut("keyslots").and_then(Value::as_array_mut) {
-                a.retain(|k| *k != ks);
-            }
-        }
-    }
-    hdr.erase_unused_digests();
+    edit::unassign_keyslot(hdr, reenc_keyslot)?;
     let d = luks2_keys::make_digest(id, hash, data.as_bytes(), iterations, vec![])?;
     hdr.add_digest(&d)?;
     hdr.assign_keyslot_to_digest(reenc_keyslot, id)?;

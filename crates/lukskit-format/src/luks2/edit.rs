@@ -1,18 +1,23 @@
-//! Small helpers on the LUKS2 JSON metadata used by re-encryption: segment objects in
-//! cryptsetup's member order, digest ↔ segment assignment, the requirement flag.
+//! Edits of the LUKS2 metadata that re-encryption makes, in cryptsetup's member order:
+//! segment objects (`json_segment_create_crypt`, `json_segment_create_linear`, flags),
+//! digest ↔ segment and keyslot assignments, the `online-reencrypt-v2` requirement,
+//! `config.keyslots_size` and the `reencrypt` keyslot (`reencrypt_keyslot_update`).
 //!
-//! Segments are handled as JSON objects (not the typed view) because re-encryption moves
-//! them around whole and must keep every member cryptsetup wrote.
+//! Segments travel as JSON objects (not the typed [`super::Segment`] view) because
+//! re-encryption moves them around whole and must keep every member cryptsetup wrote; they
+//! are made by [`crypt_segment`] and [`linear_segment`] or taken from a header. This module
+//! and [`super::Luks2Header`]'s own mutators are the only writers of the metadata.
 
-use crate::error::{ReencryptError, Result};
-use lukskit_format::luks2::Luks2Header;
+use super::Luks2Header;
+use crate::error::{FormatError, Luks2Error};
+use crate::Result;
 use serde_json::{Map, Value};
 
 /// The requirement flag lukskit writes (cryptsetup 2.6's metadata version 2).
 pub const REQUIREMENT_V2: &str = "online-reencrypt-v2";
 
-pub(crate) fn ctx(msg: &str) -> crate::VolumeError {
-    ReencryptError::Context(msg.to_string()).into()
+fn ctx(what: &'static str) -> FormatError {
+    Luks2Error::ReencryptMetadata { what }.into()
 }
 
 /// A u64 as LUKS2 writes it (a decimal string).
@@ -248,7 +253,7 @@ pub fn set_keyslots_size(hdr: &mut Luks2Header, data_offset: u64) -> Result<()> 
     let Some(size) = data_offset.checked_sub(2 * hdr.metadata_size()) else {
         return Ok(());
     };
-    let size = size.min(lukskit_format::luks2::MAX_KEYSLOTS_SIZE);
+    let size = size.min(super::MAX_KEYSLOTS_SIZE);
     let size = size - size % 4096;
     let config = hdr
         .json
@@ -313,8 +318,9 @@ pub fn digest_of_keyslot(hdr: &Luks2Header, keyslot: u32) -> Result<Option<u32>>
         .map(|d| d.id))
 }
 
-/// Reassign `keyslot` to `digest` (dropping digests left without keyslots and segments).
-pub fn move_keyslot_digest(hdr: &mut Luks2Header, keyslot: u32, digest: u32) -> Result<()> {
+/// Unassign `keyslot` from every digest, then drop the digests left without keyslots and
+/// segments.
+pub fn unassign_keyslot(hdr: &mut Luks2Header, keyslot: u32) -> Result<()> {
     let ks = Value::String(keyslot.to_string());
     for (_, d) in digests_mut(hdr)?.iter_mut() {
         if let Some(a) = d.get_mut("keyslots").and_then(Value::as_array_mut) {
@@ -322,7 +328,32 @@ pub fn move_keyslot_digest(hdr: &mut Luks2Header, keyslot: u32, digest: u32) -> 
         }
     }
     hdr.erase_unused_digests();
+    Ok(())
+}
+
+/// Reassign `keyslot` to `digest` (dropping digests left without keyslots and segments).
+pub fn move_keyslot_digest(hdr: &mut Luks2Header, keyslot: u32, digest: u32) -> Result<()> {
+    unassign_keyslot(hdr, keyslot)?;
     hdr.assign_keyslot_to_digest(keyslot, digest)?;
+    Ok(())
+}
+
+/// Keyslot `id` as stored (read-only): the `reencrypt` keyslot's `mode`, `direction` and
+/// `area` have no typed view.
+pub fn keyslot_object(hdr: &Luks2Header, id: u32) -> Option<&Map<String, Value>> {
+    hdr.json.get("keyslots")?.get(id.to_string())?.as_object()
+}
+
+/// Replace the resilience `area` of the `reencrypt` keyslot `id` (a resilience switch).
+pub fn set_reencrypt_area(hdr: &mut Luks2Header, id: u32, area: Map<String, Value>) -> Result<()> {
+    let ks = hdr
+        .json
+        .get_mut("keyslots")
+        .and_then(|k| k.get_mut(id.to_string()))
+        .and_then(Value::as_object_mut)
+        .filter(|k| k.get("type").and_then(Value::as_str) == Some("reencrypt"))
+        .ok_or_else(|| ctx("no reencrypt keyslot"))?;
+    ks.insert("area".into(), Value::Object(area));
     Ok(())
 }
 
@@ -348,4 +379,27 @@ pub fn insert_reencrypt_keyslot(
         .ok_or_else(|| ctx("no keyslots object"))?
         .insert(slot.to_string(), Value::Object(ks));
     set_requirement(hdr, true)
+}
+
+/// Reserve keyslot `id`'s area `[offset, offset + size)` with a `placeholder` keyslot, so
+/// that the next [`Luks2Header::find_keyslot_area`] looks past it (planning a LUKS1 layout in
+/// a scratch copy of a header, as `convert` does).
+pub fn insert_placeholder_keyslot(
+    hdr: &mut Luks2Header,
+    id: u32,
+    offset: u64,
+    size: u64,
+) -> Result<()> {
+    let mut area = Map::new();
+    area.insert("offset".into(), u64_str(offset));
+    area.insert("size".into(), u64_str(size));
+    let mut ks = Map::new();
+    ks.insert("type".into(), "placeholder".into());
+    ks.insert("area".into(), Value::Object(area));
+    hdr.json
+        .get_mut("keyslots")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ctx("no keyslots object"))?
+        .insert(id.to_string(), Value::Object(ks));
+    Ok(())
 }

@@ -1,0 +1,90 @@
+//! The `type` members of LUKS2 keyslots, segments and digests as enums: the types cryptsetup
+//! 2.6.1 knows by name, and any other kept as written (`Other`), so that a header with a type
+//! this crate does not know still reads and writes back unchanged.
+
+use std::fmt;
+
+/// One `type` enum: its known names, `Other(String)` for the rest, `parse`, `as_str` and
+/// `Display` (the name as written in the JSON).
+macro_rules! json_type {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)*
+            /// A type this crate does not know, as written.
+            Other(String),
+        }
+
+        impl $name {
+            /// The type named `s` (never fails: unknown names are [`Self::Other`]).
+            pub fn parse(s: &str) -> Self {
+                match s {
+                    $($text => Self::$variant,)*
+                    other => Self::Other(other.to_string()),
+                }
+            }
+
+            /// The name as written in the JSON.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $(Self::$variant => $text,)*
+                    Self::Other(s) => s,
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+json_type! {
+    /// A keyslot's type.
+    KeyslotType {
+        /// An ordinary keyslot: a KDF, an anti-forensic split and an encrypted area.
+        Luks2 = "luks2",
+        /// The state of an online re-encryption (its resilience area; no key).
+        Reencrypt = "reencrypt",
+    }
+}
+
+json_type! {
+    /// A segment's type.
+    SegmentType {
+        /// Encrypted data (dm-crypt).
+        Crypt = "crypt",
+        /// Unencrypted data (dm-linear), during and after re-encryption.
+        Linear = "linear",
+    }
+}
+
+json_type! {
+    /// A digest's type.
+    DigestType {
+        /// PBKDF2 over the volume key.
+        Pbkdf2 = "pbkdf2",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_unknown_ones_are_kept() {
+        for s in ["luks2", "reencrypt", "x-luks3"] {
+            assert_eq!(KeyslotType::parse(s).as_str(), s);
+        }
+        assert_eq!(KeyslotType::parse("luks2"), KeyslotType::Luks2);
+        assert_eq!(SegmentType::parse("linear"), SegmentType::Linear);
+        assert_eq!(
+            SegmentType::parse("Crypt"),
+            SegmentType::Other("Crypt".into())
+        );
+        assert_eq!(DigestType::parse("pbkdf2").to_string(), "pbkdf2");
+    }
+}
