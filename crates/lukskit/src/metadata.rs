@@ -83,15 +83,14 @@ fn non_empty(s: &str) -> Option<String> {
 
 fn of_luks2(h: &Luks2Header) -> Result<Metadata> {
     let map_err = |e| lukskit_volume::VolumeError::Format(e);
-    let document: Value = serde_json::from_str(&h.to_json_string())
-        .expect("the header's own JSON serialisation parses");
+    let document = Value::Object(h.json().clone());
     let keyslots = h
         .keyslots()
         .map_err(map_err)?
         .into_iter()
         .map(|k| KeyslotInfo {
             id: k.id,
-            kind: k.kind,
+            kind: k.kind.to_string(),
             key_bytes: k.key_size,
             pbkdf: match k.kdf {
                 KdfParams::Pbkdf2 { .. } => "pbkdf2".into(),
@@ -114,7 +113,7 @@ fn of_luks2(h: &Luks2Header) -> Result<Metadata> {
         .segments()
         .map_err(map_err)?
         .into_iter()
-        .find(|s| s.kind == "crypt")
+        .find(|s| s.kind == lukskit_format::luks2::SegmentType::Crypt)
         .map(|s| s.encryption)
         .unwrap_or_default();
     Ok(Metadata {
