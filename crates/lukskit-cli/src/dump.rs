@@ -291,9 +291,9 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     for t in h.tokens()? {
         let _ = writeln!(o, "  {}: {}", t.id, t.kind);
         if systemd_tokens {
-            o.push_str(&systemd_token_lines(&t.kind, &t.json).unwrap_or_default());
+            o.push_str(&systemd_token_lines(t.kind.as_str(), &t.json).unwrap_or_default());
         }
-        if t.kind == "luks2-keyring" {
+        if t.kind == lukskit_format::luks2::TokenType::Luks2Keyring {
             if let Some(desc) = t.json.get("key_description").and_then(|v| v.as_str()) {
                 let _ = writeln!(o, "\tKey description: {desc}");
             }

@@ -105,7 +105,7 @@ fn of_luks2(h: &Luks2Header) -> Result<Metadata> {
         .into_iter()
         .map(|t| TokenInfo {
             id: t.id,
-            kind: t.kind,
+            kind: t.kind.to_string(),
             keyslots: t.keyslots,
         })
         .collect();

@@ -15,7 +15,7 @@ pub(crate) fn unlock(
     };
     let tokens = h.tokens().map_err(lukskit_volume::VolumeError::Format)?;
     for t in tokens.iter().filter(|t| id.is_none_or(|id| id == t.id)) {
-        if t.kind != "clevis" {
+        if t.kind != lukskit_format::luks2::TokenType::Clevis {
             continue;
         }
         let Ok(token) = lukskit_tang::ClevisToken::parse(&t.json) else {

@@ -146,7 +146,9 @@ pub(super) fn unenroll(o: &Opts, args: &[String]) -> Result<()> {
         .into_iter()
         .filter(|t| {
             o.token_id.is_none_or(|id| t.id == id)
-                && o.token_type.as_deref().is_none_or(|ty| t.kind == ty)
+                && o.token_type
+                    .as_deref()
+                    .is_none_or(|ty| t.kind.as_str() == ty)
                 && o.key_slot.is_none_or(|s| t.keyslots.contains(&s))
         })
         .collect();

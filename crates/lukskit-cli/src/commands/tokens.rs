@@ -51,7 +51,9 @@ fn candidates(vol: &Volume, o: &Opts) -> Result<Vec<(lukskit_format::luks2::Toke
     };
     v.retain(|t| {
         o.token_id.is_none_or(|id| t.id == id)
-            && o.token_type.as_deref().is_none_or(|ty| t.kind == ty)
+            && o.token_type
+                .as_deref()
+                .is_none_or(|ty| t.kind.as_str() == ty)
             && o.key_slot.is_none_or(|s| t.keyslots.contains(&s))
     });
     v.sort_by_key(|t| t.id);
@@ -411,10 +413,9 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
             TokenFailure::Unusable => CliError::invalid(""),
         });
     }
-    if tokens
-        .iter()
-        .any(|(t, _)| t.kind == "clevis" && !o.disable_external_tokens)
-    {
+    if tokens.iter().any(|(t, _)| {
+        t.kind == lukskit_format::luks2::TokenType::Clevis && !o.disable_external_tokens
+    }) {
         eprintln!("Falling back to the passphrase.");
     }
     Ok(None)

@@ -2,7 +2,7 @@
 
 use super::binary::BinaryHeader;
 use super::json::{self, as_u32, b64_decode, b64_encode, get_u64_str, key_id, u64_value};
-use super::types::{DigestType, KeyslotType, SegmentType};
+use super::types::{DigestType, KeyslotType, SegmentType, TokenType};
 use super::{
     BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
     SALT_SIZE,
@@ -359,7 +359,7 @@ pub struct Token {
     /// Token number.
     pub id: u32,
     /// Token type (`luks2-keyring`, `systemd-tpm2`, …).
-    pub kind: String,
+    pub kind: TokenType,
     /// Keyslots the token unlocks.
     pub keyslots: Vec<u32>,
     /// The whole token object, including type-specific members.
@@ -1034,7 +1034,7 @@ impl Luks2Header {
                 let ctx = JsonObject::numbered(JsonKind::Token, id);
                 Ok(Token {
                     id,
-                    kind: str_member(o, "type", &ctx)?.into(),
+                    kind: TokenType::parse(str_member(o, "type", &ctx)?),
                     keyslots: id_array(o, "keyslots", &ctx)?,
                     json: Value::Object(o.clone()),
                 })

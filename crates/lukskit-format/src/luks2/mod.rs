@@ -43,7 +43,7 @@ pub use metadata::{
     dump_base64, Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams, Segment, Token,
     UnknownKdfCosts, KNOWN_CONFIG_FLAGS, KNOWN_REQUIREMENTS,
 };
-pub use types::{DigestType, KeyslotType, SegmentType};
+pub use types::{DigestType, KeyslotType, SegmentType, TokenType};
 
 /// The nine allowed sizes of one metadata copy (binary header + JSON area), which are
 /// also the possible offsets of the secondary copy (`LUKS2_HDR2_OFFSETS`).

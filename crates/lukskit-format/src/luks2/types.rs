@@ -70,6 +70,25 @@ json_type! {
     }
 }
 
+json_type! {
+    /// A token's type: cryptsetup's built-in one, the ones systemd and clevis enroll (which
+    /// lukskit reads without plugins), or any other.
+    TokenType {
+        /// A passphrase in the kernel keyring (`key_description`), cryptsetup's built-in.
+        Luks2Keyring = "luks2-keyring",
+        /// systemd-cryptenroll's TPM2-sealed key.
+        SystemdTpm2 = "systemd-tpm2",
+        /// systemd-cryptenroll's key encrypted to a PKCS#11 token's certificate.
+        SystemdPkcs11 = "systemd-pkcs11",
+        /// systemd-cryptenroll's FIDO2 hmac-secret key.
+        SystemdFido2 = "systemd-fido2",
+        /// systemd-cryptenroll's recovery key (a passphrase; the token only marks it).
+        SystemdRecovery = "systemd-recovery",
+        /// A clevis binding (tang, tpm2, sss).
+        Clevis = "clevis",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +105,7 @@ mod tests {
             SegmentType::Other("Crypt".into())
         );
         assert_eq!(DigestType::parse("pbkdf2").to_string(), "pbkdf2");
+        assert_eq!(TokenType::parse("systemd-tpm2"), TokenType::SystemdTpm2);
+        assert_eq!(TokenType::parse("x-my-token").as_str(), "x-my-token");
     }
 }

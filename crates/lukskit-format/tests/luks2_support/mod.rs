@@ -392,7 +392,7 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
     assert_eq!(tokens.len(), dump.tokens.len());
     for (t, d) in tokens.iter().zip(&dump.tokens) {
         assert_eq!(t.id, d.id);
-        assert_eq!(t.kind, d.kind);
+        assert_eq!(t.kind.as_str(), d.kind);
         let dumped: Vec<u32> = d
             .multi
             .iter()
@@ -400,7 +400,7 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
             .map(|(_, v)| v.parse().unwrap())
             .collect();
         assert_eq!(t.keyslots, dumped);
-        if t.kind == "luks2-keyring" {
+        if t.kind == lukskit_format::luks2::TokenType::Luks2Keyring {
             assert_eq!(
                 d.fields["Key description"],
                 t.json["key_description"].as_str().unwrap()
