@@ -14,6 +14,8 @@
 #                                    # BENCH_FUSE_ROUNDS rounds, 3: ~10 minutes)
 #   BENCH_FORMATS=0 / BENCH_FORMATS=reuse  # likewise for bench/formats-unlock.sh (TCRYPT,
 #                                    # BITLK, FVAULT2 unlock vs cryptsetup, reference VM)
+#   BENCH_UNLOCK=0 / BENCH_UNLOCK=reuse  # likewise for bench/unlock.sh (LUKS2 Argon2id and
+#                                    # PBKDF2 unlock vs cryptsetup, ~5 minutes)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
 # plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
@@ -307,5 +309,15 @@ elif [ "${BENCH_FORMATS:-1}" != 0 ]; then
     log "unlock time of the other formats (bench/formats-unlock.sh, reference VM)"
     LUKSKIT_BIN=$target/release/lukskit bash "$repo/bench/formats-unlock.sh" "$repo/bench"
     { echo; cat "$formats_md"; } >>"$out"
+fi
+# LUKS2 unlock time (Argon2id, PBKDF2) vs cryptsetup on this machine (bench/unlock.sh, into
+# bench/unlock.md; BENCH_UNLOCK=0 skips, BENCH_UNLOCK=reuse appends the last one).
+unlock_md=$repo/bench/unlock.md
+if [ "${BENCH_UNLOCK:-1}" = reuse ] && [ -f "$unlock_md" ]; then
+    { echo; sed 's/^# /## /' "$unlock_md"; } >>"$out"
+elif [ "${BENCH_UNLOCK:-1}" != 0 ]; then
+    log "LUKS2 unlock time vs cryptsetup (bench/unlock.sh)"
+    LUKSKIT_BIN=$target/release/lukskit bash "$repo/bench/unlock.sh" "$repo/bench"
+    { echo; sed 's/^# /## /' "$unlock_md"; } >>"$out"
 fi
 rm -f "$errf"

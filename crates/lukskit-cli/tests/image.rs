@@ -756,6 +756,20 @@ fn benchmark_kdf_lines_match_cryptsetup() {
             if r.code == 0 {
                 let cl: Vec<&str> = r.stdout.lines().collect();
                 assert!(re(ARGON2_RE).is_match(cl[1]), "cryptsetup: {}", cl[1]);
+                // The lane count both print: cryptsetup's default 4, not capped at the CPUs.
+                let threads = |l: &str| {
+                    l.split(" parallel threads")
+                        .next()
+                        .and_then(|h| h.rsplit(' ').next())
+                        .map(str::to_owned)
+                };
+                assert_eq!(
+                    threads(al[1]),
+                    threads(cl[1]),
+                    "ours: {}\ncryptsetup: {}",
+                    al[1],
+                    cl[1]
+                );
             }
         }
     }

@@ -476,7 +476,9 @@ fn online_cpus() -> u32 {
         .unwrap_or(1)
 }
 
-/// Refuse an Argon2 memory cost larger than the machine's physical RAM.
+/// Refuse an Argon2 memory cost larger than the machine's physical RAM, or than the memory it
+/// can give now (`MemAvailable` + `SwapFree`): the derivation touches every block, so such a
+/// cost could only end in the OOM killer.
 fn check_physical_memory(memory_kib: u32) -> Result<()> {
     if let Some(phys) = physical_memory_kib() {
         if u64::from(memory_kib) > phys {
@@ -485,7 +487,27 @@ fn check_physical_memory(memory_kib: u32) -> Result<()> {
             )));
         }
     }
+    if let Some(avail) = available_memory_kib() {
+        if u64::from(memory_kib) > avail {
+            return Err(CryptoError::Limit(format!(
+                "Argon2 memory cost {memory_kib} KiB is more than this system can give now ({avail} KiB available with swap)"
+            )));
+        }
+    }
     Ok(())
+}
+
+/// `MemAvailable` + `SwapFree` from /proc/meminfo in KiB, when the kernel reports them.
+fn available_memory_kib() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some(field("MemAvailable:")?.saturating_add(field("SwapFree:").unwrap_or(0)))
 }
 
 /// cryptsetup's `pbkdf_adjusted_phys_memory_kb`: half of physical RAM (bogus values
@@ -1438,6 +1460,17 @@ mod tests {
             assert!(is_limit(derive(&a2(4, m, 1), b"p", &[0; 32], 32)));
         }
         assert!(check_physical_memory(64).is_ok());
+        // More than the memory available now is refused before allocating, saying so.
+        let avail = available_memory_kib().expect("/proc/meminfo has MemAvailable");
+        if let Ok(m) = u32::try_from(avail + avail / 2 + 1024) {
+            match check_physical_memory(m) {
+                Err(CryptoError::Limit(msg)) => assert!(
+                    msg.contains("available") || msg.contains("physical memory"),
+                    "{msg}"
+                ),
+                other => panic!("{m} KiB accepted: {other:?}"),
+            }
+        }
         if let Ok(m) = u32::try_from(phys + 1) {
             assert!(is_limit(check_physical_memory(m)));
         }

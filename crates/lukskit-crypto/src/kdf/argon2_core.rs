@@ -1,7 +1,7 @@
 //! Argon2i/Argon2id version 0x13 (RFC 9106) without secret or associated data, as LUKS2
 //! keyslots use it: the lanes of each slice on separate threads, the block compression in the
 //! widest SIMD the CPU has ([`super::argon2_blamka`]), and the memory from
-//! [`super::argon2_memory`] (huge pages, wiped and unmapped afterwards).
+//! [`super::argon2_memory`] (pre-faulted, wiped and unmapped afterwards).
 //!
 //! H₀ and the variable-length hash H′ are BLAKE2b from the `blake2` crate.
 
