@@ -265,13 +265,14 @@ unsafe fn fill_segment(g: &Geometry<'_>, mem: Shared, pass: u32, slice: u32, lan
         0
     };
     let seg = g.segment_len;
-    let mut cur = lane * g.lane_len + slice as usize * seg + first;
+    let segment_start = lane * g.lane_len + slice as usize * seg;
     let mut prev = if slice == 0 && first == 0 {
-        cur + g.lane_len - 1
+        segment_start + g.lane_len - 1
     } else {
-        cur - 1
+        segment_start + first - 1
     };
     for index in first..seg {
+        let cur = segment_start + index;
         let rand = if data_independent {
             let i = index % ADDRESSES_IN_BLOCK;
             if i == 0 {
@@ -322,7 +323,6 @@ unsafe fn fill_segment(g: &Geometry<'_>, mem: Shared, pass: u32, slice: u32, lan
             compress(g.kernel, prev_b, ref_b, cur_b, pass > 0);
         }
         prev = cur;
-        cur += 1;
     }
     address.zeroize();
     input.zeroize();
