@@ -11,8 +11,11 @@
 //!   `lib/crypto_backend/pbkdf_check.c` algorithms step by step.
 //!
 //! Argon2 is always version 0x13, without secret and without associated data
-//! (LUKS2 `argon2i`/`argon2id` keyslots); lanes = threads = `parallel`, and the
-//! lanes of each slice really run on separate threads (a dedicated rayon pool).
+//! (LUKS2 `argon2i`/`argon2id` keyslots), computed by lukskit's own implementation
+//! (`kdf/argon2_core.rs`): the `parallel` lanes of each slice on all cores, the block
+//! compression in AVX-512, AVX2 or portable code as the CPU allows. PBKDF2 with SHA-1/
+//! SHA-256/SHA-512 takes a fast path (`kdf/pbkdf2_sha.rs`), the other hashes the `pbkdf2`
+//! crate.
 
 use crate::{hash::HashAlg, CryptoError, Result, SecretBuf};
 use zeroize::{Zeroize, Zeroizing};
@@ -388,9 +391,8 @@ fn check_argon2_salt(salt: &[u8]) -> Result<()> {
 /// Argon2 (`variant`, version 0x13, no secret, no associated data) of `password` and
 /// `salt`, filling `out` (4..=[`MAX_OUTPUT_LEN`] bytes).
 ///
-/// Lanes = threads = `parallel`: the lanes of each slice run concurrently on a
-/// dedicated pool of `parallel` threads (capped at max(4, online CPUs) for hostile
-/// lane counts; the result does not depend on the thread count). The parameters are
+/// `parallel` lanes: the lanes of each slice run concurrently on min(`parallel`, online
+/// CPUs) threads (the result does not depend on the thread count). The parameters are
 /// checked as by [`Pbkdf::check_limits`] and against physical RAM before the memory
 /// (exactly the Argon2 block array) is allocated; the memory is wiped afterwards.
 pub fn argon2(
@@ -423,12 +425,12 @@ pub fn argon2(
     result
 }
 
-/// Threads used for `parallel` Argon2 lanes: `parallel` itself (as libargon2 with
-/// threads = lanes), capped at max(4, online CPUs) so a hostile lane count cannot
-/// make us spawn thousands of threads.
+/// Threads used for `parallel` Argon2 lanes: one per online CPU, at most one per lane (each
+/// thread fills its lanes two at a time in lockstep, so that one lane's memory fetch overlaps
+/// the other's compression; libargon2 runs a thread per lane instead). A hostile lane count
+/// cannot make us spawn more threads than CPUs.
 fn argon2_threads(parallel: u32) -> usize {
-    let cap = online_cpus().max(ARGON2_MAX_PARALLEL);
-    parallel.clamp(1, cap) as usize
+    parallel.clamp(1, online_cpus()) as usize
 }
 
 // ---------------------------------------------------------------------------

@@ -181,23 +181,22 @@ pub(crate) fn derive_with(
     let threads = p.threads.clamp(1, lanes);
     for pass in 0..p.time {
         for slice in 0..SYNC_POINTS {
-            if threads == 1 {
-                for lane in 0..lanes {
-                    // SAFETY: one thread: no concurrent access at all.
-                    unsafe { fill_segment(&geometry, shared, pass, slice, lane) };
+            let g = &geometry;
+            // Thread k fills lanes k, k + threads, ..., two at a time in lockstep (the
+            // reference block of one is fetched from memory while the other is compressed).
+            let run = move |k: usize| {
+                let mine: Vec<usize> = (k..lanes).step_by(threads).collect();
+                for group in mine.chunks(LOCKSTEP) {
+                    // SAFETY: each lane is filled by exactly one thread in this slice; see
+                    // `Shared`.
+                    unsafe { fill_segments(g, shared, pass, slice, group) };
                 }
+            };
+            if threads == 1 {
+                run(0);
                 continue;
             }
-            let g = &geometry;
             std::thread::scope(|scope| {
-                // Thread k takes lanes k, k + threads, ...; this thread takes share 0.
-                let run = move |k: usize| {
-                    for lane in (k..lanes).step_by(threads) {
-                        // SAFETY: each lane is filled by exactly one thread in this slice;
-                        // see `Shared`.
-                        unsafe { fill_segment(g, shared, pass, slice, lane) };
-                    }
-                };
                 let mut inline = Vec::new();
                 for k in 1..threads {
                     let spawned = std::thread::Builder::new()
@@ -234,98 +233,156 @@ struct Geometry<'a> {
     kernel: Kernel,
 }
 
-/// Fill one lane's segment of `slice` in `pass`.
+/// Lanes one thread fills in lockstep.
+const LOCKSTEP: usize = 2;
+
+/// One lane's position in the segment being filled.
+struct Cursor {
+    lane: usize,
+    /// Index of the segment's first block.
+    start: usize,
+    prev: usize,
+    address: Block,
+    input: Block,
+}
+
+/// Ask the CPU to start loading block `b` into its caches.
+#[inline(always)]
+fn prefetch(b: *const Block) {
+    #[cfg(target_arch = "x86_64")]
+    for line in 0..16 {
+        // SAFETY: a prefetch is a hint that never faults, whatever the address; `b` points
+        // into the block array anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (b as *const i8).wrapping_add(64 * line),
+            )
+        };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = b;
+}
+
+/// Fill the segments of `slice` in `pass` of `lanes` (at most [`LOCKSTEP`]), block by block
+/// in lockstep.
 ///
 /// # Safety
-/// No other thread may write the blocks of this segment or read them, and no other thread
-/// may write any block this segment references (Argon2's indexing ensures it when each lane
-/// of a slice is filled by one thread and slices do not overlap in time).
-unsafe fn fill_segment(g: &Geometry<'_>, mem: Shared, pass: u32, slice: u32, lane: usize) {
+/// No other thread may write the blocks of these segments or read them, and no other thread
+/// may write any block they reference (Argon2's indexing ensures it when each lane of a slice
+/// is filled by one thread and slices do not overlap in time).
+unsafe fn fill_segments(g: &Geometry<'_>, mem: Shared, pass: u32, slice: u32, lanes: &[usize]) {
     let data_independent = match g.p.variant {
         Argon2Variant::I => true,
         Argon2Variant::Id => pass == 0 && slice < SYNC_POINTS / 2,
     };
-    let mut address = Block::zero();
-    let mut input = Block::zero();
     let zero = Block::zero();
-    if data_independent {
-        input.0[0] = u64::from(pass);
-        input.0[1] = lane as u64;
-        input.0[2] = u64::from(slice);
-        input.0[3] = g.total as u64;
-        input.0[4] = u64::from(g.p.time);
-        input.0[5] = u64::from(type_id(g.p.variant));
-    }
-    let first = if pass == 0 && slice == 0 {
-        if data_independent {
-            next_addresses(g.kernel, &mut address, &mut input, &zero);
+    let first = if pass == 0 && slice == 0 { 2 } else { 0 };
+    let seg = g.segment_len;
+    let mut cursors: Vec<Cursor> = lanes
+        .iter()
+        .map(|&lane| {
+            let start = lane * g.lane_len + slice as usize * seg;
+            let mut c = Cursor {
+                lane,
+                start,
+                prev: if first == 0 && slice == 0 {
+                    start + g.lane_len - 1
+                } else {
+                    start + first - 1
+                },
+                address: Block::zero(),
+                input: Block::zero(),
+            };
+            if data_independent {
+                c.input.0[0] = u64::from(pass);
+                c.input.0[1] = lane as u64;
+                c.input.0[2] = u64::from(slice);
+                c.input.0[3] = g.total as u64;
+                c.input.0[4] = u64::from(g.p.time);
+                c.input.0[5] = u64::from(type_id(g.p.variant));
+                if first == 2 {
+                    next_addresses(g.kernel, &mut c.address, &mut c.input, &zero);
+                }
+            }
+            c
+        })
+        .collect();
+    let mut refs = [0usize; LOCKSTEP];
+    for index in first..seg {
+        for (c, r) in cursors.iter_mut().zip(refs.iter_mut()) {
+            let rand = if data_independent {
+                let i = index % ADDRESSES_IN_BLOCK;
+                if i == 0 {
+                    next_addresses(g.kernel, &mut c.address, &mut c.input, &zero);
+                }
+                c.address.0[i]
+            } else {
+                debug_assert!(c.prev < mem.len);
+                // SAFETY: prev is a block of this lane already computed (by this thread in
+                // this slice, or before the slice began), in bounds.
+                unsafe { (*mem.ptr.add(c.prev)).0[0] }
+            };
+            *r = reference(g, pass, slice, c.lane, index, rand);
+            prefetch(mem.ptr.wrapping_add(*r));
         }
-        2
+        for (c, &r) in cursors.iter_mut().zip(refs.iter()) {
+            let cur = c.start + index;
+            debug_assert!(cur < mem.len && r < mem.len && c.prev < mem.len);
+            // SAFETY: all three indices are in bounds; `cur` belongs to this thread's segment
+            // and is neither `prev` nor `r` (the reference area excludes the current block),
+            // and the blocks read are not written by any other thread during this slice.
+            unsafe {
+                let prev_b = &*mem.ptr.add(c.prev);
+                let ref_b = &*mem.ptr.add(r);
+                let cur_b = &mut *mem.ptr.add(cur);
+                compress(g.kernel, prev_b, ref_b, cur_b, pass > 0);
+            }
+            c.prev = cur;
+        }
+    }
+    for c in cursors.iter_mut() {
+        c.address.zeroize();
+        c.input.zeroize();
+    }
+}
+
+/// The index of the block that block `index` of `lane`'s segment references (RFC 9106 §3.4).
+fn reference(
+    g: &Geometry<'_>,
+    pass: u32,
+    slice: u32,
+    lane: usize,
+    index: usize,
+    rand: u64,
+) -> usize {
+    let seg = g.segment_len;
+    let ref_lane = if pass == 0 && slice == 0 {
+        lane
+    } else {
+        ((rand >> 32) as usize) % g.lanes
+    };
+    let area = if pass == 0 {
+        if slice == 0 {
+            index - 1
+        } else if ref_lane == lane {
+            slice as usize * seg + index - 1
+        } else {
+            slice as usize * seg - usize::from(index == 0)
+        }
+    } else if ref_lane == lane {
+        g.lane_len - seg + index - 1
+    } else {
+        g.lane_len - seg - usize::from(index == 0)
+    };
+    let j1 = rand & 0xFFFF_FFFF;
+    let x = (j1 * j1) >> 32;
+    let rel = area - 1 - ((area as u64 * x) >> 32) as usize;
+    let start = if pass != 0 && slice != SYNC_POINTS - 1 {
+        (slice as usize + 1) * seg
     } else {
         0
     };
-    let seg = g.segment_len;
-    let segment_start = lane * g.lane_len + slice as usize * seg;
-    let mut prev = if slice == 0 && first == 0 {
-        segment_start + g.lane_len - 1
-    } else {
-        segment_start + first - 1
-    };
-    for index in first..seg {
-        let cur = segment_start + index;
-        let rand = if data_independent {
-            let i = index % ADDRESSES_IN_BLOCK;
-            if i == 0 {
-                next_addresses(g.kernel, &mut address, &mut input, &zero);
-            }
-            address.0[i]
-        } else {
-            debug_assert!(prev < mem.len);
-            // SAFETY: prev is a block of this lane already computed (by this thread in this
-            // slice, or before the slice began), in bounds.
-            unsafe { (*mem.ptr.add(prev)).0[0] }
-        };
-        let ref_lane = if pass == 0 && slice == 0 {
-            lane
-        } else {
-            ((rand >> 32) as usize) % g.lanes
-        };
-        let area = if pass == 0 {
-            if slice == 0 {
-                index - 1
-            } else if ref_lane == lane {
-                slice as usize * seg + index - 1
-            } else {
-                slice as usize * seg - usize::from(index == 0)
-            }
-        } else if ref_lane == lane {
-            g.lane_len - seg + index - 1
-        } else {
-            g.lane_len - seg - usize::from(index == 0)
-        };
-        let j1 = rand & 0xFFFF_FFFF;
-        let x = (j1 * j1) >> 32;
-        let rel = area - 1 - ((area as u64 * x) >> 32) as usize;
-        let start = if pass != 0 && slice != SYNC_POINTS - 1 {
-            (slice as usize + 1) * seg
-        } else {
-            0
-        };
-        let ref_index = ref_lane * g.lane_len + (start + rel) % g.lane_len;
-        debug_assert!(cur < mem.len && ref_index < mem.len && prev < mem.len);
-        // SAFETY: all three indices are in bounds; `cur` belongs to this thread's segment and
-        // is neither `prev` nor `ref_index` (the reference area excludes the current block),
-        // and the blocks read are not written by any other thread during this slice.
-        unsafe {
-            let prev_b = &*mem.ptr.add(prev);
-            let ref_b = &*mem.ptr.add(ref_index);
-            let cur_b = &mut *mem.ptr.add(cur);
-            compress(g.kernel, prev_b, ref_b, cur_b, pass > 0);
-        }
-        prev = cur;
-    }
-    address.zeroize();
-    input.zeroize();
+    ref_lane * g.lane_len + (start + rel) % g.lane_len
 }
 
 /// The next block of pseudo-random addresses (Argon2i addressing): G(0, G(0, input)) after
