@@ -16,6 +16,8 @@
 #                                    # BITLK, FVAULT2 unlock vs cryptsetup, reference VM)
 #   BENCH_ENGINES=0 / BENCH_ENGINES=reuse  # likewise for bench/engines.sh (kernel engine vs
 #                                    # lukskit's engine vs cryptsetup benchmark, reference VM)
+#   BENCH_UNLOCK=0 / BENCH_UNLOCK=reuse  # likewise for bench/unlock.sh (LUKS2 Argon2id and
+#                                    # PBKDF2 unlock vs cryptsetup, ~5 minutes)
 #
 # As root with /dev/fuse it also runs bench/block.sh (fio on ext4 over `lukskit open` vs a
 # plain loop device, NBD with nbdcopy vs qemu-nbd and nbdkit) and appends its figures.
@@ -320,5 +322,15 @@ elif [ "${BENCH_ENGINES:-1}" != 0 ]; then
     log "kernel engine vs lukskit's engine vs cryptsetup benchmark (bench/engines.sh, reference VM)"
     LUKSKIT_BIN=$target/release/lukskit bash "$repo/bench/engines.sh" "$engines_md"
     { echo; cat "$engines_md"; } >>"$out"
+fi
+# LUKS2 unlock time (Argon2id, PBKDF2) vs cryptsetup on this machine (bench/unlock.sh, into
+# bench/unlock.md; BENCH_UNLOCK=0 skips, BENCH_UNLOCK=reuse appends the last one).
+unlock_md=$repo/bench/unlock.md
+if [ "${BENCH_UNLOCK:-1}" = reuse ] && [ -f "$unlock_md" ]; then
+    { echo; sed 's/^# /## /' "$unlock_md"; } >>"$out"
+elif [ "${BENCH_UNLOCK:-1}" != 0 ]; then
+    log "LUKS2 unlock time vs cryptsetup (bench/unlock.sh)"
+    LUKSKIT_BIN=$target/release/lukskit bash "$repo/bench/unlock.sh" "$repo/bench"
+    { echo; sed 's/^# /## /' "$unlock_md"; } >>"$out"
 fi
 rm -f "$errf"

@@ -207,6 +207,71 @@ fn argon2id_keyslot_opens_in_cryptsetup() {
     );
 }
 
+/// Keyslots cryptsetup made with each KDF parameter set of the unlock matrix (Argon2i and
+/// Argon2id with 1, 2 and 4 lanes — cryptsetup caps lanes at the online CPUs — and memory
+/// that is and is not a multiple of 4 × lanes; PBKDF2 with SHA-1, SHA-256 and SHA-512 for
+/// 256- and 512-bit keys, i.e. 1 to 4 PBKDF2 blocks): lukskit derives the same keyslot key
+/// (it opens the keyslot and recovers the same volume key as cryptsetup).
+#[test]
+fn kdf_matrix_unlocks_cryptsetup_keyslots() {
+    if !have_cryptsetup("kdf_matrix_unlocks_cryptsetup_keyslots") {
+        return;
+    }
+    let dir = tmp();
+    let kf = write_file(dir.path(), "pw", b"kdf matrix passphrase");
+    let mut sets: Vec<Vec<String>> = Vec::new();
+    for variant in ["argon2i", "argon2id"] {
+        for (m, p) in [("32", "1"), ("1000", "2"), ("4099", "4")] {
+            sets.push(
+                [
+                    "--pbkdf",
+                    variant,
+                    "--pbkdf-force-iterations",
+                    "4",
+                    "--pbkdf-memory",
+                    m,
+                    "--pbkdf-parallel",
+                    p,
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+        }
+    }
+    for hash in ["sha1", "sha256", "sha512"] {
+        for bits in ["256", "512"] {
+            sets.push(
+                [
+                    "--pbkdf",
+                    "pbkdf2",
+                    "--hash",
+                    hash,
+                    "--pbkdf-force-iterations",
+                    "1000",
+                    "-s",
+                    bits,
+                ]
+                .map(String::from)
+                .to_vec(),
+            );
+        }
+    }
+    for (i, set) in sets.iter().enumerate() {
+        let img = sparse(dir.path(), &format!("m{i}.img"), 20 << 20);
+        let mut args = vec!["luksFormat", "-q", "--type", "luks2", "-d", &kf];
+        args.extend(set.iter().map(String::as_str));
+        args.push(&img);
+        cryptsetup(&args, b"")
+            .unwrap()
+            .ok(&format!("cryptsetup luksFormat {set:?}"));
+        assert_eq!(
+            volume_key_with("lukskit", &img, &kf, &[]),
+            volume_key_with("cryptsetup", &img, &kf, &[]),
+            "{set:?}"
+        );
+    }
+}
+
 /// Keyslot operations across the two tools, for LUKS1 and LUKS2.
 #[test]
 fn keyslot_changes_cross_both_ways() {

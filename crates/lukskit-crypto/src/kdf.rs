@@ -11,11 +11,20 @@
 //!   `lib/crypto_backend/pbkdf_check.c` algorithms step by step.
 //!
 //! Argon2 is always version 0x13, without secret and without associated data
-//! (LUKS2 `argon2i`/`argon2id` keyslots); lanes = threads = `parallel`, and the
-//! lanes of each slice really run on separate threads (a dedicated rayon pool).
+//! (LUKS2 `argon2i`/`argon2id` keyslots), computed by lukskit's own implementation
+//! (`kdf/argon2_core.rs`): the `parallel` lanes of each slice on all cores, the block
+//! compression in AVX-512, AVX2 or portable code as the CPU allows. PBKDF2 with SHA-1/
+//! SHA-256/SHA-512 takes a fast path (`kdf/pbkdf2_sha.rs`), the other hashes the `pbkdf2`
+//! crate.
 
 use crate::{hash::HashAlg, CryptoError, Result, SecretBuf};
 use zeroize::{Zeroize, Zeroizing};
+
+mod argon2_blamka;
+mod argon2_core;
+mod argon2_memory;
+mod pbkdf2_sha;
+use pbkdf2_sha::{FastHash, Threads};
 
 /// Minimum PBKDF2 iteration count cryptsetup uses for new keyslots and digests
 /// (NIST SP 800-132 recommendation, `crypt_pbkdf_get_limits`).
@@ -75,13 +84,6 @@ impl Argon2Variant {
             "argon2i" => Ok(Argon2Variant::I),
             "argon2id" => Ok(Argon2Variant::Id),
             _ => Err(CryptoError::Unsupported(format!("PBKDF {name}"))),
-        }
-    }
-
-    fn algorithm(self) -> argon2::Algorithm {
-        match self {
-            Argon2Variant::I => argon2::Algorithm::Argon2i,
-            Argon2Variant::Id => argon2::Algorithm::Argon2id,
         }
     }
 }
@@ -289,6 +291,10 @@ pub fn derive(kdf: &Pbkdf, password: &[u8], salt: &[u8], out_len: usize) -> Resu
 /// PBKDF2-HMAC-`hash` (RFC 8018 §5.2) of `password` and `salt` with `iterations`
 /// rounds, filling `out` (1..=[`MAX_OUTPUT_LEN`] bytes). `iterations` must be ≥ 1.
 ///
+/// SHA-1, SHA-256 and SHA-512 (LUKS's hashes) take a fast path: precomputed HMAC states,
+/// the CPU's SHA instructions where it has them, and the independent output blocks of a
+/// key longer than the hash computed on separate threads (up to the online CPUs).
+///
 /// The truncated kernel-only hashes `wp256`/`wp384` are refused with
 /// [`CryptoError::Unsupported`], as by cryptsetup's userspace crypto backends.
 pub fn pbkdf2(
@@ -298,8 +304,41 @@ pub fn pbkdf2(
     iterations: u32,
     out: &mut [u8],
 ) -> Result<()> {
+    pbkdf2_on(hash, password, salt, iterations, out, Threads::AllCores)
+}
+
+/// [`pbkdf2`] with a choice of threads for the SHA fast path.
+fn pbkdf2_on(
+    hash: HashAlg,
+    password: &[u8],
+    salt: &[u8],
+    iterations: u32,
+    out: &mut [u8],
+    threads: Threads,
+) -> Result<()> {
     check_pbkdf2_iterations(iterations)?;
     check_output_len(out.len(), 1)?;
+    let fast = match hash {
+        HashAlg::Sha1 => Some(FastHash::Sha1),
+        HashAlg::Sha256 => Some(FastHash::Sha256),
+        HashAlg::Sha512 => Some(FastHash::Sha512),
+        _ => None,
+    };
+    if let Some(fast) = fast {
+        pbkdf2_sha::pbkdf2(fast, password, salt, iterations, out, threads);
+        return Ok(());
+    }
+    pbkdf2_generic(hash, password, salt, iterations, out)
+}
+
+/// PBKDF2 on the `pbkdf2` crate (every hash; the reference the fast path is tested against).
+fn pbkdf2_generic(
+    hash: HashAlg,
+    password: &[u8],
+    salt: &[u8],
+    iterations: u32,
+    out: &mut [u8],
+) -> Result<()> {
     match hash {
         HashAlg::Sha1 => pbkdf2::pbkdf2_hmac::<sha1::Sha1>(password, salt, iterations, out),
         HashAlg::Sha224 => pbkdf2::pbkdf2_hmac::<sha2::Sha224>(password, salt, iterations, out),
@@ -352,9 +391,8 @@ fn check_argon2_salt(salt: &[u8]) -> Result<()> {
 /// Argon2 (`variant`, version 0x13, no secret, no associated data) of `password` and
 /// `salt`, filling `out` (4..=[`MAX_OUTPUT_LEN`] bytes).
 ///
-/// Lanes = threads = `parallel`: the lanes of each slice run concurrently on a
-/// dedicated pool of `parallel` threads (capped at max(4, online CPUs) for hostile
-/// lane counts; the result does not depend on the thread count). The parameters are
+/// `parallel` lanes: the lanes of each slice run concurrently on min(`parallel`, online
+/// CPUs) threads (the result does not depend on the thread count). The parameters are
 /// checked as by [`Pbkdf::check_limits`] and against physical RAM before the memory
 /// (exactly the Argon2 block array) is allocated; the memory is wiped afterwards.
 pub fn argon2(
@@ -371,48 +409,28 @@ pub fn argon2(
     check_argon2_salt(salt)?;
     check_physical_memory(memory_kib)?;
 
-    let params = argon2::Params::new(memory_kib, time, parallel, Some(out.len()))
-        .map_err(|e| CryptoError::InvalidInput(format!("Argon2 parameters: {e}")))?;
-    let ctx = argon2::Argon2::new(variant.algorithm(), argon2::Version::V0x13, params);
-
-    let block_count = ctx.params().block_count();
-    let mut blocks: Vec<argon2::Block> = Vec::new();
-    blocks.try_reserve_exact(block_count).map_err(|_| {
-        CryptoError::Limit(format!(
-            "cannot allocate {memory_kib} KiB of memory for {variant}"
-        ))
-    })?;
-    blocks.resize(block_count, argon2::Block::new());
-
-    let threads = argon2_threads(parallel);
-    let run = |blocks: &mut [argon2::Block], out: &mut [u8]| {
-        ctx.hash_password_into_with_memory(password, salt, out, blocks)
+    let params = argon2_core::Params {
+        variant,
+        time,
+        memory_kib,
+        lanes: parallel,
+        threads: argon2_threads(parallel),
     };
-    let result = match rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .thread_name(|i| format!("lukskit-argon2-{i}"))
-        .build()
-    {
-        Ok(pool) => pool.install(|| run(&mut blocks, out)),
-        // Could not spawn threads: still correct on rayon's global pool.
-        Err(_) => run(&mut blocks, out),
-    };
-
-    for block in blocks.iter_mut() {
-        block.zeroize();
-    }
-    result.map_err(|e| {
+    let mut memory = argon2_memory::BlockMemory::new(params.block_count())?;
+    let result = argon2_core::derive(&params, password, salt, &mut memory, out);
+    drop(memory);
+    if result.is_err() {
         out.zeroize();
-        CryptoError::InvalidInput(format!("{variant}: {e}"))
-    })
+    }
+    result
 }
 
-/// Threads used for `parallel` Argon2 lanes: `parallel` itself (as libargon2 with
-/// threads = lanes), capped at max(4, online CPUs) so a hostile lane count cannot
-/// make us spawn thousands of threads.
+/// Threads used for `parallel` Argon2 lanes: one per online CPU, at most one per lane (each
+/// thread fills its lanes two at a time in lockstep, so that one lane's memory fetch overlaps
+/// the other's compression; libargon2 runs a thread per lane instead). A hostile lane count
+/// cannot make us spawn more threads than CPUs.
 fn argon2_threads(parallel: u32) -> usize {
-    let cap = online_cpus().max(ARGON2_MAX_PARALLEL);
-    parallel.clamp(1, cap) as usize
+    parallel.clamp(1, online_cpus()) as usize
 }
 
 // ---------------------------------------------------------------------------
@@ -460,7 +478,9 @@ fn online_cpus() -> u32 {
         .unwrap_or(1)
 }
 
-/// Refuse an Argon2 memory cost larger than the machine's physical RAM.
+/// Refuse an Argon2 memory cost larger than the machine's physical RAM, or than the memory it
+/// can give now (`MemAvailable` + `SwapFree`): the derivation touches every block, so such a
+/// cost could only end in the OOM killer.
 fn check_physical_memory(memory_kib: u32) -> Result<()> {
     if let Some(phys) = physical_memory_kib() {
         if u64::from(memory_kib) > phys {
@@ -469,7 +489,27 @@ fn check_physical_memory(memory_kib: u32) -> Result<()> {
             )));
         }
     }
+    if let Some(avail) = available_memory_kib() {
+        if u64::from(memory_kib) > avail {
+            return Err(CryptoError::Limit(format!(
+                "Argon2 memory cost {memory_kib} KiB is more than this system can give now ({avail} KiB available with swap)"
+            )));
+        }
+    }
     Ok(())
+}
+
+/// `MemAvailable` + `SwapFree` from /proc/meminfo in KiB, when the kernel reports them.
+fn available_memory_kib() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let field = |name: &str| {
+        meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    Some(field("MemAvailable:")?.saturating_add(field("SwapFree:").unwrap_or(0)))
 }
 
 /// cryptsetup's `pbkdf_adjusted_phys_memory_kb`: half of physical RAM (bogus values
@@ -584,12 +624,15 @@ pub fn benchmark_pbkdf2(hash: HashAlg, key_len: usize) -> Result<u32> {
     let mut step = 0;
     loop {
         let start = thread_cpu_time()?;
-        pbkdf2(
+        // On this thread only: the figure is this thread's CPU time, as cryptsetup's
+        // (single-threaded) `RUSAGE_SELF`.
+        pbkdf2_on(
             hash,
             BENCH_PASSWORD,
             BENCH_PBKDF2_SALT,
             iterations,
             &mut key,
+            Threads::Calling,
         )?;
         let end = thread_cpu_time()?;
         let ms = cpu_ms(&start, &end);
@@ -1068,6 +1111,55 @@ mod tests {
         }
     }
 
+    /// The SHA fast path (precomputed HMAC states, CPU SHA instructions, output blocks on
+    /// several threads) against OpenSSL's PKCS5_PBKDF2_HMAC, which cryptsetup 2.6.1 uses:
+    /// passwords around the HMAC block size (hashed keys whose padding needs a second
+    /// block), output lengths around the digest size and up to the maximum, on all cores
+    /// and on the calling thread only.
+    #[test]
+    fn pbkdf2_sha_fast_path_matches_openssl() {
+        let salt: Vec<u8> = (0u8..32).collect();
+        for (hash, block) in [
+            (HashAlg::Sha1, 64usize),
+            (HashAlg::Sha256, 64),
+            (HashAlg::Sha512, 128),
+        ] {
+            let md = openssl_md(hash).expect("OpenSSL has SHA-1/SHA-2");
+            let h = hash.digest_size();
+            let pwd_lens = [
+                0,
+                1,
+                13,
+                block - 9,
+                block - 1,
+                block,
+                block + 1,
+                2 * block + 60,
+                300,
+            ];
+            for pwd_len in pwd_lens {
+                let pwd: Vec<u8> = (0..pwd_len).map(|i| (i * 7 + 3) as u8).collect();
+                for (iter, len) in [
+                    (1u32, h),
+                    (2, 1),
+                    (3, h - 1),
+                    (1000, h + 1),
+                    (1000, 64),
+                    (17, 100),
+                    (5, MAX_OUTPUT_LEN),
+                ] {
+                    let mut want = vec![0u8; len];
+                    openssl::pkcs5::pbkdf2_hmac(&pwd, &salt, iter as usize, md, &mut want).unwrap();
+                    for threads in [Threads::AllCores, Threads::Calling] {
+                        let mut got = vec![0u8; len];
+                        pbkdf2_on(hash, &pwd, &salt, iter, &mut got, threads).unwrap();
+                        assert_eq!(got, want, "{hash} pwd {pwd_len} iter {iter} len {len}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn pbkdf2_refuses_truncated_whirlpool() {
         for hash in [HashAlg::Wp256, HashAlg::Wp384] {
@@ -1165,6 +1257,85 @@ mod tests {
             hex::encode(out),
             "03aab965c12001c9d7d0d2de33192c0494b684bb148196d73c1df1acaf6d0c2e"
         );
+    }
+
+    /// lukskit's Argon2 (every compression kernel this CPU has, one thread and several)
+    /// against the RustCrypto `argon2` crate on parameter sets around the edges: lanes 1..=5,
+    /// memory not a multiple of 4 × lanes, more than one address block per segment (Argon2i
+    /// addressing), tag lengths up to 512 bytes (H' with several BLAKE2b rounds).
+    #[test]
+    fn argon2_matches_rustcrypto_argon2() {
+        let kernels = argon2_blamka::Kernel::available();
+        let cases: &[(Argon2Variant, u32, u32, u32, usize)] = &[
+            (Argon2Variant::Id, 1, 8, 1, 32),
+            (Argon2Variant::Id, 2, 100, 3, 64),
+            (Argon2Variant::I, 3, 1100, 2, 65),
+            (Argon2Variant::Id, 1, 2051, 4, 4),
+            (Argon2Variant::I, 2, 333, 5, 512),
+            (Argon2Variant::Id, 4, 4096, 4, 100),
+        ];
+        for &(variant, t, m, p, len) in cases {
+            let alg = match variant {
+                Argon2Variant::I => argon2::Algorithm::Argon2i,
+                Argon2Variant::Id => argon2::Algorithm::Argon2id,
+            };
+            let params = argon2::Params::new(m, t, p, Some(len)).unwrap();
+            let mut want = vec![0u8; len];
+            argon2::Argon2::new(alg, argon2::Version::V0x13, params)
+                .hash_password_into(b"pass phrase", b"saltsaltsalt", &mut want)
+                .unwrap();
+            for &kernel in &kernels {
+                for threads in [1usize, 2, p as usize] {
+                    let params = argon2_core::Params {
+                        variant,
+                        time: t,
+                        memory_kib: m,
+                        lanes: p,
+                        threads,
+                    };
+                    let mut mem = argon2_memory::BlockMemory::new(params.block_count()).unwrap();
+                    let mut got = vec![0u8; len];
+                    argon2_core::derive_with(
+                        &params,
+                        b"pass phrase",
+                        b"saltsaltsalt",
+                        &mut mem,
+                        &mut got,
+                        kernel,
+                    )
+                    .unwrap();
+                    assert_eq!(
+                        got, want,
+                        "{variant} t={t} m={m} p={p} len={len} {kernel:?} threads={threads}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Each compression kernel gives the portable one's blocks (both modes: overwrite and
+    /// XOR into the output) on pseudo-random inputs.
+    #[test]
+    fn argon2_kernels_agree() {
+        use argon2_blamka::{compress, Block, Kernel};
+        let mut x = Block::zero();
+        let mut y = Block::zero();
+        let mut s = 0x0123_4567_89ab_cdefu64;
+        for w in x.0.iter_mut().chain(y.0.iter_mut()) {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            *w = s;
+        }
+        for xor in [false, true] {
+            let mut want = y;
+            compress(Kernel::Portable, &x, &y, &mut want, xor);
+            for k in Kernel::available() {
+                let mut got = y;
+                compress(k, &x, &y, &mut got, xor);
+                assert_eq!(got.0, want.0, "{k:?} xor={xor}");
+            }
+        }
     }
 
     #[test]
@@ -1291,6 +1462,17 @@ mod tests {
             assert!(is_limit(derive(&a2(4, m, 1), b"p", &[0; 32], 32)));
         }
         assert!(check_physical_memory(64).is_ok());
+        // More than the memory available now is refused before allocating, saying so.
+        let avail = available_memory_kib().expect("/proc/meminfo has MemAvailable");
+        if let Ok(m) = u32::try_from(avail + avail / 2 + 1024) {
+            match check_physical_memory(m) {
+                Err(CryptoError::Limit(msg)) => assert!(
+                    msg.contains("available") || msg.contains("physical memory"),
+                    "{msg}"
+                ),
+                other => panic!("{m} KiB accepted: {other:?}"),
+            }
+        }
         if let Ok(m) = u32::try_from(phys + 1) {
             assert!(is_limit(check_physical_memory(m)));
         }
