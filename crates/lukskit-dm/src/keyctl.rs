@@ -30,7 +30,7 @@ const KEY_SPEC_USER_SESSION_KEYRING: i32 = -5;
 const KEY_SPEC_GROUP_KEYRING: i32 = -6;
 
 /// The largest payload read back (a `user` key holds at most 32767 bytes).
-const MAX_PAYLOAD: usize = 32767;
+const MAX_PAYLOAD: usize = crate::keyring::MAX_USER_KEY_SIZE;
 
 fn os_err(op: &'static str) -> DmError {
     DmError::Keyring {

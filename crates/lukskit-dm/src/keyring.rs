@@ -33,7 +33,6 @@ pub const KEY_SPEC_USER_KEYRING: i32 = -4;
 
 const KEYCTL_REVOKE: libc::c_long = 3;
 const KEYCTL_UNLINK: libc::c_long = 9;
-const KEYCTL_READ: libc::c_long = 11;
 
 /// The largest `user` key payload the kernel stores (32767 bytes); a larger answer from
 /// `KEYCTL_READ` is refused rather than allocated.
@@ -94,39 +93,10 @@ pub fn read_user_key(description: &str) -> Result<SecretBuf> {
             source: io::Error::last_os_error(),
         });
     }
-    // The payload may change between two reads: ask its size, read, and read again with a
-    // larger buffer should it have grown.
-    let mut size = 0usize;
-    loop {
-        let mut buf = SecretBuf::zeroed(size.max(1));
-        // SAFETY: keyctl(KEYCTL_READ, serial, buf, len) writes at most len bytes to buf,
-        // which is valid for len bytes; with len = size it reports the payload's length.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_keyctl,
-                KEYCTL_READ,
-                serial,
-                buf.as_mut_bytes().as_mut_ptr(),
-                size,
-            )
-        };
-        if r < 0 {
-            return Err(DmError::Keyring {
-                op: "read",
-                source: io::Error::last_os_error(),
-            });
-        }
-        let len = r as usize;
-        if len > MAX_USER_KEY_SIZE {
-            return Err(DmError::InvalidArgument(format!(
-                "a kernel key of {len} bytes is larger than a user key can be"
-            )));
-        }
-        if len <= size {
-            return Ok(SecretBuf::from_slice(&buf.as_bytes()[..len]));
-        }
-        size = len;
-    }
+    // A key serial number is a positive 32-bit integer (key_serial_t).
+    let serial = i32::try_from(serial)
+        .map_err(|_| DmError::InvalidArgument(format!("request_key returned serial {serial}")))?;
+    crate::keyctl::read(serial)
 }
 
 /// A key this thread added to its thread keyring. Revoked and unlinked when dropped (or by

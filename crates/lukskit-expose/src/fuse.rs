@@ -123,6 +123,8 @@ pub(crate) struct Core {
     pub(crate) uid: u32,
     gid: u32,
     mtime: SystemTime,
+    /// READ and WRITE requests answered by the classic `/dev/fuse` threads.
+    classic_data_requests: std::sync::atomic::AtomicU64,
 }
 
 struct PlainFile {
@@ -382,6 +384,8 @@ impl Filesystem for PlainFile {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        self.classic_data_requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = Core::check_ino(ino) {
             return reply.error(e);
         }
@@ -421,6 +425,8 @@ impl Filesystem for PlainFile {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
+        self.classic_data_requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Err(e) = Core::check_ino(ino) {
             return reply.error(e);
         }
@@ -514,6 +520,7 @@ pub struct FuseExport {
     session: Option<BackgroundSession>,
     uring: Option<crate::fuse_uring::UringServer>,
     path: PathBuf,
+    core: Arc<Core>,
 }
 
 impl FuseExport {
@@ -541,6 +548,7 @@ impl FuseExport {
             uid,
             gid,
             mtime: SystemTime::now(),
+            classic_data_requests: std::sync::atomic::AtomicU64::new(0),
         });
         // Wherever the kernel offers it (the option's default: the kernel offers it only
         // once root turned fuse.enable_uring on; the two paths measured within noise of each
@@ -634,6 +642,7 @@ impl FuseExport {
             session: Some(session),
             uring,
             path: path.to_path_buf(),
+            core: Arc::clone(core),
         })
     }
 
@@ -646,6 +655,14 @@ impl FuseExport {
     /// Requests answered over io_uring so far (0 on the classic path).
     pub fn io_uring_requests(&self) -> u64 {
         self.uring.as_ref().map_or(0, |u| u.served())
+    }
+
+    /// READ and WRITE requests answered on the classic `/dev/fuse` path so far (with FUSE
+    /// over io_uring only what the kernel did not give the ring).
+    pub fn classic_data_requests(&self) -> u64 {
+        self.core
+            .classic_data_requests
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The plaintext file.

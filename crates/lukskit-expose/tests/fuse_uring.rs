@@ -217,25 +217,28 @@ fn io_uring_path_serves_the_file_and_is_used() {
     let first = exercise(e.path(), &mem);
     assert!(e.io_uring_requests() >= first);
     let before = e.io_uring_requests();
-    let (cqes0, classic0) = (ring_completions(), switches("fuser-"));
+    let (cqes0, classic0) = (ring_completions(), e.classic_data_requests());
     let ops = exercise(e.path(), &mem);
     let served = e.io_uring_requests() - before;
     assert!(
         served >= ops,
         "only {served} of at least {ops} requests on the ring"
     );
-    // The kernel's own accounting: it completed a ring command for every request, and the
-    // classic threads (blocked reading /dev/fuse) did not wake. (Not the ring threads'
-    // context switches: a thread that finds the next request already there when it
-    // finishes one does not sleep, which under load made such a count fall short.)
-    let (cqes, classic) = (ring_completions() - cqes0, switches("fuser-") - classic0);
+    // The kernel's own accounting: it completed a ring command for every request; and no
+    // READ or WRITE reached the classic /dev/fuse threads. (Not the threads' voluntary
+    // context switches: they also count sleeps that are no request - page faults, FORGETs,
+    // the scheduler under load - and made this test fail under load: 19 for 69 requests.)
+    let (cqes, classic) = (
+        ring_completions() - cqes0,
+        e.classic_data_requests() - classic0,
+    );
     assert!(
         cqes >= ops,
         "the kernel completed {cqes} ring commands for {ops} requests ({served} served)"
     );
-    assert!(
-        classic < ops / 4,
-        "classic threads switched {classic} times for {ops} requests ({served} served on the ring)"
+    assert_eq!(
+        classic, 0,
+        "{classic} of {ops} data requests went to the classic threads ({served} served on the ring)"
     );
     e.unmount(Duration::from_secs(20)).unwrap();
     assert_eq!(switches("lukskit-furing"), 0, "ring threads ended");
@@ -252,7 +255,13 @@ fn classic_path_serves_the_file() {
     let mem = Arc::new(MemBackend::new(SIZE, 4096, false));
     let e = mount(&mem, d.path(), false);
     assert!(!e.uses_io_uring());
-    exercise(e.path(), &mem);
+    let ops = exercise(e.path(), &mem);
     assert_eq!(e.io_uring_requests(), 0);
+    // The counter the io_uring test relies on counts the classic path's data requests.
+    assert!(
+        e.classic_data_requests() >= ops,
+        "{} classic data requests counted for {ops} requests",
+        e.classic_data_requests()
+    );
     e.unmount(Duration::from_secs(20)).unwrap();
 }

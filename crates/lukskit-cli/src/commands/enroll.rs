@@ -50,6 +50,43 @@ fn with_pin(o: &Opts) -> Result<bool> {
     }
 }
 
+/// The LUKS2 volume `device`, opened for writing, that a new keyslot with a token of type
+/// `token_type` is added to: refused when it is not LUKS2, when the `--key-slot` asked for is
+/// taken or out of range, or when no keyslot is free (before any passphrase is asked).
+pub(super) fn volume_for_new_token(
+    o: &Opts,
+    device: &str,
+    token_type: &str,
+) -> Result<lukskit_volume::Volume> {
+    let vol = super::load_volume(o, device, Access::Write)?;
+    if vol.luks2().is_none() {
+        return Err(CliError::invalid(format!(
+            "Device {device} is not a LUKS2 device ({token_type} tokens need LUKS2)."
+        )));
+    }
+    if let Some(s) = o.key_slot {
+        vol.check_new_keyslot(s)?;
+    } else {
+        vol.free_keyslot()?;
+    }
+    Ok(vol)
+}
+
+/// The volume key, from any existing passphrase or key file (`-d`), asked as cryptsetup's
+/// luksAddKey asks.
+pub(super) fn existing_volume_key(o: &Opts, vol: &lukskit_volume::Volume) -> Result<SecretBuf> {
+    let src = super::existing_key_source(o, None);
+    let (_, vk, _) = super::keys::unlock_with_tries(
+        vol,
+        o,
+        &src,
+        "Enter any existing passphrase: ",
+        None,
+        false,
+    )?;
+    Ok(vk)
+}
+
 /// `token enroll-tpm2 <device>`.
 pub(super) fn enroll_tpm2(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 2, 2, "enroll-tpm2 <device>")?;
@@ -68,26 +105,8 @@ pub(super) fn enroll_tpm2(o: &Opts, args: &[String]) -> Result<()> {
     let pin_wanted = with_pin(o)?;
     let tpm = lukskit_tpm2::DeviceSpec::parse(o.tpm2_device.as_deref().unwrap_or("auto"))
         .map_err(|e| CliError::invalid(format!("{e}.")))?;
-    let mut vol = super::load_volume(o, device, Access::Write)?;
-    if vol.luks2().is_none() {
-        return Err(CliError::invalid(format!(
-            "Device {device} is not a LUKS2 device (systemd-tpm2 tokens need LUKS2)."
-        )));
-    }
-    if let Some(s) = o.key_slot {
-        vol.check_new_keyslot(s)?;
-    } else {
-        vol.free_keyslot()?;
-    }
-    let src = super::existing_key_source(o, None);
-    let (_, vk, _) = super::keys::unlock_with_tries(
-        &vol,
-        o,
-        &src,
-        "Enter any existing passphrase: ",
-        None,
-        false,
-    )?;
+    let mut vol = volume_for_new_token(o, device, "systemd-tpm2")?;
+    let vk = existing_volume_key(o, &vol)?;
     let pin = if pin_wanted { Some(new_pin()?) } else { None };
     let req = lukskit_tpm2::enroll::SealRequest { pcr_mask, pcr_bank };
     let sealed = lukskit_tpm2::enroll::seal(
@@ -276,26 +295,8 @@ pub(super) fn bind_clevis(o: &Opts, args: &[String]) -> Result<()> {
     let (bank, mask) = clevis_tpm2_config(args.get(3).map_or("{}", String::as_str))?;
     let tpm = lukskit_tpm2::DeviceSpec::parse(o.tpm2_device.as_deref().unwrap_or("auto"))
         .map_err(|e| CliError::invalid(format!("{e}.")))?;
-    let mut vol = super::load_volume(o, device, Access::Write)?;
-    if vol.luks2().is_none() {
-        return Err(CliError::invalid(format!(
-            "Device {device} is not a LUKS2 device (clevis tokens need LUKS2)."
-        )));
-    }
-    if let Some(s) = o.key_slot {
-        vol.check_new_keyslot(s)?;
-    } else {
-        vol.free_keyslot()?;
-    }
-    let src = super::existing_key_source(o, None);
-    let (_, vk, _) = super::keys::unlock_with_tries(
-        &vol,
-        o,
-        &src,
-        "Enter any existing passphrase: ",
-        None,
-        false,
-    )?;
+    let mut vol = volume_for_new_token(o, device, "clevis")?;
+    let vk = existing_volume_key(o, &vol)?;
     let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
     // Which keyslot the token will be for is known once it is added; the token is made
     // first (it needs the TPM), with the keyslot number it will get.

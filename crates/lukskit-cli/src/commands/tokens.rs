@@ -7,11 +7,10 @@
 //! `token bind-tang` makes a keyslot with a random passphrase and a clevis token that
 //! Debian's `clevis luks unlock` accepts.
 
-use super::{existing_key_source, need_args};
+use super::need_args;
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use lukskit_crypto::SecretBuf;
-use lukskit_volume::device::Access;
 use lukskit_volume::pbkdf::PbkdfOptions;
 use lukskit_volume::Volume;
 use std::time::{Duration, Instant};
@@ -507,17 +506,7 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
         .tang_url
         .as_deref()
         .ok_or_else(|| CliError::invalid("Option --tang-url is required for token bind-tang."))?;
-    let mut vol = super::load_volume(o, device, Access::Write)?;
-    if vol.luks2().is_none() {
-        return Err(CliError::invalid(format!(
-            "Device {device} is not a LUKS2 device (clevis tokens need LUKS2)."
-        )));
-    }
-    if let Some(s) = o.key_slot {
-        vol.check_new_keyslot(s)?;
-    } else {
-        vol.free_keyslot()?;
-    }
+    let mut vol = super::enroll::volume_for_new_token(o, device, "clevis")?;
     let adv = lukskit_tang::fetch_advertisement(url, &lukskit_tang::default_limits())
         .map_err(|e| CliError::invalid(format!("Cannot use tang server {url}: {e}.")))?;
     match &o.tang_thumbprint {
@@ -550,15 +539,7 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
             }
         }
     }
-    let src = existing_key_source(o, None);
-    let (_, vk, _) = super::keys::unlock_with_tries(
-        &vol,
-        o,
-        &src,
-        "Enter any existing passphrase: ",
-        None,
-        false,
-    )?;
+    let vk = super::enroll::existing_volume_key(o, &vol)?;
     let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
     // The passphrase has 256 bits of entropy: like clevis, a cheap PBKDF2 keyslot unless
     // the command line asks for another PBKDF.
