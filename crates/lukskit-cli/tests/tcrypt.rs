@@ -586,9 +586,12 @@ fn shared_images_open_to_the_readme_file_systems() {
 
 /// tcplay asks on a terminal: this drives it through a pseudo-terminal, answering its
 /// passphrase prompts (the hidden volume's after "hidden" was asked for), its question and
-/// the hidden volume's size.
+/// the hidden volume's size. A passphrase is typed only once tcplay has turned the echo off
+/// (it does so with TCSAFLUSH, which drops what was typed ahead: under load that left tcplay
+/// waiting for an answer already given, and the test hung); a tcplay that stays silent for
+/// 60 s is killed, so the test fails with what it printed instead of hanging.
 const DRIVER: &str = r#"
-import os, pty, sys, select, time
+import os, pty, sys, select, time, termios, signal
 pw, hpw, hsize = sys.argv[1].encode(), sys.argv[2].encode(), sys.argv[3].encode()
 pid, fd = pty.fork()
 if pid == 0:
@@ -597,6 +600,8 @@ out = b""; pending = b""
 while True:
     r, _, _ = select.select([fd], [], [], 60)
     if not r:
+        os.kill(pid, signal.SIGKILL)
+        out += b"\n[driver: no output for 60 s, tcplay killed]\n"
         break
     try:
         data = os.read(fd, 1024)
@@ -614,6 +619,10 @@ while True:
     elif b"size" in pending.lower() and tail.endswith(b":"):
         answer = hsize
     if answer is not None:
+        if answer in (pw, hpw):
+            deadline = time.time() + 30
+            while termios.tcgetattr(fd)[3] & termios.ECHO and time.time() < deadline:
+                time.sleep(0.02)
         time.sleep(0.05)
         os.write(fd, answer + b"\n")
         pending = b""
