@@ -52,11 +52,11 @@ done
 cat >"$work/guest.sh" <<EOF
 #!/bin/sh
 # One line per run: CASE TOOL CENTISECONDS EXIT (/proc/uptime: the guest's date has no %N)
-# The TrueCrypt images are copied to the guest's tmpfs first: read from the 9p share, cryptsetup 2.6.1's
-# TCRYPT header read fails ("Command failed with code -1"), with or without -h.
-# (The BitLocker and FileVault 2 images are sparse and large: they stay on the share, linked.)
-mkdir -p /tmp/img && cp -r /host/tcrypt /tmp/img/ && ln -s /host/bitlk /host/fvault2 /tmp/img/ &&
-    cd /tmp/img || exit 1
+# The images are copied to the guest's tmpfs first: read from the 9p share, cryptsetup 2.6.1
+# fails (TCRYPT: "Command failed with code -1", with or without -h; BITLK: exit 1).
+mkdir -p /tmp/img/bitlk /tmp/img/fvault2 && cp -r /host/tcrypt /tmp/img/ &&
+    cp /host/bitlk/bitlk-aes-xts-128.img /tmp/img/bitlk/ &&
+    cp /host/fvault2/small /tmp/img/fvault2/ && cd /tmp/img || exit 1
 runs=$runs
 EOF
 cat >>"$work/guest.sh" <<'EOF'
@@ -99,7 +99,7 @@ done
 EOF
 
 log "booting the reference VM ($runs rounds)"
-"$repo/tests/refvm/run.sh" --timeout "${FMT_TIMEOUT:-3000}" --share "$work/share" "$work/guest.sh" >"$work/lines"
+"$repo/tests/refvm/run.sh" --mem 3072 --timeout "${FMT_TIMEOUT:-3000}" --share "$work/share" "$work/guest.sh" >"$work/lines"
 
 mkdir -p "$out"
 python3 - "$work/lines" "$out/formats-unlock.md" "$runs" <<'PY'
