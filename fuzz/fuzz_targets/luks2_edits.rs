@@ -106,7 +106,7 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
     // Results are ignored: a refused edit is fine, a panic or a bad write is not.
     match inp.byte()? % 20 {
         0 => {
-            let (slot, key) = (id(inp.num()?), id(inp.num()? * 8));
+            let (slot, key) = (id(inp.num()?), id(inp.num()?.wrapping_mul(8)));
             let off = match h.find_keyslot_area(Luks2Header::keyslot_area_size(key)) {
                 Ok(Some(o)) => o,
                 _ => inp.num()?,
@@ -134,9 +134,9 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         }
         8 => {
             let s = edit::crypt_segment(
-                inp.num()? * 512,
+                inp.num()?.wrapping_mul(512),
                 inp.num()?,
-                if inp.byte()? % 2 == 0 { None } else { Some(inp.num()? * 512) },
+                if inp.byte()? % 2 == 0 { None } else { Some(inp.num()?.wrapping_mul(512)) },
                 "aes-xts-plain64",
                 512 << (inp.byte()? % 4),
                 inp.byte()? % 2 == 0,
@@ -145,8 +145,8 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         }
         9 => {
             let s = edit::linear_segment(
-                inp.num()? * 512,
-                if inp.byte()? % 2 == 0 { None } else { Some(inp.num()? * 512) },
+                inp.num()?.wrapping_mul(512),
+                if inp.byte()? % 2 == 0 { None } else { Some(inp.num()?.wrapping_mul(512)) },
                 inp.byte()? % 2 == 0,
             );
             let _ = edit::push_segment(h, s);
@@ -159,12 +159,12 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
             let v = inp.byte()?;
             let _ = edit::set_requirement_version(h, (v % 4 != 0).then_some(v));
         }
-        15 => drop(edit::set_keyslots_size(h, inp.num()? * 4096)),
+        15 => drop(edit::set_keyslots_size(h, inp.num()?.wrapping_mul(4096))),
         16 => {
             let mut area = Map::new();
             area.insert("type".into(), "none".into());
-            area.insert("offset".into(), Value::String((inp.num()? * 4096).to_string()));
-            area.insert("size".into(), Value::String((inp.num()? * 4096).to_string()));
+            area.insert("offset".into(), Value::String((inp.num()?.wrapping_mul(4096)).to_string()));
+            area.insert("size".into(), Value::String((inp.num()?.wrapping_mul(4096)).to_string()));
             let _ = edit::insert_reencrypt_keyslot(h, id(inp.num()?), area, "reencrypt", "forward");
         }
         17 => {
