@@ -12,8 +12,7 @@
 use libfuzzer_sys::fuzz_target;
 use lukskit_format::io::MemStorage;
 use lukskit_format::luks2::{
-    self, edit, Digest, DigestType, KdfParams, Keyslot, KeyslotType, Luks2Header,
-    NewHeaderParams,
+    self, edit, Digest, DigestType, KdfParams, Keyslot, KeyslotType, Luks2Header, NewHeaderParams,
 };
 use serde_json::{json, Map, Value};
 
@@ -124,7 +123,11 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         4 => drop(h.set_keyslot_priority(id(inp.num()?), id(inp.num()?))),
         5 => {
             let t = json!({"type": inp.text()?, "keyslots": [inp.num()?.to_string()]});
-            let at = if inp.byte()? % 2 == 0 { None } else { Some(id(inp.num()?)) };
+            let at = if inp.byte()? % 2 == 0 {
+                None
+            } else {
+                Some(id(inp.num()?))
+            };
             let _ = h.add_token(at, t);
         }
         6 => drop(h.remove_token(id(inp.num()?))),
@@ -136,7 +139,11 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
             let s = edit::crypt_segment(
                 inp.num()?.wrapping_mul(512),
                 inp.num()?,
-                if inp.byte()? % 2 == 0 { None } else { Some(inp.num()?.wrapping_mul(512)) },
+                if inp.byte()? % 2 == 0 {
+                    None
+                } else {
+                    Some(inp.num()?.wrapping_mul(512))
+                },
                 "aes-xts-plain64",
                 512 << (inp.byte()? % 4),
                 inp.byte()? % 2 == 0,
@@ -146,7 +153,11 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         9 => {
             let s = edit::linear_segment(
                 inp.num()?.wrapping_mul(512),
-                if inp.byte()? % 2 == 0 { None } else { Some(inp.num()?.wrapping_mul(512)) },
+                if inp.byte()? % 2 == 0 {
+                    None
+                } else {
+                    Some(inp.num()?.wrapping_mul(512))
+                },
                 inp.byte()? % 2 == 0,
             );
             let _ = edit::push_segment(h, s);
@@ -163,8 +174,14 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         16 => {
             let mut area = Map::new();
             area.insert("type".into(), "none".into());
-            area.insert("offset".into(), Value::String((inp.num()?.wrapping_mul(4096)).to_string()));
-            area.insert("size".into(), Value::String((inp.num()?.wrapping_mul(4096)).to_string()));
+            area.insert(
+                "offset".into(),
+                Value::String((inp.num()?.wrapping_mul(4096)).to_string()),
+            );
+            area.insert(
+                "size".into(),
+                Value::String((inp.num()?.wrapping_mul(4096)).to_string()),
+            );
             let _ = edit::insert_reencrypt_keyslot(h, id(inp.num()?), area, "reencrypt", "forward");
         }
         17 => {
@@ -201,6 +218,9 @@ fuzz_target!(|data: &[u8]| {
             let back = luks2::read(&disk).expect("a written header reads back");
             assert_eq!(back.header.to_json_string(), h.to_json_string());
         }
-        Err(_) => assert!(!valid || h.hdr_and_areas_size().is_err(), "a valid header was not written"),
+        Err(_) => assert!(
+            !valid || h.hdr_and_areas_size().is_err(),
+            "a valid header was not written"
+        ),
     }
 });
