@@ -25,7 +25,7 @@ fi
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token clevis_token)
+    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token clevis_token luks2_edits)
     if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
         targets+=(nbd_request)
     fi
