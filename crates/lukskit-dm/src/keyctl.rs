@@ -12,7 +12,7 @@
 //! Payloads read back land straight in [`SecretBuf`]s; payloads added are copied by the
 //! kernel, the caller keeps (and wipes) its own.
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::io;
 
 use lukskit_crypto::SecretBuf;
@@ -41,6 +41,28 @@ fn os_err(op: &'static str) -> DmError {
 
 fn cstring(s: &str) -> Result<CString> {
     CString::new(s).map_err(|_| DmError::InvalidArgument("NUL in a key name".into()))
+}
+
+/// The serial of the key of type `ty` described `desc` that this process possesses, found
+/// with `request_key(2)` through the thread, process and session keyrings without an upcall.
+pub(crate) fn request_key(ty: &CStr, desc: &CStr) -> Result<i32> {
+    // SAFETY: request_key(2) with two valid NUL-terminated strings, a null callout (no
+    // upcall) and no destination keyring; it reads only the strings.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_request_key,
+            ty.as_ptr(),
+            desc.as_ptr(),
+            std::ptr::null::<libc::c_char>(),
+            0 as libc::c_long,
+        )
+    };
+    if r < 0 {
+        return Err(os_err("request_key"));
+    }
+    // A key serial number is a positive 32-bit integer (key_serial_t).
+    i32::try_from(r)
+        .map_err(|_| DmError::InvalidArgument(format!("request_key returned serial {r}")))
 }
 
 /// A key or keyring as keyctl(1) names it.
@@ -98,23 +120,7 @@ impl KeyName {
         match self {
             KeyName::Id(n) => Ok(*n),
             KeyName::Typed { kind, description } => {
-                let ty = cstring(kind)?;
-                let desc = cstring(description)?;
-                // SAFETY: request_key(2) with two valid NUL-terminated strings, a null
-                // callout (no upcall) and no destination keyring; it reads only the strings.
-                let r = unsafe {
-                    libc::syscall(
-                        libc::SYS_request_key,
-                        ty.as_ptr(),
-                        desc.as_ptr(),
-                        std::ptr::null::<libc::c_char>(),
-                        0 as libc::c_long,
-                    )
-                };
-                if r < 0 {
-                    return Err(os_err("request_key"));
-                }
-                Ok(r as i32)
+                request_key(&cstring(kind)?, &cstring(description)?)
             }
         }
     }

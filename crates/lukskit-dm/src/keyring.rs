@@ -76,26 +76,7 @@ pub fn read_user_key(description: &str) -> Result<SecretBuf> {
     let ty = c"user";
     let desc = CString::new(description)
         .map_err(|_| DmError::InvalidArgument("NUL in a key description".into()))?;
-    // SAFETY: request_key(2) with two valid NUL-terminated strings, a null callout (no
-    // upcall) and a zero destination keyring; it reads only those strings.
-    let serial = unsafe {
-        libc::syscall(
-            libc::SYS_request_key,
-            ty.as_ptr(),
-            desc.as_ptr(),
-            std::ptr::null::<libc::c_char>(),
-            0 as libc::c_long,
-        )
-    };
-    if serial < 0 {
-        return Err(DmError::Keyring {
-            op: "request_key",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // A key serial number is a positive 32-bit integer (key_serial_t).
-    let serial = i32::try_from(serial)
-        .map_err(|_| DmError::InvalidArgument(format!("request_key returned serial {serial}")))?;
+    let serial = crate::keyctl::request_key(ty, &desc)?;
     crate::keyctl::read(serial)
 }
 

@@ -626,19 +626,7 @@ impl Tpm {
         p.u16(alg::AES).u16(128).u16(alg::CFB);
         p.u16(alg::SHA256);
         let bind_handle = bind.map_or(RH_NULL, |b| b.0);
-        let resp = self.run(
-            "TPM2_StartAuthSession",
-            cc::START_AUTH_SESSION,
-            &[tpm_key.0, bind_handle],
-            &[],
-            &mut [],
-            &p.buf,
-            1,
-        )?;
-        let handle = resp.handles[0];
-        self.to_flush.push(handle);
-        let mut r = Reader::new(&resp.params);
-        let nonce_tpm = r.tpm2b(64)?.to_vec();
+        let (handle, nonce_tpm) = self.start_auth_session([tpm_key.0, bind_handle], &p.buf)?;
         let mut key_in = SecretBuf::zeroed(0);
         if let Some((_, auth)) = bind {
             key_in = concat(trim_zeros(auth), &[]);
@@ -653,6 +641,25 @@ impl Tpm {
         })
     }
 
+    /// `TPM2_StartAuthSession` with `handles` (tpmKey, bind) and the marshalled parameters
+    /// `params`: the new session's handle (flushed when this client is dropped) and
+    /// `nonceTPM`.
+    fn start_auth_session(&mut self, handles: [u32; 2], params: &[u8]) -> Result<(u32, Vec<u8>)> {
+        let resp = self.run(
+            "TPM2_StartAuthSession",
+            cc::START_AUTH_SESSION,
+            &handles,
+            &[],
+            &mut [],
+            params,
+            1,
+        )?;
+        let handle = resp.handles[0];
+        self.to_flush.push(handle);
+        let mut r = Reader::new(&resp.params);
+        Ok((handle, r.tpm2b(64)?.to_vec()))
+    }
+
     /// `TPM2_StartAuthSession` of a trial policy session (unsalted, unbound, no parameter
     /// encryption): the policy commands run on it only compute the policy digest, as
     /// systemd and tpm2-tools compute the `authPolicy` of the objects they seal.
@@ -663,19 +670,7 @@ impl Tpm {
         p.u8(SESSION_TRIAL);
         p.u16(alg::NULL);
         p.u16(alg::SHA256);
-        let resp = self.run(
-            "TPM2_StartAuthSession",
-            cc::START_AUTH_SESSION,
-            &[RH_NULL, RH_NULL],
-            &[],
-            &mut [],
-            &p.buf,
-            1,
-        )?;
-        let handle = resp.handles[0];
-        self.to_flush.push(handle);
-        let mut r = Reader::new(&resp.params);
-        let nonce_tpm = r.tpm2b(64)?.to_vec();
+        let (handle, nonce_tpm) = self.start_auth_session([RH_NULL, RH_NULL], &p.buf)?;
         Ok(Session {
             handle,
             nonce_tpm,
