@@ -115,7 +115,6 @@ pub fn read_measurement(path: &Path) -> Option<Measurement> {
 }
 
 fn write_measurement(dir: &Path, path: &Path, m: &Measurement) {
-    use std::os::unix::fs::OpenOptionsExt;
     // Bounded: beyond MAX_ENTRIES files, forget them all (each is re-measured when needed).
     if let Ok(rd) = std::fs::read_dir(dir) {
         if rd.count() >= MAX_ENTRIES {
@@ -130,12 +129,8 @@ fn write_measurement(dir: &Path, path: &Path, m: &Measurement) {
         return;
     };
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)
+    // O_EXCL | O_NOFOLLOW, 0600: never through a planted link or into another's file.
+    let written = lukskit_volume::private_file::create_new(&tmp, 0o600)
         .and_then(|mut f| f.write_all(text.as_bytes()));
     if written.is_ok() {
         let _ = std::fs::rename(&tmp, path);
