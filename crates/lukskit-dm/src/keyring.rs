@@ -49,20 +49,10 @@ pub fn luks2_key_description(uuid: &str, digest: u32) -> String {
 /// Whether the kernel has a keyring at all (cryptsetup's `keyring_check`: `request_key` of a
 /// malformed `logon` description fails with anything but `ENOSYS`).
 pub fn kernel_keyring_available() -> bool {
-    let ty = c"logon";
-    let desc = c"dummy";
-    // SAFETY: request_key(2) with two valid NUL-terminated strings, a null callout and a
-    // zero destination keyring; it reads only those strings.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_request_key,
-            ty.as_ptr(),
-            desc.as_ptr(),
-            std::ptr::null::<libc::c_char>(),
-            0 as libc::c_long,
-        )
-    };
-    r == -1 && io::Error::last_os_error().raw_os_error() != Some(libc::ENOSYS)
+    matches!(
+        crate::keyctl::request_key(c"logon", c"dummy"),
+        Err(DmError::Keyring { source, .. }) if source.raw_os_error() != Some(libc::ENOSYS)
+    )
 }
 
 /// Read the payload of the `user` key described `description` that this process possesses
