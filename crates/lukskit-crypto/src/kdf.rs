@@ -363,6 +363,139 @@ fn pbkdf2_generic(
     Ok(())
 }
 
+/// The pseudo-random function of a PBKDF2 derivation done block by block
+/// ([`pbkdf2_block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Pbkdf2Prf {
+    /// HMAC with one of the hashes of [`HashAlg`].
+    Hmac(HashAlg),
+    /// HMAC with Streebog-512 (see [`pbkdf2_stribog512`]).
+    HmacStribog512,
+}
+
+impl Pbkdf2Prf {
+    /// The length of one PBKDF2 output block `T_i`: the hash's digest length.
+    pub fn block_len(self) -> usize {
+        match self {
+            Pbkdf2Prf::Hmac(hash) => hash.digest_size(),
+            Pbkdf2Prf::HmacStribog512 => 64,
+        }
+    }
+}
+
+/// One output block `T_index` (1-based, RFC 8018 §5.2) of PBKDF2 with `prf`, `password`,
+/// `salt` and `iterations`, into `out` (1 to [`Pbkdf2Prf::block_len`] bytes: the first bytes of
+/// the block). The blocks of one derivation are independent, so a caller can spread several
+/// derivations' blocks over threads as it likes and abandon those it no longer needs: `stop`
+/// is asked every few thousand iterations, and when it answers `true` the work ends with
+/// `Ok(false)` (`out` untouched). `Ok(true)`: `out` holds the block.
+pub fn pbkdf2_block(
+    prf: Pbkdf2Prf,
+    password: &[u8],
+    salt: &[u8],
+    iterations: u32,
+    index: u32,
+    out: &mut [u8],
+    stop: &dyn Fn() -> bool,
+) -> Result<bool> {
+    check_pbkdf2_iterations(iterations)?;
+    if index == 0 || out.is_empty() || out.len() > prf.block_len() {
+        return Err(CryptoError::InvalidInput(format!(
+            "PBKDF2 block {index} of {} bytes",
+            out.len()
+        )));
+    }
+    let fast = match prf {
+        Pbkdf2Prf::Hmac(HashAlg::Sha1) => Some(FastHash::Sha1),
+        Pbkdf2Prf::Hmac(HashAlg::Sha256) => Some(FastHash::Sha256),
+        Pbkdf2Prf::Hmac(HashAlg::Sha512) => Some(FastHash::Sha512),
+        _ => None,
+    };
+    if let Some(fast) = fast {
+        debug_assert_eq!(pbkdf2_sha::output_len(fast), prf.block_len());
+        return Ok(pbkdf2_sha::pbkdf2_block(
+            fast, password, salt, iterations, index, out, stop,
+        ));
+    }
+    let job = BlockJob {
+        password,
+        salt,
+        iterations,
+        index,
+        stop,
+    };
+    Ok(match prf {
+        Pbkdf2Prf::HmacStribog512 => job.run::<hmac::Hmac<streebog::Streebog512>>(out),
+        Pbkdf2Prf::Hmac(hash) => match hash {
+            HashAlg::Sha1 => job.run::<hmac::Hmac<sha1::Sha1>>(out),
+            HashAlg::Sha224 => job.run::<hmac::Hmac<sha2::Sha224>>(out),
+            HashAlg::Sha256 => job.run::<hmac::Hmac<sha2::Sha256>>(out),
+            HashAlg::Sha384 => job.run::<hmac::Hmac<sha2::Sha384>>(out),
+            HashAlg::Sha512 => job.run::<hmac::Hmac<sha2::Sha512>>(out),
+            HashAlg::Ripemd160 => job.run::<hmac::Hmac<ripemd::Ripemd160>>(out),
+            HashAlg::Whirlpool => job.run::<hmac::Hmac<whirlpool::Whirlpool>>(out),
+            HashAlg::Sha3_224 => job.run::<hmac::Hmac<sha3::Sha3_224>>(out),
+            HashAlg::Sha3_256 => job.run::<hmac::Hmac<sha3::Sha3_256>>(out),
+            HashAlg::Sha3_384 => job.run::<hmac::Hmac<sha3::Sha3_384>>(out),
+            HashAlg::Sha3_512 => job.run::<hmac::Hmac<sha3::Sha3_512>>(out),
+            HashAlg::Sm3 => job.run::<hmac::Hmac<sm3::Sm3>>(out),
+            HashAlg::Wp256 | HashAlg::Wp384 => {
+                return Err(CryptoError::Unsupported(format!("PBKDF2 with hash {hash}")))
+            }
+        },
+    })
+}
+
+/// One PBKDF2 output block on a generic HMAC (the hashes without a fast path).
+struct BlockJob<'a> {
+    password: &'a [u8],
+    salt: &'a [u8],
+    iterations: u32,
+    index: u32,
+    stop: &'a dyn Fn() -> bool,
+}
+
+impl BlockJob<'_> {
+    /// Iterations between two looks at `stop`.
+    const STOP_CHECK_EVERY: u32 = 4096;
+
+    fn run<M: hmac::Mac + hmac::digest::KeyInit + Clone>(&self, out: &mut [u8]) -> bool {
+        let keyed = <M as hmac::digest::KeyInit>::new_from_slice(self.password)
+            .expect("HMAC takes any key length");
+        let mut mac = keyed.clone();
+        mac.update(self.salt);
+        mac.update(&self.index.to_be_bytes());
+        let mut u = mac.finalize().into_bytes();
+        let mut t = u.clone();
+        let mut left = self.iterations - 1;
+        let mut stopped = false;
+        while left > 0 {
+            let run = left.min(Self::STOP_CHECK_EVERY);
+            for _ in 0..run {
+                let mut mac = keyed.clone();
+                mac.update(&u);
+                u.as_mut_slice().zeroize();
+                u = mac.finalize().into_bytes();
+                for (a, b) in t.iter_mut().zip(u.iter()) {
+                    *a ^= b;
+                }
+            }
+            left -= run;
+            if left > 0 && (self.stop)() {
+                stopped = true;
+                break;
+            }
+        }
+        if !stopped {
+            out.copy_from_slice(&t[..out.len()]);
+        }
+        u.as_mut_slice().zeroize();
+        t.as_mut_slice().zeroize();
+        !stopped
+    }
+}
+
 /// PBKDF2-HMAC with Streebog-512 (GOST R 34.11-2012), the `stribog512` of VeraCrypt's
 /// header-key derivation (cryptsetup names it so; its hash is not a [`HashAlg`]: lukskit takes
 /// it for TCRYPT only, where cryptsetup's gcrypt backend has it).
@@ -939,6 +1072,57 @@ pub fn benchmark_argon2(
 mod tests {
     use super::*;
     use crate::openssl_oracle::openssl_md;
+
+    /// Blocks computed one by one are the whole derivation's (cut at a block boundary, the
+    /// last block truncated), for every hash and Streebog; a stopped block leaves `out` alone.
+    #[test]
+    fn pbkdf2_blocks_make_the_whole_derivation() {
+        let prfs = [
+            Pbkdf2Prf::Hmac(HashAlg::Sha1),
+            Pbkdf2Prf::Hmac(HashAlg::Sha256),
+            Pbkdf2Prf::Hmac(HashAlg::Sha512),
+            Pbkdf2Prf::Hmac(HashAlg::Ripemd160),
+            Pbkdf2Prf::Hmac(HashAlg::Whirlpool),
+            Pbkdf2Prf::Hmac(HashAlg::Sha3_256),
+            Pbkdf2Prf::HmacStribog512,
+        ];
+        let salt: Vec<u8> = (0..64u8).collect();
+        for prf in prfs {
+            for iterations in [1u32, 2, 4097, 9000] {
+                let mut whole = [0u8; 192];
+                match prf {
+                    Pbkdf2Prf::Hmac(h) => pbkdf2(h, b"pass phrase", &salt, iterations, &mut whole),
+                    Pbkdf2Prf::HmacStribog512 => {
+                        pbkdf2_stribog512(b"pass phrase", &salt, iterations, &mut whole)
+                    }
+                }
+                .unwrap();
+                let len = prf.block_len();
+                for (chunk, index) in whole.chunks(len).zip(1u32..) {
+                    let mut out = vec![0u8; chunk.len()];
+                    let done = pbkdf2_block(
+                        prf, b"pass phrase", &salt, iterations, index, &mut out, &|| false,
+                    )
+                    .unwrap();
+                    assert!(done);
+                    assert_eq!(out, chunk, "{prf:?} {iterations} block {index}");
+                }
+                let mut out = vec![0xa5u8; len];
+                let done =
+                    pbkdf2_block(prf, b"pass phrase", &salt, iterations, 1, &mut out, &|| true)
+                        .unwrap();
+                // Stopping is looked at only between runs of 4096 iterations.
+                assert_eq!(done, iterations <= 4097, "{prf:?} {iterations}");
+                if !done {
+                    assert!(out.iter().all(|&b| b == 0xa5));
+                }
+            }
+            let mut out = vec![0u8; prf.block_len() + 1];
+            assert!(pbkdf2_block(prf, b"p", &salt, 1, 1, &mut out, &|| false).is_err());
+            assert!(pbkdf2_block(prf, b"p", &salt, 1, 0, &mut out[..1], &|| false).is_err());
+            assert!(pbkdf2_block(prf, b"p", &salt, 0, 1, &mut out[..1], &|| false).is_err());
+        }
+    }
 
     fn pbkdf2_hex(hash: HashAlg, pwd: &[u8], salt: &[u8], iter: u32, len: usize) -> String {
         let kdf = Pbkdf::Pbkdf2 {

@@ -246,8 +246,20 @@ fn keyed<S: ShaState>(password: &[u8]) -> Keyed<S> {
     Keyed { inner, outer, mac }
 }
 
-/// `T_i` (1-based `index`) into `out` (at most `OUT_LEN` bytes).
-fn block<S: ShaState>(k: &Keyed<S>, salt: &[u8], index: u32, iterations: u32, out: &mut [u8]) {
+/// How many iterations run between two looks at a job's stop condition.
+const STOP_CHECK_EVERY: u32 = 4096;
+
+/// `T_i` (1-based `index`) into `out` (at most `OUT_LEN` bytes). `stop` is asked every
+/// [`STOP_CHECK_EVERY`] iterations; when it says so the block is abandoned (`out` untouched)
+/// and `false` returned.
+fn block<S: ShaState>(
+    k: &Keyed<S>,
+    salt: &[u8],
+    index: u32,
+    iterations: u32,
+    out: &mut [u8],
+    stop: &dyn Fn() -> bool,
+) -> bool {
     let mut mac = k.mac.clone();
     mac.update(salt);
     mac.update(&index.to_be_bytes());
@@ -264,15 +276,25 @@ fn block<S: ShaState>(k: &Keyed<S>, salt: &[u8], index: u32, iterations: u32, ou
     let bits = ((block_len + S::OUT_LEN) as u128 * 8).to_be_bytes();
     buf.as_mut()[block_len - S::LEN_FIELD..].copy_from_slice(&bits[16 - S::LEN_FIELD..]);
 
-    for _ in 1..iterations {
-        let mut s = k.inner;
-        s.compress(&buf);
-        s.write(buf.as_mut());
-        s = k.outer;
-        s.compress(&buf);
-        s.write(buf.as_mut());
-        t.xor(&s);
-        s.zeroize();
+    let mut left = iterations - 1;
+    while left > 0 {
+        let run = left.min(STOP_CHECK_EVERY);
+        for _ in 0..run {
+            let mut s = k.inner;
+            s.compress(&buf);
+            s.write(buf.as_mut());
+            s = k.outer;
+            s.compress(&buf);
+            s.write(buf.as_mut());
+            t.xor(&s);
+            s.zeroize();
+        }
+        left -= run;
+        if left > 0 && stop() {
+            buf.zeroize();
+            t.zeroize();
+            return false;
+        }
     }
     let mut bytes = S::zero_block();
     t.write(bytes.as_mut());
@@ -280,6 +302,49 @@ fn block<S: ShaState>(k: &Keyed<S>, salt: &[u8], index: u32, iterations: u32, ou
     bytes.zeroize();
     buf.zeroize();
     t.zeroize();
+    true
+}
+
+/// Never stop: the whole derivation is wanted.
+fn never() -> bool {
+    false
+}
+
+/// One output block `T_index` (1-based) of PBKDF2-HMAC-`hash` into `out` (at most the hash's
+/// length), asking `stop` now and then; `false` when it stopped the work.
+pub(crate) fn pbkdf2_block(
+    hash: FastHash,
+    password: &[u8],
+    salt: &[u8],
+    iterations: u32,
+    index: u32,
+    out: &mut [u8],
+    stop: &dyn Fn() -> bool,
+) -> bool {
+    fn one<S: ShaState>(
+        password: &[u8],
+        salt: &[u8],
+        iterations: u32,
+        index: u32,
+        out: &mut [u8],
+        stop: &dyn Fn() -> bool,
+    ) -> bool {
+        block(&keyed::<S>(password), salt, index, iterations, out, stop)
+    }
+    match hash {
+        FastHash::Sha1 => one::<Sha1State>(password, salt, iterations, index, out, stop),
+        FastHash::Sha256 => one::<Sha256State>(password, salt, iterations, index, out, stop),
+        FastHash::Sha512 => one::<Sha512State>(password, salt, iterations, index, out, stop),
+    }
+}
+
+/// The digest length of `hash`.
+pub(crate) fn output_len(hash: FastHash) -> usize {
+    match hash {
+        FastHash::Sha1 => Sha1State::OUT_LEN,
+        FastHash::Sha256 => Sha256State::OUT_LEN,
+        FastHash::Sha512 => Sha512State::OUT_LEN,
+    }
 }
 
 fn run<S: ShaState>(password: &[u8], salt: &[u8], iterations: u32, out: &mut [u8], th: Threads) {
@@ -292,7 +357,7 @@ fn run<S: ShaState>(password: &[u8], salt: &[u8], iterations: u32, out: &mut [u8
     };
     if workers <= 1 {
         for (c, i) in out.chunks_mut(S::OUT_LEN).zip(1u32..) {
-            block(&k, salt, i, iterations, c);
+            block(&k, salt, i, iterations, c, &never);
         }
         return;
     }
@@ -307,7 +372,7 @@ fn run<S: ShaState>(password: &[u8], salt: &[u8], iterations: u32, out: &mut [u8
                 return done;
             }
             let mut t = Zeroizing::new([0u8; MAX_HASH_LEN]);
-            block(&k, salt, i, iterations, &mut t[..S::OUT_LEN]);
+            block(&k, salt, i, iterations, &mut t[..S::OUT_LEN], &never);
             done.push((i, t));
         }
     };

@@ -7,6 +7,7 @@ use super::{HDR_KEY_LEN, SALT_LEN};
 use crate::formats::OtherFormatError;
 use crate::Result;
 use lukskit_crypto::hash::HashAlg;
+use lukskit_crypto::kdf::Pbkdf2Prf;
 use lukskit_crypto::SecretBuf;
 
 /// TrueCrypt's key-file pool (and longest passphrase).
@@ -137,6 +138,14 @@ pub fn pbkdf_input(
         max
     };
     Ok(SecretBuf::from_slice(&p[..len]))
+}
+
+/// The PBKDF2 pseudo-random function of `variant`; `None` for a hash lukskit lacks.
+pub fn prf(variant: &KdfVariant) -> Option<Pbkdf2Prf> {
+    if variant.hash == "stribog512" {
+        return Some(Pbkdf2Prf::HmacStribog512);
+    }
+    variant.hash_alg().map(Pbkdf2Prf::Hmac)
 }
 
 /// PBKDF2 of `input` and the header's salt with one variant: the 192-byte header key, `None`

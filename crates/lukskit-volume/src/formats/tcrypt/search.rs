@@ -1,13 +1,14 @@
-//! Finding the header key: every PBKDF2 variant (in parallel, one per core) with every
-//! cipher and cascade, until the decrypted header carries a magic. cryptsetup tries them one
+//! Finding the header key: every PBKDF2 variant (the output blocks of all of them shared by
+//! the cores) with every cipher and cascade, until the decrypted header carries a magic. cryptsetup tries them one
 //! after another; the answer is the same (the first variant in its order that decrypts,
 //! and within it the first cascade), as later variants wait until no earlier one can still
 //! win.
 
 use super::ciphers::{decrypt_header, Cascade, CASCADES};
 use super::header::{Magic, RawHeader};
-use super::kdf::{derive, KdfVariant};
-use super::ENC_LEN;
+use super::kdf::{self, KdfVariant};
+use super::{ENC_LEN, HDR_KEY_LEN};
+use lukskit_crypto::kdf::Pbkdf2Prf;
 use lukskit_crypto::SecretBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -60,7 +61,23 @@ fn try_ciphers(
     None
 }
 
+/// One KDF variant's derivation, filled block by block.
+struct Trial {
+    variant: (usize, KdfVariant),
+    prf: Pbkdf2Prf,
+    iterations: u32,
+    key: Mutex<SecretBuf>,
+    /// Blocks not yet computed; the thread that computes the last one tries the ciphers.
+    blocks_left: AtomicUsize,
+}
+
 /// Run the trials of `variants` (in table order) on `threads` threads.
+///
+/// The work is the output blocks of every variant's PBKDF2 (a 192-byte header key is 3
+/// SHA-512 blocks, 10 RIPEMD-160 blocks, …), handed out in table order: the threads share
+/// the blocks of one variant, so the variants complete in cryptsetup's order, each about as
+/// soon as the cores allow. Once a variant decrypts the header, the blocks of later variants
+/// still running are abandoned and none is started: no later variant can win.
 pub fn find(
     raw: &RawHeader,
     input: &SecretBuf,
@@ -68,32 +85,86 @@ pub fn find(
     limits: &Limits<'_>,
     threads: usize,
 ) -> Option<Found> {
+    let trials: Vec<Trial> = variants
+        .iter()
+        .filter_map(|&(index, variant)| {
+            let iterations = variant.iterations_with(limits.pim);
+            // cryptsetup skips a variant whose count is 0 (a PIM that wraps around to it)
+            // and one its crypto backend lacks.
+            let prf = kdf::prf(&variant)?;
+            (iterations > 0).then(|| Trial {
+                variant: (index, variant),
+                prf,
+                iterations,
+                key: Mutex::new(SecretBuf::zeroed(HDR_KEY_LEN)),
+                blocks_left: AtomicUsize::new(HDR_KEY_LEN.div_ceil(prf.block_len())),
+            })
+        })
+        .collect();
+    // Jobs: (trial, 1-based block index), in table order.
+    let jobs: Vec<(usize, u32)> = trials
+        .iter()
+        .enumerate()
+        .flat_map(|(t, trial)| {
+            let blocks = HDR_KEY_LEN.div_ceil(trial.prf.block_len());
+            (1..=blocks).map(move |b| (t, b as u32))
+        })
+        .collect();
     let next = AtomicUsize::new(0);
-    // Position (in `variants`) of the earliest success so far.
+    // Position (in `trials`) of the earliest success so far.
     let best = AtomicUsize::new(usize::MAX);
-    let results: Mutex<Vec<Option<Found>>> =
-        Mutex::new((0..variants.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Found>>> = Mutex::new((0..trials.len()).map(|_| None).collect());
     let worker = || loop {
-        let i = next.fetch_add(1, Ordering::SeqCst);
-        if i >= variants.len() || i > best.load(Ordering::SeqCst) {
+        let j = next.fetch_add(1, Ordering::SeqCst);
+        let Some(&(t, index)) = jobs.get(j) else {
+            return;
+        };
+        // Jobs come in table order: once an earlier trial has won, nothing left can.
+        if t > best.load(Ordering::SeqCst) {
             return;
         }
-        let (index, variant) = variants[i];
-        let Some(key) = derive(&variant, input.as_bytes(), &raw.salt, limits.pim) else {
+        let trial = &trials[t];
+        let len = trial.prf.block_len();
+        let start = (index as usize - 1) * len;
+        let end = (start + len).min(HDR_KEY_LEN);
+        let mut block = SecretBuf::zeroed(end - start);
+        let stop = || best.load(Ordering::SeqCst) < t;
+        let done = lukskit_crypto::kdf::pbkdf2_block(
+            trial.prf,
+            input.as_bytes(),
+            &raw.salt,
+            trial.iterations,
+            index,
+            block.as_mut_bytes(),
+            &stop,
+        );
+        if !matches!(done, Ok(true)) {
+            // Abandoned (an earlier trial won) or refused: this trial cannot complete.
+            if done.is_err() {
+                trial.blocks_left.store(usize::MAX, Ordering::SeqCst);
+            }
             continue;
+        }
+        let Ok(mut key) = trial.key.lock() else {
+            return;
         };
+        key.as_mut_bytes()[start..end].copy_from_slice(block.as_bytes());
+        drop(block);
+        if trial.blocks_left.fetch_sub(1, Ordering::SeqCst) != 1 {
+            continue;
+        }
         if let Some((cascade, decrypted)) = try_ciphers(raw, key.as_bytes(), limits) {
-            best.fetch_min(i, Ordering::SeqCst);
+            best.fetch_min(t, Ordering::SeqCst);
             if let Ok(mut r) = results.lock() {
-                r[i] = Some(Found {
-                    kdf: (index, variant),
+                r[t] = Some(Found {
+                    kdf: trial.variant,
                     cascade,
                     decrypted,
                 });
             }
         }
     };
-    let threads = threads.clamp(1, variants.len().max(1));
+    let threads = threads.clamp(1, jobs.len().max(1));
     std::thread::scope(|s| {
         for _ in 1..threads {
             s.spawn(worker);
