@@ -27,6 +27,7 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$repo/bench}
+mkdir -p "$out"
 runs=${UNLOCK_RUNS:-5}
 iter=${UNLOCK_ITER:-1000000}
 target=${CARGO_TARGET_DIR:-$repo/target}
