@@ -137,8 +137,9 @@ out += [
     "Cases: `vc-*` VeraCrypt images without `-h`/`-c` (every PBKDF2 hash and cipher until one",
     "decrypts; `vc-wrong`: none does, all are tried), `vc-sha512-h` with `-h sha512` (one",
     "KDF), `bitlk` BitLocker aes-xts password, `fvault2` FileVault 2 password.",
-    "lukskit runs the KDF variants in parallel, one per core (issue 31 asks >= 1.8x on 2 cores",
-    "for a search without -h/-c); cryptsetup runs them one after another.",
+    "lukskit shares the PBKDF2 output blocks of all KDF variants among the cores, in",
+    "cryptsetup's order, and abandons later variants once one decrypts (issue 31 asks >= 1.8x",
+    "on 2 cores for a search without -h/-c); cryptsetup runs the variants one after another.",
 ]
 open(md, "w").write("\n".join(out) + "\n")
 print("\n".join(out))
