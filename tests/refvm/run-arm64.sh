@@ -51,6 +51,9 @@ MODULES=(
     drivers/virtio drivers/block/virtio_blk.ko drivers/char/virtio_console.ko
     drivers/char/hw_random/virtio-rng.ko
     drivers/block/loop.ko fs/fuse fs/ext4
+    # The vTPM proxy (a TPM served by a process in the guest: the board ramdisk's TPM boot in
+    # static_binaries.rs); the kernel has no driver for QEMU's tpm-tis-device, see --tpm.
+    drivers/char/tpm/tpm_vtpm_proxy.ko
 )
 MODULES_EXCLUDE=(crypto/tcrypt.ko)
 # Loaded at boot (busybox modprobe does not serve the kernel's requests for crypto algorithms,

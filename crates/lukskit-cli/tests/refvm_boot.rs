@@ -525,7 +525,9 @@ fn check_systemd_tools(t: &str, console: &str) {
         .copied()
         .collect::<Vec<_>>()
         .join("\n");
-    say(&format!("{t}: systemd's tools on lukskit's enrolments:\n{report}"));
+    say(&format!(
+        "{t}: systemd's tools on lukskit's enrolments:\n{report}"
+    ));
     // `ls /dev/tpmrm0 /dev/tpm0` in the guest (sorted by ls).
     assert!(
         lines
@@ -564,11 +566,23 @@ fn check_systemd_tools(t: &str, console: &str) {
         };
         let enrolled = json("enrolled");
         let tokens = enrolled["tokens"].as_object().expect("tokens");
-        assert_eq!(tokens.len(), 1, "{t}: {vol}: tokens after enrolment: {enrolled}");
+        assert_eq!(
+            tokens.len(),
+            1,
+            "{t}: {vol}: tokens after enrolment: {enrolled}"
+        );
         let tok = tokens.values().next().unwrap();
         assert_eq!(tok["type"], "systemd-tpm2", "{t}: {vol}: {tok}");
-        assert_eq!(tok["keyslots"], serde_json::json!(["1"]), "{t}: {vol}: {tok}");
-        assert_eq!(tok["tpm2-pcrs"], serde_json::json!([7]), "{t}: {vol}: {tok}");
+        assert_eq!(
+            tok["keyslots"],
+            serde_json::json!(["1"]),
+            "{t}: {vol}: {tok}"
+        );
+        assert_eq!(
+            tok["tpm2-pcrs"],
+            serde_json::json!([7]),
+            "{t}: {vol}: {tok}"
+        );
         assert_eq!(tok["tpm2-pin"], vol == "v2", "{t}: {vol}: {tok}");
         assert_eq!(keyslots(&enrolled), ["0", "1"], "{t}: {vol}: {enrolled}");
         let wiped = json("wiped");

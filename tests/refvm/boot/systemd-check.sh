@@ -32,12 +32,14 @@ T0=$(date +%s.%N)
 failed=0
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
-# step VOLUME NAME COMMAND...: runs COMMAND (at most 120 s), says ok or FAIL with its output.
+# step VOLUME NAME COMMAND...: runs COMMAND (a function of this script; each program it runs
+# is bounded with `timeout`), says ok or FAIL with its output.
+W="timeout 120"
 step() {
     vol=$1 name=$2
     shift 2
     t=$(date +%s.%N)
-    timeout 120 "$@" >/tmp/out 2>&1
+    "$@" >/tmp/out 2>&1
     rc=$?
     secs=$(since "$t")
     if [ "$rc" = 0 ]; then
@@ -52,7 +54,7 @@ step() {
 step_fails() {
     vol=$1 name=$2
     shift 2
-    timeout 120 "$@" >/tmp/out 2>&1
+    "$@" >/tmp/out 2>&1
     rc=$?
     if [ "$rc" != 0 ] && [ "$rc" != 124 ]; then
         echo "LUKSKIT-BOOT-CHECK $vol $name ok (refused, rc=$rc)"
@@ -67,27 +69,27 @@ json() { # volume label device
 }
 enroll() { # device [pin]
     if [ -n "${2:-}" ]; then
-        printf '%s\n' "$2" | lukskit token enroll-tpm2 --tpm2-device=auto --tpm2-pcrs=7 \
+        printf '%s\n' "$2" | $W lukskit token enroll-tpm2 --tpm2-device=auto --tpm2-pcrs=7 \
             --tpm2-with-pin=yes --key-file /check/passphrase "$1"
     else
-        lukskit token enroll-tpm2 --tpm2-device=auto --tpm2-pcrs=7 --key-file /check/passphrase "$1" </dev/null
+        $W lukskit token enroll-tpm2 --tpm2-device=auto --tpm2-pcrs=7 --key-file /check/passphrase "$1" </dev/null
     fi
 }
 sd_attach() { # name device [pin]
     if [ -n "${3:-}" ]; then
-        PIN=$3 systemd-cryptsetup attach "$1" "$2" - tpm2-device=auto,headless=1 </dev/null
+        PIN=$3 $W /lib/systemd/systemd-cryptsetup attach "$1" "$2" - tpm2-device=auto,headless=1 </dev/null
     else
-        env -u PIN systemd-cryptsetup attach "$1" "$2" - tpm2-device=auto,headless=1 </dev/null
+        env -u PIN $W /lib/systemd/systemd-cryptsetup attach "$1" "$2" - tpm2-device=auto,headless=1 </dev/null
     fi
 }
 cs_open() { # device name [pin]
-    printf '%s' "${3:-}" | cryptsetup open --token-only "$1" "$2"
+    printf '%s' "${3:-}" | $W cryptsetup open --token-only "$1" "$2"
 }
 write_block() { # mapping file
-    head -c 4096 /dev/urandom >"$2" && dd if="$2" of="/dev/mapper/$1" bs=4096 count=1 conv=fsync 2>/dev/null
+    head -c 4096 /dev/urandom >"$2" && $W dd if="$2" of="/dev/mapper/$1" bs=4096 count=1 conv=fsync 2>/dev/null
 }
 read_block() { # mapping file
-    dd if="/dev/mapper/$1" bs=4096 count=1 iflag=direct 2>/dev/null | cmp - "$2"
+    $W dd if="/dev/mapper/$1" bs=4096 count=1 iflag=direct 2>/dev/null | cmp - "$2"
 }
 
 echo "LUKSKIT-BOOT-CHECK-TPM $(ls /dev/tpmrm0 /dev/tpm0 2>&1 | tr '\n' ' ')"
@@ -99,15 +101,15 @@ for v in v1 v2; do
     json $v enrolled "$dev"
     if [ -n "$pin" ]; then
         step_fails $v systemd-cryptsetup-no-pin sd_attach sd$v "$dev"
-        [ -e /dev/mapper/sd$v ] && systemd-cryptsetup detach sd$v
+        [ -e /dev/mapper/sd$v ] && /lib/systemd/systemd-cryptsetup detach sd$v
     fi
     step $v systemd-cryptsetup-attach sd_attach sd$v "$dev" "$pin"
     step $v write write_block sd$v /tmp/block.$v
-    step $v systemd-cryptsetup-detach systemd-cryptsetup detach sd$v
+    step $v systemd-cryptsetup-detach $W /lib/systemd/systemd-cryptsetup detach sd$v
     step $v cryptsetup-token-open cs_open "$dev" cs$v "$pin"
     step $v read read_block cs$v /tmp/block.$v
-    step $v cryptsetup-close cryptsetup close cs$v
-    step $v systemd-cryptenroll-wipe env PASSWORD="$(cat /check/passphrase)" systemd-cryptenroll --wipe-slot=tpm2 "$dev"
+    step $v cryptsetup-close $W cryptsetup close cs$v
+    step $v systemd-cryptenroll-wipe env PASSWORD="$(cat /check/passphrase)" $W systemd-cryptenroll --wipe-slot=tpm2 "$dev"
     json $v wiped "$dev"
 done
 echo "LUKSKIT-BOOT-CHECK-TIME $(since "$T0") s"
