@@ -547,6 +547,16 @@ fn check_systemd_tools(t: &str, console: &str) {
                 "{t}: {vol}: step {step} did not pass:\n{report}\nconsole:\n{console}"
             );
         }
+        if vol == "v2" {
+            // Refused because the PIN was not given (headless: systemd asks nobody), not for
+            // another reason.
+            assert!(
+                lines.iter().any(|l| l
+                    .starts_with("LUKSKIT-BOOT-CHECK-LOG v2 systemd-cryptsetup-no-pin:")
+                    && l.contains("PIN")),
+                "{t}: v2: systemd-cryptsetup without $PIN was not refused for the PIN:\n{report}"
+            );
+        }
         let json = |label: &str| -> serde_json::Value {
             let prefix = format!("LUKSKIT-BOOT-CHECK-JSON {vol} {label} ");
             let text = lines

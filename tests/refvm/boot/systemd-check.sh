@@ -9,7 +9,8 @@
 #   - `systemd-cryptsetup attach NAME DEV - tpm2-device=auto,headless=1` (v2: the PIN in
 #     systemd's $PIN variable; headless: no password agent, so only the token can unlock),
 #     a random block written through the mapping, `systemd-cryptsetup detach`;
-#   - v2 only: the same attach without $PIN must fail (the token needs its PIN);
+#   - v2 only: the same attach without $PIN must fail (the token needs its PIN; its messages
+#     follow on LUKSKIT-BOOT-CHECK-LOG lines);
 #   - `cryptsetup open --token-only` (libcryptsetup with systemd's token plugin; v2: the PIN on
 #     standard input at "Enter token PIN:"), the block read back and compared, close;
 #   - `systemd-cryptenroll --wipe-slot=tpm2`.
@@ -58,6 +59,7 @@ step_fails() {
     rc=$?
     if [ "$rc" != 0 ] && [ "$rc" != 124 ]; then
         echo "LUKSKIT-BOOT-CHECK $vol $name ok (refused, rc=$rc)"
+        sed "s/^/LUKSKIT-BOOT-CHECK-LOG $vol $name: /" /tmp/out
     else
         echo "LUKSKIT-BOOT-CHECK $vol $name FAIL rc=$rc (it should have been refused)"
         sed "s/^/LUKSKIT-BOOT-CHECK-LOG $vol $name: /" /tmp/out
