@@ -640,7 +640,7 @@ fn board_swtpm(t: &str, dir: &Path, board: &str) -> Option<()> {
     );
     sh(&format!(
         "set -e; for f in {debs}/*.deb; do dpkg-deb -x \"$f\" {board}; done
-         rm -rf {board}/usr/share {board}/etc {board}/usr/lib/aarch64-linux-gnu/gconv \
+         rm -rf {board}/usr/share {board}/usr/lib/aarch64-linux-gnu/gconv \
                 {board}/usr/lib/aarch64-linux-gnu/engines-3 {board}/usr/lib/aarch64-linux-gnu/ossl-modules
          test -x {board}/usr/bin/swtpm
          mkdir -p {board}/tpm
