@@ -9,7 +9,9 @@
 //! - lukskit's hook with a software TPM attached (`tpm`: swtpm, run.sh `--tpm`): the root's
 //!   systemd-tpm2 token (enrolled by systemd-cryptenroll with PCR 7) unlocks it with no
 //!   keyboard, and a second volume whose token no longer matches PCR 7 falls back to the
-//!   passphrase typed on the serial console;
+//!   passphrase typed on the serial console; in the same boot the real root's init runs
+//!   systemd 252's own tools (systemd-cryptsetup, cryptsetup with systemd's token plugin,
+//!   systemd-cryptenroll) on volumes that `lukskit token enroll-tpm2` enrolled in that guest;
 //! - lukskit's hook with `--backend userspace` (`fuse`): the root is served by lukskit's own
 //!   process (FUSE file + loop device, as on a kernel without dm-crypt), which must keep
 //!   serving after `switch_root`, marked as a systemd root-storage daemon (`@` in argv[0]);
