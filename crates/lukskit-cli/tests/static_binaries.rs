@@ -825,7 +825,8 @@ INIT
         ),
         "cryptsetup luksFormat",
     );
-    let name = format!("lkt-board-{}", std::process::id());
+    // One name per test: the board tests run in parallel in one process.
+    let name = format!("lkt-board-{}-{}", std::process::id(), unlock as u8);
     ok(
         run(
             x86,
