@@ -62,8 +62,10 @@ command -v socat >/dev/null 2>&1 || need_pkgs+=(socat)
 command -v jose >/dev/null 2>&1 || need_pkgs+=(jose)
 [ -x /usr/bin/clevis-luks-bind ] || need_pkgs+=(clevis clevis-luks)
 # systemd-tpm2 tokens (tests/tpm2.rs): a socket swtpm, tpm2-tools (and the swtpm TCTI that
-# both they and systemd-cryptenroll load) to enroll with systemd 252 and change PCRs.
+# both they and systemd-cryptenroll load) to enroll with systemd 252 and change PCRs; the
+# board ramdisk's TPM boot (static_binaries.rs) and boot/build.sh stop swtpm with swtpm_ioctl.
 command -v swtpm >/dev/null 2>&1 || need_pkgs+=(swtpm swtpm-tools)
+command -v swtpm_ioctl >/dev/null 2>&1 || need_pkgs+=(swtpm-tools)
 command -v tpm2_pcrextend >/dev/null 2>&1 || need_pkgs+=(tpm2-tools)
 [ -e /usr/lib/x86_64-linux-gnu/libtss2-tcti-swtpm.so.0 ] || need_pkgs+=(libtss2-tcti-swtpm0)
 command -v systemd-cryptenroll >/dev/null 2>&1 || need_pkgs+=(systemd)
@@ -79,8 +81,10 @@ command -v pkcs11-tool >/dev/null 2>&1 || need_pkgs+=(opensc)
 # adds (--link-vk-to-keyring, crypttab's passphrase cache) and adds the ones it reads.
 command -v keyctl >/dev/null 2>&1 || need_pkgs+=(keyutils)
 # Boot tests (refvm_boot.rs, tests/refvm/boot/build.sh): a Debian system made with mmdebstrap
-# builds the initramfs images with its own mkinitramfs, and a second one (dracut and systemd,
-# from the mirror into the chroot: nothing of it on this machine) the dracut image.
+# builds the initramfs images with its own mkinitramfs, a second one (dracut and systemd,
+# from the mirror into the chroot: nothing of it on this machine) the dracut image, and a
+# third (systemd 252, cryptsetup-bin, tpm2-tss) is the TPM boot's check disk of systemd's tools
+# (made with mke2fs -d: e2fsprogs).
 command -v mmdebstrap >/dev/null 2>&1 || need_pkgs+=(mmdebstrap)
 # scripts/test-lanes.sh reads cargo's list of test binaries with python3; image tests decrypt
 # lukskit's output with Python's `cryptography` as an independent check (Debian's package: the

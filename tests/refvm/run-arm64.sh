@@ -51,6 +51,9 @@ MODULES=(
     drivers/virtio drivers/block/virtio_blk.ko drivers/char/virtio_console.ko
     drivers/char/hw_random/virtio-rng.ko
     drivers/block/loop.ko fs/fuse fs/ext4
+    # The vTPM proxy (a TPM served by a process in the guest: the board ramdisk's TPM boot in
+    # static_binaries.rs); the kernel has no driver for QEMU's tpm-tis-device, see --tpm.
+    drivers/char/tpm/tpm_vtpm_proxy.ko
 )
 MODULES_EXCLUDE=(crypto/tcrypt.ko)
 # Loaded at boot (busybox modprobe does not serve the kernel's requests for crypto algorithms,
@@ -78,6 +81,10 @@ options:
   --prepare        only download and build the kernel and initramfs (exit 0, or 77 = skip)
   --verbose        show the kernel console and timings on stderr (LUKSKIT_REFVM_VERBOSE=1)
   --keep           keep the run directory (console log, initrd) (LUKSKIT_REFVM_KEEP=1)
+  --tpm STATEDIR   attach a software TPM 2.0 (swtpm, state kept in STATEDIR) as QEMU's
+                   tpm-tis-device (MMIO TIS, device tree "tcg,tpm-tis-mmio"). Debian's arm64
+                   6.1 kernel has no driver for it (CONFIG_TCG_TIS is not set): the guest sees
+                   the device tree node but gets no /dev/tpm0 (README.md)
 
 environment: LUKSKIT_BIN (a static aarch64 lukskit, installed as /usr/bin/lukskit),
   LUKSKIT_REFVM_ARM64_CACHE (cache dir), LUKSKIT_REFVM_ARM64_KERNEL (e.g. 6.1.0-56-arm64),
@@ -91,6 +98,7 @@ INITRD=
 DOWNLOAD=
 COPIES=()
 ANSWERS=()
+TPM_STATE=
 while [ $# -gt 0 ]; do
     case "$1" in
     --copy) COPIES+=("$2"); shift 2 ;;
@@ -103,6 +111,7 @@ while [ $# -gt 0 ]; do
     --prepare) PREPARE=1; shift ;;
     --verbose) VERBOSE=1; shift ;;
     --keep) KEEP=1; shift ;;
+    --tpm) TPM_STATE=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
     -*) usage >&2; exit 2 ;;
@@ -123,6 +132,10 @@ for d in "${DISKS[@]}"; do
     [ -f "$d" ] || [ -b "$d" ] || die "no such disk image: $d"
 done
 if [ -n "$LUKSKIT_BIN" ]; then [ -x "$LUKSKIT_BIN" ] || die "LUKSKIT_BIN is not executable: $LUKSKIT_BIN"; fi
+if [ -n "$TPM_STATE" ]; then
+    command -v swtpm >/dev/null || skip "--tpm needs swtpm (apt-get install swtpm swtpm-tools)"
+    mkdir -p "$TPM_STATE" || die "--tpm: cannot create $TPM_STATE"
+fi
 
 T0=$(date +%s.%N)
 
@@ -426,4 +439,19 @@ DISK_ARGS=()
 for d in "${DISKS[@]}"; do
     DISK_ARGS+=(-drive "file=${d//,/,,},format=raw,if=none,id=d${#DISK_ARGS[@]},cache=unsafe" -device "virtio-blk-pci,drive=d${#DISK_ARGS[@]}")
 done
+# The software TPM as in run.sh, on the virt machine's platform bus (tpm-tis-device).
+if [ -n "$TPM_STATE" ]; then
+    swtpm socket --tpm2 --tpmstate "dir=${TPM_STATE//,/,,}" --ctrl "type=unixio,path=$RUN/swtpm.sock" \
+        --terminate --log "file=$RUN/swtpm.log" </dev/null >/dev/null 2>&1 &
+    SWTPM_PID=$!
+    # (|| true: swtpm --terminate has usually ended with QEMU, and under set -e a failing command
+    # in the trap would make the run's exit status 1.)
+    trap 'kill "$SWTPM_PID" 2>/dev/null || true; wait "$SWTPM_PID" 2>/dev/null || true; cleanup' EXIT
+    n=0
+    while [ ! -S "$RUN/swtpm.sock" ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+    [ -S "$RUN/swtpm.sock" ] || die "swtpm did not start (log: $(cat "$RUN/swtpm.log" 2>/dev/null))"
+    # shellcheck disable=SC2054 # qemu options are comma-separated
+    DISK_ARGS+=(-chardev "socket,id=chrtpm,path=$RUN/swtpm.sock" -tpmdev emulator,id=tpm0,chardev=chrtpm
+        -device tpm-tis-device,tpmdev=tpm0)
+fi
 refvm_boot "quiet rdinit=/init"

@@ -9,7 +9,9 @@
 //! - lukskit's hook with a software TPM attached (`tpm`: swtpm, run.sh `--tpm`): the root's
 //!   systemd-tpm2 token (enrolled by systemd-cryptenroll with PCR 7) unlocks it with no
 //!   keyboard, and a second volume whose token no longer matches PCR 7 falls back to the
-//!   passphrase typed on the serial console;
+//!   passphrase typed on the serial console; in the same boot the real root's init runs
+//!   systemd 252's own tools (systemd-cryptsetup, cryptsetup with systemd's token plugin,
+//!   systemd-cryptenroll) on volumes that `lukskit token enroll-tpm2` enrolled in that guest;
 //! - lukskit's hook with `--backend userspace` (`fuse`): the root is served by lukskit's own
 //!   process (FUSE file + loop device, as on a kernel without dm-crypt), which must keep
 //!   serving after `switch_root`, marked as a systemd root-storage daemon (`@` in argv[0]);
@@ -49,6 +51,9 @@ struct Built {
     initrds: PathBuf,
     /// The dracut image (`dracut.img`, `dracut.list`).
     dracut: PathBuf,
+    /// The check disk of systemd's tools (`check.img`: the systemd chroot with lukskit and
+    /// `tests/refvm/boot/systemd-check.sh`) and its two LUKS2 volumes (`v1.img`, `v2.img`).
+    check: PathBuf,
     lukskit: PathBuf,
 }
 
@@ -111,6 +116,7 @@ fn built(test: &str) -> Option<&'static Built> {
             tpm: PathBuf::from(&vars["TPM"]),
             initrds: PathBuf::from(&vars["INITRDS"]),
             dracut: PathBuf::from(&vars["DRACUT"]),
+            check: PathBuf::from(&vars["CHECK"]),
             lukskit,
         })
     });
@@ -166,12 +172,14 @@ fn boot(
         append,
         if typed { answers } else { &[] },
         None,
+        120,
     )
 }
 
 /// One boot of `initrd` with the disk images `disks`, the kernel command line `append`, each
 /// `(prompt, file)` of `answers` typed in order once its prompt is on the console, and a
-/// software TPM with a throw-away copy of the state directory `tpm` when given.
+/// software TPM with a throw-away copy of the state directory `tpm` when given; `expected`: the
+/// seconds the boot takes on a loaded host here (the timeout is four times that).
 fn boot_with(
     test: &str,
     initrd: &Path,
@@ -179,6 +187,7 @@ fn boot_with(
     append: &str,
     answers: &[(&str, PathBuf)],
     tpm: Option<&Path>,
+    expected: u64,
 ) -> Option<VmRun> {
     let mut args: Vec<std::ffi::OsString> = vec![
         "--initrd".into(),
@@ -210,7 +219,7 @@ fn boot_with(
     let a: Vec<&std::ffi::OsStr> = args.iter().map(|s| s.as_os_str()).collect();
     // A boot is ~30-90 s under TCG here (udev, module loading, the 30 s wait of a degraded
     // array); four times that on a loaded host.
-    let r = run_vm(test, timeout_for(120), &a, false);
+    let r = run_vm(test, timeout_for(expected), &a, false);
     if !r.ran(test) {
         return None;
     }
@@ -404,16 +413,29 @@ fn lukskit_hook_unlocks_root_with_tpm_and_asks_passphrase_when_pcr7_changed() {
         ("Enter passphrase for /dev/md", tab.clone()),
         ("Enter passphrase for /dev/md", tab),
     ];
+    // After the root's init has reported, it runs the checks of systemd's tools from the check
+    // disk (/dev/vdd) on the volumes /dev/vde and /dev/vdf: see check_systemd_tools.
+    let disks = [
+        b.tpm.join("t1.img"),
+        b.tpm.join("t2.img"),
+        b.tpm.join("tc.img"),
+        b.check.join("check.img"),
+        b.check.join("v1.img"),
+        b.check.join("v2.img"),
+    ];
     let Some(r) = boot_with(
         t,
         &b.initrds.join("tpm.img"),
-        &["t1.img", "t2.img", "tc.img"].map(|d| b.tpm.join(d)),
-        "root=/dev/mapper/cryptroot",
+        &disks,
+        "root=/dev/mapper/cryptroot lukskit.check=/dev/vdd",
         &answers,
         Some(&b.tpm.join("state")),
+        180,
     ) else {
         return;
     };
+    // run.sh's exit status after a TPM boot (until 2026-11-29 its swtpm cleanup made it 1).
+    assert_eq!(r.code, 0, "{t}: run.sh: {}", r.stderr);
     let console = &r.stdout;
     // The two volumes in crypttab order: cryptplain's token fails and its passphrase (keyslot
     // 1) is typed; the root opens with its TPM token's keyslot (2), no prompt for it.
@@ -469,6 +491,129 @@ fn lukskit_hook_unlocks_root_with_tpm_and_asks_passphrase_when_pcr7_changed() {
         s.dm.iter().any(|(n, u)| n == "cryptplain" && *u == want_c),
         "{t}: no dm-crypt mapping cryptplain with UUID {want_c}: {:?}",
         s.dm
+    );
+    check_systemd_tools(t, console);
+}
+
+/// The steps of tests/refvm/boot/systemd-check.sh that must say `ok` for each volume (`v2`
+/// has the PIN, and its attach without `$PIN` must be refused).
+const SYSTEMD_STEPS: &[&str] = &[
+    "enroll",
+    "systemd-cryptsetup-attach",
+    "write",
+    "systemd-cryptsetup-detach",
+    "cryptsetup-token-open",
+    "read",
+    "cryptsetup-close",
+    "systemd-cryptenroll-wipe",
+];
+
+/// systemd 252's own tools on lukskit's enrolments, in the TPM boot's guest (the real root's
+/// init runs tests/refvm/boot/systemd-check.sh from the check disk, chrooted into a Debian
+/// system with systemd): two LUKS2 volumes enrolled there by `lukskit token enroll-tpm2
+/// --tpm2-device=auto --tpm2-pcrs=7` (v2 `--tpm2-with-pin=yes`) open with no passphrase with
+/// `systemd-cryptsetup attach … tpm2-device=auto,headless=1` (v2 with systemd's `$PIN`, and not
+/// without it) and with `cryptsetup open --token-only` through systemd's token plugin (v2 with
+/// the PIN typed at "Enter token PIN:"), the block written through systemd's mapping reads back
+/// through cryptsetup's, and `systemd-cryptenroll --wipe-slot=tpm2` removes lukskit's token and
+/// its keyslot (the LUKS2 JSON before and after).
+fn check_systemd_tools(t: &str, console: &str) {
+    let lines: Vec<&str> = console
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .filter(|l| l.starts_with("LUKSKIT-BOOT-CHECK"))
+        .collect();
+    let report = lines
+        .iter()
+        .filter(|l| !l.starts_with("LUKSKIT-BOOT-CHECK-JSON"))
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n");
+    say(&format!(
+        "{t}: systemd's tools on lukskit's enrolments:\n{report}"
+    ));
+    // `ls /dev/tpmrm0 /dev/tpm0` in the guest (sorted by ls).
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("LUKSKIT-BOOT-CHECK-TPM /dev/tpm0 /dev/tpmrm0")),
+        "{t}: the check saw no TPM in the guest:\n{report}\nconsole:\n{console}"
+    );
+    for vol in ["v1", "v2"] {
+        let mut steps = SYSTEMD_STEPS.to_vec();
+        if vol == "v2" {
+            steps.push("systemd-cryptsetup-no-pin");
+        }
+        for step in steps {
+            let want = format!("LUKSKIT-BOOT-CHECK {vol} {step} ok");
+            assert!(
+                lines.iter().any(|l| l.starts_with(&want)),
+                "{t}: {vol}: step {step} did not pass:\n{report}\nconsole:\n{console}"
+            );
+        }
+        if vol == "v2" {
+            // Refused because the PIN was not given (headless: systemd asks nobody), not for
+            // another reason.
+            assert!(
+                lines.iter().any(|l| l
+                    .starts_with("LUKSKIT-BOOT-CHECK-LOG v2 systemd-cryptsetup-no-pin:")
+                    && l.contains("PIN")),
+                "{t}: v2: systemd-cryptsetup without $PIN was not refused for the PIN:\n{report}"
+            );
+        }
+        let json = |label: &str| -> serde_json::Value {
+            let prefix = format!("LUKSKIT-BOOT-CHECK-JSON {vol} {label} ");
+            let text = lines
+                .iter()
+                .find_map(|l| l.strip_prefix(prefix.as_str()))
+                .unwrap_or_else(|| panic!("{t}: no {label} JSON of {vol}:\n{report}"));
+            serde_json::from_str(text)
+                .unwrap_or_else(|e| panic!("{t}: {vol} {label} JSON: {e}: {text}"))
+        };
+        let keyslots = |j: &serde_json::Value| -> Vec<String> {
+            let mut k: Vec<String> = j["keyslots"]
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default();
+            k.sort();
+            k
+        };
+        let enrolled = json("enrolled");
+        let tokens = enrolled["tokens"].as_object().expect("tokens");
+        assert_eq!(
+            tokens.len(),
+            1,
+            "{t}: {vol}: tokens after enrolment: {enrolled}"
+        );
+        let tok = tokens.values().next().unwrap();
+        assert_eq!(tok["type"], "systemd-tpm2", "{t}: {vol}: {tok}");
+        assert_eq!(
+            tok["keyslots"],
+            serde_json::json!(["1"]),
+            "{t}: {vol}: {tok}"
+        );
+        assert_eq!(
+            tok["tpm2-pcrs"],
+            serde_json::json!([7]),
+            "{t}: {vol}: {tok}"
+        );
+        assert_eq!(tok["tpm2-pin"], vol == "v2", "{t}: {vol}: {tok}");
+        assert_eq!(keyslots(&enrolled), ["0", "1"], "{t}: {vol}: {enrolled}");
+        let wiped = json("wiped");
+        assert_eq!(
+            wiped["tokens"],
+            serde_json::json!({}),
+            "{t}: {vol}: systemd-cryptenroll --wipe-slot=tpm2 left a token: {wiped}"
+        );
+        assert_eq!(
+            keyslots(&wiped),
+            ["0"],
+            "{t}: {vol}: systemd-cryptenroll --wipe-slot=tpm2 left the keyslot: {wiped}"
+        );
+    }
+    assert!(
+        lines.contains(&"LUKSKIT-BOOT-CHECK-EXIT 0"),
+        "{t}: the check script failed:\n{report}"
     );
 }
 
@@ -717,6 +862,7 @@ fn dracut_module_unlocks_raid1_root_and_plain_disk() {
         ),
         &[("Enter passphrase for", b.disks.join("passphrase"))],
         Some(&b.tpm.join("state")),
+        120,
     ) else {
         return;
     };

@@ -557,7 +557,10 @@ fn sh(cmd: &str) {
 /// only that file system holds, that it runs as PID 1 and what `/` is.
 #[test]
 fn board_ramdisk_unlocks_luks2_root_and_switches_root() {
-    board_ramdisk("board ramdisk with lukskit, key file (arm64 VM)", false);
+    board_ramdisk(
+        "board ramdisk with lukskit, key file (arm64 VM)",
+        Unlock::KeyFile,
+    );
 }
 
 /// The same with no key file in the ramdisk: the passphrase is typed on the serial console
@@ -566,11 +569,163 @@ fn board_ramdisk_unlocks_luks2_root_and_switches_root() {
 fn board_ramdisk_unlocks_with_passphrase_typed_on_console() {
     board_ramdisk(
         "board ramdisk with lukskit, typed passphrase (arm64 VM)",
-        true,
+        Unlock::Typed,
     );
 }
 
-fn board_ramdisk(t: &str, typed: bool) {
+/// The same with no key file and a TPM: the root has a `systemd-tpm2` token (sealed to PCR 7
+/// by `lukskit token enroll-tpm2` on the host against a software TPM whose state the board then
+/// has), the ramdisk is made with `--tpm2-device auto`, and the root unlocks with nothing
+/// typed. Debian's arm64 kernel has no driver for QEMU's TPM of the `virt` machine
+/// (`tpm-tis-device` needs `tpm_tis`, CONFIG_TCG_TIS, which it does not build), so the board's
+/// TPM is Debian's arm64 swtpm inside the guest behind the kernel's vTPM proxy
+/// (`tpm_vtpm_proxy`, `swtpm chardev --vtpm-proxy`): the kernel's TPM core and resource manager
+/// give it `/dev/tpm0` and `/dev/tpmrm0`, started by a small `/init.tpm` (`rdinit=`) before the
+/// ramdisk's /init. Nothing extends PCR 7 there, so it is zero at enrolment and at boot.
+#[test]
+fn board_ramdisk_unlocks_with_tpm2_token_no_keyboard() {
+    board_ramdisk(
+        "board ramdisk with lukskit, TPM2 token (arm64 VM)",
+        Unlock::Tpm,
+    );
+}
+
+/// How the board ramdisk's root is unlocked.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unlock {
+    /// A key file in the ramdisk.
+    KeyFile,
+    /// The passphrase typed at lukskit's prompt on the serial console.
+    Typed,
+    /// The root's systemd-tpm2 token, with the board's (software) TPM.
+    Tpm,
+}
+
+/// Debian's arm64 swtpm with the libraries it loads, unpacked into the ramdisk tree `board`
+/// (downloaded with `run-arm64.sh --download`), and `/init.tpm`: loads `tpm_vtpm_proxy`, starts
+/// swtpm on the state in `/tpm` behind the vTPM proxy, waits for `/dev/tpmrm0`, then runs the
+/// ramdisk's `/init`. `None` after [`skip_or_fail`] when the packages cannot be had.
+fn board_swtpm(t: &str, dir: &Path, board: &str) -> Option<()> {
+    let debs = dir.join("swtpm-debs");
+    let o = Command::new("bash")
+        .arg(repo().join("tests/refvm/run-arm64.sh"))
+        .arg("--download")
+        .arg(&debs)
+        .args([
+            "swtpm",
+            "swtpm-libs",
+            "libtpms0",
+            "libseccomp2",
+            "libssl3",
+            "libc6",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run tests/refvm/run-arm64.sh --download");
+    if o.status.code() == Some(EXIT_UNAVAILABLE) {
+        skip_or_fail(
+            t,
+            &format!(
+                "arm64 swtpm packages not available: {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ),
+        );
+        return None;
+    }
+    assert!(
+        o.status.success(),
+        "run-arm64.sh --download swtpm ...: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    sh(&format!(
+        "set -e; for f in {debs}/*.deb; do dpkg-deb -x \"$f\" {board}; done
+         rm -rf {board}/usr/share {board}/usr/lib/aarch64-linux-gnu/gconv \
+                {board}/usr/lib/aarch64-linux-gnu/engines-3 {board}/usr/lib/aarch64-linux-gnu/ossl-modules
+         test -x {board}/usr/bin/swtpm
+         mkdir -p {board}/tpm
+         cat >{board}/init.tpm <<'INIT'
+#!/bin/sh
+# The board's TPM (a test stand-in for its TPM chip and driver): swtpm behind the kernel's vTPM
+# proxy, then the ramdisk's own /init.
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+modprobe tpm_vtpm_proxy || echo \"init.tpm: modprobe tpm_vtpm_proxy failed\"
+LD_LIBRARY_PATH=/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu/swtpm \
+    /usr/bin/swtpm chardev --vtpm-proxy --tpm2 --tpmstate dir=/tpm --daemon ||
+    echo \"init.tpm: swtpm failed\"
+n=0
+while [ ! -e /dev/tpmrm0 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
+echo \"init.tpm: $(ls /dev/tpmrm0 2>&1)\"
+exec /init
+INIT
+         chmod 755 {board}/init.tpm",
+        debs = debs.display(),
+    ));
+    Some(())
+}
+
+/// `lukskit token enroll-tpm2 --tpm2-pcrs=7` of `vol` (passphrase in `key`) by the host's
+/// static lukskit against a software TPM (`swtpm socket`, PCR 7 at zero after TPM2_Startup)
+/// whose state is then put into the ramdisk tree `board` as `/tpm`.
+fn enroll_board_tpm(dir: &Path, board: &str, x86: &Path, vol: &str, key: &str) {
+    let state = dir.join("tpm-state");
+    std::fs::create_dir_all(&state).unwrap();
+    let sock = dir.join("tpm.sock");
+    let ctrl = dir.join("tpm.ctrl");
+    let mut swtpm = Command::new("swtpm")
+        .args(["socket", "--tpm2", "--flags", "startup-clear", "--tpmstate"])
+        .arg(format!("dir={}", state.display()))
+        .arg("--server")
+        .arg(format!("type=unixio,path={}", sock.display()))
+        .arg("--ctrl")
+        .arg(format!("type=unixio,path={}", ctrl.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start swtpm (apt-get install swtpm swtpm-tools)");
+    let t0 = Instant::now();
+    while !(sock.exists() && ctrl.exists()) {
+        assert!(
+            t0.elapsed().as_secs() < 10,
+            "swtpm did not create its sockets"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let enrolled = run(
+        x86,
+        &[
+            "token",
+            "enroll-tpm2",
+            &format!("--tpm2-device=swtpm:path={}", sock.display()),
+            "--tpm2-pcrs=7",
+            "--key-file",
+            key,
+            vol,
+        ],
+    );
+    // A clean shutdown writes the state.
+    let stopped = Command::new("swtpm_ioctl")
+        .arg("--unix")
+        .arg(&ctrl)
+        .arg("-s")
+        .status();
+    if !matches!(stopped, Ok(s) if s.success()) {
+        let _ = swtpm.kill();
+    }
+    let _ = swtpm.wait();
+    ok(enrolled, "lukskit-x86_64 token enroll-tpm2");
+    sh(&format!(
+        "set -e; cp {state}/* {board}/tpm/",
+        state = state.display()
+    ));
+}
+
+fn board_ramdisk(t: &str, unlock: Unlock) {
+    let typed = unlock == Unlock::Typed;
+    let tpm = unlock == Unlock::Tpm;
     let (x86, arm) = binaries();
     if std::env::var("LUKSKIT_REFVM").as_deref() == Ok("0") {
         skip_or_fail(t, "LUKSKIT_REFVM=0 turns the VMs off");
@@ -639,7 +794,7 @@ INIT
 
     // LUKS2 by cryptsetup; the x86_64 static binary copies the file system into it.
     let (vol, key) = (p("vol.img"), p("key"));
-    if typed {
+    if typed || tpm {
         // What is typed: one line, which lukskit reads without its end of line.
         std::fs::write(&key, b"board passphrase 42").unwrap();
     } else {
@@ -670,7 +825,8 @@ INIT
         ),
         "cryptsetup luksFormat",
     );
-    let name = format!("lkt-board-{}", std::process::id());
+    // One name per test: the board tests run in parallel in one process.
+    let name = format!("lkt-board-{}-{}", std::process::id(), unlock as u8);
     ok(
         run(
             x86,
@@ -685,6 +841,20 @@ INIT
         .status();
     ok(run(x86, &["close", &name]), "lukskit-x86_64 close");
     assert!(copied.unwrap().success(), "dd into the mapping");
+    if tpm {
+        if !have_tool(t, "swtpm", "swtpm") || !have_tool(t, "swtpm_ioctl", "swtpm-tools") {
+            return;
+        }
+        if board_swtpm(t, d.path(), &board).is_none() {
+            return;
+        }
+        enroll_board_tpm(d.path(), &board, x86, &vol, &key);
+        // The board's ramdisk again, with swtpm, its state and /init.tpm.
+        sh(&format!(
+            "set -e; (cd {board} && find . -mindepth 1 | cpio -o -H newc -R 0:0 --quiet) | gzip -9n >{out}",
+            out = p("board.cpio.gz"),
+        ));
+    }
 
     // The script adds lukskit and the unlock step.
     let o = Command::new("bash")
@@ -692,10 +862,16 @@ INIT
         .arg("--lukskit")
         .arg(arm)
         .args(["--root", "/dev/vda"])
-        .args(if typed {
-            vec![]
-        } else {
-            vec!["--key-file", &key]
+        .args(match unlock {
+            Unlock::KeyFile => vec!["--key-file", key.as_str()],
+            Unlock::Typed => vec![],
+            // One try: were the token to fail, the wrong passphrase typed below ends the boot.
+            Unlock::Tpm => vec![
+                "--tpm2-device",
+                "auto",
+                "--open-options",
+                "--verbose --tries 1",
+            ],
         })
         .arg("--modules")
         .arg("virtio_pci virtio_blk dm_mod dm_crypt xts aes_ce_blk crc32c_generic ext4")
@@ -709,6 +885,8 @@ INIT
         String::from_utf8_lossy(&o.stderr)
     );
 
+    let wrong = p("wrong");
+    std::fs::write(&wrong, b"not the passphrase").unwrap();
     let timeout = timeout_for(200);
     let t0 = Instant::now();
     let out = Command::new("bash")
@@ -721,15 +899,22 @@ INIT
             // A failed unlock powers off at once rather than waiting in a shell until the
             // timeout.
             "--append",
-            "lukskit.fallback=halt",
+            if tpm {
+                "lukskit.fallback=halt rdinit=/init.tpm"
+            } else {
+                "lukskit.fallback=halt"
+            },
         ])
-        .args(if typed {
-            vec![
+        .args(match unlock {
+            Unlock::KeyFile => vec![],
+            Unlock::Typed => vec![
                 "--answer".to_string(),
                 format!("Enter passphrase for /dev/vda: ={key}"),
-            ]
-        } else {
-            vec![]
+            ],
+            Unlock::Tpm => vec![
+                "--answer".to_string(),
+                format!("Enter passphrase for /dev/vda: ={wrong}"),
+            ],
         })
         .arg(&vol)
         .env_remove("LUKSKIT_BIN")
@@ -769,6 +954,19 @@ INIT
     assert_eq!(
         console.contains("Enter passphrase for /dev/vda:"),
         typed,
-        "a prompt exactly when no key file is in the ramdisk: {console}"
+        "a prompt exactly when the passphrase is to be typed: {console}"
     );
+    if tpm {
+        assert!(
+            console.contains("New TPM device: /dev/tpm0")
+                && console.contains("init.tpm: /dev/tpmrm0"),
+            "the board's TPM did not come up: {console}"
+        );
+        // Keyslot 0: the passphrase; 1: the token's, added by enroll-tpm2.
+        assert!(
+            console.contains("Key slot 1 unlocked."),
+            "the root was not opened by the TPM token's keyslot (1): {console}"
+        );
+        assert!(!console.contains("cannot unlock"), "{console}");
+    }
 }

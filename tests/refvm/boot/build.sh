@@ -122,7 +122,7 @@ if [ ! -e "$DK/.done" ]; then
     # The real root: a static busybox and an init that proves which file system it runs from.
     dpkg-deb -x "$CACHE/debs/$BBDEB" "$T/bb"
     R=$T/root
-    mkdir -p "$R/bin" "$R/sbin" "$R/etc" "$R/proc" "$R/sys" "$R/dev" "$R/run" "$R/tmp" "$R/root"
+    mkdir -p "$R/bin" "$R/sbin" "$R/etc" "$R/proc" "$R/sys" "$R/dev" "$R/run" "$R/tmp" "$R/root" "$R/mnt"
     cp "$T/bb/bin/busybox" "$R/bin/busybox"
     od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$T/marker"
     cp "$T/marker" "$R/etc/lukskit-boot-marker"
@@ -139,6 +139,20 @@ for d in /sys/block/dm-*; do
     [ -e "$d/dm/name" ] && echo "LUKSKIT-BOOT-DM $(/bin/busybox cat "$d/dm/name") $(/bin/busybox cat "$d/dm/uuid") ro=$(/bin/busybox cat "$d/ro")"
 done
 /bin/busybox sed 's/^/LUKSKIT-BOOT-MDSTAT /' /proc/mdstat
+# More checks in the same boot (refvm_boot's TPM boot: systemd's tools on lukskit's
+# enrolments): lukskit.check=DEVICE on the kernel command line names an ext4 file system whose
+# /check/run is run chrooted into it (the check disk of build.sh, tests/refvm/boot/systemd-check.sh).
+chk=$(/bin/busybox sed -n 's/.*lukskit\.check=\([^ ]*\).*/\1/p' /proc/cmdline)
+if [ -n "$chk" ]; then
+    if /bin/busybox mount -t ext4 "$chk" /mnt; then
+        /bin/busybox chroot /mnt /check/run
+        echo "LUKSKIT-BOOT-CHECK-EXIT $?"
+        /bin/busybox sync
+        /bin/busybox umount -l /mnt
+    else
+        echo "LUKSKIT-BOOT-CHECK-EXIT cannot mount $chk"
+    fi
+fi
 # Processes that survived switch_root as root-storage daemons (argv[0] starting with '@').
 for p in /proc/[0-9]*; do
     a=$(/bin/busybox tr '\0' '\n' <"$p/cmdline" 2>/dev/null | /bin/busybox head -n 1)
@@ -280,6 +294,75 @@ if [ ! -e "$TK/.done" ]; then
     : >"$TK/.done"
 fi
 # --- end TPM disks
+
+# --- the systemd chroot ---------------------------------------------------------------------------
+# A Debian system with systemd 252's cryptsetup tools (systemd-cryptsetup, systemd-cryptenroll,
+# the token plugins of libcryptsetup under /usr/lib/x86_64-linux-gnu/cryptsetup), Debian's
+# cryptsetup and the tpm2-tss libraries systemd loads with dlopen: the guest side of the check
+# disk below.
+SPKGS=systemd,cryptsetup-bin,dmsetup,libtss2-esys-3.0.2-0,libtss2-rc0,libtss2-mu0,libtss2-tcti-device0
+SCKEY=$({ echo "$SPKGS $SUITE"; sed -n '/^# --- the systemd chroot/,/^# --- end systemd chroot/p' "$SELF"; } | hash_of)
+SCH=$BC/systemd-chroot-$SCKEY
+if [ ! -e "$SCH/.done" ]; then
+    rm -rf "$BC"/systemd-chroot-*
+    say "building a Debian $SUITE system with systemd's cryptsetup tools (once; $SCH)"
+    mmdebstrap --variant=apt --mode=root --include="$SPKGS" \
+        --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+        --dpkgopt='path-exclude=/usr/share/locale/*' \
+        "$SUITE" "$SCH.tmp" >"$BC/mmdebstrap-systemd.log" 2>&1 || {
+        tail -n 20 "$BC/mmdebstrap-systemd.log" >&2
+        rm -rf "$SCH.tmp"
+        skip "mmdebstrap (systemd) failed (Debian mirror unreachable?)"
+    }
+    for f in lib/systemd/systemd-cryptsetup usr/bin/systemd-cryptenroll sbin/cryptsetup \
+        usr/lib/x86_64-linux-gnu/cryptsetup/libcryptsetup-token-systemd-tpm2.so; do
+        [ -e "$SCH.tmp/$f" ] || die "the systemd chroot has no /$f"
+    done
+    mv "$SCH.tmp" "$SCH"
+    : >"$SCH/.done"
+fi
+# --- end systemd chroot
+
+# --- the check disk -------------------------------------------------------------------------------
+# check-KEY/: what refvm_boot's TPM boot checks from the real root (lukskit.check=/dev/vdd, see
+# the real root's init): check.img, an ext4 file system holding the systemd chroot with the
+# static lukskit as /usr/local/sbin/lukskit and tests/refvm/boot/systemd-check.sh as /check/run;
+# v1.img and v2.img, two LUKS2 volumes made by the host's cryptsetup (passphrase keyslot 0,
+# PBKDF2) that the script enrols with `lukskit token enroll-tpm2` in the guest (v2 with a PIN)
+# and opens with systemd-cryptsetup and with cryptsetup through systemd's token plugin;
+# /check/params their UUIDs. KEY: the lukskit binary, the script, the systemd chroot.
+XKEY=$({
+    sha256sum "$LUKSKIT" | cut -d' ' -f1
+    cat "$HERE/systemd-check.sh"
+    echo "$SCKEY"
+    sed -n '/^# --- the check disk/,/^# --- end check disk/p' "$SELF"
+} | hash_of)
+XC=$BC/check-$XKEY
+if [ ! -e "$XC/.done" ]; then
+    rm -rf "$BC"/check-* "$XC.tmp"
+    mkdir -p "$XC.tmp"
+    say "making the check disk of systemd's tools (once per lukskit binary; $XC)"
+    T=$XC.tmp/tree
+    cp -a "$SCH" "$T"
+    rm -f "$T/.done"
+    mkdir -p "$T/check" "$T/usr/local/sbin"
+    install -m 0755 "$LUKSKIT" "$T/usr/local/sbin/lukskit"
+    install -m 0755 "$HERE/systemd-check.sh" "$T/check/run"
+    install -m 0400 "$DK/passphrase" "$T/check/passphrase"
+    for v in v1 v2; do
+        truncate -s 20M "$XC.tmp/$v.img"
+        cryptsetup luksFormat -q --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+            --key-file "$DK/passphrase" "$XC.tmp/$v.img" || die "cryptsetup luksFormat $v.img failed"
+        echo "UUID_${v^^}=$(cryptsetup luksUUID "$XC.tmp/$v.img")" >>"$T/check/params"
+    done
+    size=$(($(du -sm "$T" | cut -f1) * 5 / 4 + 64))
+    mke2fs -q -t ext4 -L lukskit-check -d "$T" "$XC.tmp/check.img" "${size}M" || die "mke2fs -d failed"
+    cp "$T/check/params" "$XC.tmp/params"
+    rm -rf "$T"
+    mv "$XC.tmp" "$XC"
+    : >"$XC/.done"
+fi
+# --- end check disk
 
 # --- the initramfs images -------------------------------------------------------------------------
 IKEY=$({
@@ -492,5 +575,6 @@ echo "DISKS=$DK"
 echo "INITRDS=$IN"
 echo "TPM=$TK"
 echo "DRACUT=$DI"
+echo "CHECK=$XC"
 echo "CHROOT=$CH"
 echo "KVER=$KVER"
