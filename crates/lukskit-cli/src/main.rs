@@ -5,7 +5,6 @@
 mod args;
 mod checks;
 mod commands;
-mod crypttab;
 mod debug;
 mod definition;
 mod dump;

@@ -14,6 +14,7 @@
 //! * [`ring`] — asynchronous sector I/O on io_uring (for the FUSE exposure).
 //! * [`segment`] — the segment table of the data area (crypt / linear / zero segments).
 //! * [`plain`] — cryptsetup plain mode (no header): key derivation and layout.
+//! * [`image`] — offline conversion between plaintext files and encrypted images.
 //! * [`backup`] — header backup and restore.
 //! * [`convert`] — in-place LUKS1 ↔ LUKS2 conversion (`cryptsetup convert`).
 //! * [`edit`] — label, subsystem, priority, tokens, repair.
@@ -33,6 +34,7 @@ pub mod edit;
 mod error;
 pub mod format;
 pub mod formats;
+pub mod image;
 mod keyslot_cipher;
 mod lock_file;
 mod luks1_keys;

@@ -64,7 +64,13 @@
 //!   `nbds://` (NBD over TLS);
 //! * `tang` — unlock with clevis tokens ([`Secret::Token`]: tang, tpm2, sss pins);
 //! * `io_uring` — the volume layer's asynchronous sector I/O (`volume_layer::ring`);
-//! * `fuse` — expose the plaintext through FUSE or an NBD server ([`expose`]).
+//! * `fuse` — expose the plaintext through FUSE or an NBD server ([`expose`]);
+//! * `crypttab` — crypttab(5) parsing and each entry's open plan (`crypttab`);
+//! * `tokens` — cryptsetup's token step with every token kind and PIN prompts
+//!   (`token_unlock`).
+//!
+//! Image conversion (plaintext file ↔ encrypted image, streamed on all cores) is
+//! `volume_layer::image`.
 //!
 //! The NBD client and its TLS code are compiled in every build for now (the volume layer
 //! links them unconditionally); the `nbd`/`tls` features decide whether URIs are accepted.
@@ -97,6 +103,16 @@ pub use lukskit_format as format_layer;
 /// The volume layer (`lukskit-volume`): everything the command line does to a volume.
 pub use lukskit_volume as volume_layer;
 
+/// crypttab(5) (`lukskit-crypttab`): [`crypttab::read_table`], typed entries, and
+/// [`crypttab::OpenPlan`] — what an entry's open needs (device found by UUID/LABEL, key file,
+/// detached header, volume type); the open itself is the caller's.
+#[cfg(feature = "crypttab")]
+pub use lukskit_crypttab as crypttab;
 /// Exposing plaintext through FUSE or as an NBD server (`lukskit-expose`).
 #[cfg(feature = "fuse")]
 pub use lukskit_expose as expose;
+/// cryptsetup's token step (`lukskit-tokens`): [`token_unlock::try_tokens`] tries a
+/// volume's tokens (luks2-keyring, clevis, systemd-tpm2, systemd-pkcs11) in keyslot-priority
+/// order, asking PINs through a [`token_unlock::TokenPrompt`] the caller implements.
+#[cfg(feature = "tokens")]
+pub use lukskit_tokens as token_unlock;

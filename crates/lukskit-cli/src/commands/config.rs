@@ -142,7 +142,7 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
     )?;
     let device = &args[1];
     match args[0].as_str() {
-        "bind-tang" => super::tokens::bind_tang(o, args),
+        "bind-tang" => super::enroll::bind_tang(o, args),
         "enroll-tpm2" => super::enroll::enroll_tpm2(o, args),
         "unenroll" => super::enroll::unenroll(o, args),
         "add" => {

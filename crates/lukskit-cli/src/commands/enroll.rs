@@ -9,6 +9,9 @@
 //!   luks bind -d DEVICE tpm2 CONFIG` of clevis 19 does (crate `lukskit-tang`,
 //!   `bind_tpm2`): a keyslot with a random passphrase (PBKDF2, 1000 iterations, as
 //!   `token bind-tang`) and a clevis token whose JWE the TPM's sealed JWK decrypts;
+//! - `token bind-tang DEVICE --tang-url URL [--tang-thumbprint THP]`: a keyslot with a
+//!   random passphrase and a clevis token holding it encrypted to the tang server, that
+//!   Debian's `clevis luks unlock` accepts;
 //! - `token unenroll DEVICE (--token-id N | --token-type T | --key-slot N)`: the tokens and
 //!   the keyslots they unlock, as `systemd-cryptenroll --wipe-slot=tpm2` and `clevis luks
 //!   unbind -s N` remove them. cryptsetup's `token remove` keeps the keyslot, and lukskit's
@@ -333,6 +336,84 @@ pub(super) fn bind_clevis(o: &Opts, args: &[String]) -> Result<()> {
         Err(e) => {
             let _ = vol.kill_keyslot(added);
             Err(e.into())
+        }
+    }
+}
+
+/// `token bind-tang <device> --tang-url URL [--tang-thumbprint THP] [--key-slot N]
+/// [--token-id N]`: a new keyslot with a random passphrase, and a clevis token holding it
+/// encrypted to the tang server, as `clevis luks bind -d DEV tang '{"url":URL}'` makes.
+pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
+    need_args(args, 2, 2, "bind-tang <device>")?;
+    let device = &args[1];
+    let url = o
+        .tang_url
+        .as_deref()
+        .ok_or_else(|| CliError::invalid("Option --tang-url is required for token bind-tang."))?;
+    let mut vol = volume_for_new_token(o, device, "clevis")?;
+    let adv = lukskit_tang::fetch_advertisement(url, &lukskit_tang::default_limits())
+        .map_err(|e| CliError::invalid(format!("Cannot use tang server {url}: {e}.")))?;
+    match &o.tang_thumbprint {
+        Some(thp) => {
+            if !adv.trusts(thp) {
+                return Err(CliError::invalid(format!(
+                    "Tang server {url} has no signing key with thumbprint {thp} (it advertises {}).",
+                    adv.signing_thumbprints.join(", ")
+                )));
+            }
+        }
+        None => {
+            let keys = adv.signing_thumbprints.join("\n  ");
+            if !o.batch_mode && !crate::input::interactive() {
+                return Err(CliError::invalid(format!(
+                    "Tang server {url} advertises signing keys\n  {keys}\nName the one to \
+                     trust with --tang-thumbprint (or trust them all with --batch-mode)."
+                )));
+            }
+            if o.batch_mode {
+                eprintln!("Trusting the signing keys of tang server {url}:\n  {keys}");
+            } else {
+                crate::input::confirm(
+                    &format!(
+                        "Tang server {url} advertises these signing keys:\n  {keys}\n\
+                         Trust them? (Check with tang-show-keys on the server.)"
+                    ),
+                    false,
+                )?;
+            }
+        }
+    }
+    let vk = existing_volume_key(o, &vol)?;
+    let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
+    // The passphrase has 256 bits of entropy: like clevis, a cheap PBKDF2 keyslot unless
+    // the command line asks for another PBKDF.
+    let mut pbkdf = super::pbkdf_options(o);
+    if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
+        pbkdf = PbkdfOptions {
+            kind: Some("pbkdf2".into()),
+            force_iterations: Some(1000),
+            ..pbkdf
+        };
+    }
+    let slot = vol.add_keyslot(&vk, pass.as_bytes(), o.key_slot, &pbkdf, false)?;
+    let token = lukskit_tang::bind(&adv, &pass, slot)
+        .map_err(|e| CliError::invalid(format!("Cannot make the clevis token: {e}.")));
+    let added = token.and_then(|t| {
+        vol.token_add(o.token_id, t, o.token_replace)
+            .map_err(CliError::from)
+    });
+    match added {
+        Ok(id) => {
+            if o.verbose {
+                println!("Key slot {slot} created.");
+                println!("Token {id} created.");
+            }
+            Ok(())
+        }
+        Err(e) => {
+            // Do not leave a keyslot whose passphrase nobody has.
+            let _ = vol.kill_keyslot(slot);
+            Err(e)
         }
     }
 }

@@ -10,6 +10,7 @@
 //!
 //! `-` as PLAIN means standard input / standard output.
 
+use super::plain_key::{plain_key, plain_params};
 use super::{need_args, pbkdf_options};
 use crate::args::{parse_size, Opts};
 use crate::errors::{self, CliError, Result};
@@ -21,20 +22,16 @@ use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
 use lukskit_volume::format::{self, FormatParams};
-use lukskit_volume::plain::{self, PlainParams};
+use lukskit_volume::image::pipeline::{decrypt_stream, encrypt_stream, Sink};
+use lukskit_volume::image::staging::{
+    has_content, is_block_device, same_file, PendingImage, PlainOutput,
+};
+use lukskit_volume::image::ImageError;
 use lukskit_volume::Volume;
 use std::fs::{File, OpenOptions};
-use std::io::{IsTerminal, Read, Write};
-use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::mpsc::sync_channel;
 use std::time::{Duration, Instant};
-
-/// Size of one streamed chunk (a multiple of every sector size). Small enough that the
-/// buffers in flight stay in the CPU caches between the read, the engine and the write.
-const CHUNK: usize = 1024 * 1024;
-/// Granularity of hole detection in decrypted output.
-const HOLE_BLOCK: usize = 4096;
 
 /// `image encrypt|decrypt …`.
 pub fn image(o: &Opts, args: &[String]) -> Result<()> {
@@ -76,76 +73,6 @@ fn threads(o: &Opts) -> Threads {
     }
 }
 
-pub(super) fn plain_params(o: &Opts) -> Result<PlainParams> {
-    plain_params_for(o, false)
-}
-
-/// [`plain_params`] for a mapping the kernel encrypts (`kernel`): ciphers lukskit's engine
-/// lacks are left to dm-crypt.
-pub(super) fn plain_params_for(o: &Opts, kernel: bool) -> Result<PlainParams> {
-    let d = PlainParams::default();
-    let p = PlainParams {
-        cipher: o.cipher.clone().unwrap_or(d.cipher),
-        // cryptsetup takes `-s 0` as "not given": the default key size.
-        key_bits: o.key_size.filter(|&b| b != 0).unwrap_or(d.key_bits),
-        hash: o.hash.clone().unwrap_or(d.hash),
-        offset_sectors: o.offset.unwrap_or(0),
-        skip_sectors: o.skip.unwrap_or(0),
-        size_sectors: o.size,
-        sector_size: o.sector_size.unwrap_or(512),
-        iv_large_sectors: o.iv_large_sectors,
-    };
-    p.check_for(kernel)?;
-    Ok(p)
-}
-
-/// The plain-mode key as cryptsetup 2.6.1 derives it (see [`lukskit_volume::plain`]).
-pub(super) fn plain_key(
-    o: &Opts,
-    p: &PlainParams,
-    prompt: &str,
-    verify: bool,
-) -> Result<SecretBuf> {
-    let key_len = p.key_len()?;
-    let hash = (p.hash != "plain").then_some(p.hash.as_str());
-    let offset = o.keyfile_offset.unwrap_or(0);
-    match o.key_file.as_deref() {
-        Some(path) if path != "-" => {
-            if !o.batch_mode && o.hash.is_some() {
-                eprintln!(
-                    "WARNING: The --hash parameter is being ignored in plain mode with keyfile specified."
-                );
-            }
-            if !o.batch_mode && o.keyfile_size.is_some() {
-                eprintln!("WARNING: The --keyfile-size option is being ignored, the read size is the same as the encryption key size.");
-            }
-            input::read_keyfile(path, offset, Some(key_len as u64))
-        }
-        Some(_) => {
-            let size = match hash {
-                None => Some(key_len as u64),
-                Some(_) => o.keyfile_size,
-            };
-            let secret = input::read_keyfile("-", offset, size)?;
-            plain::key_from_secret(hash, secret.as_bytes(), key_len).map_err(CliError::from)
-        }
-        None if !input::interactive() && o.keyfile_size.is_some_and(|l| l > 0) => {
-            // A passphrase on standard input (not a terminal): only --keyfile-size bytes are
-            // read, as cryptsetup reads them.
-            let limit = o.keyfile_size.unwrap_or(0);
-            let secret = input::read_stdin_line_limited(limit)?;
-            plain::key_from_secret(hash, secret.as_bytes(), key_len).map_err(CliError::from)
-        }
-        None => {
-            let secret = input::get_secret(&KeySource::Prompt, prompt, verify)?;
-            let n = o
-                .keyfile_size
-                .map_or(secret.len(), |l| (l as usize).min(secret.len()));
-            plain::key_from_secret(hash, &secret.as_bytes()[..n], key_len).map_err(CliError::from)
-        }
-    }
-}
-
 /// A source of plaintext: a file (size known) or standard input.
 enum Source {
     File(File, u64),
@@ -173,21 +100,6 @@ fn open_source(path: &str) -> Result<Source> {
     Ok(Source::File(f, size))
 }
 
-/// Whether writing to `path` would destroy something (an existing non-empty file or any
-/// block device).
-fn has_content(path: &str) -> bool {
-    match std::fs::metadata(path) {
-        Ok(m) => m.file_type().is_block_device() || m.len() > 0,
-        Err(_) => false,
-    }
-}
-
-fn is_block_device(path: &str) -> bool {
-    std::fs::metadata(path)
-        .map(|m| m.file_type().is_block_device())
-        .unwrap_or(false)
-}
-
 /// Claim those of `paths` that exist for exclusive use (luksFormat's rule and message).
 fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
     paths
@@ -206,275 +118,25 @@ fn claim_existing(paths: &[Option<&str>]) -> Result<Vec<Claim>> {
         .collect()
 }
 
-/// A new file beside `path` (a hidden name of its own, made with `O_EXCL | O_NOFOLLOW`, mode
-/// 0600 whatever the umask) that [`rename_into_place`] later puts in place of `path`.
-fn new_file_beside(path: &str) -> Result<(File, std::path::PathBuf)> {
-    let dst = Path::new(path);
-    let name = dst
-        .file_name()
-        .ok_or_else(|| CliError::device(format!("Cannot create {path}: not a file name.")))?;
-    let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
-    let temp = dir.unwrap_or(Path::new(".")).join(format!(
-        ".{}.lukskit-{}",
-        name.to_string_lossy(),
-        uuid::Uuid::new_v4().simple()
-    ));
-    let file =
-        lukskit_volume::private_file::create_new(&temp, 0o600).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-                CliError::device(format!("Cannot create {path}: {e}."))
-            }
-            _ => CliError::io("Creating", path, &e),
-        })?;
-    Ok((file, temp))
+/// The command line's error for a failure of the image pipeline (the same words; a file
+/// that cannot be made is a device error).
+fn image_error(e: ImageError) -> CliError {
+    match e {
+        ImageError::Volume(e) => CliError::from(e),
+        ImageError::Io { op, path, source } => CliError::io(op, &path, &source),
+        e @ (ImageError::Create { .. } | ImageError::NotAFileName { .. }) => {
+            CliError::device(e.to_string())
+        }
+        e => CliError::invalid(e.to_string()),
+    }
 }
 
-/// Rename `temp` over `dst` and sync the directory, so that the rename survives a crash.
-fn rename_into_place(temp: &Path, dst: &Path) -> std::io::Result<()> {
-    std::fs::rename(temp, dst)?;
-    let dir = dst.parent().filter(|d| !d.as_os_str().is_empty());
-    if let Ok(d) = File::open(dir.unwrap_or(Path::new("."))) {
-        let _ = d.sync_all();
+/// Stop here when SIGINT or SIGTERM arrived.
+fn check_interrupt() -> Result<()> {
+    if crate::interrupt::interrupted() {
+        return Err(image_error(ImageError::Interrupted));
     }
     Ok(())
-}
-
-/// What `image encrypt` has written that is not yet under the image's name: a regular file
-/// (image or detached header) is made as a new file beside it and renamed over it at the end;
-/// a LUKS header on a block device has its magic hidden until the data behind it is
-/// complete. Dropped before [`PendingImage::commit`] (an error, SIGINT, SIGTERM), the new
-/// files are removed and a hidden header stays hidden: nothing interrupted looks complete.
-#[derive(Default)]
-struct PendingImage {
-    /// The image as written now, and the path it ends up under.
-    image: Option<(String, String)>,
-    /// The same for a detached header.
-    header: Option<(String, String)>,
-    /// New files to rename into place (new, final).
-    renames: Vec<(std::path::PathBuf, std::path::PathBuf)>,
-    /// Hidden LUKS magics: (device, offset, the magic bytes).
-    hidden: Vec<(String, u64, [u8; 6])>,
-    committed: bool,
-}
-
-impl PendingImage {
-    /// Decide where the image (and a detached header) are written: a new file beside a
-    /// regular file (or a missing one), the device itself for a block device.
-    fn stage(&mut self, image: &str, header: Option<&str>) -> Result<()> {
-        let image_now = self.stage_one(image)?;
-        self.image = Some((image_now, image.to_string()));
-        if let Some(h) = header {
-            let header_now = self.stage_one(h)?;
-            self.header = Some((header_now, h.to_string()));
-        }
-        Ok(())
-    }
-
-    fn stage_one(&mut self, path: &str) -> Result<String> {
-        if is_block_device(path) {
-            return Ok(path.to_string());
-        }
-        let dst = Path::new(path);
-        let (file, temp) = new_file_beside(path)?;
-        // An existing file of ours keeps its mode (its owner chose it); a new one gets what
-        // the umask gives, as before.
-        {
-            use std::os::unix::fs::{MetadataExt, PermissionsExt};
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let me = unsafe { libc::geteuid() };
-            let mode = match std::fs::symlink_metadata(dst) {
-                Ok(md) if md.file_type().is_file() && md.uid() == me => md.mode() & 0o7777,
-                Ok(_) => 0o600,
-                Err(_) => 0o666 & !current_umask(),
-            };
-            let _ = file.set_permissions(std::fs::Permissions::from_mode(mode));
-        }
-        self.renames.push((temp.clone(), dst.to_path_buf()));
-        Ok(temp.to_string_lossy().into_owned())
-    }
-
-    /// The image as written now.
-    fn image(&self) -> &str {
-        self.image.as_ref().map_or("", |(now, _)| now)
-    }
-
-    /// The detached header as written now.
-    fn header(&self) -> Option<&str> {
-        self.header.as_ref().map(|(now, _)| now.as_str())
-    }
-
-    /// Hide the LUKS header just written on a block device (the image's, or a detached
-    /// header's): its magic (both copies for LUKS2) is zeroed until [`Self::commit`], so
-    /// that neither lukskit nor cryptsetup nor blkid takes the device for a LUKS volume while
-    /// its data is incomplete.
-    fn hide_header(&mut self) -> Result<()> {
-        let holder = self.header().unwrap_or(self.image()).to_string();
-        if !is_block_device(&holder) {
-            return Ok(());
-        }
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&holder)
-            .map_err(|e| CliError::io("Opening", &holder, &e))?;
-        use std::os::unix::fs::FileExt;
-        let mut first = [0u8; 16];
-        f.read_exact_at(&mut first, 0)
-            .map_err(|e| CliError::io("Reading", &holder, &e))?;
-        let mut offsets = vec![0u64];
-        if lukskit_format::detect::detect(&first) == Some(VolumeType::Luks2) {
-            // The secondary copy starts where the primary's binary header says it ends.
-            let hdr_size = u64::from_be_bytes(first[8..16].try_into().unwrap_or_default());
-            offsets.push(hdr_size);
-        }
-        for off in offsets {
-            let mut magic = [0u8; 6];
-            f.read_exact_at(&mut magic, off)
-                .map_err(|e| CliError::io("Reading", &holder, &e))?;
-            f.write_all_at(&[0u8; 6], off)
-                .map_err(|e| CliError::io("Writing", &holder, &e))?;
-            self.hidden.push((holder.clone(), off, magic));
-        }
-        f.sync_all()
-            .map_err(|e| CliError::io("Syncing", &holder, &e))
-    }
-
-    /// Stop here when SIGINT or SIGTERM arrived.
-    fn check_interrupt(&self) -> Result<()> {
-        if crate::interrupt::interrupted() {
-            return Err(interrupted_error());
-        }
-        Ok(())
-    }
-
-    /// Everything is written and synced: show the header, put the new files in place.
-    fn commit(&mut self) -> Result<()> {
-        use std::os::unix::fs::FileExt;
-        for (dev, off, magic) in &self.hidden {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(dev)
-                .map_err(|e| CliError::io("Opening", dev, &e))?;
-            f.write_all_at(magic, *off)
-                .and_then(|()| f.sync_all())
-                .map_err(|e| CliError::io("Writing", dev, &e))?;
-        }
-        self.hidden.clear();
-        for (temp, dst) in &self.renames {
-            rename_into_place(temp, dst)
-                .map_err(|e| CliError::io("Creating", &dst.to_string_lossy(), &e))?;
-        }
-        self.renames.clear();
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for PendingImage {
-    fn drop(&mut self) {
-        if !self.committed {
-            for (temp, _) in &self.renames {
-                let _ = std::fs::remove_file(temp);
-            }
-        }
-    }
-}
-
-/// The process's umask (read by setting it and putting it back).
-fn current_umask() -> u32 {
-    // SAFETY: umask has no preconditions and cannot fail; the old mask is put back at once.
-    unsafe {
-        let old = libc::umask(0o077);
-        libc::umask(old);
-        old
-    }
-}
-
-/// `image encrypt` stopped by SIGINT or SIGTERM.
-fn interrupted_error() -> CliError {
-    CliError::invalid(
-        "Interrupted: the image was not completed (nothing was written under its name; a \
-         block device keeps no valid header).",
-    )
-}
-
-/// The decrypted output. A block device is written as it is. A regular file is never
-/// written in place: the plaintext goes into a new file beside it (made with `O_EXCL |
-/// O_NOFOLLOW`, mode 0600 whatever the umask), which [`PlainOutput::commit`] renames over the
-/// output once it is complete and synced. So a symbolic link planted as the output is
-/// replaced, not followed; another user's file is replaced (where the directory lets us),
-/// never written into; an interrupted run leaves no partial plaintext under the output's
-/// name; and an existing file of ours keeps its mode (never loosened).
-struct PlainOutput {
-    file: File,
-    /// (the new file, the output it replaces), for a regular file.
-    temp: Option<(std::path::PathBuf, std::path::PathBuf)>,
-}
-
-impl PlainOutput {
-    fn open(path: &str) -> Result<Self> {
-        // A device or pipe (also through a link, as /dev/disk/by-id/... is) is written as it
-        // is; only a regular file, a link to one or nothing at all is replaced.
-        let in_place = std::fs::metadata(path).is_ok_and(|m| {
-            use std::os::unix::fs::FileTypeExt;
-            let t = m.file_type();
-            t.is_block_device() || t.is_char_device() || t.is_fifo()
-        });
-        if in_place {
-            let file = OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| CliError::io("Opening", path, &e))?;
-            return Ok(PlainOutput { file, temp: None });
-        }
-        let dst = Path::new(path);
-        let (file, temp) = new_file_beside(path)?;
-        // An existing output of ours keeps its mode (its owner chose it).
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let me = unsafe { libc::geteuid() };
-        if let Ok(md) = std::fs::symlink_metadata(dst) {
-            use std::os::unix::fs::{MetadataExt, PermissionsExt};
-            if md.file_type().is_file() && md.uid() == me {
-                let _ = file.set_permissions(std::fs::Permissions::from_mode(md.mode() & 0o7777));
-            }
-        }
-        Ok(PlainOutput {
-            file,
-            temp: Some((temp, dst.to_path_buf())),
-        })
-    }
-
-    /// Make the output durable and, for a regular file, put it in place of the output.
-    fn commit(mut self, path: &str) -> Result<()> {
-        self.file
-            .sync_data()
-            .map_err(|e| CliError::io("Syncing", path, &e))?;
-        if let Some((temp, dst)) = self.temp.take() {
-            if let Err(e) = rename_into_place(&temp, &dst) {
-                let _ = std::fs::remove_file(&temp);
-                return Err(CliError::io("Creating", path, &e));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for PlainOutput {
-    fn drop(&mut self) {
-        // Not committed: the partial plaintext goes.
-        if let Some((temp, _)) = self.temp.take() {
-            let _ = std::fs::remove_file(temp);
-        }
-    }
-}
-
-/// Whether two paths name the same existing file.
-fn same_file(a: &str, b: &str) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
 }
 
 fn round_up(n: u64, to: u64) -> u64 {
@@ -544,7 +206,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             let p = plain_params(o)?;
             let key = plain_key(o, &p, &prompt, verify)?;
             crate::interrupt::catch_interrupts();
-            pending.stage(image, None)?;
+            pending.stage(image, None).map_err(image_error)?;
             if claims.is_empty() {
                 claims = claim_existing(&[Some(pending.image())])?;
             }
@@ -601,7 +263,9 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             };
             let pass = input::get_secret(&src, &prompt, verify)?;
             crate::interrupt::catch_interrupts();
-            pending.stage(image, o.header.as_deref())?;
+            pending
+                .stage(image, o.header.as_deref())
+                .map_err(image_error)?;
             params.device = pending.image().to_string();
             params.header = pending.header().map(str::to_string);
             if claims.is_empty() {
@@ -610,7 +274,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             super::luks1_pbkdf_fallback(&mut params);
             format::format_claimed(&params, &claims, pass.as_bytes())?;
             // A header on a block device is hidden until the data behind it is complete.
-            pending.hide_header()?;
+            pending.hide_header().map_err(image_error)?;
             let vol = Volume::load(pending.image(), pending.header(), Access::Read)?;
             (DataLayout::from_volume(&vol)?, vk)
         }
@@ -628,7 +292,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         (Some(n), None) => Some(round_up(n, ss)),
         (None, None) => None,
     };
-    pending.check_interrupt()?;
+    check_interrupt()?;
     let staged = pending.image().to_string();
     let out = OpenOptions::new()
         .read(true)
@@ -669,7 +333,19 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     dv.set_threads(Threads::Fixed(1));
 
     let mut progress = Progress::new(plain_len, "Encrypting");
-    let written = stream_encrypt(source, &dv, workers(o), &mut progress)?;
+    let (input, name): (Box<dyn std::io::Read + Send>, &str) = match source {
+        Source::File(f, _) => (Box::new(f), "plaintext"),
+        Source::Stdin => (Box::new(std::io::stdin()), "standard input"),
+    };
+    let written = encrypt_stream(
+        input,
+        name,
+        &dv,
+        workers(o),
+        crate::interrupt::interrupted,
+        &mut |n| progress.add(n),
+    )
+    .map_err(image_error)?;
     progress.finish();
     if data_len.is_none() && !block {
         // Plaintext from a pipe: the image ends after the last sector written.
@@ -681,9 +357,9 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     }
     dv.flush()?;
     drop(dv);
-    pending.check_interrupt()?;
+    check_interrupt()?;
     // Complete and durable: now under its name (header shown, files renamed into place).
-    pending.commit()?;
+    pending.commit().map_err(image_error)?;
     // The image is complete and durable: others may use it now.
     drop(claims);
     if o.verbose {
@@ -701,176 +377,12 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// A chunk moving through the pipeline: buffer, valid length, plaintext offset.
-struct Chunk {
-    buf: Vec<u8>,
-    len: usize,
-    offset: u64,
-}
-
-fn pipe_error(what: &str) -> CliError {
-    CliError::invalid(format!("Internal error: {what} stopped unexpectedly."))
-}
-
-/// Fill `buf` from `r` until it is full or the input ends; returns the bytes read.
-fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
 /// Number of engine workers for `--threads` (0 or absent = all cores).
 fn workers(o: &Opts) -> usize {
     match threads(o) {
         Threads::Fixed(n) => n.max(1),
         Threads::All => std::thread::available_parallelism().map_or(1, |n| n.get()),
     }
-}
-
-/// The conversion pipeline: one reader, `workers` engine threads each processing whole
-/// chunks (single-threaded engine calls, so no thread idles or spins between chunks), one
-/// writer. `read` fills a buffer and returns (length to process, plaintext offset) or None
-/// at the end; `write` receives processed chunks in any order. Buffers are recycled. A
-/// decryption continues through `upper` (the further tables of a stacked volume), in order.
-fn run_pipeline<R, W>(
-    dv: &DataVolume,
-    upper: &[DataVolume],
-    workers: usize,
-    encrypt: bool,
-    mut read: R,
-    mut write: W,
-) -> Result<()>
-where
-    R: FnMut(&mut [u8]) -> Result<Option<(usize, u64)>> + Send,
-    W: FnMut(&Chunk) -> Result<()>,
-{
-    let in_flight = 2 * workers + 2;
-    let (free_tx, free_rx) = sync_channel::<Vec<u8>>(in_flight);
-    for _ in 0..in_flight {
-        free_tx
-            .send(vec![0u8; CHUNK])
-            .map_err(|_| pipe_error("buffer pool"))?;
-    }
-    let (work_tx, work_rx) = sync_channel::<Chunk>(in_flight);
-    let (done_tx, done_rx) = sync_channel::<Result<Chunk>>(in_flight);
-    let work_rx = std::sync::Mutex::new(work_rx);
-    std::thread::scope(|s| -> Result<()> {
-        let reader = s.spawn(move || -> Result<()> {
-            while let Ok(mut buf) = free_rx.recv() {
-                let Some((len, offset)) = read(&mut buf)? else {
-                    break;
-                };
-                work_tx
-                    .send(Chunk { buf, len, offset })
-                    .map_err(|_| pipe_error("engine"))?;
-            }
-            Ok(())
-        });
-        for _ in 0..workers {
-            let (work_rx, done_tx) = (&work_rx, done_tx.clone());
-            s.spawn(move || loop {
-                let next = work_rx
-                    .lock()
-                    .map_err(|_| ())
-                    .and_then(|r| r.recv().map_err(|_| ()));
-                let Ok(mut c) = next else { break };
-                let r = if encrypt {
-                    dv.encrypt_sectors(&mut c.buf[..c.len], c.offset)
-                } else {
-                    std::iter::once(dv)
-                        .chain(upper)
-                        .try_for_each(|v| v.decrypt_sectors(&mut c.buf[..c.len], c.offset))
-                };
-                if done_tx.send(r.map(|()| c).map_err(CliError::from)).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(done_tx);
-        let mut result = Ok(());
-        for c in done_rx.iter() {
-            match c.and_then(|c| write(&c).map(|()| c)) {
-                Ok(c) => {
-                    // The pool is gone once the reader has finished.
-                    let _ = free_tx.send(c.buf);
-                }
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
-            }
-        }
-        // Unblock everyone: no more buffers, no more results wanted.
-        drop(free_tx);
-        drop(done_rx);
-        let r = reader.join().map_err(|_| pipe_error("reader"))?;
-        result?;
-        r
-    })
-}
-
-/// Encrypt a plaintext stream into the image. Returns the number of plaintext bytes.
-fn stream_encrypt(
-    source: Source,
-    dv: &DataVolume,
-    workers: usize,
-    progress: &mut Progress,
-) -> Result<u64> {
-    let ss = dv.sector_size() as usize;
-    let (mut input, name): (Box<dyn Read + Send>, &str) = match source {
-        Source::File(f, _) => (Box::new(f), "plaintext"),
-        Source::Stdin => (Box::new(std::io::stdin()), "standard input"),
-    };
-    let mut offset = 0u64;
-    let mut ended = false;
-    let total = &mut offset;
-    run_pipeline(
-        dv,
-        &[],
-        workers,
-        true,
-        |buf| {
-            if ended {
-                return Ok(None);
-            }
-            if crate::interrupt::interrupted() {
-                return Err(interrupted_error());
-            }
-            let n = read_full(&mut *input, buf).map_err(|e| CliError::io("Reading", name, &e))?;
-            if n == 0 {
-                return Ok(None);
-            }
-            let padded = n.div_ceil(ss) * ss;
-            buf[n..padded].fill(0);
-            ended = n < buf.len();
-            let at = *total;
-            *total += n as u64;
-            Ok(Some((padded, at)))
-        },
-        |c| {
-            dv.pwrite(&c.buf[..c.len], c.offset)?;
-            progress.add(c.len as u64);
-            Ok(())
-        },
-    )?;
-    Ok(offset)
-}
-
-/// Where decrypted data goes.
-enum Sink {
-    /// A regular file (holes for zero blocks) or a block device (everything written).
-    File {
-        file: File,
-        sparse: bool,
-    },
-    Stdout,
 }
 
 /// Ask for the LUKS passphrase (with `--tries` on a terminal) until a keyslot opens.
@@ -986,19 +498,30 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
     // Parallelism comes from the pipeline (whole chunks per worker).
     dv.set_threads(Threads::Fixed(1));
     let total = dv.size();
-    let mut output = None;
-    let sink = if dst_path == "-" {
-        Sink::Stdout
+    let mut progress = Progress::new(Some(total), "Decrypting");
+    let mut add = |n| progress.add(n);
+    if dst_path == "-" {
+        let mut stdout = std::io::stdout().lock();
+        decrypt_stream(
+            &dv,
+            &upper,
+            total,
+            Sink::Stream(&mut stdout),
+            dst_path,
+            workers(o),
+            &mut add,
+        )
+        .map_err(image_error)?;
+        progress.finish();
+        std::io::stdout()
+            .flush()
+            .map_err(|e| CliError::io("Writing", "standard output", &e))?;
     } else {
-        let out = PlainOutput::open(dst_path)?;
-        let sparse = out.temp.is_some();
-        let file = out
-            .file
-            .try_clone()
-            .map_err(|e| CliError::io("Opening", dst_path, &e))?;
-        output = Some(out);
+        let out = PlainOutput::open(dst_path).map_err(image_error)?;
+        let sparse = out.is_replacement();
+        let file = out.file();
         if is_block_device(dst_path) {
-            let have = lukskit_format::io::Storage::size(&file)
+            let have = lukskit_format::io::Storage::size(file)
                 .map_err(|e| CliError::io("Reading", dst_path, &e))?;
             if have < total {
                 return Err(CliError::device(format!(
@@ -1006,123 +529,27 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
                 )));
             }
         }
-        Sink::File { file, sparse }
-    };
-    let mut progress = Progress::new(Some(total), "Decrypting");
-    stream_decrypt(
-        &dv,
-        &upper,
-        total,
-        &sink,
-        dst_path,
-        workers(o),
-        &mut progress,
-    )?;
-    progress.finish();
-    match &sink {
-        Sink::File { file, sparse } => {
-            if *sparse {
-                file.set_len(total)
-                    .map_err(|e| CliError::io("Resizing", dst_path, &e))?;
-            }
-            if let Some(out) = output.take() {
-                out.commit(dst_path)?;
-            }
+        decrypt_stream(
+            &dv,
+            &upper,
+            total,
+            Sink::File { file, sparse },
+            dst_path,
+            workers(o),
+            &mut add,
+        )
+        .map_err(image_error)?;
+        progress.finish();
+        if sparse {
+            file.set_len(total)
+                .map_err(|e| CliError::io("Resizing", dst_path, &e))?;
         }
-        Sink::Stdout => std::io::stdout()
-            .flush()
-            .map_err(|e| CliError::io("Writing", "standard output", &e))?,
+        out.commit(dst_path).map_err(image_error)?;
     }
     if o.verbose && dst_path != "-" {
         println!("Decrypted {total} bytes into {dst_path}.");
     }
     Ok(())
-}
-
-/// Write `data` at `offset`, leaving holes for all-zero blocks of a sparse regular file.
-fn write_sparse(file: &File, data: &[u8], offset: u64) -> std::io::Result<()> {
-    let mut run_start: Option<usize> = None;
-    let mut at = 0;
-    while at < data.len() {
-        let end = (at + HOLE_BLOCK).min(data.len());
-        let zero = is_zero(&data[at..end]);
-        match (zero, run_start) {
-            (false, None) => run_start = Some(at),
-            (true, Some(s)) => {
-                file.write_all_at(&data[s..at], offset + s as u64)?;
-                run_start = None;
-            }
-            _ => {}
-        }
-        at = end;
-    }
-    if let Some(s) = run_start {
-        file.write_all_at(&data[s..], offset + s as u64)?;
-    }
-    Ok(())
-}
-
-fn is_zero(b: &[u8]) -> bool {
-    // Word-wise; the compiler vectorises the fold.
-    let (pre, mid, post) = {
-        // SAFETY: any byte pattern is a valid u64; align_to only reinterprets the aligned middle.
-        unsafe { b.align_to::<u64>() }
-    };
-    pre.iter().all(|&x| x == 0)
-        && mid.iter().fold(0u64, |acc, &w| acc | w) == 0
-        && post.iter().all(|&x| x == 0)
-}
-
-/// Decrypt the whole data area into `sink`.
-fn stream_decrypt(
-    dv: &DataVolume,
-    upper: &[DataVolume],
-    total: u64,
-    sink: &Sink,
-    dst_name: &str,
-    workers: usize,
-    progress: &mut Progress,
-) -> Result<()> {
-    let mut offset = 0u64;
-    // Standard output needs the chunks in order: park early ones until their turn.
-    let mut next_out = 0u64;
-    let mut parked: std::collections::BTreeMap<u64, Vec<u8>> = Default::default();
-    let mut stdout = std::io::stdout().lock();
-    run_pipeline(
-        dv,
-        upper,
-        workers,
-        false,
-        |buf| {
-            if offset >= total {
-                return Ok(None);
-            }
-            let n = (total - offset).min(buf.len() as u64) as usize;
-            dv.pread(&mut buf[..n], offset)?;
-            let at = offset;
-            offset += n as u64;
-            Ok(Some((n, at)))
-        },
-        |c| {
-            let data = &c.buf[..c.len];
-            let io = |e: std::io::Error| CliError::io("Writing", dst_name, &e);
-            match sink {
-                Sink::File { file, sparse: true } => {
-                    write_sparse(file, data, c.offset).map_err(io)?
-                }
-                Sink::File { file, .. } => file.write_all_at(data, c.offset).map_err(io)?,
-                Sink::Stdout => {
-                    parked.insert(c.offset, data.to_vec());
-                    while let Some(d) = parked.remove(&next_out) {
-                        stdout.write_all(&d).map_err(io)?;
-                        next_out += d.len() as u64;
-                    }
-                }
-            }
-            progress.add(c.len as u64);
-            Ok(())
-        },
-    )
 }
 
 /// A progress bar on standard error, drawn only when it is a terminal.
@@ -1191,23 +618,6 @@ impl Progress {
         if self.enabled {
             self.draw();
             eprintln!();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn zero_detection() {
-        let mut b = vec![0u8; 10_000];
-        assert!(is_zero(&b));
-        for at in [0, 1, 7, 8, 4095, 9_999] {
-            b[at] = 1;
-            assert!(!is_zero(&b), "{at}");
-            assert!(is_zero(&b[..at]));
-            b[at] = 0;
         }
     }
 }

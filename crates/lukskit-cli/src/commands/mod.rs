@@ -17,6 +17,7 @@ mod open;
 mod open_format;
 mod open_reencrypt;
 mod passphrase_cache;
+mod plain_key;
 mod reencrypt;
 mod reencrypt_claim;
 mod reencrypt_decrypt_shift;

@@ -620,11 +620,12 @@ fn unlock_plain(
         ));
     }
     let dev = absolute(device)?;
-    let p = super::image::plain_params_for(o, kernel)?;
+    let p = super::plain_key::plain_params_for(o, kernel)?;
     if signatures {
         warn_of_signatures(o, device)?;
     }
-    let key = super::image::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
+    let key =
+        super::plain_key::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
     let layout = p.layout()?;
     let mut c = base_config(o, name, VolumeType::Plain);
     c.device = dev;

@@ -7,9 +7,9 @@
 //! The key is the one `decrypt_keyctl` itself (and `keyctl search @u user cryptsetup:ID`)
 //! would find, so both share the cache.
 
-use crate::crypttab::{CrypttabEntry, KeySpec};
 use crate::errors::{CliError, ExitClass, Result};
 use lukskit_crypto::SecretBuf;
+use lukskit_crypttab::{CrypttabEntry, KeySpec};
 use lukskit_dm::keyctl;
 use lukskit_dm::keyring::KEY_SPEC_USER_KEYRING;
 
