@@ -569,9 +569,22 @@ fn open_engines_match(out: &str) {
     assert!(line("auto", "aes-cbc-lmk")
         .trim()
         .starts_with("engine:  lukskit "));
+    // image --engine auto wrote what lukskit's engine writes, after measuring.
+    assert_eq!(
+        with_prefix(out, "kcimage: "),
+        ["twofish-xts-plain64 512 512: auto=same"],
+        "{out}"
+    );
     let auto = with_prefix(out, "kcauto: ");
-    // One file per spec the kernel engine can serve (lmk is decided without measuring).
-    assert_eq!(auto.len(), 4, "{out}");
+    // One file per spec the kernel engine can serve (lmk is decided without measuring),
+    // the image's included.
+    assert_eq!(auto.len(), 5, "{out}");
+    assert!(
+        auto.iter()
+            .any(|a| a.contains("\"spec\":\"twofish-xts-plain64\"")
+                && a.contains("\"key_bits\":512")),
+        "{out}"
+    );
     for a in auto {
         assert!(
             a.starts_with("700 600 root {\"version\":1,\"spec\":"),

@@ -83,6 +83,18 @@ for c in "aes-xts-plain64 512 4096 loop" "aes-cbc-essiv:sha256 256 512 file" \
     fi
     echo "kcopen: $1 $2 $3 $4: kernel=$k auto=$a dm-crypt=$d"
 done
+# image --engine auto: measured (and remembered) as open's auto, the same bytes as lukskit's
+# engine writes. Line: "kcimage: SPEC BITS SECTOR: auto=same|DIFFER|failed"
+o="--type plain -c twofish-xts-plain64 -s 512 --sector-size 512 --skip 16 -d /tmp/kck"
+a=failed
+if lukskit image encrypt -q $o --engine auto /tmp/kcp /tmp/kcia 2>/tmp/kce &&
+    lukskit image encrypt -q $o --engine lukskit /tmp/kcp /tmp/kcil; then
+    cmp -s /tmp/kcia /tmp/kcil && a=same || a=DIFFER
+else
+    sed 's/^/kcimage-err: /' /tmp/kce
+fi
+echo "kcimage: twofish-xts-plain64 512 512: auto=$a"
+rm -f /tmp/kcia /tmp/kcil
 # auto remembers its measurement: one owner-only file per spec, key size and sector size.
 for f in /run/lukskit-engines/*; do
     echo "kcauto: $(stat -c '%a' /run/lukskit-engines) $(stat -c '%a %U' "$f") $(tr -d '\n' < "$f")"

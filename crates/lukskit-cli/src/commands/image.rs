@@ -318,6 +318,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         out.set_len(layout.offset)
             .map_err(|e| CliError::io("Resizing", image, &e))?;
     }
+    super::image_engine::choose(o, &layout.cipher, key.len(), layout.sector_size)?;
     let mut dv = if block {
         // A block device may be larger than the data: use only what the plaintext needs.
         let mut l = layout.clone();
@@ -426,6 +427,7 @@ fn other_format_tables(
     let bottom = layers
         .next()
         .ok_or_else(|| CliError::invalid("The volume has no data layout."))?;
+    super::image_engine::choose_for_table(o, &bottom)?;
     let mut upper = Vec::new();
     for table in layers {
         let mut v = DataVolume::open_table(image, table, false)?;
@@ -466,7 +468,9 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
                 }
                 let p = plain_params(o)?;
                 let key = plain_key(o, &p, &format!("Enter passphrase for {image}: "), false)?;
-                DataVolume::open(image, p.layout()?, key.as_bytes(), false)?
+                let layout = p.layout()?;
+                super::image_engine::choose(o, &layout.cipher, key.len(), layout.sector_size)?;
+                DataVolume::open(image, layout, key.as_bytes(), false)?
             }
             Kind::Luks(t) => {
                 if o.skip.is_some() || o.iv_large_sectors {
@@ -491,6 +495,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
                             .ok_or_else(|| CliError::invalid("Invalid size specification."))?,
                     );
                 }
+                super::image_engine::choose(o, &layout.cipher, vk.len(), layout.sector_size)?;
                 DataVolume::open(&vol.data_path, layout, vk.as_bytes(), false)?
             }
         }

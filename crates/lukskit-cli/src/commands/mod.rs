@@ -12,6 +12,7 @@ mod format;
 mod fvault2;
 mod header;
 mod image;
+mod image_engine;
 mod keys;
 mod open;
 mod open_format;
