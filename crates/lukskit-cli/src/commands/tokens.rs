@@ -22,7 +22,7 @@ const CLEVIS_BUDGET: Duration = Duration::from_secs(30);
 
 /// `s` (a URL or a message from a token's header or its server) with control characters
 /// escaped: nothing from a header or a server reaches the terminal as an escape sequence.
-fn printable(s: &str) -> String {
+pub(super) fn printable(s: &str) -> String {
     s.chars()
         .flat_map(|c| {
             let escaped: Vec<char> = if c.is_control() {
