@@ -341,7 +341,17 @@ fn lukskit_sss_binding_opens_with_clevis_and_lukskit() {
     let dev = tpm.device_arg();
     let img = sparse(d.path(), "img", 32 << 20);
     let key = write_file(d.path(), "key", b"pass");
-    let mut args = vec!["luksFormat", "-q", "--type", "luks2", "-d", &key];
+    // Three clevis tokens with tang advertisements need more than the default 12 KiB of
+    // JSON area.
+    let mut args = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--luks2-metadata-size",
+        "64k",
+    ];
+    args.extend_from_slice(&["-d", &key]);
     args.extend_from_slice(&FAST);
     args.push(&img);
     cryptsetup(&args, b"").unwrap().ok("cryptsetup luksFormat");
@@ -381,7 +391,7 @@ fn lukskit_sss_binding_opens_with_clevis_and_lukskit() {
     assert!(
         listed.starts_with(&format!(
             "1: sss '{{\"t\":2,\"pins\":{{\"tang\":[{{\"url\":\"{url}\"}}],\"tpm2\":\
-             {{\"hash\":\"sha256\",\"key\":\"ecc\",\"pcr_bank\":\"sha256\",\"pcr_ids\":\"7\"}}}}}}'\n"
+             [{{\"hash\":\"sha256\",\"key\":\"ecc\",\"pcr_bank\":\"sha256\",\"pcr_ids\":\"7\"}}]}}}}'\n"
         )),
         "{listed}"
     );
