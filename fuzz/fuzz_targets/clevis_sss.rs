@@ -35,9 +35,7 @@ fn nest(mut v: Value, depth: usize) -> Value {
             if item.is_object() {
                 let inner = nest(item.take(), depth + 1);
                 let h = b64(inner.to_string().as_bytes());
-                *item = Value::String(format!(
-                    "{h}..AAAAAAAAAAAAAAAA.AA.AAAAAAAAAAAAAAAAAAAAAA"
-                ));
+                *item = Value::String(format!("{h}..AAAAAAAAAAAAAAAA.AA.AAAAAAAAAAAAAAAAAAAAAA"));
             }
         }
     }
