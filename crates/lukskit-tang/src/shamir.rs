@@ -275,11 +275,11 @@ mod tests {
         let a = BoxedUint::one_with_precision(BITS)
             .shl_vartime(127)
             .unwrap()
-            .wrapping_sub(&BoxedUint::one_with_precision(BITS));
+            .wrapping_sub(BoxedUint::one_with_precision(BITS));
         let b = BoxedUint::one_with_precision(BITS)
             .shl_vartime(89)
             .unwrap()
-            .wrapping_sub(&BoxedUint::one_with_precision(BITS));
+            .wrapping_sub(BoxedUint::one_with_precision(BITS));
         let n = a.wrapping_mul(&b);
         let nb = n.to_be_bytes();
         assert!(!probably_prime(&nb[nb.len() - 32..]).unwrap());
