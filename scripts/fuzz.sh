@@ -25,7 +25,7 @@ fi
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token clevis_token luks2_edits)
+    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token clevis_token luks2_edits bind_config clevis_sss)
     if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
         targets+=(nbd_request)
     fi
@@ -104,7 +104,20 @@ tpm2_seeds() {
     printf '%b' '\x02\x00\x0c\x80\x01\x00\x00\x00\x0c\x00\x00\x00\x00\x00\x00\x00\x0a\x80\x01\x00\x00\x00\x0a\x00\x00\x09\x21' >"$d/replies"
 }
 
+# Pin configurations for bind_config (byte 0: 0 tang, 1 tpm2, 2 sss, 3 PCR list/bank/device)
+# and pin trees for clevis_sss (byte 0 even: a protected header whose clevis.sss.jwe objects
+# become compact JWEs), in the shapes clevis 19 takes and writes.
+bind_seeds() {
+    local d="$1" s="$2" p='"p":"wd0-g9t621WVX2GV-t27p9Y6lfrMjev1I_-xhkGSB_c"'
+    printf '\x00{"url":"http://tang.example","thp":"abc"}' >"$d/tang"
+    printf '\x01{"pcr_bank":"sha256","pcr_ids":"0,7"}' >"$d/tpm2"
+    printf '\x02{"t":2,"pins":{"tang":[{"url":"http://a"},{"url":"http://b"}],"tpm2":{},"sss":{"t":1,"pins":{"tpm2":{"pcr_ids":[7]}}}}}' >"$d/sss"
+    printf '\x037+8' >"$d/pcrs"
+    printf '\x00{"alg":"dir","enc":"A256GCM","clevis":{"pin":"sss","sss":{"t":2,%s,"jwe":[{"alg":"dir","enc":"A256GCM","clevis":{"pin":"tpm2","tpm2":{}}},{"alg":"dir","enc":"A256GCM","clevis":{"pin":"sss","sss":{"t":1,%s,"jwe":[{"alg":"ECDH-ES","enc":"A256GCM","clevis":{"pin":"tang","tang":{"url":"http://a"}}}]}}}]}}}' "$p" "$p" >"$s/nested"
+}
+
 make_seeds() {
+    bind_seeds "$(seed_dir bind_config)" "$(seed_dir clevis_sss)"
     local l1 l2 cs td
     bitlk_seeds "$(seed_dir bitlk_metadata)"
     l1="$(seed_dir luks1_header)"

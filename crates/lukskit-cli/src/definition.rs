@@ -399,7 +399,7 @@ pub const ACTIONS: &[Action] = &[
     Action {
         name: "token",
         args: "<add|remove|import|export|unassign|bind-tang|bind-clevis|enroll-tpm2|unenroll> <device>",
-        about: "Manipulate LUKS2 tokens (bind-tang, bind-clevis DEVICE tpm2 CONFIG: clevis tokens; enroll-tpm2: a systemd-tpm2 token; unenroll: tokens and their keyslots; lukskit)",
+        about: "Manipulate LUKS2 tokens (bind-tang, bind-clevis DEVICE tpm2|sss|tang CONFIG: clevis tokens; enroll-tpm2: a systemd-tpm2 token; unenroll: tokens and their keyslots; lukskit)",
         options: &[&[
             "token_id",
             "token_type",

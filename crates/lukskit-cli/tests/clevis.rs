@@ -300,3 +300,196 @@ fn hostile_clevis_pins_are_refused_in_one_line() {
         );
     }
 }
+
+/// `clevis luks list -d IMG`.
+fn clevis_list(img: &str) -> String {
+    let mut cmd = Command::new("clevis");
+    cmd.args(["luks", "list", "-d", img]);
+    let r = run(cmd, b"", &[]);
+    assert_eq!(r.code, 0, "clevis luks list: {}", r.stderr);
+    r.stdout
+}
+
+/// `clevis luks pass -d IMG -s SLOT` through the software TPM: what clevis decrypts (the
+/// passphrase `clevis luks unlock` would give cryptsetup), checked against that keyslot
+/// with cryptsetup. Its exit code.
+fn clevis_pass_opens(tpm: &Swtpm, img: &str, slot: &str) -> i32 {
+    let mut cmd = Command::new("clevis");
+    cmd.args(["luks", "pass", "-d", img, "-s", slot]);
+    let p = run(cmd, b"", &[("TPM2TOOLS_TCTI", &tpm.tcti())]);
+    if p.code == 0 {
+        cryptsetup(
+            &["open", "--test-passphrase", "--key-slot", slot, img],
+            p.stdout.as_bytes(),
+        )
+        .unwrap()
+        .ok("clevis' passphrase opens the keyslot");
+    }
+    p.code
+}
+
+#[test]
+fn lukskit_sss_binding_opens_with_clevis_and_lukskit() {
+    let test = "lukskit_sss_binding_opens_with_clevis_and_lukskit";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let mut tang = Tang::start(d.path());
+    let url = tang.url();
+    let tpm = Swtpm::start(d.path());
+    let dev = tpm.device_arg();
+    let img = sparse(d.path(), "img", 32 << 20);
+    let key = write_file(d.path(), "key", b"pass");
+    // Three clevis tokens with tang advertisements need more than the default 12 KiB of
+    // JSON area.
+    let mut args = vec![
+        "luksFormat",
+        "-q",
+        "--type",
+        "luks2",
+        "--luks2-metadata-size",
+        "64k",
+    ];
+    args.extend_from_slice(&["-d", &key]);
+    args.extend_from_slice(&FAST);
+    args.push(&img);
+    cryptsetup(&args, b"").unwrap().ok("cryptsetup luksFormat");
+    let t2 = format!(
+        r#"{{"t":2,"pins":{{"tang":[{{"url":"{url}"}}],"tpm2":{{"pcr_bank":"sha256","pcr_ids":"7"}}}}}}"#
+    );
+    let thp = tang.thumbprint();
+    let t1 =
+        format!(r#"{{"t":1,"pins":{{"tang":[{{"url":"{url}","thp":"{thp}"}}],"tpm2":{{}}}}}}"#);
+    let nested = format!(
+        r#"{{"t":2,"pins":{{"tpm2":{{}},"sss":{{"t":1,"pins":{{"tang":[{{"url":"{url}"}},{{"url":"{url}","thp":"{thp}"}}]}}}}}}}}"#
+    );
+    // Keyslots 1, 2, 3 (tokens 0, 1, 2). The server is trusted by --batch-mode (clevis'
+    // -y) where a tang pin has no "thp", by its thumbprint otherwise.
+    for (cfg, batch) in [(&t2, true), (&t1, false), (&nested, true)] {
+        let mut a = vec!["token", "bind-clevis", &dev, "-d", &key];
+        if batch {
+            a.push("--batch-mode");
+        }
+        a.extend_from_slice(&[&img, "sss", cfg]);
+        let r = lukskit(&a, b"");
+        assert_eq!(r.code, 0, "bind-clevis sss {cfg}: {}", r.stderr);
+    }
+    nothing_left(&tpm);
+    // clevis lists them as it lists its own bindings of the same configurations.
+    let listed = clevis_list(&img);
+    let own = tmp();
+    let own_tpm = Swtpm::start(own.path());
+    let mut want = String::new();
+    for (slot, cfg) in [(1, &t2), (2, &t1), (3, &nested)] {
+        let theirs = bound(own.path(), &own_tpm, "sss", cfg);
+        let l = clevis_list(&theirs);
+        want.push_str(&l.replacen("1: ", &format!("{slot}: "), 1));
+        std::fs::remove_file(&theirs).unwrap();
+    }
+    assert_eq!(listed, want);
+    assert!(
+        listed.starts_with(&format!(
+            "1: sss '{{\"t\":2,\"pins\":{{\"tang\":[{{\"url\":\"{url}\"}}],\"tpm2\":\
+             [{{\"hash\":\"sha256\",\"key\":\"ecc\",\"pcr_bank\":\"sha256\",\"pcr_ids\":\"7\"}}]}}}}'\n"
+        )),
+        "{listed}"
+    );
+    // clevis decrypts each (tang + TPM), and so does lukskit, without a prompt.
+    for slot in ["1", "2", "3"] {
+        assert_eq!(
+            clevis_pass_opens(&tpm, &img, slot),
+            0,
+            "clevis luks pass -s {slot}"
+        );
+    }
+    opens_without_prompt(&tpm, &img, &[]);
+    for id in ["1", "2"] {
+        let r = lukskit(
+            &[
+                "open",
+                "--test-passphrase",
+                "-v",
+                "--token-id",
+                id,
+                &dev,
+                &img,
+            ],
+            b"",
+        );
+        assert_eq!(r.code, 0, "token {id}: {}", r.stderr);
+    }
+    // Threshold: tang down, t=2 and the nested 2 of (tpm2, 1 of (tang, tang)) are refused
+    // by clevis and by lukskit; t=1 opens with the TPM alone.
+    tang.stop();
+    assert_ne!(clevis_pass_opens(&tpm, &img, "1"), 0);
+    assert_ne!(clevis_pass_opens(&tpm, &img, "3"), 0);
+    assert_eq!(clevis_pass_opens(&tpm, &img, "2"), 0);
+    for (id, code) in [("0", 1), ("2", 1), ("1", 0)] {
+        let r = lukskit(
+            &[
+                "open",
+                "--test-passphrase",
+                "--token-only",
+                "--token-id",
+                id,
+                "-v",
+                &dev,
+                &img,
+            ],
+            b"",
+        );
+        assert_eq!(r.code, code, "token {id}: {}{}", r.stdout, r.stderr);
+    }
+    // Hostile or unsupported configurations are refused before anything is asked or
+    // written (the tang server is down: nothing was fetched either).
+    let before = json_dump(&img);
+    let mut deep = r#"{"pins":{"tpm2":{}}}"#.to_string();
+    for _ in 0..4 {
+        deep = format!(r#"{{"pins":{{"sss":{deep}}}}}"#);
+    }
+    for (cfg, why) in [
+        (
+            r#"{"t":0,"pins":{"tpm2":{}}}"#.to_string(),
+            "invalid threshold (required: 1 <= 0 <= 1)",
+        ),
+        (
+            format!(r#"{{"t":3,"pins":{{"tpm2":{{}},"tang":{{"url":"{url}"}}}}}}"#),
+            "invalid threshold (required: 1 <= 3 <= 2)",
+        ),
+        (
+            r#"{"t":1,"pins":{"yubikey":{}}}"#.to_string(),
+            "the pin yubikey is not supported (tang, tpm2 and sss are)",
+        ),
+        (deep, "sss pins nested more than 4 deep"),
+    ] {
+        let r = lukskit(
+            &["token", "bind-clevis", &dev, &img, "sss", &cfg],
+            b"pass\n",
+        );
+        assert_eq!(
+            (r.code, r.stdout.as_str(), r.stderr.as_str()),
+            (
+                1,
+                "",
+                format!("Invalid clevis sss configuration: {why}.\n").as_str()
+            ),
+            "{cfg}"
+        );
+    }
+    // A server that does not answer: refused before the passphrase is asked.
+    let r = lukskit(
+        &["token", "bind-clevis", &dev, "-q", &img, "sss", &t1],
+        b"pass\n",
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with(&format!(
+            "Cannot bind the clevis sss pin: tang server {url}/adv"
+        )),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(json_dump(&img), before);
+    nothing_left(&tpm);
+}

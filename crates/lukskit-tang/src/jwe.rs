@@ -103,6 +103,18 @@ impl Jwe {
         })
     }
 
+    /// The compact serialization (`protected..iv.ciphertext.tag`): how `clevis encrypt`
+    /// writes a JWE, and how an `sss` pin holds its nested ones.
+    pub fn to_compact(&self) -> String {
+        format!(
+            "{}..{}.{}.{}",
+            self.protected,
+            b64e(&self.iv),
+            b64e(&self.ciphertext),
+            b64e(&self.tag)
+        )
+    }
+
     /// Decrypt with the ECDH shared secret `z` (the x coordinate): `ECDH-ES`.
     pub fn decrypt(&self, z: &SecretBuf) -> Result<SecretBuf, TangError> {
         if field(&self.header, "alg")? != "ECDH-ES" {

@@ -25,10 +25,13 @@
 
 #![forbid(unsafe_code)]
 
+pub mod bind_config;
+mod bind_pins;
 pub mod ec;
 mod http;
 mod jwe;
 mod pins;
+pub mod shamir;
 
 use base64::Engine as _;
 use ec::{EcPriv, EcPub};
@@ -36,12 +39,17 @@ use lukskit_crypto::SecretBuf;
 use serde_json::{json, Value};
 use std::time::Duration;
 
+pub use bind_config::{PinConfig, SssConfig, TangConfig, Tpm2Config};
+pub use bind_pins::Plan;
 pub use http::Limits;
 pub use pins::{jwk_key, Context, Pin};
 
 /// What can go wrong with a clevis token or a tang server.
 #[derive(Debug, thiserror::Error)]
 pub enum TangError {
+    /// A pin configuration to bind is invalid or asks for what lukskit does not do.
+    #[error("{0}")]
+    Config(String),
     /// The token is not a clevis token or its JWE is malformed.
     #[error("malformed clevis token: {0}")]
     Malformed(&'static str),
@@ -275,6 +283,16 @@ fn parse_advertisement(url: &str, adv_url: &str, body: &[u8]) -> Result<Advertis
 /// Encrypt `passphrase` to the tang server of `adv` as `clevis encrypt tang` does and return
 /// the LUKS2 token for `keyslot` (`{"type":"clevis","keyslots":[…],"jwe":{…}}`).
 pub fn bind(adv: &Advertisement, passphrase: &SecretBuf, keyslot: u32) -> Result<Value, TangError> {
+    let jwe = tang_jwe(adv, passphrase)?;
+    Ok(json!({
+        "type": "clevis",
+        "keyslots": [keyslot.to_string()],
+        "jwe": jwe.to_json(),
+    }))
+}
+
+/// `plaintext` encrypted to the tang server of `adv`, as `clevis encrypt tang` does.
+fn tang_jwe(adv: &Advertisement, plaintext: &SecretBuf) -> Result<jwe::Jwe, TangError> {
     let s = EcPub::from_jwk(&adv.exchange)?;
     let kid = ec::thumbprint(&adv.exchange, false).ok_or(TangError::BadKey("exchange key"))?;
     let c = EcPriv::generate(s.crv)?;
@@ -286,12 +304,7 @@ pub fn bind(adv: &Advertisement, passphrase: &SecretBuf, keyslot: u32) -> Result
         "epk": c.public.to_jwk(),
         "kid": kid,
     });
-    let jwe = jwe::Jwe::encrypt(header, &z, passphrase)?;
-    Ok(json!({
-        "type": "clevis",
-        "keyslots": [keyslot.to_string()],
-        "jwe": jwe.to_json(),
-    }))
+    jwe::Jwe::encrypt(header, &z, plaintext)
 }
 
 /// A clevis token for `keyslot` holding `passphrase` under a clevis `tpm2` pin, as
@@ -310,6 +323,24 @@ pub fn bind_tpm2(
     keyslot: u32,
     timeout: Duration,
 ) -> Result<Value, TangError> {
+    let cfg = PinConfig::Tpm2(Tpm2Config { pcr_bank, pcr_mask });
+    let ctx = Context {
+        tpm2: device.clone(),
+        tpm2_timeout: timeout,
+        ..Context::new(default_limits())
+    };
+    Plan::resolve(&cfg, &default_limits())?.token(passphrase, keyslot, &ctx)
+}
+
+/// `plaintext` encrypted under a clevis `tpm2` pin, as `clevis encrypt tpm2` does: a new
+/// JWK sealed in the TPM `device`, the JWE `dir` to it.
+fn tpm2_jwe(
+    device: &lukskit_tpm2::DeviceSpec,
+    pcr_bank: u16,
+    pcr_mask: u32,
+    plaintext: &SecretBuf,
+    timeout: Duration,
+) -> Result<jwe::Jwe, TangError> {
     let b64u = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
     let cek = SecretBuf::random(32).map_err(|_| TangError::Random)?;
     // jose's member order (sorted): alg, k, key_ops, kty.
@@ -345,23 +376,7 @@ pub fn bind_tpm2(
         "clevis": {"pin": "tpm2", "tpm2": Value::Object(tpm2)},
         "enc": "A256GCM",
     });
-    let jwe = jwe::Jwe::encrypt_direct(header, &cek, passphrase)?;
-    let token = json!({
-        "type": "clevis",
-        "keyslots": [keyslot.to_string()],
-        "jwe": jwe.to_json(),
-    });
-    // Unlock it once, as a check, before anything is written.
-    let ctx = Context {
-        tpm2: device.clone(),
-        tpm2_timeout: timeout,
-        ..Context::new(default_limits())
-    };
-    let back = ClevisToken::parse(&token)?.unlock_with(&ctx)?;
-    if !back.ct_eq(passphrase.as_bytes()) {
-        return Err(TangError::Decrypt);
-    }
-    Ok(token)
+    jwe::Jwe::encrypt_direct(header, &cek, plaintext)
 }
 
 /// A passphrase for a new clevis keyslot: 32 random bytes as base64url (43 printable

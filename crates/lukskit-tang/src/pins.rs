@@ -237,7 +237,7 @@ impl Pin {
                         reasons: reasons.join("; "),
                     });
                 }
-                let key = recover(prime, &points)?;
+                let key = crate::shamir::recover(prime, &points)?;
                 jwe.decrypt_direct(&key)
             }
         }
@@ -385,72 +385,6 @@ pub fn jwk_key(json: &[u8]) -> Result<SecretBuf, TangError> {
     key.ok_or(bad)
 }
 
-/// Shamir recovery (clevis' `sss_recover`): the value at 0 of the polynomial through
-/// `points` (each `x ‖ y`, big-endian, as long as `prime` each), modulo `prime`, as many
-/// bytes as `prime` has.
-fn recover(prime: &[u8], points: &[SecretBuf]) -> Result<SecretBuf, TangError> {
-    use crypto_bigint::{BoxedUint, NonZero, Odd};
-    use zeroize::Zeroize as _;
-    let len = prime.len();
-    let bits = u32::try_from(len * 8).map_err(|_| TangError::Malformed("clevis.sss.p"))?;
-    let num = |b: &[u8]| BoxedUint::from_be_slice(b, bits).map_err(|_| TangError::Decrypt);
-    let p = num(prime)?;
-    let modulus: NonZero<BoxedUint> = NonZero::new(p.clone())
-        .into_option()
-        .ok_or(TangError::Malformed("clevis.sss.p"))?;
-    let odd: Odd<BoxedUint> = Odd::new(p.clone())
-        .into_option()
-        .ok_or(TangError::Malformed("clevis.sss.p"))?;
-    let mut xs = Vec::new();
-    let mut ys = Vec::new();
-    for pt in points {
-        let (x, y) = pt.as_bytes().split_at(len);
-        let (x, y) = (num(x)?, num(y)?);
-        if x >= p || y >= p {
-            return Err(TangError::Decrypt);
-        }
-        xs.push(x);
-        ys.push(y);
-    }
-    let zero = BoxedUint::zero_with_precision(bits);
-    let mut k = zero.clone();
-    for i in 0..xs.len() {
-        let mut acc = BoxedUint::one_with_precision(bits);
-        for j in 0..xs.len() {
-            if i == j {
-                continue;
-            }
-            // acc *= (0 - x_j) / (x_i - x_j)
-            let num = zero.sub_mod(&xs[j], &modulus);
-            acc = acc.mul_mod(&num, &modulus);
-            let den = xs[i].sub_mod(&xs[j], &modulus);
-            let inv = den
-                .invert_odd_mod(&odd)
-                .into_option()
-                .ok_or(TangError::Decrypt)?;
-            acc = acc.mul_mod(&inv, &modulus);
-        }
-        let mut term = acc.mul_mod(&ys[i], &modulus);
-        k = k.add_mod(&term, &modulus);
-        term.zeroize();
-        acc.zeroize();
-    }
-    let bytes = k.to_be_bytes();
-    let mut out = SecretBuf::zeroed(len);
-    let b = &bytes[bytes.len() - len..];
-    if bytes[..bytes.len() - len].iter().any(|&c| c != 0) {
-        return Err(TangError::Decrypt);
-    }
-    out.as_mut_bytes().copy_from_slice(b);
-    let mut bytes = bytes;
-    bytes.zeroize();
-    k.zeroize();
-    for v in xs.iter_mut().chain(ys.iter_mut()) {
-        v.zeroize();
-    }
-    Ok(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -475,24 +409,5 @@ mod tests {
         ] {
             assert!(jwk_key(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
-    }
-
-    #[test]
-    fn shamir_recovers_the_constant_term() {
-        // f(x) = 5 + 3x + 2x^2 over GF(257), prime as 2 bytes.
-        let p = [0x01, 0x01];
-        let f = |x: u32| (5 + 3 * x + 2 * x * x) % 257;
-        let pt = |x: u32| {
-            let y = f(x);
-            SecretBuf::from_slice(&[(x >> 8) as u8, x as u8, (y >> 8) as u8, y as u8])
-        };
-        let k = recover(&p, &[pt(1), pt(7), pt(200)]).unwrap();
-        assert_eq!(k.as_bytes(), &[0, 5]);
-        let k = recover(&p, &[pt(200), pt(3), pt(9)]).unwrap();
-        assert_eq!(k.as_bytes(), &[0, 5]);
-        // Two points on another line: not the key; the same x twice: refused.
-        assert!(recover(&p, &[pt(4), pt(4)]).is_err());
-        // A coordinate not below p.
-        assert!(recover(&p, &[SecretBuf::from_slice(&[1, 1, 0, 0])]).is_err());
     }
 }

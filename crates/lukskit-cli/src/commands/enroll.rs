@@ -5,10 +5,11 @@
 //!   (crate `lukskit-tpm2`, module `enroll`): a random secret sealed in the TPM, a keyslot
 //!   whose passphrase is its base64 (PBKDF2-SHA512 at cryptsetup's minimum, 1000 iterations,
 //!   as systemd's `cryptsetup_set_minimal_pbkdf` makes it) and a `systemd-tpm2` token;
-//! - `token bind-clevis DEVICE tpm2 ['{"pcr_bank":"sha256","pcr_ids":"7"}']`: what `clevis
-//!   luks bind -d DEVICE tpm2 CONFIG` of clevis 19 does (crate `lukskit-tang`,
-//!   `bind_tpm2`): a keyslot with a random passphrase (PBKDF2, 1000 iterations, as
-//!   `token bind-tang`) and a clevis token whose JWE the TPM's sealed JWK decrypts;
+//! - `token bind-clevis DEVICE PIN CONFIG` (PIN `tpm2`, `sss` or `tang`, e.g. `sss
+//!   '{"t":2,"pins":{"tang":[{"url":…}],"tpm2":{"pcr_ids":"7"}}}'`): what `clevis luks bind
+//!   -d DEVICE PIN CONFIG` of clevis 19 does (crate `lukskit-tang`, `PinConfig` and
+//!   `Plan`): a keyslot with a random passphrase (PBKDF2, 1000 iterations, as `token
+//!   bind-tang`) and a clevis token whose JWE the pins decrypt;
 //! - `token bind-tang DEVICE --tang-url URL [--tang-thumbprint THP]`: a keyslot with a
 //!   random passphrase and a clevis token holding it encrypted to the tang server, that
 //!   Debian's `clevis luks unlock` accepts;
@@ -223,99 +224,71 @@ pub(super) fn unenroll(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// The PCRs and bank of a clevis `tpm2` configuration, as clevis 19 reads it: `pcr_ids` a
-/// string ("7", "0,7") or an array, `pcr_bank` defaulting to `sha1` as clevis' does; `hash`
-/// and `key` other than sha256 / ecc are refused (lukskit seals with those only).
-fn clevis_tpm2_config(text: &str) -> Result<(u16, u32)> {
-    let bad = |why: &str| CliError::invalid(format!("Invalid clevis tpm2 configuration: {why}."));
-    if text.len() > 4096 {
-        return Err(bad("too long"));
-    }
-    let cfg: serde_json::Value =
-        serde_json::from_str(text).map_err(|_| bad("not a JSON object"))?;
-    let obj = cfg.as_object().ok_or_else(|| bad("not a JSON object"))?;
-    for k in obj.keys() {
-        if !["hash", "key", "pcr_bank", "pcr_ids"].contains(&k.as_str()) {
-            return Err(bad(&format!("{k} is not supported by lukskit")));
+/// Trust the tang servers of `plan` that no `thp` or given `adv` vouches for: on
+/// `--batch-mode` (clevis' `-y`) with a line naming their keys, after a question on a
+/// terminal, never otherwise.
+fn confirm_tang_servers(o: &Opts, plan: &lukskit_tang::Plan) -> Result<()> {
+    for adv in plan.unconfirmed() {
+        let url = lukskit_tokens::printable(&adv.url);
+        let keys = adv.signing_thumbprints.join("\n  ");
+        if o.batch_mode {
+            eprintln!("Trusting the signing keys of tang server {url}:\n  {keys}");
+        } else if crate::input::interactive() {
+            crate::input::confirm(
+                &format!(
+                    "Tang server {url} advertises these signing keys:\n  {keys}\n\
+                     Trust them? (Check with tang-show-keys on the server.)"
+                ),
+                false,
+            )?;
+        } else {
+            return Err(CliError::invalid(format!(
+                "Tang server {url} advertises signing keys\n  {keys}\nName the one to trust \
+                 with \"thp\" in its configuration (or trust them all with --batch-mode)."
+            )));
         }
     }
-    let text_of = |k: &str| {
-        obj.get(k).map(|v| {
-            v.as_str()
-                .ok_or_else(|| bad(&format!("{k} is not a string")))
-        })
-    };
-    if let Some(h) = text_of("hash") {
-        if h? != "sha256" {
-            return Err(bad("lukskit seals with hash sha256 only"));
-        }
-    }
-    if let Some(k) = text_of("key") {
-        if k? != "ecc" {
-            return Err(bad("lukskit seals under an ecc primary key only"));
-        }
-    }
-    let ids = match obj.get("pcr_ids") {
-        None => String::new(),
-        Some(serde_json::Value::String(s)) => s.replace(' ', ""),
-        Some(serde_json::Value::Array(a)) => a
-            .iter()
-            .map(|v| match v {
-                serde_json::Value::Number(n) => Ok(n.to_string()),
-                serde_json::Value::String(s) => Ok(s.clone()),
-                _ => Err(bad("pcr_ids holds something that is not a PCR")),
-            })
-            .collect::<Result<Vec<_>>>()?
-            .join(","),
-        Some(_) => return Err(bad("pcr_ids is not a string or an array")),
-    };
-    let mask = lukskit_tpm2::enroll::parse_pcr_list(&ids).map_err(|e| bad(&e.to_string()))?;
-    let bank = match text_of("pcr_bank") {
-        None => "sha1",
-        Some(b) => b?,
-    };
-    let bank = lukskit_tpm2::token::bank_from_name(bank).ok_or_else(|| bad("unknown pcr_bank"))?;
-    Ok((bank, mask))
+    Ok(())
 }
 
-/// `token bind-clevis <device> <pin> [<config>]`.
+/// `token bind-clevis <device> <pin> [<config>]`: what `clevis luks bind -d DEVICE PIN
+/// CONFIG` of clevis 19 makes, for the pins `tang`, `tpm2` and `sss` (crate
+/// `lukskit-tang`: [`lukskit_tang::PinConfig`], [`lukskit_tang::Plan`]). The configuration
+/// is parsed, the tang servers asked and trusted, the TPM used and the token unlocked once
+/// before anything is written.
 pub(super) fn bind_clevis(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 3, 4, "bind-clevis <device> <pin> [<config>]")?;
     let device = &args[1];
-    match args[2].as_str() {
-        "tpm2" => {}
-        "tang" => {
-            return Err(CliError::invalid(
-                "Use token bind-tang for the tang pin (it checks the server's keys).",
+    let pin = args[2].as_str();
+    let cfg = lukskit_tang::PinConfig::parse(pin, args.get(3).map_or("{}", String::as_str))
+        .map_err(|e| {
+            CliError::invalid(format!(
+                "Invalid clevis {} configuration: {e}.",
+                lukskit_tokens::printable(pin)
             ))
-        }
-        other => {
-            return Err(CliError::invalid(format!(
-                "Binding the clevis pin {other} is not supported by lukskit (tpm2 only; clevis luks bind does sss)."
-            )))
-        }
-    }
-    let (bank, mask) = clevis_tpm2_config(args.get(3).map_or("{}", String::as_str))?;
+        })?;
     let tpm = lukskit_tpm2::DeviceSpec::parse(o.tpm2_device.as_deref().unwrap_or("auto"))
         .map_err(|e| CliError::invalid(format!("{e}.")))?;
     let mut vol = volume_for_new_token(o, device, "clevis")?;
+    let limits = lukskit_tang::default_limits();
+    let plan = lukskit_tang::Plan::resolve(&cfg, &limits)
+        .map_err(|e| CliError::invalid(format!("Cannot bind the clevis {pin} pin: {e}.")))?;
+    confirm_tang_servers(o, &plan)?;
     let vk = existing_volume_key(o, &vol)?;
     let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
     // Which keyslot the token will be for is known once it is added; the token is made
-    // first (it needs the TPM), with the keyslot number it will get.
+    // first (it needs the TPM and the servers), with the keyslot number it will get.
     let slot = match o.key_slot {
         Some(s) => s,
         None => vol.free_keyslot()?,
     };
-    let token = lukskit_tang::bind_tpm2(
-        &tpm,
-        bank,
-        mask,
-        &pass,
-        slot,
-        lukskit_tpm2::transport::DEFAULT_TIMEOUT,
-    )
-    .map_err(|e| CliError::invalid(format!("Cannot seal the key in the TPM: {e}.")))?;
+    let ctx = lukskit_tang::Context {
+        tpm2: tpm,
+        ..lukskit_tang::Context::new(limits)
+    };
+    let token = plan
+        .token(&pass, slot, &ctx)
+        .map_err(|e| CliError::invalid(format!("Cannot bind the clevis {pin} pin: {e}.")))?;
     let mut pbkdf = super::pbkdf_options(o);
     if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
         pbkdf = PbkdfOptions {
