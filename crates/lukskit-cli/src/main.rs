@@ -14,6 +14,7 @@ mod hardening;
 mod help;
 mod input;
 mod interrupt;
+mod resolve;
 mod startup;
 
 use args::Opts;

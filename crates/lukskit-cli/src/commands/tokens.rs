@@ -11,7 +11,7 @@ use super::need_args;
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use lukskit_crypto::SecretBuf;
-use lukskit_volume::pbkdf::PbkdfOptions;
+use lukskit_volume::pbkdf::{PbkdfKind, PbkdfRequest};
 use lukskit_volume::Volume;
 use std::time::{Duration, Instant};
 
@@ -543,10 +543,10 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
     let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
     // The passphrase has 256 bits of entropy: like clevis, a cheap PBKDF2 keyslot unless
     // the command line asks for another PBKDF.
-    let mut pbkdf = super::pbkdf_options(o);
+    let mut pbkdf = crate::resolve::pbkdf(o);
     if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
-        pbkdf = PbkdfOptions {
-            kind: Some("pbkdf2".into()),
+        pbkdf = PbkdfRequest {
+            kind: Some(PbkdfKind::Pbkdf2),
             force_iterations: Some(1000),
             ..pbkdf
         };
