@@ -247,7 +247,7 @@ pub fn check(o: &Opts, g: &Given, key_files: usize) -> Option<String> {
         return Some("Only one --key-file argument is allowed.".into());
     }
     if let Some(p) = &o.pbkdf {
-        if !["pbkdf2", "argon2i", "argon2id"].contains(&p.as_str()) {
+        if lukskit_volume::pbkdf::PbkdfKind::from_name(p).is_none() {
             return Some(
                 "Password-based key derivation function (PBKDF) can be only pbkdf2 or \
                  argon2i/argon2id."

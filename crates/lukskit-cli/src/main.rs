@@ -13,6 +13,7 @@ mod hardening;
 mod help;
 mod input;
 mod interrupt;
+mod resolve;
 mod startup;
 
 use args::Opts;

@@ -446,3 +446,31 @@ fn luks1_with_another_pbkdf_behaves_as_cryptsetup() {
         assert!(cs_opens(&img, &kf, &[]), "{tool}'s image opens with PBKDF2");
     }
 }
+
+/// luksFormat reports a missing data device before it reads `--volume-key-file` or parses
+/// `--cipher`, as cryptsetup does (same message on standard error, same exit code); with the
+/// device present, a missing volume key file is reported as cryptsetup reports it.
+#[test]
+fn format_checks_the_device_before_key_file_and_cipher() {
+    if !have_cryptsetup("luksFormat error order") {
+        return;
+    }
+    let dir = tmp();
+    let img = sparse(dir.path(), "v.img", 20 << 20);
+    let kf = write_file(dir.path(), "kf", b"pass");
+    let missing_dev = dir.path().join("no-such-device").display().to_string();
+    let missing_vk = dir.path().join("no-such-vk").display().to_string();
+    let cases: [Vec<&str>; 3] = [
+        vec!["--volume-key-file", &missing_vk, &missing_dev],
+        vec!["--cipher", "xts(aes)-plain64", &missing_dev],
+        vec!["--volume-key-file", &missing_vk, &img],
+    ];
+    for extra in cases {
+        let mut args = with_fast(vec!["luksFormat", "-q", "-d", &kf]);
+        args.extend_from_slice(&extra);
+        let cs = cryptsetup(&args, b"").unwrap();
+        let lk = lukskit(&args, b"");
+        assert_eq!(lk.code, cs.code, "exit code of {args:?}: {}", lk.stderr);
+        assert_eq!(lk.stderr.trim(), cs.stderr.trim(), "stderr of {args:?}");
+    }
+}

@@ -3,7 +3,7 @@
 use crate::claim::{Claim, ClaimError};
 use crate::device::{Access, Device};
 use crate::error::{IoOp, KeyslotError, ParamError, Result, VolumeError};
-use crate::pbkdf::PbkdfOptions;
+use crate::pbkdf::PbkdfRequest;
 use crate::{luks1_keys, luks2_keys, wipe};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
@@ -18,17 +18,64 @@ use std::path::Path;
 /// Default data alignment: 1 MiB, in 512-byte sectors.
 pub const DEFAULT_ALIGN_SECTORS: u32 = 2048;
 
+/// The data cipher of a new volume, parsed where the request is made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DataCipher {
+    /// A cipher of lukskit's engine (checked against the key and sector size at format).
+    Sector(CipherSpec),
+    /// With [`FormatRequest::integrity`]: the kernel's cipher, written into the header as
+    /// given (AEAD modes such as `aes-gcm-random` are no [`CipherSpec`]); `spec` when it
+    /// parses as one (it then gives the default key size).
+    Kernel {
+        /// The cipher as given.
+        text: String,
+        /// `text` parsed, when it parses.
+        spec: Option<CipherSpec>,
+    },
+}
+
+impl DataCipher {
+    /// The default cipher, cryptsetup's `aes-xts-plain64`.
+    pub fn default_luks() -> Self {
+        DataCipher::Sector(CipherSpec::parse(DEFAULT_CIPHER).expect("the default cipher parses"))
+    }
+
+    /// The cipher as the engine's [`CipherSpec`], when it is one.
+    pub fn spec(&self) -> Option<&CipherSpec> {
+        match self {
+            DataCipher::Sector(s) => Some(s),
+            DataCipher::Kernel { spec, .. } => spec.as_ref(),
+        }
+    }
+
+    /// The specification text as the header stores it.
+    pub fn text(&self) -> String {
+        match self {
+            DataCipher::Sector(s) => s.to_string(),
+            DataCipher::Kernel { text, .. } => text.clone(),
+        }
+    }
+
+    /// cryptsetup's default volume key size in bits for this cipher (without `--key-size`).
+    pub fn default_key_bits(&self) -> u32 {
+        self.spec().map_or(256, default_key_bits)
+    }
+}
+
+/// cryptsetup's default LUKS cipher.
+pub const DEFAULT_CIPHER: &str = "aes-xts-plain64";
+
 /// Everything `luksFormat` needs besides the passphrase.
 #[derive(Debug, Clone)]
-pub struct FormatParams {
+pub struct FormatRequest {
     /// LUKS version.
     pub kind: VolumeType,
     /// Data device (or image file).
     pub device: String,
     /// Detached header file, created when missing.
     pub header: Option<String>,
-    /// Cipher specification (default aes-xts-plain64).
-    pub cipher: String,
+    /// The data cipher ([`DataCipher::default_luks`] is cryptsetup's default).
+    pub cipher: DataCipher,
     /// Volume key size in bits (default 512 for XTS, else 256).
     pub key_size_bits: Option<u32>,
     /// LUKS2 encryption sector size (default: 4096 on image files, the device's logical/physical
@@ -55,14 +102,42 @@ pub struct FormatParams {
     pub keyslots_size: Option<u64>,
     /// Keyslot for the first passphrase (default 0).
     pub key_slot: Option<u32>,
-    /// PBKDF options for the first keyslot (and the digest hash).
-    pub pbkdf: PbkdfOptions,
+    /// The PBKDF of the first keyslot (and the digest hash).
+    pub pbkdf: PbkdfRequest,
     /// A given volume key (`--volume-key-file`); random when None.
     pub volume_key: Option<SecretBuf>,
     /// LUKS2 authenticated encryption: the segment's integrity type (`hmac(sha256)`, `aead`,
     /// `poly1305`). The cipher is then the kernel's to check (lukskit's engine has no AEAD
-    /// modes) and `key_size_bits` is the whole key, cipher key then integrity key.
+    /// modes; [`DataCipher::Kernel`]) and `key_size_bits` is the whole key, cipher key then
+    /// integrity key.
     pub integrity: Option<String>,
+}
+
+impl FormatRequest {
+    /// A `kind` volume on `device` with cryptsetup's defaults for everything else
+    /// (aes-xts-plain64, the cipher's default key size, detected sector size and offset,
+    /// the default PBKDF, a random volume key and UUID).
+    pub fn new(kind: VolumeType, device: impl Into<String>) -> Self {
+        FormatRequest {
+            kind,
+            device: device.into(),
+            header: None,
+            cipher: DataCipher::default_luks(),
+            key_size_bits: None,
+            sector_size: None,
+            offset_sectors: None,
+            alignment_sectors: None,
+            label: None,
+            subsystem: None,
+            uuid: None,
+            metadata_size: None,
+            keyslots_size: None,
+            key_slot: None,
+            pbkdf: PbkdfRequest::default(),
+            volume_key: None,
+            integrity: None,
+        }
+    }
 }
 
 /// The dm-integrity step of a LUKS2 format with integrity, given the data offset in bytes and
@@ -113,7 +188,7 @@ fn check_uuid(uuid: &Option<String>) -> Result<String> {
 
 /// Format a new LUKS volume and add the first keyslot. The data device and the detached
 /// header are claimed for exclusive use while the header is written (see [`claim_devices`]).
-pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
+pub fn format(p: &FormatRequest, passphrase: &[u8]) -> Result<FormatOutcome> {
     format_inner(p, None, passphrase, None)
 }
 
@@ -121,7 +196,7 @@ pub fn format(p: &FormatParams, passphrase: &[u8]) -> Result<FormatOutcome> {
 /// dm-integrity superblock (see [`IntegrityHook`]). The devices are checked for exclusive
 /// use but not held: the kernel claims the data device itself as it loads dm-integrity.
 pub fn format_integrity(
-    p: &FormatParams,
+    p: &FormatRequest,
     passphrase: &[u8],
     hook: IntegrityHook<'_>,
 ) -> Result<FormatOutcome> {
@@ -131,7 +206,7 @@ pub fn format_integrity(
 /// [`format`] for a caller that already holds the [`claim_devices`] claims of `p` (and keeps
 /// them for longer, e.g. to write the data area afterwards).
 pub fn format_claimed(
-    p: &FormatParams,
+    p: &FormatRequest,
     claims: &[Claim],
     passphrase: &[u8],
 ) -> Result<FormatOutcome> {
@@ -139,7 +214,7 @@ pub fn format_claimed(
 }
 
 fn format_inner(
-    p: &FormatParams,
+    p: &FormatRequest,
     held: Option<&[Claim]>,
     passphrase: &[u8],
     hook: Option<IntegrityHook<'_>>,
@@ -156,14 +231,16 @@ fn format_inner(
         ));
     }
     // With integrity the cipher (aes-gcm-random, aegis128-random, ...) is the kernel's.
-    let spec = match CipherSpec::parse(&p.cipher) {
-        Ok(s) => Some(s),
-        Err(_) if p.integrity.is_some() => None,
-        Err(e) => return Err(e.into()),
+    let spec = match (&p.cipher, &p.integrity) {
+        (DataCipher::Sector(s), _) => Some(s.clone()),
+        (DataCipher::Kernel { spec, .. }, Some(_)) => spec.clone(),
+        // Without integrity the cipher is the engine's: it must be a `CipherSpec`.
+        (DataCipher::Kernel { spec: Some(s), .. }, None) => Some(s.clone()),
+        (DataCipher::Kernel { text, spec: None }, None) => Some(CipherSpec::parse(text)?),
     };
     let key_bits = p
         .key_size_bits
-        .unwrap_or_else(|| spec.as_ref().map_or(256, default_key_bits));
+        .unwrap_or_else(|| p.cipher.default_key_bits());
     if key_bits == 0 || !key_bits.is_multiple_of(8) {
         return Err(ParamError::KeySizeNotBytes.into());
     }
@@ -233,16 +310,22 @@ fn format_inner(
 /// mapping, a mount or another exclusive user holds one of them (an image file's idle loop
 /// device does not, see [`Claim::acquire_for_rewrite`]).
 /// `format` does this itself; callers may call it first to fail before asking for anything.
-pub fn claim_devices(p: &FormatParams) -> Result<Vec<Claim>> {
-    let mut paths = vec![p.device.as_str()];
-    if let Some(h) = p.header.as_deref().filter(|h| Path::new(h).exists()) {
+pub fn claim_devices(p: &FormatRequest) -> Result<Vec<Claim>> {
+    claim_paths(&p.device, p.header.as_deref())
+}
+
+/// [`claim_devices`] for the data device `device` and the detached header `header`, before
+/// a [`FormatRequest`] is made.
+pub fn claim_paths(device: &str, header: Option<&str>) -> Result<Vec<Claim>> {
+    let mut paths = vec![device];
+    if let Some(h) = header.filter(|h| Path::new(h).exists()) {
         paths.push(h);
     }
     paths
         .into_iter()
         .map(|path| {
             // As cryptsetup: a header goes on a block device or a regular file only.
-            let holds_header = path == p.header.as_deref().unwrap_or(&p.device);
+            let holds_header = path == header.unwrap_or(device);
             if let Some(md) = std::fs::metadata(path).ok().filter(|_| holds_header) {
                 let ft = md.file_type();
                 if !ft.is_block_device() && !ft.is_file() {
@@ -282,7 +365,7 @@ fn too_small_warning(
 }
 
 fn format_luks1(
-    p: &FormatParams,
+    p: &FormatRequest,
     dev: &Device,
     spec: &CipherSpec,
     vk: &SecretBuf,
@@ -396,7 +479,7 @@ struct Luks2Areas {
     data_offset: u64,
 }
 
-fn luks2_areas(p: &FormatParams) -> Result<Luks2Areas> {
+fn luks2_areas(p: &FormatRequest) -> Result<Luks2Areas> {
     let detached = p.header.is_some();
     let metadata_size = p.metadata_size.unwrap_or(luks2::DEFAULT_METADATA_SIZE);
     if !luks2::METADATA_SIZES.contains(&metadata_size) {
@@ -450,7 +533,7 @@ const SMALL_KEYSLOTS_AREA: u64 = 4 * 1024 * 1024 - 2 * 16 * 1024;
 /// The size of the LUKS2 keyslots area `format` would make for `p` when it is so small that
 /// few keyslots fit (cryptsetup warns of it before it writes the header), else `None` (also
 /// when `p` is invalid: `format` reports that).
-pub fn small_keyslots_area(p: &FormatParams) -> Option<u64> {
+pub fn small_keyslots_area(p: &FormatRequest) -> Option<u64> {
     if !matches!(p.kind, VolumeType::Luks2) {
         return None;
     }
@@ -462,7 +545,7 @@ pub fn small_keyslots_area(p: &FormatParams) -> Option<u64> {
 /// data device.
 #[allow(clippy::too_many_arguments)]
 fn format_luks2(
-    p: &FormatParams,
+    p: &FormatRequest,
     dev: &Device,
     data: &Device,
     spec: Option<&CipherSpec>,
@@ -511,7 +594,7 @@ fn format_luks2(
             SectorCipher::check(spec, vk.len(), sector_size)?;
             spec.to_string()
         }
-        _ => p.cipher.clone(),
+        _ => p.cipher.text(),
     };
     let hash = p.pbkdf.hash()?;
     let digest_iters = p.pbkdf.digest_iterations(vk.len())?;

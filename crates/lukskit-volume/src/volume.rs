@@ -3,7 +3,7 @@
 
 use crate::device::{Access, Device};
 use crate::error::{KeyslotError, ParamError, RequirementsError, Result, VolumeError};
-use crate::pbkdf::PbkdfOptions;
+use crate::pbkdf::PbkdfRequest;
 use crate::{luks1_keys, luks2_keys};
 use lukskit_crypto::SecretBuf;
 use lukskit_format::detect::{detect, unsupported_version};
@@ -445,7 +445,7 @@ impl Volume {
         key: &SecretBuf,
         passphrase: &[u8],
         slot: Option<u32>,
-        pbkdf: &PbkdfOptions,
+        pbkdf: &PbkdfRequest,
         unbound: bool,
     ) -> Result<u32> {
         self.check_requirements_for_write()?;
@@ -462,8 +462,8 @@ impl Volume {
                     return Err(KeyslotError::NoUnboundInLuks1.into());
                 }
                 // LUKS1 keyslots always use the header's hash: benchmark with that one.
-                let with_header_hash = PbkdfOptions {
-                    hash: Some(h.hash_spec.clone()),
+                let with_header_hash = PbkdfRequest {
+                    hash: Some(crate::pbkdf::HashChoice::parse(&h.hash_spec)),
                     ..pbkdf.clone()
                 };
                 let iterations =
@@ -520,7 +520,7 @@ impl Volume {
         slot: u32,
         key: &SecretBuf,
         passphrase: &[u8],
-        pbkdf: &PbkdfOptions,
+        pbkdf: &PbkdfRequest,
         in_place: bool,
     ) -> Result<u32> {
         self.check_requirements_for_write()?;

@@ -5,11 +5,11 @@
 use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{format, FormatParams};
+use lukskit_volume::format::{format, FormatRequest};
 use lukskit_volume::formats::{
     self, FormatOptions, OtherFormatError, Probe, UnlockRequest, REGISTRY,
 };
-use lukskit_volume::pbkdf::PbkdfOptions;
+use lukskit_volume::pbkdf::{PbkdfKind, PbkdfRequest};
 use lukskit_volume::segment::{SegmentKind, SegmentTable};
 use lukskit_volume::{Volume, VolumeError};
 
@@ -20,28 +20,15 @@ fn luks(path: &str, kind: VolumeType) {
         .unwrap()
         .set_len(32 << 20)
         .unwrap();
-    let p = FormatParams {
-        kind,
-        device: path.into(),
-        header: None,
-        cipher: "aes-xts-plain64".into(),
+    let p = FormatRequest {
         key_size_bits: Some(256),
         sector_size: Some(512),
-        offset_sectors: None,
-        alignment_sectors: None,
-        label: None,
-        subsystem: None,
-        uuid: None,
-        metadata_size: None,
-        keyslots_size: None,
-        key_slot: None,
-        pbkdf: PbkdfOptions {
-            kind: Some("pbkdf2".into()),
+        pbkdf: PbkdfRequest {
+            kind: Some(PbkdfKind::Pbkdf2),
             force_iterations: Some(1000),
-            ..PbkdfOptions::default()
+            ..PbkdfRequest::default()
         },
-        volume_key: None,
-        integrity: None,
+        ..FormatRequest::new(kind, path)
     };
     format(&p, PASS).unwrap();
 }

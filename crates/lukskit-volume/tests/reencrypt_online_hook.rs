@@ -8,8 +8,8 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
 use lukskit_volume::data::DataVolume;
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{format, FormatParams};
-use lukskit_volume::pbkdf::PbkdfOptions;
+use lukskit_volume::format::{format, FormatRequest};
+use lukskit_volume::pbkdf::{PbkdfKind, PbkdfRequest};
 use lukskit_volume::reencrypt::online::{HotZone, OnlineHook};
 use lukskit_volume::reencrypt::{
     self, InitParams, Keys, Mode, Outcome, ResilienceChoice, RunOptions,
@@ -20,11 +20,11 @@ use lukskit_volume::Volume;
 const PASS: &[u8] = b"hook test";
 const MIB: u64 = 1 << 20;
 
-fn pbkdf() -> PbkdfOptions {
-    PbkdfOptions {
-        kind: Some("pbkdf2".into()),
+fn pbkdf() -> PbkdfRequest {
+    PbkdfRequest {
+        kind: Some(PbkdfKind::Pbkdf2),
         force_iterations: Some(1000),
-        ..PbkdfOptions::default()
+        ..PbkdfRequest::default()
     }
 }
 
@@ -35,24 +35,11 @@ fn prepared(path: &str) -> (Vec<u8>, Keys) {
         .unwrap()
         .set_len(16 * MIB + 4 * MIB)
         .unwrap();
-    let p = FormatParams {
-        kind: VolumeType::Luks2,
-        device: path.into(),
-        header: None,
-        cipher: "aes-xts-plain64".into(),
+    let p = FormatRequest {
         key_size_bits: Some(256),
         sector_size: Some(512),
-        offset_sectors: None,
-        alignment_sectors: None,
-        label: None,
-        subsystem: None,
-        uuid: None,
-        metadata_size: None,
-        keyslots_size: None,
-        key_slot: None,
         pbkdf: pbkdf(),
-        volume_key: None,
-        integrity: None,
+        ..FormatRequest::new(VolumeType::Luks2, path)
     };
     format(&p, PASS).unwrap();
     let mut vol = Volume::load(path, None, Access::Write).unwrap();

@@ -5,8 +5,8 @@ use crate::secret::Secret;
 use crate::volume::{OpenOptions, Volume};
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_format::VolumeType;
-use lukskit_volume::format::FormatParams;
-use lukskit_volume::pbkdf::PbkdfOptions;
+use lukskit_volume::format::{DataCipher, FormatRequest};
+use lukskit_volume::pbkdf::{HashChoice, PbkdfKind, PbkdfRequest};
 
 /// How a passphrase is stretched into a keyslot key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,16 +41,16 @@ pub enum Pbkdf {
     },
 }
 
-/// The volume layer's PBKDF options for `pbkdf` and `hash`.
-pub(crate) fn pbkdf_options(pbkdf: &Pbkdf, hash: Option<&str>) -> PbkdfOptions {
-    let mut o = PbkdfOptions {
-        hash: hash.map(str::to_string),
-        ..PbkdfOptions::default()
+/// The volume layer's PBKDF request for `pbkdf` and `hash`.
+pub(crate) fn pbkdf_request(pbkdf: &Pbkdf, hash: Option<&str>) -> PbkdfRequest {
+    let mut o = PbkdfRequest {
+        hash: hash.map(HashChoice::parse),
+        ..PbkdfRequest::default()
     };
     match *pbkdf {
         Pbkdf::Default => {}
         Pbkdf::Pbkdf2 { iterations } => {
-            o.kind = Some("pbkdf2".into());
+            o.kind = Some(PbkdfKind::Pbkdf2);
             o.force_iterations = Some(iterations);
         }
         Pbkdf::Argon2i {
@@ -63,12 +63,11 @@ pub(crate) fn pbkdf_options(pbkdf: &Pbkdf, hash: Option<&str>) -> PbkdfOptions {
             memory_kib,
             parallel,
         } => {
-            let kind = if matches!(pbkdf, Pbkdf::Argon2i { .. }) {
-                "argon2i"
+            o.kind = Some(if matches!(pbkdf, Pbkdf::Argon2i { .. }) {
+                PbkdfKind::Argon2i
             } else {
-                "argon2id"
-            };
-            o.kind = Some(kind.into());
+                PbkdfKind::Argon2id
+            });
             o.force_iterations = Some(time);
             o.max_memory_kib = Some(memory_kib);
             o.parallel = Some(parallel);
@@ -108,7 +107,8 @@ impl Default for FormatOptions {
     fn default() -> Self {
         FormatOptions {
             version: VolumeType::Luks2,
-            cipher: CipherSpec::parse("aes-xts-plain64").expect("the default cipher parses"),
+            cipher: CipherSpec::parse(lukskit_volume::format::DEFAULT_CIPHER)
+                .expect("the default cipher parses"),
             key_bits: None,
             sector_size: None,
             pbkdf: Pbkdf::Default,
@@ -197,24 +197,16 @@ pub fn format(path: &str, passphrase: &Secret, options: &FormatOptions) -> Resul
         option: "passphrase",
         reason: "a passphrase or key file is needed".into(),
     })?;
-    let params = FormatParams {
-        kind: options.version,
-        device: path.to_string(),
+    let params = FormatRequest {
         header: options.header.clone(),
-        cipher: options.cipher.to_string(),
+        cipher: DataCipher::Sector(options.cipher.clone()),
         key_size_bits: options.key_bits,
         sector_size: options.sector_size,
-        offset_sectors: None,
-        alignment_sectors: None,
         label: options.label.clone(),
         subsystem: options.subsystem.clone(),
         uuid: options.uuid.clone(),
-        metadata_size: None,
-        keyslots_size: None,
-        key_slot: None,
-        pbkdf: pbkdf_options(&options.pbkdf, options.hash.as_deref()),
-        volume_key: None,
-        integrity: None,
+        pbkdf: pbkdf_request(&options.pbkdf, options.hash.as_deref()),
+        ..FormatRequest::new(options.version, path)
     };
     lukskit_volume::format::format(&params, secret.as_bytes())?;
     let mut open = OpenOptions::new().writable(true);

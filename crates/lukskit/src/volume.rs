@@ -1,7 +1,7 @@
 //! Opening a LUKS volume, unlocking it and managing its keyslots.
 
 use crate::error::{Error, Result};
-use crate::format::{pbkdf_options, Pbkdf};
+use crate::format::{pbkdf_request, Pbkdf};
 use crate::metadata::Metadata;
 use crate::plaintext::Plaintext;
 use crate::secret::Secret;
@@ -168,7 +168,7 @@ impl Volume {
                 option: "new passphrase",
                 reason: "a passphrase or key file is needed".into(),
             })?;
-        let pbkdf = pbkdf_options(&options.pbkdf, options.hash.as_deref());
+        let pbkdf = pbkdf_request(&options.pbkdf, options.hash.as_deref());
         Ok(self
             .inner
             .add_keyslot(key, new.as_bytes(), options.slot, &pbkdf, false)?)

@@ -10,13 +10,14 @@ use crate::errors::{CliError, Result};
 use lukskit_format::luks1::Luks1Header;
 use lukskit_format::luks2;
 use lukskit_format::VolumeType;
+use lukskit_volume::format::DataCipher;
 
 /// The data offset in 512-byte sectors to format with: `--offset`, or the one
 /// `--align-payload` gives, or None for the default.
 pub fn payload_offset(
     o: &Opts,
     kind: VolumeType,
-    cipher: &str,
+    cipher: &DataCipher,
     key_size_bits: Option<u32>,
 ) -> Result<Option<u64>> {
     let Some(align) = o.align_payload.filter(|&a| a != 0) else {

@@ -23,7 +23,7 @@ use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::device::Access;
-use lukskit_volume::pbkdf::PbkdfOptions;
+use lukskit_volume::pbkdf::{HashChoice, PbkdfKind, PbkdfRequest};
 
 /// The PIN for a new PIN token: asked twice on a terminal (systemd-cryptenroll's prompts),
 /// one line from standard input otherwise.
@@ -123,11 +123,15 @@ pub(super) fn enroll_tpm2(o: &Opts, args: &[String]) -> Result<()> {
     // systemd's cryptsetup_set_minimal_pbkdf: PBKDF2 with SHA-512 at the least cryptsetup
     // allows (the passphrase has 256 bits of entropy), unless the command line asks
     // otherwise.
-    let mut pbkdf = super::pbkdf_options(o);
+    let mut pbkdf = crate::resolve::pbkdf(o);
     if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
-        pbkdf = PbkdfOptions {
-            kind: Some("pbkdf2".into()),
-            hash: Some(pbkdf.hash.unwrap_or_else(|| "sha512".into())),
+        pbkdf = PbkdfRequest {
+            kind: Some(PbkdfKind::Pbkdf2),
+            hash: Some(
+                pbkdf
+                    .hash
+                    .unwrap_or(HashChoice::Known(lukskit_crypto::hash::HashAlg::Sha512)),
+            ),
             force_iterations: Some(1000),
             ..pbkdf
         };
@@ -289,10 +293,10 @@ pub(super) fn bind_clevis(o: &Opts, args: &[String]) -> Result<()> {
     let token = plan
         .token(&pass, slot, &ctx)
         .map_err(|e| CliError::invalid(format!("Cannot bind the clevis {pin} pin: {e}.")))?;
-    let mut pbkdf = super::pbkdf_options(o);
+    let mut pbkdf = crate::resolve::pbkdf(o);
     if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
-        pbkdf = PbkdfOptions {
-            kind: Some("pbkdf2".into()),
+        pbkdf = PbkdfRequest {
+            kind: Some(PbkdfKind::Pbkdf2),
             force_iterations: Some(1000),
             ..pbkdf
         };
@@ -360,10 +364,10 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
     let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
     // The passphrase has 256 bits of entropy: like clevis, a cheap PBKDF2 keyslot unless
     // the command line asks for another PBKDF.
-    let mut pbkdf = super::pbkdf_options(o);
+    let mut pbkdf = crate::resolve::pbkdf(o);
     if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
-        pbkdf = PbkdfOptions {
-            kind: Some("pbkdf2".into()),
+        pbkdf = PbkdfRequest {
+            kind: Some(PbkdfKind::Pbkdf2),
             force_iterations: Some(1000),
             ..pbkdf
         };

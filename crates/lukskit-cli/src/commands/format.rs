@@ -1,15 +1,15 @@
 //! `luksFormat`.
 
-use super::{need_args, pbkdf_options};
-use crate::args::{parse_size, Opts};
+use super::need_args;
+use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
+use crate::resolve;
 use lukskit_format::VolumeType;
-use lukskit_volume::format::{format, FormatParams};
+use lukskit_volume::format::{format, FormatRequest};
 use lukskit_volume::VolumeError;
 
-/// cryptsetup's default LUKS cipher.
-pub const DEFAULT_CIPHER: &str = "aes-xts-plain64";
+pub use lukskit_volume::format::DEFAULT_CIPHER;
 
 /// `luksFormat <device> [<key file>]`.
 pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
@@ -31,15 +31,6 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
             "Unsupported LUKS2 metadata size options.",
         ));
     }
-    let size = |s: &Option<String>, what: &str| -> Result<Option<u64>> {
-        match s {
-            None => Ok(None),
-            Some(v) => parse_size(v)
-                .map(Some)
-                .ok_or_else(|| CliError::invalid(format!("Invalid {what} specification."))),
-        }
-    };
-    let cipher = o.cipher.clone().unwrap_or_else(|| DEFAULT_CIPHER.into());
     let integrity = match &o.integrity {
         Some(i) => {
             if kind != VolumeType::Luks2 {
@@ -53,13 +44,31 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     };
     // After cryptsetup's checks of the type's options, before anything else.
     let created = create_header_file(o)?;
+    let target = o.header.as_deref().unwrap_or(device);
+    // Fail before any question when a mapping or a mount holds the device (format claims it
+    // again, for the whole operation); as cryptsetup, before the cipher is looked at.
+    match lukskit_volume::format::claim_paths(device, o.header.as_deref()) {
+        Ok(claims) => drop(claims),
+        // cryptsetup adds why it gives up on a detached header it cannot use.
+        Err(e @ VolumeError::NotCompatible { .. })
+            if o.header.is_some()
+                && matches!(&e, VolumeError::NotCompatible { path } if Some(path.as_str()) == o.header.as_deref()) =>
+        {
+            let mut err = crate::errors::volume(&e);
+            err.message = format!("{}\nCannot use {target} as on-disk header.", err.message);
+            return Err(err);
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let cipher = resolve::data_cipher(o, integrity.is_some())?;
     let mut key_size_bits = super::volume_key::luks_key_bits(o.key_size);
     let volume_key = match (&o.volume_key_file, &integrity) {
         (p, Some((_, int_bytes))) => {
             // cryptsetup: the cipher's key (--key-size or its default), then the integrity
             // key; the volume key is both.
             let cipher_bits = key_size_bits.unwrap_or_else(|| {
-                let mode = cipher.split('-').nth(1).unwrap_or_default();
+                let text = cipher.text();
+                let mode = text.split('-').nth(1).unwrap_or_default();
                 if mode == "xts" {
                     512
                 } else {
@@ -82,41 +91,19 @@ pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
         (None, None) => None,
     };
     let offset_sectors = super::align::payload_offset(o, kind, &cipher, key_size_bits)?;
-    let mut params = FormatParams {
-        kind,
-        device: device.clone(),
-        header: o.header.clone(),
-        cipher,
-        key_size_bits,
-        sector_size: o.sector_size,
-        offset_sectors,
-        alignment_sectors: super::align::luks2_alignment(o, kind),
-        label: o.label.clone(),
-        subsystem: o.subsystem.clone(),
-        uuid: o.uuid.clone(),
-        metadata_size: size(&o.luks2_metadata_size, "metadata size")?,
-        keyslots_size: size(&o.luks2_keyslots_size, "keyslots size")?,
-        key_slot: o.key_slot,
-        pbkdf: pbkdf_options(o),
-        volume_key,
-        integrity: integrity.as_ref().map(|(k, _)| k.clone()),
-    };
-    let target = o.header.as_deref().unwrap_or(device);
-    // Fail before any question when a mapping or a mount holds the device (format claims it
-    // again, for the whole operation).
-    match lukskit_volume::format::claim_devices(&params) {
-        Ok(claims) => drop(claims),
-        // cryptsetup adds why it gives up on a detached header it cannot use.
-        Err(e @ VolumeError::NotCompatible { .. })
-            if o.header.is_some()
-                && matches!(&e, VolumeError::NotCompatible { path } if Some(path.as_str()) == o.header.as_deref()) =>
-        {
-            let mut err = crate::errors::volume(&e);
-            err.message = format!("{}\nCannot use {target} as on-disk header.", err.message);
-            return Err(err);
-        }
-        Err(e) => return Err(e.into()),
-    }
+    let mut params = resolve::format(
+        o,
+        resolve::NewHeader {
+            kind,
+            device: device.clone(),
+            cipher,
+            key_size_bits,
+            offset_sectors,
+            alignment_sectors: super::align::luks2_alignment(o, kind),
+            volume_key,
+            integrity: integrity.as_ref().map(|(k, _)| k.clone()),
+        },
+    )?;
     confirm_overwrite(o, target, created)?;
     let src = match args.get(1).or(o.key_file.as_ref()) {
         Some(p) => KeySource::File {
@@ -230,13 +217,13 @@ fn integrity_mode(arg: &str) -> Result<(String, usize)> {
 /// has a valid tag.
 fn format_with_integrity(
     o: &Opts,
-    params: &FormatParams,
+    params: &FormatRequest,
     kind: &str,
     passphrase: &[u8],
 ) -> Result<()> {
     use lukskit_activate::integrity;
     let device = params.device.clone();
-    let cipher = params.cipher.clone();
+    let cipher = params.cipher.text();
     let legacy = o.integrity_legacy_padding;
     let mut hook = |offset: u64, sector_size: u32| {
         integrity::format(&device, &cipher, kind, offset, sector_size, legacy)
@@ -266,7 +253,7 @@ fn format_with_integrity(
     )?;
     let (layout, _) = lukskit_volume::data::DataLayout::from_volume_with_integrity(&vol)?;
     let name = format!("temporary-cryptsetup-{}", std::process::id());
-    let mut config = super::open::base_config(o, &name, vol.volume_type());
+    let mut config = resolve::activation(o, &name, vol.volume_type());
     config.uuid = Some(vol.uuid().to_string());
     config.device = params.device.clone();
     config.layout = lukskit_activate::LayoutInfo::from(&layout);
@@ -296,7 +283,7 @@ fn format_with_integrity(
 /// cryptsetup's warning when the LUKS2 header about to be written for `params` has room for
 /// few keyslots: on standard output, `-q` or not, before the first keyslot is added (by
 /// `luksFormat` and by an encryption's new header).
-pub fn warn_small_keyslots_area(params: &lukskit_volume::format::FormatParams) {
+pub fn warn_small_keyslots_area(params: &lukskit_volume::format::FormatRequest) {
     if let Some(size) = lukskit_volume::format::small_keyslots_area(params) {
         println!(
             "WARNING: keyslots area ({size} bytes) is very small, available LUKS2 keyslot \

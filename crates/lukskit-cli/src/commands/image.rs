@@ -11,17 +11,16 @@
 //! `-` as PLAIN means standard input / standard output.
 
 use super::plain_key::{plain_key, plain_params};
-use super::{need_args, pbkdf_options};
+use super::need_args;
 use crate::args::{parse_size, Opts};
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
-use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{self, FormatParams};
+use lukskit_volume::format::{self, FormatRequest};
 use lukskit_volume::image::pipeline::{decrypt_stream, encrypt_stream, Sink};
 use lukskit_volume::image::staging::{
     has_content, is_block_device, same_file, PendingImage, PlainOutput,
@@ -213,10 +212,9 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             (p.layout()?, key)
         }
         Kind::Luks(t) => {
-            let spec =
-                CipherSpec::parse(o.cipher.as_deref().unwrap_or(super::format::DEFAULT_CIPHER))?;
+            let cipher = crate::resolve::data_cipher(o, false)?;
             let key_bits = super::volume_key::luks_key_bits(o.key_size)
-                .unwrap_or_else(|| lukskit_volume::format::default_key_bits(&spec));
+                .unwrap_or_else(|| cipher.default_key_bits());
             if key_bits == 0 || !key_bits.is_multiple_of(8) {
                 return Err(CliError::invalid(
                     "Key size in bits must be a multiple of 8 bits",
@@ -234,11 +232,11 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                         .ok_or_else(|| CliError::invalid(format!("Invalid {what} specification."))),
                 }
             };
-            let mut params = FormatParams {
+            let mut params = FormatRequest {
                 kind: t.unwrap_or(VolumeType::Luks2),
                 device: image.clone(),
                 header: o.header.clone(),
-                cipher: spec.to_string(),
+                cipher,
                 key_size_bits: Some(key_bits),
                 sector_size: o.sector_size,
                 offset_sectors: o.offset,
@@ -249,7 +247,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 metadata_size: size(&o.luks2_metadata_size, "metadata size")?,
                 keyslots_size: size(&o.luks2_keyslots_size, "keyslots size")?,
                 key_slot: o.key_slot,
-                pbkdf: pbkdf_options(o),
+                pbkdf: crate::resolve::pbkdf(o),
                 volume_key: Some(vk.clone()),
                 integrity: None,
             };

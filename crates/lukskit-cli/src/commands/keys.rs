@@ -1,7 +1,7 @@
 //! Keyslot actions: luksAddKey, luksRemoveKey, luksChangeKey,
 //! luksConvertKey, luksKillSlot.
 
-use super::{existing_key_source, need_args, pbkdf_options, tries};
+use super::{existing_key_source, need_args, tries};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
@@ -150,7 +150,7 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
         &key,
         new_pass.as_bytes(),
         new_slot,
-        &pbkdf_options(o),
+        &crate::resolve::pbkdf(o),
         o.unbound,
     )?;
     if o.verbose {
@@ -243,7 +243,7 @@ pub fn change_key(o: &Opts, args: &[String]) -> Result<()> {
         old_slot,
         &vk,
         new_pass.as_bytes(),
-        &pbkdf_options(o),
+        &crate::resolve::pbkdf(o),
         o.key_slot.is_some(),
     )?;
     if o.verbose {
@@ -287,7 +287,13 @@ pub fn convert_key(o: &Opts, args: &[String]) -> Result<()> {
         o.key_slot,
         unbound_slot,
     )?;
-    let slot = vol.change_keyslot(old_slot, &vk, pass.as_bytes(), &pbkdf_options(o), true)?;
+    let slot = vol.change_keyslot(
+        old_slot,
+        &vk,
+        pass.as_bytes(),
+        &crate::resolve::pbkdf(o),
+        true,
+    )?;
     if o.verbose {
         println!("Key slot {slot} created.");
     }

@@ -36,7 +36,6 @@ use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input::KeySource;
 use lukskit_format::VolumeType;
-use lukskit_volume::pbkdf::PbkdfOptions;
 
 /// cryptsetup's default LUKS cipher (for the help text).
 pub use format::DEFAULT_CIPHER as DEFAULT_LUKS_CIPHER;
@@ -202,23 +201,9 @@ pub fn requested_luks(o: &Opts) -> Option<VolumeType> {
     }
 }
 
-/// The PBKDF options of the command line.
-pub fn pbkdf_options(o: &Opts) -> PbkdfOptions {
-    PbkdfOptions {
-        kind: o.pbkdf.clone(),
-        hash: o.hash.clone(),
-        iter_time_ms: o.iter_time,
-        force_iterations: o.pbkdf_force_iterations,
-        max_memory_kib: o.pbkdf_memory,
-        parallel: o.pbkdf_parallel,
-        keyslot_cipher: o.keyslot_cipher.clone(),
-        keyslot_key_size_bits: o.keyslot_key_size,
-    }
-}
-
 /// luksFormat of a LUKS1 volume with another PBKDF than PBKDF2: cryptsetup's warning, then
 /// PBKDF2 (the volume layer refuses other PBKDFs for LUKS1).
-pub fn luks1_pbkdf_fallback(params: &mut lukskit_volume::format::FormatParams) {
+pub fn luks1_pbkdf_fallback(params: &mut lukskit_volume::format::FormatRequest) {
     if params.kind == lukskit_format::VolumeType::Luks1 {
         if let Some(p) = params.pbkdf.luks1_fallback() {
             eprintln!("Requested PBKDF type is not supported for LUKS1.");

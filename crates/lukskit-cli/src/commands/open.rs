@@ -7,6 +7,7 @@ use super::{existing_key_source, need_args};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
+use crate::resolve::{activation, backend_choice, kernel_options, nbd_tls};
 use lukskit_activate::{
     self as activate, BackendChoice, Exposure, KernelOptions, LayoutInfo, Mapping, MappingConfig,
     Status,
@@ -44,30 +45,6 @@ pub(crate) fn say_backend(o: &Opts, backend: activate::Backend, name: &str) {
         });
     if let Some(dev) = loop_device {
         eprintln!("no device-mapper in this kernel: serving {name} through FUSE + {dev}");
-    }
-}
-
-pub(crate) fn backend_choice(o: &Opts) -> Result<BackendChoice> {
-    match o.backend.as_deref() {
-        None => Ok(BackendChoice::Auto),
-        Some("kernel") => Ok(BackendChoice::Kernel),
-        Some("userspace") => Ok(BackendChoice::Userspace),
-        Some(other) => Err(CliError::invalid(format!(
-            "Unknown backend {other} (kernel or userspace)."
-        ))),
-    }
-}
-
-pub(crate) fn kernel_options(o: &Opts, digest: Option<u32>) -> KernelOptions {
-    KernelOptions {
-        same_cpu_crypt: o.perf_same_cpu_crypt,
-        submit_from_crypt_cpus: o.perf_submit_from_crypt_cpus,
-        no_read_workqueue: o.perf_no_read_workqueue,
-        no_write_workqueue: o.perf_no_write_workqueue,
-        digest,
-        disable_keyring: o.disable_keyring,
-        shared: o.shared,
-        integrity_no_journal: o.integrity_no_journal,
     }
 }
 
@@ -146,10 +123,10 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     let tls = nbd_tls(&o)?;
     tls_warnings(&o, tls.as_ref());
     // The backend is decided before anything is asked (a forced but missing kernel backend
-    // fails at once); `base_config` carries what decides it.
+    // fails at once); `resolve::activation` carries what decides it.
     let backend = activate::choose_backend(
         backend_choice(&o)?,
-        &base_config(&o, name, requested_type(&o)),
+        &activation(&o, name, requested_type(&o)),
     )
     .map_err(CliError::from)?;
     check_engine(&o, backend)?;
@@ -262,7 +239,7 @@ fn reencrypt_config(
 /// The parameters every mapping of LUKS volume `vol` starts from: type, UUID, and the
 /// absolute paths of its data device and (with `--header`) its header.
 fn luks_config(o: &Opts, name: &str, vol: &Volume) -> Result<MappingConfig> {
-    let mut c = base_config(o, name, vol.volume_type());
+    let mut c = activation(o, name, vol.volume_type());
     c.uuid = Some(vol.uuid().to_string());
     c.device = absolute(&vol.data_path)?;
     c.header = match &o.header {
@@ -322,7 +299,7 @@ pub(crate) fn activate_after_init(
     // server: the write lock `vol` holds on it must go first.
     drop(vol);
     let backend =
-        activate::choose_backend(backend_choice(o)?, &base_config(o, name, VolumeType::Luks2))
+        activate::choose_backend(backend_choice(o)?, &activation(o, name, VolumeType::Luks2))
             .map_err(CliError::from)?;
     activate_reencrypt(o, backend, config, &table)
 }
@@ -433,75 +410,6 @@ fn tls_warnings(o: &Opts, tls: Option<&activate::NbdTlsConfig>) {
     }
 }
 
-/// `--tls-verify-peer[=yes|no]`: whether TLS clients must present a certificate signed by
-/// the CA of `--tls-creds` (yes unless `no` was given).
-fn verify_peer(o: &Opts) -> Result<bool> {
-    match o.tls_verify_peer.as_deref() {
-        None | Some("yes") => Ok(true),
-        Some("no") => Ok(false),
-        Some(v) => Err(CliError::invalid(format!(
-            "Unknown --tls-verify-peer value '{v}' (yes or no)."
-        ))),
-    }
-}
-
-/// The TLS of `open --nbd` from `--tls-creds`, `--tls` and `--tls-verify-peer` (checked;
-/// the warnings are [`tls_warnings`]'): required by default on TCP and whenever credentials
-/// are given, with client certificates verified unless `--tls-verify-peer=no`; `--tls=off`
-/// on TCP is allowed.
-fn nbd_tls(o: &Opts) -> Result<Option<activate::NbdTlsConfig>> {
-    let Some(a) = &o.nbd else {
-        if o.tls_creds.is_some() || o.tls.is_some() || o.tls_verify_peer.is_some() {
-            return Err(CliError::invalid(
-                "Options --tls-creds, --tls and --tls-verify-peer are allowed only with --nbd.",
-            ));
-        }
-        return Ok(None);
-    };
-    let addr = a
-        .parse::<lukskit_expose::nbd::NbdAddress>()
-        .map_err(CliError::invalid)?;
-    let mode = match o.tls.as_deref() {
-        None if addr.is_network() || o.tls_creds.is_some() => "require",
-        None => "off",
-        Some(m @ ("off" | "on" | "require")) => m,
-        Some(m) => {
-            return Err(CliError::invalid(format!(
-                "Unknown --tls mode '{m}' (off, on or require)."
-            )))
-        }
-    };
-    let verify_peer = verify_peer(o)?;
-    if mode == "off" {
-        if o.tls_creds.is_some() || o.tls_verify_peer.is_some() {
-            return Err(CliError::invalid(
-                "Options --tls-creds and --tls-verify-peer cannot be combined with --tls=off.",
-            ));
-        }
-        return Ok(None);
-    }
-    let Some(dir) = &o.tls_creds else {
-        return Err(CliError::invalid(if addr.is_network() {
-            "An NBD export over TCP needs TLS with client certificates: give --tls-creds DIR \
-             with server-cert.pem, server-key.pem and ca-cert.pem, the CA that signed the \
-             clients' certificates (client-cert.pem, client-key.pem on the clients)."
-        } else {
-            "Option --tls needs --tls-creds DIR."
-        }));
-    };
-    let creds = std::fs::canonicalize(dir)
-        .map(|p| p.display().to_string())
-        .map_err(|e| CliError::invalid(format!("--tls-creds {dir}: {e}")))?;
-    // Load the credentials now, so a mistake is reported here and not by the server.
-    lukskit_nbd::tls::server_config(std::path::Path::new(&creds), verify_peer)
-        .map_err(|e| CliError::invalid(format!("--tls-creds {dir}: {e}")))?;
-    Ok(Some(activate::NbdTlsConfig {
-        creds,
-        required: mode == "require",
-        verify_peer,
-    }))
-}
-
 pub(crate) fn absolute(path: &str) -> Result<String> {
     // An NBD URI names a server, not a file (the ciphertext is read over the network).
     if lukskit_volume::device::remote::is_remote(path) {
@@ -531,80 +439,6 @@ fn check_engine(o: &Opts, backend: activate::Backend) -> Result<()> {
     Ok(())
 }
 
-pub(crate) fn base_config(o: &Opts, name: &str, kind: VolumeType) -> MappingConfig {
-    MappingConfig {
-        name: name.to_string(),
-        kind,
-        uuid: None,
-        device: String::new(),
-        header: None,
-        layout: LayoutInfo {
-            cipher: String::new(),
-            offset: 0,
-            size: None,
-            sector_size: 512,
-            iv_offset: 0,
-            iv_large_sectors: false,
-            integrity: None,
-        },
-        key_bits: 0,
-        read_only: o.readonly,
-        allow_discards: o.allow_discards,
-        exposure: match &o.nbd {
-            Some(address) => activate::ExposureRequest::Nbd(activate::NbdExport {
-                address: address.clone(),
-                connections: o.nbd_connections,
-                tls: nbd_tls(o).ok().flatten(),
-            }),
-            None if o.no_loop => activate::ExposureRequest::FuseFile,
-            None => activate::ExposureRequest::Mapper,
-        },
-        root_storage_daemon: root_storage_daemon(),
-        segments: false,
-        engine: o
-            .engine
-            .as_deref()
-            .and_then(activate::EngineRequest::from_name)
-            .unwrap_or_default(),
-    }
-}
-
-/// Environment variable that says whether a serving process is a root-storage daemon:
-/// `1` yes, `0` no; unset: yes when lukskit runs in an initramfs ([`in_initramfs`]).
-pub const ROOT_STORAGE_DAEMON_ENV: &str = "LUKSKIT_ROOT_STORAGE_DAEMON";
-
-/// Whether a serving process started now serves the root file system: it is then marked as
-/// systemd's root-storage daemons are (`argv[0]` starting with `@`), so that it survives
-/// `switch_root` and the shutdown's final kill (systemd's `ROOT_STORAGE_DAEMONS` convention).
-fn root_storage_daemon() -> bool {
-    match std::env::var(ROOT_STORAGE_DAEMON_ENV).as_deref() {
-        Ok("1") => true,
-        Ok("0") => false,
-        _ => in_initramfs(),
-    }
-}
-
-/// True in an initramfs: systemd's and dracut's mark `/etc/initrd-release`, or a root file
-/// system that is the kernel's rootfs (ramfs or tmpfs), as initramfs-tools' is.
-fn in_initramfs() -> bool {
-    if std::path::Path::new("/etc/initrd-release").exists() {
-        return true;
-    }
-    const RAMFS_MAGIC: u64 = 0x8584_58f6;
-    const TMPFS_MAGIC: u64 = 0x0102_1994;
-    let mut st = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: `st` is a properly sized, writable statfs buffer and the path is a valid C
-    // string; statfs only writes into the buffer.
-    let rc = unsafe { libc::statfs(c"/".as_ptr(), st.as_mut_ptr()) };
-    if rc != 0 {
-        return false;
-    }
-    // SAFETY: statfs returned 0, so it filled the buffer.
-    // (`f_type` is i64 with glibc, an unsigned long with musl.)
-    let t = unsafe { st.assume_init() }.f_type as u64;
-    (t == RAMFS_MAGIC || t == TMPFS_MAGIC) && std::path::Path::new("/init").exists()
-}
-
 /// The mapping of a plain device and its key, from this command line's options and the
 /// passphrase; `signatures`: first warn of a signature on the device (`open`, not `refresh`).
 fn unlock_plain(
@@ -627,7 +461,7 @@ fn unlock_plain(
     let key =
         super::plain_key::plain_key(o, &p, &format!("Enter passphrase for {device}: "), false)?;
     let layout = p.layout()?;
-    let mut c = base_config(o, name, VolumeType::Plain);
+    let mut c = activation(o, name, VolumeType::Plain);
     c.device = dev;
     c.layout = LayoutInfo::from(&layout);
     c.key_bits = p.key_bits;

@@ -3,11 +3,12 @@
 //! cryptsetup 2.6.1 reads them for each type, the volume unlocked through the registry
 //! ([`lukskit_volume::formats`]), its segment table activated as any other.
 
-use super::open::{absolute, backend_choice, base_config, kernel_options};
+use super::open::absolute;
 use super::{existing_key_source, tries};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
+use crate::resolve::{activation, backend_choice, kernel_options};
 use lukskit_activate::{self as activate, LayoutInfo, MappingConfig};
 use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
@@ -192,7 +193,7 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
         return attempt(o, t, device, false, |f, r| f.test_secret(r));
     };
     let unlocked = unlock(o, t, device)?;
-    let backend = activate::choose_backend(backend_choice(o)?, &base_config(o, name, t))
+    let backend = activate::choose_backend(backend_choice(o)?, &activation(o, name, t))
         .map_err(CliError::from)?;
     // A cascade is stacked as cryptsetup stacks it: the table on the device is NAME_2 (of
     // three), the next NAME_1 on /dev/mapper/NAME_2, the last NAME.
@@ -200,7 +201,7 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
     let mut layers = Vec::with_capacity(n);
     for (i, table) in unlocked.layers.into_iter().enumerate() {
         let layer_name = super::tcrypt::layer_name(name, n - 1 - i);
-        let mut config = base_config(o, &layer_name, t);
+        let mut config = activation(o, &layer_name, t);
         config.uuid = unlocked.uuid.clone();
         config.device = match i {
             0 => absolute(device)?,

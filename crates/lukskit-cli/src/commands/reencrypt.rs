@@ -3,7 +3,7 @@
 //! `--init-only`, `--resume-only`, `--force-offline-reencrypt`, progress output).
 
 use super::reencrypt_claim::{self, Refusal};
-use super::{existing_key_source, need_args, pbkdf_options};
+use super::{existing_key_source, need_args};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
@@ -34,9 +34,10 @@ fn new_keyslot_pbkdf(
     o: &Opts,
     vol: &Volume,
     old_slot: u32,
-) -> Result<lukskit_volume::pbkdf::PbkdfOptions> {
+) -> Result<lukskit_volume::pbkdf::PbkdfRequest> {
     use lukskit_format::luks2::KdfParams;
-    let mut p = pbkdf_options(o);
+    use lukskit_volume::pbkdf::{HashChoice, PbkdfKind};
+    let mut p = crate::resolve::pbkdf(o);
     let Some(h) = vol.luks2() else {
         return Ok(p);
     };
@@ -44,8 +45,10 @@ fn new_keyslot_pbkdf(
         return Ok(p);
     };
     if !ks.area_encryption.starts_with("cipher_null") {
-        p.keyslot_cipher = Some(ks.area_encryption.clone());
-        p.keyslot_key_size_bits = Some(ks.area_key_size * 8);
+        p.keyslot_cipher = Some(lukskit_volume::pbkdf::KeyslotCipherRequest {
+            cipher: ks.area_encryption.clone(),
+            key_bits: Some(ks.area_key_size * 8),
+        });
     }
     if ["pbkdf", "hash", "pbkdf-force-iterations", "iter-time"]
         .iter()
@@ -57,8 +60,8 @@ fn new_keyslot_pbkdf(
         KdfParams::Pbkdf2 {
             hash, iterations, ..
         } => {
-            p.kind = Some("pbkdf2".into());
-            p.hash = Some(hash.clone());
+            p.kind = Some(PbkdfKind::Pbkdf2);
+            p.hash = Some(HashChoice::parse(hash));
             p.force_iterations = Some(*iterations);
         }
         KdfParams::Argon2 {
@@ -68,7 +71,13 @@ fn new_keyslot_pbkdf(
             cpus,
             ..
         } => {
-            p.kind = Some(variant.clone());
+            // The header's kdf type (argon2i or argon2id: checked when it was loaded).
+            let kind = PbkdfKind::from_name(variant).ok_or_else(|| {
+                lukskit_volume::VolumeError::from(lukskit_volume::ParamError::UnknownPbkdf {
+                    name: variant.clone(),
+                })
+            })?;
+            p.kind = Some(kind);
             p.force_iterations = Some(*time);
             p.max_memory_kib = Some(*memory);
             p.parallel = Some(*cpus);
@@ -478,7 +487,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                 .as_ref()
                 .or(keys.new.as_ref())
                 .map_or(32, |k| k.len());
-            let pbkdf = pbkdf_options(o);
+            let pbkdf = crate::resolve::pbkdf(o);
             if (moved || !shifting)
                 && active.is_none()
                 && live.is_none()
@@ -889,7 +898,7 @@ fn init(
         Some(shift) => Ok(ResilienceChoice::Datashift(shift)),
         None => resilience(o),
     };
-    let pbkdf = pbkdf_options(o);
+    let pbkdf = crate::resolve::pbkdf(o);
     if let Some(Formatted { pass, shift }) = formatted {
         notice.say(o)?;
         let resilience = resilience?;
@@ -1227,10 +1236,10 @@ fn keep_key_init(
     // No keyslot is made, so (as in cryptsetup, whose PBKDF options reach the context only
     // through the new keyslots' parameters) the metadata digest gets the default PBKDF:
     // iterations benchmarked, never the forced ones.
-    let digest_pbkdf = lukskit_volume::pbkdf::PbkdfOptions {
+    let digest_pbkdf = lukskit_volume::pbkdf::PbkdfRequest {
         force_iterations: None,
         hash: None,
-        ..pbkdf_options(o)
+        ..crate::resolve::pbkdf(o)
     };
     let params = InitParams {
         mode: Mode::Reencrypt,
@@ -1514,34 +1523,27 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
     }
     // `--offset` sets the data offset with or without a data shift (cryptsetup's luksFormat
     // in `encrypt_luks2_init`): what lies in front of it is left as it is.
-    let params = lukskit_volume::format::FormatParams {
-        kind: lukskit_format::VolumeType::Luks2,
-        device: device.to_string(),
-        header: Some(header.clone()),
-        cipher: o
-            .cipher
-            .clone()
-            .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
-        key_size_bits: o.key_size,
-        sector_size: Some(o.sector_size.unwrap_or(512)),
-        offset_sectors: o.offset,
-        alignment_sectors: None,
-        label: o.label.clone(),
-        subsystem: o.subsystem.clone(),
-        uuid: o.uuid.clone(),
-        metadata_size,
-        keyslots_size,
-        key_slot: o.key_slot,
-        pbkdf: pbkdf_options(o),
-        volume_key: None,
-        integrity: None,
-    };
     // cryptsetup's luksFormat of the header: made if missing (asked first), the question
     // whether to overwrite it otherwise, its new passphrase.
     let created = super::format::create_header_file(o)?;
     super::format::confirm_overwrite(o, &header, created)?;
     let src = existing_key_source(o, None);
     let pass = super::format::new_passphrase(o, &src, &header)?;
+    let params = lukskit_volume::format::FormatRequest {
+        header: Some(header.clone()),
+        cipher: crate::resolve::data_cipher(o, false)?,
+        key_size_bits: o.key_size,
+        sector_size: Some(o.sector_size.unwrap_or(512)),
+        offset_sectors: o.offset,
+        label: o.label.clone(),
+        subsystem: o.subsystem.clone(),
+        uuid: o.uuid.clone(),
+        metadata_size,
+        keyslots_size,
+        key_slot: o.key_slot,
+        pbkdf: crate::resolve::pbkdf(o),
+        ..lukskit_volume::format::FormatRequest::new(lukskit_format::VolumeType::Luks2, device)
+    };
     super::format::warn_small_keyslots_area(&params);
     lukskit_volume::format::format(&params, pass.as_bytes())?;
     Ok(Formatted { pass, shift })
@@ -1594,7 +1596,7 @@ pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
         .as_ref()
         .or(keys.old.as_ref())
         .map_or(32, |k| k.len());
-    let pbkdf = pbkdf_options(o);
+    let pbkdf = crate::resolve::pbkdf(o);
     let (hash, iterations) = (pbkdf.hash()?, pbkdf.digest_iterations(key_len)?);
     let Some((vol_dev, hdr)) = vol.luks2_edit() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));

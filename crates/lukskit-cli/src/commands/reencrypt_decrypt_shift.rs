@@ -5,8 +5,8 @@
 //! `datashift-checksum`, or `datashift-journal` with `--resilience journal`). FILE is the
 //! header of the re-encryption from then on: `--resume-only --header FILE` continues it.
 
+use super::existing_key_source;
 use super::reencrypt_claim::{self, Refusal};
-use super::{existing_key_source, pbkdf_options};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input;
@@ -127,8 +127,8 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
     let params = decrypt_shift::DecryptShiftParams {
         checksum,
         moved_length,
-        digest_iterations: pbkdf_options(o).digest_iterations(vk.len())?,
-        digest_hash: pbkdf_options(o).hash()?,
+        digest_iterations: crate::resolve::pbkdf(o).digest_iterations(vk.len())?,
+        digest_hash: crate::resolve::pbkdf(o).hash()?,
     };
     let keys = reencrypt::Keys {
         old: Some(vk),

@@ -5,16 +5,17 @@
 //! `LUKS-<uuid>.log` / `.org` / `.new` files in the current directory, so that an interrupted
 //! run is resumed by either tool (see [`lukskit_volume::reencrypt::luks1`]).
 
-use super::{existing_key_source, pbkdf_options, tries};
+use super::{existing_key_source, tries};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
+use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_format::VolumeType;
 use lukskit_volume::data::{DataLayout, DataVolume};
 use lukskit_volume::device::{Access, Device};
-use lukskit_volume::format::FormatParams;
+use lukskit_volume::format::{DataCipher, FormatRequest};
 use lukskit_volume::reencrypt::luks1::{
     self as legacy, CopyOutcome, CopyParams, LegacyDirection, LegacyLog, LegacyMode, LogFile, Side,
     NO_UUID,
@@ -337,28 +338,23 @@ struct NewHeader<'a> {
 fn make_header(o: &Opts, h: NewHeader<'_>, p: &Passphrases) -> Result<()> {
     lukskit_volume::private_file::create_new(h.path, 0o600)
         .map_err(|e| CliError::invalid(format!("Cannot create header file {}: {e}.", h.path)))?;
-    let mut pbkdf = pbkdf_options(o);
+    let mut pbkdf = crate::resolve::pbkdf(o);
     if pbkdf.hash.is_none() {
-        pbkdf.hash = Some("sha256".into());
+        pbkdf.hash = Some(lukskit_crypto::hash::HashAlg::Sha256.into());
     }
-    let mut params = FormatParams {
-        kind: VolumeType::Luks1,
-        device: h.data.to_string(),
+    // The cipher of `--cipher` or of the old header, parsed as the format would.
+    let cipher = CipherSpec::parse(&h.cipher)
+        .map_err(|e| errors::volume(&lukskit_volume::VolumeError::from(e)))?;
+    let mut params = FormatRequest {
         header: Some(h.path.to_string()),
-        cipher: h.cipher,
+        cipher: DataCipher::Sector(cipher),
         key_size_bits: Some(h.key_bits),
-        sector_size: None,
         offset_sectors: Some(h.offset_sectors),
-        alignment_sectors: None,
-        label: None,
-        subsystem: None,
         uuid: h.uuid,
-        metadata_size: None,
-        keyslots_size: None,
         key_slot: Some(p.main),
         pbkdf: pbkdf.clone(),
         volume_key: h.volume_key,
-        integrity: None,
+        ..FormatRequest::new(VolumeType::Luks1, h.data)
     };
     super::luks1_pbkdf_fallback(&mut params);
     let main = p.by_slot[p.main as usize].as_ref().ok_or_else(wrong)?;

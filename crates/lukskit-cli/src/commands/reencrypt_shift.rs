@@ -7,8 +7,8 @@
 //! removed. The last `SIZE` bytes of the device must be unused (shrink the file system
 //! first).
 
+use super::existing_key_source;
 use super::reencrypt_claim::{self, Refusal};
-use super::{existing_key_source, pbkdf_options};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use lukskit_format::io::Storage;
@@ -128,34 +128,26 @@ fn init_with_temp(
     claim: &Claim,
 ) -> std::result::Result<reencrypt::Keys, (CliError, bool)> {
     let plain = |e: CliError| (e, false);
-    let params = lukskit_volume::format::FormatParams {
-        kind: lukskit_format::VolumeType::Luks2,
-        device: device.to_string(),
-        header: Some(temp.to_string()),
-        cipher: o
-            .cipher
-            .clone()
-            .unwrap_or_else(|| super::DEFAULT_LUKS_CIPHER.to_string()),
-        key_size_bits: o.key_size,
-        sector_size: Some(o.sector_size.unwrap_or(512)),
-        offset_sectors: Some(shift / 512),
-        alignment_sectors: None,
-        label: o.label.clone(),
-        subsystem: o.subsystem.clone(),
-        uuid: Some(uuid.to_string()),
-        metadata_size: None,
-        // cryptsetup: the keyslots area fills the space up to the data offset (at most
-        // 128 MiB).
-        keyslots_size: Some(shift.saturating_sub(2 * 16384).min(128 << 20)),
-        key_slot: o.key_slot,
-        pbkdf: pbkdf_options(o),
-        volume_key: None,
-        integrity: None,
-    };
     // cryptsetup's luksFormat of the temporary header file it has just made.
     super::format::confirm_overwrite(o, temp, false).map_err(plain)?;
     let src = existing_key_source(o, None);
     let pass = super::format::new_passphrase(o, &src, temp).map_err(plain)?;
+    let params = lukskit_volume::format::FormatRequest {
+        header: Some(temp.to_string()),
+        cipher: crate::resolve::data_cipher(o, false).map_err(plain)?,
+        key_size_bits: o.key_size,
+        sector_size: Some(o.sector_size.unwrap_or(512)),
+        offset_sectors: Some(shift / 512),
+        label: o.label.clone(),
+        subsystem: o.subsystem.clone(),
+        uuid: Some(uuid.to_string()),
+        // cryptsetup: the keyslots area fills the space up to the data offset (at most
+        // 128 MiB).
+        keyslots_size: Some(shift.saturating_sub(2 * 16384).min(128 << 20)),
+        key_slot: o.key_slot,
+        pbkdf: crate::resolve::pbkdf(o),
+        ..lukskit_volume::format::FormatRequest::new(lukskit_format::VolumeType::Luks2, device)
+    };
     super::format::warn_small_keyslots_area(&params);
     let outcome = lukskit_volume::format::format_claimed(
         &params,
@@ -200,10 +192,12 @@ fn init_with_temp(
         cipher: seg.encryption.clone(),
         sector_size: seg.sector_size,
         new_digest: digest,
-        digest_iterations: pbkdf_options(o)
+        digest_iterations: crate::resolve::pbkdf(o)
             .digest_iterations(vk.len())
             .map_err(|e| plain(e.into()))?,
-        digest_hash: pbkdf_options(o).hash().map_err(|e| plain(e.into()))?,
+        digest_hash: crate::resolve::pbkdf(o)
+            .hash()
+            .map_err(|e| plain(e.into()))?,
     };
     let keys = reencrypt::Keys {
         old: None,

@@ -60,13 +60,10 @@ pub fn luks_key_bits(key_size: Option<u32>) -> Option<u32> {
 
 /// The volume key size in bytes that luksFormat uses: `--key-size` (see [`luks_key_bits`]) or
 /// the default for the cipher.
-pub fn format_key_bytes(cipher: &str, key_size_bits: Option<u32>) -> Result<usize> {
-    let bits = match luks_key_bits(key_size_bits) {
-        Some(b) => b,
-        None => {
-            let spec = lukskit_crypto::spec::CipherSpec::parse(cipher)?;
-            lukskit_volume::format::default_key_bits(&spec)
-        }
-    };
+pub fn format_key_bytes(
+    cipher: &lukskit_volume::format::DataCipher,
+    key_size_bits: Option<u32>,
+) -> Result<usize> {
+    let bits = luks_key_bits(key_size_bits).unwrap_or_else(|| cipher.default_key_bits());
     Ok((bits / 8) as usize)
 }

@@ -1,0 +1,11 @@
+//! The resolve stage: cryptsetup's options, as clap parsed them ([`crate::args::Opts`]),
+//! become the typed requests the libraries take — once, at the edge, as ripgrep turns its
+//! low-level flags into high-level arguments. The command modules pass these values on; no
+//! library sees a flag. Nothing here prompts or prints; the activation requests look at the
+//! environment (an initramfs, the TLS credentials named) as the options say.
+
+mod activation;
+mod format;
+
+pub use activation::{activation, backend_choice, kernel_options, nbd_tls};
+pub use format::{data_cipher, format, pbkdf, NewHeader};
