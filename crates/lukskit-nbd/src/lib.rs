@@ -11,7 +11,7 @@
 //! * [`client`] — [`client::NbdClient`]: fixed newstyle handshake, `NBD_OPT_GO`, structured
 //!   replies, pipelined requests over several connections where the server allows
 //!   multi-conn, FLUSH and FUA, reconnection with backoff.
-//! * [`tls`] — X.509 credentials in qemu-nbd's and nbdkit's directory layout
+//! * `tls` (feature `tls`, on by default) — X.509 credentials in qemu-nbd's and nbdkit's directory layout
 //!   (`ca-cert.pem`, `server-cert.pem`, `server-key.pem`, `client-cert.pem`,
 //!   `client-key.pem`) and the TLS session that carries an NBD connection after
 //!   `NBD_OPT_STARTTLS`.
@@ -20,6 +20,7 @@
 pub mod client;
 pub mod error;
 pub mod proto;
+#[cfg(feature = "tls")]
 pub mod tls;
 pub mod uri;
 

@@ -43,7 +43,8 @@
 //!
 //! ## What is where
 //!
-//! * [`Volume`] / [`OpenOptions`] — open and unlock; [`Unlocked`] — the plaintext
+//! * [`Volume`] / [`OpenOptions`] — open and unlock ([`OpenOptions::open_storage`]: on a
+//!   [`Storage`] of your own, such as an image in memory); [`Unlocked`] — the plaintext
 //!   ([`Plaintext`], also as a `std::io` stream: [`PlaintextStream`]) and the volume key;
 //! * [`Secret`] — passphrase, key file, volume key, token; held in [`SecretBuf`] (locked in
 //!   memory and wiped when dropped) from the moment it is made;
@@ -66,8 +67,8 @@
 //! * `io_uring` — the volume layer's asynchronous sector I/O (`volume_layer::ring`);
 //! * `fuse` — expose the plaintext through FUSE or an NBD server ([`expose`]).
 //!
-//! The NBD client and its TLS code are compiled in every build for now (the volume layer
-//! links them unconditionally); the `nbd`/`tls` features decide whether URIs are accepted.
+//! Without `nbd` the NBD client is not compiled (a URI is refused with
+//! [`Error::FeatureDisabled`]); without `tls` neither is rustls.
 
 #![forbid(unsafe_code)]
 
@@ -89,6 +90,7 @@ pub use volume::{KeyslotOptions, OpenOptions, Unlocked, Volume};
 pub use lukskit_crypto::spec::CipherSpec;
 pub use lukskit_crypto::SecretBuf;
 pub use lukskit_format::VolumeType;
+pub use lukskit_volume::storage::{MemStorage, SharedStorage, Storage};
 
 /// The crypto layer (`lukskit-crypto`): ciphers, hashes, KDFs, [`SecretBuf`].
 pub use lukskit_crypto as crypto;
