@@ -17,6 +17,11 @@
 //!   `NBD_OPT_STARTTLS`.
 //! * [`proto`] — the wire constants the client uses.
 
+//!
+//! The only `unsafe` is a poll(2) in the TLS pump (allowed there alone).
+
+#![deny(unsafe_code)]
+
 pub mod client;
 pub mod error;
 pub mod proto;

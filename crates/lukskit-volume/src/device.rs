@@ -8,8 +8,8 @@
 //! of the user are not locked: their owner is the only one who could exclude other users).
 //!
 //! Crash tests wrap the storage in a [`crate::storage::CrashingStorage`]; the test suite's
-//! build of the command line (feature `crash-injection`) wraps local files in the plan its
-//! environment names (`LUKSKIT_CRASH_AT`, `LUKSKIT_SIGINT_AT`: `write:N` or `sync:N`).
+//! build of the command line (feature `crash-injection`) wraps the devices it opens in the
+//! plan its environment names (`LUKSKIT_CRASH_AT`, `LUKSKIT_SIGINT_AT`: `write:N`, `sync:N`).
 
 use crate::error::{IoOp, Result, VolumeError};
 use crate::lock_file::{LockError, LockFile};
