@@ -132,6 +132,9 @@ cargo +"$msrv" check --workspace --all-targets --quiet
 echo "==> cargo deny --offline check licenses bans"
 command -v cargo-deny >/dev/null 2>&1 || cargo install --locked --quiet cargo-deny@0.20.2
 cargo deny --offline --log-level error check licenses bans
+# The default library build pulls no server code; crates without unsafe forbid it.
+echo "==> scripts/check-features.sh"
+bash scripts/check-features.sh
 if [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
     echo "WARNING: LUKSKIT_ALLOW_SKIP=1: tests that cannot run here skip instead of failing" >&2
 fi

@@ -186,10 +186,16 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         }
         17 => {
             let segs = edit::data_segments(h).ok()?;
-            let mut segs: Vec<Value> = segs.into_iter().rev().collect();
+            let mut segs: Vec<edit::SegmentObject> = segs.into_iter().rev().collect();
             if let Some(s) = segs.first_mut() {
                 let f = inp.text()?;
-                edit::set_flag(s, &f);
+                match inp.byte()? % 5 {
+                    0 => s.set_flag(&f),
+                    1 => s.remove_flag(&f),
+                    2 => s.set_size((f.len() % 2 == 0).then_some(inp.num()?.wrapping_mul(512))),
+                    3 => s.set_offset(inp.num()?.wrapping_mul(512)),
+                    _ => s.set_iv_tweak(inp.num()?),
+                }
             }
             let _ = edit::set_segments(h, segs);
         }

@@ -201,7 +201,7 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     // and the hot zone (listed by both digests) belongs to the first.
     let data_digests: Vec<u32> = lukskit_format::luks2::edit::segments_sorted(h)?
         .into_iter()
-        .filter(|(_, v)| !lukskit_format::luks2::edit::is_backup(v))
+        .filter(|(_, v)| !v.is_backup())
         .filter_map(|(id, _)| {
             digests
                 .iter()

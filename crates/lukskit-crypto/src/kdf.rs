@@ -1101,7 +1101,13 @@ mod tests {
                 for (chunk, index) in whole.chunks(len).zip(1u32..) {
                     let mut out = vec![0u8; chunk.len()];
                     let done = pbkdf2_block(
-                        prf, b"pass phrase", &salt, iterations, index, &mut out, &|| false,
+                        prf,
+                        b"pass phrase",
+                        &salt,
+                        iterations,
+                        index,
+                        &mut out,
+                        &|| false,
                     )
                     .unwrap();
                     assert!(done);
@@ -1109,8 +1115,10 @@ mod tests {
                 }
                 let mut out = vec![0xa5u8; len];
                 let done =
-                    pbkdf2_block(prf, b"pass phrase", &salt, iterations, 1, &mut out, &|| true)
-                        .unwrap();
+                    pbkdf2_block(prf, b"pass phrase", &salt, iterations, 1, &mut out, &|| {
+                        true
+                    })
+                    .unwrap();
                 // Stopping is looked at only between runs of 4096 iterations.
                 assert_eq!(done, iterations <= 4097, "{prf:?} {iterations}");
                 if !done {

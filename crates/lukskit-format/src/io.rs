@@ -16,6 +16,50 @@ pub trait Storage {
     fn sync(&self) -> io::Result<()>;
     /// Current size in bytes.
     fn size(&self) -> io::Result<u64>;
+    /// Make written data durable without the file's metadata (`fdatasync`); by default
+    /// [`Storage::sync`].
+    fn sync_data(&self) -> io::Result<()> {
+        self.sync()
+    }
+    /// Give back `[offset, offset + len)`: afterwards it reads as zeros (a hole punched in an
+    /// image file). By default an error of kind `Unsupported`: storages that cannot
+    /// deallocate keep their bytes.
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        let _ = (offset, len);
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    /// The local file or block device behind this storage, when there is one: it lets the
+    /// layers above use what only a local descriptor has (`O_DIRECT`, io_uring, `flock`,
+    /// block device ioctls). `None` (the default) for anything else (memory, a network
+    /// export); everything then goes through the positioned calls above.
+    fn local_file(&self) -> Option<&std::fs::File> {
+        None
+    }
+}
+
+/// A shared storage is a storage (a volume's header and data layers share one).
+impl<T: Storage + ?Sized> Storage for std::sync::Arc<T> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        (**self).write_all_at(buf, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        (**self).sync()
+    }
+    fn size(&self) -> io::Result<u64> {
+        (**self).size()
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        (**self).sync_data()
+    }
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        (**self).discard(offset, len)
+    }
+    fn local_file(&self) -> Option<&std::fs::File> {
+        (**self).local_file()
+    }
 }
 
 impl Storage for std::fs::File {
@@ -27,6 +71,17 @@ impl Storage for std::fs::File {
     }
     fn sync(&self) -> io::Result<()> {
         self.sync_all()
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        std::fs::File::sync_data(self)
+    }
+    /// `fallocate(PUNCH_HOLE | KEEP_SIZE)`: block devices and file systems without hole
+    /// punching give an error (`EOPNOTSUPP`).
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        punch_hole(self, offset, len)
+    }
+    fn local_file(&self) -> Option<&std::fs::File> {
+        Some(self)
     }
     /// `fstat` for a regular file, the `BLKGETSIZE64` ioctl for a block device: neither
     /// moves the file position (which other users of a shared `File` rely on).
@@ -56,6 +111,29 @@ fn block_device_size(f: &std::fs::File) -> io::Result<u64> {
         return Err(io::Error::last_os_error());
     }
     Ok(size)
+}
+
+/// Punch `[offset, offset + len)` out of `f` (the file keeps its size).
+#[allow(unsafe_code)]
+fn punch_hole(f: &std::fs::File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(at), Ok(n)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
+        return Err(io::ErrorKind::InvalidInput.into());
+    };
+    // SAFETY: fallocate on the descriptor of `f`, which outlives the call; no memory is
+    // passed.
+    let rc = unsafe {
+        libc::fallocate(
+            f.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            at,
+            n,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// An in-memory storage, for tests and for building headers before writing them.
@@ -107,5 +185,14 @@ impl Storage for MemStorage {
     }
     fn size(&self) -> io::Result<u64> {
         Ok(self.data.lock().unwrap().len() as u64)
+    }
+    /// Zeroes the range (the part inside the current size).
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        let mut d = self.data.lock().unwrap();
+        let size = d.len() as u64;
+        let start = offset.min(size) as usize;
+        let end = offset.saturating_add(len).min(size) as usize;
+        d[start..end].fill(0);
+        Ok(())
     }
 }

@@ -11,7 +11,8 @@
 //! * [`VolumeType`] — the one name of every kind of volume (LUKS1, LUKS2, plain, TCRYPT,
 //!   BITLK, FVAULT2, loop-AES).
 //!
-//! The only `unsafe` is the size ioctl of a block device in [`io`] (allowed there alone).
+//! The only `unsafe` is in [`io`] (allowed there alone): the size ioctl of a block device and
+//! the hole punching of a file.
 
 #![deny(unsafe_code)]
 

@@ -34,7 +34,15 @@
 
 use crate::error::NbdError;
 use crate::proto::{self, be16, be32, be64};
+#[cfg(feature = "tls")]
 use crate::tls;
+
+/// The TLS configuration of an `nbds://` connection.
+#[cfg(feature = "tls")]
+type TlsConfig = Arc<rustls::ClientConfig>;
+/// Without the `tls` feature there is none (an `nbds://` URI is refused at connection).
+#[cfg(not(feature = "tls"))]
+type TlsConfig = std::convert::Infallible;
 use crate::uri::{NbdUri, Transport};
 use std::io::{self, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream, ToSocketAddrs};
@@ -669,7 +677,7 @@ fn connect_socket(uri: &NbdUri, timeout: Duration) -> Result<Sock, NbdError> {
 /// Open one connection and negotiate the export, all within the handshake timeout.
 fn negotiate(
     uri: &NbdUri,
-    tls: Option<&Arc<rustls::ClientConfig>>,
+    tls: Option<&TlsConfig>,
     opts: &ClientOptions,
 ) -> Result<(Conn, ExportInfo), NbdError> {
     let deadline = Instant::now() + opts.handshake_timeout;
@@ -698,7 +706,7 @@ fn negotiate(
 /// The handshake of [`negotiate`] on the connected socket `s`.
 fn handshake(
     uri: &NbdUri,
-    tls: Option<&Arc<rustls::ClientConfig>>,
+    tls: Option<&TlsConfig>,
     opts: &ClientOptions,
     mut s: Sock,
     deadline: Instant,
@@ -754,6 +762,11 @@ fn handshake(
             0
         };
     s.write_all(&cflags.to_be_bytes()).map_err(handshake_io)?;
+    #[cfg(not(feature = "tls"))]
+    if let Some(never) = tls {
+        match *never {}
+    }
+    #[cfg(feature = "tls")]
     if let Some(cfg) = tls {
         s.write_all(&proto::encode_option(proto::OPT_STARTTLS, &[]))
             .map_err(handshake_io)?;
@@ -891,7 +904,7 @@ pub type EventSink = Arc<dyn Fn(&str, bool) + Send + Sync>;
 pub struct NbdClient {
     uri: NbdUri,
     opts: ClientOptions,
-    tls: Option<Arc<rustls::ClientConfig>>,
+    tls: Option<TlsConfig>,
     info: ExportInfo,
     max_conns: usize,
     piece: usize,
@@ -916,6 +929,15 @@ impl NbdClient {
     /// Connect to the export `uri` names (one attempt: an unreachable server is an error at
     /// once) and negotiate it.
     pub fn connect(uri: &NbdUri, opts: ClientOptions) -> Result<NbdClient, NbdError> {
+        #[cfg(not(feature = "tls"))]
+        if uri.tls {
+            return Err(NbdError::Tls(
+                "this build has no TLS support (lukskit-nbd's `tls` feature)".into(),
+            ));
+        }
+        #[cfg(not(feature = "tls"))]
+        let tls = None;
+        #[cfg(feature = "tls")]
         let tls = if uri.tls {
             Some(tls::client_config(
                 uri.tls_certificates.as_deref(),

@@ -11,15 +11,21 @@
 //! * [`client`] — [`client::NbdClient`]: fixed newstyle handshake, `NBD_OPT_GO`, structured
 //!   replies, pipelined requests over several connections where the server allows
 //!   multi-conn, FLUSH and FUA, reconnection with backoff.
-//! * [`tls`] — X.509 credentials in qemu-nbd's and nbdkit's directory layout
+//! * `tls` (feature `tls`, on by default) — X.509 credentials in qemu-nbd's and nbdkit's directory layout
 //!   (`ca-cert.pem`, `server-cert.pem`, `server-key.pem`, `client-cert.pem`,
 //!   `client-key.pem`) and the TLS session that carries an NBD connection after
 //!   `NBD_OPT_STARTTLS`.
 //! * [`proto`] — the wire constants the client uses.
 
+//!
+//! The only `unsafe` is a poll(2) in the TLS pump (allowed there alone).
+
+#![deny(unsafe_code)]
+
 pub mod client;
 pub mod error;
 pub mod proto;
+#[cfg(feature = "tls")]
 pub mod tls;
 pub mod uri;
 

@@ -383,6 +383,8 @@ pub fn start_pump<S: NetSocket>(conn: Connection, net: S) -> io::Result<UnixStre
     Ok(theirs)
 }
 
+/// poll(2) on two descriptors (the one `unsafe` call of this crate).
+#[allow(unsafe_code)]
 fn poll2(a: i32, ea: i16, b: i32, eb: i16) -> io::Result<(i16, i16)> {
     let mut fds = [
         libc::pollfd {

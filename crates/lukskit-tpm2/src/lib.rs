@@ -14,7 +14,10 @@
 //!   under the primary key and PCR policy clevis' tpm2-tools calls make.
 //!
 //! Nothing here prints: errors are typed ([`Tpm2Error`]). PINs and unsealed secrets live in
-//! [`lukskit_crypto::SecretBuf`]s.
+//! [`lukskit_crypto::SecretBuf`]s. The only `unsafe` is the poll(2) of the device transport
+//! (allowed there alone).
+
+#![deny(unsafe_code)]
 
 pub mod clevis;
 pub mod clevis_seal;

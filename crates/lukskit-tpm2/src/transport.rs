@@ -211,6 +211,8 @@ impl DeviceTransport {
 }
 
 impl Transport for DeviceTransport {
+    // The one `unsafe` call of this crate: poll(2) for the TPM's answer.
+    #[allow(unsafe_code)]
     fn transact(&mut self, command: &[u8]) -> Result<Vec<u8>> {
         let n = self.file.write(command).map_err(|e| self.io(e))?;
         if n != command.len() {

@@ -32,6 +32,7 @@ use crate::error::{
     DataError, IoOp, ParamError, RequirementsError, Result, SegmentError, VolumeError,
 };
 use crate::segment::{SegmentKind, SegmentTable};
+use crate::storage::SharedStorage;
 use crate::volume::{Header, Volume};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
@@ -308,7 +309,11 @@ thread_local! {
 /// All methods take `&self` and may be called from several threads at once.
 #[derive(Debug)]
 pub struct DataVolume {
-    dev: DataDev,
+    /// Where the stored bytes (ciphertext) are: one call per request or batch.
+    dev: SharedStorage,
+    /// The NBD client when the storage is an NBD export (its connection events).
+    #[cfg(feature = "nbd")]
+    nbd: Option<std::sync::Arc<lukskit_nbd::NbdClient>>,
     /// The same device opened with `O_DIRECT` (see [`DataVolume::use_direct_io`]).
     direct: Option<File>,
     path: String,
@@ -322,15 +327,6 @@ pub struct DataVolume {
     writable: bool,
     threads: Threads,
     locks: RangeLocks,
-}
-
-/// Where the stored bytes (ciphertext) are.
-#[derive(Debug)]
-enum DataDev {
-    /// A local image file or block device.
-    File(File),
-    /// An NBD export ([`crate::device::remote`]).
-    Nbd(std::sync::Arc<lukskit_nbd::NbdClient>),
 }
 
 /// One segment as the data path uses it.
@@ -355,14 +351,31 @@ enum IoKind {
     Zero,
 }
 
+/// Where a data volume's bytes are, as opened.
+struct DataDev {
+    storage: SharedStorage,
+    #[cfg(feature = "nbd")]
+    nbd: Option<std::sync::Arc<lukskit_nbd::NbdClient>>,
+}
+
 impl DataDev {
-    fn size(&self, path: &str) -> Result<u64> {
-        match self {
-            DataDev::File(f) => lukskit_format::io::Storage::size(f)
-                .map_err(|e| VolumeError::io(IoOp::Read, path, e)),
-            DataDev::Nbd(c) => Ok(c.size()),
+    fn new(storage: SharedStorage) -> Self {
+        DataDev {
+            storage,
+            #[cfg(feature = "nbd")]
+            nbd: None,
         }
     }
+
+    fn size(&self, path: &str) -> Result<u64> {
+        storage_size(&*self.storage, path)
+    }
+}
+
+fn storage_size(storage: &dyn lukskit_format::io::Storage, path: &str) -> Result<u64> {
+    storage
+        .size()
+        .map_err(|e| VolumeError::io(IoOp::Read, path, e))
 }
 
 impl SegIo {
@@ -381,7 +394,10 @@ impl DataVolume {
     /// The data of an unlocked LUKS volume, opened from `vol.data_path` (the data device even
     /// when the header is detached). `key` must be the volume key.
     pub fn from_volume(vol: &Volume, key: &[u8], writable: bool) -> Result<Self> {
-        let file = Self::open_dev(&vol.data_path, writable)?;
+        let file = match vol.data_storage() {
+            Some(storage) => DataDev::new(std::sync::Arc::clone(storage)),
+            None => Self::open_dev(&vol.data_path, writable)?,
+        };
         let dev_size = file.size(&vol.data_path)?;
         let table = SegmentTable::from_volume(vol, key, dev_size)?;
         let layout = match table.segments() {
@@ -406,12 +422,37 @@ impl DataVolume {
         Self::build(dev, path, table, None, writable, dev_size)
     }
 
+    /// Read and write through `storage` (see [`crate::storage`]), named `name` in errors,
+    /// with the segment table `table` (for a single crypt segment:
+    /// [`SegmentTable::from_layout`]).
+    pub fn from_storage(
+        storage: SharedStorage,
+        name: &str,
+        table: SegmentTable,
+        writable: bool,
+    ) -> Result<Self> {
+        let dev = DataDev::new(storage);
+        let dev_size = dev.size(name)?;
+        Self::build(dev, name, table, None, writable, dev_size)
+    }
+
     /// Open an image file, block device or NBD URI.
     fn open_dev(path: &str, writable: bool) -> Result<DataDev> {
         if crate::device::remote::is_remote(path) {
-            return crate::device::remote::connect(path, writable).map(DataDev::Nbd);
+            #[cfg(feature = "nbd")]
+            {
+                let client = crate::device::remote::connect(path, writable)?;
+                let storage = crate::storage::NbdStorage::new(std::sync::Arc::clone(&client));
+                return Ok(DataDev {
+                    storage: std::sync::Arc::new(storage),
+                    nbd: Some(client),
+                });
+            }
+            #[cfg(not(feature = "nbd"))]
+            return crate::device::remote::storage(path, writable).map(DataDev::new);
         }
-        Self::open_file(path, writable).map(DataDev::File)
+        let file = Self::open_file(path, writable)?;
+        Ok(DataDev::new(std::sync::Arc::new(file)))
     }
 
     fn open_file(path: &str, writable: bool) -> Result<File> {
@@ -441,7 +482,7 @@ impl DataVolume {
             .map_err(|e| VolumeError::io(IoOp::Read, path, e))?;
         let table = SegmentTable::from_layout(&layout, key, dev_size)?;
         Self::build(
-            DataDev::File(file),
+            DataDev::new(std::sync::Arc::new(file)),
             path,
             table,
             Some(layout),
@@ -485,7 +526,9 @@ impl DataVolume {
             });
         }
         Ok(DataVolume {
-            dev,
+            dev: dev.storage,
+            #[cfg(feature = "nbd")]
+            nbd: dev.nbd,
             direct: None,
             path: path.to_string(),
             layout,
@@ -505,7 +548,7 @@ impl DataVolume {
     /// I/O is in use: file systems without `O_DIRECT` (tmpfs) refuse it, and the volume
     /// stays buffered.
     pub fn use_direct_io(&mut self) -> bool {
-        if matches!(self.dev, DataDev::Nbd(_)) {
+        if self.file().is_none() {
             return false;
         }
         let direct = OpenOptions::new()
@@ -530,9 +573,10 @@ impl DataVolume {
         self.direct_for(buf, at).or(self.file())
     }
 
-    /// Whether the stored bytes are on an NBD server rather than a local file or device.
+    /// Whether the stored bytes are somewhere else than in a local file or device (on an
+    /// NBD server, in a storage of the caller's).
     pub fn is_remote(&self) -> bool {
-        matches!(self.dev, DataDev::Nbd(_))
+        self.file().is_none()
     }
 
     /// The `O_DIRECT` descriptor if `buf` at device offset `at` may use it.
@@ -563,7 +607,7 @@ impl DataVolume {
     /// The current size of the data device in bytes (an image file or block device may
     /// have grown since the volume was opened).
     pub fn device_size(&self) -> Result<u64> {
-        self.dev.size(&self.path)
+        storage_size(&*self.dev, &self.path)
     }
 
     /// Change the plaintext size to `size` bytes by moving the end of the last segment
@@ -615,8 +659,9 @@ impl DataVolume {
 
     /// Tell `sink` of the NBD client's connection events (lost, reconnected) when the
     /// stored bytes are on an NBD export; nothing otherwise.
+    #[cfg(feature = "nbd")]
     pub fn on_nbd_event(&self, sink: lukskit_nbd::EventSink) {
-        if let DataDev::Nbd(c) = &self.dev {
+        if let Some(c) = &self.nbd {
             c.on_event(sink);
         }
     }
@@ -628,12 +673,15 @@ impl DataVolume {
 
     /// The underlying data device (for callers doing their own I/O with
     /// [`DataVolume::encrypt_sectors`] / [`DataVolume::decrypt_sectors`]); `None` when it is
-    /// an NBD export (use [`DataVolume::pread`] / [`DataVolume::pwrite`]).
+    /// an NBD export or a storage of the caller's (use [`DataVolume::pread`] /
+    /// [`DataVolume::pwrite`]).
     pub fn file(&self) -> Option<&File> {
-        match &self.dev {
-            DataDev::File(f) => Some(f),
-            DataDev::Nbd(_) => None,
-        }
+        lukskit_format::io::Storage::local_file(&*self.dev)
+    }
+
+    /// The storage the stored bytes are read from and written to.
+    pub fn storage(&self) -> &SharedStorage {
+        &self.dev
     }
 
     /// The index of the segment holding plaintext byte `offset` (`segs.len()` at or past
@@ -820,9 +868,9 @@ impl DataVolume {
             buf.fill(0);
             return Ok(());
         };
-        let r = match &self.dev {
-            DataDev::Nbd(c) => c.read_at(buf, at),
-            DataDev::File(f) => self.direct_for(buf, at).unwrap_or(f).read_exact_at(buf, at),
+        let r = match self.direct_for(buf, at) {
+            Some(direct) => direct.read_exact_at(buf, at),
+            None => lukskit_format::io::Storage::read_exact_at(&*self.dev, buf, at),
         };
         r.map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))
     }
@@ -831,9 +879,9 @@ impl DataVolume {
         let Some(at) = s.device(rel) else {
             return Ok(());
         };
-        let r = match &self.dev {
-            DataDev::Nbd(c) => c.write_at(buf, at, false),
-            DataDev::File(f) => self.direct_for(buf, at).unwrap_or(f).write_all_at(buf, at),
+        let r = match self.direct_for(buf, at) {
+            Some(direct) => direct.write_all_at(buf, at),
+            None => lukskit_format::io::Storage::write_all_at(&*self.dev, buf, at),
         };
         r.map_err(|e| VolumeError::io(IoOp::Write, &self.path, e))
     }
@@ -1062,45 +1110,22 @@ impl DataVolume {
         })
     }
 
-    /// Punch `[at, at + n)` out of the data file.
+    /// Punch `[at, at + n)` out of the stored bytes ([`lukskit_format::io::Storage::discard`]:
+    /// a hole in an image file; NBD exports keep their bytes and say `Unsupported`).
     fn punch(&self, at: u64, n: u64) -> Result<()> {
-        let (Ok(at), Ok(n)) = (libc::off_t::try_from(at), libc::off_t::try_from(n)) else {
+        if libc::off_t::try_from(at).is_err() || libc::off_t::try_from(n).is_err() {
             return Err(DataError::DiscardTooLarge.into());
-        };
-        use std::os::fd::AsRawFd;
-        let DataDev::File(file) = &self.dev else {
-            // Discards are not passed to NBD servers (the ciphertext stays as it is).
-            return Err(VolumeError::io(
-                IoOp::Discard,
-                &self.path,
-                std::io::Error::from(std::io::ErrorKind::Unsupported),
-            ));
-        };
-        // SAFETY: fallocate on a file descriptor we own; no memory is passed.
-        let rc = unsafe {
-            libc::fallocate(
-                file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                at,
-                n,
-            )
-        };
-        if rc != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(VolumeError::io(IoOp::Discard, &self.path, e));
         }
-        Ok(())
+        lukskit_format::io::Storage::discard(&*self.dev, at, n)
+            .map_err(|e| VolumeError::io(IoOp::Discard, &self.path, e))
     }
 
     /// Make written data durable (`fdatasync` of the data device).
     /// For an NBD export this is `NBD_CMD_FLUSH` (with multi-conn, one flush covers every
     /// connection).
     pub fn flush(&self) -> Result<()> {
-        match &self.dev {
-            DataDev::File(f) => f.sync_data(),
-            DataDev::Nbd(c) => c.flush(),
-        }
-        .map_err(|e| VolumeError::io(IoOp::Sync, &self.path, e))
+        lukskit_format::io::Storage::sync_data(&*self.dev)
+            .map_err(|e| VolumeError::io(IoOp::Sync, &self.path, e))
     }
 }
 

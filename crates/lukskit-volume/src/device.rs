@@ -1,83 +1,39 @@
-//! Opening devices and image files for header I/O: locking, durability, fault injection.
+//! Opening devices and image files for header I/O: locking, durability.
 //!
-//! Every metadata write of lukskit goes through [`Device`]. It
-//! * takes `flock` locks like cryptsetup (shared for reading, exclusive for updates) on the
-//!   file itself, or for block devices on `/run/cryptsetup/L_<major>:<minor>`, so lukskit and
-//!   cryptsetup exclude each other (NBD exports, see [`remote`], are not locked: the
-//!   server is the only place that could exclude other clients);
-//! * counts writes and syncs so tests can stop the process at the Nth one (crash injection,
-//!   enabled only when the environment variable [`CRASH_ENV`] is set).
+//! Every metadata write of lukskit goes through [`Device`]: a [`Storage`] (a local file or
+//! block device, an NBD export, or one of the library user's, see [`crate::storage`]) with
+//! its lock. It takes `flock` locks like cryptsetup (shared for reading, exclusive for
+//! updates) on the file itself, or for block devices on `/run/cryptsetup/L_<major>:<minor>`,
+//! so lukskit and cryptsetup exclude each other (NBD exports, see [`remote`], and storages
+//! of the user are not locked: their owner is the only one who could exclude other users).
+//!
+//! Crash tests wrap the storage in a [`crate::storage::CrashingStorage`]; the test suite's
+//! build of the command line (feature `crash-injection`) wraps the devices it opens in the
+//! plan its environment names (`LUKSKIT_CRASH_AT`, `LUKSKIT_SIGINT_AT`: `write:N`, `sync:N`).
 
 use crate::error::{IoOp, Result, VolumeError};
 use crate::lock_file::{LockError, LockFile};
+use crate::storage::SharedStorage;
 use lukskit_format::io::Storage;
-use lukskit_nbd::NbdClient;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
-#[cfg(feature = "crash-injection")]
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
-/// Environment variable for crash injection, `write:N` or `sync:N`: the process exits
-/// abruptly (status 86, no cleanup) just before its Nth metadata write or Nth sync. Only
-/// builds with the `crash-injection` feature (the test suite's) look at it.
-pub const CRASH_ENV: &str = "LUKSKIT_CRASH_AT";
+/// Exit status used by an injected crash ([`crate::storage::CrashAction::Exit`]).
+pub const CRASH_EXIT_STATUS: i32 = crate::storage::CrashPlan::EXIT_STATUS;
 
-/// Exit status used by an injected crash.
-pub const CRASH_EXIT_STATUS: i32 = 86;
-
-/// Environment variable for signal injection, `write:N` or `sync:N`: SIGINT is raised (to this
-/// process) just before its Nth metadata write or Nth sync, as a Ctrl-C typed at that moment,
-/// and the process goes on as it would after one. Crash-injection builds only, as
-/// [`CRASH_ENV`].
-pub const SIGNAL_ENV: &str = "LUKSKIT_SIGINT_AT";
-
-#[cfg(feature = "crash-injection")]
-static WRITES: AtomicU64 = AtomicU64::new(0);
-#[cfg(feature = "crash-injection")]
-static SYNCS: AtomicU64 = AtomicU64::new(0);
-
-#[cfg(feature = "crash-injection")]
-fn crash_point(kind: &str, counter: &AtomicU64) {
-    let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
-    let at = |var: &str| {
-        std::env::var(var).ok().is_some_and(|spec| {
-            spec.split_once(':')
-                .is_some_and(|(k, v)| k == kind && v.parse::<u64>().ok() == Some(n))
-        })
-    };
-    if at(CRASH_ENV) {
-        // SAFETY: _exit ends the process immediately without running destructors or
-        // flushing buffers, which is exactly the crash being simulated.
-        unsafe { libc::_exit(CRASH_EXIT_STATUS) };
-    }
-    if at(SIGNAL_ENV) {
-        // SAFETY: raise(3) only sends a signal to this process; whatever the process does
-        // with SIGINT (its handler, or the default action) is what is being tested.
-        unsafe { libc::raise(libc::SIGINT) };
-    }
-}
-
-/// Without the `crash-injection` feature (every build but the test suite's) there is no
-/// crash point: the environment is never read.
-#[cfg(not(feature = "crash-injection"))]
-fn crash_point(_kind: &str, _counter: &()) {}
-#[cfg(not(feature = "crash-injection"))]
-static WRITES: () = ();
-#[cfg(not(feature = "crash-injection"))]
-static SYNCS: () = ();
-
-/// A crash point before a write that is not a metadata write of [`Device`] (the data and
-/// files of a LUKS1 re-encryption), counted with them.
+/// A crash point before a write that does not go through a [`Device`] (the data and files
+/// of a LUKS1 re-encryption), counted with them; only in `crash-injection` builds.
 pub(crate) fn crash_before_write() {
-    crash_point("write", &WRITES);
+    #[cfg(feature = "crash-injection")]
+    crate::storage::env::before_write();
 }
 
 /// A crash point before a sync that is not a [`Device`] sync (see [`crash_before_write`]).
 pub(crate) fn crash_before_sync() {
-    crash_point("sync", &SYNCS);
+    #[cfg(feature = "crash-injection")]
+    crate::storage::env::before_sync();
 }
 
 /// How a device is opened.
@@ -93,7 +49,7 @@ pub enum Access {
 /// long update that takes it only while it writes metadata).
 #[derive(Debug)]
 pub struct Device {
-    backing: Backing,
+    storage: SharedStorage,
     path: String,
     /// The lock file held (block devices), until [`Device::release_lock`].
     lock: std::sync::Mutex<Option<LockFile>>,
@@ -139,30 +95,34 @@ impl Drop for UpdateLock<'_> {
     }
 }
 
-/// What a [`Device`] reads and writes.
-#[derive(Debug)]
-enum Backing {
-    /// A local image file or block device.
-    File(File),
-    /// An NBD export (see [`remote`]).
-    Nbd(Arc<NbdClient>),
-}
-
 /// Devices named by NBD URIs (`nbd://host[:port]/export`, `nbd+unix:///export?socket=PATH`,
 /// `nbds://…` with TLS): the ciphertext lives on an NBD server and lukskit is its client
 /// (crate `lukskit-nbd`). Anything that accepts a device path accepts such a URI.
 pub mod remote {
     use crate::error::{IoOp, Result, VolumeError};
-    use lukskit_nbd::{ClientOptions, NbdClient, NbdUri};
-    use std::sync::Arc;
 
-    /// Whether `path` is an NBD URI rather than a file name.
+    /// Whether `path` is an NBD URI rather than a file name (in every build: one without the
+    /// `nbd` feature refuses to connect rather than taking the URI for a file name).
     pub fn is_remote(path: &str) -> bool {
-        lukskit_nbd::uri::is_nbd_uri(path)
+        #[cfg(feature = "nbd")]
+        return lukskit_nbd::uri::is_nbd_uri(path);
+        #[cfg(not(feature = "nbd"))]
+        [
+            "nbd://",
+            "nbds://",
+            "nbd+unix://",
+            "nbds+unix://",
+            "nbd+tcp://",
+            "nbds+tcp://",
+        ]
+        .iter()
+        .any(|scheme| path.starts_with(scheme))
     }
 
     /// Connect to the NBD export `uri`; with `writable`, a read-only export is refused.
-    pub fn connect(uri: &str, writable: bool) -> Result<Arc<NbdClient>> {
+    #[cfg(feature = "nbd")]
+    pub fn connect(uri: &str, writable: bool) -> Result<std::sync::Arc<lukskit_nbd::NbdClient>> {
+        use lukskit_nbd::{ClientOptions, NbdClient, NbdUri};
         let parsed: NbdUri = uri
             .parse()
             .map_err(|e: lukskit_nbd::NbdError| VolumeError::io(IoOp::Open, uri, e.into()))?;
@@ -175,7 +135,29 @@ pub mod remote {
                 lukskit_nbd::NbdError::ReadOnly.into(),
             ));
         }
-        Ok(Arc::new(client))
+        Ok(std::sync::Arc::new(client))
+    }
+
+    /// The storage of the NBD export `uri` (see [`connect`]); without the `nbd` feature an
+    /// error of kind `Unsupported`.
+    pub fn storage(uri: &str, writable: bool) -> Result<crate::storage::SharedStorage> {
+        #[cfg(feature = "nbd")]
+        {
+            let client = connect(uri, writable)?;
+            Ok(std::sync::Arc::new(crate::storage::NbdStorage::new(client)))
+        }
+        #[cfg(not(feature = "nbd"))]
+        {
+            let _ = writable;
+            Err(VolumeError::io(
+                IoOp::Open,
+                uri,
+                std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "NBD URIs need lukskit-volume's `nbd` feature",
+                ),
+            ))
+        }
     }
 }
 
@@ -184,13 +166,8 @@ impl Device {
     /// accessible, [`VolumeError::Io`] for any other OS error.
     pub fn open(path: &str, access: Access) -> Result<Self> {
         if remote::is_remote(path) {
-            return Ok(Device {
-                backing: Backing::Nbd(remote::connect(path, access == Access::Write)?),
-                path: path.to_string(),
-                lock: std::sync::Mutex::new(None),
-                relock: Relock::Nothing,
-                released: std::sync::atomic::AtomicBool::new(false),
-            });
+            let storage = remote::storage(path, access == Access::Write)?;
+            return Ok(Self::from_storage(crate::storage::opened(storage), path));
         }
         let file = OpenOptions::new()
             .read(true)
@@ -222,6 +199,23 @@ impl Device {
             .open(path)
             .map_err(|e| VolumeError::io(IoOp::Create, path, e))?;
         Self::locked(file, path, Access::Write)
+    }
+
+    /// A device on a storage of the caller's (see [`crate::storage`]), named `name` in
+    /// errors. It is not locked: the storage's owner alone can exclude other users.
+    pub fn from_storage(storage: SharedStorage, name: &str) -> Self {
+        Device {
+            storage,
+            path: name.to_string(),
+            lock: std::sync::Mutex::new(None),
+            relock: Relock::Nothing,
+            released: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The storage this device reads and writes (shared with the data path).
+    pub fn storage(&self) -> &SharedStorage {
+        &self.storage
     }
 
     fn locked(file: File, path: &str, access: Access) -> Result<Self> {
@@ -256,7 +250,7 @@ impl Device {
             (None, Relock::Own)
         };
         Ok(Device {
-            backing: Backing::File(file),
+            storage: crate::storage::opened(std::sync::Arc::new(file)),
             path: path.to_string(),
             lock: std::sync::Mutex::new(lock),
             relock,
@@ -274,12 +268,12 @@ impl Device {
         if self.released.swap(true, Ordering::SeqCst) {
             return;
         }
-        match (&self.relock, &self.backing) {
+        match (&self.relock, self.file()) {
             (Relock::File(_), _) => {
                 let held = self.lock.lock().map(|mut l| l.take());
                 drop(held);
             }
-            (Relock::Own, Backing::File(f)) => {
+            (Relock::Own, Some(f)) => {
                 let _ = flock(f, libc::LOCK_UN, &self.path);
             }
             _ => {}
@@ -296,14 +290,14 @@ impl Device {
                 kind: UpdateKind::Held,
             });
         }
-        let kind = match (&self.relock, &self.backing) {
+        let kind = match (&self.relock, self.file()) {
             (Relock::File(p), _) => match LockFile::acquire(p, libc::LOCK_EX) {
                 Ok(lf) => UpdateKind::File { _lock: lf },
                 Err(LockError::Lock(e) | LockError::Open(e)) => {
                     return Err(VolumeError::io(IoOp::Lock, &self.path, e))
                 }
             },
-            (Relock::Own, Backing::File(f)) => {
+            (Relock::Own, Some(f)) => {
                 flock(f, libc::LOCK_EX, &self.path)?;
                 UpdateKind::Own(f)
             }
@@ -317,20 +311,10 @@ impl Device {
         &self.path
     }
 
-    /// The underlying file (for data I/O by upper layers); `None` for an NBD export.
+    /// The local file or block device behind the storage (for data I/O by upper layers);
+    /// `None` for an NBD export or a storage of the caller's.
     pub fn file(&self) -> Option<&File> {
-        match &self.backing {
-            Backing::File(f) => Some(f),
-            Backing::Nbd(_) => None,
-        }
-    }
-
-    /// The NBD client when this device is an NBD export.
-    pub fn nbd(&self) -> Option<&Arc<NbdClient>> {
-        match &self.backing {
-            Backing::Nbd(c) => Some(c),
-            Backing::File(_) => None,
-        }
+        self.storage.local_file()
     }
 
     /// Whether this is a block device (as opposed to a regular image file or an NBD
@@ -346,7 +330,7 @@ impl Device {
         let cur = self
             .size()
             .map_err(|e| VolumeError::io(IoOp::Read, &self.path, e))?;
-        let Backing::File(file) = &self.backing else {
+        let Some(file) = self.file() else {
             return Ok(());
         };
         if cur < len && !self.is_block_device() {
@@ -373,30 +357,25 @@ fn flock(f: &File, op: libc::c_int, path: &str) -> Result<()> {
 
 impl Storage for Device {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        match &self.backing {
-            Backing::File(f) => f.read_exact_at(buf, offset),
-            Backing::Nbd(c) => c.read_at(buf, offset),
-        }
+        self.storage.read_exact_at(buf, offset)
     }
     fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
-        crash_point("write", &WRITES);
-        match &self.backing {
-            Backing::File(f) => f.write_all_at(buf, offset),
-            Backing::Nbd(c) => c.write_at(buf, offset, false),
-        }
+        self.storage.write_all_at(buf, offset)
     }
     fn sync(&self) -> io::Result<()> {
-        crash_point("sync", &SYNCS);
-        match &self.backing {
-            Backing::File(f) => f.sync_all(),
-            Backing::Nbd(c) => c.flush(),
-        }
+        self.storage.sync()
     }
     fn size(&self) -> io::Result<u64> {
-        match &self.backing {
-            Backing::File(f) => Storage::size(f),
-            Backing::Nbd(c) => Ok(c.size()),
-        }
+        self.storage.size()
+    }
+    fn sync_data(&self) -> io::Result<()> {
+        self.storage.sync_data()
+    }
+    fn discard(&self, offset: u64, len: u64) -> io::Result<()> {
+        self.storage.discard(offset, len)
+    }
+    fn local_file(&self) -> Option<&File> {
+        self.storage.local_file()
     }
 }
 

@@ -4,7 +4,10 @@
 //! through the on-disk layer, unlocks keyslots with the crypto layer, and performs every
 //! header update in a crash-safe order.
 //!
-//! * [`device`] — device access, `flock` locking, crash injection for tests.
+//! * [`storage`] — where the bytes live: the [`storage::Storage`] trait (local files and block
+//!   devices, NBD exports, memory, a caller's own) and [`storage::CrashingStorage`] for crash
+//!   tests.
+//! * [`device`] — device access and `flock` locking.
 //! * [`claim`] — exclusive use of a device or image while it is open or being formatted.
 //! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
 //! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
@@ -49,6 +52,7 @@ pub mod reencrypt;
 pub mod ring;
 pub mod segment;
 pub mod signature;
+pub mod storage;
 pub mod volume;
 mod wipe;
 

@@ -4,6 +4,7 @@
 use crate::device::{Access, Device};
 use crate::error::{KeyslotError, ParamError, RequirementsError, Result, VolumeError};
 use crate::pbkdf::PbkdfRequest;
+use crate::storage::SharedStorage;
 use crate::{luks1_keys, luks2_keys};
 use lukskit_crypto::SecretBuf;
 use lukskit_format::detect::{detect, unsupported_version};
@@ -51,6 +52,9 @@ pub struct Volume {
     pub(crate) header: Header,
     /// LUKS2 copy health (both true for LUKS1).
     pub copies: CopyState,
+    /// The data's storage when the volume was loaded from storages of the caller's
+    /// ([`Volume::load_storage`]); `None`: the data path opens [`Volume::data_path`].
+    pub(crate) data_storage: Option<SharedStorage>,
 }
 
 impl Volume {
@@ -61,6 +65,31 @@ impl Volume {
     /// good copy (as cryptsetup does), and a concurrent update since the read is detected.
     pub fn load(device: &str, header: Option<&str>, access: Access) -> Result<Self> {
         Self::load_requested(device, header, access, None)
+    }
+
+    /// [`Self::load`] from storages of the caller's (see [`crate::storage`]): the header
+    /// and data on `data`, or the header on `header` when it is detached; `name` names the
+    /// volume in errors. The data path ([`crate::data::DataVolume::from_volume`]) then uses
+    /// `data` too. Nothing is locked: the storages' owner alone can exclude other users.
+    pub fn load_storage(
+        data: SharedStorage,
+        name: &str,
+        header: Option<SharedStorage>,
+        access: Access,
+    ) -> Result<Self> {
+        let detached = header.is_some();
+        let dev = Device::from_storage(header.unwrap_or_else(|| data.clone()), name);
+        let mut vol = Self::load_on(dev, name, detached, None, true)?;
+        vol.data_storage = Some(data);
+        if access == Access::Write {
+            vol.recover_copies()?;
+        }
+        Ok(vol)
+    }
+
+    /// The data's storage when the volume was loaded with [`Self::load_storage`].
+    pub fn data_storage(&self) -> Option<&SharedStorage> {
+        self.data_storage.as_ref()
     }
 
     /// [`Self::load`] of a requested format (`--type luks1`/`luks2`). As in cryptsetup, a
@@ -108,8 +137,20 @@ impl Volume {
         requested: Option<VolumeType>,
         validate_luks1: bool,
     ) -> Result<Self> {
-        let hdr_path = header.unwrap_or(device);
-        let dev = Device::open(hdr_path, access)?;
+        let dev = Device::open(header.unwrap_or(device), access)?;
+        Self::load_on(dev, device, header.is_some(), requested, validate_luks1)
+    }
+
+    /// Load the header on `dev` (the device `device`, or its detached header).
+    fn load_on(
+        dev: Device,
+        device: &str,
+        detached: bool,
+        requested: Option<VolumeType>,
+        validate_luks1: bool,
+    ) -> Result<Self> {
+        let hdr_path = dev.path().to_string();
+        let hdr_path = hdr_path.as_str();
         let not_luks = || VolumeError::NotLuks {
             path: hdr_path.to_string(),
         };
@@ -189,9 +230,10 @@ impl Volume {
         Ok(Volume {
             dev,
             data_path: device.to_string(),
-            detached: header.is_some(),
+            detached,
             header: loaded,
             copies,
+            data_storage: None,
         })
     }
 

@@ -43,7 +43,8 @@
 //!
 //! ## What is where
 //!
-//! * [`Volume`] / [`OpenOptions`] — open and unlock; [`Unlocked`] — the plaintext
+//! * [`Volume`] / [`OpenOptions`] — open and unlock ([`OpenOptions::open_storage`]: on a
+//!   [`Storage`] of your own, such as an image in memory); [`Unlocked`] — the plaintext
 //!   ([`Plaintext`], also as a `std::io` stream: [`PlaintextStream`]) and the volume key;
 //! * [`Secret`] — passphrase, key file, volume key, token; held in [`SecretBuf`] (locked in
 //!   memory and wiped when dropped) from the moment it is made;
@@ -72,8 +73,8 @@
 //! Image conversion (plaintext file ↔ encrypted image, streamed on all cores) is
 //! `volume_layer::image`.
 //!
-//! The NBD client and its TLS code are compiled in every build for now (the volume layer
-//! links them unconditionally); the `nbd`/`tls` features decide whether URIs are accepted.
+//! Without `nbd` the NBD client is not compiled (a URI is refused with
+//! [`Error::FeatureDisabled`]); without `tls` neither is rustls.
 
 #![forbid(unsafe_code)]
 
@@ -95,6 +96,7 @@ pub use volume::{KeyslotOptions, OpenOptions, Unlocked, Volume};
 pub use lukskit_crypto::spec::CipherSpec;
 pub use lukskit_crypto::SecretBuf;
 pub use lukskit_format::VolumeType;
+pub use lukskit_volume::storage::{MemStorage, SharedStorage, Storage};
 
 /// The crypto layer (`lukskit-crypto`): ciphers, hashes, KDFs, [`SecretBuf`].
 pub use lukskit_crypto as crypto;

@@ -9,6 +9,7 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
 use lukskit_volume::data::DataVolume;
 use lukskit_volume::device::Access;
+use lukskit_volume::storage::SharedStorage;
 
 /// How to open a volume: read-only or for writing, with a detached header or not.
 #[derive(Debug, Clone, Default)]
@@ -49,6 +50,59 @@ impl OpenOptions {
             Access::Read
         };
         let inner = lukskit_volume::Volume::load(path, self.header.as_deref(), access)?;
+        Ok(Volume {
+            inner,
+            writable: self.writable,
+        })
+    }
+}
+
+impl OpenOptions {
+    /// Open the volume on a storage of the caller's: an image in memory, an object store,
+    /// anything implementing [`crate::Storage`] (positioned reads and writes, `sync`,
+    /// `size`). The header is read from `storage` too unless [`OpenOptions::header`] names
+    /// a file; `name` names the volume in errors. The storage is not locked (its owner alone
+    /// can exclude other users).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use lukskit::{FormatOptions, MemStorage, OpenOptions, Pbkdf, Secret, SharedStorage};
+    /// use std::sync::Arc;
+    ///
+    /// # let dir = tempfile::tempdir()?;
+    /// # let image = dir.path().join("disk.img");
+    /// # std::fs::File::create(&image)?.set_len(20 << 20)?;
+    /// # let image = image.to_str().unwrap();
+    /// # let fast = FormatOptions::luks2().pbkdf(Pbkdf::Pbkdf2 { iterations: 1000 });
+    /// # lukskit::format(image, &Secret::passphrase("pw"), &fast)?;
+    /// // A LUKS image held in memory (read from a file here; from anywhere in general).
+    /// let storage: SharedStorage = Arc::new(MemStorage::from_vec(std::fs::read(image)?));
+    /// let vol = OpenOptions::new()
+    ///     .writable(true)
+    ///     .open_storage(Arc::clone(&storage), "in-memory image")?
+    ///     .unlock(Secret::passphrase("pw"))?;
+    /// vol.write_at(b"kept in memory", 0)?;
+    /// let mut buf = [0u8; 14];
+    /// vol.read_at(&mut buf, 0)?;
+    /// assert_eq!(&buf, b"kept in memory");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open_storage(&self, storage: SharedStorage, name: &str) -> Result<Volume> {
+        let access = if self.writable {
+            Access::Write
+        } else {
+            Access::Read
+        };
+        let header = match &self.header {
+            Some(h) => {
+                check_uri(h)?;
+                let dev = lukskit_volume::device::Device::open(h, access)?;
+                Some(SharedStorage::clone(dev.storage()))
+            }
+            None => None,
+        };
+        let inner = lukskit_volume::Volume::load_storage(storage, name, header, access)?;
         Ok(Volume {
             inner,
             writable: self.writable,

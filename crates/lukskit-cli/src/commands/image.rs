@@ -10,8 +10,8 @@
 //!
 //! `-` as PLAIN means standard input / standard output.
 
-use super::plain_key::{plain_key, plain_params};
 use super::need_args;
+use super::plain_key::{plain_key, plain_params};
 use crate::args::{parse_size, Opts};
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};

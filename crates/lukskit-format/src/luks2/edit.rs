@@ -3,11 +3,13 @@
 //! digest ↔ segment and keyslot assignments, the `online-reencrypt-v2` requirement,
 //! `config.keyslots_size` and the `reencrypt` keyslot (`reencrypt_keyslot_update`).
 //!
-//! Segments travel as JSON objects (not the typed [`super::Segment`] view) because
-//! re-encryption moves them around whole and must keep every member cryptsetup wrote; they
-//! are made by [`crypt_segment`] and [`linear_segment`] or taken from a header. This module
-//! and [`super::Luks2Header`]'s own mutators are the only writers of the metadata.
+//! Segments travel as [`SegmentObject`]s: the typed [`super::Segment`] view, parsed once, with
+//! the JSON object kept whole (re-encryption moves segments around and must keep every member
+//! cryptsetup wrote); they are made by [`crypt_segment`] and [`linear_segment`] or taken from a
+//! header. This module and [`super::Luks2Header`]'s own mutators are the only writers of the
+//! metadata.
 
+pub use super::segment_object::SegmentObject;
 use super::Luks2Header;
 use crate::error::{FormatError, Luks2Error};
 use crate::Result;
@@ -30,29 +32,6 @@ pub fn get_u64(o: &Value, key: &str) -> Option<u64> {
     o.get(key)?.as_str()?.parse().ok()
 }
 
-/// Segment size: `Some(None)` for `"dynamic"`, `Some(Some(n))` for a number.
-pub fn seg_size(o: &Value) -> Option<Option<u64>> {
-    match o.get("size")?.as_str()? {
-        "dynamic" => Some(None),
-        s => s.parse().ok().map(Some),
-    }
-}
-
-/// Whether a segment has `flag`.
-pub fn has_flag(o: &Value, flag: &str) -> bool {
-    o.get("flags")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|f| f.as_str() == Some(flag)))
-}
-
-/// Whether a segment is a backup segment (any flag starting with `backup-`).
-pub fn is_backup(o: &Value) -> bool {
-    o.get("flags").and_then(Value::as_array).is_some_and(|a| {
-        a.iter()
-            .any(|f| f.as_str().is_some_and(|s| s.starts_with("backup-")))
-    })
-}
-
 /// A `crypt` segment (`json_segment_create_crypt`'s member order).
 pub fn crypt_segment(
     offset: u64,
@@ -61,61 +40,13 @@ pub fn crypt_segment(
     cipher: &str,
     sector_size: u32,
     in_reencryption: bool,
-) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), "crypt".into());
-    m.insert("offset".into(), u64_str(offset));
-    m.insert(
-        "size".into(),
-        size.map_or_else(|| Value::String("dynamic".into()), u64_str),
-    );
-    m.insert("iv_tweak".into(), u64_str(iv_tweak));
-    m.insert("encryption".into(), cipher.into());
-    m.insert("sector_size".into(), sector_size.into());
-    if in_reencryption {
-        m.insert("flags".into(), Value::Array(vec!["in-reencryption".into()]));
-    }
-    Value::Object(m)
+) -> SegmentObject {
+    SegmentObject::crypt(offset, iv_tweak, size, cipher, sector_size, in_reencryption)
 }
 
 /// A `linear` segment (`json_segment_create_linear`'s member order).
-pub fn linear_segment(offset: u64, size: Option<u64>, in_reencryption: bool) -> Value {
-    let mut m = Map::new();
-    m.insert("type".into(), "linear".into());
-    m.insert("offset".into(), u64_str(offset));
-    m.insert(
-        "size".into(),
-        size.map_or_else(|| Value::String("dynamic".into()), u64_str),
-    );
-    if in_reencryption {
-        m.insert("flags".into(), Value::Array(vec!["in-reencryption".into()]));
-    }
-    Value::Object(m)
-}
-
-/// Add `flag` to a segment object (`LUKS2_segment_set_flag`).
-pub fn set_flag(o: &mut Value, flag: &str) {
-    if let Some(m) = o.as_object_mut() {
-        let flags = m.entry("flags").or_insert_with(|| Value::Array(Vec::new()));
-        if let Some(a) = flags.as_array_mut() {
-            a.push(flag.into());
-        }
-    }
-}
-
-/// Remove `flag` from a segment object (dropping an empty `flags`).
-pub fn remove_flag(o: &mut Value, flag: &str) {
-    if let Some(m) = o.as_object_mut() {
-        let empty = if let Some(a) = m.get_mut("flags").and_then(Value::as_array_mut) {
-            a.retain(|f| f.as_str() != Some(flag));
-            a.is_empty()
-        } else {
-            false
-        };
-        if empty {
-            m.shift_remove("flags");
-        }
-    }
+pub fn linear_segment(offset: u64, size: Option<u64>, in_reencryption: bool) -> SegmentObject {
+    SegmentObject::linear(offset, size, in_reencryption)
 }
 
 /// The `segments` object.
@@ -133,30 +64,37 @@ fn segments_mut(hdr: &mut Luks2Header) -> Result<&mut Map<String, Value>> {
         .ok_or_else(|| ctx("no segments object"))
 }
 
-/// All segments sorted by id.
-pub fn segments_sorted(hdr: &Luks2Header) -> Result<Vec<(u32, Value)>> {
-    let mut v: Vec<(u32, Value)> = segments(hdr)?
-        .iter()
-        .filter_map(|(k, v)| k.parse().ok().map(|id| (id, v.clone())))
-        .collect();
+/// All segments sorted by id (members whose names are not ids are not segments and are
+/// skipped, as before; a segment object that does not parse is an error).
+pub fn segments_sorted(hdr: &Luks2Header) -> Result<Vec<(u32, SegmentObject)>> {
+    let mut v = Vec::new();
+    for (k, o) in segments(hdr)? {
+        let Ok(id) = k.parse::<u32>() else {
+            continue;
+        };
+        let o = o
+            .as_object()
+            .ok_or_else(|| ctx("segment is not an object"))?;
+        v.push((id, SegmentObject::parse(id, o)?));
+    }
     v.sort_by_key(|(id, _)| *id);
     Ok(v)
 }
 
 /// The non-backup segments (the data layout), in id order.
-pub fn data_segments(hdr: &Luks2Header) -> Result<Vec<Value>> {
+pub fn data_segments(hdr: &Luks2Header) -> Result<Vec<SegmentObject>> {
     Ok(segments_sorted(hdr)?
         .into_iter()
-        .filter(|(_, v)| !is_backup(v))
+        .filter(|(_, v)| !v.is_backup())
         .map(|(_, v)| v)
         .collect())
 }
 
 /// The id and object of the segment carrying `flag`.
-pub fn segment_by_flag(hdr: &Luks2Header, flag: &str) -> Result<Option<(u32, Value)>> {
+pub fn segment_by_flag(hdr: &Luks2Header, flag: &str) -> Result<Option<(u32, SegmentObject)>> {
     Ok(segments_sorted(hdr)?
         .into_iter()
-        .find(|(_, v)| has_flag(v, flag)))
+        .find(|(_, v)| v.has_flag(flag)))
 }
 
 /// The digest a segment is assigned to.
@@ -213,23 +151,23 @@ pub fn unassign_segment(hdr: &mut Luks2Header, segment: u32) -> Result<()> {
 }
 
 /// Replace the segments object with `segs` (ids 0..n in order).
-pub fn set_segments(hdr: &mut Luks2Header, segs: Vec<Value>) -> Result<()> {
+pub fn set_segments(hdr: &mut Luks2Header, segs: Vec<SegmentObject>) -> Result<()> {
     let m = segments_mut(hdr)?;
     m.clear();
     for (i, s) in segs.into_iter().enumerate() {
-        m.insert(i.to_string(), s);
+        m.insert(i.to_string(), s.into_json());
     }
     Ok(())
 }
 
 /// Add a segment at the first unused id; returns the id.
-pub fn push_segment(hdr: &mut Luks2Header, seg: Value) -> Result<u32> {
+pub fn push_segment(hdr: &mut Luks2Header, seg: SegmentObject) -> Result<u32> {
     let m = segments_mut(hdr)?;
     let mut id = 0u32;
     while m.contains_key(&id.to_string()) {
         id += 1;
     }
-    m.insert(id.to_string(), seg);
+    m.insert(id.to_string(), seg.into_json());
     Ok(id)
 }
 

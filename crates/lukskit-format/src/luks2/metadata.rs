@@ -615,7 +615,7 @@ fn parse_keyslot(id: u32, o: &Map<String, Value>) -> Result<Keyslot> {
     })
 }
 
-fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
+pub(super) fn parse_segment(id: u32, o: &Map<String, Value>) -> Result<Segment> {
     let ctx = JsonObject::numbered(JsonKind::Segment, id);
     let size = match str_member(o, "size", &ctx)? {
         "dynamic" => None,

@@ -34,6 +34,7 @@ mod disk;
 pub mod edit;
 mod json;
 mod metadata;
+mod segment_object;
 mod types;
 mod validate;
 

@@ -5,7 +5,7 @@
 use super::ctx;
 use crate::error::{ReencryptError, Result};
 use lukskit_crypto::hash::HashAlg;
-use lukskit_format::luks2::edit;
+use lukskit_format::luks2::edit::{self, SegmentObject};
 use lukskit_format::luks2::Luks2Header;
 use serde_json::Value;
 
@@ -79,7 +79,7 @@ pub fn status(hdr: &Luks2Header) -> Result<Status> {
     }
     let hot = edit::data_segments(hdr)?
         .iter()
-        .any(|s| edit::has_flag(s, "in-reencryption"));
+        .any(|s| s.has_flag("in-reencryption"));
     Ok(if hot { Status::Crash } else { Status::Clean })
 }
 
@@ -99,11 +99,11 @@ pub struct Context {
     /// Keyslot area size.
     pub area_size: u64,
     /// The `backup-previous` segment (the old layout).
-    pub old: Value,
+    pub old: SegmentObject,
     /// The `backup-final` segment (the new layout).
-    pub new: Value,
+    pub new: SegmentObject,
     /// The `backup-moved-segment`, if any.
-    pub moved: Option<Value>,
+    pub moved: Option<SegmentObject>,
     /// How the moved segment's hot zone is protected (`datashift-checksum` /
     /// `datashift-journal`: checksums or a journal), if the area type says so.
     pub moved_protection: Option<Resilience>,
@@ -213,12 +213,12 @@ impl Context {
 
     /// Byte offset of the new layout's data (backup-final's offset).
     pub fn data_offset_new(&self) -> u64 {
-        edit::get_u64(&self.new, "offset").unwrap_or(0)
+        self.new.offset
     }
 
     /// Byte offset of the old layout's data.
     pub fn data_offset_old(&self) -> u64 {
-        edit::get_u64(&self.old, "offset").unwrap_or(0)
+        self.old.offset
     }
 
     /// The data shift (0 unless datashift resilience).
@@ -230,10 +230,10 @@ impl Context {
     }
 
     /// Encryption sector size of a backup segment (512 for a linear one).
-    pub fn sector_size(seg: &Value) -> u32 {
-        seg.get("sector_size")
-            .and_then(Value::as_u64)
-            .and_then(|v| u32::try_from(v).ok())
-            .unwrap_or(512)
+    pub fn sector_size(seg: &SegmentObject) -> u32 {
+        match seg.sector_size {
+            0 => 512,
+            n => n,
+        }
     }
 }

@@ -25,9 +25,9 @@ use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
 use lukskit_format::io::Storage;
-use lukskit_format::luks2::edit;
+use lukskit_format::luks2::edit::{self, SegmentObject};
 use lukskit_format::luks2::Luks2Header;
-use serde_json::{Map, Value};
+use serde_json::Map;
 
 /// Size of the `reencrypt` keyslot area with resilience `datashift` (it stores nothing).
 pub(super) const DATASHIFT_AREA: u64 = 4096;
@@ -90,18 +90,18 @@ pub fn check_supported(c: &Context) -> Result<()> {
     .into())
 }
 
-fn seg_type(s: &Value) -> Option<&str> {
-    s.get("type").and_then(Value::as_str)
+fn seg_type(s: &SegmentObject) -> Option<&str> {
+    Some(s.kind.as_str())
 }
 
-fn size_of(s: &Value) -> u64 {
-    edit::seg_size(s).flatten().unwrap_or(0)
+fn size_of(s: &SegmentObject) -> u64 {
+    s.size.unwrap_or(0)
 }
 
 /// The first hot zone when none is recorded (`reencrypt_offset_backward_moved`): the sum of
 /// the linear segments minus the shift, or the shift itself when less than a shift is left
 /// beyond it (`length` shrinks then).
-pub fn offset_backward_moved(segs: &[Value], shift: u64, length: &mut u64) -> Result<u64> {
+pub fn offset_backward_moved(segs: &[SegmentObject], shift: u64, length: &mut u64) -> Result<u64> {
     let linear: u64 = segs
         .iter()
         .filter(|s| seg_type(s) == Some("linear"))
@@ -128,13 +128,13 @@ pub fn offset_backward_moved(segs: &[Value], shift: u64, length: &mut u64) -> Re
 /// one shortened to end where the hot zone starts), the hot zone, then the crypt segment
 /// already done.
 pub fn hot_segments(
-    segs: &[Value],
+    segs: &[SegmentObject],
     offset: u64,
     length: u64,
     data_offset: u64,
     cipher: &str,
     sector_size: u32,
-) -> Result<Vec<Value>> {
+) -> Result<Vec<SegmentObject>> {
     let crypt = segs.iter().position(|s| seg_type(s) == Some("crypt"));
     let Some(last_linear) = segs.iter().rposition(|s| seg_type(s) == Some("linear")) else {
         if offset != 0 {
@@ -142,11 +142,11 @@ pub fn hot_segments(
         }
         return Ok(Vec::new());
     };
-    let mut v: Vec<Value> = segs[..last_linear].to_vec();
+    let mut v: Vec<SegmentObject> = segs[..last_linear].to_vec();
     let size = size_of(&segs[last_linear]);
     if size > length {
         let mut shrunk = segs[last_linear].clone();
-        shrunk["size"] = edit::u64_str(size - length);
+        shrunk.set_size(Some(size - length));
         v.push(shrunk);
     }
     v.push(edit::crypt_segment(
@@ -167,38 +167,34 @@ pub fn hot_segments(
 /// zone merges with the crypt segment after it; when it starts at 0 the result is the final
 /// `dynamic` crypt segment.
 pub fn post_segments(
-    hot: &[Value],
+    hot: &[SegmentObject],
     offset: u64,
     length: u64,
     data_offset: u64,
-) -> Result<Vec<Value>> {
+) -> Result<Vec<SegmentObject>> {
     if hot.is_empty() {
         return Ok(Vec::new());
     }
     let r = hot
         .iter()
-        .position(|s| edit::has_flag(s, "in-reencryption"))
+        .position(|s| s.has_flag("in-reencryption"))
         .ok_or_else(|| ctx("no hot zone segment"))?;
-    let mut v: Vec<Value> = hot[..r].to_vec();
+    let mut v: Vec<SegmentObject> = hot[..r].to_vec();
     let (mut seg, size) = match hot.get(r + 1) {
         Some(after) => {
             let mut s = after.clone();
-            s["offset"] = edit::u64_str(offset + data_offset);
-            s["iv_tweak"] = edit::u64_str(offset >> 9);
+            s.set_offset(offset + data_offset);
+            s.set_iv_tweak(offset >> 9);
             let size = size_of(after) + length;
             (s, size)
         }
         None => {
             let mut s = hot[r].clone();
-            edit::remove_flag(&mut s, "in-reencryption");
+            s.remove_flag("in-reencryption");
             (s, length)
         }
     };
-    seg["size"] = if r > 0 {
-        edit::u64_str(size)
-    } else {
-        Value::String("dynamic".into())
-    };
+    seg.set_size((r > 0).then_some(size));
     v.push(seg);
     Ok(v)
 }
@@ -223,7 +219,7 @@ pub fn advance(offset: &mut u64, length: &mut u64, shift: u64) {
 pub fn recovery_source(c: &Context, offset: u64, data_offset: u64) -> Result<u64> {
     if offset == 0 {
         let m = c.moved.as_ref().ok_or_else(|| ctx("no moved segment"))?;
-        return edit::get_u64(m, "offset").ok_or_else(|| ctx("moved segment offset"));
+        return Some(m.offset).ok_or_else(|| ctx("moved segment offset"));
     }
     (data_offset + offset)
         .checked_sub(c.shift())
@@ -233,7 +229,7 @@ pub fn recovery_source(c: &Context, offset: u64, data_offset: u64) -> Result<u64
 /// The offset of the moved copy (the `backup-moved-segment`), if any.
 pub fn moved_area(c: &Context) -> Option<(u64, u64)> {
     let m = c.moved.as_ref()?;
-    Some((edit::get_u64(m, "offset")?, edit::seg_size(m).flatten()?))
+    Some((Some(m.offset)?, m.size?))
 }
 
 /// Parameters of [`init_encrypt`].
@@ -343,10 +339,10 @@ pub fn init_encrypt(
     // Backup segments: moved, previous (plaintext from 0), final (encrypted from the data
     // offset on).
     let mut moved = edit::linear_segment(first_offset, Some(first_len), false);
-    edit::set_flag(&mut moved, "backup-moved-segment");
+    moved.set_flag("backup-moved-segment");
     edit::push_segment(hdr, moved)?;
     let mut prev = edit::linear_segment(0, Some(data_size), false);
-    edit::set_flag(&mut prev, "backup-previous");
+    prev.set_flag("backup-previous");
     edit::push_segment(hdr, prev)?;
     encrypt_metadata_tail(hdr, rk, data_offset, p, keys)?;
 
@@ -403,7 +399,7 @@ pub fn init_encrypt_detached(
         vec![edit::linear_segment(data_offset, Some(data_size), false)],
     )?;
     let mut prev = edit::linear_segment(data_offset, Some(data_size), false);
-    edit::set_flag(&mut prev, "backup-previous");
+    prev.set_flag("backup-previous");
     edit::push_segment(hdr, prev)?;
     encrypt_metadata_tail(hdr, rk, data_offset, p, keys)?;
     luks2_keys::write_header(meta, hdr)?;
@@ -422,7 +418,7 @@ fn encrypt_metadata_tail(
     keys: &Keys,
 ) -> Result<()> {
     let mut fin = edit::crypt_segment(data_offset, 0, None, &p.cipher, p.sector_size, false);
-    edit::set_flag(&mut fin, "backup-final");
+    fin.set_flag("backup-final");
     let sf = edit::push_segment(hdr, fin)?;
     edit::assign_segment(hdr, sf, p.new_digest)?;
 
@@ -495,7 +491,7 @@ pub fn restore_header(src: &dyn Storage, dst: &dyn Storage, metadata: u64, len: 
 mod tests {
     use super::*;
 
-    fn lin(o: u64, s: u64) -> Value {
+    fn lin(o: u64, s: u64) -> SegmentObject {
         edit::linear_segment(o, Some(s), false)
     }
 
@@ -510,21 +506,21 @@ mod tests {
         assert_eq!((off, len), (16 * M, 16 * M));
         let hot = hot_segments(&segs, off, len, 16 * M, "aes-xts-plain64", 512).unwrap();
         assert_eq!(hot.len(), 2);
-        assert_eq!(hot[1]["offset"], "33554432");
-        assert_eq!(hot[1]["iv_tweak"], "32768");
+        assert_eq!(hot[1].to_json()["offset"], "33554432");
+        assert_eq!(hot[1].to_json()["iv_tweak"], "32768");
         let post = post_segments(&hot, off, len, 16 * M).unwrap();
-        assert_eq!(post[1]["size"], "16777216");
-        assert!(!edit::has_flag(&post[1], "in-reencryption"));
+        assert_eq!(post[1].to_json()["size"], "16777216");
+        assert!(!post[1].has_flag("in-reencryption"));
         let (mut o, mut l) = (off, len);
         advance(&mut o, &mut l, 16 * M);
         assert_eq!((o, l), (0, 16 * M));
         let hot = hot_segments(&post, o, l, 16 * M, "aes-xts-plain64", 512).unwrap();
         assert_eq!(hot.len(), 2);
-        assert_eq!(hot[0]["offset"], "16777216");
+        assert_eq!(hot[0].to_json()["offset"], "16777216");
         let post = post_segments(&hot, o, l, 16 * M).unwrap();
         assert_eq!(post.len(), 1);
-        assert_eq!(post[0]["size"], "dynamic");
-        assert_eq!(post[0]["iv_tweak"], "0");
+        assert_eq!(post[0].to_json()["size"], "dynamic");
+        assert_eq!(post[0].to_json()["iv_tweak"], "0");
     }
 
     #[test]
@@ -535,7 +531,7 @@ mod tests {
         let off = offset_backward_moved(&segs, 16 * M, &mut len).unwrap();
         assert_eq!((off, len), (24 * M, 16 * M));
         let hot = hot_segments(&segs, off, len, 16 * M, "x", 512).unwrap();
-        assert_eq!(hot[1]["size"], (8 * M).to_string());
+        assert_eq!(hot[1].to_json()["size"], (8 * M).to_string());
         let post = post_segments(&hot, off, len, 16 * M).unwrap();
         let (mut o, mut l) = (off, len);
         advance(&mut o, &mut l, 16 * M);
@@ -543,8 +539,8 @@ mod tests {
         let hot = hot_segments(&post, o, l, 16 * M, "x", 512).unwrap();
         assert_eq!(hot.len(), 3);
         let post = post_segments(&hot, o, l, 16 * M).unwrap();
-        assert_eq!(post[1]["size"], (24 * M).to_string());
-        assert_eq!(post[1]["offset"], (32 * M).to_string());
+        assert_eq!(post[1].to_json()["size"], (24 * M).to_string());
+        assert_eq!(post[1].to_json()["offset"], (32 * M).to_string());
         advance(&mut o, &mut l, 16 * M);
         assert_eq!((o, l), (0, 16 * M));
     }

@@ -31,7 +31,7 @@ use crate::segment::SegmentTable;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
-use lukskit_format::luks2::edit;
+use lukskit_format::luks2::edit::{self, SegmentObject};
 use lukskit_format::luks2::Luks2Header;
 use serde_json::{Map, Value};
 
@@ -54,10 +54,7 @@ pub fn is_decrypt_shift(c: &Context) -> bool {
 
 /// The size of the moved segment (bytes).
 pub fn moved_len(c: &Context) -> u64 {
-    c.moved
-        .as_ref()
-        .and_then(|m| edit::seg_size(m).flatten())
-        .unwrap_or(0)
+    c.moved.as_ref().and_then(|m| m.size).unwrap_or(0)
 }
 
 /// The protection of the moved segment's hot zone (`datashift-checksum` →
@@ -66,17 +63,22 @@ pub fn moved_protection(c: &Context) -> &Resilience {
     c.moved_protection.as_ref().unwrap_or(&Resilience::None)
 }
 
-fn seg_type(s: &Value) -> Option<&str> {
-    s.get("type").and_then(Value::as_str)
+fn seg_type(s: &SegmentObject) -> Option<&str> {
+    Some(s.kind.as_str())
 }
 
 /// Where the next hot zone starts when none is recorded: the start of the first crypt
 /// segment after the moved one (in data-area bytes), or the moved segment itself (0)
 /// when only it is left. Returns (offset, length).
-pub fn start(segs: &[Value], moved: u64, shift: u64, device_size: u64) -> Result<(u64, u64)> {
+pub fn start(
+    segs: &[SegmentObject],
+    moved: u64,
+    shift: u64,
+    device_size: u64,
+) -> Result<(u64, u64)> {
     let mut pos = 0u64;
     for (i, s) in segs.iter().enumerate() {
-        let size = edit::seg_size(s).ok_or_else(|| ctx("segment size"))?;
+        let size = s.size;
         if i > 0 && seg_type(s) == Some("crypt") {
             let len = shift.min(device_size.saturating_sub(pos));
             return Ok((pos, len));
@@ -127,12 +129,12 @@ pub fn advance(offset: &mut u64, length: &mut u64, moved: u64, device_size: u64)
 /// zone, the crypt segment still to do.
 pub fn hot_segments(
     c: &Context,
-    segs: &[Value],
+    segs: &[SegmentObject],
     offset: u64,
     length: u64,
     device_size: u64,
     fixed: bool,
-) -> Result<Vec<Value>> {
+) -> Result<Vec<SegmentObject>> {
     let moved = moved_len(c);
     let end = offset + length;
     let mut v = Vec::new();
@@ -163,15 +165,12 @@ pub fn hot_segments(
 }
 
 /// The crypt segment of the old ciphertext from data-area byte `off` on.
-fn old_segment(c: &Context, off: u64, size: Option<u64>) -> Value {
+fn old_segment(c: &Context, off: u64, size: Option<u64>) -> SegmentObject {
     edit::crypt_segment(
         c.data_offset_old() + off,
-        edit::get_u64(&c.old, "iv_tweak").unwrap_or(0) + (off >> 9),
+        c.old.iv_tweak + (off >> 9),
         size,
-        c.old
-            .get("encryption")
-            .and_then(Value::as_str)
-            .unwrap_or(""),
+        c.old.encryption.as_str(),
         Context::sector_size(&c.old),
         false,
     )
@@ -180,15 +179,15 @@ fn old_segment(c: &Context, off: u64, size: Option<u64>) -> Value {
 /// The segments once the hot zone is written: the linear segments merge; the last
 /// segment has a `dynamic` size.
 pub fn post_segments(
-    hot: &[Value],
+    hot: &[SegmentObject],
     offset: u64,
     length: u64,
     device_size: u64,
     fixed: bool,
-) -> Result<Vec<Value>> {
+) -> Result<Vec<SegmentObject>> {
     let r = hot
         .iter()
-        .position(|s| edit::has_flag(s, "in-reencryption"))
+        .position(|s| s.has_flag("in-reencryption"))
         .ok_or_else(|| ctx("no hot zone segment"))?;
     if offset == 0 {
         return Ok(vec![edit::linear_segment(
@@ -197,12 +196,8 @@ pub fn post_segments(
             false,
         )]);
     }
-    let mut v: Vec<Value> = hot[..r].iter().take(1).cloned().collect();
-    let start = if r >= 2 {
-        edit::get_u64(&hot[1], "offset").unwrap_or(offset)
-    } else {
-        offset
-    };
+    let mut v: Vec<SegmentObject> = hot[..r].iter().take(1).cloned().collect();
+    let start = if r >= 2 { hot[1].offset } else { offset };
     let end = offset + length;
     let after = hot.get(r + 1).cloned();
     let size = if after.is_some() || fixed {
@@ -294,7 +289,7 @@ pub fn init(
         .into_iter()
         .next()
         .ok_or_else(|| ctx("no data segment"))?;
-    if seg_type(&seg0) != Some("crypt") || edit::seg_size(&seg0) != Some(None) {
+    if seg_type(&seg0) != Some("crypt") || Some(seg0.size) != Some(None) {
         return Err(ReencryptError::Unsupported("decryption of this segment layout".into()).into());
     }
     let ss = Context::sector_size(&seg0);
@@ -328,12 +323,8 @@ pub fn init(
     let rk = (0..lukskit_format::luks2::MAX_KEYSLOTS)
         .find(|i| !used.contains(i))
         .ok_or(KeyslotError::AllFull)?;
-    let cipher = seg0
-        .get("encryption")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let iv0 = edit::get_u64(&seg0, "iv_tweak").unwrap_or(0);
+    let cipher = seg0.encryption.as_str().to_string();
+    let iv0 = seg0.iv_tweak;
 
     // Segments (in memory): the moved copy at 0, the rest of the ciphertext.
     edit::unassign_all_segments(hdr)?;
@@ -355,15 +346,15 @@ pub fn init(
     }
     // Backup segments: moved, previous, final (`reencrypt_make_backup_segments`).
     let mut bm = segs[0].clone();
-    edit::set_flag(&mut bm, "backup-moved-segment");
+    bm.set_flag("backup-moved-segment");
     let id = edit::push_segment(hdr, bm)?;
     edit::assign_segment(hdr, id, digest_old)?;
     let mut prev = edit::crypt_segment(data_offset, iv0, None, &cipher, ss, false);
-    edit::set_flag(&mut prev, "backup-previous");
+    prev.set_flag("backup-previous");
     let id = edit::push_segment(hdr, prev)?;
     edit::assign_segment(hdr, id, digest_old)?;
     let mut fin = edit::linear_segment(0, None, false);
-    edit::set_flag(&mut fin, "backup-final");
+    fin.set_flag("backup-final");
     edit::push_segment(hdr, fin)?;
 
     // The reencrypt keyslot over the largest free gap.

@@ -31,8 +31,8 @@ use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
-use lukskit_format::luks2::edit;
-use lukskit_format::luks2::Luks2Header;
+use lukskit_format::luks2::edit::{self, SegmentObject};
+use lukskit_format::luks2::{Luks2Header, SegmentType};
 use serde_json::{Map, Value};
 
 /// Default hot zone with resilience `none` (`LUKS2_DEFAULT_NONE_REENCRYPTION_LENGTH`).
@@ -434,7 +434,7 @@ fn init_metadata(
             ),
         ),
     };
-    edit::set_flag(&mut prev, "backup-previous");
+    prev.set_flag("backup-previous");
     let sp = edit::push_segment(hdr, prev)?;
     if let Some(d) = digest_old {
         edit::assign_segment(hdr, sp, d)?;
@@ -443,7 +443,7 @@ fn init_metadata(
         Mode::Decrypt => edit::linear_segment(data_offset, None, false),
         _ => edit::crypt_segment(data_offset + shift, 0, None, &p.cipher, sector_size, false),
     };
-    edit::set_flag(&mut fin, "backup-final");
+    fin.set_flag("backup-final");
     let sf = edit::push_segment(hdr, fin)?;
     if let Some(d) = digest_new {
         edit::assign_segment(hdr, sf, d)?;
@@ -488,14 +488,13 @@ struct Side {
 }
 
 impl Side {
-    fn new(seg: &Value, key: Option<&SecretBuf>, offset: u64) -> Result<Self> {
-        let cipher = match seg.get("type").and_then(Value::as_str) {
-            Some("crypt") => {
-                let spec = CipherSpec::parse(
-                    seg.get("encryption")
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| ctx("segment without encryption"))?,
-                )?;
+    fn new(seg: &SegmentObject, key: Option<&SecretBuf>, offset: u64) -> Result<Self> {
+        let cipher = match seg.kind {
+            SegmentType::Crypt => {
+                if seg.encryption.is_empty() {
+                    return Err(ctx("segment without encryption"));
+                }
+                let spec = CipherSpec::parse(&seg.encryption)?;
                 let key = key.ok_or(ReencryptError::KeysMissing)?;
                 Some(SectorCipher::new(
                     &spec,
@@ -504,8 +503,8 @@ impl Side {
                     false,
                 )?)
             }
-            Some("linear") => None,
-            _ => return Err(ctx("unsupported segment type")),
+            SegmentType::Linear => None,
+            SegmentType::Other(_) => return Err(ctx("unsupported segment type")),
         };
         Ok(Side { cipher, offset })
     }
@@ -553,7 +552,7 @@ struct Run<'a> {
     progress: u64,
     /// The data segment 0 when the run was loaded (the old layout kept before a backward
     /// hot zone).
-    first_segment: Option<Value>,
+    first_segment: Option<SegmentObject>,
     /// Whether the current hot zone's data may be partly rewritten (for
     /// [`OnlineHook::abort`]).
     touched: bool,
@@ -594,7 +593,7 @@ impl<'a> Run<'a> {
         let new = Side::new(&c.new, keys.new.as_ref(), c.data_offset_new())?;
         let data_offset = c.data_offset_new();
         let segs = edit::data_segments(hdr)?;
-        let dynamic = segs.iter().any(|s| edit::seg_size(s) == Some(None));
+        let dynamic = segs.iter().any(|s| s.size.is_none());
         let real = data.size().map_err(dio(DeviceOp::GetSize))?;
         // A decryption with a moved segment ends where the old ciphertext ends.
         let base = if shift_decrypt {
@@ -605,10 +604,7 @@ impl<'a> Run<'a> {
         let avail = real
             .checked_sub(base)
             .ok_or_else(|| ctx("data device smaller than the data offset"))?;
-        let minimal: u64 = segs
-            .iter()
-            .filter_map(|s| edit::seg_size(s).flatten())
-            .sum();
+        let minimal: u64 = segs.iter().filter_map(|s| s.size).sum();
         let (device_size, fixed_length) = if let Some(size) = required {
             // A fixed size (`reencrypt_load_by_passphrase`): within the data device, at
             // least the fixed segments (all of them when none is dynamic), and whole
@@ -687,15 +683,10 @@ impl<'a> Run<'a> {
         if length < 512 {
             return Err(ctx("hot zone too small"));
         }
-        let hot = segs
-            .iter()
-            .find(|s| edit::has_flag(s, "in-reencryption"))
-            .cloned();
+        let hot = segs.iter().find(|s| s.has_flag("in-reencryption")).cloned();
         let offset = if let Some(h) = &hot {
-            let o = edit::get_u64(h, "offset").ok_or_else(|| ctx("hot zone offset"))?;
-            length = edit::seg_size(h)
-                .flatten()
-                .ok_or_else(|| ctx("hot zone size"))?;
+            let o = h.offset;
+            length = h.size.ok_or_else(|| ctx("hot zone size"))?;
             // A hostile header must not make us allocate more than a hot zone can be.
             if length > MAX_HOTZONE || !length.is_multiple_of(512) {
                 return Err(ctx("hot zone size out of range"));
@@ -713,9 +704,7 @@ impl<'a> Run<'a> {
             // `_offset_backward`: the hot zone ends where the old segment ends.
             let end = match segs.len() {
                 1 => device_size,
-                2 => edit::seg_size(&segs[0])
-                    .flatten()
-                    .ok_or_else(|| ctx("first segment size"))?,
+                2 => segs[0].size.ok_or_else(|| ctx("first segment size"))?,
                 _ => return Err(ctx("too many segments")),
             };
             length = length.min(end);
@@ -732,8 +721,8 @@ impl<'a> Run<'a> {
                         0
                     }
                 }
-                2 => edit::seg_size(&segs[0])
-                    .flatten()
+                2 => segs[0]
+                    .size
                     .filter(|s| *s != 0)
                     .ok_or_else(|| ctx("first segment size"))?,
                 _ => return Err(ctx("too many segments")),
@@ -768,7 +757,7 @@ impl<'a> Run<'a> {
         })
     }
 
-    fn seg_new(&self, off: u64, size: Option<u64>, hot: bool) -> Value {
+    fn seg_new(&self, off: u64, size: Option<u64>, hot: bool) -> SegmentObject {
         let base = self.c.data_offset_new();
         match self.c.mode {
             Mode::Decrypt => edit::linear_segment(base + off, size, hot),
@@ -776,18 +765,14 @@ impl<'a> Run<'a> {
                 base + off,
                 off >> 9,
                 size,
-                self.c
-                    .new
-                    .get("encryption")
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
+                self.c.new.encryption.as_str(),
                 Context::sector_size(&self.c.new),
                 hot,
             ),
         }
     }
 
-    fn seg_old(&self, off: u64, size: Option<u64>) -> Value {
+    fn seg_old(&self, off: u64, size: Option<u64>) -> SegmentObject {
         let base = self.c.data_offset_new() + self.c.shift();
         match self.c.mode {
             Mode::Encrypt => edit::linear_segment(base + off, size, false),
@@ -795,18 +780,14 @@ impl<'a> Run<'a> {
                 base + off,
                 off >> 9,
                 size,
-                self.c
-                    .old
-                    .get("encryption")
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
+                self.c.old.encryption.as_str(),
                 Context::sector_size(&self.c.old),
                 false,
             ),
         }
     }
 
-    fn hot_segments(&self, hdr: &Luks2Header) -> Result<Vec<Value>> {
+    fn hot_segments(&self, hdr: &Luks2Header) -> Result<Vec<SegmentObject>> {
         if self.shift_decrypt {
             return decrypt_shift::hot_segments(
                 &self.c,
@@ -823,11 +804,7 @@ impl<'a> Run<'a> {
                 self.offset,
                 self.length,
                 self.c.data_offset_new(),
-                self.c
-                    .new
-                    .get("encryption")
-                    .and_then(Value::as_str)
-                    .unwrap_or(""),
+                self.c.new.encryption.as_str(),
                 Context::sector_size(&self.c.new),
             );
         }
@@ -840,7 +817,7 @@ impl<'a> Run<'a> {
                     .first_segment
                     .clone()
                     .unwrap_or_else(|| self.seg_old(0, None));
-                old["size"] = edit::u64_str(self.offset);
+                old.set_size(Some(self.offset));
                 v.push(old);
             }
             v.push(self.seg_new(self.offset, Some(self.length), true));
@@ -862,7 +839,7 @@ impl<'a> Run<'a> {
     }
 
     /// Post segments from the current (hot) ones (`reencrypt_make_post_segments_forward`).
-    fn post_segments(&self, hot: &[Value]) -> Result<Vec<Value>> {
+    fn post_segments(&self, hot: &[SegmentObject]) -> Result<Vec<SegmentObject>> {
         if self.shift_decrypt {
             return decrypt_shift::post_segments(
                 hot,
@@ -882,7 +859,7 @@ impl<'a> Run<'a> {
         }
         let r = hot
             .iter()
-            .position(|s| edit::has_flag(s, "in-reencryption"))
+            .position(|s| s.has_flag("in-reencryption"))
             .ok_or_else(|| ctx("no hot zone segment"))?;
         if self.c.direction == Direction::Backward {
             // `reencrypt_make_post_segments_backward`.
@@ -900,7 +877,7 @@ impl<'a> Run<'a> {
         let mut v = vec![self.seg_new(0, old.as_ref().map(|_| end), false)];
         if let Some(mut o) = old {
             if self.fixed_length {
-                o["size"] = edit::u64_str(self.device_size - end);
+                o.set_size(Some(self.device_size - end));
             }
             v.push(o);
         }
@@ -909,17 +886,14 @@ impl<'a> Run<'a> {
 
     /// Set `segs` as the data segments, the digest assignments and the backup segments
     /// (`reencrypt_assign_segments`).
-    fn assign(&self, hdr: &mut Luks2Header, segs: Vec<Value>, hot: bool) -> Result<()> {
+    fn assign(&self, hdr: &mut Luks2Header, segs: Vec<SegmentObject>, hot: bool) -> Result<()> {
         edit::unassign_all_segments(hdr)?;
         let n = segs.len() as u32;
         let rseg = segs
             .iter()
-            .position(|s| edit::has_flag(s, "in-reencryption"))
+            .position(|s| s.has_flag("in-reencryption"))
             .map(|p| p as u32);
-        let types: Vec<bool> = segs
-            .iter()
-            .map(|s| s.get("type").and_then(Value::as_str) == Some("crypt"))
-            .collect();
+        let types: Vec<bool> = segs.iter().map(|s| s.is_crypt()).collect();
         edit::set_segments(hdr, segs)?;
         let (dold, dnew) = (self.c.digest_old, self.c.digest_new);
         let assign = |hdr: &mut Luks2Header, s: u32, d: Option<u32>| -> Result<()> {
@@ -950,18 +924,18 @@ impl<'a> Run<'a> {
             }
         }
         let mut prev = self.c.old.clone();
-        edit::remove_flag(&mut prev, "in-reencryption");
+        prev.remove_flag("in-reencryption");
         let sp = edit::push_segment(hdr, prev)?;
-        if self.c.old.get("type").and_then(Value::as_str) == Some("crypt") {
+        if self.c.old.is_crypt() {
             assign(hdr, sp, dold)?;
         }
         let sf = edit::push_segment(hdr, self.c.new.clone())?;
-        if self.c.new.get("type").and_then(Value::as_str) == Some("crypt") {
+        if self.c.new.is_crypt() {
             assign(hdr, sf, dnew)?;
         }
         if let Some(m) = &self.c.moved {
             let sm = edit::push_segment(hdr, m.clone())?;
-            if m.get("type").and_then(Value::as_str) == Some("crypt") {
+            if m.is_crypt() {
                 assign(hdr, sm, dold)?;
             }
         }
@@ -1422,10 +1396,10 @@ pub fn finished(hdr: &Luks2Header) -> Result<bool> {
     }
     let c = Context::load(hdr)?;
     let segs = edit::data_segments(hdr)?;
-    if segs.len() != 1 || edit::seg_size(&segs[0]) != Some(None) {
+    if segs.len() != 1 || segs[0].size.is_some() {
         return Ok(false);
     }
-    let kind = segs[0].get("type").and_then(Value::as_str);
+    let kind = Some(segs[0].kind.as_str());
     let d0 = hdr
         .digests()?
         .into_iter()

@@ -120,7 +120,8 @@ pub fn verification_data(
         ("backup-moved-segment", false),
     ] {
         match edit::segment_by_flag(hdr, flag)? {
-            Some((_, seg)) => segment_bytes(&mut out, &seg).ok_or_else(invalid)?,
+            // The stored members byte for byte, as cryptsetup serialises them.
+            Some((_, seg)) => segment_bytes(&mut out, &seg.to_json()).ok_or_else(invalid)?,
             None if required => return Err(invalid()),
             None => {}
         }
