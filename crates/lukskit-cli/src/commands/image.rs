@@ -12,7 +12,7 @@
 
 use super::need_args;
 use super::plain_key::{plain_key, plain_params};
-use crate::args::{parse_size, Opts};
+use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
@@ -20,7 +20,7 @@ use lukskit_format::VolumeType;
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
-use lukskit_volume::format::{self, FormatRequest};
+use lukskit_volume::format;
 use lukskit_volume::image::pipeline::{decrypt_stream, encrypt_stream, Sink};
 use lukskit_volume::image::staging::{
     has_content, is_block_device, same_file, PendingImage, PlainOutput,
@@ -224,33 +224,19 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
                 Some(p) => super::volume_key::read_volume_key_file(p, (key_bits / 8) as usize)?,
                 None => SecretBuf::random((key_bits / 8) as usize)?,
             };
-            let size = |s: &Option<String>, what: &str| -> Result<Option<u64>> {
-                match s {
-                    None => Ok(None),
-                    Some(v) => parse_size(v)
-                        .map(Some)
-                        .ok_or_else(|| CliError::invalid(format!("Invalid {what} specification."))),
-                }
-            };
-            let mut params = FormatRequest {
-                kind: t.unwrap_or(VolumeType::Luks2),
-                device: image.clone(),
-                header: o.header.clone(),
-                cipher,
-                key_size_bits: Some(key_bits),
-                sector_size: o.sector_size,
-                offset_sectors: o.offset,
-                alignment_sectors: None,
-                label: o.label.clone(),
-                subsystem: o.subsystem.clone(),
-                uuid: o.uuid.clone(),
-                metadata_size: size(&o.luks2_metadata_size, "metadata size")?,
-                keyslots_size: size(&o.luks2_keyslots_size, "keyslots size")?,
-                key_slot: o.key_slot,
-                pbkdf: crate::resolve::pbkdf(o),
-                volume_key: Some(vk.clone()),
-                integrity: None,
-            };
+            let mut params = crate::resolve::format(
+                o,
+                crate::resolve::NewHeader {
+                    kind: t.unwrap_or(VolumeType::Luks2),
+                    device: image.clone(),
+                    cipher,
+                    key_size_bits: Some(key_bits),
+                    offset_sectors: o.offset,
+                    alignment_sectors: None,
+                    volume_key: Some(vk.clone()),
+                    integrity: None,
+                },
+            )?;
             let src = match &o.key_file {
                 Some(p) => KeySource::File {
                     path: p.clone(),
