@@ -293,28 +293,9 @@ pub(super) fn bind_clevis(o: &Opts, args: &[String]) -> Result<()> {
     let token = plan
         .token(&pass, slot, &ctx)
         .map_err(|e| CliError::invalid(format!("Cannot bind the clevis {pin} pin: {e}.")))?;
-    let mut pbkdf = crate::resolve::pbkdf(o);
-    if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
-        pbkdf = PbkdfRequest {
-            kind: Some(PbkdfKind::Pbkdf2),
-            force_iterations: Some(1000),
-            ..pbkdf
-        };
-    }
+    let pbkdf = random_passphrase_pbkdf(o);
     let added = vol.add_keyslot(&vk, pass.as_bytes(), Some(slot), &pbkdf, false)?;
-    match vol.token_add(o.token_id, token, o.token_replace) {
-        Ok(id) => {
-            if o.verbose {
-                println!("Key slot {added} created.");
-                println!("Token {id} created.");
-            }
-            Ok(())
-        }
-        Err(e) => {
-            let _ = vol.kill_keyslot(added);
-            Err(e.into())
-        }
-    }
+    add_token_for_keyslot(o, &mut vol, added, Ok(token))
 }
 
 /// `token bind-tang <device> --tang-url URL [--tang-thumbprint THP] [--key-slot N]
@@ -362,19 +343,35 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
     }
     let vk = existing_volume_key(o, &vol)?;
     let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;
-    // The passphrase has 256 bits of entropy: like clevis, a cheap PBKDF2 keyslot unless
-    // the command line asks for another PBKDF.
-    let mut pbkdf = crate::resolve::pbkdf(o);
+    let pbkdf = random_passphrase_pbkdf(o);
+    let slot = vol.add_keyslot(&vk, pass.as_bytes(), o.key_slot, &pbkdf, false)?;
+    let token = lukskit_tang::bind(&adv, &pass, slot)
+        .map_err(|e| CliError::invalid(format!("Cannot make the clevis token: {e}.")));
+    add_token_for_keyslot(o, &mut vol, slot, token)
+}
+
+/// The PBKDF of a keyslot whose passphrase is random (256 bits of entropy): like clevis, a
+/// cheap PBKDF2 keyslot (1000 iterations) unless the command line asks for another PBKDF.
+fn random_passphrase_pbkdf(o: &Opts) -> PbkdfRequest {
+    let pbkdf = crate::resolve::pbkdf(o);
     if pbkdf.kind.is_none() && pbkdf.force_iterations.is_none() && pbkdf.iter_time_ms.is_none() {
-        pbkdf = PbkdfRequest {
+        return PbkdfRequest {
             kind: Some(PbkdfKind::Pbkdf2),
             force_iterations: Some(1000),
             ..pbkdf
         };
     }
-    let slot = vol.add_keyslot(&vk, pass.as_bytes(), o.key_slot, &pbkdf, false)?;
-    let token = lukskit_tang::bind(&adv, &pass, slot)
-        .map_err(|e| CliError::invalid(format!("Cannot make the clevis token: {e}.")));
+    pbkdf
+}
+
+/// Store `token` (made for keyslot `slot`, just added) in the header; when it cannot be made
+/// or stored, remove the keyslot again: none is left whose passphrase nobody has.
+fn add_token_for_keyslot(
+    o: &Opts,
+    vol: &mut lukskit_volume::Volume,
+    slot: u32,
+    token: Result<serde_json::Value>,
+) -> Result<()> {
     let added = token.and_then(|t| {
         vol.token_add(o.token_id, t, o.token_replace)
             .map_err(CliError::from)
@@ -388,7 +385,6 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
             Ok(())
         }
         Err(e) => {
-            // Do not leave a keyslot whose passphrase nobody has.
             let _ = vol.kill_keyslot(slot);
             Err(e)
         }
