@@ -184,6 +184,9 @@ pub struct Opts {
     /// open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET).
     #[arg(long = "tpm2-device")]
     pub tpm2_device: Option<String>,
+    /// open: wait at most this many seconds for the TPM of a systemd-tpm2 token to appear before falling back (0: no limit; crypttab's token-timeout=). Default: no wait.
+    #[arg(long = "token-timeout")]
+    pub token_timeout: Option<u64>,
     /// open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default).
     #[arg(long = "link-vk-to-keyring")]
     pub link_vk_to_keyring: Option<String>,

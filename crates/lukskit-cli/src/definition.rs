@@ -131,6 +131,7 @@ pub const ACTIONS: &[Action] = &[
                 "token_only",
                 "token_type",
                 "tpm2_device",
+                "token_timeout",
                 "link_vk_to_keyring",
                 "volume_key_keyring",
                 "engine",
@@ -564,6 +565,7 @@ const VALUE_NAMES: &[(&str, &str)] = &[
     ("token_type", "STRING"),
     ("tang_url", "URL"),
     ("tpm2_device", "PATH"),
+    ("token_timeout", "secs"),
     ("tpm2_pcrs", "PCR[+PCR...]"),
     ("link_vk_to_keyring", "KEYRING::KEY"),
     ("volume_key_keyring", "KEY"),
@@ -614,6 +616,7 @@ pub const LUKSKIT_GROUP: &str = "lukskit options";
 const LUKSKIT_ONLY: &[&str] = &[
     "tang_url",
     "tpm2_device",
+    "token_timeout",
     "tpm2_pcrs",
     "tpm2_pcr_bank",
     "tpm2_with_pin",

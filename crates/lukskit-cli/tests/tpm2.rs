@@ -144,12 +144,12 @@ fn systemd_tpm2_token_opens_without_a_passphrase() {
 
     // luksAddKey --token-id: the token's passphrase unlocks for the new keyslot.
     common::token_adds_a_keyslot(d.path(), &img, &[&dev], |a| lukskit(a, b""));
-    // crypttab: tpm2-device= becomes --tpm2-device.
+    // crypttab: tpm2-device= becomes --tpm2-device, with systemd's 30 s wait for the TPM.
     let table = format!("vol {img} none luks,tpm2-device={}\n", tpm.tcti());
     let ct = write_file(d.path(), "crypttab", table.as_bytes());
     let r = lukskit(&["crypttab", "list", "--crypttab", &ct], b"").ok("crypttab list");
     let want = format!(
-        "  command: lukskit open --type luks --tries 3 --tpm2-device {} {img} vol",
+        "  command: lukskit open --type luks --tries 3 --tpm2-device {} --token-timeout 30 {img} vol",
         tpm.tcti()
     );
     assert!(
@@ -358,6 +358,75 @@ fn missing_or_stopped_tpm_falls_back_to_the_passphrase() {
         "{}",
         r.stderr
     );
+}
+
+/// `--token-timeout` (crypttab's `token-timeout=`): a TPM that appears while lukskit waits
+/// unlocks the volume; without the option, or with a time that runs out first, the token
+/// fails at once / after that time and the passphrase is asked.
+#[test]
+fn token_waits_for_a_tpm_that_appears_within_token_timeout() {
+    let test = "token_waits_for_a_tpm_that_appears_within_token_timeout";
+    if !tools(test) {
+        return;
+    }
+    let d = tmp();
+    let mut tpm = Swtpm::start(d.path());
+    let img = enrolled(d.path(), &tpm, None);
+    let dev = tpm.device_arg();
+    tpm.stop();
+    let _ = std::fs::remove_file(&tpm.sock);
+    // No wait by default, as cryptsetup: --token-only fails at once.
+    let r = lukskit(
+        &["open", "--test-passphrase", "--token-only", &dev, &img],
+        b"",
+    );
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    // A time that runs out: the passphrase after about that long.
+    let t0 = std::time::Instant::now();
+    let r = lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "-v",
+            "--token-timeout",
+            "1",
+            &dev,
+            &img,
+        ],
+        b"pass",
+    );
+    assert!(t0.elapsed() >= Duration::from_secs(1), "{:?}", t0.elapsed());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    // The TPM starts 1.5 s after lukskit; the token waits for it and unlocks keyslot 1.
+    let dir = d.path().to_path_buf();
+    let later = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(1500));
+        Swtpm::spawn(&dir)
+    });
+    let t0 = std::time::Instant::now();
+    let r = lukskit(
+        &[
+            "open",
+            "--test-passphrase",
+            "--token-only",
+            "-v",
+            "--token-timeout",
+            "30",
+            &dev,
+            &img,
+        ],
+        b"",
+    );
+    let started = later.join().unwrap();
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
+    drop(started);
 }
 
 /// A secret sealed with tpm2-tools under `parent` (a context file or a persistent handle)

@@ -223,6 +223,10 @@ pub struct CrypttabOptions {
     pub key_slot: Option<u32>,
     /// `tpm2-device=`: the TPM for systemd-tpm2 tokens (`auto`, a path, `swtpm:path=…`).
     pub tpm2_device: Option<String>,
+    /// `token-timeout=`: how long, in seconds, a token waits for its device (the TPM) to
+    /// appear before the passphrase is asked (0: no limit). systemd's default, 30 s, applies
+    /// to an entry with `tpm2-device=` ([`CrypttabOptions::token_wait`]).
+    pub token_timeout: Option<u64>,
     /// `same-cpu-crypt`.
     pub same_cpu_crypt: bool,
     /// `submit-from-crypt-cpus`.
@@ -445,11 +449,26 @@ where
     }
 }
 
+/// systemd's default `token-timeout=` (crypttab(5)).
+pub const DEFAULT_TOKEN_TIMEOUT_SECS: u64 = 30;
+
+impl CrypttabOptions {
+    /// How long a token of this entry waits for its TPM, in seconds (0: no limit): the
+    /// entry's `token-timeout=`; with `tpm2-device=` and no `token-timeout=`, systemd's
+    /// default ([`DEFAULT_TOKEN_TIMEOUT_SECS`]); `None` (no wait, as cryptsetup) otherwise.
+    pub fn token_wait(&self) -> Option<u64> {
+        self.token_timeout.or(self
+            .tpm2_device
+            .is_some()
+            .then_some(DEFAULT_TOKEN_TIMEOUT_SECS))
+    }
+}
+
 /// systemd's time span for `timeout=`: seconds, or a number with `s`, `sec`, `m`, `min`,
 /// `h` or `ms` (rounded up to seconds).
-fn timespan(v: Option<&str>) -> Result<u64, String> {
-    let v = v.ok_or("option timeout= needs a value")?;
-    let bad = || format!("invalid value for option timeout: {v:?}");
+fn timespan(opt: &str, v: Option<&str>) -> Result<u64, String> {
+    let v = v.ok_or_else(|| format!("option {opt}= needs a value"))?;
+    let bad = || format!("invalid value for option {opt}: {v:?}");
     let d = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let n: u64 = v[..d].parse().map_err(|_| bad())?;
     let mul = match v[d..].trim() {
@@ -530,10 +549,6 @@ const IGNORED: &[(&str, &str)] = &[
     (
         "pkcs11-uri",
         "lukskit tries the volume's systemd-pkcs11 tokens, not a URI given here",
-    ),
-    (
-        "token-timeout",
-        "lukskit gives a tang server 10 seconds per exchange",
     ),
     (
         "try-empty-password",
@@ -651,7 +666,8 @@ pub fn parse_options(field: &str) -> Result<CrypttabOptions, String> {
             "noearly" | "loud" | "quiet" => flag(&mut false)?,
             "tries" => o.tries = Some(number("tries", v, 0u32)?),
             "tpm2-device" => o.tpm2_device = Some(nonempty("tpm2-device", v)?),
-            "timeout" => o.timeout = Some(timespan(v)?),
+            "timeout" => o.timeout = Some(timespan("timeout", v)?),
+            "token-timeout" => o.token_timeout = Some(timespan("token-timeout", v)?),
             "header" => o.header = Some(FileRef::parse(&nonempty("header", v)?)),
             "offset" => o.offset = Some(number("offset", v, 0u64)?),
             "skip" => o.skip = Some(number("skip", v, 0u64)?),
@@ -785,6 +801,17 @@ mod tests {
         assert!(e.options.refused.is_empty());
         assert!(e.options.ignored.is_empty());
         assert_eq!(e.options.tpm2_device.as_deref(), Some("auto"));
+        assert_eq!(e.options.token_wait(), Some(DEFAULT_TOKEN_TIMEOUT_SECS));
+        let e = one("cryptroot /dev/sda2 none tpm2-device=auto,token-timeout=2min");
+        assert_eq!(e.options.token_wait(), Some(120));
+        let e = one("cryptroot /dev/sda2 none token-timeout=0");
+        assert_eq!(e.options.token_wait(), Some(0));
+        assert!(e.options.ignored.is_empty(), "{:?}", e.options.ignored);
+        assert_eq!(
+            one("cryptroot /dev/sda2 none luks").options.token_wait(),
+            None
+        );
+        assert!(parse_options("token-timeout=soon").is_err());
 
         let e =
             one("mytoken    /dev/sdb1       -                        fido2-device=auto,discard");

@@ -47,6 +47,17 @@ pub(crate) fn tpm2(
         .map_err(|e| (TokenFailure::Unusable, cannot(&e)))?;
     let device = lukskit_tpm2::DeviceSpec::parse(req.tpm2_device.as_deref().unwrap_or("auto"))
         .map_err(|e| (TokenFailure::Unusable, cannot(&e)))?;
+    if !req.device_wait.is_zero() && !device.present() {
+        prompt.notice(TokenNotice::Debug(format!(
+            "Waiting for TPM2 device {device:?} ({}).",
+            if req.device_wait == std::time::Duration::MAX {
+                "no time limit".to_string()
+            } else {
+                format!("at most {} s", req.device_wait.as_secs_f64())
+            }
+        )));
+        device.wait_present(req.device_wait);
+    }
     prompt.notice(TokenNotice::Debug(format!(
         "Unsealing token {} on TPM2 device {device:?} (PCR mask 0x{:x}, PIN {}).",
         t.id,

@@ -39,6 +39,10 @@ pub struct TokenRequest {
     /// `swtpm:path=…`; `None`: `auto`). Parsed for each token that needs it, so that a bad
     /// one fails those tokens only.
     pub tpm2_device: Option<String>,
+    /// How long a `systemd-tpm2` token waits for its TPM to appear before it fails (crypttab's
+    /// `token-timeout=`, lukskit's `--token-timeout`): zero (the default, as cryptsetup) does
+    /// not wait, `Duration::MAX` waits as long as it takes.
+    pub device_wait: std::time::Duration,
     /// The volume's name in PIN prompts (systemd-cryptsetup's: the mapping name, else the
     /// device).
     pub volume_name: String,

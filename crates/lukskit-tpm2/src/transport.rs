@@ -112,6 +112,35 @@ impl DeviceSpec {
         Err(Tpm2Error::BadDeviceName(s.to_string()))
     }
 
+    /// Whether the TPM is there to be opened: its character device exists (`auto`: either
+    /// kernel node), its swtpm socket accepts a connection. A TCP swtpm counts as there (a
+    /// connection attempt to a host that is down can take long: [`DeviceSpec::open`] says).
+    pub fn present(&self) -> bool {
+        match self {
+            DeviceSpec::Auto => ["/dev/tpmrm0", "/dev/tpm0"]
+                .iter()
+                .any(|p| std::path::Path::new(p).exists()),
+            DeviceSpec::Device(p) => std::path::Path::new(p).exists(),
+            DeviceSpec::SwtpmUnix(p) => std::os::unix::net::UnixStream::connect(p).is_ok(),
+            DeviceSpec::SwtpmTcp(..) => true,
+        }
+    }
+
+    /// Wait until the TPM is [`present`](DeviceSpec::present), looking every 100 ms, for at
+    /// most `limit` (`Duration::MAX`: as long as it takes); whether it is there.
+    pub fn wait_present(&self, limit: Duration) -> bool {
+        let start = std::time::Instant::now();
+        loop {
+            if self.present() {
+                return true;
+            }
+            if start.elapsed() >= limit {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100).min(limit));
+        }
+    }
+
     /// Connect, with `timeout` for each command.
     pub fn open(&self, timeout: Duration) -> Result<Box<dyn Transport>> {
         match self {

@@ -170,6 +170,15 @@ fn open_argv(
         "tpm2-device",
         o.tpm2_device.clone().filter(|d| d.as_str() != "auto"),
     );
+    // How long a systemd-tpm2 token waits for its TPM (token-timeout=, systemd's 30 s with
+    // tpm2-device=): only where tokens are tried (LUKS, no key file).
+    let tokens_tried = kind == VolumeKind::Luks && key.is_none();
+    opt(
+        "token-timeout",
+        o.token_wait()
+            .filter(|_| tokens_tried)
+            .map(|v| v.to_string()),
+    );
     opt("timeout", o.timeout.map(|v| v.to_string()));
     for (on, flag) in [
         (o.verify, "--verify-passphrase"),
@@ -453,6 +462,17 @@ mod tests {
             (o.cipher.as_deref(), o.key_file.as_deref()),
             (Some("-c"), Some("-k"))
         );
+        // tpm2-device= waits systemd's 30 s for the TPM, token-timeout= says otherwise.
+        let e = entry("t /dev/vdd none luks,tpm2-device=/dev/tpmrm1");
+        let a = open_argv(&e, "/dev/vdd", VolumeKind::Luks, None, None, &[]);
+        assert_eq!(
+            shell_words(&a),
+            "open --type luks --tries 3 --tpm2-device /dev/tpmrm1 --token-timeout 30 /dev/vdd t"
+        );
+        assert_eq!(parse_argv(a).token_timeout, Some(30));
+        let e = entry("t /dev/vdd none luks,token-timeout=0");
+        let a = open_argv(&e, "/dev/vdd", VolumeKind::Luks, None, None, &[]);
+        assert_eq!(parse_argv(a).token_timeout, Some(0));
         let e = entry("q /dev/vdc - tries=5");
         assert!(
             shell_words(&open_argv(&e, "/x y", VolumeKind::Luks, None, None, &[]))

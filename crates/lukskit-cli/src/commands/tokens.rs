@@ -47,6 +47,12 @@ fn token_request(o: &Opts) -> TokenRequest {
         key_slot: o.key_slot,
         disable_external: o.disable_external_tokens,
         tpm2_device: o.tpm2_device.clone(),
+        // `--token-timeout 0` waits as long as it takes (systemd's `token-timeout=0`).
+        device_wait: match o.token_timeout {
+            None => std::time::Duration::ZERO,
+            Some(0) => std::time::Duration::MAX,
+            Some(s) => std::time::Duration::from_secs(s),
+        },
         volume_name: friendly_name(o),
     }
 }

@@ -17,26 +17,7 @@ pub struct Swtpm {
 
 impl Swtpm {
     pub fn start(dir: &Path) -> Swtpm {
-        let state = dir.join("tpm-state");
-        std::fs::create_dir_all(&state).unwrap();
-        let sock = dir.join("tpm.sock");
-        let child = Command::new("swtpm")
-            .args(["socket", "--tpm2", "--flags", "startup-clear"])
-            .arg("--tpmstate")
-            .arg(format!("dir={}", state.display()))
-            .arg("--server")
-            .arg(format!("type=unixio,path={}", sock.display()))
-            .arg("--ctrl")
-            // tpm2-tss's swtpm TCTI finds the control channel at SOCKET.ctrl.
-            .arg(format!("type=unixio,path={}.ctrl", sock.display()))
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("swtpm.log")).unwrap())
-            .spawn()
-            .expect("swtpm");
-        let t = Swtpm {
-            sock,
-            child: Some(child),
-        };
+        let t = Swtpm::spawn(dir);
         let ctrl = PathBuf::from(format!("{}.ctrl", t.sock.display()));
         for _ in 0..400 {
             use std::os::unix::net::UnixStream;
@@ -58,6 +39,31 @@ impl Swtpm {
             "1",
         ]);
         t
+    }
+
+    /// swtpm on `dir`'s state and socket, started and not waited for (a TPM that appears
+    /// while lukskit waits for it): the state of an earlier [`Swtpm::start`] in `dir`.
+    pub fn spawn(dir: &Path) -> Swtpm {
+        let state = dir.join("tpm-state");
+        std::fs::create_dir_all(&state).unwrap();
+        let sock = dir.join("tpm.sock");
+        let child = Command::new("swtpm")
+            .args(["socket", "--tpm2", "--flags", "startup-clear"])
+            .arg("--tpmstate")
+            .arg(format!("dir={}", state.display()))
+            .arg("--server")
+            .arg(format!("type=unixio,path={}", sock.display()))
+            .arg("--ctrl")
+            // tpm2-tss's swtpm TCTI finds the control channel at SOCKET.ctrl.
+            .arg(format!("type=unixio,path={}.ctrl", sock.display()))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("swtpm.log")).unwrap())
+            .spawn()
+            .expect("swtpm");
+        Swtpm {
+            sock,
+            child: Some(child),
+        }
     }
 
     /// The device name, as systemd's and lukskit's `--tpm2-device` take it.
