@@ -25,7 +25,7 @@ fi
 shift || true
 targets=("$@")
 if [ "${#targets[@]}" -eq 0 ]; then
-    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token clevis_token luks2_edits bind_config clevis_sss)
+    targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token clevis_token luks2_edits bind_config clevis_sss crypttab)
     if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
         targets+=(nbd_request)
     fi
@@ -116,8 +116,18 @@ bind_seeds() {
     printf '\x00{"alg":"dir","enc":"A256GCM","clevis":{"pin":"sss","sss":{"t":2,%s,"jwe":[{"alg":"dir","enc":"A256GCM","clevis":{"pin":"tpm2","tpm2":{}}},{"alg":"dir","enc":"A256GCM","clevis":{"pin":"sss","sss":{"t":1,%s,"jwe":[{"alg":"ECDH-ES","enc":"A256GCM","clevis":{"pin":"tang","tang":{"url":"http://a"}}}]}}}]}}}' "$p" "$p" >"$s/nested"
 }
 
+# Tables and fields for crypttab (byte 0 even: a whole table; odd: an options field and a
+# device field), in the shapes Debian's and systemd's crypttab(5) describe.
+crypttab_seeds() {
+    local d="$1"
+    printf '\x00# <target> <source> <key> <options>\nroot UUID=0b2c1d9e-8e5b-4f4c-9c0e-2c3f3e0f8a11 none luks,discard\nswap /dev/sda3 /dev/urandom swap,cipher=aes-xts-plain64,size=512\nvc /dev/sdb1 /etc/vc.key tcrypt,veracrypt,tcrypt-keyfile=/etc/k1\n' >"$d/table"
+    printf '\x01luks,tpm2-device=auto,tpm2-pcrs=7+8,token-timeout=10s,tries=3,header=/h.img:UUID=1234' >"$d/options"
+    printf '\x01PARTUUID=5e0f\\x20a' >"$d/device"
+}
+
 make_seeds() {
     bind_seeds "$(seed_dir bind_config)" "$(seed_dir clevis_sss)"
+    crypttab_seeds "$(seed_dir crypttab)"
     local l1 l2 cs td
     bitlk_seeds "$(seed_dir bitlk_metadata)"
     l1="$(seed_dir luks1_header)"
