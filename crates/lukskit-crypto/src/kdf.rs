@@ -318,13 +318,7 @@ fn pbkdf2_on(
 ) -> Result<()> {
     check_pbkdf2_iterations(iterations)?;
     check_output_len(out.len(), 1)?;
-    let fast = match hash {
-        HashAlg::Sha1 => Some(FastHash::Sha1),
-        HashAlg::Sha256 => Some(FastHash::Sha256),
-        HashAlg::Sha512 => Some(FastHash::Sha512),
-        _ => None,
-    };
-    if let Some(fast) = fast {
+    if let Some(fast) = FastHash::of(hash) {
         pbkdf2_sha::pbkdf2(fast, password, salt, iterations, out, threads);
         return Ok(());
     }
@@ -407,10 +401,8 @@ pub fn pbkdf2_block(
         )));
     }
     let fast = match prf {
-        Pbkdf2Prf::Hmac(HashAlg::Sha1) => Some(FastHash::Sha1),
-        Pbkdf2Prf::Hmac(HashAlg::Sha256) => Some(FastHash::Sha256),
-        Pbkdf2Prf::Hmac(HashAlg::Sha512) => Some(FastHash::Sha512),
-        _ => None,
+        Pbkdf2Prf::Hmac(hash) => FastHash::of(hash),
+        Pbkdf2Prf::HmacStribog512 => None,
     };
     if let Some(fast) = fast {
         debug_assert_eq!(pbkdf2_sha::output_len(fast), prf.block_len());

@@ -233,26 +233,38 @@ pub(super) fn unenroll(o: &Opts, args: &[String]) -> Result<()> {
 /// terminal, never otherwise.
 fn confirm_tang_servers(o: &Opts, plan: &lukskit_tang::Plan) -> Result<()> {
     for adv in plan.unconfirmed() {
-        let url = lukskit_tokens::printable(&adv.url);
-        let keys = adv.signing_thumbprints.join("\n  ");
-        if o.batch_mode {
-            eprintln!("Trusting the signing keys of tang server {url}:\n  {keys}");
-        } else if crate::input::interactive() {
-            crate::input::confirm(
-                &format!(
-                    "Tang server {url} advertises these signing keys:\n  {keys}\n\
-                     Trust them? (Check with tang-show-keys on the server.)"
-                ),
-                false,
-            )?;
-        } else {
-            return Err(CliError::invalid(format!(
-                "Tang server {url} advertises signing keys\n  {keys}\nName the one to trust \
-                 with \"thp\" in its configuration (or trust them all with --batch-mode)."
-            )));
-        }
+        trust_signing_keys(
+            o,
+            &lukskit_tokens::printable(&adv.url),
+            &adv.signing_thumbprints,
+            "with \"thp\" in its configuration",
+        )?;
     }
     Ok(())
+}
+
+/// Trust the signing keys `thumbprints` of the tang server at `url`, which nothing named:
+/// on `--batch-mode` with a line naming them, after a question on a terminal; otherwise an
+/// error saying how to name the one to trust (`how`).
+fn trust_signing_keys(o: &Opts, url: &str, thumbprints: &[String], how: &str) -> Result<()> {
+    let keys = thumbprints.join("\n  ");
+    if o.batch_mode {
+        eprintln!("Trusting the signing keys of tang server {url}:\n  {keys}");
+        Ok(())
+    } else if crate::input::interactive() {
+        crate::input::confirm(
+            &format!(
+                "Tang server {url} advertises these signing keys:\n  {keys}\n\
+                 Trust them? (Check with tang-show-keys on the server.)"
+            ),
+            false,
+        )
+    } else {
+        Err(CliError::invalid(format!(
+            "Tang server {url} advertises signing keys\n  {keys}\nName the one to trust {how} \
+             (or trust them all with --batch-mode)."
+        )))
+    }
 }
 
 /// `token bind-clevis <device> <pin> [<config>]`: what `clevis luks bind -d DEVICE PIN
@@ -320,26 +332,7 @@ pub(super) fn bind_tang(o: &Opts, args: &[String]) -> Result<()> {
                 )));
             }
         }
-        None => {
-            let keys = adv.signing_thumbprints.join("\n  ");
-            if !o.batch_mode && !crate::input::interactive() {
-                return Err(CliError::invalid(format!(
-                    "Tang server {url} advertises signing keys\n  {keys}\nName the one to \
-                     trust with --tang-thumbprint (or trust them all with --batch-mode)."
-                )));
-            }
-            if o.batch_mode {
-                eprintln!("Trusting the signing keys of tang server {url}:\n  {keys}");
-            } else {
-                crate::input::confirm(
-                    &format!(
-                        "Tang server {url} advertises these signing keys:\n  {keys}\n\
-                         Trust them? (Check with tang-show-keys on the server.)"
-                    ),
-                    false,
-                )?;
-            }
-        }
+        None => trust_signing_keys(o, url, &adv.signing_thumbprints, "with --tang-thumbprint")?,
     }
     let vk = existing_volume_key(o, &vol)?;
     let pass = lukskit_tang::new_passphrase().map_err(|e| CliError::invalid(e.to_string()))?;

@@ -157,6 +157,19 @@ pub(crate) enum FastHash {
     Sha512,
 }
 
+impl FastHash {
+    /// The fast path for `hash`, where it has one.
+    pub(crate) fn of(hash: crate::hash::HashAlg) -> Option<FastHash> {
+        use crate::hash::HashAlg;
+        match hash {
+            HashAlg::Sha1 => Some(FastHash::Sha1),
+            HashAlg::Sha256 => Some(FastHash::Sha256),
+            HashAlg::Sha512 => Some(FastHash::Sha512),
+            _ => None,
+        }
+    }
+}
+
 /// How many threads may run independent output blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Threads {
@@ -321,20 +334,31 @@ pub(crate) fn pbkdf2_block(
     out: &mut [u8],
     stop: &dyn Fn() -> bool,
 ) -> bool {
-    fn one<S: ShaState>(
-        password: &[u8],
-        salt: &[u8],
-        iterations: u32,
-        index: u32,
-        out: &mut [u8],
-        stop: &dyn Fn() -> bool,
-    ) -> bool {
-        block(&keyed::<S>(password), salt, index, iterations, out, stop)
-    }
     match hash {
-        FastHash::Sha1 => one::<Sha1State>(password, salt, iterations, index, out, stop),
-        FastHash::Sha256 => one::<Sha256State>(password, salt, iterations, index, out, stop),
-        FastHash::Sha512 => one::<Sha512State>(password, salt, iterations, index, out, stop),
+        FastHash::Sha1 => block(
+            &keyed::<Sha1State>(password),
+            salt,
+            index,
+            iterations,
+            out,
+            stop,
+        ),
+        FastHash::Sha256 => block(
+            &keyed::<Sha256State>(password),
+            salt,
+            index,
+            iterations,
+            out,
+            stop,
+        ),
+        FastHash::Sha512 => block(
+            &keyed::<Sha512State>(password),
+            salt,
+            index,
+            iterations,
+            out,
+            stop,
+        ),
     }
 }
 
