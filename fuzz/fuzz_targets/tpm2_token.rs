@@ -3,7 +3,8 @@
 //!
 //! Input layout: byte 0 chooses what is fuzzed, the rest is the input.
 //! * `0 mod 3`: the rest is token JSON for `SystemdTpm2Token::parse`;
-//! * `1 mod 3`: the rest is a `TPMT_PUBLIC`, a `tpm2-blob` and a response frame;
+//! * `1 mod 3`: the rest is a `TPMT_PUBLIC`, a `tpm2-blob`, a sealed key file (crypttab's
+//!   key field with `tpm2-device=`; the PCR mask from byte 0) and a response frame;
 //! * `2 mod 3`: the rest is a sequence of TPM responses (each a big-endian u16 length and
 //!   that many bytes) answering, in order, the commands of an unseal of a fixed token (a PIN
 //!   token when bit 2 of byte 0 is set).
@@ -37,6 +38,7 @@ fuzz_target!(|data: &[u8]| {
         1 => {
             let _ = parse_public(rest);
             let _ = split_blob(rest);
+            let _ = SystemdTpm2Token::from_sealed_blob(rest, u32::from(mode) << 1, mode & 4 != 0);
             let _ = check_frame(rest);
         }
         _ => {

@@ -666,3 +666,132 @@ fn persistent_srk_token_opens_and_a_replaced_srk_is_refused() {
     );
     nothing_left(&tpm);
 }
+
+/// `stderr` without the note of a host without device-mapper (the mapping served through
+/// FUSE).
+fn notices(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with("no device-mapper in this kernel: serving "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// The volume of [`enrolled`] as systemd 252 opens it without a token: the token's
+/// `tpm2-blob`, base64-decoded, in a key file (mode 0600), the token removed from the header
+/// (its keyslot kept). The key file's path.
+fn tokenless(dir: &Path, img: &str) -> String {
+    use base64::Engine as _;
+    let tok = &json_dump(img)["tokens"]["0"];
+    let blob = base64::engine::general_purpose::STANDARD
+        .decode(tok["tpm2-blob"].as_str().unwrap())
+        .unwrap();
+    let path = write_file(dir, "sealed.blob", &blob);
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    cryptsetup(&["token", "remove", "--token-id", "0", img], b"")
+        .unwrap()
+        .ok("token remove");
+    let j = json_dump(img);
+    assert_eq!(j["tokens"], serde_json::json!({}), "{j}");
+    assert!(j["keyslots"].get("1").is_some(), "{j}");
+    path
+}
+
+/// crypttab's `tpm2-device=`, `tpm2-pcrs=`, `tpm2-pin=` for a volume without a token, as
+/// systemd 252's systemd-cryptsetup reads them (the key field is the sealed object
+/// systemd-cryptenroll made): opened without a prompt (with the PIN for a PIN object); after
+/// a PCR change, one line in systemd-cryptsetup's words, no PIN asked, no dictionary-attack
+/// count, and the passphrase; a wrong PIN, systemd's PIN line and the passphrase.
+#[test]
+fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
+    let test = "crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file";
+    if !tools(test) || !capable(test) {
+        return;
+    }
+    for pin in [None, Some("4711")] {
+        let d = tmp();
+        let tpm = Swtpm::start(d.path());
+        let img = enrolled(d.path(), &tpm, pin);
+        let blob = tokenless(d.path(), &img);
+        let m = Mapping::new(if pin.is_some() { "ctpin" } else { "ctseal" });
+        let pin_opt = if pin.is_some() { ",tpm2-pin=yes" } else { "" };
+        let table = format!(
+            "{} {img} {blob} luks,tpm2-device={},tpm2-pcrs=7{pin_opt}\n",
+            m.name,
+            tpm.tcti()
+        );
+        let ct = write_file(d.path(), "crypttab", table.as_bytes());
+        // list: the key file is the sealed key; open gets no --key-file and no tokens.
+        let r = lukskit(&["crypttab", "list", "--crypttab", &ct], b"").ok("crypttab list");
+        let want_key = format!(
+            "  key:     TPM2-sealed key file {blob}, unsealed on TPM {} (PCRs 7{}), else passphrase asked",
+            tpm.tcti(),
+            if pin.is_some() { ", with PIN" } else { "" }
+        );
+        assert!(
+            r.stdout.lines().any(|l| l == want_key),
+            "{want_key:?} not in\n{}",
+            r.stdout
+        );
+        assert!(!r.stdout.contains("--key-file"), "{}", r.stdout);
+        assert!(
+            r.stdout.contains("--disable-external-tokens"),
+            "{}",
+            r.stdout
+        );
+        assert!(!r.stdout.contains("warning"), "{}", r.stdout);
+
+        // Unsealed: keyslot 1 (the TPM's) opens; standard input holds the PIN or nothing.
+        let stdin = pin.map(|p| format!("{p}\n")).unwrap_or_default();
+        let r = lukskit(
+            &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+            stdin.as_bytes(),
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
+        assert!(
+            r.stdout.contains(&format!("{}: opened.", m.name)),
+            "{}",
+            r.stdout
+        );
+        assert_eq!(notices(&r.stderr), "");
+        lukskit(&["close", &m.name], b"").ok("close");
+        assert_eq!(tpm.lockout_counter(), 0);
+
+        if pin.is_some() {
+            // A wrong PIN: systemd's line, one dictionary-attack count, then the passphrase.
+            let r = lukskit(
+                &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+                b"0000\npass\n",
+            );
+            assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+            assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+            assert_eq!(
+                notices(&r.stderr),
+                "TPM2 PIN unlock failed, falling back to traditional unlocking.\n"
+            );
+            lukskit(&["close", &m.name], b"").ok("close");
+            assert_eq!(tpm.lockout_counter(), 1);
+            // (forgotten after a second: Swtpm::start set the recovery time)
+            std::thread::sleep(Duration::from_millis(1500));
+        }
+
+        // PCR 7 changed: one line, no PIN asked (the first line is the passphrase), no
+        // dictionary-attack count.
+        tpm.extend_pcr7();
+        let r = lukskit(
+            &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+            b"pass\n",
+        );
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+        assert_eq!(
+            notices(&r.stderr),
+            "TPM2 operation failed, falling back to traditional unlocking: the current PCR \
+             values do not match the token's policy (PCRs changed since enrollment).\n"
+        );
+        lukskit(&["close", &m.name], b"").ok("close");
+        assert_eq!(tpm.lockout_counter(), 0);
+        nothing_left(&tpm);
+    }
+}

@@ -27,6 +27,7 @@ pub use plan::{
 };
 pub use table::{
     parse, parse_line, parse_options, unescape, CryptKind, Crypttab, CrypttabEntry,
-    CrypttabOptions, DeviceSpec, FileRef, KeySpec, LineProblem, OptionIssue, TcryptEntryOptions,
-    MAX_ENTRIES, MAX_LINE, MAX_OPTIONS, MAX_TABLE_BYTES, MAX_TCRYPT_KEYFILES,
+    CrypttabOptions, DeviceSpec, FileRef, KeySpec, LineProblem, OptionIssue, Pkcs11Choice,
+    SealedKey, TcryptEntryOptions, DEFAULT_TPM2_PCR_MASK, MAX_ENTRIES, MAX_LINE, MAX_OPTIONS,
+    MAX_TABLE_BYTES, MAX_TCRYPT_KEYFILES,
 };

@@ -169,6 +169,42 @@ pub struct TcryptEntryOptions {
     pub key_files: Vec<FileRef>,
 }
 
+/// `pkcs11-uri=`'s value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pkcs11Choice {
+    /// `auto`: the volume's `systemd-pkcs11` token says which (tokens are tried anyway).
+    Auto,
+    /// A PKCS#11 URI (`pkcs11:…`): it decrypts the entry's key file.
+    Uri(String),
+}
+
+/// What an entry's key file holds when it is not the passphrase itself, as systemd 252's
+/// `systemd-cryptsetup` reads it for volumes without a token (LUKS1, plain, BitLocker, or
+/// LUKS2 without one): `pkcs11-uri=` wins over `tpm2-device=`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SealedKey {
+    /// The key file is a sealed TPM2 object (a `TPM2B_PRIVATE` then a `TPM2B_PUBLIC`, the
+    /// base64-decoded `tpm2-blob` of a token): unsealed on `device` under the PCR policy of
+    /// `pcr_mask`, with the PIN when `pin`.
+    Tpm2 {
+        /// `tpm2-device=` (`auto`, a path, `swtpm:path=…`).
+        device: String,
+        /// `tpm2-pcrs=`, else PCR 7.
+        pcr_mask: u32,
+        /// `tpm2-pin=`.
+        pin: bool,
+    },
+    /// The key file is a key encrypted to the certificate of the security token `uri`
+    /// names (the base64-decoded `pkcs11-key` of a token).
+    Pkcs11 {
+        /// `pkcs11-uri=`.
+        uri: String,
+    },
+}
+
+/// systemd 252's PCR mask for a TPM2-sealed key file without `tpm2-pcrs=`: PCR 7.
+pub const DEFAULT_TPM2_PCR_MASK: u32 = 1 << 7;
+
 /// An option lukskit does not honour.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OptionIssue {
@@ -221,8 +257,17 @@ pub struct CrypttabOptions {
     pub keyfile_size: Option<u64>,
     /// `key-slot=` / `keyslot=`.
     pub key_slot: Option<u32>,
-    /// `tpm2-device=`: the TPM for systemd-tpm2 tokens (`auto`, a path, `swtpm:path=…`).
+    /// `tpm2-device=`: the TPM for systemd-tpm2 tokens (`auto`, a path, `swtpm:path=…`);
+    /// with a key file, the TPM that unseals the key file ([`CrypttabOptions::sealed_key`]).
     pub tpm2_device: Option<String>,
+    /// `tpm2-pcrs=`: the PCRs (bit n: PCR n) a TPM2-sealed key file is bound to (systemd's
+    /// `7+…` list; repeated options add up, an empty value clears). `None`: systemd 252's
+    /// default, PCR 7 ([`DEFAULT_TPM2_PCR_MASK`]). Tokens carry their own.
+    pub tpm2_pcrs: Option<u32>,
+    /// `tpm2-pin=`: whether a TPM2-sealed key file needs the PIN (tokens say it themselves).
+    pub tpm2_pin: bool,
+    /// `pkcs11-uri=`: the security token that decrypts a PKCS#11-encrypted key file.
+    pub pkcs11_uri: Option<Pkcs11Choice>,
     /// `token-timeout=`: how long, in seconds, a token waits for its device (the TPM) to
     /// appear before the passphrase is asked (0: no limit). systemd's default, 30 s, applies
     /// to an entry with `tpm2-device=` ([`CrypttabOptions::token_wait`]).
@@ -462,6 +507,65 @@ impl CrypttabOptions {
             .is_some()
             .then_some(DEFAULT_TOKEN_TIMEOUT_SECS))
     }
+
+    /// What a key file of this entry holds, as systemd 252 decides: a PKCS#11-encrypted key
+    /// with `pkcs11-uri=URI`, else a TPM2-sealed key with `tpm2-device=`; `None` (the key
+    /// file is the passphrase) otherwise. Only entries with a key file use it; without one,
+    /// the volume's tokens are tried.
+    pub fn sealed_key(&self) -> Option<SealedKey> {
+        if let Some(Pkcs11Choice::Uri(uri)) = &self.pkcs11_uri {
+            return Some(SealedKey::Pkcs11 { uri: uri.clone() });
+        }
+        self.tpm2_device.as_ref().map(|d| SealedKey::Tpm2 {
+            device: d.clone(),
+            pcr_mask: self.tpm2_pcrs.unwrap_or(DEFAULT_TPM2_PCR_MASK),
+            pin: self.tpm2_pin,
+        })
+    }
+}
+
+/// systemd's PCR list (`tpm2_parse_pcr_argument`): PCR numbers 0-23 joined by `+` (a comma
+/// would end the option), merged into `so_far`; an empty value is no PCR at all.
+fn pcr_list(v: Option<&str>, so_far: Option<u32>) -> Result<u32, String> {
+    let v = v.ok_or_else(|| "option tpm2-pcrs= needs a value".to_string())?;
+    if v.is_empty() {
+        return Ok(0);
+    }
+    let mut mask = 0u32;
+    for p in v.split('+') {
+        match p.parse::<u32>() {
+            Ok(n) if n < 24 && p.bytes().all(|b| b.is_ascii_digit()) => mask |= 1 << n,
+            _ => return Err(format!("invalid value for option tpm2-pcrs: {v:?}")),
+        }
+    }
+    Ok(so_far.unwrap_or(0) | mask)
+}
+
+/// systemd's boolean (`parse_boolean`).
+fn boolean(opt: &str, v: Option<&str>) -> Result<bool, String> {
+    match v {
+        Some("1" | "yes" | "y" | "true" | "t" | "on") => Ok(true),
+        Some("0" | "no" | "n" | "false" | "f" | "off") => Ok(false),
+        Some(v) => Err(format!("invalid value for option {opt}: {v:?}")),
+        None => Err(format!("option {opt}= needs a value")),
+    }
+}
+
+/// `pkcs11-uri=`: `auto` or a `pkcs11:` URI of printable characters (systemd's
+/// `pkcs11_uri_valid`; the URI itself is read when it is used).
+fn pkcs11_choice(v: Option<&str>) -> Result<Pkcs11Choice, String> {
+    match v {
+        Some("auto") => Ok(Pkcs11Choice::Auto),
+        Some(u)
+            if u.starts_with("pkcs11:")
+                && u.bytes().all(|b| b.is_ascii_graphic())
+                && u.len() <= 1024 =>
+        {
+            Ok(Pkcs11Choice::Uri(u.to_string()))
+        }
+        Some(_) => Err("pkcs11-uri= parameter expects a PKCS#11 URI".to_string()),
+        None => Err("option pkcs11-uri= needs a value".to_string()),
+    }
 }
 
 /// systemd's time span for `timeout=`: seconds, or a number with `s`, `sec`, `m`, `min`,
@@ -509,16 +613,8 @@ const REFUSED: &[(&str, &str)] = &[
 /// and systemd's ordering and prompt tweaks.
 const IGNORED: &[(&str, &str)] = &[
     (
-        "tpm2-pcrs",
-        "lukskit takes the PCRs from the systemd-tpm2 token",
-    ),
-    (
-        "tpm2-pin",
-        "lukskit takes the PIN flag from the systemd-tpm2 token",
-    ),
-    (
         "tpm2-signature",
-        "signed TPM2 PCR policies are not supported by lukskit",
+        "signed TPM2 PCR policies are not supported by lukskit (and systemd 252 uses none for a sealed key file)",
     ),
     (
         "tpm2-public-key",
@@ -546,10 +642,6 @@ const IGNORED: &[(&str, &str)] = &[
     ),
     ("fido2-cid", "FIDO2 tokens are not supported by lukskit"),
     ("fido2-rp", "FIDO2 tokens are not supported by lukskit"),
-    (
-        "pkcs11-uri",
-        "lukskit tries the volume's systemd-pkcs11 tokens, not a URI given here",
-    ),
     (
         "try-empty-password",
         "lukskit does not try an empty passphrase",
@@ -666,6 +758,9 @@ pub fn parse_options(field: &str) -> Result<CrypttabOptions, String> {
             "noearly" | "loud" | "quiet" => flag(&mut false)?,
             "tries" => o.tries = Some(number("tries", v, 0u32)?),
             "tpm2-device" => o.tpm2_device = Some(nonempty("tpm2-device", v)?),
+            "tpm2-pcrs" => o.tpm2_pcrs = Some(pcr_list(v, o.tpm2_pcrs)?),
+            "tpm2-pin" => o.tpm2_pin = boolean("tpm2-pin", v)?,
+            "pkcs11-uri" => o.pkcs11_uri = Some(pkcs11_choice(v)?),
             "timeout" => o.timeout = Some(timespan("timeout", v)?),
             "token-timeout" => o.token_timeout = Some(timespan("token-timeout", v)?),
             "header" => o.header = Some(FileRef::parse(&nonempty("header", v)?)),
@@ -711,6 +806,63 @@ mod tests {
 
     fn one(line: &str) -> CrypttabEntry {
         parse_line(line).unwrap().unwrap()
+    }
+
+    #[test]
+    fn sealed_key_options_are_typed_as_systemd_252_reads_them() {
+        // A TPM2-sealed key file: PCRs joined by '+', repeated options add up, PIN boolean.
+        let e =
+            one("vol /dev/sdb1 /etc/blob tpm2-device=auto,tpm2-pcrs=0+7,tpm2-pcrs=4,tpm2-pin=yes");
+        assert!(e.options.ignored.is_empty(), "{:?}", e.options.ignored);
+        assert_eq!(
+            e.options.sealed_key(),
+            Some(SealedKey::Tpm2 {
+                device: "auto".into(),
+                pcr_mask: (1 << 0) | (1 << 4) | (1 << 7),
+                pin: true
+            })
+        );
+        // Without tpm2-pcrs=: PCR 7; an empty value: no PCR.
+        let o = parse_options("tpm2-device=/dev/tpmrm0,tpm2-pin=false").unwrap();
+        assert_eq!(
+            o.sealed_key(),
+            Some(SealedKey::Tpm2 {
+                device: "/dev/tpmrm0".into(),
+                pcr_mask: DEFAULT_TPM2_PCR_MASK,
+                pin: false
+            })
+        );
+        let o = parse_options("tpm2-device=auto,tpm2-pcrs=7,tpm2-pcrs=").unwrap();
+        assert_eq!(o.tpm2_pcrs, Some(0));
+        for bad in [
+            "tpm2-pcrs=24",
+            "tpm2-pcrs=7+",
+            "tpm2-pcrs=a",
+            "tpm2-pcrs=+7",
+            "tpm2-pcrs=99999999999",
+            "tpm2-pin=maybe",
+            "tpm2-pin",
+            "pkcs11-uri=http://x",
+            "pkcs11-uri=pkcs11:a b",
+            "pkcs11-uri",
+        ] {
+            assert!(parse_options(bad).is_err(), "{bad}");
+        }
+        // pkcs11-uri= wins over tpm2-device=; auto is the token's business.
+        let o = parse_options("tpm2-device=auto,pkcs11-uri=pkcs11:token=t;id=%01").unwrap();
+        assert_eq!(
+            o.sealed_key(),
+            Some(SealedKey::Pkcs11 {
+                uri: "pkcs11:token=t;id=%01".into()
+            })
+        );
+        let o = parse_options("pkcs11-uri=auto").unwrap();
+        assert_eq!(o.pkcs11_uri, Some(Pkcs11Choice::Auto));
+        assert_eq!(o.sealed_key(), None);
+        assert_eq!(parse_options("luks").unwrap().sealed_key(), None);
+        // tpm2-signature= stays a warning.
+        let o = parse_options("tpm2-signature=/s.json").unwrap();
+        assert_eq!(o.ignored.len(), 1);
     }
 
     #[test]

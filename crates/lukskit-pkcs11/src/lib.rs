@@ -33,6 +33,10 @@ pub use uri::Pkcs11Uri;
 /// 2048 bytes).
 const MAX_KEY_B64: usize = 4096;
 
+/// The most bytes of a PKCS#11-encrypted key file (crypttab's key field with `pkcs11-uri=`):
+/// an RSA 16384 ciphertext.
+pub const MAX_ENCRYPTED_KEY: usize = 2048;
+
 /// What can go wrong with a systemd-pkcs11 token.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -137,6 +141,24 @@ impl SystemdPkcs11Token {
             uri_text: uri_text.to_string(),
             uri,
             encrypted_key,
+        })
+    }
+
+    /// An encrypted key file, as systemd 252's `systemd-cryptsetup` decrypts one for a volume
+    /// without a token (crypttab's key field with `pkcs11-uri=URI`): `encrypted_key` is the
+    /// raw ciphertext (a token's `pkcs11-key`, base64-decoded), `uri` the security token and
+    /// key that decrypt it.
+    pub fn from_key_file(uri: &str, encrypted_key: &[u8]) -> Result<Self, Pkcs11Error> {
+        if encrypted_key.is_empty() {
+            return Err(bad("the encrypted key file is empty"));
+        }
+        if encrypted_key.len() > MAX_ENCRYPTED_KEY {
+            return Err(bad("the encrypted key file is too long"));
+        }
+        Ok(SystemdPkcs11Token {
+            uri_text: uri.to_string(),
+            uri: Pkcs11Uri::parse(uri)?,
+            encrypted_key: encrypted_key.to_vec(),
         })
     }
 
@@ -255,6 +277,26 @@ mod tests {
         json!({"type":"systemd-pkcs11","keyslots":["1"],
             "pkcs11-uri":"pkcs11:token=lukskit;id=%01",
             "pkcs11-key":"bnmsHqio6xeP6S3WXneDRH/5Qskf4IPYQrTH5NtLNEE9zqWG7a3g+mSE8kyKXmH5QEuPpi/3UsEgJswfcBFm12cS4mvAz8dB/2z2N6+WkuJqqHWewBOmwipYORP4aSwAmSCOQGNbBKVFuhCXYrISRvcHzDlTfvWvV1Xg4KrF3MpHe7ycKTMNrhg6WbG09x0rFjQNYaJeqH+n2YS3LQrZjfjwI21+MzQZwhNrBfNRimh2K1xFqT7u1e5C4x69ywpiiR0Q0wxwrP/VnqRD5b9KnN8kn9XQpppBDI5AgJ0cWJeKNTfLPohfev+T/BjL2wU+Gfg9L0UePqTN6ORrtgSyMQ=="})
+    }
+
+    #[test]
+    fn an_encrypted_key_file_is_the_decoded_key_with_the_uri() {
+        let t = SystemdPkcs11Token::parse(&sample()).unwrap();
+        let f = SystemdPkcs11Token::from_key_file("pkcs11:token=lukskit;id=%01", &t.encrypted_key)
+            .unwrap();
+        assert_eq!(f.encrypted_key, t.encrypted_key);
+        assert_eq!(f.uri, t.uri);
+        for (uri, key) in [
+            ("pkcs11:token=lukskit", &[][..]),
+            ("pkcs11:token=lukskit", &[1u8; MAX_ENCRYPTED_KEY + 1][..]),
+            ("http://x", &[1u8; 256][..]),
+        ] {
+            assert!(
+                SystemdPkcs11Token::from_key_file(uri, key).is_err(),
+                "{uri} {}",
+                key.len()
+            );
+        }
     }
 
     #[test]

@@ -8,7 +8,10 @@
 //! * [`order::candidates`] — the tokens to try and the keyslots of each, in cryptsetup's
 //!   order (keyslot priority `prefer` first, `ignore` never);
 //! * [`try_tokens`] — try them, one after the other, until one unlocks;
-//! * [`token_passphrase`] — the passphrase one named token holds.
+//! * [`token_passphrase`] — the passphrase one named token holds;
+//! * [`sealed_key_passphrase`] — the passphrase in a key file that holds a TPM2-sealed or
+//!   PKCS#11-encrypted key (crypttab's `tpm2-device=` / `pkcs11-uri=` for volumes without a
+//!   token, as systemd 252 reads them).
 //!
 //! The library prints nothing and reads no terminal: PINs are asked and what happens is
 //! told through the caller's [`TokenPrompt`] (PINs go into [`SecretBuf`]s at once).
@@ -17,10 +20,12 @@
 
 mod kinds;
 pub mod order;
+mod sealed;
 mod unlock;
 
 use lukskit_crypto::SecretBuf;
 
+pub use sealed::{sealed_key_passphrase, SealedKeyError, SealedKeyFile};
 pub use unlock::{token_passphrase, try_tokens, TokenOutcome};
 
 /// Which tokens to try, and how (cryptsetup's `--token-id`, `--token-type`, `--key-slot`,

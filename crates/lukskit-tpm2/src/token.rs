@@ -36,6 +36,9 @@ use std::time::Duration;
 /// hundred bytes).
 const MAX_BLOB_B64: usize = 8192;
 
+/// The most bytes of a sealed key file (two `TPM2B`s of at most 1024 bytes each).
+pub const MAX_SEALED_BLOB: usize = 2 * (2 + 1024);
+
 /// How many times the unseal is tried again when a PCR changed during the policy session
 /// (`TPM_RC_PCR_CHANGED`), as systemd does.
 const PCR_CHANGED_RETRIES: u32 = 3;
@@ -199,6 +202,41 @@ impl SystemdTpm2Token {
             pin,
             salt,
             srk,
+        })
+    }
+
+    /// A sealed key file, as systemd 252's `systemd-cryptsetup` unseals one for a volume
+    /// without a token (crypttab's key field with `tpm2-device=`): `blob` is the raw
+    /// `TPM2B_PRIVATE` then `TPM2B_PUBLIC` (a token's `tpm2-blob`, base64-decoded), bound to
+    /// the PCRs of `pcr_mask` and, with `pin`, to the PIN (SHA-256 of it, no salt). Nothing
+    /// else is known: no bank (SHA-256, else SHA-1, as systemd picks), the primary key ECC
+    /// then RSA (systemd's `primary_alg` 0). The policy digest the sealed object's public
+    /// area demands (`authPolicy`) takes the place of `tpm2-policy-hash`: PCRs that changed
+    /// are found before a PIN is asked or the object is tried.
+    pub fn from_sealed_blob(blob: &[u8], pcr_mask: u32, pin: bool) -> Result<Self> {
+        if blob.len() > MAX_SEALED_BLOB {
+            return Err(bad("the sealed key file is too long"));
+        }
+        if pcr_mask >> 24 != 0 {
+            return Err(bad("PCR mask names a PCR above 23"));
+        }
+        let (private, public) = split_blob(blob)?;
+        let area = tpm::parse_public(&public)
+            .map_err(|_| bad("the public part of the sealed key does not parse"))?;
+        if area.kind != alg::KEYEDHASH {
+            return Err(bad("the sealed key is not a sealed data object"));
+        }
+        let policy_hash = (!area.auth_policy.is_empty()).then(|| area.auth_policy.clone());
+        Ok(SystemdTpm2Token {
+            private,
+            public,
+            pcr_mask,
+            pcr_bank: None,
+            primary_alg: None,
+            policy_hash,
+            pin,
+            salt: None,
+            srk: None,
         })
     }
 
@@ -466,6 +504,42 @@ mod tests {
         let p = tpm::parse_public(&t.public).unwrap();
         assert_eq!(p.kind, alg::KEYEDHASH);
         assert_eq!(p.auth_policy, t.policy_hash.clone().unwrap());
+    }
+
+    #[test]
+    fn a_sealed_key_file_is_the_decoded_blob_with_its_auth_policy() {
+        let tok = sample();
+        let blob = base64::engine::general_purpose::STANDARD
+            .decode(tok["tpm2-blob"].as_str().unwrap())
+            .unwrap();
+        let t = SystemdTpm2Token::from_sealed_blob(&blob, 1 << 7, false).unwrap();
+        // The object's authPolicy is the token's policy hash: the same check, without a token.
+        assert_eq!(
+            t.policy_hash.as_deref().map(hex::encode).as_deref(),
+            tok["tpm2-policy-hash"].as_str()
+        );
+        assert_eq!((t.pcr_bank, t.primary_alg, t.pin), (None, None, false));
+        // Hostile files: too long, trailing bytes, truncated, a PCR above 23, not sealed data.
+        let mut long = blob.clone();
+        long.resize(MAX_SEALED_BLOB + 1, 0);
+        let mut trailing = blob.clone();
+        trailing.push(0);
+        for (bad_blob, mask) in [
+            (&long[..], 1 << 7),
+            (&trailing[..], 1 << 7),
+            (&blob[..blob.len() - 1], 1 << 7),
+            (&blob[..], 1 << 24),
+            (&[][..], 1 << 7),
+        ] {
+            assert!(
+                matches!(
+                    SystemdTpm2Token::from_sealed_blob(bad_blob, mask, false),
+                    Err(Tpm2Error::BadToken(_))
+                ),
+                "{} bytes, mask {mask:x}",
+                bad_blob.len()
+            );
+        }
     }
 
     #[test]

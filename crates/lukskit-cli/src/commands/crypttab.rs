@@ -13,13 +13,15 @@ use super::need_args;
 use crate::args::Opts;
 use crate::errors::{inactive, CliError, ExitClass, Result};
 use lukskit_activate as activate;
+use lukskit_crypto::SecretBuf;
 use lukskit_crypttab::locate::resolve;
 use lukskit_crypttab::mount::display_path;
 use lukskit_crypttab::plan::{check_refused, key_file, not_for_kind};
 use lukskit_crypttab::{
-    Action, CryptKind, CrypttabEntry, CrypttabError, DeviceSpec, OpenPlan, PlanWarning, Selection,
-    VolumeKind, DEFAULT_CRYPTTAB,
+    Action, CryptKind, CrypttabEntry, CrypttabError, DeviceSpec, OpenPlan, PlanWarning, SealedKey,
+    Selection, VolumeKind, DEFAULT_CRYPTTAB,
 };
+use lukskit_tokens::{SealedKeyError, SealedKeyFile};
 
 /// `crypttab open|close|list [NAME…]`.
 pub fn crypttab(o: &Opts, args: &[String]) -> Result<()> {
@@ -109,7 +111,9 @@ fn check_options(e: &CrypttabEntry) -> Result<()> {
 }
 
 /// The `open` command line for an entry (without the program name): the options Debian's
-/// `unlock_mapping` passes to cryptsetup, as lukskit spells them.
+/// `unlock_mapping` passes to cryptsetup, as lukskit spells them. An entry whose key file
+/// holds a sealed key ([`sealed_key`]) opens with the passphrase unsealed from it, asked
+/// for when that fails, and without the volume's tokens (as systemd-cryptsetup).
 fn open_argv(
     e: &CrypttabEntry,
     source: &str,
@@ -119,7 +123,12 @@ fn open_argv(
     tcrypt_keys: &[String],
 ) -> Vec<String> {
     let o = &e.options;
+    let sealed = key.is_some() && sealed_key(e, kind).is_some();
+    let key = key.filter(|_| !sealed);
     let mut a: Vec<String> = vec!["open".into(), "--type".into(), kind.as_str().into()];
+    if sealed {
+        a.push("--disable-external-tokens".into());
+    }
     let mut opt = |name: &str, v: Option<String>| match v {
         // A value that starts with '-' must not read as an option.
         Some(v) if v.starts_with('-') => a.push(format!("--{name}={v}")),
@@ -204,6 +213,71 @@ fn open_argv(
     a
 }
 
+/// What an entry's key file holds when it is not the passphrase (`tpm2-device=` or
+/// `pkcs11-uri=URI` with a key file, as systemd 252 reads them for LUKS, plain and BitLocker
+/// volumes); `None` for a plain key file.
+fn sealed_key(e: &CrypttabEntry, kind: VolumeKind) -> Option<SealedKey> {
+    match kind {
+        VolumeKind::Tcrypt => None,
+        _ => e.options.sealed_key(),
+    }
+}
+
+/// The passphrase in the sealed key file `path` of entry `e`; `None` after one line saying
+/// why not, in systemd-cryptsetup's words (the passphrase is then asked).
+fn sealed_passphrase(e: &CrypttabEntry, sealed: &SealedKey, path: &str) -> Option<SecretBuf> {
+    let o = &e.options;
+    let file = match crate::input::read_keyfile(path, o.keyfile_offset.unwrap_or(0), o.keyfile_size)
+    {
+        Ok(f) => f,
+        Err(err) => {
+            eprintln!(
+                "{}: cannot read the sealed key file {path}: {}",
+                e.name, err.message
+            );
+            return None;
+        }
+    };
+    let wait = o.token_wait().map(|s| match s {
+        0 => std::time::Duration::MAX,
+        s => std::time::Duration::from_secs(s),
+    });
+    let key = match sealed {
+        SealedKey::Tpm2 { pcr_mask, pin, .. } => SealedKeyFile::Tpm2 {
+            blob: file.as_bytes(),
+            pcr_mask: *pcr_mask,
+            pin: *pin,
+        },
+        SealedKey::Pkcs11 { uri } => SealedKeyFile::Pkcs11 {
+            encrypted_key: file.as_bytes(),
+            uri,
+        },
+    };
+    let device = match sealed {
+        SealedKey::Tpm2 { device, .. } => Some(device.clone()),
+        SealedKey::Pkcs11 { .. } => None,
+    };
+    match super::tokens::sealed_key_passphrase(key, device, wait, &e.name) {
+        Ok(p) => Some(p),
+        Err(err) => {
+            let line = match (&err, sealed) {
+                (SealedKeyError::Tpm2Pin, _) => {
+                    "TPM2 PIN unlock failed, falling back to traditional unlocking.".to_string()
+                }
+                (_, SealedKey::Tpm2 { .. }) => {
+                    format!("TPM2 operation failed, falling back to traditional unlocking: {err}.")
+                }
+                (_, SealedKey::Pkcs11 { .. }) => format!(
+                    "PKCS#11 operation failed, falling back to traditional unlocking: {}.",
+                    lukskit_tokens::printable(&err.to_string())
+                ),
+            };
+            eprintln!("{line}");
+            None
+        }
+    }
+}
+
 /// Open one entry.
 fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
     check_options(e)?;
@@ -238,6 +312,11 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
         .map(Into::into)
         .collect();
     let mut eo = crate::startup::parse(&argv).map_err(CliError::invalid)?;
+    // A sealed key file: its passphrase answers the first prompt (the passphrase is asked
+    // when it cannot be had, or does not open the volume).
+    if let (Some(sealed), Some(path)) = (sealed_key(e, plan.kind), plan.key.as_deref()) {
+        crate::input::preset_passphrase(sealed_passphrase(e, &sealed, path));
+    }
     if plan.kind == VolumeKind::Tcrypt {
         eo.passphrase_file = plan.key.clone();
     }
@@ -257,6 +336,7 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
         super::open::open(&eo, "open", &args)
     };
     crate::input::set_prompt_timeout(o.timeout.unwrap_or(0));
+    crate::input::preset_passphrase(None);
     plan.finish();
     res?;
     println!("{}: opened.", e.name);
@@ -336,13 +416,32 @@ fn list_entry(e: &CrypttabEntry) {
         }
         Some(f) => (format!("key file {f}"), Some(key_path(&f))),
     };
-    println!("  key:     {key_text}");
     let header = o.header.as_ref().map(key_path);
     let kind = if o.header.as_ref().is_some_and(|h| h.device.is_some()) {
         VolumeKind::Luks
     } else {
         VolumeKind::of(e, source.as_deref(), header.as_deref())
     };
+    let key_text = match (sealed_key(e, kind), &key) {
+        (
+            Some(SealedKey::Tpm2 {
+                device,
+                pcr_mask,
+                pin,
+            }),
+            Some(_),
+        ) => format!(
+            "TPM2-sealed {key_text}, unsealed on TPM {device} (PCRs {}{}), else passphrase asked",
+            pcr_names(pcr_mask),
+            if pin { ", with PIN" } else { "" }
+        ),
+        (Some(SealedKey::Pkcs11 { uri }), Some(_)) => format!(
+            "PKCS#11-encrypted {key_text}, decrypted by {}, else passphrase asked",
+            lukskit_tokens::printable(&uri)
+        ),
+        _ => key_text,
+    };
+    println!("  key:     {key_text}");
     let how = match o.kind {
         CryptKind::Auto => " (detected)",
         _ => "",
@@ -378,6 +477,19 @@ fn list_entry(e: &CrypttabEntry) {
     }
     for r in &o.refused {
         println!("  error:   option '{}': {}", r.option, r.reason);
+    }
+}
+
+/// A PCR mask as systemd lists PCRs (`0+7`; `none` for no PCR).
+fn pcr_names(mask: u32) -> String {
+    let v: Vec<String> = (0..24)
+        .filter(|n| mask & (1 << n) != 0)
+        .map(|n: u32| n.to_string())
+        .collect();
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join("+")
     }
 }
 

@@ -114,6 +114,24 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
     Ok(None)
 }
 
+/// The passphrase in a sealed key file (crypttab's `tpm2-device=` / `pkcs11-uri=` with a
+/// key file): unsealed on the TPM `tpm2_device` (waiting up to `wait` for it to appear) or
+/// decrypted by the security token; PINs asked on the terminal, as for tokens.
+pub(super) fn sealed_key_passphrase(
+    key: lukskit_tokens::SealedKeyFile<'_>,
+    tpm2_device: Option<String>,
+    wait: Option<std::time::Duration>,
+    volume: &str,
+) -> std::result::Result<SecretBuf, lukskit_tokens::SealedKeyError> {
+    let req = TokenRequest {
+        tpm2_device,
+        device_wait: wait.unwrap_or(std::time::Duration::ZERO),
+        volume_name: volume.to_string(),
+        ..TokenRequest::default()
+    };
+    lukskit_tokens::sealed_key_passphrase(key, &req, &mut CliPrompt)
+}
+
 /// The passphrase token `id` of `vol` holds (luksAddKey's `--new-token-id`): a
 /// `luks2-keyring` token's kernel key, or what a clevis tang token decrypts to.
 pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<SecretBuf> {
