@@ -477,3 +477,99 @@ fn luks_dump_of_systemd_tokens_equals_cryptsetup() {
         assert!(l.stdout.contains("\ttpm2-pin:         true\n") == extra.is_empty());
     }
 }
+
+/// `stderr` without the note of a host without device-mapper (the mapping served through
+/// FUSE).
+fn notices(stderr: &str) -> String {
+    stderr
+        .lines()
+        .filter(|l| !l.starts_with("no device-mapper in this kernel: serving "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// crypttab's `pkcs11-uri=` for a volume without a token, as systemd 252's systemd-cryptsetup
+/// reads it: the key field is the key systemd-cryptenroll encrypted to the token's
+/// certificate (the token's `pkcs11-key`, base64-decoded), the token removed from the
+/// header. Opened with the token's PIN; a wrong PIN or a missing token: one line, then the
+/// passphrase.
+#[test]
+fn crypttab_opens_a_tokenless_volume_with_a_pkcs11_encrypted_key_file() {
+    let test = "crypttab_opens_a_tokenless_volume_with_a_pkcs11_encrypted_key_file";
+    if !pkcs11_tools(test) || !capable(test) {
+        return;
+    }
+    use base64::Engine as _;
+    let d = tmp();
+    let hsm = Hsm::with_key(d.path(), "lukskit");
+    let uri = "pkcs11:token=lukskit;id=%01";
+    let img = pkcs11_enrolled(d.path(), &hsm, uri);
+    let tok = &json_dump(&img)["tokens"]["0"];
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(tok["pkcs11-key"].as_str().unwrap())
+        .unwrap();
+    let keyfile = write_file(d.path(), "encrypted.key", &key);
+    std::fs::set_permissions(
+        &keyfile,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    cryptsetup(&["token", "remove", "--token-id", "0", &img], b"")
+        .unwrap()
+        .ok("token remove");
+    assert_eq!(json_dump(&img)["tokens"], serde_json::json!({}));
+    let m = Mapping::new("ctp11");
+    let table = format!("{} {img} {keyfile} luks,pkcs11-uri={uri}\n", m.name);
+    let ct = write_file(d.path(), "crypttab", table.as_bytes());
+    let r = hsm
+        .lukskit(&["crypttab", "list", "--crypttab", &ct], b"")
+        .ok("crypttab list");
+    let want = format!(
+        "  key:     PKCS#11-encrypted key file {keyfile}, decrypted by {uri}, else passphrase asked"
+    );
+    assert!(
+        r.stdout.lines().any(|l| l == want),
+        "{want:?} not in\n{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("warning"), "{}", r.stdout);
+    // The PIN (a line of standard input): keyslot 1, systemd-cryptenroll's, opens.
+    let r = hsm.lukskit(
+        &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+        b"1234\n",
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
+    assert_eq!(notices(&r.stderr), "");
+    lukskit(&["close", &m.name], b"").ok("close");
+    // A wrong PIN: one line, not asked again; the next line is the passphrase.
+    let r = hsm.lukskit(
+        &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+        b"9999\npass\n",
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    assert_eq!(
+        notices(&r.stderr),
+        "PKCS#11 operation failed, falling back to traditional unlocking: wrong PIN for \
+         security token 'lukskit'.\n"
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+    // The token is not there (another token store): one line, no PIN asked.
+    let other = tmp();
+    let empty = Hsm::empty(other.path());
+    let r = empty.lukskit(
+        &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+        b"pass\n",
+    );
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
+    assert_eq!(
+        notices(&r.stderr),
+        format!(
+            "PKCS#11 operation failed, falling back to traditional unlocking: no security \
+             token matching {uri} is present.\n"
+        )
+    );
+    lukskit(&["close", &m.name], b"").ok("close");
+}
