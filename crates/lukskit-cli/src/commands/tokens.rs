@@ -160,11 +160,9 @@ pub(super) fn assign_token(vol: &mut Volume, id: u32, slot: u32) -> Result<()> {
     if t.keyslots.contains(&slot) {
         return Ok(());
     }
-    let mut slots = t.keyslots.clone();
+    let mut slots = t.keyslots;
     slots.push(slot);
     slots.sort_unstable();
-    let mut json = t.json;
-    json["keyslots"] = serde_json::json!(slots.iter().map(u32::to_string).collect::<Vec<_>>());
-    vol.token_add(Some(id), json, true)?;
+    vol.token_set_keyslots(id, &slots)?;
     Ok(())
 }
