@@ -32,6 +32,7 @@
 mod binary;
 mod disk;
 pub mod edit;
+mod from_luks1;
 mod json;
 mod metadata;
 mod segment_object;
