@@ -3,7 +3,7 @@
 //! `lukskit-activate`), which decides how a volume is exposed. Here: unlocking, options, and
 //! cryptsetup's wording and exit codes for what the activation layer reports.
 
-use super::{existing_key_source, need_args};
+use super::{absolute, existing_key_source, need_args};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
@@ -408,16 +408,6 @@ fn tls_warnings(o: &Opts, tls: Option<&activate::NbdTlsConfig>) {
     if tls.is_some_and(|t| !t.verify_peer) {
         eprintln!("{}", unverified_warning(&addr));
     }
-}
-
-pub(crate) fn absolute(path: &str) -> Result<String> {
-    // An NBD URI names a server, not a file (the ciphertext is read over the network).
-    if lukskit_volume::device::remote::is_remote(path) {
-        return Ok(path.to_string());
-    }
-    std::fs::canonicalize(path)
-        .map(|p| p.display().to_string())
-        .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }
 
 /// `--engine` of `open`: `lukskit`, `kernel` or `auto` (default `lukskit`) for the serving
