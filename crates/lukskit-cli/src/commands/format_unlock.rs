@@ -1,17 +1,16 @@
 //! Unlocking the formats behind the seam that have no LUKS keyslots (TrueCrypt/VeraCrypt,
 //! BitLocker, FileVault 2, loop-AES) through the registry ([`lukskit_volume::formats`]): the
 //! secrets read as cryptsetup 2.6.1 reads them for each type, asked again after a wrong one
-//! (`--tries`), and cryptsetup's words when none fits. Shared by `open` and its
+//! (`--tries`), and cryptsetup's words when none fits, as a
+//! [`crate::resolve::UnlockRequest`] asks. Shared by `open` and its
 //! `--test-passphrase` ([`super::open_format`]), `tcryptDump` and `image`.
 
 use super::tcrypt_secrets;
-use super::{existing_key_source, tries};
-use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
-use lukskit_volume::formats::{self, FormatOptions, OnDiskFormat, OtherFormatError, UnlockRequest};
+use lukskit_volume::formats::{self, OnDiskFormat, OtherFormatError, UnlockRequest};
 use lukskit_volume::VolumeError;
 
 /// The secrets of one attempt: a passphrase (or password) and the key files' contents.
@@ -26,7 +25,7 @@ struct Secrets {
 /// cryptsetup's `action_open_*` of that type does; for a dump (`for_dump`), only what the
 /// type's `*Dump` asks for (TCRYPT's passphrase: its header is encrypted).
 fn read_secrets(
-    o: &Opts,
+    u: &crate::resolve::UnlockRequest,
     t: VolumeType,
     device: &str,
     src: &KeySource,
@@ -35,7 +34,7 @@ fn read_secrets(
     // cryptsetup names the metadata device (crypt_get_device_name: the --header if given).
     let prompt = format!(
         "Enter passphrase for {}: ",
-        o.header.as_deref().unwrap_or(device)
+        u.header.as_deref().unwrap_or(device)
     );
     if for_dump && t != VolumeType::Tcrypt {
         return Ok(Secrets {
@@ -48,7 +47,7 @@ fn read_secrets(
         // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
         // and every -d is a key file of TrueCrypt's key-file pool.
         VolumeType::Tcrypt => {
-            let s = tcrypt_secrets::secrets(o, &prompt)?;
+            let s = tcrypt_secrets::secrets(u, &prompt)?;
             Secrets {
                 passphrase: Some(s.passphrase),
                 key_files: s.key_files,
@@ -57,16 +56,12 @@ fn read_secrets(
         }
         // loop-AES keys come from the key file alone.
         VolumeType::Loopaes => {
-            let Some(path) = &o.key_file else {
+            let KeySource::File { path, offset, size } = src else {
                 return Err(CliError::invalid("Option --key-file is required."));
             };
             Secrets {
                 passphrase: None,
-                key_files: vec![input::read_keyfile(
-                    path,
-                    o.keyfile_offset.unwrap_or(0),
-                    o.keyfile_size,
-                )?],
+                key_files: vec![input::read_keyfile(path, *offset, *size)?],
                 pim: None,
             }
         }
@@ -80,26 +75,12 @@ fn read_secrets(
     })
 }
 
-/// The per-format options of the command line.
-fn format_options(o: &Opts) -> FormatOptions {
-    let mut f = FormatOptions {
-        tcrypt: tcrypt_secrets::options(o),
-        ..FormatOptions::default()
-    };
-    f.loopaes.key_bits = o.key_size;
-    f.loopaes.offset = o.offset.unwrap_or(0);
-    f.loopaes.skip = o.skip.or(o.offset).unwrap_or(0);
-    f.loopaes.hash = o.hash.clone();
-    f.loopaes.cipher = o.cipher.clone();
-    f
-}
-
 /// Run `step` (an unlock or a dump) of the format of type `t` on `device` with the secrets
 /// it needs, asking again (`--tries`) after a wrong secret typed on a terminal (for TCRYPT
 /// also after one that is too long: cryptsetup's `tcrypt_load` retries on -EPERM and
 /// -ERANGE, for `tcryptOpen` and `tcryptDump` alike).
 pub(super) fn attempt<T>(
-    o: &Opts,
+    u: &crate::resolve::UnlockRequest,
     t: VolumeType,
     device: &str,
     for_dump: bool,
@@ -111,12 +92,12 @@ pub(super) fn attempt<T>(
             t.name().to_ascii_lowercase()
         )));
     };
-    let options = format_options(o);
-    let src = existing_key_source(o, None);
+    let options = &u.formats;
+    let src = &u.key_source;
     let attempts = if t == VolumeType::Tcrypt {
-        tries(o, &KeySource::Prompt)
+        u.attempts(&KeySource::Prompt)
     } else {
-        tries(o, &src)
+        u.attempts(src)
     };
     // Formats whose metadata is readable without a secret are loaded before one is asked
     // for, as cryptsetup's crypt_load comes first: a device of another kind says so rather
@@ -124,23 +105,23 @@ pub(super) fn attempt<T>(
     if !for_dump && format.metadata_without_secret() {
         let request = UnlockRequest {
             device,
-            header: o.header.as_deref(),
+            header: u.header.as_deref(),
             passphrase: None,
             key_files: &[],
-            options: &options,
+            options,
         };
         format.dump(&request).map_err(CliError::from)?;
     }
     let mut left = attempts;
     loop {
-        let secrets = read_secrets(o, t, device, &src, for_dump)?;
+        let secrets = read_secrets(u, t, device, src, for_dump)?;
         let mut options = options.clone();
         if secrets.pim.is_some() {
             options.tcrypt.pim = secrets.pim;
         }
         let request = UnlockRequest {
             device,
-            header: o.header.as_deref(),
+            header: u.header.as_deref(),
             passphrase: secrets.passphrase.as_ref(),
             key_files: &secrets.key_files,
             options: &options,

@@ -214,23 +214,13 @@ pub fn luks1_pbkdf_fallback(params: &mut lukskit_volume::format::FormatRequest) 
 
 /// Source of the existing passphrase: `--key-file` or a prompt.
 pub fn existing_key_source(o: &Opts, positional_keyfile: Option<&String>) -> KeySource {
-    match positional_keyfile.or(o.key_file.as_ref()) {
-        Some(p) => KeySource::File {
-            path: p.clone(),
-            offset: o.keyfile_offset.unwrap_or(0),
-            size: o.keyfile_size,
-        },
-        None => KeySource::prompt_limited(o.keyfile_offset, o.keyfile_size),
-    }
+    crate::resolve::key_source(o, positional_keyfile)
 }
 
 /// Number of passphrase attempts on a terminal (`--tries`, default 3; 1 without a terminal
 /// or with a key file).
 pub fn tries(o: &Opts, src: &KeySource) -> u32 {
-    match src {
-        KeySource::Prompt if crate::input::interactive() => o.tries.unwrap_or(3).max(1),
-        _ => 1,
-    }
+    crate::resolve::attempts(o.tries, src)
 }
 
 /// The absolute path of `path` as dm-crypt tables name a device (an NBD URI as given).

@@ -7,7 +7,7 @@ use super::format_unlock::attempt;
 use super::tcrypt_secrets::layer_name;
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
-use crate::resolve::{activation, backend_choice, kernel_options};
+use crate::resolve::{activation, backend_choice, kernel_options, UnlockRequest};
 use lukskit_activate::{self as activate, LayoutInfo, MappingConfig};
 use lukskit_format::VolumeType;
 use lukskit_volume::formats::Unlocked;
@@ -15,17 +15,24 @@ use lukskit_volume::segment::{SegmentKind, SegmentTable};
 
 /// Unlock `device` as a volume of type `t`, asking again (`--tries`) after a wrong secret
 /// typed on a terminal.
-fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
-    attempt(o, t, device, false, |f, r| f.unlock(r))
+fn unlock(u: &UnlockRequest, t: VolumeType, device: &str) -> Result<Unlocked> {
+    attempt(u, t, device, false, |f, r| f.unlock(r))
 }
 
 /// `open --type T DEVICE NAME` (or `tcryptOpen`, `bitlkOpen`, `fvault2Open`, `loopaesOpen`)
-/// of a type other than LUKS and plain; with `name` `None`, `--test-passphrase`.
-pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result<()> {
+/// of a type other than LUKS and plain, unlocked as `u` asks and activated as `o`'s options
+/// say; with `name` `None`, `--test-passphrase`.
+pub fn open(
+    o: &Opts,
+    u: &UnlockRequest,
+    t: VolumeType,
+    device: &str,
+    name: Option<&str>,
+) -> Result<()> {
     let Some(name) = name else {
-        return attempt(o, t, device, false, |f, r| f.test_secret(r));
+        return attempt(u, t, device, false, |f, r| f.test_secret(r));
     };
-    let unlocked = unlock(o, t, device)?;
+    let unlocked = unlock(u, t, device)?;
     let backend = activate::choose_backend(backend_choice(o)?, &activation(o, name, t))
         .map_err(CliError::from)?;
     // A cascade is stacked as cryptsetup stacks it: the table on the device is NAME_2 (of

@@ -32,7 +32,7 @@ pub fn tcrypt_dump(o: &Opts, args: &[String]) -> Result<()> {
     let device = &args[0];
     let metadata = o.header.as_deref().unwrap_or(device);
     let loaded = super::format_unlock::attempt(
-        o,
+        &crate::resolve::unlock(o),
         lukskit_format::VolumeType::Tcrypt,
         device,
         true,

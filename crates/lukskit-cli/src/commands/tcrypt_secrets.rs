@@ -1,14 +1,14 @@
-//! What unlocking a TrueCrypt/VeraCrypt volume reads from the command line (the passphrase,
-//! the key-file pool's files, the PIM, the `--tcrypt-*`/`--veracrypt*` options), cryptsetup
+//! What unlocking a TrueCrypt/VeraCrypt volume reads (the passphrase, the key-file pool's
+//! files, the PIM asked for, as its [`UnlockRequest`] says), cryptsetup
 //! 2.6.1's words when its header does not open, and the names of a cascade's mappings: shared
 //! by `open --type tcrypt` ([`super::open_format`]), `tcryptDump` ([`super::tcrypt`]) and
 //! `image`.
 
-use crate::args::Opts;
 use crate::errors::{CliError, ExitClass, Result};
 use crate::input::{self, KeySource};
+use crate::resolve::UnlockRequest;
 use lukskit_crypto::SecretBuf;
-use lukskit_volume::formats::{OtherFormatError, TcryptOptions};
+use lukskit_volume::formats::OtherFormatError;
 use lukskit_volume::VolumeError;
 
 /// The mapping name of layer `index` of a cascade mapped as `name` (0 is the top one, which
@@ -18,19 +18,6 @@ pub fn layer_name(name: &str, index: usize) -> String {
         name.to_string()
     } else {
         format!("{name}_{index}")
-    }
-}
-
-/// The TCRYPT options of the command line.
-pub fn options(o: &Opts) -> TcryptOptions {
-    TcryptOptions {
-        hidden: o.given.has("tcrypt-hidden"),
-        system: o.given.has("tcrypt-system"),
-        backup: o.given.has("tcrypt-backup"),
-        no_veracrypt: o.given.has("disable-veracrypt"),
-        pim: o.veracrypt_pim,
-        hash: o.hash.clone(),
-        cipher: o.cipher.clone(),
     }
 }
 
@@ -98,8 +85,8 @@ fn parse_pim(typed: &[u8]) -> Result<u32> {
 /// other `-d` is a file of the key-file pool; without `-d -` the passphrase is prompted for
 /// (a line of standard input when it is not a terminal; it may be empty). With
 /// `--veracrypt-query-pim` the PIM is asked for after it.
-pub fn secrets(o: &Opts, prompt: &str) -> Result<TcryptSecrets> {
-    let stdin = o.key_files.iter().any(|p| p == "-");
+pub fn secrets(u: &UnlockRequest, prompt: &str) -> Result<TcryptSecrets> {
+    let stdin = u.key_files.iter().any(|p| p == "-");
     let source = if stdin {
         KeySource::File {
             path: "-".into(),
@@ -109,19 +96,19 @@ pub fn secrets(o: &Opts, prompt: &str) -> Result<TcryptSecrets> {
     } else {
         KeySource::Prompt
     };
-    let passphrase = match &o.passphrase_file {
+    let passphrase = match &u.passphrase_file {
         // Its first line (systemd's read_one_line_file), at most what VeraCrypt takes and a
         // newline: a longer line is refused as a typed one is.
         Some(path) => first_line(path)?,
         None => input::get_secret(&source, prompt, false)?,
     };
-    let key_files = o
+    let key_files = u
         .key_files
         .iter()
         .filter(|p| p.as_str() != "-")
         .map(|p| input::read_keyfile(p, 0, None))
         .collect::<Result<_>>()?;
-    let pim = if o.given.has("veracrypt-query-pim") {
+    let pim = if u.query_pim {
         let typed = input::get_secret(&source, "Enter VeraCrypt PIM: ", false)?;
         Some(parse_pim(typed.as_bytes())?)
     } else {
