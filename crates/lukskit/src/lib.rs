@@ -65,7 +65,7 @@
 //!   `nbds://` (NBD over TLS);
 //! * `tang` — unlock with clevis tokens ([`Secret::Token`]: tang, tpm2, sss pins);
 //! * `io_uring` — the volume layer's asynchronous sector I/O (`volume_layer::ring`);
-//! * `fuse` — expose the plaintext through FUSE or an NBD server ([`expose`]);
+//! * `fuse` — expose the plaintext through FUSE or an NBD server (`expose`);
 //! * `crypttab` — crypttab(5) parsing and each entry's open plan (`crypttab`);
 //! * `tokens` — cryptsetup's token step with every token kind and PIN prompts
 //!   (`token_unlock`).
