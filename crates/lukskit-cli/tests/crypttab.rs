@@ -41,7 +41,7 @@ fn list_reports_what_open_would_do() {
     let table = format!(
         "# a comment\n\
          \n\
-         vol  {img}  {key}  discard,keyslot=0,tpm2-device=auto,frobnicate\n\
+         vol  {img}  {key}  discard,keyslot=0,frobnicate\n\
          pl\t{plain}\t-\tplain,cipher=aes-xts-plain64,size=512,offset=8,skip=8,tries=5,noauto\n\
          gone UUID=0badc0de-0000-4000-8000-000000000000 none nofail\n\
          tc   {img}  none swap\n"

@@ -518,8 +518,12 @@ fn crypttab_opens_a_tokenless_volume_with_a_pkcs11_encrypted_key_file() {
         .unwrap()
         .ok("token remove");
     assert_eq!(json_dump(&img)["tokens"], serde_json::json!({}));
-    let m = Mapping::new("ctp11");
-    let table = format!("{} {img} {keyfile} luks,pkcs11-uri={uri}\n", m.name);
+    // One entry per open below (a closed mapping's name is not reused at once).
+    let [m, bad, gone] = ["ctp11", "ctp11bad", "ctp11gone"].map(Mapping::new);
+    let table: String = [&m, &bad, &gone]
+        .iter()
+        .map(|m| format!("{} {img} {keyfile} luks,pkcs11-uri={uri}\n", m.name))
+        .collect();
     let ct = write_file(d.path(), "crypttab", table.as_bytes());
     let r = hsm
         .lukskit(&["crypttab", "list", "--crypttab", &ct], b"")
@@ -544,7 +548,7 @@ fn crypttab_opens_a_tokenless_volume_with_a_pkcs11_encrypted_key_file() {
     lukskit(&["close", &m.name], b"").ok("close");
     // A wrong PIN: one line, not asked again; the next line is the passphrase.
     let r = hsm.lukskit(
-        &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+        &["crypttab", "open", "-v", "--crypttab", &ct, &bad.name],
         b"9999\npass\n",
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -554,12 +558,12 @@ fn crypttab_opens_a_tokenless_volume_with_a_pkcs11_encrypted_key_file() {
         "PKCS#11 operation failed, falling back to traditional unlocking: wrong PIN for \
          security token 'lukskit'.\n"
     );
-    lukskit(&["close", &m.name], b"").ok("close");
+    lukskit(&["close", &bad.name], b"").ok("close");
     // The token is not there (another token store): one line, no PIN asked.
     let other = tmp();
     let empty = Hsm::empty(other.path());
     let r = empty.lukskit(
-        &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+        &["crypttab", "open", "-v", "--crypttab", &ct, &gone.name],
         b"pass\n",
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -571,5 +575,5 @@ fn crypttab_opens_a_tokenless_volume_with_a_pkcs11_encrypted_key_file() {
              token matching {uri} is present.\n"
         )
     );
-    lukskit(&["close", &m.name], b"").ok("close");
+    lukskit(&["close", &gone.name], b"").ok("close");
 }

@@ -713,13 +713,20 @@ fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
         let tpm = Swtpm::start(d.path());
         let img = enrolled(d.path(), &tpm, pin);
         let blob = tokenless(d.path(), &img);
-        let m = Mapping::new(if pin.is_some() { "ctpin" } else { "ctseal" });
+        // One entry per open below (a closed mapping's name is not reused at once).
+        let tag = if pin.is_some() { "pin" } else { "seal" };
+        let [m, bad, pcr] = ["", "bad", "pcr"].map(|s| Mapping::new(&format!("ct{tag}{s}")));
         let pin_opt = if pin.is_some() { ",tpm2-pin=yes" } else { "" };
-        let table = format!(
-            "{} {img} {blob} luks,tpm2-device={},tpm2-pcrs=7{pin_opt}\n",
-            m.name,
-            tpm.tcti()
-        );
+        let table: String = [&m, &bad, &pcr]
+            .iter()
+            .map(|m| {
+                format!(
+                    "{} {img} {blob} luks,tpm2-device={},tpm2-pcrs=7{pin_opt}\n",
+                    m.name,
+                    tpm.tcti()
+                )
+            })
+            .collect();
         let ct = write_file(d.path(), "crypttab", table.as_bytes());
         // list: the key file is the sealed key; open gets no --key-file and no tokens.
         let r = lukskit(&["crypttab", "list", "--crypttab", &ct], b"").ok("crypttab list");
@@ -761,7 +768,7 @@ fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
         if pin.is_some() {
             // A wrong PIN: systemd's line, one dictionary-attack count, then the passphrase.
             let r = lukskit(
-                &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+                &["crypttab", "open", "-v", "--crypttab", &ct, &bad.name],
                 b"0000\npass\n",
             );
             assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -770,7 +777,7 @@ fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
                 notices(&r.stderr),
                 "TPM2 PIN unlock failed, falling back to traditional unlocking.\n"
             );
-            lukskit(&["close", &m.name], b"").ok("close");
+            lukskit(&["close", &bad.name], b"").ok("close");
             assert_eq!(tpm.lockout_counter(), 1);
             // (forgotten after a second: Swtpm::start set the recovery time)
             std::thread::sleep(Duration::from_millis(1500));
@@ -780,7 +787,7 @@ fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
         // dictionary-attack count.
         tpm.extend_pcr7();
         let r = lukskit(
-            &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
+            &["crypttab", "open", "-v", "--crypttab", &ct, &pcr.name],
             b"pass\n",
         );
         assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
@@ -790,7 +797,7 @@ fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
             "TPM2 operation failed, falling back to traditional unlocking: the current PCR \
              values do not match the token's policy (PCRs changed since enrollment).\n"
         );
-        lukskit(&["close", &m.name], b"").ok("close");
+        lukskit(&["close", &pcr.name], b"").ok("close");
         assert_eq!(tpm.lockout_counter(), 0);
         nothing_left(&tpm);
     }

@@ -98,11 +98,11 @@ pub(super) fn sealed_key_passphrase(
     wait: Option<std::time::Duration>,
     volume: &str,
 ) -> std::result::Result<SecretBuf, lukskit_tokens::SealedKeyError> {
-    let req = TokenRequest {
+    let req = lukskit_tokens::TokenRequest {
         tpm2_device,
         device_wait: wait.unwrap_or(std::time::Duration::ZERO),
         volume_name: volume.to_string(),
-        ..TokenRequest::default()
+        ..lukskit_tokens::TokenRequest::default()
     };
     lukskit_tokens::sealed_key_passphrase(key, &req, &mut CliPrompt)
 }
