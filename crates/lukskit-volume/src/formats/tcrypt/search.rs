@@ -67,15 +67,16 @@ struct Trial {
     prf: Pbkdf2Prf,
     iterations: u32,
     key: Mutex<SecretBuf>,
-    /// Blocks not yet computed; the thread that computes the last one tries the ciphers.
-    blocks_left: AtomicUsize,
+    /// Jobs (blocks or runs of blocks) not yet done; the thread that does the last one tries
+    /// the ciphers. Set once the jobs are made.
+    jobs_left: AtomicUsize,
 }
 
 /// Run the trials of `variants` (in table order) on `threads` threads.
 ///
 /// The work is the output blocks of every variant's PBKDF2 (a 192-byte header key is 3
-/// SHA-512 blocks, 10 RIPEMD-160 blocks, …), handed out in table order: the threads share
-/// the blocks of one variant, so the variants complete in cryptsetup's order, each about as
+/// SHA-512 blocks, 10 RIPEMD-160 blocks, …; RIPEMD-160's run side by side in SIMD lanes, a
+/// share per thread), handed out in table order: the threads share the blocks of one variant, so the variants complete in cryptsetup's order, each about as
 /// soon as the cores allow. Once a variant decrypts the header, the blocks of later variants
 /// still running are abandoned and none is started: no later variant can win.
 pub fn find(
@@ -97,26 +98,36 @@ pub fn find(
                 prf,
                 iterations,
                 key: Mutex::new(SecretBuf::zeroed(HDR_KEY_LEN)),
-                blocks_left: AtomicUsize::new(HDR_KEY_LEN.div_ceil(prf.block_len())),
+                jobs_left: AtomicUsize::new(0),
             })
         })
         .collect();
-    // Jobs: (trial, 1-based block index), in table order.
-    let jobs: Vec<(usize, u32)> = trials
+    // Jobs: (trial, first 1-based block index, blocks), in table order. A job is one block,
+    // or a run of blocks computed side by side (SIMD lanes), split so that every thread gets
+    // a share of the trial.
+    let threads = threads.max(1);
+    let jobs: Vec<(usize, u32, usize)> = trials
         .iter()
         .enumerate()
         .flat_map(|(t, trial)| {
             let blocks = HDR_KEY_LEN.div_ceil(trial.prf.block_len());
-            (1..=blocks).map(move |b| (t, b as u32))
+            let per_job = blocks.div_ceil(threads).clamp(1, trial.prf.lanes());
+            (0..blocks)
+                .step_by(per_job)
+                .map(move |b| (t, b as u32 + 1, per_job.min(blocks - b)))
         })
         .collect();
+    for (t, trial) in trials.iter().enumerate() {
+        let jobs_of_trial = jobs.iter().filter(|j| j.0 == t).count();
+        trial.jobs_left.store(jobs_of_trial, Ordering::SeqCst);
+    }
     let next = AtomicUsize::new(0);
     // Position (in `trials`) of the earliest success so far.
     let best = AtomicUsize::new(usize::MAX);
     let results: Mutex<Vec<Option<Found>>> = Mutex::new((0..trials.len()).map(|_| None).collect());
     let worker = || loop {
         let j = next.fetch_add(1, Ordering::SeqCst);
-        let Some(&(t, index)) = jobs.get(j) else {
+        let Some(&(t, index, count)) = jobs.get(j) else {
             return;
         };
         // Jobs come in table order: once an earlier trial has won, nothing left can.
@@ -126,10 +137,10 @@ pub fn find(
         let trial = &trials[t];
         let len = trial.prf.block_len();
         let start = (index as usize - 1) * len;
-        let end = (start + len).min(HDR_KEY_LEN);
+        let end = (start + count * len).min(HDR_KEY_LEN);
         let mut block = SecretBuf::zeroed(end - start);
         let stop = || best.load(Ordering::SeqCst) < t;
-        let done = lukskit_crypto::kdf::pbkdf2_block(
+        let done = lukskit_crypto::kdf::pbkdf2_blocks(
             trial.prf,
             input.as_bytes(),
             &raw.salt,
@@ -141,7 +152,7 @@ pub fn find(
         if !matches!(done, Ok(true)) {
             // Abandoned (an earlier trial won) or refused: this trial cannot complete.
             if done.is_err() {
-                trial.blocks_left.store(usize::MAX, Ordering::SeqCst);
+                trial.jobs_left.store(usize::MAX, Ordering::SeqCst);
             }
             continue;
         }
@@ -150,7 +161,7 @@ pub fn find(
         };
         key.as_mut_bytes()[start..end].copy_from_slice(block.as_bytes());
         drop(block);
-        if trial.blocks_left.fetch_sub(1, Ordering::SeqCst) != 1 {
+        if trial.jobs_left.fetch_sub(1, Ordering::SeqCst) != 1 {
             continue;
         }
         if let Some((cascade, decrypted)) = try_ciphers(raw, key.as_bytes(), limits) {
