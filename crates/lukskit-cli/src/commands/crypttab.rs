@@ -223,6 +223,24 @@ fn sealed_key(e: &CrypttabEntry, kind: VolumeKind) -> Option<SealedKey> {
     }
 }
 
+/// What systemd-cryptsetup 252 gives the volume from an unsealed or decrypted key: the base64
+/// text as the passphrase, except for a plain volume with `hash=plain`, which it activates with
+/// the raw secret as the volume key (`pass_volume_key`): with that hash the passphrase bytes
+/// are the key, so the raw bytes are given as the passphrase.
+fn sealed_secret_as_given(kind: VolumeKind, hash: Option<&str>, base64: SecretBuf) -> SecretBuf {
+    use base64::Engine;
+    if kind != VolumeKind::Plain || hash != Some("plain") {
+        return base64;
+    }
+    let mut raw = SecretBuf::zeroed(base64.len());
+    match base64::engine::general_purpose::STANDARD
+        .decode_slice(base64.as_bytes(), raw.as_mut_bytes())
+    {
+        Ok(n) => SecretBuf::from_slice(&raw.as_bytes()[..n]),
+        Err(_) => base64,
+    }
+}
+
 /// The passphrase in the sealed key file `path` of entry `e`; `None` after one line saying
 /// why not, in systemd-cryptsetup's words (the passphrase is then asked).
 fn sealed_passphrase(e: &CrypttabEntry, sealed: &SealedKey, path: &str) -> Option<SecretBuf> {
@@ -315,7 +333,9 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
     // A sealed key file: its passphrase answers the first prompt (the passphrase is asked
     // when it cannot be had, or does not open the volume).
     if let (Some(sealed), Some(path)) = (sealed_key(e, plan.kind), plan.key.as_deref()) {
-        crate::input::preset_passphrase(sealed_passphrase(e, &sealed, path));
+        let secret = sealed_passphrase(e, &sealed, path)
+            .map(|p| sealed_secret_as_given(plan.kind, e.options.hash.as_deref(), p));
+        crate::input::preset_passphrase(secret);
     }
     if plan.kind == VolumeKind::Tcrypt {
         eo.passphrase_file = plan.key.clone();
@@ -523,6 +543,22 @@ pub fn rename(_o: &Opts, args: &[String]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plain_volume_with_hash_plain_gets_the_raw_secret() {
+        let b64 = || SecretBuf::from_slice(b"AAEC/w==");
+        let raw = sealed_secret_as_given(VolumeKind::Plain, Some("plain"), b64());
+        assert_eq!(raw.as_bytes(), &[0, 1, 2, 0xff]);
+        for (kind, hash) in [
+            (VolumeKind::Plain, None),
+            (VolumeKind::Plain, Some("sha256")),
+            (VolumeKind::Luks, Some("plain")),
+            (VolumeKind::Bitlk, None),
+        ] {
+            let given = sealed_secret_as_given(kind, hash, b64());
+            assert_eq!(given.as_bytes(), b"AAEC/w==", "{kind:?} {hash:?}");
+        }
+    }
 
     fn entry(line: &str) -> CrypttabEntry {
         lukskit_crypttab::parse_line(line).unwrap().unwrap()
