@@ -69,6 +69,8 @@
 //! * `crypttab` — crypttab(5) parsing and each entry's open plan (`crypttab`);
 //! * `tokens` — cryptsetup's token step with every token kind and PIN prompts
 //!   (`token_unlock`).
+//! * `reencrypt` — re-encryption as cryptsetup's `reencrypt` orchestrates it, offline or
+//!   online under a kernel or userspace mapping (`reencrypt`).
 //!
 //! Image conversion (plaintext file ↔ encrypted image, streamed on all cores) is
 //! `volume_layer::image`.
@@ -118,3 +120,8 @@ pub use lukskit_expose as expose;
 /// order, asking PINs through a [`token_unlock::TokenPrompt`] the caller implements.
 #[cfg(feature = "tokens")]
 pub use lukskit_tokens as token_unlock;
+/// Re-encryption (`lukskit-reencrypt`): a typed [`reencrypt::ReencryptRequest`], the checks
+/// and choices cryptsetup's `reencrypt` makes, and [`reencrypt::run()`], offline or online,
+/// reporting through a [`reencrypt::Progress`] the caller implements.
+#[cfg(feature = "reencrypt")]
+pub use lukskit_reencrypt as reencrypt;

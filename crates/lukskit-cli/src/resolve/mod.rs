@@ -6,6 +6,8 @@
 
 mod activation;
 mod format;
+mod reencrypt;
 
 pub use activation::{activation, backend_choice, kernel_options, nbd_tls};
 pub use format::{data_cipher, format, pbkdf, NewHeader};
+pub use reencrypt::reencrypt;
