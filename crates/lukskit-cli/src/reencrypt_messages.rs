@@ -54,6 +54,8 @@ fn message(e: ReencryptError) -> CliError {
             refusal,
             in_use,
         } => claim_refused(&path, refusal, in_use),
+        // "Reencryption metadata is invalid." and the like, with exit 2.
+        E::InvalidMetadata(e) => CliError::permission(crate::errors::volume(&e).message),
         E::NotLuks2 => CliError::invalid("Device is not a valid LUKS2 device."),
         E::Volume(e) => e.into(),
         E::Format(e) => e.into(),

@@ -83,6 +83,9 @@ pub enum ReencryptError {
         /// It is in use (else it could not be opened at all).
         in_use: bool,
     },
+    /// The re-encryption metadata does not match its digest (mangled).
+    #[error("the re-encryption metadata is invalid: {0}")]
+    InvalidMetadata(#[source] lukskit_volume::VolumeError),
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,

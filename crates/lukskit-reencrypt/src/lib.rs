@@ -9,7 +9,8 @@
 //! * [`online`] — the kernel mapping a run goes on under;
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
 //! * [`claim`] — the data device held for an offline run;
-//! * [`run()`] — the run itself, offline or online, reporting through a [`Progress`].
+//! * [`run()`] — the run itself, offline or online, reporting through a [`Progress`];
+//! * [`repair`] — recovery of an interrupted hot zone, upgrade and check of the metadata.
 //!
 //! The library prints nothing and reads no terminal: progress goes to the caller's
 //! [`Progress`]; failures are [`ReencryptError`]s, which a command line maps to cryptsetup's
@@ -56,6 +57,7 @@ mod error;
 pub mod keyslots;
 pub mod online;
 mod progress;
+pub mod repair;
 mod request;
 pub mod resume;
 mod run;

@@ -13,7 +13,9 @@ use crate::interrupt::catch_interrupts;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
-use lukskit_reencrypt::{choice, keyslots, online, Phase, ReencryptError, ReencryptRequest};
+use lukskit_reencrypt::{
+    choice, keyslots, online, repair, Phase, ReencryptError, ReencryptRequest,
+};
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
 use lukskit_volume::{Header, Volume};
@@ -933,19 +935,12 @@ pub fn repair_needs_recovery(o: &Opts, args: &[String]) -> bool {
     let Some(device) = args.first() else {
         return false;
     };
-    let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
-        return false;
-    };
-    match vol.header() {
-        Header::Luks2(h) => reencrypt::status(h).ok() == Some(Status::Crash),
-        Header::Luks1(_) => false,
-    }
+    Volume::load(device, o.header.as_deref(), Access::Read)
+        .is_ok_and(|vol| repair::needs_recovery(&vol))
 }
 
-/// `repair <device>` of a header with an interrupted hot zone: unlock, take the
-/// re-encryption lock and recover the hot zone (cryptsetup's
-/// `LUKS2_reencrypt_locked_recovery_by_passphrase`; the recovery of the last hot zone also
-/// finishes the re-encryption).
+/// `repair <device>` of a header with an interrupted hot zone: the passphrase, then the
+/// recovery (see [`repair::Recovery`]).
 pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
@@ -954,30 +949,11 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
         o.batch_mode,
     )?;
     let mut vol = super::load_volume(o, device, Access::Write)?;
-    let data_dev = if vol.detached {
-        Some(Device::open(&vol.data_path, Access::Write)?)
-    } else {
-        None
-    };
-    let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
+    let recovery = repair::Recovery::prepare(&vol)?;
     let src = existing_key_source(o, None);
     let prompt = format!("Enter passphrase for {device}: ");
     let pass = input::get_secret(&src, &prompt, false)?;
-    let keys = reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot)?;
-    let uuid = vol.uuid().to_string();
-    let _lock = if o.disable_locks {
-        None
-    } else {
-        Some(reencrypt::ReencryptLock::acquire(&uuid)?)
-    };
-    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
-        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
-    };
-    let data: &dyn Storage = match &data_dev {
-        Some(d) => d,
-        None => vol_dev,
-    };
-    reencrypt::recover(vol_dev, data, block, hdr, &keys)?;
+    recovery.recover(&mut vol, pass.as_bytes(), o.key_slot, o.disable_locks)?;
     Ok(())
 }
 
@@ -1092,20 +1068,14 @@ struct Formatted {
     shift: Option<u64>,
 }
 
-/// Whether `repair <device>` must protect unprotected re-encryption metadata (cryptsetup's
-/// `CRYPT_REENCRYPT_REPAIR_NEEDED`: the old `online-reencrypt` requirement, or no metadata
-/// digest); checked before the hot-zone recovery, as cryptsetup does.
+/// Whether `repair <device>` must protect unprotected re-encryption metadata (see
+/// [`repair::needs_metadata_upgrade`]).
 pub fn repair_needs_metadata_upgrade(o: &Opts, args: &[String]) -> bool {
     let Some(device) = args.first() else {
         return false;
     };
-    let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
-        return false;
-    };
-    match vol.header() {
-        Header::Luks2(h) => reencrypt::metadata_repair_needed(h).unwrap_or(false),
-        Header::Luks1(_) => false,
-    }
+    Volume::load(device, o.header.as_deref(), Access::Read)
+        .is_ok_and(|vol| repair::needs_metadata_upgrade(&vol))
 }
 
 /// `repair <device>` of unprotected re-encryption metadata (cryptsetup's
@@ -1126,19 +1096,8 @@ pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
         false,
     )?;
     let mut vol = super::load_volume(o, &args[0], Access::Write)?;
-    let keys = reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot)?;
-    let key_len = keys
-        .new
-        .as_ref()
-        .or(keys.old.as_ref())
-        .map_or(32, |k| k.len());
     let pbkdf = crate::resolve::pbkdf(o);
-    let (hash, iterations) = (pbkdf.hash()?, pbkdf.digest_iterations(key_len)?);
-    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
-        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
-    };
-    reencrypt::upgrade_metadata(vol_dev, hdr, &keys, hash, iterations)?;
-    reencrypt::verify_metadata(hdr, &keys)?;
+    repair::upgrade_metadata(&mut vol, pass.as_bytes(), o.key_slot, &pbkdf)?;
     Ok(())
 }
 
@@ -1147,10 +1106,7 @@ pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
 /// `CRYPT_REENCRYPT_CLEAN`): mangled metadata fails with "Reencryption metadata is invalid."
 /// (exit 2).
 pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
-    let Some(hdr) = vol.luks2() else {
-        return Ok(());
-    };
-    if reencrypt::status(hdr).ok() != Some(Status::Clean) {
+    if !repair::needs_verification(vol) {
         return Ok(());
     }
     let src = existing_key_source(o, None);
@@ -1159,11 +1115,7 @@ pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
         "Enter passphrase to verify reencryption metadata digest: ",
         false,
     )?;
-    let keys = reencrypt::unlock_keys(&vol.dev, hdr, pass.as_bytes(), o.key_slot)?;
-    reencrypt::verify_metadata(hdr, &keys).map_err(|e| {
-        let e = errors::volume(&e);
-        CliError::permission(e.message)
-    })
+    Ok(repair::verify(vol, pass.as_bytes(), o.key_slot)?)
 }
 
 #[cfg(test)]
