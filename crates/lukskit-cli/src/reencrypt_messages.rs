@@ -23,6 +23,7 @@ fn message(e: ReencryptError) -> CliError {
              option cannot be applied.",
         ),
         E::InitFailed => CliError::invalid("Failed to initialize LUKS2 reencryption in metadata."),
+        E::InitFailedBecause(reason) => init_failed(CliError::from(*reason)),
         E::NotInEncryption => {
             CliError::invalid("Device is not in LUKS2 encryption. Conflicting option --encrypt.")
         }
@@ -64,6 +65,19 @@ fn message(e: ReencryptError) -> CliError {
     }
 }
 
+/// A failure of the re-encryption's initialization in cryptsetup's words: the reason, then
+/// "Failed to initialize LUKS2 reencryption in metadata." (once).
+pub(crate) fn init_failed(e: CliError) -> CliError {
+    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
+    if e.message.ends_with(FAILED) {
+        return e;
+    }
+    if e.message.is_empty() {
+        return CliError::new(e.class, FAILED);
+    }
+    CliError::new(e.class, format!("{}\n{FAILED}", e.message))
+}
+
 /// A claim of `path` refused: cryptsetup's words for each step (its exclusive open of the
 /// data device, exit 5 for a run; exit 1 otherwise).
 fn claim_refused(path: &str, refusal: ClaimRefusal, in_use: bool) -> CliError {
@@ -83,6 +97,7 @@ fn claim_refused(path: &str, refusal: ClaimRefusal, in_use: bool) -> CliError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::errors::ExitClass;
 
     #[test]
     fn each_refusal_has_cryptsetups_words_and_exit_code() {
@@ -107,5 +122,29 @@ mod tests {
         );
         let gone = claim_refused("/dev/x", ClaimRefusal::Legacy, false);
         assert_eq!(gone.message, "Cannot open device /dev/x.");
+    }
+
+    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
+
+    #[test]
+    fn init_failure_follows_its_reason_once() {
+        let e = init_failed(CliError::new(
+            ExitClass::Invalid,
+            "Unsupported resilience mode x",
+        ));
+        assert_eq!(
+            e.message,
+            format!("Unsupported resilience mode x\n{FAILED}")
+        );
+        assert_eq!(
+            init_failed(e).message,
+            format!("Unsupported resilience mode x\n{FAILED}")
+        );
+    }
+
+    #[test]
+    fn init_failure_without_a_reason_is_one_line() {
+        let e = init_failed(CliError::new(ExitClass::Invalid, ""));
+        assert_eq!(e.message, FAILED);
     }
 }

@@ -34,6 +34,9 @@ pub enum ReencryptError {
     /// An initialization cryptsetup refuses without saying more than that it failed.
     #[error("failed to initialize the re-encryption")]
     InitFailed,
+    /// The initialization failed for this reason; nothing was written.
+    #[error("failed to initialize the re-encryption: {0}")]
+    InitFailedBecause(Box<ReencryptError>),
     /// An encryption was asked for, another mode is in progress.
     #[error("the device is not in encryption")]
     NotInEncryption,

@@ -5,6 +5,8 @@
 //! * [`resume::check_resume_params`] — whether a request may go on with the re-encryption in
 //!   progress;
 //! * [`choice`] — the resilience and data shift of a new re-encryption;
+//! * [`init`] — writing a new re-encryption's metadata, checked against an online run's
+//!   mapping first;
 //! * [`keyslots`] — the keyslots a re-encryption unlocks and the PBKDF of the new ones;
 //! * [`online`] — the kernel mapping a run goes on under;
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
@@ -54,6 +56,7 @@
 pub mod choice;
 pub mod claim;
 mod error;
+pub mod init;
 pub mod keyslots;
 pub mod online;
 mod progress;

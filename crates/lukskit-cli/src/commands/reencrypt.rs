@@ -10,6 +10,7 @@ use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
 use crate::interrupt::catch_interrupts;
+use crate::reencrypt_messages::init_failed;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
@@ -511,7 +512,7 @@ struct InitContext<'a> {
 /// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
 /// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata.
 /// `ctx.online`: the kernel mapping the run will go on under, which must match the metadata
-/// before it is written (see [`commit_init`]).
+/// before it is written (see [`lukskit_reencrypt::init::commit`]).
 fn init(
     o: &Opts,
     vol: &mut Volume,
@@ -622,7 +623,7 @@ fn init(
             old: Some(old_vk),
             new: None,
         };
-        commit_init(vol, (size, block), &params, &keys, online)?;
+        lukskit_reencrypt::init::commit(vol, (size, block), &params, &keys, online)?;
         return Ok(keys);
     }
     if slots.len() > 1 && !matches!(src, input::KeySource::Prompt) {
@@ -818,7 +819,13 @@ fn reencrypt_init(
         digest_iterations: digest_pbkdf.digest_iterations(key_len)?,
         digest_hash: digest_pbkdf.hash()?,
     };
-    commit_init(vol, (size, block), &params, keys, online)
+    Ok(lukskit_reencrypt::init::commit(
+        vol,
+        (size, block),
+        &params,
+        keys,
+        online,
+    )?)
 }
 
 /// `reencrypt --keep-key` of a LUKS2 volume with a new cipher, key size or sector size
@@ -878,55 +885,8 @@ fn keep_key_init(
         old: Some(vk.clone()),
         new: Some(vk),
     };
-    commit_init(vol, (size, block), &params, &keys, online)?;
+    lukskit_reencrypt::init::commit(vol, (size, block), &params, &keys, online)?;
     Ok(keys)
-}
-
-/// Write the re-encryption metadata (`params`, `keys`) of a re-encryption or decryption,
-/// `(data size, data block size)`: when the run goes on under kernel mapping `online`,
-/// that mapping must first match the metadata about to be written, as cryptsetup 2.6.1's
-/// `reencrypt_init` checks it (`crypt_compare_dm_devices`: the mapping `NAME2` of
-/// luks2-reencryption-test [4], whose key description names an old digest). Otherwise
-/// nothing is written: "Mismatching parameters on device NAME." and, as after any failure
-/// of the initialization, "Failed to initialize LUKS2 reencryption in metadata.", as
-/// cryptsetup.
-fn commit_init(
-    vol: &mut Volume,
-    (size, block): (u64, u64),
-    params: &InitParams,
-    keys: &reencrypt::Keys,
-    online: Option<&str>,
-) -> Result<()> {
-    let uuid = vol.uuid().to_string();
-    let failed = std::cell::RefCell::new(None);
-    let mut check = |h: &lukskit_format::luks2::Luks2Header,
-                     k: &reencrypt::Keys|
-     -> lukskit_volume::Result<()> {
-        let Some(name) = online else {
-            return Ok(());
-        };
-        online::check_before_init(name, &uuid, h, k, size).map_err(|e| {
-            let e = CliError::from(e);
-            let m = e.message.clone();
-            *failed.borrow_mut() = Some(e);
-            lukskit_volume::ReencryptError::Online(m).into()
-        })
-    };
-    let Some((vol_dev, h)) = vol.luks2_edit() else {
-        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
-    };
-    let r = reencrypt::init_checked(vol_dev, size, block, h, params, keys, &mut check);
-    let e = match r {
-        Ok(_) => return Ok(()),
-        Err(
-            e @ lukskit_volume::VolumeError::Reencrypt(
-                lukskit_volume::ReencryptError::AlreadyInitialized,
-            ),
-        ) => return Err(e.into()),
-        Err(e) => failed.into_inner().unwrap_or_else(|| e.into()),
-    };
-    // cryptsetup's words after any failure of its `reencrypt_init`.
-    Err(init_failed(e))
 }
 
 /// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as
@@ -955,19 +915,6 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     let pass = input::get_secret(&src, &prompt, false)?;
     recovery.recover(&mut vol, pass.as_bytes(), o.key_slot, o.disable_locks)?;
     Ok(())
-}
-
-/// A failure of the re-encryption's initialization in cryptsetup's words: the reason, then
-/// "Failed to initialize LUKS2 reencryption in metadata." (once).
-fn init_failed(e: CliError) -> CliError {
-    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
-    if e.message.ends_with(FAILED) {
-        return e;
-    }
-    if e.message.is_empty() {
-        return CliError::new(e.class, FAILED);
-    }
-    CliError::new(e.class, format!("{}\n{FAILED}", e.message))
 }
 
 /// With `--encrypt`: whether the header (`--header`, else the device) is LUKS2 already in
@@ -1116,34 +1063,4 @@ pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
         false,
     )?;
     Ok(repair::verify(vol, pass.as_bytes(), o.key_slot)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::errors::ExitClass;
-
-    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
-
-    #[test]
-    fn init_failure_follows_its_reason_once() {
-        let e = init_failed(CliError::new(
-            ExitClass::Invalid,
-            "Unsupported resilience mode x",
-        ));
-        assert_eq!(
-            e.message,
-            format!("Unsupported resilience mode x\n{FAILED}")
-        );
-        assert_eq!(
-            init_failed(e).message,
-            format!("Unsupported resilience mode x\n{FAILED}")
-        );
-    }
-
-    #[test]
-    fn init_failure_without_a_reason_is_one_line() {
-        let e = init_failed(CliError::new(ExitClass::Invalid, ""));
-        assert_eq!(e.message, FAILED);
-    }
 }
