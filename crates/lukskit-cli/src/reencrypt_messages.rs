@@ -24,6 +24,9 @@ fn message(e: ReencryptError) -> CliError {
         ),
         E::InitFailed => CliError::invalid("Failed to initialize LUKS2 reencryption in metadata."),
         E::InitFailedBecause(reason) => init_failed(CliError::from(*reason)),
+        E::DataDeviceAlignment(sector_size) => CliError::invalid(format!(
+            "Data device is not aligned to encryption sector size ({sector_size} bytes)."
+        )),
         E::NotInEncryption => {
             CliError::invalid("Device is not in LUKS2 encryption. Conflicting option --encrypt.")
         }

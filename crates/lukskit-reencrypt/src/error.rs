@@ -37,6 +37,9 @@ pub enum ReencryptError {
     /// The initialization failed for this reason; nothing was written.
     #[error("failed to initialize the re-encryption: {0}")]
     InitFailedBecause(Box<ReencryptError>),
+    /// The data device's size is not a multiple of the new encryption sector size (bytes).
+    #[error("the data device is not aligned to the encryption sector size ({0} bytes)")]
+    DataDeviceAlignment(u32),
     /// An encryption was asked for, another mode is in progress.
     #[error("the device is not in encryption")]
     NotInEncryption,

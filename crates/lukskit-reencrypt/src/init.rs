@@ -1,8 +1,10 @@
-//! Writing a new re-encryption's metadata.
+//! Writing a new re-encryption's metadata: of an encryption on its new header
+//! ([`encrypt`]), of a re-encryption or decryption ([`commit`]).
 
 use crate::{online, ReencryptError, Result};
 use lukskit_format::luks2::Luks2Header;
-use lukskit_volume::reencrypt::{self, InitParams, Keys};
+use lukskit_volume::pbkdf::PbkdfRequest;
+use lukskit_volume::reencrypt::{self, InitParams, Keys, Mode, ResilienceChoice};
 use lukskit_volume::Volume;
 
 /// Write the re-encryption metadata (`params`, `keys`) of a re-encryption or decryption of
@@ -44,4 +46,66 @@ pub fn commit(
         Err(e) => failed.unwrap_or_else(|| e.into()),
     };
     Err(ReencryptError::InitFailedBecause(Box::new(e)))
+}
+
+/// An encryption's initialization on the header just made for it (cryptsetup's
+/// `encrypt_luks2_init`), whose one keyslot holds the new volume key.
+pub struct EncryptInit<'a> {
+    /// The passphrase of the new header's keyslot.
+    pub passphrase: &'a [u8],
+    /// The data shift in bytes (`--reduce-device-size` with a detached header): the data
+    /// from the data offset on is encrypted in place, backward, with resilience `datashift`.
+    pub shift: Option<u64>,
+    /// The resilience of a run without a data shift.
+    pub resilience: ResilienceChoice,
+    /// The hash and iterations of the metadata digest.
+    pub pbkdf: &'a PbkdfRequest,
+}
+
+/// Write the metadata of an encryption of `size` bytes of data (a device of logical block
+/// size `block`) under the new header of `vol`; returns the new volume key.
+pub fn encrypt(vol: &mut Volume, (size, block): (u64, u64), e: &EncryptInit) -> Result<Keys> {
+    let (_, vk) = vol.unlock(e.passphrase, None, false)?;
+    let digest = vol.segment_digest_id()?;
+    let hdr = vol.luks2().ok_or(ReencryptError::NotLuks2)?;
+    let seg = hdr.segments()?.into_iter().find(|s| s.id == 0);
+    let params = InitParams {
+        mode: Mode::Encrypt,
+        resilience: e.resilience.clone(),
+        cipher: seg
+            .as_ref()
+            .map_or_else(String::new, |s| s.encryption.clone()),
+        sector_size: seg.map_or(512, |s| s.sector_size),
+        new_digest: digest,
+        digest_iterations: e.pbkdf.digest_iterations(vk.len())?,
+        digest_hash: e.pbkdf.hash()?,
+    };
+    let keys = Keys {
+        old: None,
+        new: Some(vk),
+    };
+    let Some((vol_dev, h)) = vol.luks2_edit() else {
+        return Err(ReencryptError::NotLuks2);
+    };
+    if let Some(shift) = e.shift {
+        let p = reencrypt::datashift::EncryptShiftParams {
+            shift,
+            cipher: params.cipher,
+            sector_size: params.sector_size,
+            new_digest: params.new_digest.ok_or(ReencryptError::NoUsableKeyslot)?,
+            digest_iterations: params.digest_iterations,
+            digest_hash: params.digest_hash,
+        };
+        reencrypt::datashift::init_encrypt_detached(vol_dev, size, h, &p, &keys).map_err(|e| {
+            match e {
+                lukskit_volume::VolumeError::Reencrypt(
+                    lukskit_volume::ReencryptError::DeviceAlignment { sector_size },
+                ) => ReencryptError::DataDeviceAlignment(sector_size),
+                _ => ReencryptError::InitFailed,
+            }
+        })?;
+        return Ok(keys);
+    }
+    reencrypt::init(vol_dev, size, block, h, &params, &keys)?;
+    Ok(keys)
 }

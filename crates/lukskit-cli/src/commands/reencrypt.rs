@@ -544,54 +544,13 @@ fn init(
         notice.say(o)?;
         let resilience = resilience?;
         // --encrypt: the new header holds the new key in its keyslot.
-        let (_, vk) = vol.unlock(pass.as_bytes(), None, false)?;
-        let digest = vol.segment_digest_id()?;
-        let hdr = luks2(vol)?;
-        let seg = hdr.segments()?.into_iter().find(|s| s.id == 0);
-        let params = InitParams {
-            mode: Mode::Encrypt,
+        let e = lukskit_reencrypt::init::EncryptInit {
+            passphrase: pass.as_bytes(),
+            shift,
             resilience,
-            cipher: seg
-                .as_ref()
-                .map_or_else(String::new, |s| s.encryption.clone()),
-            sector_size: seg.map_or(512, |s| s.sector_size),
-            new_digest: digest,
-            digest_iterations: pbkdf.digest_iterations(vk.len())?,
-            digest_hash: pbkdf.hash()?,
+            pbkdf: &pbkdf,
         };
-        let keys = reencrypt::Keys {
-            old: None,
-            new: Some(vk),
-        };
-        let Some((vol_dev, h)) = vol.luks2_edit() else {
-            unreachable!("checked above")
-        };
-        if let Some(shift) = shift {
-            let p = reencrypt::datashift::EncryptShiftParams {
-                shift,
-                cipher: params.cipher,
-                sector_size: params.sector_size,
-                new_digest: params
-                    .new_digest
-                    .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?,
-                digest_iterations: params.digest_iterations,
-                digest_hash: params.digest_hash,
-            };
-            reencrypt::datashift::init_encrypt_detached(vol_dev, size, h, &p, &keys).map_err(
-                |e| match e {
-                    lukskit_volume::VolumeError::Reencrypt(
-                        lukskit_volume::ReencryptError::DeviceAlignment { sector_size },
-                    ) => CliError::invalid(format!(
-                        "Data device is not aligned to encryption sector size ({sector_size} \
-                         bytes)."
-                    )),
-                    _ => CliError::invalid("Failed to initialize LUKS2 reencryption in metadata."),
-                },
-            )?;
-            return Ok(keys);
-        }
-        reencrypt::init(vol_dev, size, block, h, &params, &keys)?;
-        return Ok(keys);
+        return Ok(lukskit_reencrypt::init::encrypt(vol, (size, block), &e)?);
     }
     // A detached header whose data starts further on (a backup of a header that was in
     // front of the data): cryptsetup 2.6.1's `decrypt_luks2_init` refuses it before asking
