@@ -27,6 +27,9 @@ fn message(e: ReencryptError) -> CliError {
         E::DataDeviceAlignment(sector_size) => CliError::invalid(format!(
             "Data device is not aligned to encryption sector size ({sector_size} bytes)."
         )),
+        E::UnusableCipher(cipher) => CliError::invalid(format!(
+            "Unable to use cipher specification {cipher} for LUKS2."
+        )),
         E::NotInEncryption => {
             CliError::invalid("Device is not in LUKS2 encryption. Conflicting option --encrypt.")
         }

@@ -40,6 +40,9 @@ pub enum ReencryptError {
     /// The data device's size is not a multiple of the new encryption sector size (bytes).
     #[error("the data device is not aligned to the encryption sector size ({0} bytes)")]
     DataDeviceAlignment(u32),
+    /// The new cipher cannot take the kept volume key (as written).
+    #[error("unable to use cipher specification {0} for LUKS2")]
+    UnusableCipher(String),
     /// An encryption was asked for, another mode is in progress.
     #[error("the device is not in encryption")]
     NotInEncryption,

@@ -1,7 +1,11 @@
 //! Writing a new re-encryption's metadata: of an encryption on its new header
-//! ([`encrypt`]), of a re-encryption or decryption ([`commit`]).
+//! ([`encrypt`]), of a re-encryption keeping the volume key ([`keep_key`]), of any
+//! re-encryption or decryption ([`commit`]).
 
 use crate::{online, ReencryptError, Result};
+use lukskit_crypto::engine::SectorCipher;
+use lukskit_crypto::spec::CipherSpec;
+use lukskit_crypto::SecretBuf;
 use lukskit_format::luks2::Luks2Header;
 use lukskit_volume::pbkdf::PbkdfRequest;
 use lukskit_volume::reencrypt::{self, InitParams, Keys, Mode, ResilienceChoice};
@@ -107,5 +111,62 @@ pub fn encrypt(vol: &mut Volume, (size, block): (u64, u64), e: &EncryptInit) -> 
         return Ok(keys);
     }
     reencrypt::init(vol_dev, size, block, h, &params, &keys)?;
+    Ok(keys)
+}
+
+/// A re-encryption that keeps the volume key (cryptsetup 2.6.1's `reencrypt_luks2_init`
+/// with `--keep-key`, or a `--volume-key-file` holding the current key): a new cipher, key
+/// size or sector size for the same key.
+pub struct KeepKeyInit<'a> {
+    /// The new cipher, as written (`aes-xts-plain64`).
+    pub cipher: &'a str,
+    /// The same, parsed.
+    pub spec: &'a CipherSpec,
+    /// The new encryption sector size.
+    pub sector_size: u32,
+    /// The resilience of the run.
+    pub resilience: ResilienceChoice,
+    /// The PBKDF asked for; the metadata digest takes its defaults (see [`keep_key`]).
+    pub pbkdf: &'a PbkdfRequest,
+}
+
+/// Write the metadata of a re-encryption of `vol` keeping volume key `vk` (unlocked by the
+/// caller): no keyslot is added, and the new segment is bound to the digest of the kept key,
+/// the old segment's. The key keeps its size, so the new cipher must take a key of that
+/// size. `online`: as for [`commit`].
+pub fn keep_key(
+    vol: &mut Volume,
+    (size, block): (u64, u64),
+    vk: SecretBuf,
+    k: &KeepKeyInit,
+    online: Option<&str>,
+) -> Result<Keys> {
+    SectorCipher::check(k.spec, vk.len(), k.sector_size)
+        .map_err(|_| ReencryptError::UnusableCipher(k.cipher.to_string()))?;
+    let digest = vol
+        .segment_digest_id()?
+        .ok_or(ReencryptError::NoUsableKeyslot)?;
+    // No keyslot is made, so (as in cryptsetup, whose PBKDF options reach the context only
+    // through the new keyslots' parameters) the metadata digest gets the default PBKDF:
+    // iterations benchmarked, never the forced ones.
+    let digest_pbkdf = PbkdfRequest {
+        force_iterations: None,
+        hash: None,
+        ..k.pbkdf.clone()
+    };
+    let params = InitParams {
+        mode: Mode::Reencrypt,
+        resilience: k.resilience.clone(),
+        cipher: k.cipher.to_string(),
+        sector_size: k.sector_size,
+        new_digest: Some(digest),
+        digest_iterations: digest_pbkdf.digest_iterations(vk.len())?,
+        digest_hash: digest_pbkdf.hash()?,
+    };
+    let keys = Keys {
+        old: Some(vk.clone()),
+        new: Some(vk),
+    };
+    commit(vol, (size, block), &params, &keys, online)?;
     Ok(keys)
 }

@@ -815,37 +815,21 @@ fn keep_key_init(
     }
     let resilience = resilience.map_err(init_failed)?;
     let spec = CipherSpec::parse(cipher)?;
-    lukskit_crypto::engine::SectorCipher::check(&spec, vk.len(), sector_size).map_err(|_| {
-        CliError::invalid(format!(
-            "Unable to use cipher specification {cipher} for LUKS2."
-        ))
-    })?;
-    let digest = vol
-        .segment_digest_id()?
-        .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?;
-    // No keyslot is made, so (as in cryptsetup, whose PBKDF options reach the context only
-    // through the new keyslots' parameters) the metadata digest gets the default PBKDF:
-    // iterations benchmarked, never the forced ones.
-    let digest_pbkdf = lukskit_volume::pbkdf::PbkdfRequest {
-        force_iterations: None,
-        hash: None,
-        ..crate::resolve::pbkdf(o)
-    };
-    let params = InitParams {
-        mode: Mode::Reencrypt,
-        resilience,
-        cipher: cipher.to_string(),
+    let pbkdf = crate::resolve::pbkdf(o);
+    let k = lukskit_reencrypt::init::KeepKeyInit {
+        cipher,
+        spec: &spec,
         sector_size,
-        new_digest: Some(digest),
-        digest_iterations: digest_pbkdf.digest_iterations(vk.len())?,
-        digest_hash: digest_pbkdf.hash()?,
+        resilience,
+        pbkdf: &pbkdf,
     };
-    let keys = reencrypt::Keys {
-        old: Some(vk.clone()),
-        new: Some(vk),
-    };
-    lukskit_reencrypt::init::commit(vol, (size, block), &params, &keys, online)?;
-    Ok(keys)
+    Ok(lukskit_reencrypt::init::keep_key(
+        vol,
+        (size, block),
+        vk,
+        &k,
+        online,
+    )?)
 }
 
 /// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as
