@@ -170,3 +170,49 @@ pub fn keep_key(
     commit(vol, (size, block), &params, &keys, online)?;
     Ok(keys)
 }
+
+/// A re-encryption to a new volume key, whose keyslots exist (see
+/// [`crate::keyslots::add_for_new_key`]).
+pub struct NewKeyInit<'a> {
+    /// The new cipher, as written.
+    pub cipher: String,
+    /// The new encryption sector size.
+    pub sector_size: u32,
+    /// The new volume key's length in bytes.
+    pub key_len: usize,
+    /// The resilience of the run.
+    pub resilience: ResilienceChoice,
+    /// The new keyslots' digest.
+    pub new_digest: Option<u32>,
+    /// The first old keyslot unlocked, whose PBKDF the metadata digest takes (as the new
+    /// keyslots do: see [`crate::keyslots::new_keyslot_pbkdf`], with `pbkdf`, `pbkdf_given`).
+    pub first_slot: u32,
+    /// The PBKDF asked for.
+    pub pbkdf: &'a PbkdfRequest,
+    /// Whether it was asked for explicitly.
+    pub pbkdf_given: bool,
+}
+
+/// Write the metadata of a re-encryption of `vol` to a new volume key (`keys`: old and new),
+/// `online` as for [`commit`].
+pub fn new_key(
+    vol: &mut Volume,
+    (size, block): (u64, u64),
+    n: NewKeyInit,
+    keys: &Keys,
+    online: Option<&str>,
+) -> Result<()> {
+    // cryptsetup makes the metadata digest with the PBKDF of the new keyslots.
+    let digest_pbkdf =
+        crate::keyslots::new_keyslot_pbkdf(n.pbkdf.clone(), n.pbkdf_given, vol, n.first_slot)?;
+    let params = InitParams {
+        mode: Mode::Reencrypt,
+        resilience: n.resilience,
+        cipher: n.cipher,
+        sector_size: n.sector_size,
+        new_digest: n.new_digest,
+        digest_iterations: digest_pbkdf.digest_iterations(n.key_len)?,
+        digest_hash: digest_pbkdf.hash()?,
+    };
+    commit(vol, (size, block), &params, keys, online)
+}

@@ -1,7 +1,8 @@
-//! The keyslots a re-encryption unlocks, and the PBKDF of the keyslots it adds.
+//! The keyslots a re-encryption unlocks, and the keyslots it adds for a new volume key.
 
 use crate::{ReencryptError, Result};
-use lukskit_format::luks2::KdfParams;
+use lukskit_crypto::SecretBuf;
+use lukskit_format::luks2::{edit, KdfParams};
 use lukskit_volume::pbkdf::{HashChoice, KeyslotCipherRequest, PbkdfKind, PbkdfRequest};
 use lukskit_volume::Volume;
 
@@ -84,4 +85,34 @@ pub fn new_keyslot_pbkdf(
         _ => {}
     }
     Ok(p)
+}
+
+/// One unbound keyslot for the new volume key `new_vk` per unlocked old keyslot (`slots`,
+/// with their `passes`), each with the PBKDF of the old one (see [`new_keyslot_pbkdf`]; `base`
+/// and `pbkdf_given` as there), all under one digest, as cryptsetup's
+/// `reencrypt_luks2_init` adds them; each keyslot made is pushed to `made` at once (the caller
+/// removes them again if the initialization fails). Returns the new key's digest.
+pub fn add_for_new_key(
+    vol: &mut Volume,
+    new_vk: &SecretBuf,
+    (passes, slots): (&[SecretBuf], &[u32]),
+    (base, pbkdf_given): (&PbkdfRequest, bool),
+    made: &mut Vec<u32>,
+) -> Result<Option<u32>> {
+    let mut new_digest = None;
+    for (pass, &old_slot) in passes.iter().zip(slots) {
+        let like_old = new_keyslot_pbkdf(base.clone(), pbkdf_given, vol, old_slot)?;
+        let slot = vol.add_keyslot(new_vk, pass.as_bytes(), None, &like_old, true)?;
+        made.push(slot);
+        let h = vol.luks2_mut().ok_or(ReencryptError::NotLuks2)?;
+        let d = edit::digest_of_keyslot(h, slot)?;
+        match new_digest {
+            None => new_digest = d,
+            Some(first) => {
+                // One digest for the new key: move the keyslot to the first one.
+                edit::move_keyslot_digest(h, slot, first)?;
+            }
+        }
+    }
+    Ok(new_digest)
 }

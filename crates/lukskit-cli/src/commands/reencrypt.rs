@@ -687,8 +687,15 @@ fn init(
     };
     lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
     let mut new_slots = Vec::new();
-    let added = add_new_keyslots(o, req, vol, &new_vk, &passes, &slots, &mut new_slots);
-    let r = added.and_then(|new_digest| {
+    let pbkdf = crate::resolve::pbkdf(o);
+    let added = keyslots::add_for_new_key(
+        vol,
+        &new_vk,
+        (&passes, &slots),
+        (&pbkdf, req.pbkdf_given),
+        &mut new_slots,
+    );
+    let r = added.map_err(CliError::from).and_then(|new_digest| {
         if let Some(i) = increase {
             i.check()?;
         }
@@ -696,10 +703,17 @@ fn init(
             old: Some(old_vk),
             new: Some(new_vk),
         };
-        let p = (cipher, sector_size, key_len, resilience);
-        reencrypt_init(
-            o, req, vol, data_dev, block, &slots, new_digest, p, &keys, online,
-        )?;
+        let n = lukskit_reencrypt::init::NewKeyInit {
+            cipher,
+            sector_size,
+            key_len,
+            resilience,
+            new_digest,
+            first_slot: slots[0],
+            pbkdf: &pbkdf,
+            pbkdf_given: req.pbkdf_given,
+        };
+        lukskit_reencrypt::init::new_key(vol, (size, block), n, &keys, online)?;
         Ok(keys)
     });
     if r.is_err() {
@@ -710,81 +724,6 @@ fn init(
         }
     }
     r
-}
-
-/// One unbound keyslot for the new volume key per unlocked old keyslot (`slots`, with their
-/// `passes`), all under one digest; the keyslots made are pushed to `made`. Returns the
-/// new key's digest.
-fn add_new_keyslots(
-    o: &Opts,
-    req: &ReencryptRequest,
-    vol: &mut Volume,
-    new_vk: &SecretBuf,
-    passes: &[SecretBuf],
-    slots: &[u32],
-    made: &mut Vec<u32>,
-) -> Result<Option<u32>> {
-    let mut new_digest = None;
-    for (pass, &old_slot) in passes.iter().zip(slots) {
-        let like_old =
-            keyslots::new_keyslot_pbkdf(crate::resolve::pbkdf(o), req.pbkdf_given, vol, old_slot)?;
-        let slot = vol.add_keyslot(new_vk, pass.as_bytes(), None, &like_old, true)?;
-        made.push(slot);
-        let Some(h) = vol.luks2_mut() else {
-            unreachable!("checked by the caller")
-        };
-        let d = lukskit_format::luks2::edit::digest_of_keyslot(h, slot)?;
-        match new_digest {
-            None => new_digest = d,
-            Some(first) => {
-                // One digest for the new key: move the keyslot to the first one.
-                lukskit_format::luks2::edit::move_keyslot_digest(h, slot, first)?;
-            }
-        }
-    }
-    Ok(new_digest)
-}
-
-/// The re-encryption metadata of a new volume key whose keyslots exist (digest
-/// `new_digest`); `(cipher, sector size, key length, resilience)` of the new layout.
-#[allow(clippy::too_many_arguments)]
-fn reencrypt_init(
-    o: &Opts,
-    req: &ReencryptRequest,
-    vol: &mut Volume,
-    data_dev: Option<&Device>,
-    block: u64,
-    slots: &[u32],
-    new_digest: Option<u32>,
-    (cipher, sector_size, key_len, resilience): (String, u32, usize, ResilienceChoice),
-    keys: &reencrypt::Keys,
-    online: Option<&str>,
-) -> Result<()> {
-    let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
-        CliError::from(lukskit_volume::VolumeError::device_io(
-            lukskit_volume::DeviceOp::GetSize,
-            e,
-        ))
-    })?;
-    // cryptsetup makes the metadata digest with the PBKDF of the new keyslots.
-    let digest_pbkdf =
-        keyslots::new_keyslot_pbkdf(crate::resolve::pbkdf(o), req.pbkdf_given, vol, slots[0])?;
-    let params = InitParams {
-        mode: Mode::Reencrypt,
-        resilience,
-        cipher,
-        sector_size,
-        new_digest,
-        digest_iterations: digest_pbkdf.digest_iterations(key_len)?,
-        digest_hash: digest_pbkdf.hash()?,
-    };
-    Ok(lukskit_reencrypt::init::commit(
-        vol,
-        (size, block),
-        &params,
-        keys,
-        online,
-    )?)
 }
 
 /// `reencrypt --keep-key` of a LUKS2 volume with a new cipher, key size or sector size
