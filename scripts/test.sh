@@ -120,6 +120,9 @@ fi
 
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
+# No import circles between the CLI's modules (the few known ones listed in the allow file).
+echo "==> scripts/module-cycles.py crates/lukskit-cli/src"
+python3 scripts/module-cycles.py crates/lukskit-cli/src --allow scripts/module-cycles.allow
 echo "==> cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
 # The declared minimum Rust version (workspace rust-version) still builds everything.

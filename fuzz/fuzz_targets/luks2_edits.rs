@@ -122,7 +122,11 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         }
         4 => drop(h.set_keyslot_priority(id(inp.num()?), id(inp.num()?))),
         5 => {
-            let t = json!({"type": inp.text()?, "keyslots": [inp.num()?.to_string()]});
+            let t = match inp.byte()? % 3 {
+                0 => json!({"type": inp.text()?, "keyslots": [inp.num()?.to_string()]}),
+                1 => luks2::keyring_token(&inp.text()?, &[id(inp.num()?)]),
+                _ => luks2::token_with_keyslot(json!({"type": inp.text()?}), id(inp.num()?)),
+            };
             let at = if inp.byte()? % 2 == 0 {
                 None
             } else {
@@ -130,7 +134,18 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
             };
             let _ = h.add_token(at, t);
         }
-        6 => drop(h.remove_token(id(inp.num()?))),
+        6 => {
+            let token = id(inp.num()?);
+            if inp.byte()? % 2 == 0 {
+                drop(h.remove_token(token));
+            } else {
+                let n = inp.byte()? % 4;
+                let slots = (0..n)
+                    .map(|_| inp.num().map(id))
+                    .collect::<Option<Vec<u32>>>()?;
+                drop(h.set_token_keyslots(token, &slots));
+            }
+        }
         7 => {
             let f = inp.text()?;
             let _ = h.set_config_flags(&[f.as_str()]);

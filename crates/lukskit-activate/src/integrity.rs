@@ -1,7 +1,7 @@
 //! LUKS2 authenticated encryption (`luksFormat --integrity`) on the kernel: dm-integrity under
 //! dm-crypt, made as cryptsetup 2.6.1 makes it (see [`lukskit_dm::integrity`] for the tables).
 //!
-//! * [`format`] — the kernel writes the dm-integrity superblock when an integrity target is
+//! * [`format()`] — the kernel writes the dm-integrity superblock when an integrity target is
 //!   loaded over a zeroed superblock, so formatting is: zero 8 sectors at the data offset,
 //!   load an 8-sector integrity target under a temporary name, remove it.
 //! * [`plan`] — the two layers cryptsetup stacks, which [`crate::activate_plan`] makes:

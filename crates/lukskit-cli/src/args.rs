@@ -422,7 +422,7 @@ pub struct Opts {
     pub write_log: bool,
     /// What the command line gave, for cryptsetup's checks (filled in by the parser).
     #[arg(skip)]
-    pub given: crate::checks::Given,
+    pub given: crate::option_tables::Given,
 }
 
 /// Parse `--device-size` as cryptsetup does: a number of bytes with an optional unit, `S` for

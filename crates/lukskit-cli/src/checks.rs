@@ -9,27 +9,7 @@
 
 use crate::args::{parse_device_size, Opts};
 use crate::definition::canonical;
-
-/// cryptsetup 2.6.1 options that lukskit parses, so that `--test-args` judges a command line
-/// as cryptsetup does, but does not implement: an action run with one of them fails with
-/// [`not_implemented`]'s message. (long name, short name, takes a value)
-pub const NOT_IMPLEMENTED: &[(&str, Option<char>, bool)] = &[("debug-json", None, false)];
-
-/// cryptsetup's TrueCrypt/VeraCrypt options, parsed like [`NOT_IMPLEMENTED`]'s (hidden
-/// arguments, read from [`Given`] and `Opts::veracrypt_pim`) and implemented.
-pub const TCRYPT_OPTIONS: &[(&str, Option<char>, bool)] = &[
-    ("disable-veracrypt", None, false),
-    ("tcrypt-backup", None, false),
-    ("tcrypt-hidden", None, false),
-    ("tcrypt-system", None, false),
-    ("veracrypt", None, false),
-    ("veracrypt-pim", None, true),
-    ("veracrypt-query-pim", None, false),
-];
-
-/// The hidden options ([`NOT_IMPLEMENTED`], [`TCRYPT_OPTIONS`]) whose value is a number (the
-/// others take a string).
-pub const NUMERIC: &[&str] = &["veracrypt-pim"];
+use crate::option_tables::{Given, NOT_IMPLEMENTED};
 
 /// The options that belong to some actions only, with those actions (cryptsetup 2.6.1's
 /// lists; every other cryptsetup option goes with any action). Sorted by option name, the
@@ -150,32 +130,6 @@ const CRYPTSETUP_ACTIONS: &[&str] = &[
     "luksHeaderRestore",
     "token",
 ];
-
-/// What the command line gave, as the checks need it: the long names of the options given
-/// (in command-line order) and the values of the options [`Opts`] has no field for.
-#[derive(Debug, Default, Clone)]
-pub struct Given {
-    /// Long names of the options on the command line, in the order given.
-    pub options: Vec<String>,
-    /// Values of the options given that take a string (by long name), for the options
-    /// whose checks need the value as typed.
-    pub values: Vec<(String, String)>,
-}
-
-impl Given {
-    /// Whether the option (long name) was given.
-    pub fn has(&self, long: &str) -> bool {
-        self.options.iter().any(|o| o == long)
-    }
-
-    /// The value given to an option that takes one (long name), if it was given.
-    pub fn value(&self, long: &str) -> Option<&str> {
-        self.values
-            .iter()
-            .find(|(k, _)| k == long)
-            .map(|(_, v)| v.as_str())
-    }
-}
 
 /// cryptsetup's action and device type for an action name as typed: its aliases
 /// (`luksOpen` is `open` of type `luks`, `refresh` is `open --refresh`, ...), then `--type`.

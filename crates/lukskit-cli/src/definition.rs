@@ -643,9 +643,9 @@ pub fn command() -> Command {
     // cryptsetup's options lukskit does not implement: parsed (hidden, and left out of the man
     // page and completions) so that --test-args and cryptsetup's checks judge the command
     // line as cryptsetup does; an action run with one fails.
-    for (long, short, takes_value) in crate::checks::NOT_IMPLEMENTED
+    for (long, short, takes_value) in crate::option_tables::NOT_IMPLEMENTED
         .iter()
-        .chain(crate::checks::TCRYPT_OPTIONS)
+        .chain(crate::option_tables::TCRYPT_OPTIONS)
     {
         let mut a = Arg::new(*long)
             .long(*long)
@@ -658,7 +658,7 @@ pub fn command() -> Command {
         if let Some(c) = short {
             a = a.short(*c);
         }
-        if crate::checks::NUMERIC.contains(long) {
+        if crate::option_tables::NUMERIC.contains(long) {
             a = a.value_parser(clap::value_parser!(u32));
         } else if *takes_value {
             // A size like "-64m" is a bad value, not an option.

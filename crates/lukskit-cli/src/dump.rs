@@ -151,8 +151,12 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     o.push('\n');
 
     o.push_str("Data segments:\n");
+    // In segment-number order, as cryptsetup's hdr_dump_segments (0 up to its maximum), not
+    // in the order the JSON stores them; the members are printed as stored.
     if let Some(Value::Object(segs)) = h.json().get("segments") {
-        for (key, val) in segs {
+        for seg in h.segments()? {
+            let key = seg.id.to_string();
+            let Some(val) = segs.get(&key) else { continue };
             let get = |k: &str| val.get(k);
             let _ = writeln!(
                 o,

@@ -168,7 +168,7 @@ Default compiled-in device cipher parameters:
         lukskit_volume::plain::DEFAULT_CIPHER,
         lukskit_volume::plain::DEFAULT_KEY_BITS,
         lukskit_volume::plain::DEFAULT_HASH,
-        crate::commands::DEFAULT_LUKS_CIPHER,
+        lukskit_volume::format::DEFAULT_CIPHER,
     );
     out
 }

@@ -13,6 +13,7 @@ mod hardening;
 mod help;
 mod input;
 mod interrupt;
+mod option_tables;
 mod reencrypt_messages;
 mod resolve;
 mod startup;

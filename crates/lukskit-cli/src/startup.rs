@@ -3,9 +3,10 @@
 //! does not have, and the `--debug` header.
 
 use crate::args::Opts;
-use crate::checks::{self, Given};
+use crate::checks;
 use crate::definition::{self, canonical, lines_of, UNSUPPORTED};
 use crate::help::{self, program_name};
+use crate::option_tables::Given;
 use clap::parser::ValueSource;
 use clap::{ArgAction, FromArgMatches};
 use std::ffi::OsString;

@@ -7,8 +7,6 @@
 mod common;
 
 use common::*;
-use lukskit_format::io::Storage;
-use lukskit_format::luks2;
 
 fn has_device_mapper() -> bool {
     std::path::Path::new("/sys/module/dm_mod").exists()
@@ -40,16 +38,11 @@ fn integrity_volume(dir: &std::path::Path) -> (String, String) {
         b"",
     )
     .ok("format");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&img)
-        .unwrap();
-    let mut hdr = luks2::read(&f as &dyn Storage).unwrap().header;
-    assert_eq!(hdr.segment_integrity(0), None);
-    assert!(hdr.set_segment_integrity(0, "hmac(sha256)"));
-    assert_eq!(hdr.segment_integrity(0).as_deref(), Some("hmac(sha256)"));
-    luks2::write(&f as &dyn Storage, &mut hdr).unwrap();
+    edit_luks2_header(&img, |hdr| {
+        assert_eq!(hdr.segment_integrity(0), None);
+        assert!(hdr.set_segment_integrity(0, "hmac(sha256)"));
+        assert_eq!(hdr.segment_integrity(0).as_deref(), Some("hmac(sha256)"));
+    });
     (img, kf)
 }
 

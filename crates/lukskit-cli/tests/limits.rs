@@ -3,8 +3,6 @@
 
 mod common;
 use common::*;
-use lukskit_format::io::Storage;
-use lukskit_format::luks2;
 use std::time::{Duration, Instant};
 
 /// Format a LUKS2 volume, then rewrite keyslot 0's KDF object with `edit` (valid checksums).
@@ -31,17 +29,12 @@ fn hostile(
         b"",
     )
     .ok("format");
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&img)
-        .unwrap();
-    let mut hdr = luks2::read(&f as &dyn Storage).unwrap().header;
-    let kdf = hdr.json_mut_unchecked()["keyslots"]["0"]["kdf"]
-        .as_object_mut()
-        .unwrap();
-    edit(kdf);
-    luks2::write(&f as &dyn Storage, &mut hdr).unwrap();
+    edit_luks2_header(&img, |hdr| {
+        let kdf = hdr.json_mut_unchecked()["keyslots"]["0"]["kdf"]
+            .as_object_mut()
+            .unwrap();
+        edit(kdf);
+    });
     (img, kf)
 }
 

@@ -231,3 +231,35 @@ fn repair_restores_both_copies() {
         .stdout
         .contains("No known problems detected for LUKS header."));
 }
+
+/// luksDump lists data segments by number, as cryptsetup's `hdr_dump_segments` does, whatever
+/// order the JSON stores them in (a re-encryption's segments, written in reverse).
+#[test]
+fn dump_lists_segments_by_number() {
+    let dir = tmp();
+    let (a, _b, kf) = two_copies(dir.path());
+    let mut init = vec![
+        "reencrypt",
+        "-q",
+        "--init-only",
+        "-d",
+        &kf,
+        "--key-slot",
+        "0",
+    ];
+    init.extend_from_slice(&FAST);
+    init.push(&a);
+    cryptsetup(&init, b"").unwrap().ok("reencrypt --init-only");
+    rewrite_luks2_json(&a, |j| {
+        let segs = j["segments"].as_object().unwrap().clone();
+        assert!(segs.len() >= 2, "{segs:?}");
+        let reversed: serde_json::Map<String, serde_json::Value> = segs.into_iter().rev().collect();
+        j["segments"] = serde_json::Value::Object(reversed);
+    });
+    let theirs = cryptsetup(&["luksDump", &a], b"")
+        .unwrap()
+        .ok("cryptsetup luksDump");
+    let ours = lukskit(&["luksDump", &a], b"").ok("lukskit luksDump");
+    assert!(theirs.stdout.contains("  0: crypt"), "{}", theirs.stdout);
+    assert_eq!(ours.stdout, theirs.stdout);
+}

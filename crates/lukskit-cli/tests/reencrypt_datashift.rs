@@ -165,20 +165,7 @@ fn ext4_encrypted_in_place_and_decrypted_back() {
     let img = dir.join("fs.img").to_str().unwrap().to_string();
     std::fs::write(&img, vec![0u8; 64 * M]).unwrap();
     // The file system takes the first 48 MiB: the last 16 MiB are the reduction.
-    let r = Command::new("mkfs.ext4")
-        .args([
-            "-q",
-            "-F",
-            "-b",
-            "4096",
-            "-d",
-            src.to_str().unwrap(),
-            &img,
-            "48M",
-        ])
-        .output()
-        .expect("mkfs.ext4");
-    assert!(r.status.success(), "mkfs.ext4: {r:?}");
+    mkfs_ext4_from(&img, &src, "48M");
     let before = std::fs::read(&img).unwrap()[..48 * M].to_vec();
 
     lk_in(dir, &encrypt_args(&kf, "16M", &[], &img), &[]).ok("lukskit encrypt in place");

@@ -295,20 +295,7 @@ fn ext4_encrypted_and_decrypted_back_in_place_by_lukskit() {
     }
     let img = dir.join("fs.img").to_str().unwrap().to_string();
     std::fs::write(&img, vec![0u8; 64 * M]).unwrap();
-    let r = Command::new("mkfs.ext4")
-        .args([
-            "-q",
-            "-F",
-            "-b",
-            "4096",
-            "-d",
-            src.to_str().unwrap(),
-            &img,
-            "48M",
-        ])
-        .output()
-        .expect("mkfs.ext4");
-    assert!(r.status.success(), "mkfs.ext4: {r:?}");
+    mkfs_ext4_from(&img, &src, "48M");
     let fs_before = std::fs::read(&img).unwrap()[..48 * M].to_vec();
 
     let mut enc = vec![

@@ -1,5 +1,6 @@
-//! NBD wire constants and small encoders/decoders used by the client (the NBD protocol
-//! document, `doc/proto.md` of the NBD project).
+//! The NBD wire constants (the NBD protocol document, `doc/proto.md` of the NBD project) for
+//! both sides — this client and lukskit's NBD export (`lukskit_expose::nbd::proto` re-exports
+//! them) — and the small encoders/decoders the client uses.
 
 /// `NBDMAGIC`.
 pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
@@ -88,6 +89,59 @@ pub const REPLY_TYPE_OFFSET_DATA: u16 = 1;
 pub const REPLY_TYPE_OFFSET_HOLE: u16 = 2;
 /// Error bit of structured chunk types.
 pub const REPLY_TYPE_ERROR_BIT: u16 = 1 << 15;
+
+/// Size of a request header in bytes.
+pub const REQUEST_LEN: usize = 28;
+/// Size of a simple reply header in bytes.
+pub const SIMPLE_REPLY_LEN: usize = 16;
+/// Size of an option header (magic, option, length) in bytes.
+pub const OPTION_HEADER_LEN: usize = 16;
+/// Longest string (export name) the protocol allows.
+pub const MAX_STRING_LEN: usize = 4096;
+/// Transmission flag: `NBD_CMD_TRIM` is supported.
+pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
+/// Transmission flag: `NBD_CMD_WRITE_ZEROES` is supported.
+pub const TFLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
+/// Option: `NBD_OPT_LIST`.
+pub const OPT_LIST: u32 = 3;
+/// Option: `NBD_OPT_INFO`.
+pub const OPT_INFO: u32 = 6;
+/// Option reply: one export name (`NBD_OPT_LIST`).
+pub const REP_SERVER: u32 = 2;
+/// Option reply error: malformed option.
+pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
+/// Option reply error: the server is shutting down.
+pub const REP_ERR_SHUTDOWN: u32 = REP_FLAG_ERROR | 7;
+/// Option reply error: option payload too large.
+pub const REP_ERR_TOO_BIG: u32 = REP_FLAG_ERROR | 9;
+/// Information item: export name.
+pub const INFO_NAME: u16 = 1;
+/// Information item: description.
+pub const INFO_DESCRIPTION: u16 = 2;
+/// Command flag: `NBD_CMD_WRITE_ZEROES` must not punch a hole.
+pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
+/// NBD error: operation not permitted.
+pub const EPERM: u32 = 1;
+/// NBD error: input/output error.
+pub const EIO: u32 = 5;
+/// NBD error: cannot allocate memory.
+pub const ENOMEM: u32 = 12;
+/// NBD error: invalid argument.
+pub const EINVAL: u32 = 22;
+/// NBD error: no space left (beyond the end of the export).
+pub const ENOSPC: u32 = 28;
+/// NBD error: value too large.
+pub const EOVERFLOW: u32 = 75;
+/// NBD error: operation not supported.
+pub const ENOTSUP: u32 = 95;
+/// NBD error: server shutting down.
+pub const ESHUTDOWN: u32 = 108;
+/// Command flag: don't fragment (structured replies only; refused here).
+pub const CMD_FLAG_DF: u16 = 1 << 2;
+/// Command: trim (discard).
+pub const CMD_TRIM: u16 = 4;
+/// Command: write zeroes.
+pub const CMD_WRITE_ZEROES: u16 = 6;
 
 /// Encode a request header.
 pub fn encode_request(flags: u16, cmd: u16, cookie: u64, offset: u64, len: u32) -> [u8; 28] {

@@ -91,25 +91,20 @@ pub fn is_nbd_uri(s: &str) -> bool {
     .any(|p| s.starts_with(p))
 }
 
+/// Percent-decoding (RFC 3986 §2.1) into UTF-8; a `%` not followed by two hex digits is
+/// refused.
 fn percent_decode(s: &str) -> Result<String, NbdError> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| NbdError::Uri(format!("bad percent escape in '{s}'")))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
+    let well_formed = s
+        .split('%')
+        .skip(1)
+        .all(|t| t.len() >= 2 && t.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit));
+    if !well_formed {
+        return Err(NbdError::Uri(format!("bad percent escape in '{s}'")));
     }
-    String::from_utf8(out).map_err(|_| NbdError::Uri(format!("'{s}' is not UTF-8")))
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8()
+        .map(|c| c.into_owned())
+        .map_err(|_| NbdError::Uri(format!("'{s}' is not UTF-8")))
 }
 
 impl FromStr for NbdUri {
@@ -266,6 +261,20 @@ mod tests {
 
     fn p(s: &str) -> NbdUri {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn percent_escapes_are_two_hex_digits() {
+        assert_eq!(p("nbd://h/a%2Fb%25%c3%a9").export, "a/b%\u{e9}");
+        for bad in [
+            "nbd://h/%+f",
+            "nbd://h/%4",
+            "nbd://h/a%",
+            "nbd://h/%zz",
+            "nbd://h/%ff",
+        ] {
+            assert!(bad.parse::<NbdUri>().is_err(), "{bad}");
+        }
     }
 
     #[test]

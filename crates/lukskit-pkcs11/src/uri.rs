@@ -45,26 +45,17 @@ fn bad(s: impl Into<String>) -> Pkcs11Error {
     Pkcs11Error::BadUri(s.into())
 }
 
-/// Percent-decoding (RFC 3986 §2.1).
+/// Percent-decoding (RFC 3986 §2.1); a `%` not followed by two hex digits is refused, as
+/// p11-kit refuses it.
 fn unescape(s: &str) -> Result<Vec<u8>, Pkcs11Error> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| bad("bad percent-encoding"))?;
-            out.push(hex);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
+    let well_formed = s
+        .split('%')
+        .skip(1)
+        .all(|t| t.len() >= 2 && t.as_bytes()[..2].iter().all(u8::is_ascii_hexdigit));
+    if !well_formed {
+        return Err(bad("bad percent-encoding"));
     }
-    Ok(out)
+    Ok(percent_encoding::percent_decode_str(s).collect())
 }
 
 fn text(name: &str, v: &str) -> Result<String, Pkcs11Error> {
@@ -180,6 +171,22 @@ fn eq(want: &Option<String>, have: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_escapes_are_two_hex_digits() {
+        let u = Pkcs11Uri::parse("pkcs11:token=a%2Fb%25;id=%00%ff").unwrap();
+        assert_eq!(u.token.as_deref(), Some("a/b%"));
+        assert_eq!(u.id.as_deref(), Some(&[0u8, 0xff][..]));
+        for bad in [
+            "pkcs11:token=%+f",
+            "pkcs11:token=%4",
+            "pkcs11:token=%",
+            "pkcs11:id=%zz",
+        ] {
+            assert!(Pkcs11Uri::parse(bad).is_err(), "{bad}");
+        }
+        assert!(Pkcs11Uri::parse("pkcs11:token=%ff").is_err(), "not UTF-8");
+    }
 
     #[test]
     fn parses_what_systemd_stores() {

@@ -26,7 +26,6 @@ use crate::device::Device;
 use crate::error::{ConvertError, IoOp, Luks1Incompatibility, Result, VolumeError};
 use crate::volume::{CopyState, Header, Volume};
 use crate::{luks1_keys, wipe};
-use base64::Engine;
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::spec::CipherSpec;
@@ -36,7 +35,6 @@ use lukskit_format::luks2::{
     self, Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams, Segment,
 };
 use lukskit_format::VolumeType;
-use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 /// Size of one LUKS2 metadata copy written by a conversion (`LUKS2_HDR_16K_LEN`).
@@ -94,22 +92,6 @@ pub fn convert(vol: &mut Volume, target: VolumeType) -> Result<()> {
     Ok(())
 }
 
-fn b64(data: &[u8]) -> Value {
-    Value::String(base64::engine::general_purpose::STANDARD.encode(data))
-}
-
-fn u64_str(v: u64) -> Value {
-    Value::String(v.to_string())
-}
-
-fn obj(pairs: Vec<(&str, Value)>) -> Value {
-    let mut m = Map::new();
-    for (k, v) in pairs {
-        m.insert(k.to_string(), v);
-    }
-    Value::Object(m)
-}
-
 fn round_up(v: u64, align: u64) -> u64 {
     v.div_ceil(align) * align
 }
@@ -162,100 +144,6 @@ fn can_extend(dev: &Device) -> bool {
 // ---------------------------------------------------------------------------------------
 // LUKS1 -> LUKS2
 // ---------------------------------------------------------------------------------------
-
-/// The LUKS1 cipher as one spec, as cryptsetup writes it into the LUKS2 JSON.
-fn luks1_cipher(h: &Luks1Header) -> String {
-    if h.cipher_mode.is_empty() {
-        h.cipher_name.clone()
-    } else {
-        format!("{}-{}", h.cipher_name, h.cipher_mode)
-    }
-}
-
-/// The LUKS2 JSON of a converted LUKS1 header, with cryptsetup's member order
-/// (`json_luks1_object`, then `move_keyslot_offset`).
-fn luks1_json(h: &Luks1Header, keyslots_size: u64) -> Map<String, Value> {
-    let cipher = luks1_cipher(h);
-    let material = u64::from(Luks1Header::keyslot_material_sectors(h.key_bytes)) * SECTOR;
-    let area_size = round_up(material, 4096);
-    let mut keyslots = Map::new();
-    let mut active = Vec::new();
-    for (i, ks) in h.keyslots.iter().enumerate() {
-        if !ks.active {
-            continue;
-        }
-        active.push(Value::String(i.to_string()));
-        let offset = u64::from(ks.key_material_offset) * SECTOR + KEYSLOTS_SHIFT;
-        let keyslot = obj(vec![
-            ("type", "luks2".into()),
-            ("key_size", h.key_bytes.into()),
-            (
-                "kdf",
-                obj(vec![
-                    ("type", "pbkdf2".into()),
-                    ("hash", h.hash_spec.as_str().into()),
-                    ("iterations", ks.iterations.into()),
-                    ("salt", b64(&ks.salt)),
-                ]),
-            ),
-            (
-                "af",
-                obj(vec![
-                    ("type", "luks1".into()),
-                    ("hash", h.hash_spec.as_str().into()),
-                    ("stripes", luks1::STRIPES.into()),
-                ]),
-            ),
-            (
-                "area",
-                obj(vec![
-                    ("type", "raw".into()),
-                    ("encryption", cipher.as_str().into()),
-                    ("key_size", h.key_bytes.into()),
-                    ("offset", u64_str(offset)),
-                    ("size", u64_str(area_size)),
-                ]),
-            ),
-        ]);
-        keyslots.insert(i.to_string(), keyslot);
-    }
-    let segment = obj(vec![
-        ("type", "crypt".into()),
-        ("offset", u64_str(u64::from(h.payload_offset) * SECTOR)),
-        ("iv_tweak", "0".into()),
-        ("size", "dynamic".into()),
-        ("encryption", cipher.as_str().into()),
-        ("sector_size", 512u32.into()),
-    ]);
-    let digest = obj(vec![
-        ("type", "pbkdf2".into()),
-        ("keyslots", Value::Array(active)),
-        ("segments", Value::Array(vec!["0".into()])),
-        ("hash", h.hash_spec.as_str().into()),
-        ("salt", b64(&h.mk_digest_salt)),
-        ("digest", b64(&h.mk_digest)),
-        ("iterations", h.mk_digest_iterations.into()),
-    ]);
-    let mut json = Map::new();
-    json.insert("keyslots".into(), Value::Object(keyslots));
-    json.insert("tokens".into(), Value::Object(Map::new()));
-    json.insert("segments".into(), obj(vec![("0", segment)]));
-    json.insert("digests".into(), obj(vec![("0", digest)]));
-    json.insert(
-        "config".into(),
-        obj(vec![
-            (
-                "json_size",
-                u64_str(CONVERT_METADATA_SIZE - luks2::BINARY_HEADER_SIZE as u64),
-            ),
-            (
-                "keyslots_size",
-                u64_str(keyslots_size - keyslots_size % 4096),
-            ),
-        ]),
-    );
-    json
-}
 
 /// A LUKS2 header shell (binary header with fresh random salts, seqid 1, 16 KiB copies)
 /// whose JSON is then replaced. The placeholder parameters only have to pass validation.
@@ -336,7 +224,7 @@ fn luks1_to_luks2(dev: &Device, h: &Luks1Header) -> Result<Luks2Header> {
     }
     let mut hdr = luks2_shell()?;
     hdr.binary.uuid = h.uuid.clone();
-    hdr.replace_json(luks1_json(h, max_size - 2 * CONVERT_METADATA_SIZE))
+    hdr.set_json_from_luks1(h, KEYSLOTS_SHIFT, max_size - 2 * CONVERT_METADATA_SIZE)
         .map_err(|_| ConvertError::InvalidMetadata)?;
     if max_size < hdr.hdr_and_areas_size()? {
         return Err(ConvertError::NoSpace.into());

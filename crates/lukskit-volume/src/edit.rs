@@ -116,6 +116,18 @@ impl Volume {
         Ok(id)
     }
 
+    /// Give token `id` exactly the keyslots `keyslots` (`token add` assigning, `token
+    /// unassign`, luksAddKey `--new-token-id`); one header update.
+    pub fn token_set_keyslots(&mut self, id: u32, keyslots: &[u32]) -> Result<()> {
+        self.check_requirements_for_write()?;
+        let h = self.luks2_or_refuse()?;
+        if !h.tokens()?.iter().any(|t| t.id == id) {
+            return Err(TokenError::NotInUse { id }.into());
+        }
+        h.set_token_keyslots(id, keyslots)?;
+        self.write_header()
+    }
+
     /// Remove a token.
     pub fn token_remove(&mut self, id: u32) -> Result<()> {
         // As cryptsetup: a token that is not there is reported before the requirements.

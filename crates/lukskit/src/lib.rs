@@ -65,7 +65,7 @@
 //!   `nbds://` (NBD over TLS);
 //! * `tang` — unlock with clevis tokens ([`Secret::Token`]: tang, tpm2, sss pins);
 //! * `io_uring` — the volume layer's asynchronous sector I/O (`volume_layer::ring`);
-//! * `fuse` — expose the plaintext through FUSE or an NBD server ([`expose`]);
+//! * `fuse` — expose the plaintext through FUSE or an NBD server (`expose`);
 //! * `crypttab` — crypttab(5) parsing and each entry's open plan (`crypttab`);
 //! * `tokens` — cryptsetup's token step with every token kind and PIN prompts
 //!   (`token_unlock`).
@@ -115,13 +115,13 @@ pub use lukskit_crypttab as crypttab;
 /// Exposing plaintext through FUSE or as an NBD server (`lukskit-expose`).
 #[cfg(feature = "fuse")]
 pub use lukskit_expose as expose;
-/// cryptsetup's token step (`lukskit-tokens`): [`token_unlock::try_tokens`] tries a
-/// volume's tokens (luks2-keyring, clevis, systemd-tpm2, systemd-pkcs11) in keyslot-priority
-/// order, asking PINs through a [`token_unlock::TokenPrompt`] the caller implements.
-#[cfg(feature = "tokens")]
-pub use lukskit_tokens as token_unlock;
 /// Re-encryption (`lukskit-reencrypt`): a typed [`reencrypt::ReencryptRequest`], the checks
 /// and choices cryptsetup's `reencrypt` makes, and [`reencrypt::run()`], offline or online,
 /// reporting through a [`reencrypt::Progress`] the caller implements.
 #[cfg(feature = "reencrypt")]
 pub use lukskit_reencrypt as reencrypt;
+/// cryptsetup's token step (`lukskit-tokens`): [`token_unlock::try_tokens`] tries a
+/// volume's tokens (luks2-keyring, clevis, systemd-tpm2, systemd-pkcs11) in keyslot-priority
+/// order, asking PINs through a [`token_unlock::TokenPrompt`] the caller implements.
+#[cfg(feature = "tokens")]
+pub use lukskit_tokens as token_unlock;

@@ -167,23 +167,17 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
                     return Err(CliError::invalid(format!("Keyslot {slot} is not active.")));
                 }
             }
-            let mut token = serde_json::json!({
-                "type": "luks2-keyring",
-                "keyslots": [],
-                "key_description": desc,
-            });
             // cryptsetup adds the token, then assigns it to the given keyslot or to every
             // active keyslot: two header updates.
-            let id = vol.token_add(o.token_id, token.clone(), o.token_replace)?;
+            let token = lukskit_format::luks2::keyring_token(desc, &[]);
+            let id = vol.token_add(o.token_id, token, o.token_replace)?;
             // --unbound: a token assigned to no keyslot.
             let slots = match o.key_slot {
                 Some(slot) => vec![slot],
                 None if o.unbound => Vec::new(),
                 None => active,
             };
-            let slots: Vec<String> = slots.iter().map(|s| s.to_string()).collect();
-            token["keyslots"] = serde_json::json!(slots);
-            vol.token_add(Some(id), token, true)?;
+            vol.token_set_keyslots(id, &slots)?;
             if o.verbose {
                 println!("Token {id} created.");
             }
@@ -220,15 +214,13 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             if !vol.active_keyslots()?.contains(&slot) || !token.keyslots.contains(&slot) {
                 return Err(not_assigned());
             }
-            let mut json = token.json;
-            let remaining: Vec<String> = token
+            let remaining: Vec<u32> = token
                 .keyslots
                 .iter()
-                .filter(|&&s| s != slot)
-                .map(|s| s.to_string())
+                .copied()
+                .filter(|&s| s != slot)
                 .collect();
-            json["keyslots"] = serde_json::json!(remaining);
-            vol.token_add(Some(id), json, true)?;
+            vol.token_set_keyslots(id, &remaining)?;
             Ok(())
         }
         "remove" => {
@@ -271,16 +263,8 @@ pub fn token(o: &Opts, args: &[String]) -> Result<()> {
             }
             let mut token: serde_json::Value = serde_json::from_str(text.trim_end())
                 .map_err(|_| CliError::invalid("Failed to import token from file."))?;
-            if let (Some(slot), Some(obj)) = (o.key_slot, token.as_object_mut()) {
-                let ks = obj
-                    .entry("keyslots")
-                    .or_insert_with(|| serde_json::json!([]));
-                if let Some(a) = ks.as_array_mut() {
-                    let s: serde_json::Value = slot.to_string().into();
-                    if !a.contains(&s) {
-                        a.push(s);
-                    }
-                }
+            if let Some(slot) = o.key_slot {
+                token = lukskit_format::luks2::token_with_keyslot(token, slot);
             }
             let mut vol = super::load_luks2_volume(o, device, Access::Write)?;
             if let Some(slot) = o.key_slot {

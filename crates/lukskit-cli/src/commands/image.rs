@@ -406,7 +406,10 @@ fn other_format_tables(
     t: VolumeType,
     image: &str,
 ) -> Result<(DataVolume, Vec<DataVolume>)> {
-    let unlocked = super::open_format::attempt(o, t, image, false, |f, r| f.unlock(r))?;
+    let unlocked =
+        super::format_unlock::attempt(&crate::resolve::unlock(o), t, image, false, |f, r| {
+            f.unlock(r)
+        })?;
     let mut layers = unlocked.layers.into_iter();
     let bottom = layers
         .next()

@@ -19,7 +19,18 @@ pub(super) fn unlock_with_tries(
     slot: Option<u32>,
     unbound: bool,
 ) -> Result<(u32, SecretBuf, SecretBuf)> {
-    let n = tries(o, src);
+    unlock_with_attempts(vol, tries(o, src), src, prompt, slot, unbound)
+}
+
+/// [`unlock_with_tries`] with the number of attempts `n` given.
+pub(super) fn unlock_with_attempts(
+    vol: &Volume,
+    n: u32,
+    src: &KeySource,
+    prompt: &str,
+    slot: Option<u32>,
+    unbound: bool,
+) -> Result<(u32, SecretBuf, SecretBuf)> {
     for attempt in 0..n {
         let pass = input::get_secret(src, prompt, false)?;
         crate::debug::log(format_args!(
@@ -89,7 +100,7 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     let key: SecretBuf = if let Some(vkf) = &o.volume_key_file {
         let bytes = match (o.unbound, o.key_size) {
             (true, Some(bits)) => (bits / 8) as usize,
-            _ => super::volume_key::volume_key_bytes(&vol, o)?,
+            _ => super::volume_key::volume_key_bytes(&vol, o.key_size)?,
         };
         let vk = super::volume_key::read_volume_key_file(vkf, bytes)?;
         if !o.unbound {
@@ -104,11 +115,11 @@ pub fn add_key(o: &Opts, args: &[String]) -> Result<()> {
     } else if o.token_id.is_some() {
         // cryptsetup 2.6: --token-id unlocks through that token only (with --new-key-slot,
         // --key-slot names the keyslot it must open).
-        let mut to = o.clone();
-        to.token_only = true;
-        to.key_slot = o.new_key_slot.and(o.key_slot);
-        let (slot, vk) =
-            super::tokens::try_tokens(&vol, &to)?.ok_or_else(|| CliError::invalid(""))?;
+        let mut tokens = crate::resolve::tokens(o);
+        tokens.only = true;
+        tokens.request.key_slot = o.new_key_slot.and(o.key_slot);
+        let (slot, vk) = super::tokens::try_tokens(&vol, &tokens, o.verbose)?
+            .ok_or_else(|| CliError::invalid(""))?;
         if o.verbose {
             println!("Key slot {slot} unlocked.");
         }

@@ -9,6 +9,7 @@ mod crypttab;
 mod engines;
 mod enroll;
 mod format;
+mod format_unlock;
 mod fvault2;
 mod header;
 mod image;
@@ -28,6 +29,7 @@ mod reencrypt_progress;
 mod reencrypt_shift;
 mod signature;
 mod tcrypt;
+mod tcrypt_secrets;
 mod tokens;
 mod vk_keyring;
 mod volume_key;
@@ -37,8 +39,6 @@ use crate::errors::{CliError, Result};
 use crate::input::KeySource;
 use lukskit_format::VolumeType;
 
-/// cryptsetup's default LUKS cipher (for the help text).
-pub use format::DEFAULT_CIPHER as DEFAULT_LUKS_CIPHER;
 /// Run the action named by the first positional argument.
 pub fn run(o: &Opts) -> Result<()> {
     let action = o.positional[0].as_str();
@@ -214,21 +214,22 @@ pub fn luks1_pbkdf_fallback(params: &mut lukskit_volume::format::FormatRequest) 
 
 /// Source of the existing passphrase: `--key-file` or a prompt.
 pub fn existing_key_source(o: &Opts, positional_keyfile: Option<&String>) -> KeySource {
-    match positional_keyfile.or(o.key_file.as_ref()) {
-        Some(p) => KeySource::File {
-            path: p.clone(),
-            offset: o.keyfile_offset.unwrap_or(0),
-            size: o.keyfile_size,
-        },
-        None => KeySource::prompt_limited(o.keyfile_offset, o.keyfile_size),
-    }
+    crate::resolve::key_source(o, positional_keyfile)
 }
 
 /// Number of passphrase attempts on a terminal (`--tries`, default 3; 1 without a terminal
 /// or with a key file).
 pub fn tries(o: &Opts, src: &KeySource) -> u32 {
-    match src {
-        KeySource::Prompt if crate::input::interactive() => o.tries.unwrap_or(3).max(1),
-        _ => 1,
+    crate::resolve::attempts(o.tries, src)
+}
+
+/// The absolute path of `path` as dm-crypt tables name a device (an NBD URI as given).
+pub(crate) fn absolute(path: &str) -> Result<String> {
+    // An NBD URI names a server, not a file (the ciphertext is read over the network).
+    if lukskit_volume::device::remote::is_remote(path) {
+        return Ok(path.to_string());
     }
+    std::fs::canonicalize(path)
+        .map(|p| p.display().to_string())
+        .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
 }

@@ -3,11 +3,13 @@
 //! `lukskit-activate`), which decides how a volume is exposed. Here: unlocking, options, and
 //! cryptsetup's wording and exit codes for what the activation layer reports.
 
-use super::{existing_key_source, need_args};
+use super::{absolute, need_args};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
-use crate::resolve::{activation, backend_choice, kernel_options, nbd_tls};
+use crate::resolve::{
+    activation, backend_choice, kernel_options, nbd_tls, unlock, UnlockRequest, VolumeKeySource,
+};
 use lukskit_activate::{
     self as activate, BackendChoice, Exposure, KernelOptions, LayoutInfo, Mapping, MappingConfig,
     Status,
@@ -65,7 +67,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
         let device = args.first().map(String::as_str).unwrap_or_default();
         if o.test_passphrase {
             need_args(args, 1, 2, "<device> [<name>]")?;
-            return super::open_format::open(&o, t, device, None);
+            return super::open_format::open(&o, &unlock(&o), t, device, None);
         }
         if args.len() < 2 {
             return Err(CliError::invalid(
@@ -78,7 +80,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
                 args[1]
             )));
         }
-        return super::open_format::open(&o, t, device, Some(&args[1]));
+        return super::open_format::open(&o, &unlock(&o), t, device, Some(&args[1]));
     }
     if o.test_passphrase {
         return test_passphrase(&o, args);
@@ -410,16 +412,6 @@ fn tls_warnings(o: &Opts, tls: Option<&activate::NbdTlsConfig>) {
     }
 }
 
-pub(crate) fn absolute(path: &str) -> Result<String> {
-    // An NBD URI names a server, not a file (the ciphertext is read over the network).
-    if lukskit_volume::device::remote::is_remote(path) {
-        return Ok(path.to_string());
-    }
-    std::fs::canonicalize(path)
-        .map(|p| p.display().to_string())
-        .map_err(|_| CliError::device(format!("Device {path} does not exist or access denied.")))
-}
-
 /// `--engine` of `open`: `lukskit`, `kernel` or `auto` (default `lukskit`) for the serving
 /// process of a userspace mapping. A kernel dm-crypt mapping always uses the kernel's crypto
 /// API: `--engine lukskit` is refused there (`kernel` and `auto` say what it does anyway).
@@ -489,38 +481,47 @@ fn warn_of_signatures(o: &Opts, device: &str) -> Result<()> {
     )
 }
 
-/// Unlock a LUKS volume as `open` does: `--volume-key-file`, or (with `tokens`) the LUKS2
-/// tokens first, then passphrases with `--tries`.
-fn luks_key(vol: &Volume, o: &Opts, device: &str, tokens: bool) -> Result<SecretBuf> {
-    if let Some(p) = &o.volume_key_file {
-        let bytes = super::volume_key::volume_key_bytes(vol, o)?;
-        let vk = super::volume_key::read_volume_key_file(p, bytes)?;
-        vol.verify_volume_key(vk.as_bytes())?;
-        return Ok(vk);
-    }
-    if let Some(spec) = &o.volume_key_keyring {
-        let vk = super::vk_keyring::volume_key(spec)?;
-        vol.verify_volume_key(vk.as_bytes())?;
-        return Ok(vk);
+/// Unlock a LUKS volume as `open` does: a volume key (`--volume-key-file`,
+/// `--volume-key-keyring`), or (with `tokens`) the LUKS2 tokens first, then passphrases with
+/// `--tries`, as `u` asks; `verbose` says which keyslot opened.
+fn luks_key(
+    vol: &Volume,
+    u: &UnlockRequest,
+    verbose: bool,
+    device: &str,
+    tokens: bool,
+) -> Result<SecretBuf> {
+    match &u.volume_key {
+        Some(VolumeKeySource::File { path, key_bits }) => {
+            let bytes = super::volume_key::volume_key_bytes(vol, *key_bits)?;
+            let vk = super::volume_key::read_volume_key_file(path, bytes)?;
+            vol.verify_volume_key(vk.as_bytes())?;
+            return Ok(vk);
+        }
+        Some(VolumeKeySource::Keyring(spec)) => {
+            let vk = super::vk_keyring::volume_key(spec)?;
+            vol.verify_volume_key(vk.as_bytes())?;
+            return Ok(vk);
+        }
+        None => {}
     }
     if tokens {
-        if let Some((slot, vk)) = super::tokens::try_tokens(vol, o)? {
-            if o.verbose {
+        if let Some((slot, vk)) = super::tokens::try_tokens(vol, &u.tokens, verbose)? {
+            if verbose {
                 println!("Key slot {slot} unlocked.");
             }
             return Ok(vk);
         }
     }
-    let src = existing_key_source(o, None);
-    let (slot, vk, _pass) = super::keys::unlock_with_tries(
+    let (slot, vk, _pass) = super::keys::unlock_with_attempts(
         vol,
-        o,
-        &src,
+        u.attempts(&u.key_source),
+        &u.key_source,
         &format!("Enter passphrase for {device}: "),
-        o.key_slot,
+        u.key_slot,
         false,
     )?;
-    if o.verbose {
+    if verbose {
         println!("Key slot {slot} unlocked.");
     }
     Ok(vk)
@@ -549,7 +550,14 @@ fn unlock_luks(
     }
     let vol = load_luks(o, device)?;
     let (layout, integrity) = DataLayout::from_volume_with_integrity(&vol)?;
-    let vk = luks_key(&vol, o, o.header.as_deref().unwrap_or(device), true)?;
+    let u = unlock(o);
+    let vk = luks_key(
+        &vol,
+        &u,
+        o.verbose,
+        u.header.as_deref().unwrap_or(device),
+        true,
+    )?;
     let mut c = luks_config(o, name, &vol)?;
     c.layout = LayoutInfo::from(&layout);
     c.layout.integrity = integrity;
@@ -575,18 +583,22 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
         }
     }
     let device = &args[0];
+    let u = unlock(o);
     let vol = load_luks(o, device)?;
-    if super::open_reencrypt::in_reencryption(&vol) && !o.unbound && o.volume_key_file.is_none() {
+    if super::open_reencrypt::in_reencryption(&vol)
+        && !u.unbound
+        && !matches!(u.volume_key, Some(VolumeKeySource::File { .. }))
+    {
         drop(vol);
         return super::open_reencrypt::test_passphrase(o, device);
     }
-    if (o.volume_key_file.is_some() || o.volume_key_keyring.is_some()) && !o.unbound {
+    if u.volume_key.is_some() && !u.unbound {
         // cryptsetup checks the volume key file against the header's digest.
-        luks_key(&vol, o, device, false)?;
+        luks_key(&vol, &u, o.verbose, device, false)?;
         return Ok(());
     }
-    if vol.type_name() == "LUKS2" && !o.unbound {
-        if let Some((slot, _vk)) = super::tokens::try_tokens(&vol, o)? {
+    if vol.type_name() == "LUKS2" && !u.unbound {
+        if let Some((slot, _vk)) = super::tokens::try_tokens(&vol, &u.tokens, o.verbose)? {
             if o.verbose {
                 println!("Key slot {slot} unlocked.");
             }
@@ -595,17 +607,16 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     }
     // A keyslot named with --key-slot is tested whether it is bound or unbound, with or
     // without --unbound (cryptsetup).
-    let unbound = match o.key_slot {
+    let unbound = match u.key_slot {
         Some(s) => vol.keyslot_unbound(s)?,
-        None => o.unbound,
+        None => u.unbound,
     };
-    let src = existing_key_source(o, None);
-    let (slot, _vk, _pass) = super::keys::unlock_with_tries(
+    let (slot, _vk, _pass) = super::keys::unlock_with_attempts(
         &vol,
-        o,
-        &src,
+        u.attempts(&u.key_source),
+        &u.key_source,
         &format!("Enter passphrase for {device}: "),
-        o.key_slot,
+        u.key_slot,
         unbound,
     )?;
     if o.verbose {
@@ -888,9 +899,15 @@ fn unlock_for(o: &Opts, m: &Mapping) -> Result<(SecretBuf, Option<u32>)> {
             "Device {device} is no longer the LUKS device {name} was opened from."
         )));
     }
-    let mut ho = o.clone();
-    ho.header = header;
-    let vk = luks_key(&vol, &ho, ho.header.as_deref().unwrap_or(&device), true)?;
+    let mut u = unlock(o);
+    u.header = header;
+    let vk = luks_key(
+        &vol,
+        &u,
+        o.verbose,
+        u.header.as_deref().unwrap_or(&device),
+        true,
+    )?;
     Ok((vk, vol.segment_digest_id()?))
 }
 

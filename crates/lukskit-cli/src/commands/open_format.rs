@@ -1,198 +1,38 @@
 //! `open` of the formats behind the seam that have no LUKS keyslots (TrueCrypt/VeraCrypt,
-//! BitLocker, FileVault 2, loop-AES), and their `--test-passphrase`: the secrets read as
-//! cryptsetup 2.6.1 reads them for each type, the volume unlocked through the registry
-//! ([`lukskit_volume::formats`]), its segment table activated as any other.
+//! BitLocker, FileVault 2, loop-AES), and their `--test-passphrase`: the volume unlocked
+//! through [`super::format_unlock`], its segment table activated as any other.
 
-use super::open::absolute;
-use super::{existing_key_source, tries};
+use super::absolute;
+use super::format_unlock::attempt;
+use super::tcrypt_secrets::layer_name;
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
-use crate::input::{self, KeySource};
-use crate::resolve::{activation, backend_choice, kernel_options};
+use crate::resolve::{activation, backend_choice, kernel_options, UnlockRequest};
 use lukskit_activate::{self as activate, LayoutInfo, MappingConfig};
-use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
-use lukskit_volume::formats::{
-    self, FormatOptions, OnDiskFormat, OtherFormatError, UnlockRequest, Unlocked,
-};
+use lukskit_volume::formats::Unlocked;
 use lukskit_volume::segment::{SegmentKind, SegmentTable};
-use lukskit_volume::VolumeError;
-
-/// The secrets of one attempt: a passphrase (or password) and the key files' contents.
-struct Secrets {
-    passphrase: Option<SecretBuf>,
-    key_files: Vec<SecretBuf>,
-    /// TCRYPT: the PIM typed at `--veracrypt-query-pim`'s prompt.
-    pim: Option<u32>,
-}
-
-/// Read the secrets for one unlock attempt of a volume of type `t` on `device`, as
-/// cryptsetup's `action_open_*` of that type does; for a dump (`for_dump`), only what the
-/// type's `*Dump` asks for (TCRYPT's passphrase: its header is encrypted).
-fn read_secrets(
-    o: &Opts,
-    t: VolumeType,
-    device: &str,
-    src: &KeySource,
-    for_dump: bool,
-) -> Result<Secrets> {
-    // cryptsetup names the metadata device (crypt_get_device_name: the --header if given).
-    let prompt = format!(
-        "Enter passphrase for {}: ",
-        o.header.as_deref().unwrap_or(device)
-    );
-    if for_dump && t != VolumeType::Tcrypt {
-        return Ok(Secrets {
-            passphrase: None,
-            key_files: Vec::new(),
-            pim: None,
-        });
-    }
-    Ok(match t {
-        // TrueCrypt's header is encrypted: the passphrase is always asked (it may be empty),
-        // and every -d is a key file of TrueCrypt's key-file pool.
-        VolumeType::Tcrypt => {
-            let s = super::tcrypt::secrets(o, &prompt)?;
-            Secrets {
-                passphrase: Some(s.passphrase),
-                key_files: s.key_files,
-                pim: s.pim,
-            }
-        }
-        // loop-AES keys come from the key file alone.
-        VolumeType::Loopaes => {
-            let Some(path) = &o.key_file else {
-                return Err(CliError::invalid("Option --key-file is required."));
-            };
-            Secrets {
-                passphrase: None,
-                key_files: vec![input::read_keyfile(
-                    path,
-                    o.keyfile_offset.unwrap_or(0),
-                    o.keyfile_size,
-                )?],
-                pim: None,
-            }
-        }
-        // BitLocker and FileVault 2: a password, recovery password or startup key, from the
-        // key file or the prompt.
-        _ => Secrets {
-            passphrase: Some(input::get_secret(src, &prompt, false)?),
-            key_files: Vec::new(),
-            pim: None,
-        },
-    })
-}
-
-/// The per-format options of the command line.
-pub(super) fn format_options(o: &Opts) -> FormatOptions {
-    let mut f = FormatOptions {
-        tcrypt: super::tcrypt::options(o),
-        ..FormatOptions::default()
-    };
-    f.loopaes.key_bits = o.key_size;
-    f.loopaes.offset = o.offset.unwrap_or(0);
-    f.loopaes.skip = o.skip.or(o.offset).unwrap_or(0);
-    f.loopaes.hash = o.hash.clone();
-    f.loopaes.cipher = o.cipher.clone();
-    f
-}
 
 /// Unlock `device` as a volume of type `t`, asking again (`--tries`) after a wrong secret
 /// typed on a terminal.
-fn unlock(o: &Opts, t: VolumeType, device: &str) -> Result<Unlocked> {
-    attempt(o, t, device, false, |f, r| f.unlock(r))
-}
-
-/// Run `step` (an unlock or a dump) of the format of type `t` on `device` with the secrets
-/// it needs, asking again (`--tries`) after a wrong secret typed on a terminal (for TCRYPT
-/// also after one that is too long: cryptsetup's `tcrypt_load` retries on -EPERM and
-/// -ERANGE, for `tcryptOpen` and `tcryptDump` alike).
-pub(super) fn attempt<T>(
-    o: &Opts,
-    t: VolumeType,
-    device: &str,
-    for_dump: bool,
-    step: impl Fn(&dyn OnDiskFormat, &UnlockRequest<'_>) -> lukskit_volume::Result<T>,
-) -> Result<T> {
-    let Some(format) = formats::format_of(t) else {
-        return Err(CliError::invalid(format!(
-            "Device type {} is not supported.",
-            t.name().to_ascii_lowercase()
-        )));
-    };
-    let options = format_options(o);
-    let src = existing_key_source(o, None);
-    let attempts = if t == VolumeType::Tcrypt {
-        tries(o, &KeySource::Prompt)
-    } else {
-        tries(o, &src)
-    };
-    // Formats whose metadata is readable without a secret are loaded before one is asked
-    // for, as cryptsetup's crypt_load comes first: a device of another kind says so rather
-    // than waiting for a passphrase (or "Nothing to read on input.").
-    if !for_dump && format.metadata_without_secret() {
-        let request = UnlockRequest {
-            device,
-            header: o.header.as_deref(),
-            passphrase: None,
-            key_files: &[],
-            options: &options,
-        };
-        format.dump(&request).map_err(CliError::from)?;
-    }
-    let mut left = attempts;
-    loop {
-        let secrets = read_secrets(o, t, device, &src, for_dump)?;
-        let mut options = options.clone();
-        if secrets.pim.is_some() {
-            options.tcrypt.pim = secrets.pim;
-        }
-        let request = UnlockRequest {
-            device,
-            header: o.header.as_deref(),
-            passphrase: secrets.passphrase.as_ref(),
-            key_files: &secrets.key_files,
-            options: &options,
-        };
-        match step(format, &request) {
-            Ok(u) => return Ok(u),
-            Err(e) => {
-                let retry = match &e {
-                    VolumeError::OtherFormat(OtherFormatError::NoKey) => true,
-                    VolumeError::OtherFormat(OtherFormatError::PassphraseTooLong { .. }) => {
-                        t == VolumeType::Tcrypt
-                    }
-                    _ => false,
-                };
-                let e = failure(t, e);
-                left -= 1;
-                if !retry || left == 0 {
-                    return Err(e);
-                }
-                eprintln!("{}", e.message);
-            }
-        }
-    }
-}
-
-/// What cryptsetup says when a step of a volume of type `t` fails with `e` (no key found
-/// with the secret given: exit 2).
-fn failure(t: VolumeType, e: VolumeError) -> CliError {
-    match e {
-        _ if t == VolumeType::Tcrypt => super::tcrypt::load_error(e),
-        VolumeError::OtherFormat(OtherFormatError::NoKey) => CliError::wrong_passphrase(),
-        e => e.into(),
-    }
+fn unlock(u: &UnlockRequest, t: VolumeType, device: &str) -> Result<Unlocked> {
+    attempt(u, t, device, false, |f, r| f.unlock(r))
 }
 
 /// `open --type T DEVICE NAME` (or `tcryptOpen`, `bitlkOpen`, `fvault2Open`, `loopaesOpen`)
-/// of a type other than LUKS and plain; with `name` `None`, `--test-passphrase`.
-pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result<()> {
+/// of a type other than LUKS and plain, unlocked as `u` asks and activated as `o`'s options
+/// say; with `name` `None`, `--test-passphrase`.
+pub fn open(
+    o: &Opts,
+    u: &UnlockRequest,
+    t: VolumeType,
+    device: &str,
+    name: Option<&str>,
+) -> Result<()> {
     let Some(name) = name else {
-        return attempt(o, t, device, false, |f, r| f.test_secret(r));
+        return attempt(u, t, device, false, |f, r| f.test_secret(r));
     };
-    let unlocked = unlock(o, t, device)?;
+    let unlocked = unlock(u, t, device)?;
     let backend = activate::choose_backend(backend_choice(o)?, &activation(o, name, t))
         .map_err(CliError::from)?;
     // A cascade is stacked as cryptsetup stacks it: the table on the device is NAME_2 (of
@@ -200,12 +40,12 @@ pub fn open(o: &Opts, t: VolumeType, device: &str, name: Option<&str>) -> Result
     let n = unlocked.layers.len();
     let mut layers = Vec::with_capacity(n);
     for (i, table) in unlocked.layers.into_iter().enumerate() {
-        let layer_name = super::tcrypt::layer_name(name, n - 1 - i);
-        let mut config = activation(o, &layer_name, t);
+        let layer = layer_name(name, n - 1 - i);
+        let mut config = activation(o, &layer, t);
         config.uuid = unlocked.uuid.clone();
         config.device = match i {
             0 => absolute(device)?,
-            _ => format!("/dev/mapper/{}", super::tcrypt::layer_name(name, n - i)),
+            _ => format!("/dev/mapper/{}", layer_name(name, n - i)),
         };
         config.read_only |= unlocked.read_only;
         describe(&mut config, &table);

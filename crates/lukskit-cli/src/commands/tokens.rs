@@ -1,12 +1,14 @@
 //! LUKS2 tokens on the command line: `open` tries tokens before asking for a passphrase, as
-//! cryptsetup does (`--token-only`, `--token-id`, `--token-type`), through crate
+//! cryptsetup does (`--token-only`, `--token-id`, `--token-type`: a
+//! [`TokenSelection`]), through crate
 //! `lukskit-tokens` (which runs the token kinds); here are the PIN prompts, the messages and
 //! the exit codes.
 
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
+use crate::resolve::TokenSelection;
 use lukskit_crypto::SecretBuf;
-use lukskit_tokens::{TokenError, TokenFailure, TokenNotice, TokenOutcome, TokenRequest};
+use lukskit_tokens::{TokenError, TokenFailure, TokenNotice, TokenOutcome};
 use lukskit_volume::Volume;
 
 /// The command line's side of the token step: PINs asked on the terminal, a failing token's
@@ -26,54 +28,27 @@ impl lukskit_tokens::TokenPrompt for CliPrompt {
     }
 }
 
-/// The name systemd-cryptsetup gives the volume in its PIN prompts: the mapping's name for
-/// `open DEVICE NAME`, else the device.
-fn friendly_name(o: &Opts) -> String {
-    let p = &o.positional;
-    let open = matches!(p.first().map(String::as_str), Some("open" | "luksOpen"));
-    let name = if open && p.len() >= 3 {
-        p.get(2)
-    } else {
-        p.get(1)
-    };
-    name.cloned().unwrap_or_default()
-}
-
-/// The token options of the command line.
-fn token_request(o: &Opts) -> TokenRequest {
-    TokenRequest {
-        token_id: o.token_id,
-        token_type: o.token_type.clone(),
-        key_slot: o.key_slot,
-        disable_external: o.disable_external_tokens,
-        tpm2_device: o.tpm2_device.clone(),
-        // `--token-timeout 0` waits as long as it takes (systemd's `token-timeout=0`).
-        device_wait: match o.token_timeout {
-            None => std::time::Duration::ZERO,
-            Some(0) => std::time::Duration::MAX,
-            Some(s) => std::time::Duration::from_secs(s),
-        },
-        volume_name: friendly_name(o),
-    }
-}
-
 /// Try the tokens of `vol` (cryptsetup's token step before the passphrase). Returns the
 /// keyslot and the volume key when one unlocks; `None` when none does, after saying why on
 /// stderr for each token that failed (one line each) and, with `--verbose`, cryptsetup's
 /// token message on stdout. With `--token-only` no token unlocking is an error: exit 2 when
 /// a token's passphrase opened none of its keyslots, exit 1 when no token was usable at all
 /// (cryptsetup's `-EPERM` / `-ENOENT`).
-pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBuf)>> {
+pub(super) fn try_tokens(
+    vol: &Volume,
+    tokens: &TokenSelection,
+    verbose: bool,
+) -> Result<Option<(u32, SecretBuf)>> {
     if vol.luks2().is_none() {
         // LUKS1 has no tokens.
-        return if o.token_only {
+        return if tokens.only {
             Err(CliError::invalid(""))
         } else {
             Ok(None)
         };
     }
     let (failure, clevis_tried) =
-        match lukskit_tokens::try_tokens(vol, &token_request(o), &mut CliPrompt) {
+        match lukskit_tokens::try_tokens(vol, &tokens.request, &mut CliPrompt) {
             TokenOutcome::Unlocked {
                 keyslot,
                 volume_key,
@@ -83,9 +58,9 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
                 clevis_tried,
             } => (failure, clevis_tried),
         };
-    if o.verbose {
+    if verbose {
         // cryptsetup's tools_token_error_msg.
-        match (failure, o.token_id, &o.token_type) {
+        match (failure, tokens.request.token_id, &tokens.request.token_type) {
             (TokenFailure::WrongPassphrase, Some(id), _) => {
                 println!("Token {id} cannot unlock assigned keyslot(s) (wrong keyslot passphrase).")
             }
@@ -99,7 +74,7 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
             (TokenFailure::Unusable, _, None) => println!("No usable token is available."),
         }
     }
-    if o.token_only {
+    if tokens.only {
         // cryptsetup: -EPERM "Command failed with code -2 (no permission or bad
         // passphrase).", or -ENOENT "Command failed with code -1 (wrong or missing
         // parameters)."
@@ -117,35 +92,36 @@ pub(super) fn try_tokens(vol: &Volume, o: &Opts) -> Result<Option<(u32, SecretBu
 /// The passphrase token `id` of `vol` holds (luksAddKey's `--new-token-id`): a
 /// `luks2-keyring` token's kernel key, or what a clevis tang token decrypts to.
 pub(super) fn token_passphrase(vol: &Volume, o: &Opts, id: u32) -> Result<SecretBuf> {
-    lukskit_tokens::token_passphrase(vol, &token_request(o), id, &mut CliPrompt).map_err(|e| {
-        match e {
-            TokenError::Header(e) => CliError::from(e),
-            // cryptsetup 2.6.1 fails here without a word (exit 1).
-            TokenError::NotLuks2 | TokenError::NoSuchToken(_) => CliError::invalid(""),
-            TokenError::KeyringKeyUnreadable => {
-                if o.verbose {
-                    println!(
+    lukskit_tokens::token_passphrase(vol, &crate::resolve::tokens(o).request, id, &mut CliPrompt)
+        .map_err(|e| {
+            match e {
+                TokenError::Header(e) => CliError::from(e),
+                // cryptsetup 2.6.1 fails here without a word (exit 1).
+                TokenError::NotLuks2 | TokenError::NoSuchToken(_) => CliError::invalid(""),
+                TokenError::KeyringKeyUnreadable => {
+                    if o.verbose {
+                        println!(
                         "Token {id} cannot unlock assigned keyslot(s) (wrong keyslot passphrase)."
                     );
+                    }
+                    CliError::permission("")
                 }
-                CliError::permission("")
-            }
-            TokenError::Failed {
-                failure: TokenFailure::WrongPassphrase,
-                message,
-            } => CliError::permission(message),
-            TokenError::Failed {
-                failure: TokenFailure::Unusable,
-                message,
-            } => CliError::invalid(message),
-            _ => {
-                if o.verbose {
-                    println!("No usable token is available.");
+                TokenError::Failed {
+                    failure: TokenFailure::WrongPassphrase,
+                    message,
+                } => CliError::permission(message),
+                TokenError::Failed {
+                    failure: TokenFailure::Unusable,
+                    message,
+                } => CliError::invalid(message),
+                _ => {
+                    if o.verbose {
+                        println!("No usable token is available.");
+                    }
+                    CliError::invalid("")
                 }
-                CliError::invalid("")
             }
-        }
-    })
+        })
 }
 
 /// Assign token `id` to keyslot `slot` as well (luksAddKey `--new-token-id`: the new
@@ -160,11 +136,9 @@ pub(super) fn assign_token(vol: &mut Volume, id: u32, slot: u32) -> Result<()> {
     if t.keyslots.contains(&slot) {
         return Ok(());
     }
-    let mut slots = t.keyslots.clone();
+    let mut slots = t.keyslots;
     slots.push(slot);
     slots.sort_unstable();
-    let mut json = t.json;
-    json["keyslots"] = serde_json::json!(slots.iter().map(u32::to_string).collect::<Vec<_>>());
-    vol.token_add(Some(id), json, true)?;
+    vol.token_set_keyslots(id, &slots)?;
     Ok(())
 }

@@ -11,10 +11,10 @@ use std::io::Read;
 /// keyslots), or for a LUKS2 header without keyslots (after `luksErase`) `--key-size`, as
 /// cryptsetup's open, luksAddKey and luksDump do ("Cannot determine volume key size for LUKS
 /// without keyslots, please use --key-size option." without it).
-pub fn volume_key_bytes(vol: &lukskit_volume::Volume, o: &crate::args::Opts) -> Result<usize> {
+pub fn volume_key_bytes(vol: &lukskit_volume::Volume, key_bits: Option<u32>) -> Result<usize> {
     match vol.volume_key_size() {
         Ok(n) => Ok(n),
-        Err(e) => match o.key_size {
+        Err(e) => match key_bits {
             Some(bits) if bits > 0 => Ok((bits / 8) as usize),
             _ if matches!(
                 e,

@@ -602,6 +602,34 @@ pub fn rewrite_luks2_json(img: &str, f: impl Fn(&mut serde_json::Value)) {
     }
 }
 
+/// Read the LUKS2 header of `img`, let `edit` change it (with the format crate's mutators or,
+/// for hostile headers, `json_mut_unchecked`), and write it back with valid checksums.
+pub fn edit_luks2_header(img: &str, edit: impl FnOnce(&mut lukskit_format::luks2::Luks2Header)) {
+    use lukskit_format::io::Storage;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(img)
+        .unwrap();
+    let mut hdr = lukskit_format::luks2::read(&f as &dyn Storage)
+        .unwrap()
+        .header;
+    edit(&mut hdr);
+    lukskit_format::luks2::write(&f as &dyn Storage, &mut hdr).unwrap();
+}
+
+/// An ext4 file system of `fs_size` (mke2fs's size syntax, e.g. `48M`) with 4 KiB blocks at
+/// the start of the existing file `img`, filled with the tree under `src` (`mkfs.ext4 -d`).
+pub fn mkfs_ext4_from(img: &str, src: &Path, fs_size: &str) {
+    let r = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-b", "4096", "-d"])
+        .arg(src)
+        .args([img, fs_size])
+        .output()
+        .expect("mkfs.ext4");
+    assert!(r.status.success(), "mkfs.ext4: {r:?}");
+}
+
 /// Run `args` with real cryptsetup (`tool` "cryptsetup") or lukskit.
 pub fn run_tool(tool: &str, args: &[&str], stdin: &[u8]) -> Run {
     if tool == "cryptsetup" {

@@ -6,123 +6,23 @@
 
 use std::fmt;
 
-/// `NBDMAGIC`, the first 8 bytes the server sends.
-pub const NBD_MAGIC: u64 = 0x4e42_444d_4147_4943;
-/// `IHAVEOPT`: second server magic, and the magic in front of every client option.
-pub const IHAVEOPT: u64 = 0x4948_4156_454f_5054;
-/// Magic in front of every option reply.
-pub const OPTION_REPLY_MAGIC: u64 = 0x0003_e889_0455_65a9;
-/// Magic of a transmission request.
-pub const REQUEST_MAGIC: u32 = 0x2560_9513;
-/// Magic of a simple reply.
-pub const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
-
-/// Size of a request header in bytes.
-pub const REQUEST_LEN: usize = 28;
-/// Size of a simple reply header in bytes.
-pub const SIMPLE_REPLY_LEN: usize = 16;
-/// Size of an option header (magic, option, length) in bytes.
-pub const OPTION_HEADER_LEN: usize = 16;
+pub use lukskit_nbd::proto::{
+    CMD_DISC, CMD_FLAG_DF, CMD_FLAG_FUA, CMD_FLAG_NO_HOLE, CMD_FLUSH, CMD_READ, CMD_TRIM,
+    CMD_WRITE, CMD_WRITE_ZEROES, EINVAL, EIO, ENOMEM, ENOSPC, ENOTSUP, EOVERFLOW, EPERM, ESHUTDOWN,
+    FLAG_C_FIXED_NEWSTYLE, FLAG_C_NO_ZEROES, FLAG_FIXED_NEWSTYLE, FLAG_NO_ZEROES, IHAVEOPT,
+    INFO_BLOCK_SIZE, INFO_DESCRIPTION, INFO_EXPORT, INFO_NAME, MAX_STRING_LEN, NBD_MAGIC,
+    OPTION_HEADER_LEN, OPTION_REPLY_MAGIC, OPT_ABORT, OPT_EXPORT_NAME, OPT_GO, OPT_INFO, OPT_LIST,
+    OPT_STARTTLS, OPT_STRUCTURED_REPLY, REP_ACK, REP_ERR_INVALID, REP_ERR_POLICY, REP_ERR_SHUTDOWN,
+    REP_ERR_TLS_REQD, REP_ERR_TOO_BIG, REP_ERR_UNKNOWN, REP_ERR_UNSUP, REP_FLAG_ERROR, REP_INFO,
+    REP_SERVER, REQUEST_LEN, REQUEST_MAGIC, SIMPLE_REPLY_LEN, SIMPLE_REPLY_MAGIC,
+    TFLAG_CAN_MULTI_CONN, TFLAG_HAS_FLAGS, TFLAG_READ_ONLY, TFLAG_SEND_FLUSH, TFLAG_SEND_FUA,
+    TFLAG_SEND_TRIM, TFLAG_SEND_WRITE_ZEROES,
+};
 
 /// Largest request payload (read or write) the server accepts: 32 MiB.
 pub const MAX_PAYLOAD: u32 = 32 * 1024 * 1024;
 /// Largest option payload the server accepts: 64 KiB.
 pub const MAX_OPTION_LEN: u32 = 64 * 1024;
-/// Longest string (export name) the protocol allows.
-pub const MAX_STRING_LEN: usize = 4096;
-
-/// Handshake flag: fixed newstyle negotiation.
-pub const FLAG_FIXED_NEWSTYLE: u16 = 1 << 0;
-/// Handshake flag: the 124 zero bytes after `NBD_OPT_EXPORT_NAME` may be left out.
-pub const FLAG_NO_ZEROES: u16 = 1 << 1;
-/// Client flag: fixed newstyle understood.
-pub const FLAG_C_FIXED_NEWSTYLE: u32 = 1 << 0;
-/// Client flag: no zero padding after `NBD_OPT_EXPORT_NAME`.
-pub const FLAG_C_NO_ZEROES: u32 = 1 << 1;
-
-/// Transmission flag: the flags field is valid.
-pub const TFLAG_HAS_FLAGS: u16 = 1 << 0;
-/// Transmission flag: the export is read-only.
-pub const TFLAG_READ_ONLY: u16 = 1 << 1;
-/// Transmission flag: `NBD_CMD_FLUSH` is supported.
-pub const TFLAG_SEND_FLUSH: u16 = 1 << 2;
-/// Transmission flag: `NBD_CMD_FLAG_FUA` is supported.
-pub const TFLAG_SEND_FUA: u16 = 1 << 3;
-/// Transmission flag: `NBD_CMD_TRIM` is supported.
-pub const TFLAG_SEND_TRIM: u16 = 1 << 5;
-/// Transmission flag: `NBD_CMD_WRITE_ZEROES` is supported.
-pub const TFLAG_SEND_WRITE_ZEROES: u16 = 1 << 6;
-/// Transmission flag: several connections see one consistent export (flush covers all).
-pub const TFLAG_CAN_MULTI_CONN: u16 = 1 << 8;
-
-/// Option: `NBD_OPT_EXPORT_NAME`.
-pub const OPT_EXPORT_NAME: u32 = 1;
-/// Option: `NBD_OPT_ABORT`.
-pub const OPT_ABORT: u32 = 2;
-/// Option: `NBD_OPT_LIST`.
-pub const OPT_LIST: u32 = 3;
-/// Option: `NBD_OPT_STARTTLS`.
-pub const OPT_STARTTLS: u32 = 5;
-/// Option: `NBD_OPT_INFO`.
-pub const OPT_INFO: u32 = 6;
-/// Option: `NBD_OPT_GO`.
-pub const OPT_GO: u32 = 7;
-/// Option: `NBD_OPT_STRUCTURED_REPLY`.
-pub const OPT_STRUCTURED_REPLY: u32 = 8;
-
-/// Option reply: success (final).
-pub const REP_ACK: u32 = 1;
-/// Option reply: one export name (`NBD_OPT_LIST`).
-pub const REP_SERVER: u32 = 2;
-/// Option reply: one information item (`NBD_OPT_INFO`/`GO`).
-pub const REP_INFO: u32 = 3;
-/// Bit set in every error reply type.
-pub const REP_FLAG_ERROR: u32 = 1 << 31;
-/// Option reply error: option not supported.
-pub const REP_ERR_UNSUP: u32 = REP_FLAG_ERROR | 1;
-/// Option reply error: forbidden by policy.
-pub const REP_ERR_POLICY: u32 = REP_FLAG_ERROR | 2;
-/// Option reply error: malformed option.
-pub const REP_ERR_INVALID: u32 = REP_FLAG_ERROR | 3;
-/// Option reply error: TLS is required before this option.
-pub const REP_ERR_TLS_REQD: u32 = REP_FLAG_ERROR | 5;
-/// Option reply error: unknown export.
-pub const REP_ERR_UNKNOWN: u32 = REP_FLAG_ERROR | 6;
-/// Option reply error: the server is shutting down.
-pub const REP_ERR_SHUTDOWN: u32 = REP_FLAG_ERROR | 7;
-/// Option reply error: option payload too large.
-pub const REP_ERR_TOO_BIG: u32 = REP_FLAG_ERROR | 9;
-
-/// Information item: size and transmission flags.
-pub const INFO_EXPORT: u16 = 0;
-/// Information item: export name.
-pub const INFO_NAME: u16 = 1;
-/// Information item: description.
-pub const INFO_DESCRIPTION: u16 = 2;
-/// Information item: block size constraints.
-pub const INFO_BLOCK_SIZE: u16 = 3;
-
-/// Command flag: force unit access (durable before the reply).
-pub const CMD_FLAG_FUA: u16 = 1 << 0;
-/// Command flag: `NBD_CMD_WRITE_ZEROES` must not punch a hole.
-pub const CMD_FLAG_NO_HOLE: u16 = 1 << 1;
-
-/// NBD error: operation not permitted.
-pub const EPERM: u32 = 1;
-/// NBD error: input/output error.
-pub const EIO: u32 = 5;
-/// NBD error: cannot allocate memory.
-pub const ENOMEM: u32 = 12;
-/// NBD error: invalid argument.
-pub const EINVAL: u32 = 22;
-/// NBD error: no space left (beyond the end of the export).
-pub const ENOSPC: u32 = 28;
-/// NBD error: value too large.
-pub const EOVERFLOW: u32 = 75;
-/// NBD error: operation not supported.
-pub const ENOTSUP: u32 = 95;
-/// NBD error: server shutting down.
-pub const ESHUTDOWN: u32 = 108;
 
 /// A malformed message from the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,12 +102,12 @@ impl Command {
     /// The command for a wire type.
     pub fn from_wire(t: u16) -> Command {
         match t {
-            0 => Command::Read,
-            1 => Command::Write,
-            2 => Command::Disc,
-            3 => Command::Flush,
-            4 => Command::Trim,
-            6 => Command::WriteZeroes,
+            CMD_READ => Command::Read,
+            CMD_WRITE => Command::Write,
+            CMD_DISC => Command::Disc,
+            CMD_FLUSH => Command::Flush,
+            CMD_TRIM => Command::Trim,
+            CMD_WRITE_ZEROES => Command::WriteZeroes,
             other => Command::Other(other),
         }
     }
@@ -250,22 +150,15 @@ pub fn parse_request(header: &[u8]) -> Result<Request, ProtoError> {
 /// Encode a request header (the client side; for tests and tools).
 pub fn encode_request(req: &Request) -> [u8; REQUEST_LEN] {
     let t = match req.command {
-        Command::Read => 0,
-        Command::Write => 1,
-        Command::Disc => 2,
-        Command::Flush => 3,
-        Command::Trim => 4,
-        Command::WriteZeroes => 6,
+        Command::Read => CMD_READ,
+        Command::Write => CMD_WRITE,
+        Command::Disc => CMD_DISC,
+        Command::Flush => CMD_FLUSH,
+        Command::Trim => CMD_TRIM,
+        Command::WriteZeroes => CMD_WRITE_ZEROES,
         Command::Other(t) => t,
     };
-    let mut b = [0u8; REQUEST_LEN];
-    b[0..4].copy_from_slice(&REQUEST_MAGIC.to_be_bytes());
-    b[4..6].copy_from_slice(&req.flags.to_be_bytes());
-    b[6..8].copy_from_slice(&t.to_be_bytes());
-    b[8..16].copy_from_slice(&req.handle.to_be_bytes());
-    b[16..24].copy_from_slice(&req.offset.to_be_bytes());
-    b[24..28].copy_from_slice(&req.length.to_be_bytes());
-    b
+    lukskit_nbd::proto::encode_request(req.flags, t, req.handle, req.offset, req.length)
 }
 
 /// Encode a simple reply header.
@@ -496,9 +389,6 @@ pub fn encode_info_request(req: &InfoRequest) -> Vec<u8> {
     }
     b
 }
-
-/// Command flag: don't fragment (structured replies only; refused here).
-pub const CMD_FLAG_DF: u16 = 1 << 2;
 
 /// What a request is checked against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -366,6 +366,47 @@ pub struct Token {
     pub json: Value,
 }
 
+/// Keyslot ids as a token's or digest's `keyslots` array: decimal strings.
+fn keyslot_ids(keyslots: &[u32]) -> Value {
+    Value::Array(
+        keyslots
+            .iter()
+            .map(|k| Value::String(k.to_string()))
+            .collect(),
+    )
+}
+
+/// A `luks2-keyring` token (`token add --key-description`): exactly the three members
+/// cryptsetup's builtin token has, `type`, `keyslots` and `key_description`, in its order.
+pub fn keyring_token(key_description: &str, keyslots: &[u32]) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String("luks2-keyring".into()));
+    m.insert("keyslots".into(), keyslot_ids(keyslots));
+    m.insert(
+        "key_description".into(),
+        Value::String(key_description.into()),
+    );
+    Value::Object(m)
+}
+
+/// `token import --key-slot N`: name keyslot `slot` in an imported token's `keyslots` (an
+/// empty array is created when the member is missing; a token that is not an object or whose
+/// `keyslots` is not an array is left as it is, for [`Luks2Header::add_token`] to refuse).
+pub fn token_with_keyslot(mut token: Value, slot: u32) -> Value {
+    if let Some(obj) = token.as_object_mut() {
+        let ks = obj
+            .entry("keyslots")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(a) = ks.as_array_mut() {
+            let s = Value::String(slot.to_string());
+            if !a.contains(&s) {
+                a.push(s);
+            }
+        }
+    }
+    token
+}
+
 /// Parameters for a brand-new header (luksFormat).
 #[derive(Clone, Debug)]
 pub struct NewHeaderParams {
@@ -1402,6 +1443,20 @@ impl Luks2Header {
         Ok(id)
     }
 
+    /// Give token `id` exactly the keyslots `keyslots` (stored as cryptsetup stores them:
+    /// decimal strings, in the order given), keeping every other member of the token; checked
+    /// as [`Luks2Header::add_token`] checks a token (the keyslots must exist).
+    pub fn set_token_keyslots(&mut self, id: u32, keyslots: &[u32]) -> Result<()> {
+        let mut token = self
+            .section("tokens")?
+            .get(&id.to_string())
+            .cloned()
+            .ok_or_else(|| FormatError::from(Luks2Error::TokenNotInUse { id }))?;
+        let obj = token.as_object_mut().ok_or(Luks2Error::TokenNotObject)?;
+        obj.insert("keyslots".into(), keyslot_ids(keyslots));
+        self.add_token(Some(id), token).map(|_| ())
+    }
+
     /// Remove a token.
     pub fn remove_token(&mut self, id: u32) -> Result<()> {
         self.section_mut("tokens")?
@@ -1580,6 +1635,44 @@ mod tests {
             .is_err());
         h.remove_keyslot(0).unwrap();
         assert!(h.tokens().unwrap()[0].keyslots.is_empty());
+        h.validate().unwrap();
+    }
+
+    #[test]
+    fn token_keyslot_mutators() {
+        let mut h = Luks2Header::new(&params()).unwrap();
+        h.add_keyslot(&keyslot(0, 0x8000)).unwrap();
+        h.add_keyslot(&keyslot(2, 0x8000 + 258048)).unwrap();
+        h.assign_keyslot_to_digest(0, 0).unwrap();
+        h.assign_keyslot_to_digest(2, 0).unwrap();
+        let t = keyring_token("d", &[]);
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            r#"{"type":"luks2-keyring","keyslots":[],"key_description":"d"}"#
+        );
+        let id = h.add_token(None, t).unwrap();
+        h.set_token_keyslots(id, &[2, 0]).unwrap();
+        let tok = &h.tokens().unwrap()[0];
+        assert_eq!(tok.keyslots, vec![2, 0]);
+        assert_eq!(tok.json["key_description"], "d");
+        assert!(
+            h.set_token_keyslots(id, &[1]).is_err(),
+            "keyslot 1 does not exist"
+        );
+        assert!(
+            h.set_token_keyslots(5, &[0]).is_err(),
+            "token 5 does not exist"
+        );
+        assert_eq!(h.tokens().unwrap()[0].keyslots, vec![2, 0]);
+        let imported = token_with_keyslot(serde_json::json!({"type": "x"}), 2);
+        assert_eq!(
+            imported,
+            serde_json::json!({"type": "x", "keyslots": ["2"]})
+        );
+        let again = token_with_keyslot(imported.clone(), 2);
+        assert_eq!(again, imported);
+        let odd = serde_json::json!({"type": "x", "keyslots": "2"});
+        assert_eq!(token_with_keyslot(odd.clone(), 0), odd);
         h.validate().unwrap();
     }
 

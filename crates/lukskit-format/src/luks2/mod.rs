@@ -32,6 +32,7 @@
 mod binary;
 mod disk;
 pub mod edit;
+mod from_luks1;
 mod json;
 mod metadata;
 mod segment_object;
@@ -41,8 +42,8 @@ mod validate;
 pub use binary::BinaryHeader;
 pub use disk::{check_sequence_id, read, write, write_copy, ReadOutcome};
 pub use metadata::{
-    dump_base64, Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams, Segment, Token,
-    UnknownKdfCosts, KNOWN_CONFIG_FLAGS, KNOWN_REQUIREMENTS,
+    dump_base64, keyring_token, token_with_keyslot, Digest, KdfParams, Keyslot, Luks2Header,
+    NewHeaderParams, Segment, Token, UnknownKdfCosts, KNOWN_CONFIG_FLAGS, KNOWN_REQUIREMENTS,
 };
 pub use types::{DigestType, KeyslotType, SegmentType, TokenType};
 

@@ -797,7 +797,7 @@ impl Luks2Header {
 
     /// Replace the whole JSON metadata with `json` (a header made from another format, as
     /// `convert` does), only if the result validates; otherwise nothing changes.
-    pub fn replace_json(&mut self, json: Map<String, Value>) -> Result<()> {
+    pub(crate) fn replace_json(&mut self, json: Map<String, Value>) -> Result<()> {
         let old = std::mem::replace(&mut self.json, json);
         if let Err(e) = self.validate() {
             self.json = old;
