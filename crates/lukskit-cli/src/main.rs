@@ -14,6 +14,7 @@ mod help;
 mod input;
 mod interrupt;
 mod option_tables;
+mod reencrypt_messages;
 mod resolve;
 mod startup;
 

@@ -69,6 +69,8 @@
 //! * `crypttab` — crypttab(5) parsing and each entry's open plan (`crypttab`);
 //! * `tokens` — cryptsetup's token step with every token kind and PIN prompts
 //!   (`token_unlock`).
+//! * `reencrypt` — re-encryption as cryptsetup's `reencrypt` orchestrates it, offline or
+//!   online under a kernel or userspace mapping (`reencrypt`).
 //!
 //! Image conversion (plaintext file ↔ encrypted image, streamed on all cores) is
 //! `volume_layer::image`.
@@ -113,6 +115,11 @@ pub use lukskit_crypttab as crypttab;
 /// Exposing plaintext through FUSE or as an NBD server (`lukskit-expose`).
 #[cfg(feature = "fuse")]
 pub use lukskit_expose as expose;
+/// Re-encryption (`lukskit-reencrypt`): a typed [`reencrypt::ReencryptRequest`], the checks
+/// and choices cryptsetup's `reencrypt` makes, and [`reencrypt::run()`], offline or online,
+/// reporting through a [`reencrypt::Progress`] the caller implements.
+#[cfg(feature = "reencrypt")]
+pub use lukskit_reencrypt as reencrypt;
 /// cryptsetup's token step (`lukskit-tokens`): [`token_unlock::try_tokens`] tries a
 /// volume's tokens (luks2-keyring, clevis, systemd-tpm2, systemd-pkcs11) in keyslot-priority
 /// order, asking PINs through a [`token_unlock::TokenPrompt`] the caller implements.

@@ -3,224 +3,30 @@
 //! `--init-only`, `--resume-only`, `--force-offline-reencrypt`, progress output).
 
 use super::reencrypt_claim::{self, Refusal};
+use super::reencrypt_notice::ActiveNotice;
+use super::reencrypt_progress::Progress;
 use super::{existing_key_source, need_args};
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
+use crate::interrupt::catch_interrupts;
+use crate::reencrypt_messages::init_failed;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
+use lukskit_reencrypt::{
+    choice, keyslots, online, repair, Phase, ReencryptError, ReencryptRequest,
+};
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
 use lukskit_volume::{Header, Volume};
 use std::io::Write;
-
-use std::time::Instant;
-
-pub(crate) use crate::interrupt::{catch_interrupts, interrupted};
 
 // cryptsetup's default cipher, which a re-encryption of a cipher_null volume switches to.
 use super::format::DEFAULT_CIPHER;
 
 fn has(o: &Opts, long: &str) -> bool {
     o.given.has(long)
-}
-
-/// The PBKDF and keyslot cipher of the keyslot that takes over from `old_slot` for the new
-/// volume key, as cryptsetup 2.6 chooses them: the old keyslot's area cipher (the default
-/// one instead of `cipher_null`) and, unless `--pbkdf`, `--hash`, `--pbkdf-force-iterations`
-/// or `--iter-time` asks for others, its PBKDF with the same costs, without a benchmark.
-fn new_keyslot_pbkdf(
-    o: &Opts,
-    vol: &Volume,
-    old_slot: u32,
-) -> Result<lukskit_volume::pbkdf::PbkdfRequest> {
-    use lukskit_format::luks2::KdfParams;
-    use lukskit_volume::pbkdf::{HashChoice, PbkdfKind};
-    let mut p = crate::resolve::pbkdf(o);
-    let Some(h) = vol.luks2() else {
-        return Ok(p);
-    };
-    let Some(ks) = h.keyslot(old_slot)? else {
-        return Ok(p);
-    };
-    if !ks.area_encryption.starts_with("cipher_null") {
-        p.keyslot_cipher = Some(lukskit_volume::pbkdf::KeyslotCipherRequest {
-            cipher: ks.area_encryption.clone(),
-            key_bits: Some(ks.area_key_size * 8),
-        });
-    }
-    if ["pbkdf", "hash", "pbkdf-force-iterations", "iter-time"]
-        .iter()
-        .any(|opt| has(o, opt))
-    {
-        return Ok(p);
-    }
-    match &ks.kdf {
-        KdfParams::Pbkdf2 {
-            hash, iterations, ..
-        } => {
-            p.kind = Some(PbkdfKind::Pbkdf2);
-            p.hash = Some(HashChoice::parse(hash));
-            p.force_iterations = Some(*iterations);
-        }
-        KdfParams::Argon2 {
-            variant,
-            time,
-            memory,
-            cpus,
-            ..
-        } => {
-            // The header's kdf type (argon2i or argon2id: checked when it was loaded).
-            let kind = PbkdfKind::from_name(variant).ok_or_else(|| {
-                lukskit_volume::VolumeError::from(lukskit_volume::ParamError::UnknownPbkdf {
-                    name: variant.clone(),
-                })
-            })?;
-            p.kind = Some(kind);
-            p.force_iterations = Some(*time);
-            p.max_memory_kib = Some(*memory);
-            p.parallel = Some(*cpus);
-        }
-        _ => {}
-    }
-    Ok(p)
-}
-
-/// cryptsetup's progress output: a "Progress: …" line redrawn at most every half second,
-/// then "Finished, …"; or one JSON object per update with `--progress-json`; nothing with
-/// `--batch-mode`. With `--progress-frequency SECS` a line every SECS seconds (not redrawn).
-pub(crate) struct Progress {
-    json: bool,
-    quiet: bool,
-    device: String,
-    /// `--progress-frequency` in microseconds; 0 for the default (redraw every 0.5 s).
-    frequency: u64,
-    start: Option<(Instant, u64)>,
-    last: Option<Instant>,
-}
-
-impl Progress {
-    /// The progress output the command line asks for, naming `device` (in JSON).
-    pub(crate) fn new(o: &Opts, device: &str) -> Self {
-        Progress {
-            json: o.progress_json,
-            quiet: o.batch_mode,
-            device: device.to_string(),
-            frequency: u64::from(o.progress_frequency.unwrap_or(0)) * 1_000_000,
-            start: None,
-            last: None,
-        }
-    }
-
-    /// `done` of `total` bytes processed.
-    pub(crate) fn update(&mut self, done: u64, total: u64) {
-        if self.quiet && !self.json {
-            return;
-        }
-        let now = Instant::now();
-        let Some((start, start_bytes)) = self.start else {
-            self.start = Some((now, done));
-            self.last = Some(now);
-            return;
-        };
-        let fin = done == total;
-        if !fin
-            && self
-                .last
-                .is_some_and(|l| now.duration_since(l).as_micros() < self.interval())
-        {
-            return;
-        }
-        self.last = Some(now);
-        let tdiff = now.duration_since(start).as_secs_f64();
-        if tdiff == 0.0 {
-            return;
-        }
-        let uib = (done - start_bytes) as f64 / tdiff;
-        let eta = if uib > 0.0 {
-            ((total as f64 / uib - tdiff).max(0.0) * 1e6) as u64
-        } else {
-            0
-        };
-        let mut out = std::io::stdout().lock();
-        if self.json {
-            let _ = writeln!(
-                out,
-                "{{\"device\":\"{}\",\"device_bytes\":\"{done}\",\"device_size\":\"{total}\",\
-                 \"speed\":\"{}\",\"eta_ms\":\"{}\",\"time_ms\":\"{}\"}}",
-                self.device,
-                uib as u64,
-                if fin { 0 } else { eta / 1000 },
-                (tdiff * 1e3) as u64
-            );
-        } else {
-            let (speed, unit) = if uib > 1073741824.0 {
-                (uib / 1073741824.0, "GiB")
-            } else if uib > 1048576.0 {
-                (uib / 1048576.0, "MiB")
-            } else if uib > 1024.0 {
-                (uib / 1024.0, "KiB")
-            } else {
-                (uib, "B")
-            };
-            if self.frequency == 0 {
-                let _ = write!(out, "\x1b[2K\r");
-            }
-            if fin {
-                let _ = writeln!(
-                    out,
-                    "Finished, time {}, {}, speed {speed:5.1} {unit}/s",
-                    human_time((tdiff * 1e6) as u64),
-                    written(done)
-                );
-            } else {
-                let _ = write!(
-                    out,
-                    "Progress: {:5.1}%, ETA {}, {}, speed {speed:5.1} {unit}/s{}",
-                    done as f64 / total as f64 * 100.0,
-                    human_time(eta),
-                    written(done),
-                    if self.frequency == 0 { "" } else { "\n" }
-                );
-            }
-        }
-        let _ = out.flush();
-    }
-}
-
-impl Progress {
-    fn interval(&self) -> u128 {
-        if self.frequency == 0 {
-            500_000
-        } else {
-            u128::from(self.frequency)
-        }
-    }
-}
-
-fn human_time(us: u64) -> String {
-    let s = us / 1_000_000;
-    if us < 5_400_000_000 {
-        format!("{:02}m{:02}s", s / 60, s % 60)
-    } else if us < 129_600_000_000 {
-        format!("{:02}h{:02}m{:02}s", s / 3600, (s / 60) % 60, s % 60)
-    } else {
-        format!("{:02} days", s / 86400)
-    }
-}
-
-fn written(bytes: u64) -> String {
-    let (v, u) = if bytes < 1 << 32 {
-        (bytes >> 20, "MiB")
-    } else if bytes < 1 << 42 {
-        (bytes >> 30, "GiB")
-    } else if bytes < 1 << 52 {
-        (bytes >> 40, "TiB")
-    } else {
-        (bytes >> 50, "PiB")
-    };
-    format!("{v:4} {u} written")
 }
 
 fn luks2(vol: &Volume) -> Result<&lukskit_format::luks2::Luks2Header> {
@@ -283,28 +89,29 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             "Options --encrypt and --decrypt cannot be combined.",
         ));
     }
+    let req = crate::resolve::reencrypt(o);
     let mut formatted = None;
     // The data device's claim of an offline run (see `reencrypt_claim`): taken before
     // anything is written, held until the run ends.
     let mut claim = None;
-    let runs = !has(o, "init-only");
+    let runs = req.phase != Phase::InitOnly;
     // `--encrypt --reduce-device-size` without `--header`: the header goes into space taken
     // from the device (see `reencrypt_shift`).
     let mut shifted = None;
     // `--encrypt` of a LUKS2 device (or header) already in re-encryption resumes it, as
     // cryptsetup's does (which then checks that it is an encryption).
-    let resuming = has(o, "encrypt") && header_in_reencryption(o, device);
+    let resuming = req.encrypts() && header_in_reencryption(o, device);
     // The kernel mapping a decryption with a moved segment was initialized under.
     let mut shift_active = None;
     if super::reencrypt_shift::wanted(o) && !resuming {
         // A block device nothing holds is encrypted offline, as by cryptsetup (which looks
         // for an active mapping only); one in use would need the online run.
-        if !has(o, "force-offline-reencrypt")
+        if !req.force_offline
             && std::fs::metadata(device).is_ok_and(|m| {
                 use std::os::unix::fs::FileTypeExt;
                 m.file_type().is_block_device()
             })
-            && super::reencrypt_online::has_holders(device)
+            && online::has_holders(device)
         {
             return Err(CliError::invalid(
                 "Online re-encryption is not supported by lukskit yet; use \
@@ -320,24 +127,22 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         shifted = Some(keys);
         shift_active = name;
         claim = held;
-    } else if has(o, "encrypt") && !resuming {
+    } else if req.encrypts() && !resuming {
         // A device in use is refused before its new header is made (cryptsetup makes the
         // header, then refuses the run); the claim is taken again for the run below, as
         // the format takes its own.
-        if runs && o.given.value("active-name").is_none() {
+        if runs && req.active_name.is_none() {
             drop(reencrypt_claim::claim(device, Refusal::Run)?);
         }
-        formatted = Some(format_for_encrypt(o, device)?);
+        formatted = Some(format_for_encrypt(o, &req, device)?);
     }
     let mut vol = match super::load_volume_typed(o, device, Access::Write, super::requested_luks(o))
     {
         Ok(v) => v,
         // No LUKS header at all: cryptsetup 2.6.1 says so only for a decryption; a
         // re-encryption fails silently, a resume finds none in progress.
-        Err(lukskit_volume::VolumeError::NotLuks { .. })
-            if !has(o, "decrypt") && !has(o, "encrypt") =>
-        {
-            return Err(CliError::invalid(if has(o, "resume-only") {
+        Err(lukskit_volume::VolumeError::NotLuks { .. }) if req.mode.is_none() => {
+            return Err(CliError::invalid(if req.phase == Phase::ResumeOnly {
                 "Device reencryption not in progress."
             } else {
                 ""
@@ -357,20 +162,20 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         ));
     }
     let st = reencrypt::status(luks2(&vol)?)?;
-    if st != Status::None && has(o, "init-only") && shifted.is_none() {
+    if st != Status::None && req.phase == Phase::InitOnly && shifted.is_none() {
         return Err(CliError::invalid(
             "LUKS2 reencryption already initialized. Aborting operation.",
         ));
     }
     if st != Status::None && shifted.is_none() {
-        check_resume_params(o, luks2(&vol)?)?;
+        lukskit_reencrypt::resume::check_resume_params(&req, luks2(&vol)?)?;
     }
-    if st == Status::None && has(o, "resume-only") {
+    if st == Status::None && req.phase == Phase::ResumeOnly {
         return Err(CliError::invalid("Device reencryption not in progress."));
     }
     // A decryption not started yet needs --header (cryptsetup 2.6.1's `action_decrypt` asks
     // before it looks for an active mapping): the header goes out to that file, or is there.
-    if st == Status::None && has(o, "decrypt") && shifted.is_none() && o.header.is_none() {
+    if st == Status::None && req.decrypts() && shifted.is_none() && req.header.is_none() {
         return Err(CliError::invalid(
             "LUKS2 decryption requires --header option.",
         ));
@@ -380,7 +185,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // without it), and fails with these words on a detached header, after it has written
     // the start of a re-encryption that cannot run into the header; lukskit leaves the header
     // and the device as they were.
-    if st == Status::None && has(o, "decrypt") && shifted.is_none() && has(o, "reduce-device-size")
+    if st == Status::None && req.decrypts() && shifted.is_none() && req.reduce_device_size.is_some()
     {
         return Err(CliError::invalid(
             "Failed to write reencryption resilience metadata.",
@@ -388,28 +193,28 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     }
     // cryptsetup checks whether the device is in use for every run, and for the
     // initialization of a decryption.
-    let checks_active = shifted.is_none() && (runs || (st == Status::None && has(o, "decrypt")));
+    let checks_active = shifted.is_none() && (runs || (st == Status::None && req.decrypts()));
     let data_dev = if vol.detached {
         Some(Device::open(&vol.data_path, Access::Write)?)
     } else {
         None
     };
     let is_block = data_dev.as_ref().unwrap_or(&vol.dev).is_block_device();
-    let mut active = o
-        .given
-        .value("active-name")
+    let mut active = req
+        .active_name
+        .as_deref()
         .map(|n| lukskit_activate::mapping_name(n).to_string())
         .or(shift_active);
     // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online through it.
-    let live = if runs && !has(o, "force-offline-reencrypt") && active.is_none() {
-        super::reencrypt_userspace::active_mapping(&vol.data_path)?
+    let live = if runs && !req.force_offline && active.is_none() {
+        lukskit_reencrypt::userspace::active_mapping(&vol.data_path)?
     } else {
         None
     };
     // What cryptsetup says of the device's use once the passphrases are read (see
     // [`ActiveNotice`]); an encryption's new header is not looked at (`encrypt_luks2_init`).
     let mut notice = ActiveNotice::Nothing;
-    if checks_active && !has(o, "force-offline-reencrypt") && active.is_none() && live.is_none() {
+    if checks_active && !req.force_offline && active.is_none() && live.is_none() {
         if !is_block {
             if formatted.is_none() {
                 notice = ActiveNotice::unknown(o, device)?;
@@ -426,9 +231,9 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     }
     let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
     let increase =
-        if st == Status::None && shifted.is_none() && formatted.is_none() && !has(o, "decrypt") {
+        if st == Status::None && shifted.is_none() && formatted.is_none() && !req.decrypts() {
             sector_increase(
-                o,
+                (o, &req),
                 &vol,
                 device,
                 (is_block, runs),
@@ -445,10 +250,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         // cryptsetup checks the mapping of an online run before it writes the metadata
         // (not with --init-only, which it runs without the mapping's name).
         let online = active.as_deref().filter(|_| runs);
-        if live.is_some() && runs && reencrypt_data_shift(o).is_some() {
-            return Err(online_shift_unsupported());
+        if live.is_some() && runs && choice::data_shift(&req).is_some() {
+            return Err(ReencryptError::OnlineShiftUnsupported.into());
         }
         let ctx = InitContext {
+            req: &req,
             data_dev: data_dev.as_ref(),
             block,
             online,
@@ -459,7 +265,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     } else {
         // cryptsetup's `reencrypt_luks2_load`: whether to go on (not with -q or
         // --resume-only; yes without a terminal), the passphrase, then the device's use.
-        if !has(o, "resume-only") {
+        if req.phase != Phase::ResumeOnly {
             let name = o.header.as_deref().unwrap_or(device);
             input::confirm(
                 &format!(
@@ -477,7 +283,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // run is protected as asked; a decryption with a moved segment changes the moved
     // segment's protection. A hot zone left by a crash is recovered first, under the
     // protection it was written with (online the run refuses a crashed header anyway).
-    if st != Status::None && o.given.has("resilience") {
+    if st != Status::None && req.resilience.is_some() {
         if let Some((vol_dev, hdr)) = vol.luks2_edit() {
             let c = reencrypt::Context::load(hdr)?;
             let moved = c.moved_protection.is_some();
@@ -501,7 +307,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
             }
             let clean = reencrypt::status(hdr)? == Status::Clean;
             if moved && clean {
-                let checksum = super::reencrypt_decrypt_shift::checksum_hash(o)?;
+                let checksum = choice::moved_protection(&req)?;
                 reencrypt::decrypt_shift::update_protection(
                     vol_dev,
                     hdr,
@@ -515,7 +321,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
                 reencrypt::resilience_switch::switch(
                     vol_dev,
                     hdr,
-                    &resilience(o)?,
+                    &choice::resilience(&req)?,
                     block,
                     &keys,
                     pbkdf.hash()?,
@@ -530,7 +336,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         drop(claim.take());
         // cryptsetup 2.6.1 activates NAME only after an encryption's initialization (other
         // modes ignore it).
-        if let Some(name) = activate_name.filter(|_| has(o, "encrypt")) {
+        if let Some(name) = activate_name.filter(|_| req.encrypts()) {
             let data: &dyn Storage = match &data_dev {
                 Some(d) => d,
                 None => &vol.dev,
@@ -547,81 +353,33 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         return Ok(());
     }
     let uuid = vol.uuid().to_string();
-    let _lock = if o.disable_locks {
-        None
-    } else {
-        Some(reencrypt::ReencryptLock::acquire(&uuid)?)
-    };
-    if has(o, "force-offline-reencrypt") && !o.batch_mode {
+    let _lock = lukskit_reencrypt::lock(&uuid, req.disable_locks)?;
+    if req.force_offline && !o.batch_mode {
         println!("Resuming LUKS reencryption in forced offline mode.");
     }
-    // `--device-size`: only the first SIZE bytes are re-encrypted (checked by the value
-    // checks: whole 512-byte sectors).
-    let device_size = o
-        .device_size
-        .as_deref()
-        .and_then(crate::args::parse_device_size);
-    let max_hotzone = match o.given.value("hotzone-size") {
-        Some(v) => crate::args::parse_device_size(v).ok_or_else(|| {
-            CliError::invalid("Invalid max reencryption hotzone size specification.")
-        })?,
-        None => 0,
-    };
     let mut progress = Progress::new(o, device);
     catch_interrupts();
-    let mut cb = |done: u64, total: u64| {
-        progress.update(done, total);
-        !interrupted()
+    let target = match (active, live) {
+        (Some(name), _) => lukskit_reencrypt::RunTarget::Kernel(name),
+        (None, Some(m)) => lukskit_reencrypt::RunTarget::Userspace(Box::new(m)),
+        (None, None) => lukskit_reencrypt::RunTarget::Offline,
     };
-    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
-        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
+    let run = lukskit_reencrypt::RunRequest {
+        max_hotzone: req.max_hotzone,
+        device_size: req.device_size,
     };
-    // From here on the metadata lock is held only while metadata is written, as
-    // cryptsetup's re-encryption does: `status` and `luksDump` (of either tool) go on
-    // meanwhile; the re-encryption lock (`_lock` above) keeps other runs out.
-    let locked = lukskit_volume::device::LockedUpdates::new(vol_dev);
-    let meta: &dyn Storage = &locked;
-    let data: &dyn Storage = match &data_dev {
-        Some(d) => d,
-        None => vol_dev,
-    };
-    let direct = data_dev
-        .as_ref()
-        .unwrap_or(vol_dev)
-        .file()
-        .and_then(reencrypt::fastio::open_direct);
-    let run_opts = reencrypt::RunOptions {
-        max_hotzone,
-        progress: Some(&mut cb),
-        direct: direct.as_ref(),
-        device_size,
-    };
-    let out = match (&active, live) {
-        (Some(name), _) => {
-            if reencrypt::status(hdr)? == Status::Crash {
-                return Err(CliError::invalid(
-                    "Cannot proceed with reencryption. Run reencryption recovery first.",
-                ));
-            }
-            let c = reencrypt::Context::load(hdr)?;
-            let forward = c.direction == reencrypt::Direction::Forward;
-            let mut hook =
-                super::reencrypt_online::kernel_hook(name, &uuid, forward, c.data_offset_new())?;
-            reencrypt::run_online(meta, data, block, hdr, &keys, run_opts, &mut hook)?
-        }
-        (None, Some(m)) => {
-            if reencrypt::Context::load(hdr)
-                .is_ok_and(|c| reencrypt::datashift::is_reencrypt_shift(&c))
-            {
-                return Err(online_shift_unsupported());
-            }
-            super::reencrypt_userspace::run(meta, data, block, hdr, &keys, run_opts, m)?
-        }
-        (None, None) => reencrypt::run(meta, data, block, hdr, &keys, run_opts)?,
-    };
+    let out = lukskit_reencrypt::run(
+        &mut vol,
+        data_dev.as_ref(),
+        block,
+        &keys,
+        target,
+        run,
+        &mut progress,
+    )?;
     if out == Outcome::Interrupted {
         // Stopped at a safe point: `--resume-only` continues.
-        if !progress.json {
+        if !progress.is_json() {
             print!("\x1b[2K\r");
             let _ = std::io::stdout().flush();
         }
@@ -659,7 +417,7 @@ impl SectorIncrease {
 /// mapping: the one the run goes on under (`active`, `live`), or, for `--init-only` (which
 /// cryptsetup runs without a mapping otherwise), the one found for the data device now.
 fn sector_increase(
-    o: &Opts,
+    (o, req): (&Opts, &ReencryptRequest),
     vol: &Volume,
     device: &str,
     (is_block, runs): (bool, bool),
@@ -668,10 +426,10 @@ fn sector_increase(
     notice: &mut ActiveNotice,
 ) -> Result<Option<SectorIncrease>> {
     let old = data_sector_size(luks2(vol)?)?;
-    let Some(new) = o.sector_size.filter(|n| *n > old) else {
+    let Some(new) = req.sector_size.filter(|n| *n > old) else {
         return Ok(None);
     };
-    if has(o, "force-offline-reencrypt") {
+    if req.force_offline {
         return Ok(None);
     }
     let mut kernel = active.map(String::from);
@@ -686,7 +444,7 @@ fn sector_increase(
             *notice = ActiveNotice::detected(kernel.as_deref(), vol, device);
         }
         if kernel.is_none() {
-            userspace = super::reencrypt_userspace::active_mapping(&vol.data_path)?
+            userspace = lukskit_reencrypt::userspace::active_mapping(&vol.data_path)?
                 .as_ref()
                 .and_then(mapping_device);
         }
@@ -701,62 +459,7 @@ fn sector_increase(
 /// header) found among its holders as cryptsetup finds it.
 fn detect_active(vol: &Volume, device: &str) -> Result<Option<String>> {
     let data_path = if vol.detached { &vol.data_path } else { device };
-    super::reencrypt_online::detect(data_path, vol.uuid())
-}
-
-/// What cryptsetup 2.6.1 says of the device's use (its `get_active_device_name`), which it
-/// looks up after the passphrases are read and before anything is written: so that what
-/// the user types goes to the prompt it is meant for.
-pub(crate) enum ActiveNotice {
-    /// Nothing to say.
-    Nothing,
-    /// "Auto-detected active dm device 'NAME' for data device DEVICE." (not with `-q`).
-    Detected { name: String, data_path: String },
-    /// DEVICE is no block device: whether it is in use cannot be told; the question whether
-    /// to go on offline.
-    AskOffline { device: String },
-}
-
-impl ActiveNotice {
-    /// For a device that is no block device: with `-q` cryptsetup refuses at once (its
-    /// `reencrypt_hint_force_offline_reencrypt`, before any passphrase); otherwise it asks
-    /// later.
-    pub(crate) fn unknown(o: &Opts, device: &str) -> Result<Self> {
-        if o.batch_mode {
-            return Err(refuse_unknown_use(device));
-        }
-        Ok(Self::AskOffline {
-            device: device.to_string(),
-        })
-    }
-
-    /// For a mapping found over `vol`'s data device (`device`, or the data device of a
-    /// detached header).
-    fn detected(name: Option<&str>, vol: &Volume, device: &str) -> Self {
-        match name {
-            Some(n) => Self::Detected {
-                name: n.to_string(),
-                data_path: if vol.detached { &vol.data_path } else { device }.to_string(),
-            },
-            None => Self::Nothing,
-        }
-    }
-
-    /// Say it (and ask): an error when the user does not answer yes.
-    pub(crate) fn say(&self, o: &Opts) -> Result<()> {
-        match self {
-            Self::Nothing => Ok(()),
-            Self::Detected { name, data_path } => {
-                if !o.batch_mode {
-                    println!(
-                        "Auto-detected active dm device '{name}' for data device {data_path}."
-                    );
-                }
-                Ok(())
-            }
-            Self::AskOffline { device } => ask_offline(device),
-        }
-    }
+    Ok(online::detect(data_path, vol.uuid())?)
 }
 
 /// The encryption sector size of the volume's data segment (512 where it has none).
@@ -766,38 +469,6 @@ fn data_sector_size(hdr: &lukskit_format::luks2::Luks2Header) -> Result<u32> {
         .into_iter()
         .find(|s| s.id == 0)
         .map_or(512, |s| s.sector_size))
-}
-
-/// cryptsetup's refusal (with `-q`) of a device that is no block device, where it cannot
-/// tell whether the device is in use.
-pub(crate) fn refuse_unknown_use(device: &str) -> CliError {
-    CliError::invalid(format!(
-        "Device {device} is not a block device. Can not auto-detect if it is active or \
-         not.\nUse --force-offline-reencrypt to bypass the check and run in offline mode \
-         (dangerous!)."
-    ))
-}
-
-/// cryptsetup's question for a device that is no block device (without `-q`): "Device X is
-/// not a block device." and a question whose answer is no without a terminal (a run goes
-/// on offline on yes).
-fn ask_offline(device: &str) -> Result<()> {
-    println!("Device {device} is not a block device.");
-    let question = format!(
-        "Unable to decide if device {device} is activated or not.\nAre you sure you want to \
-         proceed with reencryption in offline mode?\nIt may lead to data corruption if the \
-         device is actually activated.\nTo run reencryption in online mode, use --active-name \
-         parameter instead.\n"
-    );
-    if input::confirmed_default_no(&question)? {
-        return Ok(());
-    }
-    // Only an answer read from the user is followed by "Operation aborted.".
-    Err(if input::interactive() {
-        input::aborted()
-    } else {
-        CliError::invalid("")
-    })
 }
 
 /// The device a userspace mapping exposes its plaintext as (its `/dev/mapper` link, loop
@@ -822,41 +493,10 @@ fn same_device(a: &str, b: &str) -> bool {
     }
 }
 
-/// A re-encryption with a data shift under a live userspace (FUSE or NBD) mapping: lukskit
-/// runs it offline or under a kernel mapping only.
-fn online_shift_unsupported() -> CliError {
-    CliError::invalid(
-        "Online re-encryption with a data shift (--reduce-device-size) of a lukskit \
-         userspace mapping is not supported; close it first or use --force-offline-reencrypt.",
-    )
-}
-
-/// A re-encryption with a data shift of `shift` bytes under kernel mapping `name`, of a
-/// data area of `data` bytes (`sector`: the larger of the old and new encryption sector
-/// sizes): the data left after the shift must hold the whole mapping, in whole sectors,
-/// as cryptsetup 2.6.1's `reencrypt_load_by_passphrase` requires (a user shrinks the file
-/// system and the mapping first, `resize --size`). cryptsetup checks it after it has
-/// written the metadata and leaves the header in re-encryption; lukskit checks it before
-/// anything is written, with cryptsetup's words and exit code.
-fn check_online_shift_size(name: &str, data: u64, shift: u64, sector: u32) -> Result<()> {
-    let mapping = match lukskit_activate::find(name) {
-        // (not `status`: it reads the header, whose device this process holds locked)
-        Ok(Some(lukskit_activate::Mapping::Kernel(k))) => k.size_sectors() * 512,
-        Ok(Some(_)) => return Err(online_shift_unsupported()),
-        Ok(None) | Err(_) => {
-            return Err(CliError::invalid(format!("Device {name} is not active.")))
-        }
-    };
-    if mapping > data.saturating_sub(shift) || !mapping.is_multiple_of(u64::from(sector)) {
-        return Err(CliError::invalid(
-            "Illegal device size requested in reencryption parameters.",
-        ));
-    }
-    Ok(())
-}
-
 /// What a new re-encryption's initialization works with besides the options and the volume.
 struct InitContext<'a> {
+    /// The re-encryption asked for.
+    req: &'a ReencryptRequest,
     /// The data device when the header is detached.
     data_dev: Option<&'a Device>,
     /// The data device's logical block size.
@@ -872,7 +512,7 @@ struct InitContext<'a> {
 /// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
 /// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata.
 /// `ctx.online`: the kernel mapping the run will go on under, which must match the metadata
-/// before it is written (see [`commit_init`]).
+/// before it is written (see [`lukskit_reencrypt::init::commit`]).
 fn init(
     o: &Opts,
     vol: &mut Volume,
@@ -880,6 +520,7 @@ fn init(
     formatted: Option<Formatted>,
 ) -> Result<reencrypt::Keys> {
     let InitContext {
+        req,
         data_dev,
         block,
         online,
@@ -894,101 +535,39 @@ fn init(
     })?;
     // A resilience mode cryptsetup does not know fails its initialization, after the
     // passphrases are read (and the keyslots unlocked): checked there, below.
-    let resilience = match reencrypt_data_shift(o) {
+    let resilience = match choice::data_shift(req) {
         Some(shift) => Ok(ResilienceChoice::Datashift(shift)),
-        None => resilience(o),
+        None => choice::resilience(req).map_err(CliError::from),
     };
     let pbkdf = crate::resolve::pbkdf(o);
     if let Some(Formatted { pass, shift }) = formatted {
         notice.say(o)?;
         let resilience = resilience?;
         // --encrypt: the new header holds the new key in its keyslot.
-        let (_, vk) = vol.unlock(pass.as_bytes(), None, false)?;
-        let digest = vol.segment_digest_id()?;
-        let hdr = luks2(vol)?;
-        let seg = hdr.segments()?.into_iter().find(|s| s.id == 0);
-        let params = InitParams {
-            mode: Mode::Encrypt,
+        let e = lukskit_reencrypt::init::EncryptInit {
+            passphrase: pass.as_bytes(),
+            shift,
             resilience,
-            cipher: seg
-                .as_ref()
-                .map_or_else(String::new, |s| s.encryption.clone()),
-            sector_size: seg.map_or(512, |s| s.sector_size),
-            new_digest: digest,
-            digest_iterations: pbkdf.digest_iterations(vk.len())?,
-            digest_hash: pbkdf.hash()?,
+            pbkdf: &pbkdf,
         };
-        let keys = reencrypt::Keys {
-            old: None,
-            new: Some(vk),
-        };
-        let Some((vol_dev, h)) = vol.luks2_edit() else {
-            unreachable!("checked above")
-        };
-        if let Some(shift) = shift {
-            let p = reencrypt::datashift::EncryptShiftParams {
-                shift,
-                cipher: params.cipher,
-                sector_size: params.sector_size,
-                new_digest: params
-                    .new_digest
-                    .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?,
-                digest_iterations: params.digest_iterations,
-                digest_hash: params.digest_hash,
-            };
-            reencrypt::datashift::init_encrypt_detached(vol_dev, size, h, &p, &keys).map_err(
-                |e| match e {
-                    lukskit_volume::VolumeError::Reencrypt(
-                        lukskit_volume::ReencryptError::DeviceAlignment { sector_size },
-                    ) => CliError::invalid(format!(
-                        "Data device is not aligned to encryption sector size ({sector_size} \
-                         bytes)."
-                    )),
-                    _ => CliError::invalid("Failed to initialize LUKS2 reencryption in metadata."),
-                },
-            )?;
-            return Ok(keys);
-        }
-        reencrypt::init(vol_dev, size, block, h, &params, &keys)?;
-        return Ok(keys);
+        return Ok(lukskit_reencrypt::init::encrypt(vol, (size, block), &e)?);
     }
     // A detached header whose data starts further on (a backup of a header that was in
     // front of the data): cryptsetup 2.6.1's `decrypt_luks2_init` refuses it before asking
     // for the passphrase (luks2-reencryption-test [5]).
-    if has(o, "decrypt") && luks2(vol)?.data_offset()? > 0 {
+    if req.decrypts() && luks2(vol)?.data_offset()? > 0 {
         return Err(CliError::invalid(
             "LUKS2 decryption is supported with detached header device only (with data \
              offset set to 0).",
         ));
     }
-    let hdr = luks2(vol)?;
-    let seg_digest = vol
-        .segment_digest_id()?
-        .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?;
-    let digests = hdr.digests()?;
-    let bound: Vec<u32> = digests
-        .iter()
-        .find(|d| d.id == seg_digest)
-        .map(|d| d.keyslots.clone())
-        .unwrap_or_default();
-    let slots: Vec<u32> = match o.key_slot {
-        Some(s) => {
-            if !bound.contains(&s) {
-                return Err(CliError::invalid(format!("Keyslot {s} is not active.")));
-            }
-            vec![s]
-        }
-        None => bound,
-    };
-    if slots.is_empty() {
-        return Err(CliError::invalid("No usable keyslot is available."));
-    }
+    let slots = keyslots::to_unlock(vol, req.key_slot)?;
     let src = existing_key_source(o, None);
-    if has(o, "decrypt") {
+    if req.decrypts() {
         // cryptsetup's `decrypt_luks2_init`: one passphrase, of any keyslot (or --key-slot).
         let prompt = format!("Enter passphrase for {}: ", vol.data_path);
         let (_, old_vk, _pass) =
-            super::keys::unlock_with_tries(vol, o, &src, &prompt, o.key_slot, false)?;
+            super::keys::unlock_with_tries(vol, o, &src, &prompt, req.key_slot, false)?;
         notice.say(o)?;
         let params = InitParams {
             mode: Mode::Decrypt,
@@ -1003,7 +582,7 @@ fn init(
             old: Some(old_vk),
             new: None,
         };
-        commit_init(vol, (size, block), &params, &keys, online)?;
+        lukskit_reencrypt::init::commit(vol, (size, block), &params, &keys, online)?;
         return Ok(keys);
     }
     if slots.len() > 1 && !matches!(src, input::KeySource::Prompt) {
@@ -1011,6 +590,7 @@ fn init(
             "Key file can be used only with --key-slot or with exactly one key slot active.",
         ));
     }
+    let hdr = luks2(vol)?;
     let old_cipher = vol.cipher_spec()?;
     let old_key_len = vol.volume_key_size()?;
     let old_ss = data_sector_size(hdr)?;
@@ -1031,7 +611,7 @@ fn init(
         None if o.cipher.is_none() && !switch_null => old_key_len,
         None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
     };
-    let sector_size = o.sector_size.unwrap_or(old_ss);
+    let sector_size = req.sector_size.unwrap_or(old_ss);
     // A data shift must be whole sectors of both layouts; checked (as by the library)
     // before any keyslot is added, so that nothing is written when it is not.
     if let Ok(ResilienceChoice::Datashift(shift)) = resilience {
@@ -1049,7 +629,7 @@ fn init(
     if let (Ok(ResilienceChoice::Datashift(shift)), Some(name)) = (&resilience, online) {
         let seg0 = hdr.segments()?.into_iter().find(|s| s.id == 0);
         let data = seg0.map_or(0, |s| s.size.unwrap_or(size.saturating_sub(s.offset)));
-        check_online_shift_size(name, data, *shift, old_ss.max(sector_size))?;
+        choice::check_online_shift_size(name, data, *shift, old_ss.max(sector_size))?;
     }
     // `--keep-key` (cryptsetup 2.6.1 takes it for LUKS2 too): the volume key stays, so
     // something else of the data segment must change. As cryptsetup: a `--key-size` or a
@@ -1059,9 +639,9 @@ fn init(
     // `--volume-key-file` (cryptsetup 2.6.1's `reencrypt_luks2_init`, read before any
     // passphrase is asked): the new volume key is the file's first key-size bytes; a file
     // that holds the current volume key changes no key, as `--keep-key`.
-    let mut keep_key = o.keep_key;
+    let mut keep_key = req.keep_key;
     let mut file_vk = None;
-    if let (Some(f), false) = (&o.volume_key_file, o.keep_key) {
+    if let (Some(f), false) = (&o.volume_key_file, req.keep_key) {
         let vk = super::volume_key::read_volume_key_file(f, key_len)?;
         if vol.verify_volume_key(vk.as_bytes()).is_ok() {
             keep_key = true;
@@ -1107,8 +687,15 @@ fn init(
     };
     lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
     let mut new_slots = Vec::new();
-    let added = add_new_keyslots(o, vol, &new_vk, &passes, &slots, &mut new_slots);
-    let r = added.and_then(|new_digest| {
+    let pbkdf = crate::resolve::pbkdf(o);
+    let added = keyslots::add_for_new_key(
+        vol,
+        &new_vk,
+        (&passes, &slots),
+        (&pbkdf, req.pbkdf_given),
+        &mut new_slots,
+    );
+    let r = added.map_err(CliError::from).and_then(|new_digest| {
         if let Some(i) = increase {
             i.check()?;
         }
@@ -1116,10 +703,17 @@ fn init(
             old: Some(old_vk),
             new: Some(new_vk),
         };
-        let p = (cipher, sector_size, key_len, resilience);
-        reencrypt_init(
-            o, vol, data_dev, block, &slots, new_digest, p, &keys, online,
-        )?;
+        let n = lukskit_reencrypt::init::NewKeyInit {
+            cipher,
+            sector_size,
+            key_len,
+            resilience,
+            new_digest,
+            first_slot: slots[0],
+            pbkdf: &pbkdf,
+            pbkdf_given: req.pbkdf_given,
+        };
+        lukskit_reencrypt::init::new_key(vol, (size, block), n, &keys, online)?;
         Ok(keys)
     });
     if r.is_err() {
@@ -1130,71 +724,6 @@ fn init(
         }
     }
     r
-}
-
-/// One unbound keyslot for the new volume key per unlocked old keyslot (`slots`, with their
-/// `passes`), all under one digest; the keyslots made are pushed to `made`. Returns the
-/// new key's digest.
-fn add_new_keyslots(
-    o: &Opts,
-    vol: &mut Volume,
-    new_vk: &SecretBuf,
-    passes: &[SecretBuf],
-    slots: &[u32],
-    made: &mut Vec<u32>,
-) -> Result<Option<u32>> {
-    let mut new_digest = None;
-    for (pass, &old_slot) in passes.iter().zip(slots) {
-        let like_old = new_keyslot_pbkdf(o, vol, old_slot)?;
-        let slot = vol.add_keyslot(new_vk, pass.as_bytes(), None, &like_old, true)?;
-        made.push(slot);
-        let Some(h) = vol.luks2_mut() else {
-            unreachable!("checked by the caller")
-        };
-        let d = lukskit_format::luks2::edit::digest_of_keyslot(h, slot)?;
-        match new_digest {
-            None => new_digest = d,
-            Some(first) => {
-                // One digest for the new key: move the keyslot to the first one.
-                lukskit_format::luks2::edit::move_keyslot_digest(h, slot, first)?;
-            }
-        }
-    }
-    Ok(new_digest)
-}
-
-/// The re-encryption metadata of a new volume key whose keyslots exist (digest
-/// `new_digest`); `(cipher, sector size, key length, resilience)` of the new layout.
-#[allow(clippy::too_many_arguments)]
-fn reencrypt_init(
-    o: &Opts,
-    vol: &mut Volume,
-    data_dev: Option<&Device>,
-    block: u64,
-    slots: &[u32],
-    new_digest: Option<u32>,
-    (cipher, sector_size, key_len, resilience): (String, u32, usize, ResilienceChoice),
-    keys: &reencrypt::Keys,
-    online: Option<&str>,
-) -> Result<()> {
-    let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
-        CliError::from(lukskit_volume::VolumeError::device_io(
-            lukskit_volume::DeviceOp::GetSize,
-            e,
-        ))
-    })?;
-    // cryptsetup makes the metadata digest with the PBKDF of the new keyslots.
-    let digest_pbkdf = new_keyslot_pbkdf(o, vol, slots[0])?;
-    let params = InitParams {
-        mode: Mode::Reencrypt,
-        resilience,
-        cipher,
-        sector_size,
-        new_digest,
-        digest_iterations: digest_pbkdf.digest_iterations(key_len)?,
-        digest_hash: digest_pbkdf.hash()?,
-    };
-    commit_init(vol, (size, block), &params, keys, online)
 }
 
 /// `reencrypt --keep-key` of a LUKS2 volume with a new cipher, key size or sector size
@@ -1225,83 +754,21 @@ fn keep_key_init(
     }
     let resilience = resilience.map_err(init_failed)?;
     let spec = CipherSpec::parse(cipher)?;
-    lukskit_crypto::engine::SectorCipher::check(&spec, vk.len(), sector_size).map_err(|_| {
-        CliError::invalid(format!(
-            "Unable to use cipher specification {cipher} for LUKS2."
-        ))
-    })?;
-    let digest = vol
-        .segment_digest_id()?
-        .ok_or_else(|| CliError::invalid("No usable keyslot is available."))?;
-    // No keyslot is made, so (as in cryptsetup, whose PBKDF options reach the context only
-    // through the new keyslots' parameters) the metadata digest gets the default PBKDF:
-    // iterations benchmarked, never the forced ones.
-    let digest_pbkdf = lukskit_volume::pbkdf::PbkdfRequest {
-        force_iterations: None,
-        hash: None,
-        ..crate::resolve::pbkdf(o)
-    };
-    let params = InitParams {
-        mode: Mode::Reencrypt,
-        resilience,
-        cipher: cipher.to_string(),
+    let pbkdf = crate::resolve::pbkdf(o);
+    let k = lukskit_reencrypt::init::KeepKeyInit {
+        cipher,
+        spec: &spec,
         sector_size,
-        new_digest: Some(digest),
-        digest_iterations: digest_pbkdf.digest_iterations(vk.len())?,
-        digest_hash: digest_pbkdf.hash()?,
+        resilience,
+        pbkdf: &pbkdf,
     };
-    let keys = reencrypt::Keys {
-        old: Some(vk.clone()),
-        new: Some(vk),
-    };
-    commit_init(vol, (size, block), &params, &keys, online)?;
-    Ok(keys)
-}
-
-/// Write the re-encryption metadata (`params`, `keys`) of a re-encryption or decryption,
-/// `(data size, data block size)`: when the run goes on under kernel mapping `online`,
-/// that mapping must first match the metadata about to be written, as cryptsetup 2.6.1's
-/// `reencrypt_init` checks it (`crypt_compare_dm_devices`: the mapping `NAME2` of
-/// luks2-reencryption-test [4], whose key description names an old digest). Otherwise
-/// nothing is written: "Mismatching parameters on device NAME." and, as after any failure
-/// of the initialization, "Failed to initialize LUKS2 reencryption in metadata.", as
-/// cryptsetup.
-fn commit_init(
-    vol: &mut Volume,
-    (size, block): (u64, u64),
-    params: &InitParams,
-    keys: &reencrypt::Keys,
-    online: Option<&str>,
-) -> Result<()> {
-    let uuid = vol.uuid().to_string();
-    let failed = std::cell::RefCell::new(None);
-    let mut check = |h: &lukskit_format::luks2::Luks2Header,
-                     k: &reencrypt::Keys|
-     -> lukskit_volume::Result<()> {
-        let Some(name) = online else {
-            return Ok(());
-        };
-        super::reencrypt_online::check_before_init(name, &uuid, h, k, size).map_err(|e| {
-            let m = e.message.clone();
-            *failed.borrow_mut() = Some(e);
-            lukskit_volume::ReencryptError::Online(m).into()
-        })
-    };
-    let Some((vol_dev, h)) = vol.luks2_edit() else {
-        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
-    };
-    let r = reencrypt::init_checked(vol_dev, size, block, h, params, keys, &mut check);
-    let e = match r {
-        Ok(_) => return Ok(()),
-        Err(
-            e @ lukskit_volume::VolumeError::Reencrypt(
-                lukskit_volume::ReencryptError::AlreadyInitialized,
-            ),
-        ) => return Err(e.into()),
-        Err(e) => failed.into_inner().unwrap_or_else(|| e.into()),
-    };
-    // cryptsetup's words after any failure of its `reencrypt_init`.
-    Err(init_failed(e))
+    Ok(lukskit_reencrypt::init::keep_key(
+        vol,
+        (size, block),
+        vk,
+        &k,
+        online,
+    )?)
 }
 
 /// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as
@@ -1310,19 +777,12 @@ pub fn repair_needs_recovery(o: &Opts, args: &[String]) -> bool {
     let Some(device) = args.first() else {
         return false;
     };
-    let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
-        return false;
-    };
-    match vol.header() {
-        Header::Luks2(h) => reencrypt::status(h).ok() == Some(Status::Crash),
-        Header::Luks1(_) => false,
-    }
+    Volume::load(device, o.header.as_deref(), Access::Read)
+        .is_ok_and(|vol| repair::needs_recovery(&vol))
 }
 
-/// `repair <device>` of a header with an interrupted hot zone: unlock, take the
-/// re-encryption lock and recover the hot zone (cryptsetup's
-/// `LUKS2_reencrypt_locked_recovery_by_passphrase`; the recovery of the last hot zone also
-/// finishes the re-encryption).
+/// `repair <device>` of a header with an interrupted hot zone: the passphrase, then the
+/// recovery (see [`repair::Recovery`]).
 pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 1, "<device>")?;
     let device = &args[0];
@@ -1331,131 +791,12 @@ pub fn repair(o: &Opts, args: &[String]) -> Result<()> {
         o.batch_mode,
     )?;
     let mut vol = super::load_volume(o, device, Access::Write)?;
-    let data_dev = if vol.detached {
-        Some(Device::open(&vol.data_path, Access::Write)?)
-    } else {
-        None
-    };
-    let block = reencrypt::device_block_size(data_dev.as_ref().unwrap_or(&vol.dev).file());
+    let recovery = repair::Recovery::prepare(&vol)?;
     let src = existing_key_source(o, None);
     let prompt = format!("Enter passphrase for {device}: ");
     let pass = input::get_secret(&src, &prompt, false)?;
-    let keys = reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot)?;
-    let uuid = vol.uuid().to_string();
-    let _lock = if o.disable_locks {
-        None
-    } else {
-        Some(reencrypt::ReencryptLock::acquire(&uuid)?)
-    };
-    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
-        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
-    };
-    let data: &dyn Storage = match &data_dev {
-        Some(d) => d,
-        None => vol_dev,
-    };
-    reencrypt::recover(vol_dev, data, block, hdr, &keys)?;
+    recovery.recover(&mut vol, pass.as_bytes(), o.key_slot, o.disable_locks)?;
     Ok(())
-}
-
-/// `--encrypt`, `--decrypt` and `--resilience` when resuming (cryptsetup's
-/// `reencrypt_verify_and_update_params`): the mode must be the one in progress; a data shift
-/// cannot change to anything else, nor anything else to a data shift; a decryption with a
-/// data shift (`datashift-checksum`/`-journal`) takes `checksum`/`journal` or those, nothing
-/// else.
-fn check_resume_params(o: &Opts, hdr: &lukskit_format::luks2::Luks2Header) -> Result<()> {
-    let Ok(c) = reencrypt::Context::load(hdr) else {
-        return Ok(());
-    };
-    if has(o, "encrypt") && c.mode != Mode::Encrypt {
-        return Err(CliError::invalid(
-            "Device is not in LUKS2 encryption. Conflicting option --encrypt.",
-        ));
-    }
-    if has(o, "decrypt") && c.mode != Mode::Decrypt {
-        return Err(CliError::invalid(
-            "Device is not in LUKS2 decryption. Conflicting option --decrypt.",
-        ));
-    }
-    let Some(want) = o.given.value("resilience") else {
-        return Ok(());
-    };
-    let shifting = matches!(c.resilience, reencrypt::Resilience::Datashift { .. });
-    // `datashift` alone, or `datashift-checksum`/`-journal` (a decryption moving the data).
-    let plain_shift = shifting && c.moved_protection.is_none();
-    let cannot = || {
-        Err(CliError::invalid(
-            "Requested --resilience option cannot be applied to current reencryption \
-             operation.",
-        ))
-    };
-    if plain_shift && want != "datashift" {
-        return Err(CliError::invalid(
-            "Device is in reencryption using datashift resilience. Requested --resilience \
-             option cannot be applied.",
-        ));
-    }
-    if !plain_shift && want == "datashift" {
-        return cannot();
-    }
-    if shifting && !plain_shift {
-        // The moved segment's protection may change (`decrypt_verify_and_set_params`):
-        // `checksum`/`journal` or their datashift- names, with a known hash.
-        return super::reencrypt_decrypt_shift::checksum_hash(o).map(|_| ());
-    }
-    if want.starts_with("datashift-") {
-        return cannot();
-    }
-    Ok(())
-}
-
-/// The data shift of a re-encryption with `--reduce-device-size` (not `--encrypt`, whose
-/// shift comes with its new header): cryptsetup's `reencrypt_luks2_init` then shifts the
-/// data by the whole size, backward, with resilience `datashift` whatever `--resilience`
-/// says (a size of 0 is no shift).
-fn reencrypt_data_shift(o: &Opts) -> Option<u64> {
-    if has(o, "encrypt") {
-        return None;
-    }
-    o.given
-        .value("reduce-device-size")
-        .and_then(crate::args::parse_device_size)
-        .filter(|s| *s != 0)
-}
-
-/// A failure of the re-encryption's initialization in cryptsetup's words: the reason, then
-/// "Failed to initialize LUKS2 reencryption in metadata." (once).
-fn init_failed(e: CliError) -> CliError {
-    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
-    if e.message.ends_with(FAILED) {
-        return e;
-    }
-    if e.message.is_empty() {
-        return CliError::new(e.class, FAILED);
-    }
-    CliError::new(e.class, format!("{}\n{FAILED}", e.message))
-}
-
-fn resilience(o: &Opts) -> Result<ResilienceChoice> {
-    Ok(match o.given.value("resilience").unwrap_or("checksum") {
-        "checksum" => {
-            ResilienceChoice::Checksum(o.given.value("resilience-hash").unwrap_or("sha256").into())
-        }
-        "journal" => ResilienceChoice::Journal,
-        "none" => ResilienceChoice::None,
-        // Only an encryption with --reduce-device-size shifts data (`reencrypt_shift`);
-        // cryptsetup's initialization refuses it everywhere else.
-        "datashift" => {
-            return Err(CliError::invalid(
-                "Failed to initialize LUKS2 reencryption in metadata.",
-            ))
-        }
-        other => {
-            return Err(CliError::invalid(format!(
-                "Unsupported resilience mode {other}"
-            )))
-        }
-    })
 }
 
 /// With `--encrypt`: whether the header (`--header`, else the device) is LUKS2 already in
@@ -1474,7 +815,7 @@ fn header_in_reencryption(o: &Opts, device: &str) -> bool {
 /// `--encrypt --header FILE`: format the detached header (cryptsetup's `encrypt_luks2_init`
 /// without a data shift: data offset 0, 512-byte sectors unless `--sector-size`). Returns
 /// the passphrase of its keyslot and the data shift.
-fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
+fn format_for_encrypt(o: &Opts, req: &ReencryptRequest, device: &str) -> Result<Formatted> {
     let Some(header) = o.header.clone() else {
         return Err(CliError::invalid(
             "Encryption without detached header (--header) is not possible without data \
@@ -1500,7 +841,7 @@ fn format_for_encrypt(o: &Opts, device: &str) -> Result<Formatted> {
         }
     };
     if let Some(v) = o.given.value("reduce-device-size") {
-        super::reencrypt_shift::check_resilience(o)?;
+        choice::check_shift_resilience(req)?;
         let s = crate::args::parse_device_size(v)
             .filter(|s| *s != 0)
             .ok_or_else(|| {
@@ -1556,20 +897,14 @@ struct Formatted {
     shift: Option<u64>,
 }
 
-/// Whether `repair <device>` must protect unprotected re-encryption metadata (cryptsetup's
-/// `CRYPT_REENCRYPT_REPAIR_NEEDED`: the old `online-reencrypt` requirement, or no metadata
-/// digest); checked before the hot-zone recovery, as cryptsetup does.
+/// Whether `repair <device>` must protect unprotected re-encryption metadata (see
+/// [`repair::needs_metadata_upgrade`]).
 pub fn repair_needs_metadata_upgrade(o: &Opts, args: &[String]) -> bool {
     let Some(device) = args.first() else {
         return false;
     };
-    let Ok(vol) = Volume::load(device, o.header.as_deref(), Access::Read) else {
-        return false;
-    };
-    match vol.header() {
-        Header::Luks2(h) => reencrypt::metadata_repair_needed(h).unwrap_or(false),
-        Header::Luks1(_) => false,
-    }
+    Volume::load(device, o.header.as_deref(), Access::Read)
+        .is_ok_and(|vol| repair::needs_metadata_upgrade(&vol))
 }
 
 /// `repair <device>` of unprotected re-encryption metadata (cryptsetup's
@@ -1590,19 +925,8 @@ pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
         false,
     )?;
     let mut vol = super::load_volume(o, &args[0], Access::Write)?;
-    let keys = reencrypt::unlock_keys(&vol.dev, luks2(&vol)?, pass.as_bytes(), o.key_slot)?;
-    let key_len = keys
-        .new
-        .as_ref()
-        .or(keys.old.as_ref())
-        .map_or(32, |k| k.len());
     let pbkdf = crate::resolve::pbkdf(o);
-    let (hash, iterations) = (pbkdf.hash()?, pbkdf.digest_iterations(key_len)?);
-    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
-        return Err(CliError::invalid("Device is not a valid LUKS2 device."));
-    };
-    reencrypt::upgrade_metadata(vol_dev, hdr, &keys, hash, iterations)?;
-    reencrypt::verify_metadata(hdr, &keys)?;
+    repair::upgrade_metadata(&mut vol, pass.as_bytes(), o.key_slot, &pbkdf)?;
     Ok(())
 }
 
@@ -1611,10 +935,7 @@ pub fn repair_metadata(o: &Opts, args: &[String]) -> Result<()> {
 /// `CRYPT_REENCRYPT_CLEAN`): mangled metadata fails with "Reencryption metadata is invalid."
 /// (exit 2).
 pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
-    let Some(hdr) = vol.luks2() else {
-        return Ok(());
-    };
-    if reencrypt::status(hdr).ok() != Some(Status::Clean) {
+    if !repair::needs_verification(vol) {
         return Ok(());
     }
     let src = existing_key_source(o, None);
@@ -1623,39 +944,5 @@ pub fn repair_verify_clean(o: &Opts, vol: &Volume) -> Result<()> {
         "Enter passphrase to verify reencryption metadata digest: ",
         false,
     )?;
-    let keys = reencrypt::unlock_keys(&vol.dev, hdr, pass.as_bytes(), o.key_slot)?;
-    reencrypt::verify_metadata(hdr, &keys).map_err(|e| {
-        let e = errors::volume(&e);
-        CliError::permission(e.message)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::errors::ExitClass;
-
-    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
-
-    #[test]
-    fn init_failure_follows_its_reason_once() {
-        let e = init_failed(CliError::new(
-            ExitClass::Invalid,
-            "Unsupported resilience mode x",
-        ));
-        assert_eq!(
-            e.message,
-            format!("Unsupported resilience mode x\n{FAILED}")
-        );
-        assert_eq!(
-            init_failed(e).message,
-            format!("Unsupported resilience mode x\n{FAILED}")
-        );
-    }
-
-    #[test]
-    fn init_failure_without_a_reason_is_one_line() {
-        let e = init_failed(CliError::new(ExitClass::Invalid, ""));
-        assert_eq!(e.message, FAILED);
-    }
+    Ok(repair::verify(vol, pass.as_bytes(), o.key_slot)?)
 }

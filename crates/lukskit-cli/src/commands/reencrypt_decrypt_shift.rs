@@ -28,21 +28,9 @@ pub fn wanted(o: &Opts) -> bool {
 
 /// The moved segment's protection (`decrypt_verify_and_set_params`): checksums unless
 /// `--resilience journal`; `datashift` and `none` are refused.
-pub fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
-    let hash = || {
-        HashAlg::from_name(o.given.value("resilience-hash").unwrap_or("sha256"))
-            .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))
-    };
-    match o.given.value("resilience") {
-        None | Some("checksum" | "datashift-checksum") => Ok(Some(hash()?)),
-        Some("journal" | "datashift-journal") => Ok(None),
-        Some("datashift" | "none") => Err(CliError::invalid(
-            "Requested --resilience option cannot be applied to current reencryption operation.",
-        )),
-        Some(other) => Err(CliError::invalid(format!(
-            "Unsupported resilience mode {other}"
-        ))),
-    }
+fn checksum_hash(o: &Opts) -> Result<Option<HashAlg>> {
+    let req = crate::resolve::reencrypt(o);
+    Ok(lukskit_reencrypt::choice::moved_protection(&req)?)
 }
 
 /// Initialize the decryption of `device`, exporting its header to `--header`; returns the
@@ -71,7 +59,7 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
     // `reencrypt_hint_force_offline_reencrypt`), else asked about once the passphrase is read.
     let unknown_use = !offline && !is_block && o.given.value("active-name").is_none();
     let notice = if unknown_use {
-        Some(super::reencrypt::ActiveNotice::unknown(o, device)?)
+        Some(super::reencrypt_notice::ActiveNotice::unknown(o, device)?)
     } else {
         None
     };
@@ -99,9 +87,9 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
     } else if let Some(n) = o.given.value("active-name") {
         Some(lukskit_activate::mapping_name(n).to_string())
     } else {
-        let found = super::reencrypt_online::detect(device, vol.uuid())?;
+        let found = lukskit_reencrypt::online::detect(device, vol.uuid())?;
         if let Some(name) = &found {
-            super::reencrypt::ActiveNotice::Detected {
+            super::reencrypt_notice::ActiveNotice::Detected {
                 name: name.clone(),
                 data_path: device.to_string(),
             }
@@ -115,7 +103,7 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
         None => Some(reencrypt_claim::claim(device, Refusal::Legacy)?),
     };
     let mut hook = match &active {
-        Some(name) => Some(super::reencrypt_online::kernel_hook(
+        Some(name) => Some(lukskit_reencrypt::online::kernel_hook(
             name,
             vol.uuid(),
             true,

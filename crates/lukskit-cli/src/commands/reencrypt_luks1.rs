@@ -660,11 +660,11 @@ fn run(o: &Opts, device: &str) -> Result<()> {
             if log.direction == LegacyDirection::Backward {
                 stained = true;
             }
-            let mut progress = super::reencrypt::Progress::new(o, device);
-            super::reencrypt::catch_interrupts();
+            let mut progress = super::reencrypt_progress::Progress::new(o, device);
+            crate::interrupt::catch_interrupts();
             let mut cb = |done: u64, total: u64| {
-                progress.update(done, total);
-                !super::reencrypt::interrupted()
+                progress.show(done, total);
+                !crate::interrupt::interrupted()
             };
             let params = CopyParams {
                 old: &old,

@@ -25,16 +25,9 @@ pub fn wanted(o: &Opts) -> bool {
 
 /// The resilience requested with a data shift: cryptsetup replaces `checksum`, `journal`
 /// and `none` by `datashift` for this operation, and refuses the `datashift-*` types.
-pub(super) fn check_resilience(o: &Opts) -> Result<()> {
-    match o.given.value("resilience") {
-        None | Some("checksum" | "journal" | "none" | "datashift") => Ok(()),
-        Some(other) if other.starts_with("datashift-") => Err(CliError::invalid(
-            "Failed to initialize LUKS2 reencryption in metadata.",
-        )),
-        Some(other) => Err(CliError::invalid(format!(
-            "Unsupported resilience mode {other}"
-        ))),
-    }
+fn check_resilience(o: &Opts) -> Result<()> {
+    let req = crate::resolve::reencrypt(o);
+    Ok(lukskit_reencrypt::choice::check_shift_resilience(&req)?)
 }
 
 /// Initialize the encryption with a data shift of `device`; returns the new volume key and

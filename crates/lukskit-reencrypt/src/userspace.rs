@@ -2,7 +2,7 @@
 //! here and the serving process follows the hot zones through its control socket
 //! (`lukskit_activate::userspace::online`).
 
-use crate::errors::{CliError, Result};
+use crate::Result;
 use lukskit_activate::userspace::online::UserspaceOnline;
 use lukskit_activate::userspace::wire::{Progress, ProgressPhase};
 use lukskit_activate::userspace::{self, UserspaceMapping};
@@ -14,7 +14,7 @@ use lukskit_volume::{DeviceOp, VolumeError};
 
 /// The active userspace mapping of the data device `path`, if any.
 pub fn active_mapping(path: &str) -> Result<Option<UserspaceMapping>> {
-    lukskit_activate::userspace::online::find_by_device(path).map_err(CliError::from)
+    Ok(lukskit_activate::userspace::online::find_by_device(path)?)
 }
 
 /// The segment table of a header after its re-encryption finished (one segment: under

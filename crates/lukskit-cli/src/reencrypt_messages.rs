@@ -1,0 +1,156 @@
+//! cryptsetup 2.6.1's words and exit codes for what the re-encryption library reports.
+
+use crate::errors::CliError;
+use lukskit_reencrypt::{ClaimRefusal, ReencryptError};
+
+impl From<ReencryptError> for CliError {
+    fn from(e: ReencryptError) -> Self {
+        message(e)
+    }
+}
+
+fn message(e: ReencryptError) -> CliError {
+    use ReencryptError as E;
+    match e {
+        E::UnsupportedResilience(name) => {
+            CliError::invalid(format!("Unsupported resilience mode {name}"))
+        }
+        E::ResilienceNotApplicable => CliError::invalid(
+            "Requested --resilience option cannot be applied to current reencryption operation.",
+        ),
+        E::DatashiftInProgress => CliError::invalid(
+            "Device is in reencryption using datashift resilience. Requested --resilience \
+             option cannot be applied.",
+        ),
+        E::InitFailed => CliError::invalid("Failed to initialize LUKS2 reencryption in metadata."),
+        E::InitFailedBecause(reason) => init_failed(CliError::from(*reason)),
+        E::DataDeviceAlignment(sector_size) => CliError::invalid(format!(
+            "Data device is not aligned to encryption sector size ({sector_size} bytes)."
+        )),
+        E::UnusableCipher(cipher) => CliError::invalid(format!(
+            "Unable to use cipher specification {cipher} for LUKS2."
+        )),
+        E::NotInEncryption => {
+            CliError::invalid("Device is not in LUKS2 encryption. Conflicting option --encrypt.")
+        }
+        E::NotInDecryption => {
+            CliError::invalid("Device is not in LUKS2 decryption. Conflicting option --decrypt.")
+        }
+        E::KeyslotInactive(slot) => CliError::invalid(format!("Keyslot {slot} is not active.")),
+        E::NoUsableKeyslot => CliError::invalid("No usable keyslot is available."),
+        E::StillInUse(device) => CliError::invalid(format!("Device {device} is still in use.")),
+        E::Open { path, source } => CliError::io("Opening", &path, &source),
+        E::NotActive(name) => CliError::invalid(format!("Device {name} is not active.")),
+        E::UserspaceMappingNamed(name) => CliError::invalid(format!(
+            "Online re-encryption of {name}, a lukskit userspace mapping, is not supported \
+             yet; close it first or use --force-offline-reencrypt."
+        )),
+        E::OnlineShiftUnsupported => CliError::invalid(
+            "Online re-encryption with a data shift (--reduce-device-size) of a lukskit \
+             userspace mapping is not supported; close it first or use \
+             --force-offline-reencrypt.",
+        ),
+        E::IllegalDeviceSize => {
+            CliError::invalid("Illegal device size requested in reencryption parameters.")
+        }
+        E::NeedsRecovery => {
+            CliError::invalid("Cannot proceed with reencryption. Run reencryption recovery first.")
+        }
+        E::Claim {
+            path,
+            refusal,
+            in_use,
+        } => claim_refused(&path, refusal, in_use),
+        // "Reencryption metadata is invalid." and the like, with exit 2.
+        E::InvalidMetadata(e) => CliError::permission(crate::errors::volume(&e).message),
+        E::NotLuks2 => CliError::invalid("Device is not a valid LUKS2 device."),
+        E::Volume(e) => e.into(),
+        E::Format(e) => e.into(),
+        E::Activate(e) => e.into(),
+        other => CliError::invalid(other.to_string()),
+    }
+}
+
+/// A failure of the re-encryption's initialization in cryptsetup's words: the reason, then
+/// "Failed to initialize LUKS2 reencryption in metadata." (once).
+pub(crate) fn init_failed(e: CliError) -> CliError {
+    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
+    if e.message.ends_with(FAILED) {
+        return e;
+    }
+    if e.message.is_empty() {
+        return CliError::new(e.class, FAILED);
+    }
+    CliError::new(e.class, format!("{}\n{FAILED}", e.message))
+}
+
+/// A claim of `path` refused: cryptsetup's words for each step (its exclusive open of the
+/// data device, exit 5 for a run; exit 1 otherwise).
+fn claim_refused(path: &str, refusal: ClaimRefusal, in_use: bool) -> CliError {
+    let excl = format!("Failed to open {path} in exclusive mode (already mapped or mounted).");
+    match (refusal, in_use) {
+        (ClaimRefusal::Run, _) => CliError::busy(excl),
+        (ClaimRefusal::MovedSegment, true) => CliError::invalid(format!(
+            "{excl}\nFailed to initialize LUKS2 reencryption in metadata."
+        )),
+        (ClaimRefusal::Legacy, true) => {
+            CliError::invalid(format!("Cannot exclusively open {path}, device in use."))
+        }
+        (_, false) => CliError::invalid(format!("Cannot open device {path}.")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors::ExitClass;
+
+    #[test]
+    fn each_refusal_has_cryptsetups_words_and_exit_code() {
+        let run = claim_refused("/dev/x", ClaimRefusal::Run, true);
+        assert_eq!(run.class.exit_code(), 5);
+        assert_eq!(
+            run.message,
+            "Failed to open /dev/x in exclusive mode (already mapped or mounted)."
+        );
+        let moved = claim_refused("/dev/x", ClaimRefusal::MovedSegment, true);
+        assert_eq!(moved.class.exit_code(), 1);
+        assert_eq!(
+            moved.message,
+            "Failed to open /dev/x in exclusive mode (already mapped or mounted).\n\
+             Failed to initialize LUKS2 reencryption in metadata."
+        );
+        let legacy = claim_refused("/dev/x", ClaimRefusal::Legacy, true);
+        assert_eq!(legacy.class.exit_code(), 1);
+        assert_eq!(
+            legacy.message,
+            "Cannot exclusively open /dev/x, device in use."
+        );
+        let gone = claim_refused("/dev/x", ClaimRefusal::Legacy, false);
+        assert_eq!(gone.message, "Cannot open device /dev/x.");
+    }
+
+    const FAILED: &str = "Failed to initialize LUKS2 reencryption in metadata.";
+
+    #[test]
+    fn init_failure_follows_its_reason_once() {
+        let e = init_failed(CliError::new(
+            ExitClass::Invalid,
+            "Unsupported resilience mode x",
+        ));
+        assert_eq!(
+            e.message,
+            format!("Unsupported resilience mode x\n{FAILED}")
+        );
+        assert_eq!(
+            init_failed(e).message,
+            format!("Unsupported resilience mode x\n{FAILED}")
+        );
+    }
+
+    #[test]
+    fn init_failure_without_a_reason_is_one_line() {
+        let e = init_failed(CliError::new(ExitClass::Invalid, ""));
+        assert_eq!(e.message, FAILED);
+    }
+}

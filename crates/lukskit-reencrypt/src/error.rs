@@ -1,0 +1,110 @@
+//! What can go wrong in a re-encryption's orchestration, typed; the engine's own failures
+//! come through as [`ReencryptError::Volume`].
+
+/// The result of the orchestration.
+pub type Result<T> = std::result::Result<T, ReencryptError>;
+
+/// Why a device's claim for a re-encryption was refused (cryptsetup words each case
+/// differently; see [`ReencryptError::Claim`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimRefusal {
+    /// An offline run (cryptsetup's exclusive open of the data device).
+    Run,
+    /// A decryption that moves the first segment (cryptsetup refuses it during its
+    /// initialization).
+    MovedSegment,
+    /// cryptsetup's legacy code (LUKS1 re-encryption, a decryption exporting the header).
+    Legacy,
+}
+
+/// A re-encryption that cannot be done, or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReencryptError {
+    /// `--resilience NAME` with a NAME cryptsetup does not know.
+    #[error("unsupported resilience mode {0}")]
+    UnsupportedResilience(String),
+    /// The resilience asked for does not fit the re-encryption in progress (or the
+    /// initialization asked for).
+    #[error("the requested resilience cannot be applied to this re-encryption")]
+    ResilienceNotApplicable,
+    /// A re-encryption in progress with resilience `datashift` keeps it.
+    #[error("the re-encryption in progress uses datashift resilience")]
+    DatashiftInProgress,
+    /// An initialization cryptsetup refuses without saying more than that it failed.
+    #[error("failed to initialize the re-encryption")]
+    InitFailed,
+    /// The initialization failed for this reason; nothing was written.
+    #[error("failed to initialize the re-encryption: {0}")]
+    InitFailedBecause(Box<ReencryptError>),
+    /// The data device's size is not a multiple of the new encryption sector size (bytes).
+    #[error("the data device is not aligned to the encryption sector size ({0} bytes)")]
+    DataDeviceAlignment(u32),
+    /// The new cipher cannot take the kept volume key (as written).
+    #[error("unable to use cipher specification {0} for LUKS2")]
+    UnusableCipher(String),
+    /// An encryption was asked for, another mode is in progress.
+    #[error("the device is not in encryption")]
+    NotInEncryption,
+    /// A decryption was asked for, another mode is in progress.
+    #[error("the device is not in decryption")]
+    NotInDecryption,
+    /// The keyslot asked for does not hold the volume key.
+    #[error("keyslot {0} is not active")]
+    KeyslotInactive(u32),
+    /// No keyslot holds the volume key.
+    #[error("no usable keyslot is available")]
+    NoUsableKeyslot,
+    /// The data device has holders, none of them the volume's mapping.
+    #[error("device {0} is still in use")]
+    StillInUse(String),
+    /// The data device's status could not be read.
+    #[error("cannot open {path}: {source}")]
+    Open {
+        /// The device.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The mapping named is not active.
+    #[error("device {0} is not active")]
+    NotActive(String),
+    /// The mapping named is one of lukskit's userspace mappings, which an online run over
+    /// a kernel mapping cannot use.
+    #[error("{0} is a lukskit userspace mapping")]
+    UserspaceMappingNamed(String),
+    /// A data shift under a lukskit userspace mapping.
+    #[error("online re-encryption with a data shift of a userspace mapping is not supported")]
+    OnlineShiftUnsupported,
+    /// The mapping of an online run with a data shift does not fit the data left.
+    #[error("illegal device size requested in reencryption parameters")]
+    IllegalDeviceSize,
+    /// An online run of a header with an interrupted hot zone.
+    #[error("the re-encryption must be recovered first")]
+    NeedsRecovery,
+    /// The data device could not be claimed for the run.
+    #[error("cannot claim {path}")]
+    Claim {
+        /// The device.
+        path: String,
+        /// Which step wanted it.
+        refusal: ClaimRefusal,
+        /// It is in use (else it could not be opened at all).
+        in_use: bool,
+    },
+    /// The re-encryption metadata does not match its digest (mangled).
+    #[error("the re-encryption metadata is invalid: {0}")]
+    InvalidMetadata(#[source] lukskit_volume::VolumeError),
+    /// The volume's header is not LUKS2.
+    #[error("the device is not a valid LUKS2 device")]
+    NotLuks2,
+    /// The engine, the header or the device failed.
+    #[error(transparent)]
+    Volume(#[from] lukskit_volume::VolumeError),
+    /// The header could not be read or written.
+    #[error(transparent)]
+    Format(#[from] lukskit_format::FormatError),
+    /// A mapping could not be looked at or changed.
+    #[error(transparent)]
+    Activate(#[from] lukskit_activate::ActivateError),
+}
