@@ -506,6 +506,15 @@ const SYSTEMD_STEPS: &[&str] = &[
     "read",
     "cryptsetup-close",
     "systemd-cryptenroll-wipe",
+    "sealed-enroll",
+    "sealed-blob-file",
+    "sealed-token-remove",
+    "systemd-cryptsetup-sealed",
+    "sealed-write",
+    "systemd-cryptsetup-sealed-detach",
+    "lukskit-crypttab-sealed",
+    "sealed-read",
+    "lukskit-crypttab-sealed-close",
 ];
 
 /// systemd 252's own tools on lukskit's enrolments, in the TPM boot's guest (the real root's
@@ -516,7 +525,11 @@ const SYSTEMD_STEPS: &[&str] = &[
 /// without it) and with `cryptsetup open --token-only` through systemd's token plugin (v2 with
 /// the PIN typed at "Enter token PIN:"), the block written through systemd's mapping reads back
 /// through cryptsetup's, and `systemd-cryptenroll --wipe-slot=tpm2` removes lukskit's token and
-/// its keyslot (the LUKS2 JSON before and after).
+/// its keyslot (the LUKS2 JSON before and after). Then the same volume with a sealed key file
+/// instead of a token (the token's `tpm2-blob`, the token removed): `systemd-cryptsetup attach
+/// NAME DEV BLOB tpm2-device=auto,tpm2-pcrs=7[,tpm2-pin=yes]` and `lukskit crypttab open` of
+/// the same line both open it, and a block written through systemd's mapping reads back
+/// through lukskit's.
 fn check_systemd_tools(t: &str, console: &str) {
     let lines: Vec<&str> = console
         .lines()

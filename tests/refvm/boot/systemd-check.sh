@@ -13,7 +13,14 @@
 #     follow on LUKSKIT-BOOT-CHECK-LOG lines);
 #   - `cryptsetup open --token-only` (libcryptsetup with systemd's token plugin; v2: the PIN on
 #     standard input at "Enter token PIN:"), the block read back and compared, close;
-#   - `systemd-cryptenroll --wipe-slot=tpm2`.
+#   - `systemd-cryptenroll --wipe-slot=tpm2`;
+#   - a sealed key file instead of a token (crypttab's `tpm2-device=`/`tpm2-pcrs=`/`tpm2-pin=`
+#     with a key file, as systemd 252 reads them for a volume without a token): enrolled again
+#     by lukskit, the token's `tpm2-blob` written to a file, the token removed with cryptsetup
+#     (its keyslot stays); `systemd-cryptsetup attach NAME DEV BLOB tpm2-device=auto,
+#     tpm2-pcrs=7[,tpm2-pin=yes],headless=1` opens it (a block written through it), then
+#     `lukskit crypttab open` of the same line (v2: the PIN on standard input) and the block
+#     read back through lukskit's mapping.
 # Output, one line each: `LUKSKIT-BOOT-CHECK <volume> <step> ok|FAIL rc=N (S s)` (with the
 # command's output on LUKSKIT-BOOT-CHECK-LOG lines after a failure) and
 # `LUKSKIT-BOOT-CHECK-JSON <volume> <enrolled|wiped> <LUKS2 JSON on one line>`; the test
@@ -84,6 +91,23 @@ sd_attach() { # name device [pin]
         env -u PIN $W /lib/systemd/systemd-cryptsetup attach "$1" "$2" - tpm2-device=auto,headless=1 </dev/null
     fi
 }
+blob_file() { # device file: the tpm2-blob of the device's token 0, decoded
+    cryptsetup luksDump --dump-json-metadata "$1" | tr -d '\n ' |
+        sed -n 's/.*"tpm2-blob":"\([^"]*\)".*/\1/p' | sed 's,\\/,/,g' | base64 -d >"$2" &&
+        [ -s "$2" ]
+}
+sd_attach_sealed() { # name device blob options [pin]
+    if [ -n "${5:-}" ]; then
+        PIN=$5 $W /lib/systemd/systemd-cryptsetup attach "$1" "$2" "$3" "$4,headless=1" </dev/null
+    else
+        env -u PIN $W /lib/systemd/systemd-cryptsetup attach "$1" "$2" "$3" "$4,headless=1" </dev/null
+    fi
+}
+lk_crypttab_sealed() { # name device blob options [pin]
+    echo "$1 $2 $3 $4" >"/tmp/crypttab.$1"
+    printf '%s' "${5:+$5
+}" | $W lukskit crypttab open --crypttab "/tmp/crypttab.$1" "$1"
+}
 cs_open() { # device name [pin]
     printf '%s' "${3:-}" | $W cryptsetup open --token-only "$1" "$2"
 }
@@ -113,6 +137,16 @@ for v in v1 v2; do
     step $v cryptsetup-close $W cryptsetup close cs$v
     step $v systemd-cryptenroll-wipe env PASSWORD="$(cat /check/passphrase)" $W systemd-cryptenroll --wipe-slot=tpm2 "$dev"
     json $v wiped "$dev"
+    step $v sealed-enroll enroll "$dev" "$pin"
+    step $v sealed-blob-file blob_file "$dev" /tmp/blob.$v
+    step $v sealed-token-remove $W cryptsetup token remove --token-id 0 "$dev"
+    opts=tpm2-device=auto,tpm2-pcrs=7${pin:+,tpm2-pin=yes}
+    step $v systemd-cryptsetup-sealed sd_attach_sealed sd$v "$dev" /tmp/blob.$v "$opts" "$pin"
+    step $v sealed-write write_block sd$v /tmp/block.$v
+    step $v systemd-cryptsetup-sealed-detach $W /lib/systemd/systemd-cryptsetup detach sd$v
+    step $v lukskit-crypttab-sealed lk_crypttab_sealed lk$v "$dev" /tmp/blob.$v "$opts" "$pin"
+    step $v sealed-read read_block lk$v /tmp/block.$v
+    step $v lukskit-crypttab-sealed-close $W lukskit close lk$v
 done
 echo "LUKSKIT-BOOT-CHECK-TIME $(since "$T0") s"
 sync
