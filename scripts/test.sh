@@ -125,6 +125,10 @@ echo "==> scripts/module-cycles.py crates/lukskit-cli/src"
 python3 scripts/module-cycles.py crates/lukskit-cli/src --allow scripts/module-cycles.allow
 echo "==> cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The API docs build without a broken or ambiguous link (the facade with every feature too).
+echo "==> cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc -p lukskit --all-features --no-deps --quiet
 # The declared minimum Rust version (workspace rust-version) still builds everything.
 msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 echo "==> MSRV: cargo +$msrv check --workspace --all-targets"

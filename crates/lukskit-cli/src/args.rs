@@ -202,7 +202,7 @@ pub struct Opts {
     /// token enroll-tpm2: ask for a PIN the TPM checks at unlock (yes|no).
     #[arg(long = "tpm2-with-pin")]
     pub tpm2_with_pin: Option<String>,
-    /// token bind-tang: the tang server (http://HOST[:PORT]).
+    /// token bind-tang: the tang server (`http://HOST[:PORT]`).
     #[arg(long = "tang-url")]
     pub tang_url: Option<String>,
     /// token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys).

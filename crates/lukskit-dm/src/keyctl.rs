@@ -180,7 +180,7 @@ pub fn search(keyring: i32, kind: &str, description: &str) -> Result<Option<i32>
     Ok(Some(r as i32))
 }
 
-/// The payload of key `serial` (`keyctl pipe`), at most [`MAX_PAYLOAD`] bytes. A `logon`
+/// The payload of key `serial` (`keyctl pipe`), at most `MAX_PAYLOAD` bytes. A `logon`
 /// key's payload cannot be read (`EOPNOTSUPP`).
 pub fn read(serial: i32) -> Result<SecretBuf> {
     let mut size = 0usize;

@@ -10,8 +10,8 @@
 //!   `clevis-encrypt-sss`), pins of any of the three kinds, `sss` nested too.
 //!
 //! Bounds: the text at most [`MAX_CONFIG`] bytes, `1 ≤ t ≤` the number of pins, at most
-//! [`MAX_PINS`] pins in one `sss` and `sss` nested at most as deep as lukskit unlocks
-//! ([`MAX_DEPTH`]): lukskit never writes a token it would refuse to read.
+//! `MAX_PINS` pins in one `sss` and `sss` nested at most as deep as lukskit unlocks
+//! (`MAX_DEPTH`): lukskit never writes a token it would refuse to read.
 
 use crate::pins::{MAX_DEPTH, MAX_PINS};
 use crate::TangError;

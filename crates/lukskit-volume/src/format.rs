@@ -192,7 +192,7 @@ pub fn format(p: &FormatRequest, passphrase: &[u8]) -> Result<FormatOutcome> {
     format_inner(p, None, passphrase, None)
 }
 
-/// [`format`] of a LUKS2 volume with `p.integrity`: `hook` has the kernel write the
+/// [`format()`] of a LUKS2 volume with `p.integrity`: `hook` has the kernel write the
 /// dm-integrity superblock (see [`IntegrityHook`]). The devices are checked for exclusive
 /// use but not held: the kernel claims the data device itself as it loads dm-integrity.
 pub fn format_integrity(
@@ -203,7 +203,7 @@ pub fn format_integrity(
     format_inner(p, None, passphrase, Some(hook))
 }
 
-/// [`format`] for a caller that already holds the [`claim_devices`] claims of `p` (and keeps
+/// [`format()`] for a caller that already holds the [`claim_devices`] claims of `p` (and keeps
 /// them for longer, e.g. to write the data area afterwards).
 pub fn format_claimed(
     p: &FormatRequest,

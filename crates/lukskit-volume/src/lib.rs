@@ -10,7 +10,7 @@
 //! * [`device`] — device access and `flock` locking.
 //! * [`claim`] — exclusive use of a device or image while it is open or being formatted.
 //! * [`volume`] — an opened volume: unlock, add/kill keyslots, UUID, digest checks.
-//! * [`format`] — `luksFormat` for LUKS1 and LUKS2.
+//! * [`mod@format`] — `luksFormat` for LUKS1 and LUKS2.
 //! * [`formats`] — the format seam: every on-disk format (LUKS1, LUKS2, plain, TrueCrypt,
 //!   BitLocker, FileVault 2, loop-AES) behind one trait, and their registry.
 //! * [`data`] — the data path: plaintext reads/writes of an unlocked volume.

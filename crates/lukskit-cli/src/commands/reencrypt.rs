@@ -392,7 +392,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
 /// blkid) allows only where it can read the file system's block size through the volume's
 /// active mapping (`on`, the mapping's device), or with `--force-offline-reencrypt`: a file
 /// system whose blocks are smaller than the new sectors would see writes torn differently
-/// after a crash (luks2-reencryption-test [31]).
+/// after a crash (luks2-reencryption-test \[31\]).
 struct SectorIncrease {
     new: u32,
     on: Option<String>,

@@ -66,7 +66,7 @@ impl std::error::Error for DriversError {}
 
 /// Parse the text of `/proc/crypto`: blank-line separated records of `key : value` lines.
 /// Records without a name or driver are skipped; unknown keys are ignored; at most
-/// [`MAX_ENTRIES`] records are kept.
+/// `MAX_ENTRIES` records are kept.
 pub fn parse_proc_crypto(text: &str) -> Vec<ProcCryptoEntry> {
     let mut out = Vec::new();
     for record in text.split("\n\n") {
@@ -107,7 +107,7 @@ pub fn parse_proc_crypto(text: &str) -> Vec<ProcCryptoEntry> {
     out
 }
 
-/// Read and parse `/proc/crypto` (at most [`MAX_PROC_CRYPTO`] bytes).
+/// Read and parse `/proc/crypto` (at most `MAX_PROC_CRYPTO` bytes).
 pub fn read_proc_crypto() -> Result<Vec<ProcCryptoEntry>, DriversError> {
     let text = read_bounded("/proc/crypto", MAX_PROC_CRYPTO)?;
     Ok(parse_proc_crypto(&text))
@@ -153,7 +153,7 @@ impl Implementation {
     /// Classify a driver by its name. The rule: the driver name is split into its parts (a
     /// template instance such as `xts(ecb(aes-generic))` names the drivers it is built on);
     /// a part is software when it ends in `-generic` (portable C), or names CPU instructions
-    /// ([`CPU_MARKERS`]: `aesni`, `avx2`, `neon`, `simd`, …, ARMv8 CE's `<alg>-ce`, POWER8's
+    /// (`CPU_MARKERS`: `aesni`, `avx2`, `neon`, `simd`, …, ARMv8 CE's `<alg>-ce`, POWER8's
     /// `p8_…`). A part
     /// that is neither is taken for a device driver: every hardware engine driver in
     /// drivers/crypto (caam, sun8i-ce, cpt, qat, mv-cesa, …) is named that way. Any hardware

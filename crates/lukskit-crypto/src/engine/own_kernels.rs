@@ -1,6 +1,6 @@
 //! lukskit's own engine's implementations per cipher, the CPU flags each needs and which one
 //! this CPU gets (the same run-time checks the engine makes at key setup: see
-//! [`super::cipher::BlockCipher::new`], `aes_x86::available`/`wide_available`, the Serpent
+//! `BlockCipher::new`, `aes_x86::available`/`wide_available`, the Serpent
 //! lanes' AVX2 detection and RustCrypto `aes`'s own AES-NI / ARMv8 detection).
 
 /// One implementation of one cipher in lukskit's engine.

@@ -380,7 +380,7 @@ pub fn write(storage: &dyn Storage, hdr: &mut Luks2Header) -> Result<()> {
 
 /// Rewrite one damaged copy from `hdr` (recovery / `cryptsetup repair`): same seqid, correct
 /// magic and `hdr_offset`, and a freshly generated salt for that copy (which `hdr` does not
-/// record; a later [`write`] uses the salt kept in `hdr`).
+/// record; a later [`write()`] uses the salt kept in `hdr`).
 pub fn write_copy(storage: &dyn Storage, hdr: &Luks2Header, secondary: bool) -> Result<()> {
     hdr.validate()?;
     let area = json_area(hdr)?;

@@ -51,7 +51,7 @@ pub fn is_encrypt_shift_detached(c: &Context) -> bool {
 
 /// Whether `c` is a re-encryption (mode `reencrypt`) backward with a data shift and no moved
 /// segment (what cryptsetup's `reencrypt_luks2_init` sets up for a negative data shift, and
-/// the old metadata of luks2-reencryption-mangle-test [6]): every hot zone of `shift` bytes
+/// the old metadata of luks2-reencryption-mangle-test \[6\]): every hot zone of `shift` bytes
 /// is read from the old data offset and written `shift` bytes further, from the end
 /// backwards, so a hot zone never overwrites its own source (the generic backward layout of
 /// `reencrypt_make_hot_segments_backward`).

@@ -8,7 +8,7 @@
 //! * [`fastio`] — the `O_DIRECT` handle of the hot zones (the fast path).
 //! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
-//! * [`json`] — segment objects and requirement flags in cryptsetup's form.
+//! * `json` — segment objects and requirement flags in cryptsetup's form.
 //! * [`lock`] — cryptsetup's re-encryption lock file.
 //! * [`luks1`] — LUKS1 re-encryption as cryptsetup's legacy code does it (its log and
 //!   header files).

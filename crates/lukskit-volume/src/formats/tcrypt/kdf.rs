@@ -79,7 +79,7 @@ impl KdfVariant {
         }
     }
 
-    /// The hash as a [`HashAlg`] (`stribog512` is none: see [`derive`]).
+    /// The hash as a [`HashAlg`] (`stribog512` is none: see [`derive()`]).
     pub fn hash_alg(&self) -> Option<HashAlg> {
         HashAlg::from_name(self.hash).ok()
     }
