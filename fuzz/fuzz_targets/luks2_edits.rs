@@ -14,7 +14,7 @@ use lukskit_format::io::MemStorage;
 use lukskit_format::luks2::{
     self, edit, Digest, DigestType, KdfParams, Keyslot, KeyslotType, Luks2Header, NewHeaderParams,
 };
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 /// The input as a stream of small numbers.
 struct Input<'a>(&'a [u8]);
@@ -187,17 +187,33 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         }
         15 => drop(edit::set_keyslots_size(h, inp.num()?.wrapping_mul(4096))),
         16 => {
-            let mut area = Map::new();
-            area.insert("type".into(), "none".into());
-            area.insert(
-                "offset".into(),
-                Value::String((inp.num()?.wrapping_mul(4096)).to_string()),
-            );
-            area.insert(
-                "size".into(),
-                Value::String((inp.num()?.wrapping_mul(4096)).to_string()),
-            );
-            let _ = edit::insert_reencrypt_keyslot(h, id(inp.num()?), area, "reencrypt", "forward");
+            let protection = match inp.byte()? % 6 {
+                0 => edit::AreaProtection::None,
+                1 => edit::AreaProtection::Journal,
+                2 => edit::AreaProtection::Checksum {
+                    hash: "sha256".into(),
+                    sector_size: inp.num()?,
+                },
+                3 => edit::AreaProtection::Datashift,
+                4 => edit::AreaProtection::DatashiftJournal,
+                _ => edit::AreaProtection::Other(inp.text()?),
+            };
+            let area = edit::ReencryptArea {
+                offset: inp.num()?.wrapping_mul(4096),
+                size: inp.num()?.wrapping_mul(4096),
+                protection,
+                shift_size: (inp.byte()? % 2 == 0).then_some(inp.num()?.wrapping_mul(512)),
+            };
+            let slot = id(inp.num()?);
+            let done = if inp.byte()? % 2 == 0 {
+                edit::insert_reencrypt_keyslot(h, slot, &area, "reencrypt", "forward")
+            } else {
+                edit::set_reencrypt_area(h, slot, &area)
+            };
+            // What was written reads back as written.
+            if done.is_ok() {
+                assert_eq!(edit::ReencryptArea::of(h, slot).ok(), Some(area));
+            }
         }
         17 => {
             let segs = edit::data_segments(h).ok()?;

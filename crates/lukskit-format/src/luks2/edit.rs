@@ -282,8 +282,144 @@ pub fn keyslot_object(hdr: &Luks2Header, id: u32) -> Option<&Map<String, Value>>
     hdr.json.get("keyslots")?.get(id.to_string())?.as_object()
 }
 
+/// The resilience area of the `reencrypt` keyslot (its `area` object), typed: where the hot
+/// zone's protection lives and what it is. Written in cryptsetup's member order (`offset`,
+/// `size`, `type`, then `hash` and `sector_size` or `shift_size`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReencryptArea {
+    /// Byte offset of the area on the header device.
+    pub offset: u64,
+    /// Length of the area in bytes.
+    pub size: u64,
+    /// How an interrupted hot zone is recovered (`type` and its members).
+    pub protection: AreaProtection,
+    /// `shift_size`: the data shift in bytes (the `datashift*` types).
+    pub shift_size: Option<u64>,
+}
+
+/// The `type` of a `reencrypt` keyslot area, with the members that go with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AreaProtection {
+    /// `none`: nothing kept.
+    None,
+    /// `journal`: the hot zone's old ciphertext is copied to the area first.
+    Journal,
+    /// `checksum`: a checksum (`hash`) of every `sector_size` block of the hot zone.
+    Checksum {
+        /// Hash name as stored (`sha256`).
+        hash: String,
+        /// Bytes covered by one checksum.
+        sector_size: u64,
+    },
+    /// `datashift`: the data moves by `shift_size`; nothing is kept.
+    Datashift,
+    /// `datashift-checksum`: a data shift whose moved segment is protected by checksums.
+    DatashiftChecksum {
+        /// Hash name as stored.
+        hash: String,
+        /// Bytes covered by one checksum.
+        sector_size: u64,
+    },
+    /// `datashift-journal`: a data shift whose moved segment is protected by a journal.
+    DatashiftJournal,
+    /// A type this implementation does not know.
+    Other(String),
+}
+
+impl AreaProtection {
+    /// The `type` member.
+    pub fn type_name(&self) -> &str {
+        match self {
+            AreaProtection::None => "none",
+            AreaProtection::Journal => "journal",
+            AreaProtection::Checksum { .. } => "checksum",
+            AreaProtection::Datashift => "datashift",
+            AreaProtection::DatashiftChecksum { .. } => "datashift-checksum",
+            AreaProtection::DatashiftJournal => "datashift-journal",
+            AreaProtection::Other(t) => t,
+        }
+    }
+}
+
+impl ReencryptArea {
+    /// Parse an `area` object; `offset`, `size` and `type` must be there, and the members
+    /// its type needs (`hash` and a numeric `sector_size` for checksums).
+    pub fn parse(area: &Map<String, Value>) -> Result<Self> {
+        let obj = Value::Object(area.clone());
+        let offset = get_u64(&obj, "offset").ok_or_else(|| ctx("area offset"))?;
+        let size = get_u64(&obj, "size").ok_or_else(|| ctx("area size"))?;
+        let checksum = || -> Result<(String, u64)> {
+            let hash = area
+                .get("hash")
+                .and_then(Value::as_str)
+                .ok_or_else(|| ctx("checksum hash"))?;
+            let sector_size = area
+                .get("sector_size")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| ctx("checksum sector size"))?;
+            Ok((hash.to_string(), sector_size))
+        };
+        let protection = match area.get("type").and_then(Value::as_str) {
+            Some("none") => AreaProtection::None,
+            Some("journal") => AreaProtection::Journal,
+            Some("checksum") => {
+                let (hash, sector_size) = checksum()?;
+                AreaProtection::Checksum { hash, sector_size }
+            }
+            Some("datashift") => AreaProtection::Datashift,
+            Some("datashift-checksum") => {
+                let (hash, sector_size) = checksum()?;
+                AreaProtection::DatashiftChecksum { hash, sector_size }
+            }
+            Some("datashift-journal") => AreaProtection::DatashiftJournal,
+            Some(other) => AreaProtection::Other(other.to_string()),
+            None => return Err(ctx("area type")),
+        };
+        let shift_size = match area.get("shift_size") {
+            None => None,
+            Some(_) => Some(get_u64(&obj, "shift_size").ok_or_else(|| ctx("shift size"))?),
+        };
+        Ok(ReencryptArea {
+            offset,
+            size,
+            protection,
+            shift_size,
+        })
+    }
+
+    /// The `area` of the `reencrypt` keyslot `id` of `hdr`.
+    pub fn of(hdr: &Luks2Header, id: u32) -> Result<Self> {
+        let area = keyslot_object(hdr, id)
+            .and_then(|k| k.get("area"))
+            .and_then(Value::as_object)
+            .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+        Self::parse(area)
+    }
+
+    /// The `area` object, in cryptsetup's member order.
+    fn to_json(&self) -> Map<String, Value> {
+        let mut m = Map::new();
+        m.insert("offset".into(), u64_str(self.offset));
+        m.insert("size".into(), u64_str(self.size));
+        m.insert("type".into(), self.protection.type_name().into());
+        match &self.protection {
+            AreaProtection::Checksum { hash, sector_size }
+            | AreaProtection::DatashiftChecksum { hash, sector_size } => {
+                m.insert("hash".into(), hash.as_str().into());
+                m.insert("sector_size".into(), (*sector_size).into());
+            }
+            _ => {}
+        }
+        if let Some(shift) = self.shift_size {
+            m.insert("shift_size".into(), u64_str(shift));
+        }
+        m
+    }
+}
+
 /// Replace the resilience `area` of the `reencrypt` keyslot `id` (a resilience switch).
-pub fn set_reencrypt_area(hdr: &mut Luks2Header, id: u32, area: Map<String, Value>) -> Result<()> {
+pub fn set_reencrypt_area(hdr: &mut Luks2Header, id: u32, area: &ReencryptArea) -> Result<()> {
     let ks = hdr
         .json
         .get_mut("keyslots")
@@ -291,7 +427,7 @@ pub fn set_reencrypt_area(hdr: &mut Luks2Header, id: u32, area: Map<String, Valu
         .and_then(Value::as_object_mut)
         .filter(|k| k.get("type").and_then(Value::as_str) == Some("reencrypt"))
         .ok_or_else(|| ctx("no reencrypt keyslot"))?;
-    ks.insert("area".into(), Value::Object(area));
+    ks.insert("area".into(), Value::Object(area.to_json()));
     Ok(())
 }
 
@@ -300,12 +436,12 @@ pub fn set_reencrypt_area(hdr: &mut Luks2Header, id: u32, area: Map<String, Valu
 pub fn insert_reencrypt_keyslot(
     hdr: &mut Luks2Header,
     slot: u32,
-    area: Map<String, Value>,
+    area: &ReencryptArea,
     mode: &str,
     direction: &str,
 ) -> Result<()> {
     let mut ks = Map::new();
-    ks.insert("area".into(), Value::Object(area));
+    ks.insert("area".into(), Value::Object(area.to_json()));
     ks.insert("type".into(), "reencrypt".into());
     ks.insert("key_size".into(), 1.into());
     ks.insert("mode".into(), mode.into());

@@ -5,7 +5,7 @@
 use super::ctx;
 use crate::error::{ReencryptError, Result};
 use lukskit_crypto::hash::HashAlg;
-use lukskit_format::luks2::edit::{self, SegmentObject};
+use lukskit_format::luks2::edit::{self, AreaProtection, ReencryptArea, SegmentObject};
 use lukskit_format::luks2::Luks2Header;
 use serde_json::Value;
 
@@ -124,17 +124,12 @@ pub fn reencrypt_keyslot(hdr: &Luks2Header) -> Result<Option<u32>> {
         .map(|k| k.id))
 }
 
-/// The checksum parameters of a keyslot area.
-fn checksum(area: &Value) -> Result<Resilience> {
-    let name = area
-        .get("hash")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ctx("checksum hash"))?;
-    let hash = HashAlg::from_name(name)?;
-    let block_size = area
-        .get("sector_size")
-        .and_then(Value::as_u64)
-        .and_then(|v| u32::try_from(v).ok())
+/// The checksum parameters of a keyslot area: a hash lukskit has and a block of at least 512
+/// bytes, a power of two.
+fn checksum(hash: &str, sector_size: u64) -> Result<Resilience> {
+    let hash = HashAlg::from_name(hash)?;
+    let block_size = u32::try_from(sector_size)
+        .ok()
         .filter(|v| *v >= 512 && v.is_power_of_two())
         .ok_or_else(|| ctx("checksum sector size"))?;
     Ok(Resilience::Checksum { hash, block_size })
@@ -157,30 +152,33 @@ impl Context {
             Some("backward") => Direction::Backward,
             _ => return Err(ctx("invalid direction")),
         };
-        let area = ks.get("area").ok_or_else(|| ctx("no keyslot area"))?;
-        let area_offset = edit::get_u64(area, "offset").ok_or_else(|| ctx("area offset"))?;
-        let area_size = edit::get_u64(area, "size").ok_or_else(|| ctx("area size"))?;
-        let resilience = match area.get("type").and_then(Value::as_str) {
-            Some("none") => Resilience::None,
-            Some("journal") => Resilience::Journal,
-            Some("checksum") => checksum(area)?,
-            Some("datashift" | "datashift-checksum" | "datashift-journal") => {
-                Resilience::Datashift {
-                    shift: edit::get_u64(area, "shift_size").ok_or_else(|| ctx("shift size"))?,
-                }
+        let area = ReencryptArea::of(hdr, keyslot).map_err(|_| ctx("keyslot area"))?;
+        let shift = || area.shift_size.ok_or_else(|| ctx("shift size"));
+        let resilience = match &area.protection {
+            AreaProtection::None => Resilience::None,
+            AreaProtection::Journal => Resilience::Journal,
+            AreaProtection::Checksum { hash, sector_size } => checksum(hash, *sector_size)?,
+            AreaProtection::Datashift
+            | AreaProtection::DatashiftChecksum { .. }
+            | AreaProtection::DatashiftJournal => Resilience::Datashift { shift: shift()? },
+            other => {
+                return Err(ReencryptError::Unsupported(format!(
+                    "resilience {}",
+                    other.type_name()
+                ))
+                .into())
             }
-            Some(other) => {
-                return Err(ReencryptError::Unsupported(format!("resilience {other}")).into())
-            }
-            None => return Err(ctx("area type")),
         };
         // A decryption with a moved segment protects that segment's hot zone with
         // checksums or a journal (`datashift-checksum` / `datashift-journal`).
-        let moved_protection = match area.get("type").and_then(Value::as_str) {
-            Some("datashift-checksum") => Some(checksum(area)?),
-            Some("datashift-journal") => Some(Resilience::Journal),
+        let moved_protection = match &area.protection {
+            AreaProtection::DatashiftChecksum { hash, sector_size } => {
+                Some(checksum(hash, *sector_size)?)
+            }
+            AreaProtection::DatashiftJournal => Some(Resilience::Journal),
             _ => None,
         };
+        let (area_offset, area_size) = (area.offset, area.size);
         let (old_id, old) = edit::segment_by_flag(hdr, "backup-previous")?
             .ok_or_else(|| ctx("no backup-previous"))?;
         let (new_id, new) =

@@ -27,7 +27,6 @@ use crate::luks2_keys;
 use lukskit_format::io::Storage;
 use lukskit_format::luks2::edit::{self, SegmentObject};
 use lukskit_format::luks2::Luks2Header;
-use serde_json::Map;
 
 /// Size of the `reencrypt` keyslot area with resilience `datashift` (it stores nothing).
 pub(super) const DATASHIFT_AREA: u64 = 4096;
@@ -423,12 +422,13 @@ fn encrypt_metadata_tail(
     edit::assign_segment(hdr, sf, p.new_digest)?;
 
     let area_offset = area_gap(hdr, DATASHIFT_AREA)?;
-    let mut area = Map::new();
-    area.insert("offset".into(), edit::u64_str(area_offset));
-    area.insert("size".into(), edit::u64_str(DATASHIFT_AREA));
-    area.insert("type".into(), "datashift".into());
-    area.insert("shift_size".into(), edit::u64_str(p.shift));
-    edit::insert_reencrypt_keyslot(hdr, rk, area, Mode::Encrypt.as_str(), "backward")?;
+    let area = edit::ReencryptArea {
+        offset: area_offset,
+        size: DATASHIFT_AREA,
+        protection: edit::AreaProtection::Datashift,
+        shift_size: Some(p.shift),
+    };
+    edit::insert_reencrypt_keyslot(hdr, rk, &area, Mode::Encrypt.as_str(), "backward")?;
 
     let c = Context::load(hdr)?;
     let new = keys

@@ -33,7 +33,6 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_format::luks2::edit::{self, SegmentObject};
 use lukskit_format::luks2::Luks2Header;
-use serde_json::{Map, Value};
 
 /// The requirement version of a decryption with a moved segment (`online-reencrypt-v3`).
 pub const REQUIREMENT_VERSION: u8 = 3;
@@ -359,27 +358,30 @@ pub fn init(
 
     // The reencrypt keyslot over the largest free gap.
     let (area_offset, area_size) = super::engine::max_area_gap(hdr)?;
-    let mut area = Map::new();
-    area.insert("offset".into(), edit::u64_str(area_offset));
-    area.insert("size".into(), edit::u64_str(area_size));
-    match &p.checksum {
+    let protection = match &p.checksum {
         Some(h) => {
-            area.insert("type".into(), "datashift-checksum".into());
-            area.insert("hash".into(), h.name().into());
-            area.insert("sector_size".into(), alignment.into());
             if area_size / h.digest_size() as u64 * alignment < moved {
                 return Err(ctx("moved segment too large for the checksum area"));
             }
+            edit::AreaProtection::DatashiftChecksum {
+                hash: h.name().into(),
+                sector_size: alignment,
+            }
         }
         None => {
-            area.insert("type".into(), "datashift-journal".into());
             if area_size < moved {
                 return Err(ctx("moved segment too large for the journal"));
             }
+            edit::AreaProtection::DatashiftJournal
         }
-    }
-    area.insert("shift_size".into(), edit::u64_str(data_offset));
-    edit::insert_reencrypt_keyslot(hdr, rk, area, "decrypt", "forward")?;
+    };
+    let area = edit::ReencryptArea {
+        offset: area_offset,
+        size: area_size,
+        protection,
+        shift_size: Some(data_offset),
+    };
+    edit::insert_reencrypt_keyslot(hdr, rk, &area, "decrypt", "forward")?;
     edit::set_requirement_version(hdr, Some(REQUIREMENT_VERSION))?;
     let c = Context::load(hdr)?;
     let data = verify::verification_data(hdr, rk, c.version, Some(old.as_bytes()), None)?;
@@ -467,44 +469,30 @@ pub fn update_protection(
         .into());
     }
     let (c, alignment, area) = super::resilience_switch::verified_area(hdr, block, keys)?;
-    let kind = area.get("type").and_then(Value::as_str).unwrap_or("");
-    let same = match &checksum {
-        Some(h) => {
-            kind == "datashift-checksum"
-                && area.get("hash").and_then(Value::as_str) == Some(h.name())
-                && area.get("sector_size").and_then(Value::as_u64) == Some(alignment)
+    let same = match (&checksum, &area.protection) {
+        (Some(h), edit::AreaProtection::DatashiftChecksum { hash, sector_size }) => {
+            hash == h.name() && *sector_size == alignment
         }
-        None => kind == "datashift-journal",
+        (None, edit::AreaProtection::DatashiftJournal) => true,
+        _ => false,
     };
     if same {
         return Ok(false);
     }
-    let size = area
-        .get("size")
-        .and_then(Value::as_str)
-        .and_then(|s| s.parse::<u64>().ok())
-        .ok_or_else(|| ctx("reencrypt keyslot area size"))?;
-    let mut new = Map::new();
-    for k in ["offset", "size"] {
-        if let Some(v) = area.get(k) {
-            new.insert(k.into(), v.clone());
-        }
-    }
-    let capacity = match &checksum {
-        Some(h) => {
-            new.insert("type".into(), "datashift-checksum".into());
-            new.insert("hash".into(), h.name().into());
-            new.insert("sector_size".into(), alignment.into());
-            size / h.digest_size() as u64 * alignment
-        }
-        None => {
-            new.insert("type".into(), "datashift-journal".into());
-            size
-        }
+    let (protection, capacity) = match &checksum {
+        Some(h) => (
+            edit::AreaProtection::DatashiftChecksum {
+                hash: h.name().into(),
+                sector_size: alignment,
+            },
+            area.size / h.digest_size() as u64 * alignment,
+        ),
+        None => (edit::AreaProtection::DatashiftJournal, area.size),
     };
-    if let Some(v) = area.get("shift_size") {
-        new.insert("shift_size".into(), v.clone());
-    }
+    let new = edit::ReencryptArea {
+        protection,
+        ..area.clone()
+    };
     let moved = moved_len(&c);
     if moved > capacity {
         return Err(ReencryptError::Unsupported(format!(
@@ -517,7 +505,7 @@ pub fn update_protection(
         meta,
         hdr,
         c.keyslot,
-        new,
+        &new,
         keys,
         digest_hash,
         digest_iterations,

@@ -31,9 +31,8 @@ use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
-use lukskit_format::luks2::edit::{self, SegmentObject};
+use lukskit_format::luks2::edit::{self, AreaProtection, ReencryptArea, SegmentObject};
 use lukskit_format::luks2::{Luks2Header, SegmentType};
-use serde_json::{Map, Value};
 
 /// Default hot zone with resilience `none` (`LUKS2_DEFAULT_NONE_REENCRYPTION_LENGTH`).
 pub const DEFAULT_NONE_HOTZONE: u64 = 20 << 20;
@@ -71,33 +70,25 @@ pub enum ResilienceChoice {
     Datashift(u64),
 }
 
-/// The protection fields of a `reencrypt` keyslot area for `choice` (after its `offset` and
-/// `size`): `type`, and the checksums' `hash` and `sector_size` (`alignment`) or the data
-/// shift's `shift_size`.
-pub(super) fn protection_fields(
+/// The protection of a `reencrypt` keyslot area for `choice`: its type, the checksums'
+/// hash and block (`alignment`), and the data shift's `shift_size`.
+pub(super) fn area_protection(
     choice: &ResilienceChoice,
     alignment: u64,
-) -> Result<Map<String, Value>> {
-    let mut f = Map::new();
-    match choice {
+) -> Result<(AreaProtection, Option<u64>)> {
+    Ok(match choice {
         ResilienceChoice::Checksum(h) => {
             let alg = lukskit_crypto::hash::HashAlg::from_name(h)?;
-            f.insert("type".into(), "checksum".into());
-            f.insert("hash".into(), alg.name().into());
-            f.insert("sector_size".into(), alignment.into());
+            let protection = AreaProtection::Checksum {
+                hash: alg.name().into(),
+                sector_size: alignment,
+            };
+            (protection, None)
         }
-        ResilienceChoice::Journal => {
-            f.insert("type".into(), "journal".into());
-        }
-        ResilienceChoice::None => {
-            f.insert("type".into(), "none".into());
-        }
-        ResilienceChoice::Datashift(shift) => {
-            f.insert("type".into(), "datashift".into());
-            f.insert("shift_size".into(), edit::u64_str(*shift));
-        }
-    }
-    Ok(f)
+        ResilienceChoice::Journal => (AreaProtection::Journal, None),
+        ResilienceChoice::None => (AreaProtection::None, None),
+        ResilienceChoice::Datashift(shift) => (AreaProtection::Datashift, Some(*shift)),
+    })
 }
 
 /// Parameters of [`init`].
@@ -461,10 +452,13 @@ fn init_metadata(
         }
         _ => max_area_gap(hdr)?,
     };
-    let mut area = Map::new();
-    area.insert("offset".into(), edit::u64_str(area_offset));
-    area.insert("size".into(), edit::u64_str(area_size));
-    area.extend(protection_fields(&p.resilience, alignment)?);
+    let (protection, shift_size) = area_protection(&p.resilience, alignment)?;
+    let area = ReencryptArea {
+        offset: area_offset,
+        size: area_size,
+        protection,
+        shift_size,
+    };
     // cryptsetup decrypts backward (offline, header detached), shifts the data backward,
     // and otherwise goes forward.
     let direction = if p.mode == Mode::Decrypt || shift != 0 {
@@ -472,7 +466,7 @@ fn init_metadata(
     } else {
         "forward"
     };
-    edit::insert_reencrypt_keyslot(hdr, rk, area, p.mode.as_str(), direction)?;
+    edit::insert_reencrypt_keyslot(hdr, rk, &area, p.mode.as_str(), direction)?;
 
     let c = Context::load(hdr)?;
     let data = verification(hdr, &c, keys)?;

@@ -17,8 +17,8 @@ use crate::error::{ReencryptError, Result};
 use crate::luks2_keys;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_format::io::Storage;
+use lukskit_format::luks2::edit::ReencryptArea;
 use lukskit_format::luks2::Luks2Header;
-use serde_json::{Map, Value};
 
 /// Give the re-encryption in `hdr` the protection `choice` from its next hot zone on;
 /// `block` is the data device's block size (the checksum block is the largest of it and
@@ -49,12 +49,13 @@ pub fn switch(
         );
     }
     let (c, alignment, area) = verified_area(hdr, block, keys)?;
-    let mut new = Map::new();
-    for k in ["offset", "size"] {
-        let v = area.get(k).ok_or_else(|| ctx("reencrypt keyslot area"))?;
-        new.insert(k.into(), v.clone());
-    }
-    new.extend(super::engine::protection_fields(choice, alignment)?);
+    let (protection, shift_size) = super::engine::area_protection(choice, alignment)?;
+    let new = ReencryptArea {
+        offset: area.offset,
+        size: area.size,
+        protection,
+        shift_size,
+    };
     if new == area {
         return Ok(false);
     }
@@ -62,7 +63,7 @@ pub fn switch(
         meta,
         hdr,
         c.keyslot,
-        new,
+        &new,
         keys,
         digest_hash,
         digest_iterations,
@@ -77,17 +78,13 @@ pub(crate) fn verified_area(
     hdr: &Luks2Header,
     block: u64,
     keys: &Keys,
-) -> Result<(Context, u64, Map<String, Value>)> {
+) -> Result<(Context, u64, ReencryptArea)> {
     let c = Context::load(hdr)?;
     verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
     let alignment = block
         .max(u64::from(Context::sector_size(&c.old)))
         .max(u64::from(Context::sector_size(&c.new)));
-    let area = lukskit_format::luks2::edit::keyslot_object(hdr, c.keyslot)
-        .and_then(|k| k.get("area"))
-        .and_then(Value::as_object)
-        .cloned()
-        .ok_or_else(|| ctx("no reencrypt keyslot area"))?;
+    let area = ReencryptArea::of(hdr, c.keyslot).map_err(|_| ctx("reencrypt keyslot area"))?;
     Ok((c, alignment, area))
 }
 
@@ -97,7 +94,7 @@ pub(crate) fn store_area(
     meta: &dyn Storage,
     hdr: &mut Luks2Header,
     keyslot: u32,
-    area: Map<String, Value>,
+    area: &ReencryptArea,
     keys: &Keys,
     digest_hash: HashAlg,
     digest_iterations: u32,
