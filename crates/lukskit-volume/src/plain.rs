@@ -32,51 +32,121 @@ pub const DEFAULT_KEY_BITS: u32 = 256;
 /// cryptsetup 2.6.1's default plain-mode passphrase hash.
 pub const DEFAULT_HASH: &str = "ripemd160";
 
-/// `crypt_plain_hash`: derive `key_len` bytes from `passphrase` with a hash specification
-/// `NAME` or `NAME:N` (N = bytes produced by hashing, the rest zero), where NAME may be
-/// `plain` (copy the passphrase; it must be at least N bytes long).
-pub fn hash_passphrase(hash_spec: &str, passphrase: &[u8], key_len: usize) -> Result<SecretBuf> {
-    let (name, hash_len) = match hash_spec.split_once(':') {
-        Some((name, n)) => {
-            let len = parse_c_size(n).ok_or_else(|| {
-                VolumeError::from(ParamError::KeyProcessing {
-                    hash: hash_spec.to_string(),
-                })
-            })?;
-            if len > key_len {
-                return Err(VolumeError::from(ParamError::KeyProcessing {
-                    hash: hash_spec.to_string(),
-                }));
+/// The passphrase hash of plain mode (`--hash NAME`, `NAME:N`, `plain`, `plain:N`), parsed
+/// once. cryptsetup reports a bad hash only when it hashes a passphrase (with a key file the
+/// hash is ignored), so the parts that do not parse are kept and reported by
+/// [`Self::derive`], in cryptsetup's order (`crypt_plain_hash`): a bad length, a length
+/// longer than the key, a passphrase shorter than `plain:N`, an unknown hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassphraseHash {
+    /// The specification as given, for messages.
+    spec: String,
+    /// The hash (or `plain`) named before any `:`.
+    name: HashName,
+    /// The `:N` part.
+    len: HashLen,
+}
+
+/// The name part of a [`PassphraseHash`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HashName {
+    /// `plain`: the passphrase itself.
+    Plain,
+    /// A hash lukskit implements.
+    Digest(HashAlg),
+    /// A name no hash answers to (reported when a passphrase is hashed).
+    Unknown(String),
+}
+
+/// The `:N` part of a [`PassphraseHash`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HashLen {
+    /// No `:N`: the whole key.
+    Key,
+    /// `:N` bytes (a negative N is `usize::MAX`, longer than any key, as in C).
+    Bytes(usize),
+    /// A `:` without a number after it.
+    Malformed,
+}
+
+impl PassphraseHash {
+    /// Parse a hash specification; never fails (see the type's documentation).
+    pub fn parse(spec: &str) -> Self {
+        let (name, len) = match spec.split_once(':') {
+            Some((name, n)) => (
+                name,
+                parse_c_size(n).map_or(HashLen::Malformed, HashLen::Bytes),
+            ),
+            None => (spec, HashLen::Key),
+        };
+        let name = if name == "plain" {
+            HashName::Plain
+        } else {
+            match HashAlg::from_name(name) {
+                Ok(alg) => HashName::Digest(alg),
+                Err(_) => HashName::Unknown(name.to_string()),
             }
-            (name, len)
+        };
+        PassphraseHash {
+            spec: spec.to_string(),
+            name,
+            len,
         }
-        None => (hash_spec, key_len),
-    };
-    let mut key = SecretBuf::zeroed(key_len);
-    if name == "plain" {
-        if passphrase.len() < hash_len {
-            return Err(VolumeError::from(ParamError::KeyProcessing {
-                hash: hash_spec.to_string(),
-            }));
+    }
+
+    /// The specification as given.
+    pub fn as_str(&self) -> &str {
+        &self.spec
+    }
+
+    /// `--hash plain` without a length: no hashing at all; the tool copies the secret
+    /// (truncated or zero-padded to the key size) and reads key files from standard input
+    /// to the key size.
+    pub fn is_copy(&self) -> bool {
+        self.name == HashName::Plain && self.len == HashLen::Key
+    }
+
+    /// `crypt_plain_hash`: derive `key_len` bytes from `passphrase`: `NAME` hashes
+    /// (hashalot's rounds), `NAME:N` hashes N bytes and zero-pads the rest, `plain:N` copies N
+    /// bytes of the passphrase (which must be at least that long), `plain` copies `key_len`.
+    pub fn derive(&self, passphrase: &[u8], key_len: usize) -> Result<SecretBuf> {
+        let processing = || {
+            VolumeError::from(ParamError::KeyProcessing {
+                hash: self.spec.clone(),
+            })
+        };
+        let hash_len = match self.len {
+            HashLen::Key => key_len,
+            HashLen::Bytes(len) if len <= key_len => len,
+            HashLen::Bytes(_) | HashLen::Malformed => return Err(processing()),
+        };
+        let mut key = SecretBuf::zeroed(key_len);
+        let alg = match &self.name {
+            HashName::Plain => {
+                if passphrase.len() < hash_len {
+                    return Err(processing());
+                }
+                key.as_mut_bytes()[..hash_len].copy_from_slice(&passphrase[..hash_len]);
+                return Ok(key);
+            }
+            HashName::Unknown(name) => {
+                return Err(VolumeError::HashUnsupported { hash: name.clone() })
+            }
+            HashName::Digest(alg) => *alg,
+        };
+        let out = &mut key.as_mut_bytes()[..hash_len];
+        let mut prefix: Vec<u8> = Vec::new();
+        let mut filled = 0;
+        while filled < out.len() {
+            // hashalot's trick: round r hashes r 'A' bytes before the passphrase.
+            let d = Zeroizing::new(alg.digest(&[&prefix, passphrase]));
+            let n = d.len().min(out.len() - filled);
+            out[filled..filled + n].copy_from_slice(&d[..n]);
+            filled += n;
+            prefix.push(b'A');
         }
-        key.as_mut_bytes()[..hash_len].copy_from_slice(&passphrase[..hash_len]);
-        return Ok(key);
+        Ok(key)
     }
-    let alg = HashAlg::from_name(name).map_err(|_| VolumeError::HashUnsupported {
-        hash: name.to_string(),
-    })?;
-    let out = &mut key.as_mut_bytes()[..hash_len];
-    let mut prefix: Vec<u8> = Vec::new();
-    let mut filled = 0;
-    while filled < out.len() {
-        // hashalot's trick: round r hashes r 'A' bytes before the passphrase.
-        let d = Zeroizing::new(alg.digest(&[&prefix, passphrase]));
-        let n = d.len().min(out.len() - filled);
-        out[filled..filled + n].copy_from_slice(&d[..n]);
-        filled += n;
-        prefix.push(b'A');
-    }
-    Ok(key)
 }
 
 /// `sscanf("%zd")` on the length after `hash:` — leading blanks and sign, decimal digits,
@@ -99,13 +169,17 @@ fn parse_c_size(s: &str) -> Option<usize> {
 
 /// `process_key`: the volume key from a secret read by the tool. `hash` `None` (or
 /// `plain`, which the tool turns into no hash) copies the secret, truncated or zero-padded
-/// to `key_len`; otherwise [`hash_passphrase`].
-pub fn key_from_secret(hash: Option<&str>, secret: &[u8], key_len: usize) -> Result<SecretBuf> {
+/// to `key_len`; otherwise [`PassphraseHash::derive`].
+pub fn key_from_secret(
+    hash: Option<&PassphraseHash>,
+    secret: &[u8],
+    key_len: usize,
+) -> Result<SecretBuf> {
     if key_len == 0 {
         return Err(ParamError::KeySizeZero.into());
     }
     match hash {
-        Some(h) if h != "plain" => hash_passphrase(h, secret, key_len),
+        Some(h) if !h.is_copy() => h.derive(secret, key_len),
         _ => {
             let mut key = SecretBuf::zeroed(key_len);
             let n = secret.len().min(key_len);
@@ -115,15 +189,24 @@ pub fn key_from_secret(hash: Option<&str>, secret: &[u8], key_len: usize) -> Res
     }
 }
 
+/// cryptsetup's first check of plain-mode options: `--iv-large-sectors` needs sectors larger
+/// than 512 bytes.
+pub fn check_iv_large_sectors(iv_large_sectors: bool, sector_size: u32) -> Result<()> {
+    if iv_large_sectors && sector_size <= 512 {
+        return Err(ParamError::LargeIvSectors.into());
+    }
+    Ok(())
+}
+
 /// The parameters of a plain-mode mapping (`open --type plain` options).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlainParams {
     /// `--cipher`.
-    pub cipher: String,
+    pub cipher: CipherSpec,
     /// `--key-size` in bits.
     pub key_bits: u32,
     /// `--hash` for passphrases (ignored for key files).
-    pub hash: String,
+    pub hash: PassphraseHash,
     /// `--offset`: start of the data on the device in 512-byte sectors.
     pub offset_sectors: u64,
     /// `--skip`: IV offset in 512-byte sectors.
@@ -139,9 +222,9 @@ pub struct PlainParams {
 impl Default for PlainParams {
     fn default() -> Self {
         PlainParams {
-            cipher: DEFAULT_CIPHER.into(),
+            cipher: CipherSpec::parse(DEFAULT_CIPHER).expect("the default cipher parses"),
             key_bits: DEFAULT_KEY_BITS,
-            hash: DEFAULT_HASH.into(),
+            hash: PassphraseHash::parse(DEFAULT_HASH),
             offset_sectors: 0,
             skip_sectors: 0,
             size_sectors: None,
@@ -160,8 +243,10 @@ impl PlainParams {
         Ok((self.key_bits / 8) as usize)
     }
 
-    /// Check the options as cryptsetup does (sector size, `--iv-large-sectors`, cipher and
-    /// key size, alignment of `--skip`/`--size`).
+    /// Check the options as cryptsetup does (`--iv-large-sectors`, sector size, cipher and
+    /// key size, alignment of `--skip`/`--size`). cryptsetup refuses `--iv-large-sectors`
+    /// with 512-byte sectors before it looks at the cipher: a caller parsing `--cipher` from
+    /// text checks that first ([`check_iv_large_sectors`]).
     pub fn check(&self) -> Result<()> {
         self.check_for(false)
     }
@@ -170,15 +255,13 @@ impl PlainParams {
     /// lukskit's own engine does not implement (Adiantum, ...) is left to the kernel, which
     /// refuses the table if it lacks it, as with cryptsetup.
     pub fn check_for(&self, kernel: bool) -> Result<()> {
-        if self.iv_large_sectors && self.sector_size <= 512 {
-            return Err(ParamError::LargeIvSectors.into());
-        }
-        let spec = CipherSpec::parse(&self.cipher).map_err(|_| ParamError::CipherPattern)?;
+        check_iv_large_sectors(self.iv_large_sectors, self.sector_size)?;
+        let spec = &self.cipher;
         let ss = self.sector_size;
         if !(512..=4096).contains(&ss) || !ss.is_power_of_two() {
             return Err(ParamError::SectorSize.into());
         }
-        match SectorCipher::check(&spec, self.key_len()?, ss) {
+        match SectorCipher::check(spec, self.key_len()?, ss) {
             Err(lukskit_crypto::CryptoError::Unsupported(_)) if kernel => {}
             r => r?,
         }
@@ -190,7 +273,7 @@ impl PlainParams {
         let bytes =
             |s: u64, what: PlainValue| s.checked_mul(512).ok_or(ParamError::Overflow { what });
         Ok(DataLayout {
-            cipher: CipherSpec::parse(&self.cipher)?.to_string(),
+            cipher: self.cipher.to_string(),
             offset: bytes(self.offset_sectors, PlainValue::Offset)?,
             size: match self.size_sectors {
                 Some(s) => Some(bytes(s, PlainValue::Size)?),
@@ -213,18 +296,18 @@ mod tests {
     #[test]
     fn kernel_mappings_leave_unknown_ciphers_to_the_kernel() {
         let adiantum = PlainParams {
-            cipher: "xchacha12,aes-adiantum-plain64".into(),
+            cipher: CipherSpec::parse("xchacha12,aes-adiantum-plain64").unwrap(),
             ..PlainParams::default()
         };
         adiantum.check().unwrap();
         let p = PlainParams {
-            cipher: "sm4-xts-plain64".into(),
+            cipher: CipherSpec::parse("sm4-xts-plain64").unwrap(),
             ..PlainParams::default()
         };
         assert!(p.check().is_err());
         p.check_for(true).unwrap();
         let bad_key = PlainParams {
-            cipher: "aes-xts-plain64".into(),
+            cipher: CipherSpec::parse("aes-xts-plain64").unwrap(),
             key_bits: 200,
             ..PlainParams::default()
         };
@@ -347,12 +430,12 @@ mod tests {
             ),
         ];
         for (hash, len, pass, want) in cases {
-            let k =
-                key_from_secret(Some(hash), pass, *len).unwrap_or_else(|e| panic!("{hash}: {e}"));
+            let k = key_from_secret(Some(&PassphraseHash::parse(hash)), pass, *len)
+                .unwrap_or_else(|e| panic!("{hash}: {e}"));
             assert_eq!(hx(&k), *want, "{hash} {len}");
         }
         // `--hash plain` (no hash at all): copied, zero-padded.
-        let k = key_from_secret(Some("plain"), b"xxxxxxxx", 32).unwrap();
+        let k = key_from_secret(Some(&PassphraseHash::parse("plain")), b"xxxxxxxx", 32).unwrap();
         assert_eq!(
             hx(&k),
             "7878787878787878000000000000000000000000000000000000000000000000"
@@ -362,15 +445,16 @@ mod tests {
         let k = key_from_secret(None, &file[..64], 64).unwrap();
         assert_eq!(hx(&k), "303132333435363738396162636465660a010003ffff0dffff0a0d20323335326a33726b6a686164636661736338323372716177376531203364712073647133");
         // stdin `-d -` with sha256 and -l 14 / offset 2 (hash applies to what was read).
-        let k = key_from_secret(Some("sha256"), &file[..14], 16).unwrap();
+        let k = key_from_secret(Some(&PassphraseHash::parse("sha256")), &file[..14], 16).unwrap();
         assert_eq!(hx(&k), "a82c9227cc54c7475620ce85ba1fca1e");
-        let k = key_from_secret(Some("sha256"), &file[2..16], 16).unwrap();
+        let k = key_from_secret(Some(&PassphraseHash::parse("sha256")), &file[2..16], 16).unwrap();
         assert_eq!(hx(&k), "7df3f4a41a33805596be85c781cac3b4");
-        let k = key_from_secret(Some("sha256"), &file[40..80], 16).unwrap();
+        let k = key_from_secret(Some(&PassphraseHash::parse("sha256")), &file[40..80], 16).unwrap();
         assert_eq!(hx(&k), "ebbe65a178e886ddbb778e0a5538db72");
-        let k = key_from_secret(Some("sha256"), file, 16).unwrap();
+        let k = key_from_secret(Some(&PassphraseHash::parse("sha256")), file, 16).unwrap();
         assert_eq!(hx(&k), "f3b827c8a6f159ad8c8ed5bd5ab3f8c5");
-        let k = key_from_secret(Some("sha256:14"), &file[..14], 16).unwrap();
+        let k =
+            key_from_secret(Some(&PassphraseHash::parse("sha256:14")), &file[..14], 16).unwrap();
         assert_eq!(hx(&k), "a82c9227cc54c7475620ce85ba1f0000");
     }
 
@@ -385,7 +469,7 @@ mod tests {
             "sha256:-1",
         ] {
             assert!(
-                key_from_secret(Some(bad), b"xxxxxxxx", 32).is_err(),
+                key_from_secret(Some(&PassphraseHash::parse(bad)), b"xxxxxxxx", 32).is_err(),
                 "{bad} accepted"
             );
         }
@@ -395,7 +479,8 @@ mod tests {
     #[test]
     fn params_checks() {
         let p = PlainParams::default();
-        assert_eq!(p.cipher, "aes-cbc-essiv:sha256");
+        assert_eq!(p.cipher.to_string(), "aes-cbc-essiv:sha256");
+        assert_eq!(p.hash.as_str(), "ripemd160");
         p.check().unwrap();
         let l = p.layout().unwrap();
         assert_eq!((l.offset, l.iv_offset, l.sector_size), (0, 0, 512));
@@ -403,7 +488,7 @@ mod tests {
         q.iv_large_sectors = true;
         assert!(q.check().is_err());
         q.sector_size = 4096;
-        q.cipher = "aes-xts-plain64".into();
+        q.cipher = CipherSpec::parse("aes-xts-plain64").unwrap();
         q.key_bits = 512;
         q.skip_sectors = 8;
         q.offset_sectors = 3;
@@ -420,11 +505,10 @@ mod tests {
         q.key_bits = 100;
         assert!(q.check().is_err());
         q.key_bits = 256;
-        q.cipher = "aes-xts-plain64".into();
+        q.cipher = CipherSpec::parse("aes-xts-plain64").unwrap();
         q.check().unwrap();
         q.key_bits = 8;
         assert!(q.check().is_err());
-        q.cipher = "foo(".into();
-        assert!(q.check().is_err());
+        assert!(CipherSpec::parse("foo(").is_err());
     }
 }

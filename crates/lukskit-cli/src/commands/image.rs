@@ -11,7 +11,7 @@
 //! `-` as PLAIN means standard input / standard output.
 
 use super::need_args;
-use super::plain_key::{plain_key, plain_params};
+use super::plain_key::plain_key;
 use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
@@ -202,7 +202,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
     // Format (or, for plain mode, just lay out) the image and get the volume key.
     let (layout, key) = match kind {
         Kind::Plain => {
-            let p = plain_params(o)?;
+            let p = crate::resolve::plain(o, false)?;
             let key = plain_key(o, &p, &prompt, verify)?;
             crate::interrupt::catch_interrupts();
             pending.stage(image, None).map_err(image_error)?;
@@ -453,7 +453,7 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
                         "Option --header is not allowed with plain mode.",
                     ));
                 }
-                let p = plain_params(o)?;
+                let p = crate::resolve::plain(o, false)?;
                 let key = plain_key(o, &p, &format!("Enter passphrase for {image}: "), false)?;
                 let layout = p.layout()?;
                 super::image_engine::choose(o, &layout.cipher, key.len(), layout.sector_size)?;

@@ -446,7 +446,7 @@ fn unlock_plain(
         ));
     }
     let dev = absolute(device)?;
-    let p = super::plain_key::plain_params_for(o, kernel)?;
+    let p = crate::resolve::plain(o, kernel)?;
     if signatures {
         warn_of_signatures(o, device)?;
     }

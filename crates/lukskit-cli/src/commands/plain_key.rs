@@ -1,35 +1,12 @@
-//! Plain mode's parameters and key from the command line (`open --type plain`, `image
-//! encrypt|decrypt --type plain`): cryptsetup 2.6.1's options, key file rules and prompts.
+//! Plain mode's key from the command line (`open --type plain`, `image encrypt|decrypt
+//! --type plain`): cryptsetup 2.6.1's key file rules and prompts. The parameters are
+//! resolved in [`crate::resolve::plain`].
 
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
 use lukskit_volume::plain::{self, PlainParams};
-
-/// The plain-mode parameters of the command line.
-pub(super) fn plain_params(o: &Opts) -> Result<PlainParams> {
-    plain_params_for(o, false)
-}
-
-/// [`plain_params`] for a mapping the kernel encrypts (`kernel`): ciphers lukskit's engine
-/// lacks are left to dm-crypt.
-pub(super) fn plain_params_for(o: &Opts, kernel: bool) -> Result<PlainParams> {
-    let d = PlainParams::default();
-    let p = PlainParams {
-        cipher: o.cipher.clone().unwrap_or(d.cipher),
-        // cryptsetup takes `-s 0` as "not given": the default key size.
-        key_bits: o.key_size.filter(|&b| b != 0).unwrap_or(d.key_bits),
-        hash: o.hash.clone().unwrap_or(d.hash),
-        offset_sectors: o.offset.unwrap_or(0),
-        skip_sectors: o.skip.unwrap_or(0),
-        size_sectors: o.size,
-        sector_size: o.sector_size.unwrap_or(512),
-        iv_large_sectors: o.iv_large_sectors,
-    };
-    p.check_for(kernel)?;
-    Ok(p)
-}
 
 /// The plain-mode key as cryptsetup 2.6.1 derives it (see [`lukskit_volume::plain`]).
 pub(super) fn plain_key(
@@ -39,7 +16,7 @@ pub(super) fn plain_key(
     verify: bool,
 ) -> Result<SecretBuf> {
     let key_len = p.key_len()?;
-    let hash = (p.hash != "plain").then_some(p.hash.as_str());
+    let hash = (!p.hash.is_copy()).then_some(&p.hash);
     let offset = o.keyfile_offset.unwrap_or(0);
     match o.key_file.as_deref() {
         Some(path) if path != "-" => {
