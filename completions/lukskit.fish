@@ -70,7 +70,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-file -d 'Vol
 complete -c lukskit -n "__fish_lukskit_needs_command" -l header -d 'Detached header file' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l header-backup-file -d 'Header backup file' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l json-file -d 'Token JSON file (token import/export)' -r -F
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind-tang: the tang server (http://HOST[:PORT])' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind-tang: the tang server (`http://HOST[:PORT]`)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-timeout -d 'open: wait at most this many seconds for the TPM of a systemd-tpm2 token to appear before falling back (0: no limit; crypttab\'s token-timeout=). Default: no wait' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-pcrs -d 'token enroll-tpm2: the PCRs to seal against, as systemd-cryptenroll takes them (7+8; "" for none; default 7)' -r
@@ -1099,7 +1099,7 @@ complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l te
 complete -c lukskit -n "__fish_lukskit_using_subcommand luksHeaderRestore" -l disable-locks -d 'Do not use metadata locking (accepted for compatibility; lukskit always locks)'
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
-complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tang-url -d 'token bind-tang: the tang server (http://HOST[:PORT])' -r
+complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tang-url -d 'token bind-tang: the tang server (`http://HOST[:PORT]`)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
 complete -c lukskit -n "__fish_lukskit_using_subcommand token" -l tpm2-pcrs -d 'token enroll-tpm2: the PCRs to seal against, as systemd-cryptenroll takes them (7+8; "" for none; default 7)' -r
