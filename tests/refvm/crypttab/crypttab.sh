@@ -115,9 +115,10 @@ sed 's/^/B log: /' /tmp/b2.log
 none_left "B: crypttab close closed every mapping"
 
 # B2: the systemd dialect: a key file on another device (ext4 by UUID=), an ignored token
-# option, an entry lukskit refuses, and a missing device without nofail.
+# option (tpm2-signature=: tpm2-device= with a key file would make the key file a TPM2-sealed
+# key, as in systemd), an entry lukskit refuses, and a missing device without nofail.
 cat > /tmp/crypttab.sd <<TAB
-ctkeydev  /dev/vdc  /keys/k:UUID=$FSUUID  tpm2-device=auto
+ctkeydev  /dev/vdc  /keys/k:UUID=$FSUUID  tpm2-signature=/etc/tpm2-pcr-signature.json
 ctlabel   /dev/vdc  /keys/k:LABEL=keydev  luks,noauto
 cthdr     /dev/vde  /etc/keys/kb  header=/keys/hdr:UUID=$FSUUID,key-slot=1,keyfile-offset=4,keyfile-size=16,read-only,noauto
 ctgone    UUID=$MISSING  /etc/keys/ka
