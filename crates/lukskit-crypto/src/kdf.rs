@@ -1188,6 +1188,7 @@ mod tests {
                 .is_err()
             );
         }
+        #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             assert_eq!(Pbkdf2Prf::Hmac(HashAlg::Ripemd160).lanes(), 8);
         }
