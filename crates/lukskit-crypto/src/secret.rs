@@ -75,6 +75,19 @@ impl SecretBuf {
         self.data.len() == other.len() && bool::from(self.data.ct_eq(other))
     }
 
+    /// The standard base64 text of the secret (with padding), in a new secret buffer: what
+    /// systemd makes a keyslot passphrase of from an unsealed or decrypted key. No copy of
+    /// the text is made outside locked memory.
+    pub fn to_base64(&self) -> SecretBuf {
+        use base64::Engine;
+        let mut out = SecretBuf::zeroed(self.data.len().div_ceil(3) * 4);
+        let n = base64::engine::general_purpose::STANDARD
+            .encode_slice(&self.data, out.as_mut_bytes())
+            .expect("the output holds the whole base64 text");
+        debug_assert_eq!(n, out.len());
+        out
+    }
+
     fn lock(&mut self) {
         if self.data.is_empty() {
             return;
@@ -114,6 +127,19 @@ impl fmt::Debug for SecretBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_is_the_standard_padded_text() {
+        for (raw, text) in [
+            (&b""[..], &b""[..]),
+            (b"\x00", b"AA=="),
+            (b"\x00\x01", b"AAE="),
+            (b"\x00\x01\x02\xff", b"AAEC/w=="),
+            (b"hunter2!", b"aHVudGVyMiE="),
+        ] {
+            assert_eq!(SecretBuf::from_slice(raw).to_base64().as_bytes(), text);
+        }
+    }
 
     #[test]
     fn debug_never_shows_contents() {

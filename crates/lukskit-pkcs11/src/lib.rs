@@ -189,15 +189,19 @@ impl SystemdPkcs11Token {
         &self,
         pin: impl FnOnce(&str) -> Option<SecretBuf>,
     ) -> Result<SecretBuf, Pkcs11Error> {
+        Ok(self.decrypt_key(pin)?.to_base64())
+    }
+
+    /// The decrypted key itself (not the passphrase made of it): what systemd gives a plain
+    /// volume with `hash=plain` as its key. Otherwise as [`SystemdPkcs11Token::unlock`].
+    pub fn decrypt_key(
+        &self,
+        pin: impl FnOnce(&str) -> Option<SecretBuf>,
+    ) -> Result<SecretBuf, Pkcs11Error> {
         if !modules_supported() {
             return Err(Pkcs11Error::StaticBuild);
         }
-        let key = self.decrypt(pin)?;
-        let mut out = SecretBuf::zeroed(key.len().div_ceil(3) * 4);
-        let n = base64::engine::general_purpose::STANDARD
-            .encode_slice(key.as_bytes(), out.as_mut_bytes())
-            .map_err(|_| bad("key too long"))?;
-        Ok(SecretBuf::from_slice(&out.as_bytes()[..n]))
+        self.decrypt(pin)
     }
 
     #[cfg(target_env = "gnu")]

@@ -9,7 +9,7 @@
 //!   order (keyslot priority `prefer` first, `ignore` never);
 //! * [`try_tokens`] — try them, one after the other, until one unlocks;
 //! * [`token_passphrase`] — the passphrase one named token holds;
-//! * [`sealed_key_passphrase`] — the passphrase in a key file that holds a TPM2-sealed or
+//! * [`sealed_key_secret`] — the secret in a key file that holds a TPM2-sealed or
 //!   PKCS#11-encrypted key (crypttab's `tpm2-device=` / `pkcs11-uri=` for volumes without a
 //!   token, as systemd 252 reads them).
 //!
@@ -25,7 +25,7 @@ mod unlock;
 
 use lukskit_crypto::SecretBuf;
 
-pub use sealed::{sealed_key_passphrase, SealedKeyError, SealedKeyFile};
+pub use sealed::{sealed_key_secret, SealedKeyError, SealedKeyFile};
 pub use unlock::{token_passphrase, try_tokens, TokenOutcome};
 
 /// Which tokens to try, and how (cryptsetup's `--token-id`, `--token-type`, `--key-slot`,

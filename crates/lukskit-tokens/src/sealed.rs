@@ -8,8 +8,9 @@
 //! * PKCS#11: the key file is a key encrypted to the certificate of the security token the
 //!   URI names (a token's `pkcs11-key`, base64-decoded), decrypted by that token.
 //!
-//! Either way the passphrase is the base64 of the secret, as systemd makes it; it is in a
-//! [`SecretBuf`] from the moment it exists.
+//! Either way the secret itself is returned, in a [`SecretBuf`] from the moment it exists:
+//! the keyslot passphrase systemd makes of it is its base64 text
+//! ([`SecretBuf::to_base64`]); a plain volume with `hash=plain` takes the bytes themselves.
 
 use crate::{printable, TokenNotice, TokenPrompt, TokenRequest};
 use lukskit_crypto::SecretBuf;
@@ -35,7 +36,7 @@ pub enum SealedKeyFile<'a> {
     },
 }
 
-/// Why a sealed key file gave no passphrase.
+/// Why a sealed key file gave no secret.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SealedKeyError {
@@ -50,10 +51,11 @@ pub enum SealedKeyError {
     Pkcs11(lukskit_pkcs11::Pkcs11Error),
 }
 
-/// The passphrase in `key`: unsealed by the TPM of `req.tpm2_device` (waiting for it up to
-/// `req.device_wait`) or decrypted by the security token; PINs asked through `prompt`
-/// ("Please enter TPM2 PIN: " and systemd's security token prompt), once.
-pub fn sealed_key_passphrase(
+/// The secret in `key` (raw bytes, see the module docs): unsealed by the TPM of
+/// `req.tpm2_device` (waiting for it up to `req.device_wait`) or decrypted by the security
+/// token; PINs asked through `prompt` ("Please enter TPM2 PIN: " and systemd's security token
+/// prompt), once.
+pub fn sealed_key_secret(
     key: SealedKeyFile<'_>,
     req: &TokenRequest,
     prompt: &mut dyn TokenPrompt,
@@ -77,7 +79,7 @@ pub fn sealed_key_passphrase(
                     "Please enter PIN for security token '{label}' in order to unlock {volume}: "
                 )))
             };
-            tok.unlock(ask_pin).map_err(SealedKeyError::Pkcs11)
+            tok.decrypt_key(ask_pin).map_err(SealedKeyError::Pkcs11)
         }
     }
 }
@@ -104,7 +106,7 @@ fn tpm2(
         if pin { "yes" } else { "no" }
     )));
     let ask_pin = || prompt.pin("Please enter TPM2 PIN: ");
-    tok.unseal(&device, ask_pin, lukskit_tpm2::transport::DEFAULT_TIMEOUT)
+    tok.unseal_secret(&device, ask_pin, lukskit_tpm2::transport::DEFAULT_TIMEOUT)
         .map_err(|e| match e {
             lukskit_tpm2::Tpm2Error::BadPin => SealedKeyError::Tpm2Pin,
             e => SealedKeyError::Tpm2(e),

@@ -290,11 +290,27 @@ impl SystemdTpm2Token {
         transport: Box<dyn crate::transport::Transport>,
         pin: impl FnOnce() -> Option<SecretBuf>,
     ) -> Result<SecretBuf> {
+        Ok(self.unseal_secret_via(transport, pin)?.to_base64())
+    }
+
+    /// The unsealed bytes themselves (not the passphrase made of them): what systemd gives a
+    /// plain volume with `hash=plain` as its key. Otherwise as [`SystemdTpm2Token::unseal`].
+    pub fn unseal_secret(
+        &self,
+        device: &DeviceSpec,
+        pin: impl FnOnce() -> Option<SecretBuf>,
+        timeout: Duration,
+    ) -> Result<SecretBuf> {
+        self.unseal_secret_via(device.open(timeout)?, pin)
+    }
+
+    fn unseal_secret_via(
+        &self,
+        transport: Box<dyn crate::transport::Transport>,
+        pin: impl FnOnce() -> Option<SecretBuf>,
+    ) -> Result<SecretBuf> {
         let mut tpm = Tpm::new(transport);
-        let secret = self.unseal_on(&mut tpm, pin)?;
-        drop(tpm);
-        let b64 = base64::engine::general_purpose::STANDARD.encode(secret.as_bytes());
-        Ok(SecretBuf::from_vec(b64.into_bytes()))
+        self.unseal_on(&mut tpm, pin)
     }
 
     /// A policy session with the token's policy, checked against `tpm2-policy-hash`.

@@ -223,27 +223,21 @@ fn sealed_key(e: &CrypttabEntry, kind: VolumeKind) -> Option<SealedKey> {
     }
 }
 
-/// What systemd-cryptsetup 252 gives the volume from an unsealed or decrypted key: the base64
+/// What systemd-cryptsetup 252 gives the volume from an unsealed or decrypted key: its base64
 /// text as the passphrase, except for a plain volume with `hash=plain`, which it activates with
 /// the raw secret as the volume key (`pass_volume_key`): with that hash the passphrase bytes
 /// are the key, so the raw bytes are given as the passphrase.
-fn sealed_secret_as_given(kind: VolumeKind, hash: Option<&str>, base64: SecretBuf) -> SecretBuf {
-    use base64::Engine;
-    if kind != VolumeKind::Plain || hash != Some("plain") {
-        return base64;
-    }
-    let mut raw = SecretBuf::zeroed(base64.len());
-    match base64::engine::general_purpose::STANDARD
-        .decode_slice(base64.as_bytes(), raw.as_mut_bytes())
-    {
-        Ok(n) => SecretBuf::from_slice(&raw.as_bytes()[..n]),
-        Err(_) => base64,
+fn sealed_secret_as_given(kind: VolumeKind, hash: Option<&str>, raw: SecretBuf) -> SecretBuf {
+    if kind == VolumeKind::Plain && hash == Some("plain") {
+        raw
+    } else {
+        raw.to_base64()
     }
 }
 
-/// The passphrase in the sealed key file `path` of entry `e`; `None` after one line saying
+/// The secret in the sealed key file `path` of entry `e`; `None` after one line saying
 /// why not, in systemd-cryptsetup's words (the passphrase is then asked).
-fn sealed_passphrase(e: &CrypttabEntry, sealed: &SealedKey, path: &str) -> Option<SecretBuf> {
+fn sealed_secret(e: &CrypttabEntry, sealed: &SealedKey, path: &str) -> Option<SecretBuf> {
     let o = &e.options;
     let file = match crate::input::read_keyfile(path, o.keyfile_offset.unwrap_or(0), o.keyfile_size)
     {
@@ -275,7 +269,7 @@ fn sealed_passphrase(e: &CrypttabEntry, sealed: &SealedKey, path: &str) -> Optio
         SealedKey::Tpm2 { device, .. } => Some(device.clone()),
         SealedKey::Pkcs11 { .. } => None,
     };
-    match super::tokens::sealed_key_passphrase(key, device, wait, &e.name) {
+    match super::tokens::sealed_key_secret(key, device, wait, &e.name) {
         Ok(p) => Some(p),
         Err(err) => {
             let line = match (&err, sealed) {
@@ -333,7 +327,7 @@ fn open_entry(o: &Opts, e: &CrypttabEntry) -> Result<()> {
     // A sealed key file: its passphrase answers the first prompt (the passphrase is asked
     // when it cannot be had, or does not open the volume).
     if let (Some(sealed), Some(path)) = (sealed_key(e, plan.kind), plan.key.as_deref()) {
-        let secret = sealed_passphrase(e, &sealed, path)
+        let secret = sealed_secret(e, &sealed, path)
             .map(|p| sealed_secret_as_given(plan.kind, e.options.hash.as_deref(), p));
         crate::input::preset_passphrase(secret);
     }
@@ -546,8 +540,8 @@ mod tests {
 
     #[test]
     fn a_plain_volume_with_hash_plain_gets_the_raw_secret() {
-        let b64 = || SecretBuf::from_slice(b"AAEC/w==");
-        let raw = sealed_secret_as_given(VolumeKind::Plain, Some("plain"), b64());
+        let secret = || SecretBuf::from_slice(&[0, 1, 2, 0xff]);
+        let raw = sealed_secret_as_given(VolumeKind::Plain, Some("plain"), secret());
         assert_eq!(raw.as_bytes(), &[0, 1, 2, 0xff]);
         for (kind, hash) in [
             (VolumeKind::Plain, None),
@@ -555,7 +549,7 @@ mod tests {
             (VolumeKind::Luks, Some("plain")),
             (VolumeKind::Bitlk, None),
         ] {
-            let given = sealed_secret_as_given(kind, hash, b64());
+            let given = sealed_secret_as_given(kind, hash, secret());
             assert_eq!(given.as_bytes(), b"AAEC/w==", "{kind:?} {hash:?}");
         }
     }

@@ -89,10 +89,10 @@ pub(super) fn try_tokens(
     Ok(None)
 }
 
-/// The passphrase in a sealed key file (crypttab's `tpm2-device=` / `pkcs11-uri=` with a
-/// key file): unsealed on the TPM `tpm2_device` (waiting up to `wait` for it to appear) or
+/// The secret in a sealed key file (crypttab's `tpm2-device=` / `pkcs11-uri=` with a key
+/// file): unsealed on the TPM `tpm2_device` (waiting up to `wait` for it to appear) or
 /// decrypted by the security token; PINs asked on the terminal, as for tokens.
-pub(super) fn sealed_key_passphrase(
+pub(super) fn sealed_key_secret(
     key: lukskit_tokens::SealedKeyFile<'_>,
     tpm2_device: Option<String>,
     wait: Option<std::time::Duration>,
@@ -104,7 +104,7 @@ pub(super) fn sealed_key_passphrase(
         volume_name: volume.to_string(),
         ..lukskit_tokens::TokenRequest::default()
     };
-    lukskit_tokens::sealed_key_passphrase(key, &req, &mut CliPrompt)
+    lukskit_tokens::sealed_key_secret(key, &req, &mut CliPrompt)
 }
 
 /// The passphrase token `id` of `vol` holds (luksAddKey's `--new-token-id`): a
