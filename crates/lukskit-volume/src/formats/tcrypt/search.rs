@@ -67,9 +67,30 @@ struct Trial {
     prf: Pbkdf2Prf,
     iterations: u32,
     key: Mutex<SecretBuf>,
-    /// Jobs (blocks or runs of blocks) not yet done; the thread that does the last one tries
-    /// the ciphers. Set once the jobs are made.
+    /// The trial's jobs: (first 1-based block index, blocks). A job is one block, or a run
+    /// of blocks computed side by side (SIMD lanes), split so that every thread gets a share.
+    jobs: Vec<(u32, usize)>,
+    /// Jobs not yet done; the thread that does the last one tries the ciphers.
     jobs_left: AtomicUsize,
+}
+
+impl Trial {
+    fn new(variant: (usize, KdfVariant), prf: Pbkdf2Prf, iterations: u32, threads: usize) -> Self {
+        let blocks = HDR_KEY_LEN.div_ceil(prf.block_len());
+        let per_job = blocks.div_ceil(threads).clamp(1, prf.lanes());
+        let jobs: Vec<(u32, usize)> = (0..blocks)
+            .step_by(per_job)
+            .map(|b| (b as u32 + 1, per_job.min(blocks - b)))
+            .collect();
+        Trial {
+            variant,
+            prf,
+            iterations,
+            key: Mutex::new(SecretBuf::zeroed(HDR_KEY_LEN)),
+            jobs_left: AtomicUsize::new(jobs.len()),
+            jobs,
+        }
+    }
 }
 
 /// Run the trials of `variants` (in table order) on `threads` threads.
@@ -86,6 +107,7 @@ pub fn find(
     limits: &Limits<'_>,
     threads: usize,
 ) -> Option<Found> {
+    let threads = threads.max(1);
     let trials: Vec<Trial> = variants
         .iter()
         .filter_map(|&(index, variant)| {
@@ -93,34 +115,15 @@ pub fn find(
             // cryptsetup skips a variant whose count is 0 (a PIM that wraps around to it)
             // and one its crypto backend lacks.
             let prf = kdf::prf(&variant)?;
-            (iterations > 0).then(|| Trial {
-                variant: (index, variant),
-                prf,
-                iterations,
-                key: Mutex::new(SecretBuf::zeroed(HDR_KEY_LEN)),
-                jobs_left: AtomicUsize::new(0),
-            })
+            (iterations > 0).then(|| Trial::new((index, variant), prf, iterations, threads))
         })
         .collect();
-    // Jobs: (trial, first 1-based block index, blocks), in table order. A job is one block,
-    // or a run of blocks computed side by side (SIMD lanes), split so that every thread gets
-    // a share of the trial.
-    let threads = threads.max(1);
+    // Jobs: (trial, first 1-based block index, blocks), in table order.
     let jobs: Vec<(usize, u32, usize)> = trials
         .iter()
         .enumerate()
-        .flat_map(|(t, trial)| {
-            let blocks = HDR_KEY_LEN.div_ceil(trial.prf.block_len());
-            let per_job = blocks.div_ceil(threads).clamp(1, trial.prf.lanes());
-            (0..blocks)
-                .step_by(per_job)
-                .map(move |b| (t, b as u32 + 1, per_job.min(blocks - b)))
-        })
+        .flat_map(|(t, trial)| trial.jobs.iter().map(move |&(b, n)| (t, b, n)))
         .collect();
-    for (t, trial) in trials.iter().enumerate() {
-        let jobs_of_trial = jobs.iter().filter(|j| j.0 == t).count();
-        trial.jobs_left.store(jobs_of_trial, Ordering::SeqCst);
-    }
     let next = AtomicUsize::new(0);
     // Position (in `trials`) of the earliest success so far.
     let best = AtomicUsize::new(usize::MAX);
