@@ -12,6 +12,7 @@
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
 //! * [`claim`] — the data device held for an offline run;
 //! * [`run()`] — the run itself, offline or online, reporting through a [`Progress`];
+//! * [`segments`] — the segment table a mapping of a volume in re-encryption is made from;
 //! * [`repair`] — recovery of an interrupted hot zone, upgrade and check of the metadata.
 //!
 //! The library prints nothing and reads no terminal: progress goes to the caller's
@@ -64,6 +65,7 @@ pub mod repair;
 mod request;
 pub mod resume;
 mod run;
+pub mod segments;
 pub mod userspace;
 
 pub use error::{ClaimRefusal, ReencryptError, Result};

@@ -295,7 +295,7 @@ pub(crate) fn activate_after_init(
     let Some(h) = vol.luks2() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
-    let table = super::open_reencrypt::table(h, keys, device_size)?;
+    let table = lukskit_reencrypt::segments::table(h, keys, device_size)?;
     let config = reencrypt_mapping_config(o, name, &vol, &table)?;
     // The mapping (and its stored flags) open the header again, from this process or a
     // server: the write lock `vol` holds on it must go first.

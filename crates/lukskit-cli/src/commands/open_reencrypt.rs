@@ -163,41 +163,12 @@ pub fn unlock_for_activation(o: &Opts, device: &str) -> Result<Unlocked> {
     let size = data
         .size()
         .map_err(|e| VolumeError::device_io(DeviceOp::GetSize, e))?;
-    let table = table(hdr, &keys, size)?;
+    let table = lukskit_reencrypt::segments::table(hdr, &keys, size)?;
     Ok(Unlocked {
         vol,
         table,
         _lock: lock,
     })
-}
-
-/// The live segments of `hdr` over a data device of `device_size` bytes, each crypt
-/// segment with the key of its digest.
-pub fn table(hdr: &Luks2Header, keys: &Keys, device_size: u64) -> Result<SegmentTable> {
-    let ctx = reencrypt::Context::load(hdr).ok();
-    let digests: Vec<(u32, Vec<u32>)> = hdr
-        .digests()
-        .map_err(VolumeError::from)?
-        .into_iter()
-        .map(|d| (d.id, d.segments))
-        .collect();
-    let missing = || VolumeError::from(ReencryptError::KeysMissing);
-    let key_for = |d: u32| {
-        let k = match &ctx {
-            Some(c) if c.digest_new == Some(d) => keys.new.as_ref(),
-            Some(c) if c.digest_old == Some(d) => keys.old.as_ref(),
-            Some(_) => None,
-            // Finished (by the recovery): the one key left.
-            None => keys.new.as_ref().or(keys.old.as_ref()),
-        };
-        k.cloned().ok_or_else(missing)
-    };
-    Ok(SegmentTable::from_luks2(
-        &hdr.segments().map_err(VolumeError::from)?,
-        &digests,
-        key_for,
-        device_size,
-    )?)
 }
 
 /// What `status` shows of a LUKS2 volume in re-encryption: cryptsetup reads cipher, key
