@@ -95,6 +95,13 @@ pub enum ReencryptError {
     /// The re-encryption metadata does not match its digest (mangled).
     #[error("the re-encryption metadata is invalid: {0}")]
     InvalidMetadata(#[source] lukskit_volume::VolumeError),
+    /// The re-encryption lock an activation takes could not be had (the engine's
+    /// `AlreadyRunning`: a run holds it).
+    #[error("cannot take the re-encryption lock to activate the device: {0}")]
+    ActivationLock(#[source] lukskit_volume::VolumeError),
+    /// The recovery of the hot zone a crash left failed.
+    #[error("failed to recover from the re-encryption crash: {0}")]
+    CrashRecovery(#[source] lukskit_volume::VolumeError),
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,

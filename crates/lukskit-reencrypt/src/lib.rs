@@ -12,6 +12,9 @@
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
 //! * [`claim`] — the data device held for an offline run;
 //! * [`run()`] — the run itself, offline or online, reporting through a [`Progress`];
+//! * [`activation`] — opening a volume in re-encryption (unlock, recovery, its mapping's
+//!   segments) and what `status` shows of it;
+//! * [`Secrets`] — the passphrases an operation asks its caller for;
 //! * [`segments`] — the segment table a mapping of a volume in re-encryption is made from;
 //! * [`repair`] — recovery of an interrupted hot zone, upgrade and check of the metadata.
 //!
@@ -54,6 +57,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod activation;
 pub mod choice;
 pub mod claim;
 mod error;
@@ -65,6 +69,7 @@ pub mod repair;
 mod request;
 pub mod resume;
 mod run;
+mod secrets;
 pub mod segments;
 pub mod userspace;
 
@@ -72,3 +77,4 @@ pub use error::{ClaimRefusal, ReencryptError, Result};
 pub use progress::Progress;
 pub use request::{Phase, ReencryptRequest, ResilienceName};
 pub use run::{lock, run, RunRequest, RunTarget};
+pub use secrets::{Secrets, SecretsError};
