@@ -268,11 +268,13 @@ pub fn display_layout(table: &SegmentTable, hdr: Option<&Luks2Header>) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resume::{apply_resilience, ResilienceUpdate};
+    use crate::{ReencryptRequest, ResilienceName};
     use lukskit_crypto::SecretBuf;
     use lukskit_format::VolumeType;
     use lukskit_volume::format::{format, FormatRequest};
     use lukskit_volume::pbkdf::{PbkdfKind, PbkdfRequest};
-    use lukskit_volume::reencrypt::{InitParams, Mode, ResilienceChoice};
+    use lukskit_volume::reencrypt::{InitParams, Mode, Resilience, ResilienceChoice};
 
     const PASS: &[u8] = b"activation test";
     const MIB: u64 = 1 << 20;
@@ -396,5 +398,29 @@ mod tests {
         let shown = display_layout(&table, Some(hdr)).unwrap();
         assert_eq!(shown.key_bits, 512);
         assert_eq!(shown.offset, 16 * MIB);
+    }
+
+    #[test]
+    fn a_resume_switches_the_resilience_asked_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("img");
+        let path = path.to_str().unwrap();
+        prepared(path);
+        let mut vol = Volume::load(path, None, Access::Write).unwrap();
+        let keys = reencrypt::unlock_keys(&vol.dev, vol.luks2().unwrap(), PASS, None).unwrap();
+        let req = ReencryptRequest {
+            resilience: Some(ResilienceName::parse("journal")),
+            ..ReencryptRequest::default()
+        };
+        let u = ResilienceUpdate {
+            req: &req,
+            pbkdf: &pbkdf(),
+            block: 4096,
+            online: false,
+        };
+        apply_resilience(&mut vol, None, &keys, &u).unwrap();
+        let c = reencrypt::Context::load(vol.luks2().unwrap()).unwrap();
+        assert!(matches!(c.resilience, Resilience::Journal));
+        verify(vol.luks2().unwrap(), &keys).unwrap();
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! * [`ReencryptRequest`] — what to do, as typed values (mode, phase, resilience, sizes);
 //! * [`resume::check_resume_params`] — whether a request may go on with the re-encryption in
-//!   progress;
+//!   progress, and [`resume::apply_resilience`] — the resilience a resume asks for;
 //! * [`choice`] — the resilience and data shift of a new re-encryption;
 //! * [`init`] — writing a new re-encryption's metadata, checked against an online run's
 //!   mapping first;
