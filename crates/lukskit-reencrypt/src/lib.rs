@@ -16,6 +16,8 @@
 //!   segments) and what `status` shows of it;
 //! * [`Secrets`] — the passphrases an operation asks its caller for;
 //! * [`segments`] — the segment table a mapping of a volume in re-encryption is made from;
+//! * [`shift`] — the initializations that move data (an encryption making room for its
+//!   header, a decryption exporting it);
 //! * [`repair`] — recovery of an interrupted hot zone, upgrade and check of the metadata.
 //!
 //! The library prints nothing and reads no terminal: progress goes to the caller's
@@ -71,6 +73,7 @@ pub mod resume;
 mod run;
 mod secrets;
 pub mod segments;
+pub mod shift;
 pub mod userspace;
 
 pub use error::{ClaimRefusal, ReencryptError, Result};
