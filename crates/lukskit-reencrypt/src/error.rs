@@ -95,6 +95,32 @@ pub enum ReencryptError {
     /// The re-encryption metadata does not match its digest (mangled).
     #[error("the re-encryption metadata is invalid: {0}")]
     InvalidMetadata(#[source] lukskit_volume::VolumeError),
+    /// The re-encryption lock an activation takes could not be had (the engine's
+    /// `AlreadyRunning`: a run holds it).
+    #[error("cannot take the re-encryption lock to activate the device: {0}")]
+    ActivationLock(#[source] lukskit_volume::VolumeError),
+    /// The recovery of the hot zone a crash left failed.
+    #[error("failed to recover from the re-encryption crash: {0}")]
+    CrashRecovery(#[source] lukskit_volume::VolumeError),
+    /// The device is too small for the data shift asked for (no plaintext would be left).
+    #[error("device {0} is too small")]
+    DeviceTooSmall(String),
+    /// The restore of the new header over the head of the device failed after it began (the
+    /// temporary header is the only complete copy).
+    #[error("failed to place the new header at the head of the device: {0}")]
+    HeaderRestore(#[source] lukskit_volume::VolumeError),
+    /// The header file to export to could not be made.
+    #[error("cannot create header backup file {0}")]
+    HeaderFileCreate(String),
+    /// The initialization failed after the header was exported: the file is the header's
+    /// backup.
+    #[error("the re-encryption initialization failed; header backup is available in {file}")]
+    InitFailedWithBackup {
+        /// The header file.
+        file: String,
+        /// Why.
+        source: Box<ReencryptError>,
+    },
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,

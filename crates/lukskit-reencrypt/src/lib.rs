@@ -3,7 +3,7 @@
 //!
 //! * [`ReencryptRequest`] — what to do, as typed values (mode, phase, resilience, sizes);
 //! * [`resume::check_resume_params`] — whether a request may go on with the re-encryption in
-//!   progress;
+//!   progress, and [`resume::apply_resilience`] — the resilience a resume asks for;
 //! * [`choice`] — the resilience and data shift of a new re-encryption;
 //! * [`init`] — writing a new re-encryption's metadata, checked against an online run's
 //!   mapping first;
@@ -12,6 +12,12 @@
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
 //! * [`claim`] — the data device held for an offline run;
 //! * [`run()`] — the run itself, offline or online, reporting through a [`Progress`];
+//! * [`activation`] — opening a volume in re-encryption (unlock, recovery, its mapping's
+//!   segments) and what `status` shows of it;
+//! * [`Secrets`] — the passphrases an operation asks its caller for;
+//! * [`segments`] — the segment table a mapping of a volume in re-encryption is made from;
+//! * [`shift`] — the initializations that move data (an encryption making room for its
+//!   header, a decryption exporting it);
 //! * [`repair`] — recovery of an interrupted hot zone, upgrade and check of the metadata.
 //!
 //! The library prints nothing and reads no terminal: progress goes to the caller's
@@ -53,6 +59,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod activation;
 pub mod choice;
 pub mod claim;
 mod error;
@@ -64,9 +71,13 @@ pub mod repair;
 mod request;
 pub mod resume;
 mod run;
+mod secrets;
+pub mod segments;
+pub mod shift;
 pub mod userspace;
 
 pub use error::{ClaimRefusal, ReencryptError, Result};
 pub use progress::Progress;
 pub use request::{Phase, ReencryptRequest, ResilienceName};
 pub use run::{lock, run, RunRequest, RunTarget};
+pub use secrets::{Secrets, SecretsError};

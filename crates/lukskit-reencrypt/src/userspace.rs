@@ -9,37 +9,11 @@ use lukskit_activate::userspace::{self, UserspaceMapping};
 use lukskit_format::io::Storage;
 use lukskit_format::luks2::Luks2Header;
 use lukskit_volume::reencrypt::{self, Keys, Outcome, RunOptions, Status};
-use lukskit_volume::segment::SegmentTable;
 use lukskit_volume::{DeviceOp, VolumeError};
 
 /// The active userspace mapping of the data device `path`, if any.
 pub fn active_mapping(path: &str) -> Result<Option<UserspaceMapping>> {
     Ok(lukskit_activate::userspace::online::find_by_device(path)?)
-}
-
-/// The segment table of a header after its re-encryption finished (one segment: under
-/// the new key, or linear after a decryption).
-fn final_table(hdr: &Luks2Header, keys: &Keys, data: &dyn Storage) -> Result<SegmentTable> {
-    let size = data
-        .size()
-        .map_err(|e| VolumeError::device_io(DeviceOp::GetSize, e))?;
-    let digests: Vec<(u32, Vec<u32>)> = hdr
-        .digests()
-        .map_err(VolumeError::from)?
-        .into_iter()
-        .map(|d| (d.id, d.segments))
-        .collect();
-    let table = SegmentTable::from_luks2(
-        &hdr.segments().map_err(VolumeError::from)?,
-        &digests,
-        |_| keys.new.clone().ok_or_else(reencrypt_keys_missing),
-        size,
-    )?;
-    Ok(table)
-}
-
-fn reencrypt_keys_missing() -> VolumeError {
-    lukskit_volume::ReencryptError::KeysMissing.into()
 }
 
 /// Run (or resume) the re-encryption online: a hot zone interrupted while the serving
@@ -97,7 +71,11 @@ pub fn run(
         if out == Outcome::Finished {
             // Also when the engine only had the final metadata update left (no hot zone, so
             // no hook call): the serving process maps the whole device with the new key.
-            hook.install(&final_table(hdr, keys, data)?)?;
+            // The final table: one segment, under the new key (linear after a decryption).
+            let size = data
+                .size()
+                .map_err(|e| VolumeError::device_io(DeviceOp::GetSize, e))?;
+            hook.install(&crate::segments::table(hdr, keys, size)?)?;
         }
         Ok(out)
     })();

@@ -224,7 +224,7 @@ fn reencrypt_config(
         // Whatever is wrong, the ordinary path reports it.
         return Ok(None);
     };
-    if !super::open_reencrypt::in_reencryption(&vol) {
+    if !lukskit_reencrypt::activation::in_reencryption(&vol) {
         return Ok(None);
     }
     if o.skip.is_some() || o.iv_large_sectors {
@@ -260,20 +260,12 @@ fn reencrypt_mapping_config(
     table: &lukskit_volume::segment::SegmentTable,
 ) -> Result<MappingConfig> {
     let mut c = luks_config(o, name, vol)?;
-    let new_digest = match vol.header() {
-        lukskit_volume::volume::Header::Luks2(h) => lukskit_volume::reencrypt::Context::load(h)
-            .ok()
-            .and_then(|c| c.digest_new),
-        _ => None,
-    };
-    if let Some((cipher, offset, sector_size, iv_offset, bits)) =
-        super::open_reencrypt::display_layout(table, new_digest)
-    {
-        c.layout.cipher = cipher;
-        c.layout.offset = offset;
-        c.layout.sector_size = sector_size;
-        c.layout.iv_offset = iv_offset;
-        c.key_bits = bits;
+    if let Some(l) = lukskit_reencrypt::activation::display_layout(table, vol.luks2()) {
+        c.layout.cipher = l.cipher;
+        c.layout.offset = l.offset;
+        c.layout.sector_size = l.sector_size;
+        c.layout.iv_offset = l.iv_offset;
+        c.key_bits = l.key_bits;
     }
     c.layout.size = Some(table.size());
     Ok(c)
@@ -295,7 +287,7 @@ pub(crate) fn activate_after_init(
     let Some(h) = vol.luks2() else {
         return Err(CliError::invalid("Device is not a valid LUKS2 device."));
     };
-    let table = super::open_reencrypt::table(h, keys, device_size)?;
+    let table = lukskit_reencrypt::segments::table(h, keys, device_size)?;
     let config = reencrypt_mapping_config(o, name, &vol, &table)?;
     // The mapping (and its stored flags) open the header again, from this process or a
     // server: the write lock `vol` holds on it must go first.
@@ -585,7 +577,7 @@ fn test_passphrase(o: &Opts, args: &[String]) -> Result<()> {
     let device = &args[0];
     let u = unlock(o);
     let vol = load_luks(o, device)?;
-    if super::open_reencrypt::in_reencryption(&vol)
+    if lukskit_reencrypt::activation::in_reencryption(&vol)
         && !u.unbound
         && !matches!(u.volume_key, Some(VolumeKeySource::File { .. }))
     {
@@ -753,13 +745,13 @@ fn reencryption_status(o: &Opts, m: &Mapping, st: &mut Status) -> bool {
     let Some(h) = vol.luks2() else {
         return false;
     };
-    if !super::open_reencrypt::in_reencryption(&vol) {
+    if !lukskit_reencrypt::activation::in_reencryption(&vol) {
         return false;
     }
-    if let Some((cipher, bits, sector_size)) = super::open_reencrypt::status_layout(h) {
-        st.cipher = cipher;
-        st.key_bits = bits;
-        st.sector_size = sector_size;
+    if let Some(l) = lukskit_reencrypt::activation::status_layout(h) {
+        st.cipher = l.cipher;
+        st.key_bits = l.key_bits;
+        st.sector_size = l.sector_size;
     }
     true
 }

@@ -15,7 +15,7 @@ use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_reencrypt::{
-    choice, keyslots, online, repair, Phase, ReencryptError, ReencryptRequest,
+    choice, keyslots, online, repair, resume, Phase, ReencryptError, ReencryptRequest,
 };
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
@@ -168,7 +168,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         ));
     }
     if st != Status::None && shifted.is_none() {
-        lukskit_reencrypt::resume::check_resume_params(&req, luks2(&vol)?)?;
+        resume::check_resume_params(&req, luks2(&vol)?)?;
     }
     if st == Status::None && req.phase == Phase::ResumeOnly {
         return Err(CliError::invalid("Device reencryption not in progress."));
@@ -279,56 +279,16 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         notice.say(o)?;
         keys
     };
-    // `--resilience` at a resume (cryptsetup's reencrypt keyslot update): the rest of the
-    // run is protected as asked; a decryption with a moved segment changes the moved
-    // segment's protection. A hot zone left by a crash is recovered first, under the
-    // protection it was written with (online the run refuses a crashed header anyway).
-    if st != Status::None && req.resilience.is_some() {
-        if let Some((vol_dev, hdr)) = vol.luks2_edit() {
-            let c = reencrypt::Context::load(hdr)?;
-            let moved = c.moved_protection.is_some();
-            let shifting = matches!(c.resilience, reencrypt::Resilience::Datashift { .. });
-            let vk_len = keys
-                .old
-                .as_ref()
-                .or(keys.new.as_ref())
-                .map_or(32, |k| k.len());
-            let pbkdf = crate::resolve::pbkdf(o);
-            if (moved || !shifting)
-                && active.is_none()
-                && live.is_none()
-                && reencrypt::status(hdr)? == Status::Crash
-            {
-                let data: &dyn Storage = match &data_dev {
-                    Some(d) => d,
-                    None => vol_dev,
-                };
-                reencrypt::recover(vol_dev, data, block, hdr, &keys)?;
-            }
-            let clean = reencrypt::status(hdr)? == Status::Clean;
-            if moved && clean {
-                let checksum = choice::moved_protection(&req)?;
-                reencrypt::decrypt_shift::update_protection(
-                    vol_dev,
-                    hdr,
-                    checksum,
-                    block,
-                    &keys,
-                    pbkdf.hash()?,
-                    pbkdf.digest_iterations(vk_len)?,
-                )?;
-            } else if !shifting && clean {
-                reencrypt::resilience_switch::switch(
-                    vol_dev,
-                    hdr,
-                    &choice::resilience(&req)?,
-                    block,
-                    &keys,
-                    pbkdf.hash()?,
-                    pbkdf.digest_iterations(vk_len)?,
-                )?;
-            }
-        }
+    // `--resilience` at a resume (see [`resume::apply_resilience`]).
+    if st != Status::None {
+        let pbkdf = crate::resolve::pbkdf(o);
+        let u = resume::ResilienceUpdate {
+            req: &req,
+            pbkdf: &pbkdf,
+            block,
+            online: active.is_some() || live.is_some(),
+        };
+        resume::apply_resilience(&mut vol, data_dev.as_ref(), &keys, &u)?;
     }
     if !runs {
         // The device is not re-encrypted now: a claim (of a moved first segment) goes, and

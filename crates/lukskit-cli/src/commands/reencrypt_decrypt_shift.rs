@@ -6,16 +6,15 @@
 //! header of the re-encryption from then on: `--resume-only --header FILE` continues it.
 
 use super::existing_key_source;
-use super::reencrypt_claim::{self, Refusal};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input;
 use lukskit_crypto::hash::HashAlg;
+use lukskit_reencrypt::{shift, ReencryptError};
 use lukskit_volume::claim::Claim;
-use lukskit_volume::device::{Access, Device};
-use lukskit_volume::reencrypt::{self, decrypt_shift};
+use lukskit_volume::device::Access;
+use lukskit_volume::reencrypt;
 use lukskit_volume::Volume;
-use std::os::unix::fs::OpenOptionsExt;
 
 /// Whether the command line asks for a decryption that exports the header (`--decrypt
 /// --header FILE` with FILE missing).
@@ -97,58 +96,24 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
         }
         found
     };
-    // Offline, the device must be nobody else's (cryptsetup's words of its LUKS1 days here).
-    let claim = match &active {
-        Some(_) => None,
-        None => Some(reencrypt_claim::claim(device, Refusal::Legacy)?),
-    };
-    let mut hook = match &active {
-        Some(name) => Some(lukskit_reencrypt::online::kernel_hook(
-            name,
-            vol.uuid(),
-            true,
-            0,
-        )?),
-        None => None,
-    };
-    let block = reencrypt::device_block_size(vol.dev.file());
-    let params = decrypt_shift::DecryptShiftParams {
+    let pbkdf = crate::resolve::pbkdf(o);
+    let d = shift::DecryptShift {
+        device,
+        file: &file,
+        active: active.as_deref(),
         checksum,
         moved_length,
-        digest_iterations: crate::resolve::pbkdf(o).digest_iterations(vk.len())?,
-        digest_hash: crate::resolve::pbkdf(o).hash()?,
+        pbkdf: &pbkdf,
     };
-    let keys = reencrypt::Keys {
-        old: Some(vk),
-        new: None,
-    };
-    // The header file: new, readable and writable by its owner only.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&file)
-        .map_err(|_| CliError::invalid(format!("Cannot create header backup file {file}.")))?;
-    let out = Device::open(&file, Access::Write)
-        .map_err(CliError::from)
-        .and_then(|hdr_dev| {
-            let Some((vol_dev, hdr)) = vol.luks2_edit() else {
-                unreachable!("checked above")
-            };
-            let online = hook.as_mut().map(|h| h as &mut dyn decrypt_shift::MoveHook);
-            decrypt_shift::init(vol_dev, &hdr_dev, block, hdr, &params, &keys, online)
-                .map_err(CliError::from)
-        });
-    if let Err(e) = out {
-        // Before the export started nothing changed: the file goes. Afterwards it is the
-        // header backup.
-        let exported = std::fs::metadata(&file).is_ok_and(|m| m.len() > 0);
-        if exported {
-            eprintln!("Reencryption initialization failed. Header backup is available in {file}.");
-        } else {
-            let _ = std::fs::remove_file(&file);
+    let (keys, claim) = shift::init_decrypt(&mut vol, vk, &d).map_err(|e| match e {
+        ReencryptError::HeaderFileCreate(file) => {
+            CliError::invalid(format!("Cannot create header backup file {file}."))
         }
-        return Err(e);
-    }
+        ReencryptError::InitFailedWithBackup { file, source } => {
+            eprintln!("Reencryption initialization failed. Header backup is available in {file}.");
+            CliError::from(*source)
+        }
+        other => other.into(),
+    })?;
     Ok((keys, active, claim))
 }

@@ -11,11 +11,9 @@ use super::existing_key_source;
 use super::reencrypt_claim::{self, Refusal};
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
-use lukskit_format::io::Storage;
+use lukskit_reencrypt::{shift, ReencryptError};
 use lukskit_volume::claim::Claim;
-use lukskit_volume::device::{Access, Device};
-use lukskit_volume::reencrypt::{self, datashift};
-use lukskit_volume::{Volume, VolumeError};
+use lukskit_volume::reencrypt;
 
 /// Whether the command line asks for an encryption with a data shift (`--encrypt
 /// --reduce-device-size` without `--header`).
@@ -151,66 +149,19 @@ fn init_with_temp(
     if let Some(w) = outcome.warning.as_ref() {
         eprintln!("{}", crate::errors::format_warning(w));
     }
-    let mut vol = Volume::load(device, Some(temp), Access::Write).map_err(|e| plain(e.into()))?;
-    let (_, vk) = vol
-        .unlock(pass.as_bytes(), None, false)
-        .map_err(|e| plain(e.into()))?;
-    let digest = vol
-        .segment_digest_id()
-        .map_err(|e| plain(e.into()))?
-        .ok_or_else(|| plain(CliError::invalid("No usable keyslot is available.")))?;
-    let data = Device::open(device, Access::Write).map_err(|e| plain(e.into()))?;
-    let size = data
-        .size()
-        .map_err(|e| plain(VolumeError::device_io(lukskit_volume::DeviceOp::GetSize, e).into()))?;
-    let Some((vol_dev, hdr)) = vol.luks2_edit() else {
-        return Err(plain(CliError::invalid(
-            "Device is not a valid LUKS2 device.",
-        )));
-    };
-    let data_offset = hdr.data_offset().map_err(|e| plain(e.into()))?;
-    if datashift::plaintext_size(size, data_offset, shift).is_none_or(|s| s == 0) {
-        return Err(plain(CliError::invalid(format!(
-            "Device {device} is too small."
-        ))));
-    }
-    let seg = hdr
-        .segments()
-        .map_err(|e| plain(e.into()))?
-        .into_iter()
-        .find(|s| s.id == 0)
-        .ok_or_else(|| plain(CliError::invalid("Device is not a valid LUKS2 device.")))?;
-    let p = datashift::EncryptShiftParams {
+    let pbkdf = crate::resolve::pbkdf(o);
+    let s = shift::EncryptShift {
+        device,
+        temp,
         shift,
-        cipher: seg.encryption.clone(),
-        sector_size: seg.sector_size,
-        new_digest: digest,
-        digest_iterations: crate::resolve::pbkdf(o)
-            .digest_iterations(vk.len())
-            .map_err(|e| plain(e.into()))?,
-        digest_hash: crate::resolve::pbkdf(o)
-            .hash()
-            .map_err(|e| plain(e.into()))?,
+        pbkdf: &pbkdf,
     };
-    let keys = reencrypt::Keys {
-        old: None,
-        new: Some(vk),
-    };
-    datashift::init_encrypt(vol_dev, &data, size, hdr, &p, &keys).map_err(|e| {
-        plain(match e {
-            VolumeError::Reencrypt(lukskit_volume::ReencryptError::DeviceAlignment {
-                sector_size,
-            }) => CliError::invalid(format!(
-                "Data device is not aligned to encryption sector size ({sector_size} bytes)."
-            )),
-            other => {
-                let _ = CliError::from(other);
-                CliError::invalid("Failed to initialize LUKS2 reencryption in metadata.")
-            }
-        })
-    })?;
-    let len = 2 * hdr.metadata_size() + hdr.keyslots_size().map_err(|e| plain(e.into()))?;
-    datashift::restore_header(vol_dev, &data, hdr.metadata_size(), len)
-        .map_err(|e| (CliError::from(e), true))?;
-    Ok(keys)
+    shift::init_encrypt(&s, pass.as_bytes()).map_err(|e| match e {
+        ReencryptError::DeviceTooSmall(device) => {
+            plain(CliError::invalid(format!("Device {device} is too small.")))
+        }
+        // The restore over the head of the device had begun: the temporary header stays.
+        ReencryptError::HeaderRestore(e) => (CliError::from(e), true),
+        other => plain(other.into()),
+    })
 }
