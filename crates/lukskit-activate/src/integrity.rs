@@ -27,10 +27,8 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::time::Duration;
 
-/// The name of the dm-integrity mapping under dm-crypt mapping `name` (cryptsetup's).
-pub fn dif_name(name: &str) -> String {
-    format!("{name}_dif")
-}
+// Where the `NAME_dif` layer is named and found (the kernel status reads it too).
+pub use crate::dif_mapping::{dif_name, dif_under};
 
 /// Whether the kernel has device-mapper with dm-crypt (dm-integrity loads on demand).
 pub fn available() -> bool {
@@ -392,26 +390,4 @@ pub fn wipe(
     let complete = written
         .map_err(|e| ActivateError::io(format!("Cannot wipe device {}", node.display()), e))?;
     closed.map(|()| complete)
-}
-
-/// The dm-integrity mapping a crypt target's device `dev` is, when it is one cryptsetup (or
-/// lukskit) stacked under dm-crypt mapping `name`: its name and its own data device.
-pub fn dif_under(dm: &DeviceMapper, name: &str, dev: DevT) -> Option<(String, DevT)> {
-    let raw = dev.to_raw();
-    let (maj, min) = (libc::major(raw), libc::minor(raw));
-    let dm_name = std::fs::read_to_string(format!("/sys/dev/block/{maj}:{min}/dm/name")).ok()?;
-    let dm_name = dm_name.trim_end();
-    if dm_name != dif_name(name) {
-        return None;
-    }
-    let (info, targets) = dm.table(dm_name, false).ok()?;
-    if !info
-        .uuid
-        .as_deref()
-        .is_some_and(|u| u.starts_with("CRYPT-INTEGRITY-"))
-    {
-        return None;
-    }
-    let (under, _, _) = IntegrityTarget::parse_device(targets.first()?).ok()??;
-    Some((dm_name.to_string(), under))
 }

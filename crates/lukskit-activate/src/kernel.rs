@@ -433,7 +433,7 @@ pub fn find(name: &str) -> Result<Option<KernelMapping>> {
         .map_or_else(|| "n/a".to_string(), |u| u.crypt_type.clone());
     let uuid = parsed.and_then(|u| u.uuid_hex).map(|u| with_dashes(&u));
     // Authenticated encryption: dm-crypt sits on NAME_dif, whose device is the data device.
-    let dif = crate::integrity::dif_under(&dm, name, target.device);
+    let dif = crate::dif_mapping::dif_under(&dm, name, target.device);
     let data_dev = dif.as_ref().map_or(target.device, |(_, d)| *d);
     let dev = device_name(data_dev);
     let device = loop_backing(&dev).unwrap_or(dev);

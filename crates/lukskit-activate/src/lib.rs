@@ -19,6 +19,7 @@
 //! ([`ActivateError`]); nothing here prints. Process-wide hardening of the serving process
 //! (no core dumps, not dumpable, locked memory) is the binary's job.
 
+mod dif_mapping;
 mod error;
 pub mod integrity;
 pub mod kernel;

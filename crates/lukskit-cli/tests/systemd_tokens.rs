@@ -15,6 +15,7 @@
 //! (scripts/test.sh installs them); fails without them unless `LUKSKIT_ALLOW_SKIP=1`.
 
 mod common;
+use common::crypttab;
 use common::mapping::{capable, have_tool, Mapping};
 use common::*;
 use std::path::Path;
@@ -478,16 +479,6 @@ fn luks_dump_of_systemd_tokens_equals_cryptsetup() {
     }
 }
 
-/// `stderr` without the note of a host without device-mapper (the mapping served through
-/// FUSE).
-fn notices(stderr: &str) -> String {
-    stderr
-        .lines()
-        .filter(|l| !l.starts_with("no device-mapper in this kernel: serving "))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
-
 /// crypttab's `pkcs11-uri=` for a volume without a token, as systemd 252's systemd-cryptsetup
 /// reads it: the key field is the key systemd-cryptenroll encrypted to the token's
 /// certificate (the token's `pkcs11-key`, base64-decoded), the token removed from the
@@ -538,42 +529,29 @@ fn crypttab_opens_a_tokenless_volume_with_a_pkcs11_encrypted_key_file() {
     );
     assert!(!r.stdout.contains("warning"), "{}", r.stdout);
     // The PIN (a line of standard input): keyslot 1, systemd-cryptenroll's, opens.
-    let r = hsm.lukskit(
-        &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
-        b"1234\n",
-    );
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
-    assert_eq!(notices(&r.stderr), "");
-    lukskit(&["close", &m.name], b"").ok("close");
+    crypttab::open_check_close(&ct, &m.name, &hsm.env(), b"1234\n", 1, "");
     // A wrong PIN: one line, not asked again; the next line is the passphrase.
-    let r = hsm.lukskit(
-        &["crypttab", "open", "-v", "--crypttab", &ct, &bad.name],
+    crypttab::open_check_close(
+        &ct,
+        &bad.name,
+        &hsm.env(),
         b"9999\npass\n",
-    );
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
-    assert_eq!(
-        notices(&r.stderr),
+        0,
         "PKCS#11 operation failed, falling back to traditional unlocking: wrong PIN for \
-         security token 'lukskit'.\n"
+         security token 'lukskit'.\n",
     );
-    lukskit(&["close", &bad.name], b"").ok("close");
     // The token is not there (another token store): one line, no PIN asked.
     let other = tmp();
     let empty = Hsm::empty(other.path());
-    let r = empty.lukskit(
-        &["crypttab", "open", "-v", "--crypttab", &ct, &gone.name],
+    crypttab::open_check_close(
+        &ct,
+        &gone.name,
+        &empty.env(),
         b"pass\n",
-    );
-    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
-    assert_eq!(
-        notices(&r.stderr),
-        format!(
+        0,
+        &format!(
             "PKCS#11 operation failed, falling back to traditional unlocking: no security \
              token matching {uri} is present.\n"
-        )
+        ),
     );
-    lukskit(&["close", &gone.name], b"").ok("close");
 }

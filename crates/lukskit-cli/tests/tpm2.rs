@@ -18,6 +18,7 @@
 //! (scripts/test.sh installs them); fails without them unless `LUKSKIT_ALLOW_SKIP=1`.
 
 mod common;
+use common::crypttab;
 use common::mapping::*;
 use common::swtpm::Swtpm;
 use common::*;
@@ -667,16 +668,6 @@ fn persistent_srk_token_opens_and_a_replaced_srk_is_refused() {
     nothing_left(&tpm);
 }
 
-/// `stderr` without the note of a host without device-mapper (the mapping served through
-/// FUSE).
-fn notices(stderr: &str) -> String {
-    stderr
-        .lines()
-        .filter(|l| !l.starts_with("no device-mapper in this kernel: serving "))
-        .map(|l| format!("{l}\n"))
-        .collect()
-}
-
 /// The volume of [`enrolled`] as systemd 252 opens it without a token: the token's
 /// `tpm2-blob`, base64-decoded, in a key file (mode 0600), the token removed from the header
 /// (its keyslot kept). The key file's path.
@@ -750,34 +741,24 @@ fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
 
         // Unsealed: keyslot 1 (the TPM's) opens; standard input holds the PIN or nothing.
         let stdin = pin.map(|p| format!("{p}\n")).unwrap_or_default();
-        let r = lukskit(
-            &["crypttab", "open", "-v", "--crypttab", &ct, &m.name],
-            stdin.as_bytes(),
-        );
-        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-        assert!(r.stdout.contains("Key slot 1 unlocked."), "{}", r.stdout);
+        let r = crypttab::open_check_close(&ct, &m.name, &[], stdin.as_bytes(), 1, "");
         assert!(
             r.stdout.contains(&format!("{}: opened.", m.name)),
             "{}",
             r.stdout
         );
-        assert_eq!(notices(&r.stderr), "");
-        lukskit(&["close", &m.name], b"").ok("close");
         assert_eq!(tpm.lockout_counter(), 0);
 
         if pin.is_some() {
             // A wrong PIN: systemd's line, one dictionary-attack count, then the passphrase.
-            let r = lukskit(
-                &["crypttab", "open", "-v", "--crypttab", &ct, &bad.name],
+            crypttab::open_check_close(
+                &ct,
+                &bad.name,
+                &[],
                 b"0000\npass\n",
+                0,
+                "TPM2 PIN unlock failed, falling back to traditional unlocking.\n",
             );
-            assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-            assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
-            assert_eq!(
-                notices(&r.stderr),
-                "TPM2 PIN unlock failed, falling back to traditional unlocking.\n"
-            );
-            lukskit(&["close", &bad.name], b"").ok("close");
             assert_eq!(tpm.lockout_counter(), 1);
             // (forgotten after a second: Swtpm::start set the recovery time)
             std::thread::sleep(Duration::from_millis(1500));
@@ -786,18 +767,15 @@ fn crypttab_opens_a_tokenless_volume_with_a_tpm2_sealed_key_file() {
         // PCR 7 changed: one line, no PIN asked (the first line is the passphrase), no
         // dictionary-attack count.
         tpm.extend_pcr7();
-        let r = lukskit(
-            &["crypttab", "open", "-v", "--crypttab", &ct, &pcr.name],
+        crypttab::open_check_close(
+            &ct,
+            &pcr.name,
+            &[],
             b"pass\n",
-        );
-        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-        assert!(r.stdout.contains("Key slot 0 unlocked."), "{}", r.stdout);
-        assert_eq!(
-            notices(&r.stderr),
+            0,
             "TPM2 operation failed, falling back to traditional unlocking: the current PCR \
-             values do not match the token's policy (PCRs changed since enrollment).\n"
+             values do not match the token's policy (PCRs changed since enrollment).\n",
         );
-        lukskit(&["close", &pcr.name], b"").ok("close");
         assert_eq!(tpm.lockout_counter(), 0);
         nothing_left(&tpm);
     }

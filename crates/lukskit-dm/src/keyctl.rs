@@ -24,13 +24,25 @@ const KEYCTL_SEARCH: libc::c_long = 10;
 const KEYCTL_READ: libc::c_long = 11;
 const KEYCTL_SET_TIMEOUT: libc::c_long = 15;
 
+/// `KEY_SPEC_THREAD_KEYRING` (`@t`).
+pub const KEY_SPEC_THREAD_KEYRING: i32 = -1;
+/// `KEY_SPEC_PROCESS_KEYRING` (`@p`).
+pub const KEY_SPEC_PROCESS_KEYRING: i32 = -2;
+/// `KEY_SPEC_SESSION_KEYRING` (`@s`).
+pub const KEY_SPEC_SESSION_KEYRING: i32 = -3;
+/// `KEY_SPEC_USER_KEYRING` (`@u`).
+pub const KEY_SPEC_USER_KEYRING: i32 = -4;
 /// `KEY_SPEC_USER_SESSION_KEYRING` (`@us`).
 const KEY_SPEC_USER_SESSION_KEYRING: i32 = -5;
 /// `KEY_SPEC_GROUP_KEYRING` (`@g`).
 const KEY_SPEC_GROUP_KEYRING: i32 = -6;
 
+/// The largest `user` key payload the kernel stores (32767 bytes); a larger answer from
+/// `KEYCTL_READ` is refused rather than allocated.
+pub const MAX_USER_KEY_SIZE: usize = 32767;
+
 /// The largest payload read back (a `user` key holds at most 32767 bytes).
-const MAX_PAYLOAD: usize = crate::keyring::MAX_USER_KEY_SIZE;
+const MAX_PAYLOAD: usize = MAX_USER_KEY_SIZE;
 
 fn os_err(op: &'static str) -> DmError {
     DmError::Keyring {
@@ -85,10 +97,10 @@ impl KeyName {
     pub fn parse(s: &str) -> Option<KeyName> {
         if let Some(special) = s.strip_prefix('@') {
             return Some(KeyName::Id(match special {
-                "t" => crate::keyring::KEY_SPEC_THREAD_KEYRING,
-                "p" => crate::keyring::KEY_SPEC_PROCESS_KEYRING,
-                "s" => crate::keyring::KEY_SPEC_SESSION_KEYRING,
-                "u" => crate::keyring::KEY_SPEC_USER_KEYRING,
+                "t" => KEY_SPEC_THREAD_KEYRING,
+                "p" => KEY_SPEC_PROCESS_KEYRING,
+                "s" => KEY_SPEC_SESSION_KEYRING,
+                "u" => KEY_SPEC_USER_KEYRING,
                 "us" => KEY_SPEC_USER_SESSION_KEYRING,
                 "g" => KEY_SPEC_GROUP_KEYRING,
                 _ => return None,

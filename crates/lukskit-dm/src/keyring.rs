@@ -22,21 +22,14 @@ use lukskit_crypto::SecretBuf;
 use crate::crypt::KeyType;
 use crate::error::{DmError, Result};
 
-/// `KEY_SPEC_THREAD_KEYRING` (`@t`).
-pub const KEY_SPEC_THREAD_KEYRING: i32 = -1;
-/// `KEY_SPEC_PROCESS_KEYRING` (`@p`).
-pub const KEY_SPEC_PROCESS_KEYRING: i32 = -2;
-/// `KEY_SPEC_SESSION_KEYRING` (`@s`).
-pub const KEY_SPEC_SESSION_KEYRING: i32 = -3;
-/// `KEY_SPEC_USER_KEYRING` (`@u`).
-pub const KEY_SPEC_USER_KEYRING: i32 = -4;
+// The special keyrings and the payload limit belong to the keyctl(2) layer; kept here too.
+pub use crate::keyctl::{
+    KEY_SPEC_PROCESS_KEYRING, KEY_SPEC_SESSION_KEYRING, KEY_SPEC_THREAD_KEYRING,
+    KEY_SPEC_USER_KEYRING, MAX_USER_KEY_SIZE,
+};
 
 const KEYCTL_REVOKE: libc::c_long = 3;
 const KEYCTL_UNLINK: libc::c_long = 9;
-
-/// The largest `user` key payload the kernel stores (32767 bytes); a larger answer from
-/// `KEYCTL_READ` is refused rather than allocated.
-pub const MAX_USER_KEY_SIZE: usize = 32767;
 
 /// The description cryptsetup gives a LUKS2 volume key in the keyring:
 /// `cryptsetup:<uuid>-d<digest>` (lib/luks2/luks2_digest.c), e.g.

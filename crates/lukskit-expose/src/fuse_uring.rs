@@ -30,7 +30,7 @@
 //! classic threads, which keep running. The buffers hold what the classic path's buffers
 //! hold: requests' data (plaintext) and replies, never a key.
 
-use crate::fuse::Core;
+use crate::fuse_core::{Core, TTL};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use lukskit_volume::data::{AlignedBuf, DataVolume};
 use lukskit_volume::ring::{SectorRing, Transfer};
@@ -763,7 +763,7 @@ fn attr_out(core: &Core, out: &mut [u8]) -> usize {
     let o = &mut out[..104];
     o.fill(0);
     // attr_valid u64, attr_valid_nsec u32, dummy u32
-    o[0..8].copy_from_slice(&crate::fuse::TTL.as_secs().to_ne_bytes());
+    o[0..8].copy_from_slice(&TTL.as_secs().to_ne_bytes());
     // fuse_attr at 16: ino, size, blocks, atime, mtime, ctime u64; atimensec, mtimensec,
     // ctimensec, mode, nlink, uid, gid, rdev, blksize, flags u32.
     let a64 = [a.ino.0, a.size, a.blocks, m, m, m];

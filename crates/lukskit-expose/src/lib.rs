@@ -15,6 +15,7 @@
 
 pub mod backend;
 pub mod fuse;
+mod fuse_core;
 mod fuse_uring;
 pub mod loopdev;
 pub mod nbd;

@@ -139,7 +139,7 @@ pub enum VolumeError {
     /// A volume of one of the other formats (TCRYPT, BITLK, FVAULT2, loop-AES) could not be
     /// described or unlocked.
     #[error(transparent)]
-    OtherFormat(#[from] crate::formats::OtherFormatError),
+    OtherFormat(#[from] crate::formats::error::OtherFormatError),
 }
 
 impl From<FormatError> for VolumeError {

@@ -32,6 +32,7 @@ pub mod backup;
 pub mod claim;
 pub mod convert;
 pub mod data;
+mod data_layout;
 pub mod device;
 pub mod edit;
 mod error;

@@ -17,7 +17,7 @@
 //! "plain: aes-cbc-essiv:sha256, Key: 256 bits, Password hashing: ripemd160"); 2.7.0 changed
 //! them to aes-xts-plain64/sha256, lukskit mirrors 2.6.1.
 
-use crate::data::DataLayout;
+use crate::data_layout::DataLayout;
 use crate::error::{ParamError, PlainValue, Result, VolumeError};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::hash::HashAlg;

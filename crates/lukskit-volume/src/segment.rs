@@ -21,7 +21,7 @@
 //! aligned), sector sizes, IV offsets and device offsets aligned. Code that holds a
 //! `SegmentTable` can rely on all of that.
 
-use crate::data::DataLayout;
+use crate::data_layout::DataLayout;
 use crate::error::{DataError, ParamError, Result, SegmentError, VolumeError};
 use crate::volume::Volume;
 use lukskit_crypto::spec::CipherSpec;

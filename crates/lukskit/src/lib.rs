@@ -83,14 +83,16 @@
 mod error;
 mod format;
 mod metadata;
+mod pbkdf;
 mod plaintext;
 mod secret;
 mod tokens;
 mod volume;
 
 pub use error::{Error, KeyFileProblem, Result};
-pub use format::{format, FormatOptions, Pbkdf};
+pub use format::{format, FormatOptions};
 pub use metadata::{KeyslotInfo, Metadata, TokenInfo};
+pub use pbkdf::Pbkdf;
 pub use plaintext::{Plaintext, PlaintextStream};
 pub use secret::{Secret, MAX_KEY_FILE_SIZE};
 pub use volume::{KeyslotOptions, OpenOptions, Unlocked, Volume};

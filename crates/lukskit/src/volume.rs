@@ -1,8 +1,8 @@
 //! Opening a LUKS volume, unlocking it and managing its keyslots.
 
 use crate::error::{Error, Result};
-use crate::format::{pbkdf_request, Pbkdf};
 use crate::metadata::Metadata;
+use crate::pbkdf::{pbkdf_request, Pbkdf};
 use crate::plaintext::Plaintext;
 use crate::secret::Secret;
 use lukskit_crypto::SecretBuf;

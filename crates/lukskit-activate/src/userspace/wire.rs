@@ -13,8 +13,8 @@
 //! * **Replies**: `ok [TEXT]`, or `err KIND DETAIL` where KIND names the [`ActivateError`]
 //!   variant, so errors cross the process boundary typed.
 
-use super::runtime::MappingConfig;
 use crate::error::ActivateError;
+use crate::request::MappingConfig;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::{CryptoError, SecretBuf};
 use lukskit_volume::segment::{CryptSegment, Segment, SegmentKind, SegmentTable};

@@ -2,6 +2,7 @@
 //! unpacking cryptsetup's test images.
 #![allow(dead_code)]
 
+pub mod crypttab;
 pub mod mapping;
 pub mod swtpm;
 pub mod tang_server;

@@ -221,7 +221,7 @@ mod simd {
     //! evidence — `()` for SSE2 (part of the x86-64 baseline), [`Avx2Cpu`] for AVX2, which
     //! only [`Avx2Cpu::detect`] makes after checking the CPU. Every other operation starts
     //! from an existing value, so the CPU is known to run its instructions.
-    use super::Lane;
+    use crate::engine::serpent::Lane;
     use core::arch::x86_64::*;
     use std::ops::{BitAnd, BitOr, BitXor, Not};
 

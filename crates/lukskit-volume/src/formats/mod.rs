@@ -16,7 +16,7 @@
 
 pub mod bitlk;
 mod crc;
-mod error;
+pub(crate) mod error;
 pub mod fvault2;
 pub mod loopaes;
 mod luks;

@@ -20,7 +20,8 @@
 
 use super::context::{Context, Direction, Mode, Resilience};
 use super::ctx;
-use super::engine::Keys;
+use super::hotzone::MAX_HOTZONE;
+use super::keys::Keys;
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
@@ -298,7 +299,7 @@ pub fn init_encrypt(
     if p.shift < data_offset || p.shift == 0 || !p.shift.is_multiple_of(512) {
         return Err(ctx("data shift smaller than the data offset"));
     }
-    if p.shift > super::engine::MAX_HOTZONE {
+    if p.shift > MAX_HOTZONE {
         return Err(ctx("data shift larger than the largest hot zone"));
     }
     let dev_size = device_size
@@ -373,7 +374,7 @@ pub fn init_encrypt_detached(
     if p.shift == 0 || !p.shift.is_multiple_of(512) {
         return Err(ctx("data shift not a multiple of 512 bytes"));
     }
-    if p.shift > super::engine::MAX_HOTZONE {
+    if p.shift > MAX_HOTZONE {
         return Err(ctx("data shift larger than the largest hot zone"));
     }
     let data_size = device_size

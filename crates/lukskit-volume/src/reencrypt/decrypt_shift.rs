@@ -23,7 +23,7 @@
 
 use super::context::{Context, Direction, Mode, Resilience};
 use super::ctx;
-use super::engine::Keys;
+use super::keys::Keys;
 use super::verify;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
@@ -357,7 +357,7 @@ pub fn init(
     edit::push_segment(hdr, fin)?;
 
     // The reencrypt keyslot over the largest free gap.
-    let (area_offset, area_size) = super::engine::max_area_gap(hdr)?;
+    let (area_offset, area_size) = super::area::max_area_gap(hdr)?;
     let protection = match &p.checksum {
         Some(h) => {
             if area_size / h.digest_size() as u64 * alignment < moved {

@@ -24,6 +24,13 @@ use super::fastio::{self, DIRECT_ALIGN};
 use super::online::{self, HotZone, Offline, OnlineHook};
 use super::pipeline::{self, Io, IoFailure, CHUNK};
 use super::verify;
+// The parts of a run that the data-shift and resilience modules share with the engine live in
+// modules of their own; their public items stay reachable here.
+pub use super::area::ResilienceChoice;
+use super::area::{area_protection, max_area_gap};
+pub use super::hotzone::{DEFAULT_CHECKSUM_HOTZONE, DEFAULT_NONE_HOTZONE, MAX_HOTZONE};
+use super::keys::verification;
+pub use super::keys::Keys;
 use crate::error::{DeviceOp, KeyslotError, ReencryptError, Result, VolumeError};
 use crate::luks2_keys;
 use crate::segment::SegmentTable;
@@ -31,65 +38,8 @@ use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
-use lukskit_format::luks2::edit::{self, AreaProtection, ReencryptArea, SegmentObject};
+use lukskit_format::luks2::edit::{self, ReencryptArea, SegmentObject};
 use lukskit_format::luks2::{Luks2Header, SegmentType};
-
-/// Default hot zone with resilience `none` (`LUKS2_DEFAULT_NONE_REENCRYPTION_LENGTH`).
-pub const DEFAULT_NONE_HOTZONE: u64 = 20 << 20;
-/// Largest hot zone of resilience `checksum` without `--hotzone-size` (cryptsetup takes as
-/// much as the checksums in the keyslot area cover, up to 1 GiB, held in memory at once): the
-/// next hot zone is read and hashed while this one is written, so smaller hot zones overlap
-/// more of the work; each costs two metadata commits. The hot zone is recorded in the metadata,
-/// so either tool resumes the other's run whatever its size.
-pub const DEFAULT_CHECKSUM_HOTZONE: u64 = 64 << 20;
-/// Largest hot zone (`LUKS2_REENCRYPT_MAX_HOTZONE_LENGTH`).
-pub const MAX_HOTZONE: u64 = 1 << 30;
-
-/// The volume keys a re-encryption needs.
-#[derive(Debug, Default)]
-pub struct Keys {
-    /// Key of the old layout (digest of backup-previous).
-    pub old: Option<SecretBuf>,
-    /// Key of the new layout (digest of backup-final).
-    pub new: Option<SecretBuf>,
-}
-
-/// Resilience requested when initializing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResilienceChoice {
-    /// `checksum` with this hash (`sha256` by default).
-    Checksum(String),
-    /// `journal`.
-    Journal,
-    /// `none`.
-    None,
-    /// `datashift` by this many bytes (mode [`Mode::Reencrypt`] with `--reduce-device-size`,
-    /// as cryptsetup's `reencrypt_luks2_init` with a negative data shift): the new data
-    /// offset lies this much further, the last bytes of the data are given up, and the run
-    /// goes backward in hot zones of the shift, each written where it was not read.
-    Datashift(u64),
-}
-
-/// The protection of a `reencrypt` keyslot area for `choice`: its type, the checksums'
-/// hash and block (`alignment`), and the data shift's `shift_size`.
-pub(super) fn area_protection(
-    choice: &ResilienceChoice,
-    alignment: u64,
-) -> Result<(AreaProtection, Option<u64>)> {
-    Ok(match choice {
-        ResilienceChoice::Checksum(h) => {
-            let alg = lukskit_crypto::hash::HashAlg::from_name(h)?;
-            let protection = AreaProtection::Checksum {
-                hash: alg.name().into(),
-                sector_size: alignment,
-            };
-            (protection, None)
-        }
-        ResilienceChoice::Journal => (AreaProtection::Journal, None),
-        ResilienceChoice::None => (AreaProtection::None, None),
-        ResilienceChoice::Datashift(shift) => (AreaProtection::Datashift, Some(*shift)),
-    })
-}
 
 /// Parameters of [`init`].
 #[derive(Debug, Clone)]
@@ -191,32 +141,6 @@ pub fn device_block_size(data: Option<&std::fs::File>) -> u64 {
     }
 }
 
-/// The largest free gap in the keyslots area (`LUKS2_find_area_max_gap`).
-pub(crate) fn max_area_gap(hdr: &Luks2Header) -> Result<(u64, u64)> {
-    let start = 2 * hdr.metadata_size();
-    let end = start + hdr.keyslots_size()?;
-    let mut used: Vec<(u64, u64)> = hdr
-        .keyslots()?
-        .iter()
-        .map(|k| (k.area_offset, k.area_offset + k.area_size))
-        .collect();
-    used.sort();
-    let (mut best, mut pos) = ((0u64, 0u64), start);
-    for (a, b) in used {
-        if a > pos && a - pos > best.1 {
-            best = (pos, a - pos);
-        }
-        pos = pos.max(b);
-    }
-    if end > pos && end - pos > best.1 {
-        best = (pos, end - pos);
-    }
-    if best.1 == 0 {
-        return Err(KeyslotError::NoSpace.into());
-    }
-    Ok(best)
-}
-
 /// Unlock the keys of a header in re-encryption with one passphrase (cryptsetup's
 /// `LUKS2_keyslot_open_all_segments`): keyslots of the old digest (only `slot` when given)
 /// and of the new digest are tried.
@@ -268,30 +192,6 @@ pub fn unlock_keys(
         return Err(ReencryptError::KeysMissing.into());
     }
     Ok(keys)
-}
-
-pub(super) fn verification(hdr: &Luks2Header, c: &Context, keys: &Keys) -> Result<SecretBuf> {
-    let old = if c.digest_old.is_some() {
-        Some(
-            keys.old
-                .as_ref()
-                .ok_or(ReencryptError::KeysMissing)?
-                .as_bytes(),
-        )
-    } else {
-        None
-    };
-    let new = if c.digest_new.is_some() && c.digest_new != c.digest_old {
-        Some(
-            keys.new
-                .as_ref()
-                .ok_or(ReencryptError::KeysMissing)?
-                .as_bytes(),
-        )
-    } else {
-        None
-    };
-    verify::verification_data(hdr, c.keyslot, c.version, old, new)
 }
 
 /// Initialize a re-encryption in the metadata (`reencrypt_init`): backup segments, the

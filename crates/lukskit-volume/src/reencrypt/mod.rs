@@ -7,6 +7,10 @@
 //!   goes to a file, the data moves down over it).
 //! * [`fastio`] — the `O_DIRECT` handle of the hot zones (the fast path).
 //! * [`engine`] — initialization, the hot-zone steps, crash recovery, the final cleanup.
+//! * `keys` — the volume keys of a run ([`Keys`]) and the metadata digest's data over them.
+//! * `area` — the resilience asked for ([`ResilienceChoice`]), the protection of the
+//!   `reencrypt` keyslot area, and where a new one fits.
+//! * `hotzone` — hot zone sizes ([`engine::MAX_HOTZONE`] and cryptsetup's defaults).
 //! * [`verify`] — the metadata digest cryptsetup checks before it trusts the metadata.
 //! * `json` — segment objects and requirement flags in cryptsetup's form.
 //! * [`lock`] — cryptsetup's re-encryption lock file.
@@ -26,11 +30,14 @@
 //! with [`ResilienceChoice::Datashift`], offline). Decryption with a data shift
 //! (`datashift-checksum` / `datashift-journal`, `online-reencrypt-v3`).
 
+mod area;
 pub mod context;
 pub mod datashift;
 pub mod decrypt_shift;
 pub mod engine;
 pub mod fastio;
+mod hotzone;
+mod keys;
 pub mod lock;
 pub mod luks1;
 pub mod online;

@@ -34,7 +34,7 @@
 
 use super::context::{Context, Mode};
 use super::ctx;
-use super::engine::Keys;
+use super::keys::Keys;
 use crate::error::Result;
 use crate::segment::SegmentTable;
 use lukskit_crypto::SecretBuf;

@@ -9,9 +9,10 @@
 //! The switch must come after the recovery of a hot zone left by a crash: that hot zone is
 //! restored from what the old protection wrote.
 
+use super::area::{area_protection, ResilienceChoice};
 use super::context::{status, Context, Resilience, Status};
 use super::ctx;
-use super::engine::{Keys, ResilienceChoice};
+use super::keys::{verification, Keys};
 use super::verify;
 use crate::error::{ReencryptError, Result};
 use crate::luks2_keys;
@@ -49,7 +50,7 @@ pub fn switch(
         );
     }
     let (c, alignment, area) = verified_area(hdr, block, keys)?;
-    let (protection, shift_size) = super::engine::area_protection(choice, alignment)?;
+    let (protection, shift_size) = area_protection(choice, alignment)?;
     let new = ReencryptArea {
         offset: area.offset,
         size: area.size,
@@ -80,7 +81,7 @@ pub(crate) fn verified_area(
     keys: &Keys,
 ) -> Result<(Context, u64, ReencryptArea)> {
     let c = Context::load(hdr)?;
-    verify::check(hdr, c.keyslot, &super::engine::verification(hdr, &c, keys)?)?;
+    verify::check(hdr, c.keyslot, &verification(hdr, &c, keys)?)?;
     let alignment = block
         .max(u64::from(Context::sector_size(&c.old)))
         .max(u64::from(Context::sector_size(&c.new)));
@@ -101,7 +102,7 @@ pub(crate) fn store_area(
 ) -> Result<()> {
     lukskit_format::luks2::edit::set_reencrypt_area(hdr, keyslot, area)?;
     let c = Context::load(hdr)?;
-    let data = super::engine::verification(hdr, &c, keys)?;
+    let data = verification(hdr, &c, keys)?;
     verify::create(hdr, c.keyslot, &data, digest_hash, digest_iterations)?;
     luks2_keys::write_header(meta, hdr)
 }
