@@ -5,7 +5,7 @@
 
 Each .rs file is a module (`a/mod.rs` is `a`, `a/b.rs` is `a::b`). An edge A -> B is a path in
 A's code (outside `#[cfg(test)]` blocks, comments and strings) that names module B:
-`crate::x::y`, `super::y`, `self::y`. Prints every strongly connected set of more than one
+`crate::x::y`, `super::y`, `self::y`, also inside a grouped import (`crate::{x, y::{self, z}}`). Prints every strongly connected set of more than one
 module (a circle) and exits 1 when there is one; `--list` prints the edges too.
 
 `--allow FILE` names circles known and being worked on, one a line as this script prints them
@@ -65,13 +65,64 @@ def code_of(text):
     return "".join(out)
 
 
+def split_top(body):
+    """The comma-separated items of a use group's body, nested groups kept whole."""
+    items, depth, cur = [], 0, []
+    for c in body:
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+        if c == "," and depth == 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    items.append("".join(cur))
+    return [i.strip() for i in items if i.strip()]
+
+
+def expand_groups(text):
+    """`crate::a::{b, c::{d, self}}` written out as `crate::a::b crate::a::c::d crate::a::c`, so
+    that a grouped import names each module it imports."""
+    out, i = [], 0
+    for mt in re.finditer(r"\b(?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)*::\{", text):
+        if mt.start() < i:
+            continue
+        depth, j = 1, mt.end()
+        while j < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[j], 0)
+            j += 1
+        prefix, body = mt.group(0)[:-3], text[mt.end():j - 1]
+        paths = []
+
+        def walk(pre, body):
+            for item in split_top(body):
+                g = re.match(r"((?:[A-Za-z_][A-Za-z0-9_]*::)*)\{(.*)\}$", item, re.S)
+                if g:
+                    walk(pre + ("::" + g.group(1)[:-2] if g.group(1) else ""), g.group(2))
+                    continue
+                item = item.split(" as ")[0].strip()
+                if item == "self":
+                    paths.append(pre)
+                elif item != "*":
+                    paths.append(pre + "::" + item)
+
+        walk(prefix, body)
+        out.append(text[i:mt.start()])
+        out.append(" ".join(paths))
+        i = j
+    out.append(text[i:])
+    return "".join(out)
+
+
 def edges(mods):
     out = {m: set() for m in mods}
     for m, path in mods.items():
         parts = m.split("::") if m else []
         is_dir = path.endswith("mod.rs") or not m
         here = parts if is_dir else parts[:-1]
-        text = code_of(open(path, encoding="utf-8").read())
+        text = expand_groups(code_of(open(path, encoding="utf-8").read()))
         for mt in re.finditer(r"\b(crate|super|self)((?:::[A-Za-z_][A-Za-z0-9_]*)+)", text):
             base, rest = mt.group(1), mt.group(2).split("::")[1:]
             if base == "crate":

@@ -4,17 +4,19 @@
 //! * [`format()`] — the kernel writes the dm-integrity superblock when an integrity target is
 //!   loaded over a zeroed superblock, so formatting is: zero 8 sectors at the data offset,
 //!   load an 8-sector integrity target under a temporary name, remove it.
-//! * [`plan`] — the two layers cryptsetup stacks, which [`crate::activate_plan`] makes:
-//!   `NAME_dif` (dm-integrity, sized by the superblock's `provided_data_sectors`) and `NAME`
-//!   (dm-crypt over it with the `capi:` cipher and `integrity:<tag>:aead`).
-//! * [`wipe`] — luksFormat's wipe, through a temporary mapping in direct (journal-less) mode,
-//!   writing zeros over the whole data area so every sector has a valid tag.
+//! * the two layers cryptsetup stacks ([`crate::ActivationPlan::for_volume`]), which
+//!   [`crate::activate_plan`] makes: `NAME_dif` (dm-integrity, sized by the superblock's
+//!   `provided_data_sectors`) and `NAME` (dm-crypt over it with the `capi:`
+//!   cipher and `integrity:<tag>:aead`).
+//! * [`crate::integrity_wipe::wipe`] — luksFormat's wipe, through a temporary mapping in direct
+//!   (journal-less) mode, writing zeros over the whole data area so every sector has a valid
+//!   tag.
 //!
 //! There is no userspace implementation: without device-mapper these fail with
 //! [`ActivateError::NoDeviceMapper`]-like errors the CLI words.
 
 use crate::error::{ActivateError, Result};
-use crate::plan::{ActivationPlan, IntegrityLayer, Layer, LayerTable};
+use crate::layers::IntegrityLayer;
 use crate::request::{KernelOptions, MappingConfig};
 use lukskit_crypto::SecretBuf;
 use lukskit_dm::integrity::{self as dmi, IntegrityMode, IntegrityTarget, Superblock};
@@ -164,43 +166,6 @@ pub fn format(
     })
 }
 
-/// The activation plan of `config` (a LUKS2 volume whose segment has integrity type
-/// `integrity`) with volume key `key`, as cryptsetup 2.6.1 stacks it: `NAME_dif`
-/// (dm-integrity in `mode`: journal; direct for `--integrity-no-journal` and the format's
-/// wipe) on the data device, then `NAME` (dm-crypt with the `capi:` cipher and
-/// `integrity:<tag>:aead`) on `NAME_dif`.
-pub fn plan(
-    config: &MappingConfig,
-    key: &SecretBuf,
-    integrity: &str,
-    mode: IntegrityMode,
-) -> ActivationPlan {
-    let dif = dif_name(&config.name);
-    let mut lower = config.clone();
-    lower.name = dif.clone();
-    let mut upper = config.clone();
-    upper.device = lukskit_dm::node::mapper_path(&dif)
-        .to_string_lossy()
-        .into_owned();
-    upper.layout.offset = 0;
-    upper.layout.integrity = Some(integrity.to_string());
-    ActivationPlan {
-        layers: vec![
-            Layer {
-                config: lower,
-                table: LayerTable::Integrity(IntegrityLayer {
-                    kind: integrity.to_string(),
-                    mode,
-                }),
-            },
-            Layer {
-                config: upper,
-                table: LayerTable::Volume(key.clone()),
-            },
-        ],
-    }
-}
-
 /// The tag size of `config`'s cipher with integrity type `integrity`, or cryptsetup's refusal.
 fn tag_for(config: &MappingConfig, integrity: &str) -> Result<(String, u32)> {
     let cipher = &config.layout.cipher;
@@ -333,7 +298,7 @@ pub(crate) fn remove_by_name(name: &str) -> Result<()> {
     remove(&DeviceMapper::open()?, name)
 }
 
-fn remove(dm: &DeviceMapper, name: &str) -> Result<()> {
+pub(crate) fn remove(dm: &DeviceMapper, name: &str) -> Result<()> {
     dm.remove(
         name,
         RemoveOptions {
@@ -342,52 +307,4 @@ fn remove(dm: &DeviceMapper, name: &str) -> Result<()> {
         },
     )?;
     Ok(())
-}
-
-/// luksFormat's wipe of an integrity volume (unless `--integrity-no-wipe`): open `config`
-/// under its (temporary) name in direct mode, write zeros over the whole mapping in 1 MiB
-/// blocks so every sector gets a valid tag, and close it again. `stop` is asked before each
-/// block (cryptsetup's wipe stops on SIGINT): `Ok(false)` when it said to stop (the rest of
-/// the device is not wiped; the mapping is closed all the same), `Ok(true)` when all is
-/// wiped.
-pub fn wipe(
-    config: &MappingConfig,
-    opts: &KernelOptions,
-    key: &SecretBuf,
-    integrity: &str,
-    stop: &dyn Fn() -> bool,
-) -> Result<bool> {
-    crate::activate_plan(
-        crate::Backend::Kernel,
-        &plan(config, key, integrity, IntegrityMode::Direct),
-        opts,
-    )?;
-    let node = lukskit_dm::node::mapper_path(&config.name);
-    let written = (|| -> std::io::Result<bool> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&node)?;
-        let size = f.seek(SeekFrom::End(0))?;
-        f.seek(SeekFrom::Start(0))?;
-        let mut buf = vec![0u8; (1 << 20) + 4096];
-        let skew = buf.as_ptr().align_offset(4096);
-        let block = &mut buf[skew..skew + (1 << 20)];
-        let mut done = 0u64;
-        while done < size {
-            if stop() {
-                f.sync_all()?;
-                return Ok(false);
-            }
-            let n = (size - done).min(block.len() as u64) as usize;
-            f.write_all(&block[..n])?;
-            done += n as u64;
-        }
-        f.sync_all().map(|()| true)
-    })();
-    let dm = DeviceMapper::open()?;
-    let closed = remove(&dm, &config.name).and_then(|_| remove(&dm, &dif_name(&config.name)));
-    let complete = written
-        .map_err(|e| ActivateError::io(format!("Cannot wipe device {}", node.display()), e))?;
-    closed.map(|()| complete)
 }

@@ -22,7 +22,9 @@
 mod dif_mapping;
 mod error;
 pub mod integrity;
+pub mod integrity_wipe;
 pub mod kernel;
+mod layers;
 pub mod online_reencrypt;
 mod plan;
 mod request;

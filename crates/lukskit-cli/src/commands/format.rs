@@ -272,8 +272,14 @@ fn format_with_integrity(
          CTRL+c (rest of not wiped device will contain invalid checksum)."
     );
     // Ctrl-C (caught since the passphrase was read) stops the wipe, as cryptsetup's.
-    let complete = integrity::wipe(&config, &kopts, vk, kind, &crate::interrupt::interrupted)
-        .map_err(CliError::from)?;
+    let complete = lukskit_activate::integrity_wipe::wipe(
+        &config,
+        &kopts,
+        vk,
+        kind,
+        &crate::interrupt::interrupted,
+    )
+    .map_err(CliError::from)?;
     if !complete {
         return Err(CliError::invalid("\nWipe interrupted."));
     }
