@@ -43,8 +43,9 @@ pub(super) fn area_protection(
     })
 }
 
-/// The largest free gap in the keyslots area (`LUKS2_find_area_max_gap`).
-pub(super) fn max_area_gap(hdr: &Luks2Header) -> Result<(u64, u64)> {
+/// The free gaps of the keyslots area between the keyslots' areas, in order: (offset,
+/// length), zero-length ones included (where two areas touch).
+fn area_gaps(hdr: &Luks2Header) -> Result<Vec<(u64, u64)>> {
     let start = 2 * hdr.metadata_size();
     let end = start + hdr.keyslots_size()?;
     let mut used: Vec<(u64, u64)> = hdr
@@ -53,18 +54,40 @@ pub(super) fn max_area_gap(hdr: &Luks2Header) -> Result<(u64, u64)> {
         .map(|k| (k.area_offset, k.area_offset + k.area_size))
         .collect();
     used.sort();
-    let (mut best, mut pos) = ((0u64, 0u64), start);
+    let mut gaps = Vec::with_capacity(used.len() + 1);
+    let mut pos = start;
     for (a, b) in used {
-        if a > pos && a - pos > best.1 {
-            best = (pos, a - pos);
+        if a >= pos {
+            gaps.push((pos, a - pos));
         }
         pos = pos.max(b);
     }
-    if end > pos && end - pos > best.1 {
-        best = (pos, end - pos);
+    if end >= pos {
+        gaps.push((pos, end - pos));
+    }
+    Ok(gaps)
+}
+
+/// The largest free gap in the keyslots area, the first of equal ones
+/// (`LUKS2_find_area_max_gap`).
+pub(super) fn max_area_gap(hdr: &Luks2Header) -> Result<(u64, u64)> {
+    let mut best = (0u64, 0u64);
+    for gap in area_gaps(hdr)? {
+        if gap.1 > best.1 {
+            best = gap;
+        }
     }
     if best.1 == 0 {
         return Err(KeyslotError::NoSpace.into());
     }
     Ok(best)
+}
+
+/// The first gap of the keyslots area that holds `len` bytes (`LUKS2_find_area_gap`).
+pub(super) fn area_gap(hdr: &Luks2Header, len: u64) -> Result<u64> {
+    area_gaps(hdr)?
+        .into_iter()
+        .find(|&(_, n)| n >= len)
+        .map(|(pos, _)| pos)
+        .ok_or_else(|| KeyslotError::NoSpace.into())
 }

@@ -18,6 +18,7 @@
 //! `reencrypt_make_hot_segments_encrypt_shift`, `_enc_create_segments_shift_after` and
 //! `reencrypt_offset_backward_moved` of `lib/luks2/luks2_reencrypt.c`.
 
+use super::area::area_gap;
 use super::context::{Context, Direction, Mode, Resilience};
 use super::ctx;
 use super::hotzone::MAX_HOTZONE;
@@ -255,29 +256,6 @@ pub struct EncryptShiftParams {
 /// when the device is too small.
 pub fn plaintext_size(device_size: u64, data_offset: u64, shift: u64) -> Option<u64> {
     device_size.checked_sub(data_offset)?.checked_sub(shift)
-}
-
-/// The first gap of the keyslots area that holds `len` bytes (`LUKS2_find_area_gap`).
-pub(super) fn area_gap(hdr: &Luks2Header, len: u64) -> Result<u64> {
-    let start = 2 * hdr.metadata_size();
-    let end = start + hdr.keyslots_size()?;
-    let mut used: Vec<(u64, u64)> = hdr
-        .keyslots()?
-        .iter()
-        .map(|k| (k.area_offset, k.area_offset + k.area_size))
-        .collect();
-    used.sort();
-    let mut pos = start;
-    for (a, b) in used {
-        if a >= pos + len {
-            return Ok(pos);
-        }
-        pos = pos.max(b);
-    }
-    if end >= pos + len {
-        return Ok(pos);
-    }
-    Err(KeyslotError::NoSpace.into())
 }
 
 /// Initialize the encryption with a data shift in the freshly formatted header `hdr` (on

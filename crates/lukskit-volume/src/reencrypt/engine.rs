@@ -27,7 +27,7 @@ use super::verify;
 // The parts of a run that the data-shift and resilience modules share with the engine live in
 // modules of their own; their public items stay reachable here.
 pub use super::area::ResilienceChoice;
-use super::area::{area_protection, max_area_gap};
+use super::area::{area_gap, area_protection, max_area_gap};
 pub use super::hotzone::{DEFAULT_CHECKSUM_HOTZONE, DEFAULT_NONE_HOTZONE, MAX_HOTZONE};
 use super::keys::verification;
 pub use super::keys::Keys;
@@ -348,7 +348,7 @@ fn init_metadata(
         // A data shift keeps nothing in its area: the first gap that holds one block.
         ResilienceChoice::Datashift(_) => {
             let len = datashift::DATASHIFT_AREA;
-            (datashift::area_gap(hdr, len)?, len)
+            (area_gap(hdr, len)?, len)
         }
         _ => max_area_gap(hdr)?,
     };
