@@ -141,6 +141,9 @@ cargo +"$msrv" check --workspace --all-targets --quiet
 # once per machine (about 2.5 min of CPU; 16 min on a loaded 2-core machine).
 echo "==> cargo deny --offline check licenses bans"
 command -v cargo-deny >/dev/null 2>&1 || cargo install --locked --quiet cargo-deny@0.20.2
+# Every package of Cargo.lock, for every platform (a build fetches only this one's; the check
+# reads the manifests of all, such as Windows-only anstyle-wincon, and fails offline without).
+cargo fetch --locked --quiet
 cargo deny --offline --log-level error check licenses bans
 # The default library build pulls no server code; crates without unsafe forbid it.
 echo "==> scripts/check-features.sh"
