@@ -11,27 +11,32 @@
 # after the other, the test command no longer fitted CI's 90 minutes (2026-11-27).
 #
 # Each binary runs as cargo runs it: from its package's directory, with the usual libtest
-# output ("test result: ..." lines, which scripts/test.sh counts). `--then SCRIPT` (repeatable,
-# first) runs SCRIPT with bash at the end of the host lane; the other arguments go to every
-# test binary (a test name filter, --nocapture, ...). Exit status: 0 when every binary and
-# script passed.
+# output ("test result: ..." lines, which scripts/test.sh counts). `--first SCRIPT` runs SCRIPT
+# with bash (at a lower CPU priority: it only compiles, while the VM lane is the longer one) at
+# the start of the host lane, `--then SCRIPT` at its end (both repeatable, before the other
+# arguments); the other arguments go to every test binary (a test name filter, --nocapture,
+# ...). Every "==> ... exit" line also says when it ended, in seconds from the test build's start.
+# Exit status: 0 when every binary and script passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+first=()
 then=()
-while [ "${1:-}" = --then ]; do
-    [ -n "${2:-}" ] || { echo "test-lanes.sh: --then needs a script" >&2; exit 2; }
-    then+=("$2")
+while [ "${1:-}" = --then ] || [ "${1:-}" = --first ]; do
+    [ -n "${2:-}" ] || { echo "test-lanes.sh: $1 needs a script" >&2; exit 2; }
+    if [ "$1" = --first ]; then first+=("$2"); else then+=("$2"); fi
     shift 2
 done
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+t0=$(date +%s)
 echo "==> building the test binaries"
 if ! cargo test --workspace --no-run --message-format=json-render-diagnostics >"$work/build.json"; then
     echo "lukskit: the test binaries did not build" >&2
     exit 101
 fi
+echo "==> the test binaries built in $(($(date +%s) - t0)) s"
 # One line per test binary: lane, package directory, source path, executable.
 python3 - "$work/build.json" >"$work/binaries" <<'EOF' || exit 101
 import json, os, sys
@@ -64,8 +69,18 @@ run_binary() { # pkg src exe [args...]
     echo "     Running $src ($(realpath --relative-to=. "$exe")) in $(basename "$pkg")"
     (cd "$pkg" && "$exe" "$@")
     rc=$?
-    echo "==> $(basename "$pkg") $src: exit $rc after $(($(date +%s) - t)) s"
+    echo "==> $(basename "$pkg") $src: exit $rc after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
     return $rc
+}
+
+run_script() { # NICENESS SCRIPT: its output whole when it ends
+    local t src
+    t=$(date +%s)
+    nice -n "$1" bash "$2" >"$work/script" 2>&1 </dev/null
+    src=$?
+    cat "$work/script"
+    echo "==> $2: exit $src after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
+    return $src
 }
 
 # The VM lane: output as it comes.
@@ -81,7 +96,10 @@ vm_lane() {
 # else (the VM lane writes its lines as they come; a whole binary's output is one write
 # stream after the other).
 host_lane() {
-    local rc=0 n=0 lane first pkg src exe
+    local rc=0 n=0 lane first pkg src exe s
+    for s in "${first[@]}"; do
+        run_script 10 "$s" || rc=1
+    done
     while IFS=$'\t' read -r lane first pkg src exe; do
         n=$((n + 1))
         run_binary "$pkg" "$src" "$exe" "$@" >"$work/host.$n" </dev/null 2>&1 || rc=1
@@ -89,21 +107,17 @@ host_lane() {
         rm -f "$work/host.$n"
     done < <(awk -F'\t' '$1 == "host"' "$work/binaries")
     echo "   Doc-tests (cargo test --workspace --doc)"
+    local t
+    t=$(date +%s)
     cargo test --workspace --doc -q >"$work/doc" 2>&1 || rc=1
     cat "$work/doc"
-    local s t
+    echo "==> doc tests: after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
     for s in "${then[@]}"; do
-        t=$(date +%s)
-        bash "$s" >"$work/then" 2>&1 </dev/null
-        local src=$?
-        cat "$work/then"
-        echo "==> $s: exit $src after $(($(date +%s) - t)) s"
-        [ "$src" = 0 ] || rc=1
+        run_script 0 "$s" || rc=1
     done
     return $rc
 }
 
-t0=$(date +%s)
 vm_lane "$@" &
 vm_pid=$!
 host_lane "$@"

@@ -9,8 +9,10 @@ status=0
 # LUKSKIT_AARCH64_CRYPTO=0 leaves them out; exit 77 = the tools could not be had here.
 if [ "${LUKSKIT_AARCH64_CRYPTO:-1}" != 0 ]; then
     echo "==> crypto tests on aarch64 (scripts/test-aarch64-crypto.sh)"
+    t=$SECONDS
     bash scripts/test-aarch64-crypto.sh 2>&1
     arc=$?
+    echo "    (crypto tests on aarch64: $((SECONDS - t)) s)"
     if [ "$arc" = 77 ] && [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
         echo "SKIP: crypto tests on aarch64 (LUKSKIT_ALLOW_SKIP=1)"
     elif [ "$arc" != 0 ]; then
@@ -22,18 +24,22 @@ fi
 # of tests after the extension's release build); LUKSKIT_PYTHON_TESTS=0 leaves them out.
 if [ "${LUKSKIT_PYTHON_TESTS:-1}" != 0 ]; then
     echo "==> Python bindings (scripts/test-python.sh)"
+    t=$SECONDS
     if ! bash scripts/test-python.sh 2>&1; then
         echo "lukskit: the Python binding tests failed"
         status=1
     fi
+    echo "    (Python bindings: $((SECONDS - t)) s)"
 fi
 # 15 s per cargo-fuzz target; installs nightly + cargo-fuzz the first time; LUKSKIT_FUZZ=0
 # leaves it out.
 if [ "${LUKSKIT_FUZZ:-1}" != 0 ]; then
     echo "==> fuzz (scripts/ci-fuzz.sh)"
+    t=$SECONDS
     if ! bash scripts/ci-fuzz.sh 15 2>&1; then
         echo "lukskit: fuzzing found a failure (see above; inputs in fuzz/artifacts/)"
         status=1
     fi
+    echo "    (fuzz: $((SECONDS - t)) s)"
 fi
 exit "$status"

@@ -118,6 +118,15 @@ if ! command -v cargo >/dev/null 2>&1; then
     exit 1
 fi
 
+# The reference VMs' caches and the boot tests' Debian systems, made in the background while
+# the test binaries build (scripts/test-prefetch.sh; its log is printed at the end).
+prefetch_log=$(mktemp)
+trap 'rm -f "$prefetch_log"' EXIT
+prefetch_pid=
+if [ "${LUKSKIT_REFVM:-}" != 0 ]; then
+    bash scripts/test-prefetch.sh >"$prefetch_log" 2>&1 </dev/null &
+    prefetch_pid=$!
+fi
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 # No import circles between the modules of any crate (issue 34; the allow file, checked
@@ -126,28 +135,6 @@ for src in crates/*/src; do
     echo "==> scripts/module-cycles.py $src"
     python3 scripts/module-cycles.py "$src" --allow scripts/module-cycles.allow
 done
-echo "==> cargo clippy"
-cargo clippy --workspace --all-targets --quiet -- -D warnings
-# The API docs build without a broken or ambiguous link (the facade with every feature too).
-echo "==> cargo doc"
-RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
-RUSTDOCFLAGS="-D warnings" cargo doc -p lukskit --all-features --no-deps --quiet
-# The declared minimum Rust version (workspace rust-version) still builds everything.
-msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
-echo "==> MSRV: cargo +$msrv check --workspace --all-targets"
-rustup toolchain list | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
-cargo +"$msrv" check --workspace --all-targets --quiet
-# Licences and banned crates of the dependency tree (deny.toml), offline. cargo-deny is built
-# once per machine (about 2.5 min of CPU; 16 min on a loaded 2-core machine).
-echo "==> cargo deny --offline check licenses bans"
-command -v cargo-deny >/dev/null 2>&1 || cargo install --locked --quiet cargo-deny@0.20.2
-# Every package of Cargo.lock, for every platform (a build fetches only this one's; the check
-# reads the manifests of all, such as Windows-only anstyle-wincon, and fails offline without).
-cargo fetch --locked --quiet
-cargo deny --offline --log-level error check licenses bans
-# The default library build pulls no server code; crates without unsafe forbid it.
-echo "==> scripts/check-features.sh"
-bash scripts/check-features.sh
 if [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
     echo "WARNING: LUKSKIT_ALLOW_SKIP=1: tests that cannot run here skip instead of failing" >&2
 fi
@@ -164,10 +151,16 @@ log=$(mktemp)
 set +e
 # Every test binary, as `cargo test --workspace --no-fail-fast` runs them (a failing binary
 # does not hide the results of the others), in two lanes at once: the reference-VM tests, and
-# the rest followed by scripts/test-more.sh (lukskit-crypto's tests on aarch64 under
-# qemu-user, a short fuzzing run); scripts/test-lanes.sh says why.
-bash scripts/test-lanes.sh --then scripts/test-more.sh 2>&1 | tee "$log"
+# scripts/static-checks.sh (clippy, docs, MSRV, cargo deny, features), the other tests, then
+# scripts/test-more.sh (lukskit-crypto's tests on aarch64 under qemu-user, the Python
+# bindings, a short fuzzing run); scripts/test-lanes.sh says why.
+bash scripts/test-lanes.sh --first scripts/static-checks.sh --then scripts/test-more.sh 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+if [ -n "$prefetch_pid" ]; then
+    wait "$prefetch_pid"
+    echo "==> scripts/test-prefetch.sh (in the background): exit $?"
+    cat "$prefetch_log"
+fi
 set -e
 # One closing line for the whole run (cargo prints one per test binary, the last of which
 # is usually the empty doc-test run).

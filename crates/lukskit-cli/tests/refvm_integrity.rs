@@ -27,9 +27,18 @@ const CASES: [&str; 7] = [
 fn integrity_volumes_match_cryptsetup() {
     const T: &str = "refvm_integrity";
     let dir = common::tmp();
-    let Some(r) =
-        refvm_common::run_script_on_blank_disks(T, "kernel/integrity.sh", dir.path(), 1, 400)
-    else {
+    // A 32 MiB disk: every case wipes it twice through dm-integrity and reads it back four
+    // times under TCG (a 64 MiB one took 357 s in CI beside the host tests).
+    let Some(r) = refvm_common::run_script_on_sized_blank_disks(
+        T,
+        "kernel/integrity.sh",
+        dir.path(),
+        1,
+        32,
+        400,
+        &[],
+        &[],
+    ) else {
         return;
     };
     let out = &r.stdout;

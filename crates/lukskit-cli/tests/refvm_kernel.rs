@@ -312,10 +312,14 @@ const BEYOND_CRYPTSETUP: [&str; 1] = ["-stribog512-"];
 /// Every TCRYPT, BITLK, FVAULT2 and loop-AES volume kernel/formats.sh opened: lukskit's
 /// kernel mappings (the whole stack of a cascade: tables with keys, DM UUIDs, attributes),
 /// `cryptsetup status` of them and the data read through them equal cryptsetup's (and, for
-/// system encryption given a partition, tcryptDump and the passphrase test); where
-/// cryptsetup refuses a volume, lukskit refuses it with the same exit code and message.
+/// system encryption given a partition, tcryptDump; lukskit's passphrase test there passes);
+/// where cryptsetup refuses a volume, lukskit refuses it with the same exit code and message.
 fn other_formats_match(out: &str) {
     assert!(out.contains("formats: done"), "{out}");
+    assert!(
+        out.contains("fmt-syspart-test-passphrase: lukskit rc=0\n"),
+        "lukskit's passphrase test on the system partition:\n{out}"
+    );
     let mut blocks: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (case, tool, line) in refvm_common::block_lines(out) {
         if case.starts_with("fmt-")

@@ -2,6 +2,9 @@
 # tests/refvm/boot/build.sh — the disks and initramfs images of the boot tests (refvm_boot.rs):
 #
 #   build.sh LUKSKIT_STATIC_BIN        prints the directory holding everything (below)
+#   build.sh --chroots                 only the three Debian systems (chroot, systemd chroot,
+#                                      dracut chroot: downloads and dpkg, no VM, no lukskit),
+#                                      as scripts/test-prefetch.sh makes them ahead of the tests
 #
 # Everything is cached in $LUKSKIT_REFVM_CACHE/boot (default ~/.cache/lukskit-refvm/boot), each
 # part under a key made of the hash of its inputs, so a rerun with the same inputs costs nothing:
@@ -60,8 +63,13 @@ SELF="$HERE/$(basename "${BASH_SOURCE[0]}")"
 RUNSH=$HERE/../run.sh
 CACHE=${LUKSKIT_REFVM_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/lukskit-refvm}
 BC=$CACHE/boot
-LUKSKIT=${1:?usage: build.sh LUKSKIT_STATIC_BIN}
-[ -x "$LUKSKIT" ] || { echo "build.sh: not executable: $LUKSKIT" >&2; exit 2; }
+CHROOTS_ONLY=0
+if [ "${1:-}" = --chroots ]; then
+    CHROOTS_ONLY=1
+else
+    LUKSKIT=${1:?usage: build.sh LUKSKIT_STATIC_BIN | --chroots}
+    [ -x "$LUKSKIT" ] || { echo "build.sh: not executable: $LUKSKIT" >&2; exit 2; }
+fi
 
 say() { echo "refvm-boot: $*" >&2; }
 skip() { say "SKIP: $*"; exit 77; }
@@ -80,6 +88,18 @@ KDEB=$(awk '$1 ~ /^linux-image-/ { print $2 }' "$CACHE/resolved")
 KVER=$(dpkg-deb -f "$CACHE/debs/$KDEB" Package)
 KVER=${KVER#linux-image-}
 BBDEB=$(awk '$1 == "busybox-static" { print $2 }' "$CACHE/resolved")
+
+# --chroots: the three sections below that make a Debian system, run as they are (their keys
+# hash their own text, so the full build finds them made).
+if [ "$CHROOTS_ONLY" = 1 ]; then
+    for part in "chroot" "systemd chroot" "dracut chroot"; do
+        code=$(sed -n "/^# --- the $part -/,/^# --- end $part\$/p" "$SELF")
+        [ -n "$code" ] || die "no section '$part' in $SELF"
+        eval "$code"
+    done
+    say "the Debian systems are ready"
+    exit 0
+fi
 
 # --- the chroot -----------------------------------------------------------------------------------
 PKGS=initramfs-tools,busybox,udev,mdadm,lvm2,cryptsetup-initramfs,kmod,cpio,zstd

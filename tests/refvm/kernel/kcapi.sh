@@ -36,6 +36,7 @@ for c in "aes-xts-plain64 256 512" "aes-xts-plain64 512 4096" "aes-cbc-essiv:sha
     echo "kcapi: $1 $2 $3: kernel=$k dm-crypt=$d"
 done
 rm -f /tmp/kci /tmp/kcl /tmp/kcd /tmp/kcp
+lap kcapi-images
 bench() { # CASE ARGS...
     n=$1; shift
     cryptsetup benchmark "$@" 2>&1 | sed "s/^/kcbench: cryptsetup $n: /"
@@ -47,6 +48,7 @@ bench cbc128 -c serpent-cbc -s 128
 bench badkey -c aes-xts-plain64 -s 128
 bench missing -c nosuchcipher-xts-plain64
 LUKSKIT_BENCH_MS=100 lukskit benchmark --engine all -c aes-xts-plain64 2>&1 | sed "s/^/kcbench: lukskit all: /"
+lap kcapi-benchmark
 
 # open --engine (issue 33): the serving process (FUSE + loop device, FUSE file) with each
 # engine writes the plaintext; the images must be the same and dm-crypt must read it back.
@@ -83,6 +85,7 @@ for c in "aes-xts-plain64 512 4096 loop" "aes-cbc-essiv:sha256 256 512 file" \
     fi
     echo "kcopen: $1 $2 $3 $4: kernel=$k auto=$a dm-crypt=$d"
 done
+lap kcapi-open-engines
 # image --engine auto: measured (and remembered) as open's auto, the same bytes as lukskit's
 # engine writes. Line: "kcimage: SPEC BITS SECTOR: auto=same|DIFFER|failed"
 o="--type plain -c twofish-xts-plain64 -s 512 --sector-size 512 --skip 16 -d /tmp/kck"

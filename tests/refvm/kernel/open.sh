@@ -6,6 +6,13 @@
 #   status: <each line of `cryptsetup status`>
 # plus data checks across the two tools' mappings. The test compares the blocks.
 export DM_DISABLE_UDEV=1
+# lap NAME: "kernel NAME: took N s", the seconds since the last lap (the test prints these).
+lap_t=$(cut -d' ' -f1 /proc/uptime)
+lap() {
+    now=$(cut -d' ' -f1 /proc/uptime)
+    echo "kernel $1: took $(awk -v a="$lap_t" -v b="$now" 'BEGIN { printf "%.0f", b - a }') s"
+    lap_t=$now
+}
 cs="cryptsetup -q --pbkdf pbkdf2 --pbkdf-force-iterations 1000"
 printf secret > /tmp/k
 head -c 32 /dev/zero | tr '\0' 'K' > /tmp/k32
@@ -34,6 +41,7 @@ run() { # CASE OPEN-ARGS...
     # cryptsetup closes lukskit's mapping.
     cryptsetup close lkmap && echo "$c: cryptsetup closed lukskit's mapping"
 }
+lap luksformat
 run luks2 -d /tmp/k /dev/vda
 run luks1 -d /tmp/k /dev/vdb
 run luks2-4k-serpent -d /tmp/k /dev/vdc
@@ -64,6 +72,7 @@ lifecycle() { # TOOL-A TOOL-B: A opens, suspends, B resumes, A resizes down, the
     $a luksResume -d /tmp/k lifemap 2>&1; echo "$c resume-not-suspended rc=$?"
     $a close lifemap
 }
+lap mappings
 lifecycle cryptsetup cryptsetup
 lifecycle lukskit lukskit
 lifecycle lukskit cryptsetup
@@ -86,6 +95,7 @@ persist() { # TOOL OTHER
     capture "$c-refreshed2" "$t" pmap
     $t close pmap
 }
+lap lifecycle
 persist cryptsetup cryptsetup
 persist lukskit cryptsetup
 # Data: lukskit's mapping writes, cryptsetup's reads, and the other way round; ext4 + fsck.
@@ -99,7 +109,10 @@ mount /dev/mapper/csmap /m; lukskit close csmap 2>&1; echo "close-in-use rc=$?";
 lukskit close /dev/mapper/csmap && echo "lukskit closed cryptsetup's mapping"
 dmsetup ls
 # The other on-disk formats (TCRYPT, BITLK, FVAULT2, loop-AES): kernel/formats.sh.
+lap persist-and-data
 . /refvm/files/formats.sh
+lap other-formats
 # The kernel engine (AF_ALG) and benchmark against cryptsetup's: kernel/kcapi.sh.
 . /refvm/files/kcapi.sh
+lap kcapi-engines
 echo "kernel: done"

@@ -122,7 +122,19 @@ pub fn run_vm_env(
         r.elapsed.as_secs_f64(),
         r.code
     ));
+    // The guest's own timings ("...: took N s" lines), so that a log shows where a long run
+    // spent its time whether or not the test passes.
+    for line in r.stdout.lines().filter(|l| is_timing(l)) {
+        say(&format!("refvm: {test}: {line}"));
+    }
     r
+}
+
+/// A guest script's timing line: `WHAT: took N s`.
+fn is_timing(line: &str) -> bool {
+    line.strip_suffix(" s")
+        .and_then(|l| l.rsplit_once(": took "))
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Run `tests/refvm/run.sh ARGS`, with the lukskit binary under test in the VM when
@@ -236,6 +248,22 @@ pub fn run_script_on_blank_disks_with(
     options: &[&std::ffi::OsStr],
     more_disks: &[&std::ffi::OsStr],
 ) -> Option<VmRun> {
+    run_script_on_sized_blank_disks(test, script, dir, disks, 64, expected, options, more_disks)
+}
+
+/// [`run_script_on_blank_disks_with`] with blank disks of `mib` MiB (less data for a script
+/// that reads or wipes the whole disk under emulation).
+#[allow(clippy::too_many_arguments)]
+pub fn run_script_on_sized_blank_disks(
+    test: &str,
+    script: &str,
+    dir: &Path,
+    disks: usize,
+    mib: u64,
+    expected: u64,
+    options: &[&std::ffi::OsStr],
+    more_disks: &[&std::ffi::OsStr],
+) -> Option<VmRun> {
     if !vm_ready(test) {
         return None;
     }
@@ -243,7 +271,7 @@ pub fn run_script_on_blank_disks_with(
         .map(|i| {
             let p = dir.join(format!("disk{i}.img"));
             std::fs::File::create(&p)
-                .and_then(|f| f.set_len(64 << 20))
+                .and_then(|f| f.set_len(mib << 20))
                 .expect("blank disk image");
             p.display().to_string()
         })

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The checks of the test command that build but run nothing (scripts/test.sh runs this at the
+# start of the host lane of scripts/test-lanes.sh, beside the reference-VM tests, rather than
+# before both lanes: on 2 cores they took ~8 minutes of the critical path there): clippy, the
+# API docs, the declared minimum Rust version, licences and banned crates, cargo features.
+# Exit status: 0 when all passed; stops at the first failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# Each step's line says how long the one before it took (where the time of a run goes).
+last=$SECONDS
+step() {
+    [ -z "${prev:-}" ] || echo "    ($prev: $((SECONDS - last)) s)"
+    prev=$1 last=$SECONDS
+    echo "==> $*"
+}
+trap 'step done' EXIT
+
+step "cargo clippy"
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The API docs build without a broken or ambiguous link (the facade with every feature too).
+step "cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc -p lukskit --all-features --no-deps --quiet
+# The declared minimum Rust version (workspace rust-version) still builds what users build:
+# the libraries, the binaries and the examples (not the ~80 test crates: clippy checks them
+# with the current toolchain).
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+step "MSRV: cargo +$msrv check --workspace --lib --bins --examples"
+rustup toolchain list | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
+cargo +"$msrv" check --workspace --lib --bins --examples --quiet
+# Licences and banned crates of the dependency tree (deny.toml), offline. cargo-deny is built
+# once per machine (about 2.5 min of CPU; 16 min on a loaded 2-core machine).
+step "cargo deny --offline check licenses bans"
+command -v cargo-deny >/dev/null 2>&1 || cargo install --locked --quiet cargo-deny@0.20.2
+# Every package of Cargo.lock, for every platform (a build fetches only this one's; the check
+# reads the manifests of all, such as Windows-only anstyle-wincon, and fails offline without).
+cargo fetch --locked --quiet
+cargo deny --offline --log-level error check licenses bans
+# The default library build pulls no server code; crates without unsafe forbid it.
+step "scripts/check-features.sh"
+bash scripts/check-features.sh
