@@ -119,9 +119,11 @@ refvm_boot() {
         if [ -z "$INITRD" ]; then
             for p in stdout stderr status; do : >"$RUN/$p"; done
         fi
-        # What is left of the run's time (a boot again after a hang takes its time from it).
-        left=$(awk -v t="$TIMEOUT" -v e="$(elapsed)" 'BEGIN { l = int(t - e); print (l < 1 ? 1 : l) }')
-        [ "$attempt" = 1 ] && left=$TIMEOUT
+        # The run's time; a boot again after a hang gets what is left of it.
+        left=$TIMEOUT
+        if [ "$attempt" -gt 1 ]; then
+            left=$(awk -v t="$TIMEOUT" -v e="$(elapsed)" 'BEGIN { l = int(t - e); print (l < 1 ? 1 : l) }')
+        fi
         timeout -k 10 "$left" "${QEMU[@]}" </dev/null >"$RUN/qemu.log" 2>&1 &
         qpid=$!
         if [ -z "$INITRD" ] && [ -z "${TPM_STATE:-}" ]; then
