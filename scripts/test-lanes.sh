@@ -2,8 +2,9 @@
 # Runs every test of the workspace, as `cargo test --workspace --no-fail-fast` does, in two
 # lanes at once instead of one binary after the other:
 #   - the VM lane: the test binaries named refvm_* (the reference VM under QEMU's TCG, the
-#     longest by far), one after the other, their output as it comes; refvm_upstream (two VMs
-#     at once, the longest) last, when the host lane has most likely ended;
+#     longest by far), one after the other, their output as it comes; refvm_boot and then
+#     refvm_upstream (two VMs at once, the longest) last, when the host lane has most likely
+#     ended;
 #   - the host lane: every other test binary, one after the other, then the doc tests; each
 #     binary's output is printed whole when it ends (so the lanes' lines do not mix).
 # The VM lane's binaries (and the lukskit binary they run) are built first, alone; the VM lane
@@ -33,8 +34,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 t0=$(date +%s)
-# One line per test binary of a cargo build's JSON messages: lane, order (1: last in its
-# lane), package directory, source path, executable.
+# One line per test binary of a cargo build's JSON messages: lane, order in the lane (0
+# first), package directory, source path, executable.
 binaries() { # BUILD.JSON
     python3 - "$1" <<'PY'
 import json, os, sys
@@ -54,9 +55,11 @@ for line in open(sys.argv[1]):
     pkg = os.path.dirname(m["manifest_path"])
     lane = "vm" if t["name"].startswith("refvm_") else "host"
     src = os.path.relpath(t["src_path"], pkg)
-    # refvm_upstream, the longest (two VMs), last in its lane (the rest in cargo's order).
-    first = "1" if t["name"] == "refvm_upstream" else "0"
-    print("\t".join([lane, first, pkg, src, exe]))
+    # refvm_upstream, the longest (two VMs), last in its lane, after refvm_boot (which needs the
+    # static x86_64 binary static_binaries.rs builds early in the host lane; the VM lane starts
+    # before the host lane has built its tests); the rest in cargo's order.
+    order = {"refvm_upstream": "2", "refvm_boot": "1"}.get(t["name"], "0")
+    print("\t".join([lane, order, pkg, src, exe]))
 PY
 }
 # The executables (lukskit, the refvm_* tests) a second build rebuilt although the first had
