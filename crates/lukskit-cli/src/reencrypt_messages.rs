@@ -64,6 +64,17 @@ fn message(e: ReencryptError) -> CliError {
         // "Reencryption metadata is invalid." and the like, with exit 2.
         E::InvalidMetadata(e) => CliError::permission(crate::errors::volume(&e).message),
         E::NotLuks2 => CliError::invalid("Device is not a valid LUKS2 device."),
+        E::DecryptNeedsDetachedHeader => CliError::invalid(
+            "LUKS2 decryption is supported with detached header device only (with data \
+             offset set to 0).",
+        ),
+        E::KeyFileNeedsOneKeyslot => CliError::invalid(
+            "Key file can be used only with --key-slot or with exactly one key slot active.",
+        ),
+        E::NoSegmentChange => {
+            CliError::invalid("No data segment parameters changed. Reencryption aborted.")
+        }
+        E::Crypto(e) => e.into(),
         E::Volume(e) => e.into(),
         E::Format(e) => e.into(),
         E::Activate(e) => e.into(),

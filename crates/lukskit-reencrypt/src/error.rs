@@ -121,12 +121,24 @@ pub enum ReencryptError {
         /// Why.
         source: Box<ReencryptError>,
     },
+    /// A decryption of a detached header whose data does not start at offset 0.
+    #[error("decryption is supported with a detached header of data offset 0 only")]
+    DecryptNeedsDetachedHeader,
+    /// The passphrases come from a key file, and more than one keyslot would be unlocked.
+    #[error("a key file can be used only with one keyslot")]
+    KeyFileNeedsOneKeyslot,
+    /// A re-encryption keeping the volume key changes nothing of the data segment.
+    #[error("no data segment parameters changed")]
+    NoSegmentChange,
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,
     /// The engine, the header or the device failed.
     #[error(transparent)]
     Volume(#[from] lukskit_volume::VolumeError),
+    /// A cipher or key cannot be used.
+    #[error(transparent)]
+    Crypto(#[from] lukskit_crypto::CryptoError),
     /// The header could not be read or written.
     #[error(transparent)]
     Format(#[from] lukskit_format::FormatError),

@@ -7,6 +7,8 @@
 //! * [`choice`] — the resilience and data shift of a new re-encryption;
 //! * [`init`] — writing a new re-encryption's metadata, checked against an online run's
 //!   mapping first;
+//! * [`initialize()`] — a new re-encryption's initialization from typed values, asking an
+//!   [`initialize::InitHost`] for its passphrases;
 //! * [`keyslots`] — the keyslots a re-encryption unlocks and the PBKDF of the new ones;
 //! * [`online`] — the kernel mapping a run goes on under;
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
@@ -64,6 +66,7 @@ pub mod choice;
 pub mod claim;
 mod error;
 pub mod init;
+pub mod initialize;
 pub mod keyslots;
 pub mod online;
 mod progress;
@@ -77,6 +80,7 @@ pub mod shift;
 pub mod userspace;
 
 pub use error::{ClaimRefusal, ReencryptError, Result};
+pub use initialize::initialize;
 pub use progress::Progress;
 pub use request::{Phase, ReencryptRequest, ResilienceName};
 pub use run::{lock, run, RunRequest, RunTarget};
