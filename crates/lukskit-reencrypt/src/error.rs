@@ -130,6 +130,16 @@ pub enum ReencryptError {
     /// A re-encryption keeping the volume key changes nothing of the data segment.
     #[error("no data segment parameters changed")]
     NoSegmentChange,
+    /// A raise of the encryption sector size without an active mapping to check it on.
+    #[error("encryption sector size increase on an offline device is not supported")]
+    SectorIncreaseOffline,
+    /// The detached header of an encryption with a data shift does not fit the shift.
+    #[error("the LUKS2 metadata size is larger than the data shift")]
+    MetadataLargerThanShift,
+    /// An encryption without a detached header and without a data shift (no room for the
+    /// header).
+    #[error("encryption needs a detached header or a data device size reduction")]
+    EncryptWithoutHeader,
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,

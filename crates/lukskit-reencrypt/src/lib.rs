@@ -9,6 +9,9 @@
 //!   mapping first;
 //! * [`initialize()`] — a new re-encryption's initialization from typed values, asking an
 //!   [`initialize::InitHost`] for its passphrases;
+//! * [`sector_increase`] — a raise of the encryption sector size and where it is checked;
+//! * [`encrypt_header`] — the layout of the detached header an encryption with a data
+//!   shift formats;
 //! * [`keyslots`] — the keyslots a re-encryption unlocks and the PBKDF of the new ones;
 //! * [`online`] — the kernel mapping a run goes on under;
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
@@ -64,6 +67,7 @@
 pub mod activation;
 pub mod choice;
 pub mod claim;
+pub mod encrypt_header;
 mod error;
 pub mod init;
 pub mod initialize;
@@ -75,6 +79,7 @@ mod request;
 pub mod resume;
 mod run;
 mod secrets;
+pub mod sector_increase;
 pub mod segments;
 pub mod shift;
 pub mod userspace;

@@ -13,7 +13,9 @@ use crate::interrupt::catch_interrupts;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_reencrypt::initialize::{InitHost, InitRequest, NewHeader, Unlock};
-use lukskit_reencrypt::{choice, online, repair, resume, Phase, ReencryptError, ReencryptRequest};
+use lukskit_reencrypt::sector_increase::{self, SectorIncrease};
+use lukskit_reencrypt::{choice, encrypt_header, online, repair, resume, userspace};
+use lukskit_reencrypt::{Phase, ReencryptError, ReencryptRequest};
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, Outcome, Status};
 use lukskit_volume::{Header, Volume};
@@ -204,7 +206,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         .or(shift_active);
     // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online through it.
     let live = if runs && !req.force_offline && active.is_none() {
-        lukskit_reencrypt::userspace::active_mapping(&vol.data_path)?
+        userspace::active_mapping(&vol.data_path)?
     } else {
         None
     };
@@ -345,28 +347,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// A re-encryption that raises the encryption sector size (`new`), which cryptsetup (with
-/// blkid) allows only where it can read the file system's block size through the volume's
-/// active mapping (`on`, the mapping's device), or with `--force-offline-reencrypt`: a file
-/// system whose blocks are smaller than the new sectors would see writes torn differently
-/// after a crash (luks2-reencryption-test \[31\]).
-struct SectorIncrease {
-    new: u32,
-    on: Option<String>,
-}
-
-impl SectorIncrease {
-    /// cryptsetup's refusal, or `Ok` where the new sector size fits the file system (or none
-    /// is found) on the active mapping.
-    fn check(&self) -> Result<()> {
-        match &self.on {
-            None => Err(CliError::invalid(
-                "Encryption sector size increase on offline device is not supported.\n\
-                 Activate the device first or use --force-offline-reencrypt option (dangerous!).",
-            )),
-            Some(path) => super::signature::check_sector_size_fits(path, self.new),
-        }
-    }
+/// cryptsetup's refusal of a raise of the encryption sector size (see
+/// [`SectorIncrease::probe_device`]), or `Ok` where the new sector size fits the file system
+/// (or none is found) on the active mapping.
+fn check_sector_increase(i: &SectorIncrease) -> Result<()> {
+    super::signature::check_sector_size_fits(i.probe_device()?, i.new)
 }
 
 /// The sector size raise of a new re-encryption of `vol` (`None`: the sector size does not
@@ -382,15 +367,11 @@ fn sector_increase(
     live: Option<&lukskit_activate::userspace::UserspaceMapping>,
     notice: &mut ActiveNotice,
 ) -> Result<Option<SectorIncrease>> {
-    let old = lukskit_reencrypt::initialize::data_sector_size(luks2(vol)?)?;
-    let Some(new) = req.sector_size.filter(|n| *n > old) else {
+    let Some(new) = sector_increase::raised_sector_size(luks2(vol)?, req)? else {
         return Ok(None);
     };
-    if req.force_offline {
-        return Ok(None);
-    }
     let mut kernel = active.map(String::from);
-    let mut userspace = live.and_then(mapping_device);
+    let mut userspace = live.and_then(userspace::mapping_device);
     if !runs && kernel.is_none() {
         // cryptsetup's `reencrypt_hint_force_offline_reencrypt`, then its look for the
         // active mapping, which an --init-only makes only for this check.
@@ -401,9 +382,9 @@ fn sector_increase(
             *notice = ActiveNotice::detected(kernel.as_deref(), vol, device);
         }
         if kernel.is_none() {
-            userspace = lukskit_reencrypt::userspace::active_mapping(&vol.data_path)?
+            userspace = userspace::active_mapping(&vol.data_path)?
                 .as_ref()
-                .and_then(mapping_device);
+                .and_then(userspace::mapping_device);
         }
     }
     let on = kernel
@@ -417,16 +398,6 @@ fn sector_increase(
 fn detect_active(vol: &Volume, device: &str) -> Result<Option<String>> {
     let data_path = if vol.detached { &vol.data_path } else { device };
     Ok(online::detect(data_path, vol.uuid())?)
-}
-
-/// The device a userspace mapping exposes its plaintext as (its `/dev/mapper` link, loop
-/// device or FUSE file); `None` for an NBD export.
-fn mapping_device(m: &lukskit_activate::userspace::UserspaceMapping) -> Option<String> {
-    let st = m.state.as_ref()?;
-    st.mapper_link
-        .clone()
-        .or_else(|| st.loop_device.clone())
-        .or_else(|| st.fuse_file.clone())
 }
 
 /// Whether paths `a` and `b` name the same file or block device (links followed).
@@ -526,7 +497,7 @@ impl InitHost for InitPrompts<'_> {
 
     fn sector_increase_allowed(&mut self) -> Result<()> {
         match self.ctx.increase {
-            Some(i) => i.check(),
+            Some(i) => check_sector_increase(i),
             None => Ok(()),
         }
     }
@@ -578,10 +549,7 @@ fn header_in_reencryption(o: &Opts, device: &str) -> bool {
 /// the passphrase of its keyslot and the data shift.
 fn format_for_encrypt(o: &Opts, req: &ReencryptRequest, device: &str) -> Result<Formatted> {
     let Some(header) = o.header.clone() else {
-        return Err(CliError::invalid(
-            "Encryption without detached header (--header) is not possible without data \
-             device size reduction (--reduce-device-size).",
-        ));
+        return Err(ReencryptError::EncryptWithoutHeader.into());
     };
     if let Some(ss) = o.sector_size {
         super::signature::check_sector_size_fits(device, ss)?;
@@ -608,20 +576,12 @@ fn format_for_encrypt(o: &Opts, req: &ReencryptRequest, device: &str) -> Result<
             .ok_or_else(|| {
                 CliError::invalid("Invalid size specification in parameter --reduce-device-size.")
             })?;
-        let md = parse(&o.luks2_metadata_size, "metadata size")?.unwrap_or(0x4000);
-        let given = parse(&o.luks2_keyslots_size, "keyslots size")?;
-        if 2 * md + given.unwrap_or(s.saturating_sub(2 * md)) > s {
-            return Err(CliError::invalid(
-                "LUKS2 metadata size is larger than data shift value.",
-            ));
-        }
-        // Without --luks2-keyslots-size the keyslots area fills the space up to the data
-        // offset (or the shift, when that is larger), at most 128 MiB, as cryptsetup's.
-        let off = o.offset.unwrap_or(0).saturating_mul(512);
-        let ks = given.unwrap_or_else(|| off.max(s).saturating_sub(2 * md).min(128 << 20));
+        let md = parse(&o.luks2_metadata_size, "metadata size")?;
+        let ks = parse(&o.luks2_keyslots_size, "keyslots size")?;
+        let layout = encrypt_header::shift_layout(s, md, ks, o.offset)?;
         shift = Some(s);
-        metadata_size = Some(md);
-        keyslots_size = Some(ks);
+        metadata_size = Some(layout.metadata_size);
+        keyslots_size = Some(layout.keyslots_size);
     }
     // `--offset` sets the data offset with or without a data shift (cryptsetup's luksFormat
     // in `encrypt_luks2_init`): what lies in front of it is left as it is.
