@@ -79,6 +79,17 @@ fn message(e: ReencryptError) -> CliError {
         }
         E::InitFailedWithBackup { file, source } => with_backup_note(&file, (*source).into()),
         E::NotLuks2 => CliError::invalid("Device is not a valid LUKS2 device."),
+        E::LegacyReencryption => {
+            CliError::invalid("Legacy LUKS2 reencryption is no longer supported.")
+        }
+        E::AlreadyInitialized => {
+            CliError::invalid("LUKS2 reencryption already initialized. Aborting operation.")
+        }
+        E::NotInProgress => CliError::invalid("Device reencryption not in progress."),
+        E::DecryptNeedsHeader => CliError::invalid("LUKS2 decryption requires --header option."),
+        E::DecryptShiftUnsupported => {
+            CliError::invalid("Failed to write reencryption resilience metadata.")
+        }
         E::DecryptNeedsDetachedHeader => CliError::invalid(
             "LUKS2 decryption is supported with detached header device only (with data \
              offset set to 0).",

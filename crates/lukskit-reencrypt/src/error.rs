@@ -140,6 +140,21 @@ pub enum ReencryptError {
     /// header).
     #[error("encryption needs a detached header or a data device size reduction")]
     EncryptWithoutHeader,
+    /// The header is marked by the legacy (cryptsetup 2.0) offline re-encryption.
+    #[error("legacy LUKS2 re-encryption is no longer supported")]
+    LegacyReencryption,
+    /// `--init-only` of a header already in re-encryption.
+    #[error("the re-encryption is already initialized")]
+    AlreadyInitialized,
+    /// `--resume-only` of a header not in re-encryption.
+    #[error("the device is not in re-encryption")]
+    NotInProgress,
+    /// A new decryption without `--header`.
+    #[error("a decryption requires a detached header")]
+    DecryptNeedsHeader,
+    /// A new decryption of a detached header with `--reduce-device-size`.
+    #[error("failed to write the re-encryption resilience metadata")]
+    DecryptShiftUnsupported,
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,

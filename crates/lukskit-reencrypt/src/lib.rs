@@ -2,6 +2,7 @@
 //! of [`lukskit_volume::reencrypt`] (which writes the metadata and moves the data):
 //!
 //! * [`ReencryptRequest`] — what to do, as typed values (mode, phase, resilience, sizes);
+//! * [`start::check`] — whether a re-encryption may start or go on with the header as it is;
 //! * [`resume::check_resume_params`] — whether a request may go on with the re-encryption in
 //!   progress, and [`resume::apply_resilience`] — the resilience a resume asks for;
 //! * [`choice`] — the resilience and data shift of a new re-encryption;
@@ -82,6 +83,7 @@ mod secrets;
 pub mod sector_increase;
 pub mod segments;
 pub mod shift;
+pub mod start;
 pub mod userspace;
 
 pub use error::{ClaimRefusal, ReencryptError, Result};

@@ -14,7 +14,7 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_reencrypt::initialize::{InitHost, InitRequest, NewHeader, Unlock};
 use lukskit_reencrypt::sector_increase::{self, SectorIncrease};
-use lukskit_reencrypt::{choice, encrypt_header, online, repair, resume, userspace};
+use lukskit_reencrypt::{choice, encrypt_header, online, repair, resume, start, userspace};
 use lukskit_reencrypt::{Phase, ReencryptError, ReencryptRequest};
 use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, Outcome, Status};
@@ -141,55 +141,16 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         // No LUKS header at all: cryptsetup 2.6.1 says so only for a decryption; a
         // re-encryption fails silently, a resume finds none in progress.
         Err(lukskit_volume::VolumeError::NotLuks { .. }) if req.mode.is_none() => {
-            return Err(CliError::invalid(if req.phase == Phase::ResumeOnly {
-                "Device reencryption not in progress."
+            return Err(if req.phase == Phase::ResumeOnly {
+                ReencryptError::NotInProgress.into()
             } else {
-                ""
-            }));
+                CliError::invalid("")
+            });
         }
         Err(e) => return Err(e.into()),
     };
-    // A LUKS2 header marked by the legacy (2.0) offline re-encryption: cryptsetup 2.6.1
-    // refuses it with these words.
-    if luks2(&vol)?
-        .requirements()
-        .iter()
-        .any(|r| r == "offline-reencrypt")
-    {
-        return Err(CliError::invalid(
-            "Legacy LUKS2 reencryption is no longer supported.",
-        ));
-    }
-    let st = reencrypt::status(luks2(&vol)?)?;
-    if st != Status::None && req.phase == Phase::InitOnly && shifted.is_none() {
-        return Err(CliError::invalid(
-            "LUKS2 reencryption already initialized. Aborting operation.",
-        ));
-    }
-    if st != Status::None && shifted.is_none() {
-        resume::check_resume_params(&req, luks2(&vol)?)?;
-    }
-    if st == Status::None && req.phase == Phase::ResumeOnly {
-        return Err(CliError::invalid("Device reencryption not in progress."));
-    }
-    // A decryption not started yet needs --header (cryptsetup 2.6.1's `action_decrypt` asks
-    // before it looks for an active mapping): the header goes out to that file, or is there.
-    if st == Status::None && req.decrypts() && shifted.is_none() && req.header.is_none() {
-        return Err(CliError::invalid(
-            "LUKS2 decryption requires --header option.",
-        ));
-    }
-    // `--reduce-device-size` with `--decrypt`: cryptsetup 2.6.1 ignores it where the header
-    // moves out to the new FILE (the data moves by the data offset: the same bytes as
-    // without it), and fails with these words on a detached header, after it has written
-    // the start of a re-encryption that cannot run into the header; lukskit leaves the header
-    // and the device as they were.
-    if st == Status::None && req.decrypts() && shifted.is_none() && req.reduce_device_size.is_some()
-    {
-        return Err(CliError::invalid(
-            "Failed to write reencryption resilience metadata.",
-        ));
-    }
+    // Whether the run may start or go on with the header as it is (see [`start::check`]).
+    let st = start::check(luks2(&vol)?, &req, shifted.is_some())?;
     // cryptsetup checks whether the device is in use for every run, and for the
     // initialization of a decryption.
     let checks_active = shifted.is_none() && (runs || (st == Status::None && req.decrypts()));
