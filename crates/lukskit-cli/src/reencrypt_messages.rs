@@ -2,6 +2,7 @@
 
 use crate::errors::CliError;
 use lukskit_reencrypt::{ClaimRefusal, ReencryptError};
+use lukskit_volume::{ReencryptError as VolumeReencryptError, VolumeError};
 
 impl From<ReencryptError> for CliError {
     fn from(e: ReencryptError) -> Self {
@@ -63,7 +64,54 @@ fn message(e: ReencryptError) -> CliError {
         } => claim_refused(&path, refusal, in_use),
         // "Reencryption metadata is invalid." and the like, with exit 2.
         E::InvalidMetadata(e) => CliError::permission(crate::errors::volume(&e).message),
+        E::ActivationLock(VolumeError::Reencrypt(VolumeReencryptError::AlreadyRunning)) => {
+            CliError::busy("Reencryption in-progress. Cannot activate device.")
+        }
+        E::ActivationLock(_) => CliError::invalid("Failed to get reencryption lock."),
+        E::CrashRecovery(e) => {
+            let m = crate::errors::volume(&e).message;
+            CliError::invalid(format!("Failed to recover from reencryption crash.\n{m}"))
+        }
+        E::DeviceTooSmall(device) => CliError::invalid(format!("Device {device} is too small.")),
+        E::HeaderRestore(e) => e.into(),
+        E::HeaderFileCreate(file) => {
+            CliError::invalid(format!("Cannot create header backup file {file}."))
+        }
+        E::InitFailedWithBackup { file, source } => with_backup_note(&file, (*source).into()),
         E::NotLuks2 => CliError::invalid("Device is not a valid LUKS2 device."),
+        E::LegacyReencryption => {
+            CliError::invalid("Legacy LUKS2 reencryption is no longer supported.")
+        }
+        E::AlreadyInitialized => {
+            CliError::invalid("LUKS2 reencryption already initialized. Aborting operation.")
+        }
+        E::NotInProgress => CliError::invalid("Device reencryption not in progress."),
+        E::DecryptNeedsHeader => CliError::invalid("LUKS2 decryption requires --header option."),
+        E::DecryptShiftUnsupported => {
+            CliError::invalid("Failed to write reencryption resilience metadata.")
+        }
+        E::DecryptNeedsDetachedHeader => CliError::invalid(
+            "LUKS2 decryption is supported with detached header device only (with data \
+             offset set to 0).",
+        ),
+        E::KeyFileNeedsOneKeyslot => CliError::invalid(
+            "Key file can be used only with --key-slot or with exactly one key slot active.",
+        ),
+        E::NoSegmentChange => {
+            CliError::invalid("No data segment parameters changed. Reencryption aborted.")
+        }
+        E::Crypto(e) => e.into(),
+        E::SectorIncreaseOffline => CliError::invalid(
+            "Encryption sector size increase on offline device is not supported.\n\
+             Activate the device first or use --force-offline-reencrypt option (dangerous!).",
+        ),
+        E::MetadataLargerThanShift => {
+            CliError::invalid("LUKS2 metadata size is larger than data shift value.")
+        }
+        E::EncryptWithoutHeader => CliError::invalid(
+            "Encryption without detached header (--header) is not possible without data \
+             device size reduction (--reduce-device-size).",
+        ),
         E::Volume(e) => e.into(),
         E::Format(e) => e.into(),
         E::Activate(e) => e.into(),
@@ -82,6 +130,16 @@ pub(crate) fn init_failed(e: CliError) -> CliError {
         return CliError::new(e.class, FAILED);
     }
     CliError::new(e.class, format!("{}\n{FAILED}", e.message))
+}
+
+/// A failure of an initialization after the header was exported to `file`: cryptsetup's note
+/// of the backup, then the reason (its exit code).
+fn with_backup_note(file: &str, e: CliError) -> CliError {
+    let note = format!("Reencryption initialization failed. Header backup is available in {file}.");
+    if e.message.is_empty() {
+        return CliError::new(e.class, note);
+    }
+    CliError::new(e.class, format!("{note}\n{}", e.message))
 }
 
 /// A claim of `path` refused: cryptsetup's words for each step (its exclusive open of the
@@ -145,6 +203,23 @@ mod tests {
         assert_eq!(
             init_failed(e).message,
             format!("Unsupported resilience mode x\n{FAILED}")
+        );
+    }
+
+    #[test]
+    fn the_backup_note_comes_before_the_reason() {
+        let e = CliError::from(ReencryptError::InitFailedWithBackup {
+            file: "h.img".into(),
+            source: Box::new(ReencryptError::InitFailed),
+        });
+        assert_eq!(
+            e.message,
+            format!("Reencryption initialization failed. Header backup is available in h.img.\n{FAILED}")
+        );
+        let e = with_backup_note("h.img", CliError::new(ExitClass::Invalid, ""));
+        assert_eq!(
+            e.message,
+            "Reencryption initialization failed. Header backup is available in h.img."
         );
     }
 

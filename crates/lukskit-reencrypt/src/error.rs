@@ -121,12 +121,49 @@ pub enum ReencryptError {
         /// Why.
         source: Box<ReencryptError>,
     },
+    /// A decryption of a detached header whose data does not start at offset 0.
+    #[error("decryption is supported with a detached header of data offset 0 only")]
+    DecryptNeedsDetachedHeader,
+    /// The passphrases come from a key file, and more than one keyslot would be unlocked.
+    #[error("a key file can be used only with one keyslot")]
+    KeyFileNeedsOneKeyslot,
+    /// A re-encryption keeping the volume key changes nothing of the data segment.
+    #[error("no data segment parameters changed")]
+    NoSegmentChange,
+    /// A raise of the encryption sector size without an active mapping to check it on.
+    #[error("encryption sector size increase on an offline device is not supported")]
+    SectorIncreaseOffline,
+    /// The detached header of an encryption with a data shift does not fit the shift.
+    #[error("the LUKS2 metadata size is larger than the data shift")]
+    MetadataLargerThanShift,
+    /// An encryption without a detached header and without a data shift (no room for the
+    /// header).
+    #[error("encryption needs a detached header or a data device size reduction")]
+    EncryptWithoutHeader,
+    /// The header is marked by the legacy (cryptsetup 2.0) offline re-encryption.
+    #[error("legacy LUKS2 re-encryption is no longer supported")]
+    LegacyReencryption,
+    /// `--init-only` of a header already in re-encryption.
+    #[error("the re-encryption is already initialized")]
+    AlreadyInitialized,
+    /// `--resume-only` of a header not in re-encryption.
+    #[error("the device is not in re-encryption")]
+    NotInProgress,
+    /// A new decryption without `--header`.
+    #[error("a decryption requires a detached header")]
+    DecryptNeedsHeader,
+    /// A new decryption of a detached header with `--reduce-device-size`.
+    #[error("failed to write the re-encryption resilience metadata")]
+    DecryptShiftUnsupported,
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,
     /// The engine, the header or the device failed.
     #[error(transparent)]
     Volume(#[from] lukskit_volume::VolumeError),
+    /// A cipher or key cannot be used.
+    #[error(transparent)]
+    Crypto(#[from] lukskit_crypto::CryptoError),
     /// The header could not be read or written.
     #[error(transparent)]
     Format(#[from] lukskit_format::FormatError),

@@ -2,11 +2,17 @@
 //! of [`lukskit_volume::reencrypt`] (which writes the metadata and moves the data):
 //!
 //! * [`ReencryptRequest`] — what to do, as typed values (mode, phase, resilience, sizes);
+//! * [`start::check`] — whether a re-encryption may start or go on with the header as it is;
 //! * [`resume::check_resume_params`] — whether a request may go on with the re-encryption in
 //!   progress, and [`resume::apply_resilience`] — the resilience a resume asks for;
 //! * [`choice`] — the resilience and data shift of a new re-encryption;
 //! * [`init`] — writing a new re-encryption's metadata, checked against an online run's
 //!   mapping first;
+//! * [`initialize()`] — a new re-encryption's initialization from typed values, asking an
+//!   [`initialize::InitHost`] for its passphrases;
+//! * [`sector_increase`] — a raise of the encryption sector size and where it is checked;
+//! * [`encrypt_header`] — the layout of the detached header an encryption with a data
+//!   shift formats;
 //! * [`keyslots`] — the keyslots a re-encryption unlocks and the PBKDF of the new ones;
 //! * [`online`] — the kernel mapping a run goes on under;
 //! * [`userspace`] — a run through one of lukskit's userspace (FUSE or NBD) mappings;
@@ -62,8 +68,10 @@
 pub mod activation;
 pub mod choice;
 pub mod claim;
+pub mod encrypt_header;
 mod error;
 pub mod init;
+pub mod initialize;
 pub mod keyslots;
 pub mod online;
 mod progress;
@@ -72,11 +80,14 @@ mod request;
 pub mod resume;
 mod run;
 mod secrets;
+pub mod sector_increase;
 pub mod segments;
 pub mod shift;
+pub mod start;
 pub mod userspace;
 
 pub use error::{ClaimRefusal, ReencryptError, Result};
+pub use initialize::initialize;
 pub use progress::Progress;
 pub use request::{Phase, ReencryptRequest, ResilienceName};
 pub use run::{lock, run, RunRequest, RunTarget};

@@ -16,6 +16,16 @@ pub fn active_mapping(path: &str) -> Result<Option<UserspaceMapping>> {
     Ok(lukskit_activate::userspace::online::find_by_device(path)?)
 }
 
+/// The device a userspace mapping exposes its plaintext as (its `/dev/mapper` link, loop
+/// device or FUSE file); `None` for an NBD export.
+pub fn mapping_device(m: &UserspaceMapping) -> Option<String> {
+    let st = m.state.as_ref()?;
+    st.mapper_link
+        .clone()
+        .or_else(|| st.loop_device.clone())
+        .or_else(|| st.fuse_file.clone())
+}
+
 /// Run (or resume) the re-encryption online: a hot zone interrupted while the serving
 /// process held its I/O is recovered first, then the engine runs with the serving process
 /// following every hot zone; at the end the serving process gets the final segments.

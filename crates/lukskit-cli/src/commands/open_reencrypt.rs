@@ -9,7 +9,7 @@ use crate::errors::{self, CliError, Result};
 use crate::input::{self, KeySource};
 use lukskit_crypto::SecretBuf;
 use lukskit_reencrypt::activation::{self, ActivationRequest};
-use lukskit_reencrypt::{ReencryptError, Secrets, SecretsError};
+use lukskit_reencrypt::{Secrets, SecretsError};
 use lukskit_volume::reencrypt::Keys;
 use lukskit_volume::{Volume, VolumeError};
 
@@ -59,19 +59,10 @@ impl Secrets for Prompted {
     }
 }
 
-/// cryptsetup's words for a failure of an operation that read passphrases.
+/// cryptsetup's words for a failure of an operation that read passphrases: the prompt's own
+/// error as it was, the library's worded by `reencrypt_messages`.
 pub(crate) fn cli_error(e: SecretsError<CliError>) -> CliError {
-    e.into_caller(|e| match e {
-        ReencryptError::ActivationLock(VolumeError::Reencrypt(
-            lukskit_volume::ReencryptError::AlreadyRunning,
-        )) => CliError::busy("Reencryption in-progress. Cannot activate device."),
-        ReencryptError::ActivationLock(_) => CliError::invalid("Failed to get reencryption lock."),
-        ReencryptError::CrashRecovery(e) => {
-            let m = errors::volume(&e).message;
-            CliError::invalid(format!("Failed to recover from reencryption crash.\n{m}"))
-        }
-        other => other.into(),
-    })
+    e.into_caller(CliError::from)
 }
 
 /// Ask for the passphrase of `device` (with `--tries`) until it unlocks the keys of the

@@ -10,15 +10,14 @@ use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
 use crate::interrupt::catch_interrupts;
-use crate::reencrypt_messages::init_failed;
-use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
-use lukskit_reencrypt::{
-    choice, keyslots, online, repair, resume, Phase, ReencryptError, ReencryptRequest,
-};
+use lukskit_reencrypt::initialize::{InitHost, InitRequest, NewHeader, Unlock};
+use lukskit_reencrypt::sector_increase::{self, SectorIncrease};
+use lukskit_reencrypt::{choice, encrypt_header, online, repair, resume, start, userspace};
+use lukskit_reencrypt::{Phase, ReencryptError, ReencryptRequest};
 use lukskit_volume::device::{Access, Device};
-use lukskit_volume::reencrypt::{self, InitParams, Mode, Outcome, ResilienceChoice, Status};
+use lukskit_volume::reencrypt::{self, Outcome, Status};
 use lukskit_volume::{Header, Volume};
 use std::io::Write;
 
@@ -142,55 +141,16 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         // No LUKS header at all: cryptsetup 2.6.1 says so only for a decryption; a
         // re-encryption fails silently, a resume finds none in progress.
         Err(lukskit_volume::VolumeError::NotLuks { .. }) if req.mode.is_none() => {
-            return Err(CliError::invalid(if req.phase == Phase::ResumeOnly {
-                "Device reencryption not in progress."
+            return Err(if req.phase == Phase::ResumeOnly {
+                ReencryptError::NotInProgress.into()
             } else {
-                ""
-            }));
+                CliError::invalid("")
+            });
         }
         Err(e) => return Err(e.into()),
     };
-    // A LUKS2 header marked by the legacy (2.0) offline re-encryption: cryptsetup 2.6.1
-    // refuses it with these words.
-    if luks2(&vol)?
-        .requirements()
-        .iter()
-        .any(|r| r == "offline-reencrypt")
-    {
-        return Err(CliError::invalid(
-            "Legacy LUKS2 reencryption is no longer supported.",
-        ));
-    }
-    let st = reencrypt::status(luks2(&vol)?)?;
-    if st != Status::None && req.phase == Phase::InitOnly && shifted.is_none() {
-        return Err(CliError::invalid(
-            "LUKS2 reencryption already initialized. Aborting operation.",
-        ));
-    }
-    if st != Status::None && shifted.is_none() {
-        resume::check_resume_params(&req, luks2(&vol)?)?;
-    }
-    if st == Status::None && req.phase == Phase::ResumeOnly {
-        return Err(CliError::invalid("Device reencryption not in progress."));
-    }
-    // A decryption not started yet needs --header (cryptsetup 2.6.1's `action_decrypt` asks
-    // before it looks for an active mapping): the header goes out to that file, or is there.
-    if st == Status::None && req.decrypts() && shifted.is_none() && req.header.is_none() {
-        return Err(CliError::invalid(
-            "LUKS2 decryption requires --header option.",
-        ));
-    }
-    // `--reduce-device-size` with `--decrypt`: cryptsetup 2.6.1 ignores it where the header
-    // moves out to the new FILE (the data moves by the data offset: the same bytes as
-    // without it), and fails with these words on a detached header, after it has written
-    // the start of a re-encryption that cannot run into the header; lukskit leaves the header
-    // and the device as they were.
-    if st == Status::None && req.decrypts() && shifted.is_none() && req.reduce_device_size.is_some()
-    {
-        return Err(CliError::invalid(
-            "Failed to write reencryption resilience metadata.",
-        ));
-    }
+    // Whether the run may start or go on with the header as it is (see [`start::check`]).
+    let st = start::check(luks2(&vol)?, &req, shifted.is_some())?;
     // cryptsetup checks whether the device is in use for every run, and for the
     // initialization of a decryption.
     let checks_active = shifted.is_none() && (runs || (st == Status::None && req.decrypts()));
@@ -207,7 +167,7 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
         .or(shift_active);
     // A userspace (FUSE or NBD) mapping serves the device: re-encrypt online through it.
     let live = if runs && !req.force_offline && active.is_none() {
-        lukskit_reencrypt::userspace::active_mapping(&vol.data_path)?
+        userspace::active_mapping(&vol.data_path)?
     } else {
         None
     };
@@ -348,28 +308,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// A re-encryption that raises the encryption sector size (`new`), which cryptsetup (with
-/// blkid) allows only where it can read the file system's block size through the volume's
-/// active mapping (`on`, the mapping's device), or with `--force-offline-reencrypt`: a file
-/// system whose blocks are smaller than the new sectors would see writes torn differently
-/// after a crash (luks2-reencryption-test \[31\]).
-struct SectorIncrease {
-    new: u32,
-    on: Option<String>,
-}
-
-impl SectorIncrease {
-    /// cryptsetup's refusal, or `Ok` where the new sector size fits the file system (or none
-    /// is found) on the active mapping.
-    fn check(&self) -> Result<()> {
-        match &self.on {
-            None => Err(CliError::invalid(
-                "Encryption sector size increase on offline device is not supported.\n\
-                 Activate the device first or use --force-offline-reencrypt option (dangerous!).",
-            )),
-            Some(path) => super::signature::check_sector_size_fits(path, self.new),
-        }
-    }
+/// cryptsetup's refusal of a raise of the encryption sector size (see
+/// [`SectorIncrease::probe_device`]), or `Ok` where the new sector size fits the file system
+/// (or none is found) on the active mapping.
+fn check_sector_increase(i: &SectorIncrease) -> Result<()> {
+    super::signature::check_sector_size_fits(i.probe_device()?, i.new)
 }
 
 /// The sector size raise of a new re-encryption of `vol` (`None`: the sector size does not
@@ -385,15 +328,11 @@ fn sector_increase(
     live: Option<&lukskit_activate::userspace::UserspaceMapping>,
     notice: &mut ActiveNotice,
 ) -> Result<Option<SectorIncrease>> {
-    let old = data_sector_size(luks2(vol)?)?;
-    let Some(new) = req.sector_size.filter(|n| *n > old) else {
+    let Some(new) = sector_increase::raised_sector_size(luks2(vol)?, req)? else {
         return Ok(None);
     };
-    if req.force_offline {
-        return Ok(None);
-    }
     let mut kernel = active.map(String::from);
-    let mut userspace = live.and_then(mapping_device);
+    let mut userspace = live.and_then(userspace::mapping_device);
     if !runs && kernel.is_none() {
         // cryptsetup's `reencrypt_hint_force_offline_reencrypt`, then its look for the
         // active mapping, which an --init-only makes only for this check.
@@ -404,9 +343,9 @@ fn sector_increase(
             *notice = ActiveNotice::detected(kernel.as_deref(), vol, device);
         }
         if kernel.is_none() {
-            userspace = lukskit_reencrypt::userspace::active_mapping(&vol.data_path)?
+            userspace = userspace::active_mapping(&vol.data_path)?
                 .as_ref()
-                .and_then(mapping_device);
+                .and_then(userspace::mapping_device);
         }
     }
     let on = kernel
@@ -420,25 +359,6 @@ fn sector_increase(
 fn detect_active(vol: &Volume, device: &str) -> Result<Option<String>> {
     let data_path = if vol.detached { &vol.data_path } else { device };
     Ok(online::detect(data_path, vol.uuid())?)
-}
-
-/// The encryption sector size of the volume's data segment (512 where it has none).
-fn data_sector_size(hdr: &lukskit_format::luks2::Luks2Header) -> Result<u32> {
-    Ok(hdr
-        .segments()?
-        .into_iter()
-        .find(|s| s.id == 0)
-        .map_or(512, |s| s.sector_size))
-}
-
-/// The device a userspace mapping exposes its plaintext as (its `/dev/mapper` link, loop
-/// device or FUSE file); `None` for an NBD export.
-fn mapping_device(m: &lukskit_activate::userspace::UserspaceMapping) -> Option<String> {
-    let st = m.state.as_ref()?;
-    st.mapper_link
-        .clone()
-        .or_else(|| st.loop_device.clone())
-        .or_else(|| st.fuse_file.clone())
 }
 
 /// Whether paths `a` and `b` name the same file or block device (links followed).
@@ -469,266 +389,79 @@ struct InitContext<'a> {
     notice: &'a ActiveNotice,
 }
 
-/// Initialize: unlock the kept keyslots, add a keyslot for the new volume key per
-/// passphrase (unbound, as cryptsetup does) and write the re-encryption metadata.
-/// `ctx.online`: the kernel mapping the run will go on under, which must match the metadata
-/// before it is written (see [`lukskit_reencrypt::init::commit`]).
+/// Initialize (see [`lukskit_reencrypt::initialize()`]): the passphrases are read here, with
+/// cryptsetup's prompts, in the library's order.
 fn init(
     o: &Opts,
     vol: &mut Volume,
     ctx: &InitContext,
     formatted: Option<Formatted>,
 ) -> Result<reencrypt::Keys> {
-    let InitContext {
-        req,
-        data_dev,
-        block,
-        online,
-        increase,
-        notice,
-    } = *ctx;
-    let size = data_dev.unwrap_or(&vol.dev).size().map_err(|e| {
-        CliError::from(lukskit_volume::VolumeError::device_io(
-            lukskit_volume::DeviceOp::GetSize,
-            e,
-        ))
-    })?;
-    // A resilience mode cryptsetup does not know fails its initialization, after the
-    // passphrases are read (and the keyslots unlocked): checked there, below.
-    let resilience = match choice::data_shift(req) {
-        Some(shift) => Ok(ResilienceChoice::Datashift(shift)),
-        None => choice::resilience(req).map_err(CliError::from),
-    };
-    let pbkdf = crate::resolve::pbkdf(o);
-    if let Some(Formatted { pass, shift }) = formatted {
-        notice.say(o)?;
-        let resilience = resilience?;
-        // --encrypt: the new header holds the new key in its keyslot.
-        let e = lukskit_reencrypt::init::EncryptInit {
-            passphrase: pass.as_bytes(),
-            shift,
-            resilience,
-            pbkdf: &pbkdf,
-        };
-        return Ok(lukskit_reencrypt::init::encrypt(vol, (size, block), &e)?);
-    }
-    // A detached header whose data starts further on (a backup of a header that was in
-    // front of the data): cryptsetup 2.6.1's `decrypt_luks2_init` refuses it before asking
-    // for the passphrase (luks2-reencryption-test [5]).
-    if req.decrypts() && luks2(vol)?.data_offset()? > 0 {
-        return Err(CliError::invalid(
-            "LUKS2 decryption is supported with detached header device only (with data \
-             offset set to 0).",
-        ));
-    }
-    let slots = keyslots::to_unlock(vol, req.key_slot)?;
     let src = existing_key_source(o, None);
-    if req.decrypts() {
-        // cryptsetup's `decrypt_luks2_init`: one passphrase, of any keyslot (or --key-slot).
-        let prompt = format!("Enter passphrase for {}: ", vol.data_path);
-        let (_, old_vk, _pass) =
-            super::keys::unlock_with_tries(vol, o, &src, &prompt, req.key_slot, false)?;
-        notice.say(o)?;
-        let params = InitParams {
-            mode: Mode::Decrypt,
-            resilience: resilience.map_err(init_failed)?,
-            cipher: String::new(),
-            sector_size: 512,
-            new_digest: None,
-            digest_iterations: pbkdf.digest_iterations(old_vk.len())?,
-            digest_hash: pbkdf.hash()?,
-        };
-        let keys = reencrypt::Keys {
-            old: Some(old_vk),
-            new: None,
-        };
-        lukskit_reencrypt::init::commit(vol, (size, block), &params, &keys, online)?;
-        return Ok(keys);
-    }
-    if slots.len() > 1 && !matches!(src, input::KeySource::Prompt) {
-        return Err(CliError::invalid(
-            "Key file can be used only with --key-slot or with exactly one key slot active.",
-        ));
-    }
-    let hdr = luks2(vol)?;
-    let old_cipher = vol.cipher_spec()?;
-    let old_key_len = vol.volume_key_size()?;
-    let old_ss = data_sector_size(hdr)?;
-    // A volume without encryption (cipher_null, e.g. converted from LUKS1) is not kept so by
-    // default: cryptsetup switches it to its default cipher and key size, and says so.
-    let switch_null = o.cipher.is_none() && old_cipher.starts_with("cipher_null");
-    let cipher = match &o.cipher {
-        Some(c) => c.clone(),
-        None if switch_null => {
-            println!("Switching data encryption cipher to {DEFAULT_CIPHER}.");
-            DEFAULT_CIPHER.to_string()
-        }
-        None => old_cipher.clone(),
-    };
-    let spec = CipherSpec::parse(&cipher)?;
-    let key_len = match o.key_size {
-        Some(bits) => (bits / 8) as usize,
-        None if o.cipher.is_none() && !switch_null => old_key_len,
-        None => (lukskit_volume::format::default_key_bits(&spec) / 8) as usize,
-    };
-    let sector_size = req.sector_size.unwrap_or(old_ss);
-    // A data shift must be whole sectors of both layouts; checked (as by the library)
-    // before any keyslot is added, so that nothing is written when it is not.
-    if let Ok(ResilienceChoice::Datashift(shift)) = resilience {
-        let sector = old_ss.max(sector_size);
-        if !shift.is_multiple_of(u64::from(sector)) {
-            let e = CliError::from(lukskit_volume::VolumeError::from(
-                lukskit_volume::ReencryptError::ShiftAlignment {
-                    sector_size: sector,
-                },
-            ));
-            // cryptsetup's reason, then its failure of the initialization.
-            return Err(init_failed(e));
-        }
-    }
-    if let (Ok(ResilienceChoice::Datashift(shift)), Some(name)) = (&resilience, online) {
-        let seg0 = hdr.segments()?.into_iter().find(|s| s.id == 0);
-        let data = seg0.map_or(0, |s| s.size.unwrap_or(size.saturating_sub(s.offset)));
-        choice::check_online_shift_size(name, data, *shift, old_ss.max(sector_size))?;
-    }
-    // `--keep-key` (cryptsetup 2.6.1 takes it for LUKS2 too): the volume key stays, so
-    // something else of the data segment must change. As cryptsetup: a `--key-size` or a
-    // new cipher's default key size that differs from the kept key's counts as a change,
-    // but the key kept (and so its size) is the old one; no keyslot is added, the new
-    // segment is bound to the old key's digest, and the new cipher must take that key.
-    // `--volume-key-file` (cryptsetup 2.6.1's `reencrypt_luks2_init`, read before any
-    // passphrase is asked): the new volume key is the file's first key-size bytes; a file
-    // that holds the current volume key changes no key, as `--keep-key`.
-    let mut keep_key = req.keep_key;
-    let mut file_vk = None;
-    if let (Some(f), false) = (&o.volume_key_file, req.keep_key) {
-        let vk = super::volume_key::read_volume_key_file(f, key_len)?;
-        if vol.verify_volume_key(vk.as_bytes()).is_ok() {
-            keep_key = true;
-        } else {
-            file_vk = Some(vk);
-        }
-    }
-    if keep_key {
-        let same_cipher = cipher.eq_ignore_ascii_case(&old_cipher);
-        if same_cipher && key_len == old_key_len && sector_size == old_ss {
-            return Err(CliError::invalid(
-                "No data segment parameters changed. Reencryption aborted.",
-            ));
-        }
-        return keep_key_init(
-            o,
-            vol,
-            size,
-            ctx,
-            resilience,
-            &slots,
-            &src,
-            &cipher,
-            sector_size,
-        );
-    }
-    let mut old_vk: Option<SecretBuf> = None;
-    let mut passes = Vec::new();
-    for &slot in &slots {
-        let prompt = format!("Enter passphrase for key slot {slot}: ");
-        let (_, vk, pass) =
-            super::keys::unlock_with_tries(vol, o, &src, &prompt, Some(slot), false)?;
-        old_vk = Some(vk);
-        passes.push(pass);
-    }
-    let old_vk = old_vk.ok_or_else(CliError::wrong_passphrase)?;
-    notice.say(o)?;
-    let resilience = resilience.map_err(init_failed)?;
-    let new_vk = match file_vk {
-        Some(vk) => vk,
-        None => SecretBuf::random(key_len)
-            .map_err(|e| CliError::from(lukskit_volume::VolumeError::from(e)))?,
-    };
-    lukskit_crypto::engine::SectorCipher::check(&spec, key_len, sector_size)?;
-    let mut new_slots = Vec::new();
     let pbkdf = crate::resolve::pbkdf(o);
-    let added = keyslots::add_for_new_key(
-        vol,
-        &new_vk,
-        (&passes, &slots),
-        (&pbkdf, req.pbkdf_given),
-        &mut new_slots,
-    );
-    let r = added.map_err(CliError::from).and_then(|new_digest| {
-        if let Some(i) = increase {
-            i.check()?;
-        }
-        let keys = reencrypt::Keys {
-            old: Some(old_vk),
-            new: Some(new_vk),
-        };
-        let n = lukskit_reencrypt::init::NewKeyInit {
-            cipher,
-            sector_size,
-            key_len,
-            resilience,
-            new_digest,
-            first_slot: slots[0],
-            pbkdf: &pbkdf,
-            pbkdf_given: req.pbkdf_given,
-        };
-        lukskit_reencrypt::init::new_key(vol, (size, block), n, &keys, online)?;
-        Ok(keys)
-    });
-    if r.is_err() {
-        // As cryptsetup's `reencrypt_luks2_init` when the initialization fails (nothing of
-        // it was written): the keyslots just added for the new volume key go again.
-        for slot in new_slots.into_iter().rev() {
-            let _ = vol.kill_keyslot(slot);
-        }
-    }
-    r
+    let r = InitRequest {
+        req: ctx.req,
+        data_dev: ctx.data_dev,
+        block: ctx.block,
+        online: ctx.online,
+        cipher: o.cipher.as_deref(),
+        key_bits: o.key_size,
+        default_cipher: DEFAULT_CIPHER,
+        key_file: !matches!(src, input::KeySource::Prompt),
+        pbkdf: &pbkdf,
+        new_header: formatted.map(|f| NewHeader {
+            passphrase: f.pass,
+            shift: f.shift,
+        }),
+    };
+    let mut host = InitPrompts { o, src, ctx };
+    lukskit_reencrypt::initialize(vol, r, &mut host).map_err(|e| e.into_caller(CliError::from))
 }
 
-/// `reencrypt --keep-key` of a LUKS2 volume with a new cipher, key size or sector size
-/// (cryptsetup 2.6.1's `reencrypt_luks2_init` with the volume key unchanged): one keyslot is
-/// unlocked, no keyslot is added, and the new segment (`backup-final`) is bound to the digest
-/// of the kept key, the same digest as the old segment. The key keeps its size, so a
-/// `--key-size` other than the kept key's changes nothing of the key; the new cipher must
-/// take a key of that size.
-#[allow(clippy::too_many_arguments)]
-fn keep_key_init(
-    o: &Opts,
-    vol: &mut Volume,
-    size: u64,
-    ctx: &InitContext,
-    resilience: Result<ResilienceChoice>,
-    slots: &[u32],
-    src: &input::KeySource,
-    cipher: &str,
-    sector_size: u32,
-) -> Result<reencrypt::Keys> {
-    let (block, online) = (ctx.block, ctx.online);
-    let slot = slots[0];
-    let prompt = format!("Enter passphrase for key slot {slot}: ");
-    let (_, vk, _pass) = super::keys::unlock_with_tries(vol, o, src, &prompt, Some(slot), false)?;
-    ctx.notice.say(o)?;
-    if let Some(i) = ctx.increase {
-        i.check()?;
+/// The prompts and messages of an initialization, as cryptsetup's.
+struct InitPrompts<'a> {
+    o: &'a Opts,
+    src: input::KeySource,
+    ctx: &'a InitContext<'a>,
+}
+
+impl InitHost for InitPrompts<'_> {
+    type Error = CliError;
+
+    fn unlock(&mut self, vol: &Volume, ask: Unlock) -> Result<(SecretBuf, SecretBuf)> {
+        let (prompt, slot) = match ask {
+            Unlock::Volume(slot) => (format!("Enter passphrase for {}: ", vol.data_path), slot),
+            Unlock::Keyslot(slot) => (
+                format!("Enter passphrase for key slot {slot}: "),
+                Some(slot),
+            ),
+        };
+        let (_, vk, pass) =
+            super::keys::unlock_with_tries(vol, self.o, &self.src, &prompt, slot, false)?;
+        Ok((vk, pass))
     }
-    let resilience = resilience.map_err(init_failed)?;
-    let spec = CipherSpec::parse(cipher)?;
-    let pbkdf = crate::resolve::pbkdf(o);
-    let k = lukskit_reencrypt::init::KeepKeyInit {
-        cipher,
-        spec: &spec,
-        sector_size,
-        resilience,
-        pbkdf: &pbkdf,
-    };
-    Ok(lukskit_reencrypt::init::keep_key(
-        vol,
-        (size, block),
-        vk,
-        &k,
-        online,
-    )?)
+
+    fn passphrases_read(&mut self) -> Result<()> {
+        self.ctx.notice.say(self.o)
+    }
+
+    fn cipher_switched(&mut self, cipher: &str) {
+        println!("Switching data encryption cipher to {cipher}.");
+    }
+
+    fn volume_key_file(&mut self, len: usize) -> Result<Option<SecretBuf>> {
+        match &self.o.volume_key_file {
+            Some(f) => super::volume_key::read_volume_key_file(f, len).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    fn sector_increase_allowed(&mut self) -> Result<()> {
+        match self.ctx.increase {
+            Some(i) => check_sector_increase(i),
+            None => Ok(()),
+        }
+    }
 }
 
 /// Whether `repair <device>` must recover an interrupted re-encryption hot zone (as
@@ -777,10 +510,7 @@ fn header_in_reencryption(o: &Opts, device: &str) -> bool {
 /// the passphrase of its keyslot and the data shift.
 fn format_for_encrypt(o: &Opts, req: &ReencryptRequest, device: &str) -> Result<Formatted> {
     let Some(header) = o.header.clone() else {
-        return Err(CliError::invalid(
-            "Encryption without detached header (--header) is not possible without data \
-             device size reduction (--reduce-device-size).",
-        ));
+        return Err(ReencryptError::EncryptWithoutHeader.into());
     };
     if let Some(ss) = o.sector_size {
         super::signature::check_sector_size_fits(device, ss)?;
@@ -807,20 +537,12 @@ fn format_for_encrypt(o: &Opts, req: &ReencryptRequest, device: &str) -> Result<
             .ok_or_else(|| {
                 CliError::invalid("Invalid size specification in parameter --reduce-device-size.")
             })?;
-        let md = parse(&o.luks2_metadata_size, "metadata size")?.unwrap_or(0x4000);
-        let given = parse(&o.luks2_keyslots_size, "keyslots size")?;
-        if 2 * md + given.unwrap_or(s.saturating_sub(2 * md)) > s {
-            return Err(CliError::invalid(
-                "LUKS2 metadata size is larger than data shift value.",
-            ));
-        }
-        // Without --luks2-keyslots-size the keyslots area fills the space up to the data
-        // offset (or the shift, when that is larger), at most 128 MiB, as cryptsetup's.
-        let off = o.offset.unwrap_or(0).saturating_mul(512);
-        let ks = given.unwrap_or_else(|| off.max(s).saturating_sub(2 * md).min(128 << 20));
+        let md = parse(&o.luks2_metadata_size, "metadata size")?;
+        let ks = parse(&o.luks2_keyslots_size, "keyslots size")?;
+        let layout = encrypt_header::shift_layout(s, md, ks, o.offset)?;
         shift = Some(s);
-        metadata_size = Some(md);
-        keyslots_size = Some(ks);
+        metadata_size = Some(layout.metadata_size);
+        keyslots_size = Some(layout.keyslots_size);
     }
     // `--offset` sets the data offset with or without a data shift (cryptsetup's luksFormat
     // in `encrypt_luks2_init`): what lies in front of it is left as it is.

@@ -10,7 +10,7 @@ use crate::args::Opts;
 use crate::errors::{CliError, Result};
 use crate::input;
 use lukskit_crypto::hash::HashAlg;
-use lukskit_reencrypt::{shift, ReencryptError};
+use lukskit_reencrypt::shift;
 use lukskit_volume::claim::Claim;
 use lukskit_volume::device::Access;
 use lukskit_volume::reencrypt;
@@ -105,15 +105,6 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Option<String>, 
         moved_length,
         pbkdf: &pbkdf,
     };
-    let (keys, claim) = shift::init_decrypt(&mut vol, vk, &d).map_err(|e| match e {
-        ReencryptError::HeaderFileCreate(file) => {
-            CliError::invalid(format!("Cannot create header backup file {file}."))
-        }
-        ReencryptError::InitFailedWithBackup { file, source } => {
-            eprintln!("Reencryption initialization failed. Header backup is available in {file}.");
-            CliError::from(*source)
-        }
-        other => other.into(),
-    })?;
+    let (keys, claim) = shift::init_decrypt(&mut vol, vk, &d)?;
     Ok((keys, active, claim))
 }

@@ -58,10 +58,7 @@ pub fn init(o: &Opts, device: &str) -> Result<(reencrypt::Keys, Claim)> {
     }
     let shift = reduce / 2;
     if shift == 0 {
-        return Err(CliError::invalid(
-            "Encryption without detached header (--header) is not possible without data \
-             device size reduction (--reduce-device-size).",
-        ));
+        return Err(ReencryptError::EncryptWithoutHeader.into());
     }
     let uuid = match &o.uuid {
         Some(u) => uuid::Uuid::parse_str(u)
@@ -156,12 +153,9 @@ fn init_with_temp(
         shift,
         pbkdf: &pbkdf,
     };
-    shift::init_encrypt(&s, pass.as_bytes()).map_err(|e| match e {
-        ReencryptError::DeviceTooSmall(device) => {
-            plain(CliError::invalid(format!("Device {device} is too small.")))
-        }
+    shift::init_encrypt(&s, pass.as_bytes()).map_err(|e| {
         // The restore over the head of the device had begun: the temporary header stays.
-        ReencryptError::HeaderRestore(e) => (CliError::from(e), true),
-        other => plain(other.into()),
+        let keep = matches!(e, ReencryptError::HeaderRestore(_));
+        (CliError::from(e), keep)
     })
 }
