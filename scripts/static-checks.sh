@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The checks of the test command that build but run nothing (scripts/test.sh runs this at the
-# start of the host lane of scripts/test-lanes.sh, beside the reference-VM tests, rather than
-# before both lanes: on 2 cores they took ~8 minutes of the critical path there): clippy, the
+# The checks of the test command that build but run nothing (scripts/test.sh runs this in the
+# background lane of scripts/test-lanes.sh, at the lowest CPU priority beside the tests, rather
+# than before them: on 2 cores they took ~8 minutes of the critical path there): clippy, the
 # API docs, the declared minimum Rust version, licences and banned crates, cargo features.
 # Exit status: 0 when all passed; stops at the first failure.
 set -euo pipefail

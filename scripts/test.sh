@@ -150,10 +150,11 @@ echo "==> cargo test"
 log=$(mktemp)
 set +e
 # Every test binary, as `cargo test --workspace --no-fail-fast` runs them (a failing binary
-# does not hide the results of the others), in two lanes at once: the reference-VM tests, and
-# scripts/static-checks.sh (clippy, docs, MSRV, cargo deny, features), the other tests, then
-# scripts/test-more.sh (lukskit-crypto's tests on aarch64 under qemu-user, the Python
-# bindings, a short fuzzing run); scripts/test-lanes.sh says why.
+# does not hide the results of the others), in lanes at once: the reference-VM tests; the
+# other tests, then scripts/test-more.sh (lukskit-crypto's tests on aarch64 under qemu-user,
+# the Python bindings, a short fuzzing run); and in the background, at the lowest CPU
+# priority, scripts/static-checks.sh (clippy, docs, MSRV, cargo deny, features);
+# scripts/test-lanes.sh says why.
 bash scripts/test-lanes.sh --first scripts/static-checks.sh --then scripts/test-more.sh 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ -n "$prefetch_pid" ]; then
