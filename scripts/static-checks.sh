@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# The checks of the test command that build but run nothing (scripts/test.sh runs this in the
-# background lane of scripts/test-lanes.sh, at the lowest CPU priority beside the tests, rather
-# than before them: on 2 cores they took ~8 minutes of the critical path there): clippy, the
-# API docs, the declared minimum Rust version, licences and banned crates, cargo features.
+# The checks of the test command that build but run nothing (scripts/test.sh runs this before
+# the tests): clippy, the API docs, the declared minimum Rust version, licences and banned
+# crates, cargo features.
 # Exit status: 0 when all passed; stops at the first failure.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -7,28 +7,28 @@
 #     ended;
 #   - the host lane: every other test binary, one after the other, then the doc tests; each
 #     binary's output is printed whole when it ends (so the lanes' lines do not mix).
-# The VM lane's binaries (and the lukskit binary they run) are built first, alone; the VM lane
-# starts then, and the host lane builds the rest before its tests. A third, background lane
-# runs the `--first` scripts (builds that test nothing: clippy, docs, ...) at the lowest CPU
-# priority, on what the two lanes leave idle (a VM keeps about one core busy, host tests often
-# wait on their tools); run before the lanes, they took ~8 minutes of CI's critical path.
 # On 2 cores a single VM keeps about one core busy (its guest runs one command at a time), and
 # the host tests mostly wait on their tools, so the two lanes share the machine well; one
 # after the other, the test command no longer fitted CI's 90 minutes (2026-11-27).
 #
 # Each binary runs as cargo runs it: from its package's directory, with the usual libtest
-# output ("test result: ..." lines, which scripts/test.sh counts). `--first SCRIPT` runs SCRIPT
-# with bash in the background lane (from the start of the VM lane, at nice 19), `--then
-# SCRIPT` at the end of the host lane (both repeatable, before the other arguments); the
-# other arguments go to every test binary (a test name filter, --nocapture, ...). Every "==> ... exit" line also says when it ended, in seconds from the test build's start.
-# Exit status: 0 when every binary and script passed.
+# output ("test result: ..." lines, which scripts/test.sh counts). `--then SCRIPT` (repeatable,
+# first) runs SCRIPT with bash at the end of the host lane; the other arguments go to every
+# test binary (a test name filter, --nocapture, ...). Every "==> ... exit" line also says
+# when it ended, in seconds from the start of the test build. Exit status: 0 when every binary
+# and script passed.
+#
+# Tried 2026-11-30 and left: starting the VM lane once its own binaries were built, with the
+# rest built and the static checks run beside it (niced, or in a third lane at nice 19). On 2
+# cores it was slower, not faster (in a cold run refvm_kernel took 1130 s with one key
+# derivation less than the 917 s of stop 42's CI run, deb_package 784 s against 323 s): the
+# machine is saturated already, and more at once only preempts the VMs' vCPUs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-first=()
 then=()
-while [ "${1:-}" = --then ] || [ "${1:-}" = --first ]; do
-    [ -n "${2:-}" ] || { echo "test-lanes.sh: $1 needs a script" >&2; exit 2; }
-    if [ "$1" = --first ]; then first+=("$2"); else then+=("$2"); fi
+while [ "${1:-}" = --then ]; do
+    [ -n "${2:-}" ] || { echo "test-lanes.sh: --then needs a script" >&2; exit 2; }
+    then+=("$2")
     shift 2
 done
 
@@ -58,39 +58,22 @@ for line in open(sys.argv[1]):
     lane = "vm" if t["name"].startswith("refvm_") else "host"
     src = os.path.relpath(t["src_path"], pkg)
     # refvm_upstream, the longest (two VMs), last in its lane, after refvm_boot (which needs the
-    # static x86_64 binary static_binaries.rs builds early in the host lane; the VM lane starts
-    # before the host lane has built its tests); the rest in cargo's order.
+    # static x86_64 binary static_binaries.rs builds early in the host lane, or builds it
+    # itself); the rest in cargo's order.
     order = {"refvm_upstream": "2", "refvm_boot": "1"}.get(t["name"], "0")
     print("\t".join([lane, order, pkg, src, exe]))
 PY
 }
-# The executables (lukskit, the refvm_* tests) a second build rebuilt although the first had
-# built them: one per line.
-rebuilt() { # BUILD.JSON
-    python3 - "$1" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    try:
-        m = json.loads(line)
-    except ValueError:
-        continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and not m.get("fresh"):
-        t, test = m["target"], m["profile"]["test"]
-        if (t["name"] == "lukskit" and "bin" in t["kind"] and not test) or t["name"].startswith("refvm_"):
-            print(m["executable"])
-PY
-}
-
-# The VM lane's binaries first (the refvm_* tests and the lukskit binary they run: about half
-# of the build), so that the VM lane, the longer one, starts while the host lane builds the
-# rest (4m21 + 5m25 here, 2026-11-30).
-echo "==> building the reference-VM test binaries"
-if ! cargo test --workspace --test 'refvm_*' --no-run --message-format=json-render-diagnostics >"$work/build-vm.json"; then
+echo "==> building the test binaries"
+if ! cargo test --workspace --no-run --message-format=json-render-diagnostics >"$work/build.json"; then
     echo "lukskit: the test binaries did not build" >&2
     exit 101
 fi
-echo "==> the reference-VM test binaries built in $(($(date +%s) - t0)) s"
-binaries "$work/build-vm.json" | awk -F'\t' '$1 == "vm"' >"$work/binaries-vm" || exit 101
+echo "==> the test binaries built in $(($(date +%s) - t0)) s"
+binaries "$work/build.json" >"$work/all" || exit 101
+awk -F'\t' '$1 == "vm"' "$work/all" >"$work/binaries-vm"
+awk -F'\t' '$1 == "host"' "$work/all" >"$work/binaries"
+[ -s "$work/binaries" ] || { echo "lukskit: no test binaries found" >&2; exit 101; }
 
 run_binary() { # pkg src exe [args...]
     local pkg=$1 src=$2 exe=$3 t rc
@@ -103,14 +86,13 @@ run_binary() { # pkg src exe [args...]
     return $rc
 }
 
-run_script() { # NICENESS SCRIPT: its output whole when it ends
-    local t src out
+run_script() { # SCRIPT: its output whole when it ends
+    local t src
     t=$(date +%s)
-    out=$(mktemp "$work/script.XXXXXX")
-    nice -n "$1" bash "$2" >"$out" 2>&1 </dev/null
+    bash "$1" >"$work/script" 2>&1 </dev/null
     src=$?
-    cat "$out"
-    echo "==> $2: exit $src after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
+    cat "$work/script"
+    echo "==> $1: exit $src after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
     return $src
 }
 
@@ -128,20 +110,6 @@ vm_lane() {
 # stream after the other).
 host_lane() {
     local rc=0 n=0 lane order pkg src exe s t
-    # The other test binaries.
-    t=$(date +%s)
-    echo "==> building the other test binaries"
-    if ! cargo test --workspace --no-run --message-format=json-render-diagnostics >"$work/build.json"; then
-        echo "lukskit: the test binaries did not build" >&2
-        return 101
-    fi
-    echo "==> the other test binaries built in $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
-    if [ -n "$(rebuilt "$work/build.json")" ]; then
-        echo "lukskit: the second build rebuilt what the VM lane runs: $(rebuilt "$work/build.json" | tr '\n' ' ')" >&2
-        rc=1
-    fi
-    binaries "$work/build.json" | awk -F'\t' '$1 == "host"' >"$work/binaries" || return 101
-    [ -s "$work/binaries" ] || { echo "lukskit: no test binaries found" >&2; return 101; }
     while IFS=$'\t' read -r lane order pkg src exe; do
         n=$((n + 1))
         run_binary "$pkg" "$src" "$exe" "$@" >"$work/host.$n" </dev/null 2>&1 || rc=1
@@ -156,32 +124,17 @@ host_lane() {
     echo "==> doc tests: exit $s after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
     [ "$s" = 0 ] || rc=1
     for s in "${then[@]}"; do
-        run_script 0 "$s" || rc=1
-    done
-    return $rc
-}
-
-# The background lane: the --first scripts, one after the other, at the lowest priority.
-background_lane() {
-    local rc=0 s
-    for s in "${first[@]}"; do
-        run_script 19 "$s" || rc=1
+        run_script "$s" || rc=1
     done
     return $rc
 }
 
 vm_lane "$@" &
 vm_pid=$!
-background_lane >"$work/background" 2>&1 &
-bg_pid=$!
 host_lane "$@"
 host_rc=$?
-echo "==> host lane done after $(($(date +%s) - t0)) s"
-wait "$bg_pid"
-bg_rc=$?
-cat "$work/background"
-echo "==> background lane done (at $(($(date +%s) - t0)) s); waiting for the VM lane"
+echo "==> host lane done after $(($(date +%s) - t0)) s; waiting for the VM lane"
 wait "$vm_pid"
 vm_rc=$?
-echo "==> all lanes done after $(($(date +%s) - t0)) s (host lane exit $host_rc, background lane exit $bg_rc, VM lane exit $vm_rc)"
-[ "$host_rc" = 0 ] && [ "$bg_rc" = 0 ] && [ "$vm_rc" = 0 ]
+echo "==> both lanes done after $(($(date +%s) - t0)) s (host lane exit $host_rc, VM lane exit $vm_rc)"
+[ "$host_rc" = 0 ] && [ "$vm_rc" = 0 ]

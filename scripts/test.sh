@@ -135,6 +135,8 @@ for src in crates/*/src; do
     echo "==> scripts/module-cycles.py $src"
     python3 scripts/module-cycles.py "$src" --allow scripts/module-cycles.allow
 done
+# clippy, the API docs, the MSRV build, cargo deny, the cargo features.
+bash scripts/static-checks.sh
 if [ "${LUKSKIT_ALLOW_SKIP:-}" = 1 ]; then
     echo "WARNING: LUKSKIT_ALLOW_SKIP=1: tests that cannot run here skip instead of failing" >&2
 fi
@@ -150,12 +152,10 @@ echo "==> cargo test"
 log=$(mktemp)
 set +e
 # Every test binary, as `cargo test --workspace --no-fail-fast` runs them (a failing binary
-# does not hide the results of the others), in lanes at once: the reference-VM tests; the
-# other tests, then scripts/test-more.sh (lukskit-crypto's tests on aarch64 under qemu-user,
-# the Python bindings, a short fuzzing run); and in the background, at the lowest CPU
-# priority, scripts/static-checks.sh (clippy, docs, MSRV, cargo deny, features);
-# scripts/test-lanes.sh says why.
-bash scripts/test-lanes.sh --first scripts/static-checks.sh --then scripts/test-more.sh 2>&1 | tee "$log"
+# does not hide the results of the others), in two lanes at once: the reference-VM tests, and
+# the rest followed by scripts/test-more.sh (lukskit-crypto's tests on aarch64 under
+# qemu-user, the Python bindings, a short fuzzing run); scripts/test-lanes.sh says why.
+bash scripts/test-lanes.sh --then scripts/test-more.sh 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ -n "$prefetch_pid" ]; then
     wait "$prefetch_pid"
