@@ -7,12 +7,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's line says how long the one before it took (where the time of a run goes).
 last=$SECONDS
+took() { [ -z "${prev:-}" ] || echo "    ($prev: $((SECONDS - last)) s)"; }
 step() {
-    [ -z "${prev:-}" ] || echo "    ($prev: $((SECONDS - last)) s)"
+    took
     prev=$1 last=$SECONDS
     echo "==> $*"
 }
-trap 'step done' EXIT
+trap took EXIT
 
 step "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings
