@@ -29,7 +29,8 @@ if ! rustup run nightly rustc --version >/dev/null 2>&1; then
 fi
 if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "ci-fuzz: installing cargo-fuzz" >&2
-    cargo install cargo-fuzz --locked >&2
+    # Unoptimized: it only drives cargo, and it is built on every fresh CI machine.
+    cargo install cargo-fuzz --locked --debug >&2
 fi
 
 exec "$here/scripts/fuzz.sh" "$secs"

@@ -2,14 +2,17 @@
 # Runs every test of the workspace, as `cargo test --workspace --no-fail-fast` does, in two
 # lanes at once instead of one binary after the other:
 #   - the VM lane: the test binaries named refvm_* (the reference VM under QEMU's TCG, the
-#     longest by far), one after the other, their output as it comes; refvm_boot and then
-#     refvm_upstream (two VMs at once, the longest) last, when the host lane has most likely
-#     ended;
-#   - the host lane: every other test binary, one after the other, then the doc tests; each
-#     binary's output is printed whole when it ends (so the lanes' lines do not mix).
+#     longest by far), taken one after the other from the front of a queue ordered longest
+#     first, their output as it comes; refvm_upstream (two VMs at once) is not queued: it
+#     runs last in this lane;
+#   - the host lane: every other test binary, one after the other, then the doc tests and the
+#     --then scripts; each binary's output is printed whole when it ends (so the lanes' lines
+#     do not mix). Then it takes reference-VM binaries from the back of the same queue (the
+#     shortest) until the queue is empty, so that neither lane ends long before the other.
 # On 2 cores a single VM keeps about one core busy (its guest runs one command at a time), and
 # the host tests mostly wait on their tools, so the two lanes share the machine well; one
-# after the other, the test command no longer fitted CI's 90 minutes (2026-11-27).
+# after the other, the test command no longer fitted CI's 90 minutes (2026-11-27). With one
+# fixed VM lane, the host lane ended ~20 minutes before it and one core was idle meanwhile.
 #
 # Each binary runs as cargo runs it: from its package's directory, with the usual libtest
 # output ("test result: ..." lines, which scripts/test.sh counts). `--then SCRIPT` (repeatable,
@@ -36,8 +39,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 t0=$(date +%s)
-# One line per test binary of a cargo build's JSON messages: lane, order in the lane (0
-# first), package directory, source path, executable.
+# One line per test binary of a cargo build's JSON messages: lane (vm or host), order (the
+# VM lane's rank, longest first, or "last"), package directory, source path, executable.
 binaries() { # BUILD.JSON
     python3 - "$1" <<'PY'
 import json, os, sys
@@ -57,10 +60,22 @@ for line in open(sys.argv[1]):
     pkg = os.path.dirname(m["manifest_path"])
     lane = "vm" if t["name"].startswith("refvm_") else "host"
     src = os.path.relpath(t["src_path"], pkg)
-    # refvm_upstream, the longest (two VMs), last in its lane, after refvm_boot (which needs the
-    # static x86_64 binary static_binaries.rs builds early in the host lane, or builds it
-    # itself); the rest in cargo's order.
-    order = {"refvm_upstream": "2", "refvm_boot": "1"}.get(t["name"], "0")
+    # The reference-VM binaries longest first (seconds measured in CI runs: refvm_kernel
+    # 650-920, refvm_reencrypt 540-690, refvm_boot ~460, refvm_reencrypt_open 270-350,
+    # refvm_matrix 290-380, refvm_integrity ~240, lukskit-dm's refvm_dm ~140, refvm_crypttab
+    # 100-140; the others under a minute or two; one not named here goes after these).
+    # refvm_boot needs the static x86_64 binary that static_binaries.rs builds
+    # in the host lane: built by whichever comes first (cargo's lock, one build).
+    # refvm_upstream ("last"): not queued, the VM lane's last.
+    rank = ["refvm_kernel", "refvm_reencrypt", "refvm_boot", "refvm_reencrypt_open",
+            "refvm_matrix", "refvm_integrity", "refvm_dm", "refvm_crypttab", "refvm_open",
+            "refvm_exclusive", "refvm_udev", "refvm_segments", "refvm_smoke"]
+    if t["name"] == "refvm_upstream":
+        order = "last"
+    elif lane == "vm":
+        order = "%03d" % (rank.index(t["name"]) if t["name"] in rank else len(rank))
+    else:
+        order = "000"
     print("\t".join([lane, order, pkg, src, exe]))
 PY
 }
@@ -71,9 +86,28 @@ if ! cargo test --workspace --no-run --message-format=json-render-diagnostics >"
 fi
 echo "==> the test binaries built in $(($(date +%s) - t0)) s"
 binaries "$work/build.json" >"$work/all" || exit 101
-awk -F'\t' '$1 == "vm"' "$work/all" >"$work/binaries-vm"
 awk -F'\t' '$1 == "host"' "$work/all" >"$work/binaries"
+awk -F'\t' '$1 == "vm" && $2 == "last"' "$work/all" >"$work/binaries-vm-last"
 [ -s "$work/binaries" ] || { echo "lukskit: no test binaries found" >&2; exit 101; }
+# The queue of reference-VM binaries: one file per binary, named so that `sort` puts the
+# longest first (rank, then cargo's order).
+mkdir "$work/vmq"
+n=0
+while IFS= read -r line; do
+    n=$((n + 1))
+    printf '%s\n' "$line" >"$work/vmq/$(cut -f2 <<<"$line").$(printf %03d "$n")"
+done < <(awk -F'\t' '$1 == "vm" && $2 != "last"' "$work/all")
+
+# take front|back: prints the queue's first (longest) or last (shortest) binary and takes
+# it out of the queue; exit status 1 when the queue is empty.
+take() {
+    (
+        flock 9
+        f=$(find "$work/vmq" -type f -printf '%f\n' | sort | if [ "$1" = front ]; then head -n1; else tail -n1; fi)
+        [ -n "$f" ] || exit 1
+        cat "$work/vmq/$f" && rm -f "$work/vmq/$f"
+    ) 9>"$work/vmq.lock"
+}
 
 run_binary() { # pkg src exe [args...]
     local pkg=$1 src=$2 exe=$3 t rc
@@ -96,12 +130,16 @@ run_script() { # SCRIPT: its output whole when it ends
     return $src
 }
 
-# The VM lane: output as it comes.
+# The VM lane: the queue from its front, then refvm_upstream; output as it comes.
 vm_lane() {
-    local rc=0 lane order pkg src exe
+    local rc=0 lane order pkg src exe job
+    while job=$(take front); do
+        IFS=$'\t' read -r lane order pkg src exe <<<"$job"
+        run_binary "$pkg" "$src" "$exe" "$@" </dev/null 2>&1 || rc=1
+    done
     while IFS=$'\t' read -r lane order pkg src exe; do
         run_binary "$pkg" "$src" "$exe" "$@" </dev/null 2>&1 || rc=1
-    done < <(sort -s -t$'\t' -k2,2 "$work/binaries-vm")
+    done <"$work/binaries-vm-last"
     return $rc
 }
 
@@ -109,7 +147,7 @@ vm_lane() {
 # else (the VM lane writes its lines as they come; a whole binary's output is one write
 # stream after the other).
 host_lane() {
-    local rc=0 n=0 lane order pkg src exe s t
+    local rc=0 n=0 lane order pkg src exe s t job
     while IFS=$'\t' read -r lane order pkg src exe; do
         n=$((n + 1))
         run_binary "$pkg" "$src" "$exe" "$@" >"$work/host.$n" </dev/null 2>&1 || rc=1
@@ -125,6 +163,16 @@ host_lane() {
     [ "$s" = 0 ] || rc=1
     for s in "${then[@]}"; do
         run_script "$s" || rc=1
+    done
+    # Then the VM lane's queue from its back (the shortest binaries), each binary's output
+    # whole when it ends.
+    while job=$(take back); do
+        IFS=$'\t' read -r lane order pkg src exe <<<"$job"
+        n=$((n + 1))
+        echo "==> host lane: $src from the reference-VM queue"
+        run_binary "$pkg" "$src" "$exe" "$@" >"$work/host.$n" </dev/null 2>&1 || rc=1
+        cat "$work/host.$n"
+        rm -f "$work/host.$n"
     done
     return $rc
 }
