@@ -187,6 +187,41 @@ fn new_cipher_key_size_and_sector_size() {
     check_done(t.path(), &img, &kf, "aes-xts-plain64", "xts");
 }
 
+/// A short `--cipher` is written as cryptsetup writes it (`aes` and `aes-plain` become
+/// `aes-cbc-plain`), not as typed.
+#[test]
+fn short_cipher_names_are_written_as_cryptsetup_writes_them() {
+    if !have_cryptsetup("short_cipher_names_are_written_as_cryptsetup_writes_them") {
+        return;
+    }
+    let t = tmp();
+    let kf = write_file(t.path(), "kf", b"secret passphrase");
+    for given in ["aes", "aes-plain"] {
+        let mut segment = Vec::new();
+        for tool in ["cryptsetup", "lukskit"] {
+            let img = make_image(t.path(), &format!("{tool}-{given}.img"), &kf, &[]);
+            let extra = ["-c", given, "-s", "256"];
+            let r = if tool == "cryptsetup" {
+                cs_reencrypt(&img, &kf, &extra)
+            } else {
+                lk_reencrypt(&img, &kf, &extra)
+            };
+            r.ok(&format!("{tool} reencrypt -c {given}"));
+            check_done(
+                t.path(),
+                &img,
+                &kf,
+                "aes-cbc-plain",
+                &format!("{tool} -c {given}"),
+            );
+            let d = dump("cryptsetup", &img);
+            let line = d.lines().find(|l| l.trim_start().starts_with("cipher:"));
+            segment.push(line.map(str::to_string));
+        }
+        assert_eq!(segment[0], segment[1], "-c {given}: cryptsetup / lukskit");
+    }
+}
+
 #[test]
 fn lukskit_init_cryptsetup_resumes() {
     if !have_cryptsetup("lukskit_init_cryptsetup_resumes") {

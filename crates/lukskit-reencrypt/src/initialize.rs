@@ -2,13 +2,13 @@
 //! `reencrypt_luks2_init`, `decrypt_luks2_init` and `encrypt_luks2_init` decide it: which
 //! keyslots are unlocked, the new cipher, key and sector size, whether the volume key stays,
 //! the keyslots added for a new key (removed again when the initialization fails), and the
-//! metadata written (see [`crate::init`]).
+//! metadata written (see [`crate::metadata`]).
 //!
 //! What cryptsetup reads or says on the way (passphrases, what it says of the device's use,
 //! the cipher a `cipher_null` volume switches to, a volume key file, the sector size raise's
 //! check) is its caller's: an [`InitHost`], asked in cryptsetup's order.
 
-use crate::init::{self, EncryptInit, KeepKeyInit, NewKeyInit};
+use crate::metadata::{self, EncryptInit, KeepKeyInit, NewKeyInit};
 use crate::{choice, keyslots, ReencryptError, ReencryptRequest, SecretsError};
 use lukskit_crypto::engine::SectorCipher;
 use lukskit_crypto::spec::CipherSpec;
@@ -16,6 +16,7 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_format::luks2::Luks2Header;
 use lukskit_volume::device::Device;
+use lukskit_volume::format::default_cipher;
 use lukskit_volume::pbkdf::PbkdfRequest;
 use lukskit_volume::reencrypt::{InitParams, Keys, Mode, ResilienceChoice};
 use lukskit_volume::{DeviceOp, Volume, VolumeError};
@@ -43,7 +44,7 @@ pub trait InitHost {
     fn passphrases_read(&mut self) -> Result<(), Self::Error>;
 
     /// The volume has no encryption (`cipher_null`) and switches to `cipher`.
-    fn cipher_switched(&mut self, cipher: &str);
+    fn cipher_switched(&mut self, cipher: &CipherSpec);
 
     /// The first `len` bytes of the volume key file given, if any.
     fn volume_key_file(&mut self, len: usize) -> Result<Option<SecretBuf>, Self::Error>;
@@ -69,14 +70,14 @@ pub struct InitRequest<'a> {
     pub data_dev: Option<&'a Device>,
     /// The data device's logical block size.
     pub block: u64,
-    /// The kernel mapping an online run goes on under (see [`init::commit`]).
+    /// The kernel mapping an online run goes on under (see [`metadata::commit`]).
     pub online: Option<&'a str>,
-    /// The new cipher (`--cipher`; `None`: the old one).
-    pub cipher: Option<&'a str>,
+    /// The new cipher (`--cipher`; `None`: the old one, or the default cipher for a volume
+    /// without encryption, as cryptsetup switches it:
+    /// [`lukskit_volume::format::DEFAULT_CIPHER`]).
+    pub cipher: Option<&'a CipherSpec>,
     /// The new key size in bits (`--key-size`).
     pub key_bits: Option<u32>,
-    /// The cipher a volume without encryption switches to when no cipher is given.
-    pub default_cipher: &'a str,
     /// The passphrases come from a key file: only one keyslot can be unlocked.
     pub key_file: bool,
     /// The PBKDF asked for.
@@ -118,7 +119,7 @@ pub fn initialize<H: InitHost>(
             resilience: resilience?,
             pbkdf: r.pbkdf,
         };
-        return Ok(init::encrypt(vol, (size, block), &e)?);
+        return Ok(metadata::encrypt(vol, (size, block), &e)?);
     }
     // A detached header whose data starts further on (a backup of a header that was in
     // front of the data): cryptsetup 2.6.1's `decrypt_luks2_init` refuses it before asking
@@ -146,7 +147,7 @@ pub fn initialize<H: InitHost>(
             old: Some(old_vk),
             new: None,
         };
-        init::commit(vol, (size, block), &params, &keys, r.online)?;
+        metadata::commit(vol, (size, block), &params, &keys, r.online)?;
         return Ok(keys);
     }
     if slots.len() > 1 && r.key_file {
@@ -159,15 +160,20 @@ pub fn initialize<H: InitHost>(
     // A volume without encryption (cipher_null, e.g. converted from LUKS1) is not kept so by
     // default: cryptsetup switches it to its default cipher and key size, and says so.
     let switch_null = r.cipher.is_none() && old_cipher.starts_with("cipher_null");
-    let cipher = match r.cipher {
-        Some(c) => c.to_string(),
+    // The new segment's cipher as written: a given one as cryptsetup writes it (`aes` ->
+    // `aes-cbc-plain`), the old one as it was.
+    let (cipher, spec) = match r.cipher {
+        Some(c) => (c.to_string(), c.clone()),
         None if switch_null => {
-            host.cipher_switched(r.default_cipher);
-            r.default_cipher.to_string()
+            let c = default_cipher();
+            host.cipher_switched(&c);
+            (c.to_string(), c)
         }
-        None => old_cipher.clone(),
+        None => {
+            let spec = CipherSpec::parse(&old_cipher).map_err(ReencryptError::from)?;
+            (old_cipher.clone(), spec)
+        }
     };
-    let spec = CipherSpec::parse(&cipher).map_err(ReencryptError::from)?;
     let key_len = match r.key_bits {
         Some(bits) => (bits / 8) as usize,
         None if r.cipher.is_none() && !switch_null => old_key_len,
@@ -271,7 +277,7 @@ pub fn initialize<H: InitHost>(
             pbkdf: r.pbkdf,
             pbkdf_given: req.pbkdf_given,
         };
-        init::new_key(vol, (size, block), n, &keys, r.online)?;
+        metadata::new_key(vol, (size, block), n, &keys, r.online)?;
         Ok(keys)
     });
     if done.is_err() {
@@ -293,7 +299,7 @@ struct Target {
 
 /// `reencrypt --keep-key` of a LUKS2 volume with a new cipher, key size or sector size
 /// (cryptsetup 2.6.1's `reencrypt_luks2_init` with the volume key unchanged): keyslot `slot`
-/// is unlocked, no keyslot is added (see [`init::keep_key`]).
+/// is unlocked, no keyslot is added (see [`metadata::keep_key`]).
 fn keep_key_init<H: InitHost>(
     vol: &mut Volume,
     (size, r): (u64, &InitRequest),
@@ -315,7 +321,7 @@ fn keep_key_init<H: InitHost>(
         resilience: resilience.map_err(init_failed)?,
         pbkdf: r.pbkdf,
     };
-    Ok(init::keep_key(vol, (size, r.block), vk, &k, r.online)?)
+    Ok(metadata::keep_key(vol, (size, r.block), vk, &k, r.online)?)
 }
 
 /// The failure of the initialization for reason `e` (reported once).

@@ -70,9 +70,9 @@ pub mod choice;
 pub mod claim;
 pub mod encrypt_header;
 mod error;
-pub mod init;
 pub mod initialize;
 pub mod keyslots;
+pub mod metadata;
 pub mod online;
 mod progress;
 pub mod repair;
@@ -84,6 +84,8 @@ pub mod sector_increase;
 pub mod segments;
 pub mod shift;
 pub mod start;
+#[cfg(test)]
+mod test_images;
 pub mod userspace;
 
 pub use error::{ClaimRefusal, ReencryptError, Result};

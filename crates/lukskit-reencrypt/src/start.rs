@@ -41,3 +41,81 @@ pub fn check(hdr: &Luks2Header, req: &ReencryptRequest, moved: bool) -> Result<S
     }
     Ok(st)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_images::{fresh, prepared, MIB};
+    use lukskit_volume::device::Access;
+    use lukskit_volume::reencrypt::Mode;
+    use lukskit_volume::Volume;
+
+    fn req(mode: Option<Mode>, phase: Phase) -> ReencryptRequest {
+        ReencryptRequest {
+            mode,
+            phase,
+            ..ReencryptRequest::default()
+        }
+    }
+
+    fn image(dir: &tempfile::TempDir, make: fn(&str)) -> Volume {
+        let path = dir.path().join("img");
+        let path = path.to_str().unwrap();
+        make(path);
+        Volume::load(path, None, Access::Read).unwrap()
+    }
+
+    #[test]
+    fn a_header_not_in_reencryption_starts_unless_cryptsetup_refuses() {
+        let dir = tempfile::tempdir().unwrap();
+        let vol = image(&dir, fresh);
+        let hdr = vol.luks2().unwrap();
+        for phase in [Phase::Full, Phase::InitOnly] {
+            assert_eq!(check(hdr, &req(None, phase), false).unwrap(), Status::None);
+        }
+        assert!(matches!(
+            check(hdr, &req(None, Phase::ResumeOnly), false),
+            Err(ReencryptError::NotInProgress)
+        ));
+        // A decryption needs --header, and takes no --reduce-device-size with it.
+        let decrypt = req(Some(Mode::Decrypt), Phase::Full);
+        assert!(matches!(
+            check(hdr, &decrypt, false),
+            Err(ReencryptError::DecryptNeedsHeader)
+        ));
+        let with_header = ReencryptRequest {
+            header: Some("header.img".into()),
+            ..decrypt.clone()
+        };
+        assert_eq!(check(hdr, &with_header, false).unwrap(), Status::None);
+        let shifted = ReencryptRequest {
+            reduce_device_size: Some(MIB),
+            ..with_header
+        };
+        assert!(matches!(
+            check(hdr, &shifted, false),
+            Err(ReencryptError::DecryptShiftUnsupported)
+        ));
+        // One that moved its header out was initialized already: not refused again.
+        assert_eq!(check(hdr, &decrypt, true).unwrap(), Status::None);
+    }
+
+    #[test]
+    fn a_header_in_reencryption_resumes_but_is_not_initialized_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let vol = image(&dir, prepared);
+        let hdr = vol.luks2().unwrap();
+        let st = check(hdr, &req(None, Phase::Full), false).unwrap();
+        assert_ne!(st, Status::None);
+        assert_eq!(
+            check(hdr, &req(None, Phase::ResumeOnly), false).unwrap(),
+            st
+        );
+        assert!(matches!(
+            check(hdr, &req(None, Phase::InitOnly), false),
+            Err(ReencryptError::AlreadyInitialized)
+        ));
+        // Initialized just now by an encryption or decryption that moves the data.
+        assert_eq!(check(hdr, &req(None, Phase::InitOnly), true).unwrap(), st);
+    }
+}

@@ -37,7 +37,7 @@ pub enum DataCipher {
 impl DataCipher {
     /// The default cipher, cryptsetup's `aes-xts-plain64`.
     pub fn default_luks() -> Self {
-        DataCipher::Sector(CipherSpec::parse(DEFAULT_CIPHER).expect("the default cipher parses"))
+        DataCipher::Sector(default_cipher())
     }
 
     /// The cipher as the engine's [`CipherSpec`], when it is one.
@@ -64,6 +64,11 @@ impl DataCipher {
 
 /// cryptsetup's default LUKS cipher.
 pub const DEFAULT_CIPHER: &str = "aes-xts-plain64";
+
+/// [`DEFAULT_CIPHER`], parsed.
+pub fn default_cipher() -> CipherSpec {
+    CipherSpec::parse(DEFAULT_CIPHER).expect("the default cipher parses")
+}
 
 /// Everything `luksFormat` needs besides the passphrase.
 #[derive(Debug, Clone)]

@@ -10,6 +10,7 @@ use crate::args::Opts;
 use crate::errors::{self, CliError, Result};
 use crate::input;
 use crate::interrupt::catch_interrupts;
+use lukskit_crypto::spec::CipherSpec;
 use lukskit_crypto::SecretBuf;
 use lukskit_format::io::Storage;
 use lukskit_reencrypt::initialize::{InitHost, InitRequest, NewHeader, Unlock};
@@ -20,9 +21,6 @@ use lukskit_volume::device::{Access, Device};
 use lukskit_volume::reencrypt::{self, Outcome, Status};
 use lukskit_volume::{Header, Volume};
 use std::io::Write;
-
-// cryptsetup's default cipher, which a re-encryption of a cipher_null volume switches to.
-use super::format::DEFAULT_CIPHER;
 
 fn has(o: &Opts, long: &str) -> bool {
     o.given.has(long)
@@ -399,14 +397,21 @@ fn init(
 ) -> Result<reencrypt::Keys> {
     let src = existing_key_source(o, None);
     let pbkdf = crate::resolve::pbkdf(o);
+    // `--cipher`, parsed once, here (a decryption takes none, an encryption's new header was
+    // made with it).
+    let cipher = match o.cipher.as_deref() {
+        Some(text) if formatted.is_none() && !ctx.req.decrypts() => {
+            Some(CipherSpec::parse(text).map_err(CliError::from)?)
+        }
+        _ => None,
+    };
     let r = InitRequest {
         req: ctx.req,
         data_dev: ctx.data_dev,
         block: ctx.block,
         online: ctx.online,
-        cipher: o.cipher.as_deref(),
+        cipher: cipher.as_ref(),
         key_bits: o.key_size,
-        default_cipher: DEFAULT_CIPHER,
         key_file: !matches!(src, input::KeySource::Prompt),
         pbkdf: &pbkdf,
         new_header: formatted.map(|f| NewHeader {
@@ -445,7 +450,7 @@ impl InitHost for InitPrompts<'_> {
         self.ctx.notice.say(self.o)
     }
 
-    fn cipher_switched(&mut self, cipher: &str) {
+    fn cipher_switched(&mut self, cipher: &CipherSpec) {
         println!("Switching data encryption cipher to {cipher}.");
     }
 
