@@ -6,7 +6,7 @@
 //! * [`resume::check_resume_params`] — whether a request may go on with the re-encryption in
 //!   progress, and [`resume::apply_resilience`] — the resilience a resume asks for;
 //! * [`choice`] — the resilience and data shift of a new re-encryption;
-//! * [`init`] — writing a new re-encryption's metadata, checked against an online run's
+//! * [`metadata`] — writing a new re-encryption's metadata, checked against an online run's
 //!   mapping first;
 //! * [`initialize()`] — a new re-encryption's initialization from typed values, asking an
 //!   [`initialize::InitHost`] for its passphrases;
