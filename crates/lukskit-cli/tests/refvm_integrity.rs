@@ -29,16 +29,11 @@ fn integrity_volumes_match_cryptsetup() {
     let dir = common::tmp();
     // A 32 MiB disk: every case wipes it twice through dm-integrity and reads it back four
     // times under TCG (a 64 MiB one took 357 s in CI beside the host tests).
-    let Some(r) = refvm_common::run_script_on_sized_blank_disks(
-        T,
-        "kernel/integrity.sh",
-        dir.path(),
-        1,
-        32,
-        400,
-        &[],
-        &[],
-    ) else {
+    let run = refvm_common::ScriptRun {
+        mib: 32,
+        ..refvm_common::ScriptRun::new(T, "kernel/integrity.sh", dir.path(), 1, 400)
+    };
+    let Some(r) = run.run() else {
         return;
     };
     let out = &r.stdout;

@@ -48,15 +48,12 @@ fn kernel_mappings_match_cryptsetup() {
     ];
     // About 150 s on an idle host here (one boot), the other formats, and ~60 s of the
     // kernel engine and benchmark, `open --engine` and `engines` (kernel/kcapi.sh).
-    let Some(r) = refvm_common::run_script_on_blank_disks_with(
-        T,
-        "kernel/open.sh",
-        dir.path(),
-        3,
-        600,
-        &options,
-        &[images.as_os_str()],
-    ) else {
+    let run = refvm_common::ScriptRun {
+        options: &options,
+        more_disks: &[images.as_os_str()],
+        ..refvm_common::ScriptRun::new(T, "kernel/open.sh", dir.path(), 3, 600)
+    };
+    let Some(r) = run.run() else {
         return;
     };
     let out = &r.stdout;

@@ -226,7 +226,7 @@ pub fn prepare() -> Result<(), String> {
 /// Run `tests/refvm/SCRIPT` in the VM with lukskit and `disks` blank 64 MiB disks (made in
 /// `dir`), with the timeout for a run of about `expected` seconds. `None` when the VM cannot
 /// be had here and [`skip_or_fail`] allowed a skip; otherwise the run, which must have
-/// exited 0.
+/// exited 0. [`ScriptRun`] takes more options.
 pub fn run_script_on_blank_disks(
     test: &str,
     script: &str,
@@ -234,63 +234,78 @@ pub fn run_script_on_blank_disks(
     disks: usize,
     expected: u64,
 ) -> Option<VmRun> {
-    run_script_on_blank_disks_with(test, script, dir, disks, expected, &[], &[])
+    ScriptRun::new(test, script, dir, disks, expected).run()
 }
 
-/// [`run_script_on_blank_disks`] with more run.sh options before the script (`--copy FILE`,
-/// ...) and disks of the caller's after the blank ones.
-pub fn run_script_on_blank_disks_with(
-    test: &str,
-    script: &str,
-    dir: &Path,
-    disks: usize,
-    expected: u64,
-    options: &[&std::ffi::OsStr],
-    more_disks: &[&std::ffi::OsStr],
-) -> Option<VmRun> {
-    run_script_on_sized_blank_disks(test, script, dir, disks, 64, expected, options, more_disks)
+/// A run of a guest script on blank disks (see [`run_script_on_blank_disks`]), with the
+/// options beyond it as fields.
+pub struct ScriptRun<'a> {
+    /// The test's name (in messages, and for [`vm_ready`]).
+    pub test: &'a str,
+    /// The script, relative to `tests/refvm/`.
+    pub script: &'a str,
+    /// Where the blank disks are made.
+    pub dir: &'a Path,
+    /// How many blank disks (`/dev/vda`, `/dev/vdb`, ...).
+    pub disks: usize,
+    /// Their size in MiB (64; less data for a script that reads or wipes a whole disk under
+    /// emulation).
+    pub mib: u64,
+    /// About how long the run takes, in seconds: the timeout follows from it.
+    pub expected: u64,
+    /// run.sh options before the script (`--copy FILE`, ...).
+    pub options: &'a [&'a std::ffi::OsStr],
+    /// The caller's disks, after the blank ones.
+    pub more_disks: &'a [&'a std::ffi::OsStr],
 }
 
-/// [`run_script_on_blank_disks_with`] with blank disks of `mib` MiB (less data for a script
-/// that reads or wipes the whole disk under emulation).
-#[allow(clippy::too_many_arguments)]
-pub fn run_script_on_sized_blank_disks(
-    test: &str,
-    script: &str,
-    dir: &Path,
-    disks: usize,
-    mib: u64,
-    expected: u64,
-    options: &[&std::ffi::OsStr],
-    more_disks: &[&std::ffi::OsStr],
-) -> Option<VmRun> {
-    if !vm_ready(test) {
-        return None;
+impl<'a> ScriptRun<'a> {
+    /// A run on `disks` blank 64 MiB disks, no more options or disks.
+    pub fn new(test: &'a str, script: &'a str, dir: &'a Path, disks: usize, expected: u64) -> Self {
+        ScriptRun {
+            test,
+            script,
+            dir,
+            disks,
+            mib: 64,
+            expected,
+            options: &[],
+            more_disks: &[],
+        }
     }
-    let images: Vec<String> = (0..disks)
-        .map(|i| {
-            let p = dir.join(format!("disk{i}.img"));
-            std::fs::File::create(&p)
-                .and_then(|f| f.set_len(mib << 20))
-                .expect("blank disk image");
-            p.display().to_string()
-        })
-        .collect();
-    let script = refvm_dir().join(script);
-    let mut args = options.to_vec();
-    args.push(script.as_os_str());
-    args.extend(images.iter().map(|d| std::ffi::OsStr::new(d.as_str())));
-    args.extend_from_slice(more_disks);
-    let r = run_vm(test, timeout_for(expected), &args, true);
-    if !r.ran(test) {
-        return None;
+
+    /// Make the disks and run the script: `None` when the VM cannot be had here and
+    /// [`skip_or_fail`] allowed a skip; otherwise the run, which must have exited 0.
+    pub fn run(&self) -> Option<VmRun> {
+        let test = self.test;
+        if !vm_ready(test) {
+            return None;
+        }
+        let images: Vec<String> = (0..self.disks)
+            .map(|i| {
+                let p = self.dir.join(format!("disk{i}.img"));
+                std::fs::File::create(&p)
+                    .and_then(|f| f.set_len(self.mib << 20))
+                    .expect("blank disk image");
+                p.display().to_string()
+            })
+            .collect();
+        let script = refvm_dir().join(self.script);
+        let mut args = self.options.to_vec();
+        args.push(script.as_os_str());
+        args.extend(images.iter().map(|d| std::ffi::OsStr::new(d.as_str())));
+        args.extend_from_slice(self.more_disks);
+        let r = run_vm(test, timeout_for(self.expected), &args, true);
+        if !r.ran(test) {
+            return None;
+        }
+        assert_eq!(
+            r.code, 0,
+            "{test}: {script:?} in the VM: {}{}",
+            r.stdout, r.stderr
+        );
+        Some(r)
     }
-    assert_eq!(
-        r.code, 0,
-        "{test}: {script:?} in the VM: {}{}",
-        r.stdout, r.stderr
-    );
-    Some(r)
 }
 
 /// The lines of a guest transcript that follow its `== A B` block headers, each as
