@@ -795,7 +795,8 @@ fn tampered_metadata_is_refused_by_both() {
 
 /// SIGINT stops a run at a safe point, as cryptsetup's does ("Reencryption interrupted.",
 /// exit 1); `--resume-only` then finishes it, also by cryptsetup, and the plaintext is intact.
-/// (Whenever the signal lands; if the run was already done, there is nothing to resume.)
+/// (The signal goes once the run's metadata is written; if the run was already done, there is
+/// nothing to resume.)
 #[test]
 fn sigint_stops_at_a_safe_point() {
     if !have_cryptsetup("sigint_stops_at_a_safe_point") {
@@ -818,8 +819,23 @@ fn sigint_stops_at_a_safe_point() {
         .arg(&img)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped());
-        let child = cmd.spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        let mut child = cmd.spawn().unwrap();
+        // The signal goes once the run has started (its metadata written: the header's
+        // JSON requires online-reencrypt-v2), not at a fixed time: on a loaded machine a
+        // fixed 300 ms landed in the initialization.
+        let t0 = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() && t0.elapsed().as_secs() < 60 {
+            let mut head = vec![0u8; 64 << 10];
+            let n = std::fs::File::open(&img)
+                .and_then(|mut f| std::io::Read::read(&mut f, &mut head))
+                .unwrap_or(0);
+            if head[..n].windows(18).any(|w| w == b"online-reencrypt-v") {
+                // From the metadata to the run (its lock, its SIGINT handler) is a few calls.
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         // SAFETY: kill(2) on our own child's pid; no memory is involved.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         let out = child.wait_with_output().unwrap();
