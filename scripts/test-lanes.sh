@@ -61,14 +61,17 @@ for line in open(sys.argv[1]):
     lane = "vm" if t["name"].startswith("refvm_") else "host"
     src = os.path.relpath(t["src_path"], pkg)
     # The reference-VM binaries longest first (seconds measured in CI runs: refvm_kernel
-    # 650-920, refvm_reencrypt 540-690, refvm_boot ~460, refvm_reencrypt_open 270-350,
+    # 650-1050, refvm_reencrypt 540-930, refvm_boot 460-940, refvm_reencrypt_open 270-500,
     # refvm_matrix 290-380, refvm_integrity ~240, lukskit-dm's refvm_dm ~140, refvm_crypttab
     # 100-140; the others under a minute or two; one not named here goes after these).
-    # refvm_boot needs the static x86_64 binary that static_binaries.rs builds
-    # in the host lane: built by whichever comes first (cargo's lock, one build).
+    # refvm_boot needs the static x86_64 binary that static_binaries.rs builds in the host
+    # lane: built by whichever comes first (cargo's lock, one build); it goes after
+    # refvm_matrix so that static_binaries has usually built it by then (in a cold run with
+    # refvm_boot third, refvm_boot built it while static_binaries waited for cargo's lock,
+    # both lanes on one build whose LTO step is one thread).
     # refvm_upstream ("last"): not queued, the VM lane's last.
-    rank = ["refvm_kernel", "refvm_reencrypt", "refvm_boot", "refvm_reencrypt_open",
-            "refvm_matrix", "refvm_integrity", "refvm_dm", "refvm_crypttab", "refvm_open",
+    rank = ["refvm_kernel", "refvm_reencrypt", "refvm_reencrypt_open", "refvm_matrix",
+            "refvm_boot", "refvm_integrity", "refvm_dm", "refvm_crypttab", "refvm_open",
             "refvm_exclusive", "refvm_udev", "refvm_segments", "refvm_smoke"]
     if t["name"] == "refvm_upstream":
         order = "last"
