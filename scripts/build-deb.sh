@@ -59,9 +59,13 @@ umask 022
 root=$stage/lukskit
 install -D -m 0755 "$bin" "$root/usr/sbin/lukskit"
 # The release profile strips; a binary given with --binary may not be.
-if readelf -S "$root/usr/sbin/lukskit" 2>/dev/null | grep -q -e '\.debug_' -e '\.symtab'; then
+# (readelf's whole output first: `grep -q` leaving early would fail the pipeline by SIGPIPE.)
+sections=$(readelf -S "$root/usr/sbin/lukskit" 2>/dev/null || true)
+if grep -q -e '\.debug_' -e '\.symtab' <<<"$sections"; then
     command -v strip >/dev/null || die "$bin has symbols or debug info and strip (binutils) is missing"
-    strip --strip-all "$root/usr/sbin/lukskit"
+    # .debug_gdb_scripts (rustc's pretty-printer hint in builds with debug info) is a loaded
+    # section, which --strip-all keeps.
+    strip --strip-all --remove-section=.debug_gdb_scripts "$root/usr/sbin/lukskit"
 fi
 install -d "$root/usr/share/man/man8"
 gzip -9n <"$repo/man/lukskit.8" >"$root/usr/share/man/man8/lukskit.8.gz"

@@ -30,6 +30,7 @@ if [ "$secs" = "--seed-corpus" ]; then
 fi
 shift || true
 targets=("$@")
+every_target=$(($# == 0))
 if [ "${#targets[@]}" -eq 0 ]; then
     targets=(luks1_header luks2_header cipher_spec fvault2_metadata bitlk_metadata tcrypt_header tpm2_token clevis_token luks2_edits bind_config clevis_sss crypttab)
     if grep -q '^name = "nbd_request"' "$fuzz/Cargo.toml"; then
@@ -229,9 +230,14 @@ if [ "$seed_only" = 1 ]; then
 fi
 
 # --- fixed-time runs -------------------------------------------------------------------
-for t in "${targets[@]}"; do
-    (cd "$fuzz" && cargo +nightly fuzz build -O "$t") >&2
-done
+if [ "$every_target" = 1 ]; then
+    # Every target: one cargo invocation (the targets link in parallel).
+    (cd "$fuzz" && cargo +nightly fuzz build -O) >&2
+else
+    for t in "${targets[@]}"; do
+        (cd "$fuzz" && cargo +nightly fuzz build -O "$t") >&2
+    done
+fi
 status=0
 for t in "${targets[@]}"; do
     mkdir -p "$fuzz/corpus/$t" "$work/run-$t" "$fuzz/artifacts/$t"

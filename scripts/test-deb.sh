@@ -14,15 +14,22 @@
 #     /sbin/cryptsetup.real; `apt remove` gives Debian's back and drops the diversion;
 #   - `apt remove lukskit` removes the binary.
 #
-#   scripts/test-deb.sh [--debs DIR]      (DIR: packages already built by build-deb.sh)
+#   scripts/test-deb.sh [--debs DIR | --binary PATH]
+#
+# DIR: packages already built by build-deb.sh; PATH: the lukskit binary to package (build-deb.sh
+# --binary; the test suite gives the one its other tests ran). Without either, build-deb.sh makes
+# the release build.
 #
 # Needs root (chroot), mmdebstrap, dpkg-deb and, for the first run, the Debian mirror.
 # Exit 77 when those cannot be had.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 SELF="$repo/scripts/test-deb.sh"
-debs=
-[ "${1:-}" = --debs ] && debs=$2
+debs= binary=()
+case "${1:-}" in
+--debs) debs=$2 ;;
+--binary) binary=(--binary "$2") ;;
+esac
 say() { echo "test-deb: $*" >&2; }
 skip() { say "SKIP: $*"; exit 77; }
 die() { say "FAILED: $*"; exit 1; }
@@ -39,7 +46,7 @@ flock 8
 if [ -z "$debs" ]; then
     debs=$cache/debs
     rm -rf "$debs"
-    bash "$repo/scripts/build-deb.sh" --out "$debs" >/dev/null
+    bash "$repo/scripts/build-deb.sh" --out "$debs" "${binary[@]}" >/dev/null
 fi
 deb=$(ls "$debs"/lukskit_*.deb)
 compat=$(ls "$debs"/lukskit-cryptsetup-compat_*.deb)
