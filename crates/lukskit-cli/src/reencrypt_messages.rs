@@ -1,6 +1,7 @@
 //! cryptsetup 2.6.1's words and exit codes for what the re-encryption library reports.
 
 use crate::errors::CliError;
+use lukskit_reencrypt::legacy::DevState;
 use lukskit_reencrypt::{ClaimRefusal, ReencryptError};
 use lukskit_volume::{ReencryptError as VolumeReencryptError, VolumeError};
 
@@ -112,11 +113,80 @@ fn message(e: ReencryptError) -> CliError {
             "Encryption without detached header (--header) is not possible without data \
              device size reduction (--reduce-device-size).",
         ),
+        E::ConflictingVersions { device, found } => {
+            let what = match found {
+                DevState::Luks1 => "LUKS1",
+                DevState::Luks1Unusable => "in LUKS1 reencryption",
+                DevState::Luks2 => "LUKS2",
+                DevState::Luks2Reencrypt => "in LUKS2 reencryption",
+                DevState::NotLuks => "not LUKS",
+            };
+            CliError::invalid(format!("Conflicting versions. Device {device} is {what}."))
+        }
+        E::BrokenLuks { path, source } => {
+            let m = crate::errors::problem_only(source).message;
+            let problem = if m.is_empty() { m } else { format!("{m}\n") };
+            CliError::invalid(format!(
+                "{problem}Device {path} contains broken LUKS metadata. Aborting operation."
+            ))
+        }
+        E::AlreadyLuks(device) => CliError::invalid(format!(
+            "Device {device} is already LUKS device. Aborting operation."
+        )),
+        E::AlreadyInReencryption(device) => CliError::invalid(format!(
+            "Device {device} is already in LUKS reencryption. Aborting operation."
+        )),
+        E::LegacyDeviceSizeUnsupported => CliError::invalid(
+            "Option --device-size is not supported by lukskit's LUKS1 reencrypt yet.",
+        ),
+        E::LegacyBlockSize => CliError::invalid(
+            "Only values between 1 MiB and 64 MiB allowed for reencryption block size.",
+        ),
+        E::CannotOpenDevice(device) => CliError::invalid(format!("Cannot open device {device}.")),
+        E::InvalidUuid => CliError::invalid("Provided UUID is invalid."),
+        E::NotValidLuks(device) => {
+            CliError::invalid(format!("Device {device} is not a valid LUKS device."))
+        }
+        E::InvalidKeyslot => CliError::invalid("Key slot is invalid."),
+        E::LegacyLogOpen(why) => {
+            let why = match why {
+                Some(e) => crate::errors::volume(&e).message,
+                None => "Wrong log format.".to_string(),
+            };
+            CliError::invalid(format!("{why}\nCannot open reencryption log file."))
+        }
+        E::UuidOnlyResumes => CliError::invalid(
+            "No decryption in progress, provided UUID can be used only to resume suspended \
+             decryption process.",
+        ),
+        E::LegacyHeaderCreate { path, source } => {
+            CliError::invalid(format!("Cannot create header file {path}: {source}."))
+        }
+        E::NotLuks1 => CliError::invalid("Device is not a valid LUKS1 device."),
+        E::DeviceSize { path, source } => CliError::io("read the size of", &path, &source),
+        E::LegacyCopy(e) => after("IO error during reencryption.", e.into()),
+        E::LegacyInterrupted => CliError::invalid("\nReencryption interrupted."),
+        E::LegacyRestoreRename { header, source } => after(
+            &format!("Cannot restore LUKS1 header on device {header}."),
+            CliError::io("rename", &header, &source),
+        ),
+        E::LegacyRestore { device, source } => after(
+            &format!("Cannot restore LUKS1 header on device {device}."),
+            source.into(),
+        ),
         E::Volume(e) => e.into(),
         E::Format(e) => e.into(),
         E::Activate(e) => e.into(),
         other => CliError::invalid(other.to_string()),
     }
+}
+
+/// `e` with the line cryptsetup says before it (its exit code).
+fn after(line: &str, e: CliError) -> CliError {
+    if e.message.is_empty() {
+        return CliError::new(e.class, line);
+    }
+    CliError::new(e.class, format!("{line}\n{}", e.message))
 }
 
 /// A failure of the re-encryption's initialization in cryptsetup's words: the reason, then

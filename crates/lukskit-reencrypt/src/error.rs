@@ -158,6 +158,95 @@ pub enum ReencryptError {
     /// The volume's header is not LUKS2.
     #[error("the device is not a valid LUKS2 device")]
     NotLuks2,
+    /// `--type` names the other LUKS version than the header's (`found`).
+    #[error("conflicting versions: device {device} is {found:?}")]
+    ConflictingVersions {
+        /// The header device.
+        device: String,
+        /// What it holds.
+        found: crate::legacy::DevState,
+    },
+    /// An encryption of a device whose LUKS header does not load.
+    #[error("device {path} contains broken LUKS metadata: {source}")]
+    BrokenLuks {
+        /// The device.
+        path: String,
+        /// Why it does not load.
+        source: lukskit_volume::VolumeError,
+    },
+    /// An encryption of a device that is a LUKS device already.
+    #[error("device {0} is already a LUKS device")]
+    AlreadyLuks(String),
+    /// An encryption of a device in re-encryption.
+    #[error("device {0} is already in LUKS re-encryption")]
+    AlreadyInReencryption(String),
+    /// A legacy (LUKS1) run with a device size (`--device-size`), which lukskit's legacy
+    /// code does not take yet.
+    #[error("a device size is not supported by the LUKS1 re-encryption yet")]
+    LegacyDeviceSizeUnsupported,
+    /// A legacy run's block size is not 1-64 MiB.
+    #[error("the re-encryption block size must be 1 to 64 MiB")]
+    LegacyBlockSize,
+    /// The data device cannot be opened for writing.
+    #[error("cannot open device {0}")]
+    CannotOpenDevice(String),
+    /// The UUID of a decryption to resume is not a UUID.
+    #[error("the UUID given is invalid")]
+    InvalidUuid,
+    /// The device holds no LUKS1 header (nor one in legacy re-encryption).
+    #[error("device {0} is not a valid LUKS device")]
+    NotValidLuks(String),
+    /// A keyslot number beyond LUKS1's eight.
+    #[error("the keyslot is invalid")]
+    InvalidKeyslot,
+    /// A legacy run's log file cannot be opened (`Some`: why) or read (`None`: it is not a
+    /// log file of this format).
+    #[error("cannot open the re-encryption log file")]
+    LegacyLogOpen(Option<lukskit_volume::VolumeError>),
+    /// A UUID was given but no decryption is in progress to resume.
+    #[error("the UUID can be used only to resume a decryption in progress")]
+    UuidOnlyResumes,
+    /// A legacy run's header file could not be made.
+    #[error("cannot create header file {path}: {source}")]
+    LegacyHeaderCreate {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The header is not LUKS1.
+    #[error("the device is not a valid LUKS1 device")]
+    NotLuks1,
+    /// The size of the data device could not be read.
+    #[error("cannot read the size of {path}: {source}")]
+    DeviceSize {
+        /// The device.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A legacy run's data copy failed (its log and files stay: it is resumable).
+    #[error("I/O error during re-encryption: {0}")]
+    LegacyCopy(#[source] lukskit_volume::VolumeError),
+    /// A legacy run was stopped by its caller between blocks (resumable).
+    #[error("the re-encryption was interrupted")]
+    LegacyInterrupted,
+    /// An encryption's new detached header could not be moved to its place.
+    #[error("cannot restore the LUKS1 header on {header}: {source}")]
+    LegacyRestoreRename {
+        /// The header file.
+        header: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A legacy run's new header could not be written over the device's.
+    #[error("cannot restore the LUKS1 header on {device}: {source}")]
+    LegacyRestore {
+        /// The header device.
+        device: String,
+        /// Why.
+        source: lukskit_volume::VolumeError,
+    },
     /// The engine, the header or the device failed.
     #[error(transparent)]
     Volume(#[from] lukskit_volume::VolumeError),

@@ -1,4 +1,5 @@
-//! Re-encryption of LUKS2 volumes as cryptsetup 2.6.1's `reencrypt` runs it, over the engine
+//! Re-encryption of LUKS2 volumes (and, by cryptsetup's legacy code, LUKS1 volumes) as
+//! cryptsetup 2.6.1's `reencrypt` runs it, over the engine
 //! of [`lukskit_volume::reencrypt`] (which writes the metadata and moves the data):
 //!
 //! * [`ReencryptRequest`] — what to do, as typed values (mode, phase, resilience, sizes);
@@ -24,7 +25,8 @@
 //! * [`segments`] — the segment table a mapping of a volume in re-encryption is made from;
 //! * [`shift`] — the initializations that move data (an encryption making room for its
 //!   header, a decryption exporting it);
-//! * [`repair`] — recovery of an interrupted hot zone, upgrade and check of the metadata.
+//! * [`repair`] — recovery of an interrupted hot zone, upgrade and check of the metadata;
+//! * [`legacy`] — offline re-encryption of LUKS1 devices, as cryptsetup's legacy code.
 //!
 //! The library prints nothing and reads no terminal: progress goes to the caller's
 //! [`Progress`]; failures are [`ReencryptError`]s, which a command line maps to cryptsetup's
@@ -72,6 +74,7 @@ pub mod encrypt_header;
 mod error;
 pub mod initialize;
 pub mod keyslots;
+pub mod legacy;
 pub mod metadata;
 pub mod online;
 mod progress;

@@ -1,4 +1,5 @@
-//! LUKS2 images for the unit tests: a fresh one, and one initialized for re-encryption.
+//! Images for the unit tests: a fresh LUKS2 one, one initialized for re-encryption, a LUKS1
+//! one.
 
 use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
@@ -33,6 +34,20 @@ pub fn fresh(path: &str) {
         sector_size: Some(512),
         pbkdf: pbkdf(),
         ..FormatRequest::new(VolumeType::Luks2, path)
+    };
+    format(&p, PASS).unwrap();
+}
+
+/// A LUKS1 image (aes-xts-plain64, 256-bit key, 4 MiB of data after its 2 MiB header area).
+pub fn luks1(path: &str) {
+    std::fs::File::create(path)
+        .unwrap()
+        .set_len(6 * MIB)
+        .unwrap();
+    let p = FormatRequest {
+        key_size_bits: Some(256),
+        pbkdf: pbkdf(),
+        ..FormatRequest::new(VolumeType::Luks1, path)
     };
     format(&p, PASS).unwrap();
 }

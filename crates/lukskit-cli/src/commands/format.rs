@@ -9,8 +9,6 @@ use lukskit_format::VolumeType;
 use lukskit_volume::format::{format, FormatRequest};
 use lukskit_volume::VolumeError;
 
-pub use lukskit_volume::format::DEFAULT_CIPHER;
-
 /// `luksFormat <device> [<key file>]`.
 pub fn luks_format(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 1, 2, "<device> [<new key file>]")?;

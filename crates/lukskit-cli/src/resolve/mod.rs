@@ -13,7 +13,7 @@ mod unlock;
 pub use activation::{activation, backend_choice, kernel_options, nbd_tls};
 pub use format::{data_cipher, format, pbkdf, NewHeader};
 pub use plain::plain;
-pub use reencrypt::reencrypt;
+pub use reencrypt::{legacy_request, legacy_target, reencrypt};
 pub use unlock::{
     attempts, key_source, tokens, unlock, TokenSelection, UnlockRequest, VolumeKeySource,
 };
