@@ -61,7 +61,7 @@ pub(crate) fn negotiate(stream: Stream, export: &Export<'_>) -> io::Result<Optio
             s.write_all(&out)?;
             continue;
         }
-        let tls_required = export.tls.is_some_and(|t| t.required);
+        let tls_required = export.tls.is_some_and(|t| t.is_required());
         if tls_required && !tls_active && !matches!(option, proto::OPT_STARTTLS | proto::OPT_ABORT)
         {
             if option == proto::OPT_EXPORT_NAME {
@@ -125,17 +125,9 @@ pub(crate) fn negotiate(stream: Stream, export: &Export<'_>) -> io::Result<Optio
                 }
                 proto::encode_option_reply(&mut out, option, proto::REP_ACK, &[]);
                 s.write_all(&out)?;
-                let plain = match &stream {
-                    Stream::Tcp(t) => {
-                        lukskit_nbd::tls::accept(t.try_clone()?, std::sync::Arc::clone(&tls.config))
-                    }
-                    Stream::Unix(u) => {
-                        lukskit_nbd::tls::accept(u.try_clone()?, std::sync::Arc::clone(&tls.config))
-                    }
-                };
                 // A failed handshake (no or a wrong client certificate, plain bytes) ends
-                // the connection; rustls has sent the peer an alert.
-                let Ok(plain) = plain else {
+                // the connection.
+                let Some(plain) = tls.accept(&stream)? else {
                     return Ok(None);
                 };
                 plain.set_read_timeout(Some(export.step_timeout))?;

@@ -135,6 +135,7 @@ impl fmt::Display for NbdAddress {
 }
 
 /// TLS for an NBD export.
+#[cfg(feature = "tls")]
 #[derive(Debug, Clone)]
 pub struct NbdTls {
     /// The server's TLS configuration (see [`lukskit_nbd::tls::server_config`]).
@@ -144,13 +145,51 @@ pub struct NbdTls {
     pub required: bool,
 }
 
+#[cfg(feature = "tls")]
+impl NbdTls {
+    fn is_required(&self) -> bool {
+        self.required
+    }
+
+    /// The server side of the TLS handshake over `stream` (once `NBD_OPT_STARTTLS` is
+    /// acknowledged): the plaintext end of the session, `None` when the handshake failed
+    /// (rustls has sent the peer an alert).
+    fn accept(&self, stream: &Stream) -> io::Result<Option<UnixStream>> {
+        let config = Arc::clone(&self.config);
+        Ok(match stream {
+            Stream::Tcp(t) => lukskit_nbd::tls::accept(t.try_clone()?, config),
+            Stream::Unix(u) => lukskit_nbd::tls::accept(u.try_clone()?, config),
+        }
+        .ok())
+    }
+}
+
+#[cfg(feature = "tls")]
 impl PartialEq for NbdTls {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.config, &other.config) && self.required == other.required
     }
 }
 
+#[cfg(feature = "tls")]
 impl Eq for NbdTls {}
+
+/// TLS for an NBD export: built without the `tls` feature, no export has it (the type has no
+/// values; `NBD_OPT_STARTTLS` is answered as unsupported).
+#[cfg(not(feature = "tls"))]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NbdTls {}
+
+#[cfg(not(feature = "tls"))]
+impl NbdTls {
+    fn is_required(&self) -> bool {
+        match *self {}
+    }
+
+    fn accept(&self, _stream: &Stream) -> io::Result<Option<UnixStream>> {
+        match *self {}
+    }
+}
 
 /// What the server exports and how (the default: export name "", writable, no TRIM,
 /// [`DEFAULT_MAX_CONNECTIONS`], [`DEFAULT_SHUTDOWN_GRACE`], [`DEFAULT_HANDSHAKE_DEADLINE`],
