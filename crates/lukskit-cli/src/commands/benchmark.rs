@@ -18,26 +18,24 @@
 //!
 //! Each cipher line encrypts and decrypts 1 MiB buffers per thread with the full dm-crypt
 //! sector path (IV generation per sector, `plain64` unless the spec names another IV) for at
-//! least one second per direction, and reports MiB/s of wall-clock time.
+//! least one second per direction, and reports MiB/s of wall-clock time. The measurements are
+//! [`lukskit_crypto::engine::speed`]'s; this module reads the options and prints the table.
 
 use crate::args::Opts;
 use crate::errors::{CliError, Result};
-use lukskit_crypto::engine::kernel_api::{self, KernelCipher, KernelError};
-use lukskit_crypto::engine::SectorCipher;
+use lukskit_crypto::engine::kernel_api::{self, KernelError};
+use lukskit_crypto::engine::speed;
 use lukskit_crypto::hash::HashAlg;
 use lukskit_crypto::kdf::{self, Argon2Variant};
 use lukskit_crypto::spec::CipherSpec;
-use lukskit_crypto::SecretBuf;
 
 use serde_json::{json, Value};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// cryptsetup's KDF key size default (`DEFAULT_PLAIN_KEYBITS`).
 const DEFAULT_KEY_BITS: u32 = 256;
 /// cryptsetup's default Argon2 target time (`DEFAULT_LUKS2_ITER_TIME`).
 const DEFAULT_ARGON2_MS: u32 = 2000;
-/// Bytes processed per engine call and thread.
-const BUFFER: usize = 1024 * 1024;
 /// Minimum measuring time per direction (cryptsetup: 1000 ms). The environment variable
 /// `LUKSKIT_BENCH_MS` shortens it for quick runs and tests.
 fn min_time() -> Duration {
@@ -48,22 +46,6 @@ fn min_time() -> Duration {
         .unwrap_or(1000);
     Duration::from_millis(ms)
 }
-
-/// The twelve cipher lines of `cryptsetup benchmark`, in its order.
-const CIPHERS: [(&str, &str, u32); 12] = [
-    ("aes", "cbc", 128),
-    ("serpent", "cbc", 128),
-    ("twofish", "cbc", 128),
-    ("aes", "cbc", 256),
-    ("serpent", "cbc", 256),
-    ("twofish", "cbc", 256),
-    ("aes", "xts", 256),
-    ("serpent", "xts", 256),
-    ("twofish", "xts", 256),
-    ("aes", "xts", 512),
-    ("serpent", "xts", 512),
-    ("twofish", "xts", 512),
-];
 
 /// What the cipher lines measure (`--engine`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,9 +74,6 @@ impl Engine {
 /// cryptsetup's two lines where AF_ALG is missing.
 const NO_KERNEL_API: &str =
     "Required kernel crypto interface not available.\nEnsure you have algif_skcipher kernel module loaded.";
-
-/// The PBKDF2 hashes of `cryptsetup benchmark`, in its order.
-const PBKDF2_HASHES: [&str; 5] = ["sha1", "sha256", "sha512", "ripemd160", "whirlpool"];
 
 /// Output collector: cryptsetup's text lines, or JSON.
 struct Out {
@@ -156,7 +135,7 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
             bench_one_cipher(&mut out, c, key_bits, sector_size, threads, engine)
         }
     } else {
-        for h in PBKDF2_HASHES {
+        for h in speed::CRYPTSETUP_PBKDF2_HASHES {
             bench_kdf(o, &mut out, "pbkdf2", h, key_len)?;
         }
         for v in ["argon2i", "argon2id"] {
@@ -170,7 +149,7 @@ pub fn benchmark(o: &Opts, _args: &[String]) -> Result<()> {
         } else if engine == Engine::All {
             out.line(ALL_HEADER);
         }
-        for (cipher, mode, bits) in CIPHERS {
+        for (cipher, mode, bits) in speed::CRYPTSETUP_CIPHERS {
             if engine != Engine::Lukskit {
                 let name = format!("{cipher}-{mode}");
                 let k = measure_kernel(cipher, mode, bits);
@@ -404,70 +383,17 @@ fn bench_one_cipher(
     Ok(())
 }
 
-/// Encryption and decryption speed in MiB/s of `spec` with a random `key_bits` key.
-pub fn measure_cipher(
+/// Encryption and decryption speed in MiB/s of lukskit's engine for `spec` with a random
+/// `key_bits` key (see [`speed::sector_engine`]).
+fn measure_cipher(
     spec: &str,
     key_bits: u32,
     sector_size: u32,
     threads: usize,
 ) -> Result<(f64, f64)> {
     let spec = CipherSpec::parse(spec)?;
-    let key = SecretBuf::random((key_bits / 8) as usize)?;
-    let c = SectorCipher::new(&spec, key.as_bytes(), sector_size, false)?;
-    let threads = threads.max(1);
-    let mut bufs: Vec<Vec<u8>> = (0..threads).map(|_| vec![0u8; BUFFER]).collect();
-    for b in bufs.iter_mut() {
-        lukskit_crypto::random::fill(b)?;
-    }
-    let enc = run_timed(&c, &mut bufs, true)?;
-    let dec = run_timed(&c, &mut bufs, false)?;
-    Ok((enc, dec))
-}
-
-/// Process every buffer repeatedly (one thread per buffer) for at least [`min_time`];
-/// returns MiB/s of wall-clock time.
-fn run_timed(c: &SectorCipher, bufs: &mut [Vec<u8>], encrypt: bool) -> Result<f64> {
-    let pass = |b: &mut [u8], sector: u64| {
-        if encrypt {
-            c.encrypt(b, sector)
-        } else {
-            c.decrypt(b, sector)
-        }
-    };
-    // Warm-up (page faults, caches).
-    for b in bufs.iter_mut() {
-        pass(b, 0)?;
-    }
-    let start = Instant::now();
-    let deadline = start + min_time();
-    let bytes: u64 = std::thread::scope(|s| -> Result<u64> {
-        let handles: Vec<_> = bufs
-            .iter_mut()
-            .map(|b| {
-                s.spawn(move || -> Result<u64> {
-                    let mut done = 0u64;
-                    let mut sector = 0u64;
-                    loop {
-                        pass(b, sector)?;
-                        done += b.len() as u64;
-                        sector += (b.len() / 512) as u64;
-                        if Instant::now() >= deadline {
-                            return Ok(done);
-                        }
-                    }
-                })
-            })
-            .collect();
-        let mut total = 0;
-        for h in handles {
-            total += h
-                .join()
-                .map_err(|_| CliError::invalid("Benchmark thread panicked."))??;
-        }
-        Ok(total)
-    })?;
-    let secs = start.elapsed().as_secs_f64();
-    Ok(bytes as f64 / (1024.0 * 1024.0) / secs)
+    let s = speed::sector_engine(&spec, key_bits, sector_size, threads, min_time())?;
+    Ok((s.encrypt, s.decrypt))
 }
 
 /// The header of `--engine all`.
@@ -514,55 +440,13 @@ fn kernel_json(name: &str, bits: u32, speed: Option<(f64, f64)>) -> Value {
     })
 }
 
-/// cryptsetup's request size of the kernel benchmark (`CIPHER_BLOCK_BYTES`).
-const KERNEL_BLOCK: usize = 64 * 1024;
-
-/// The IV size cryptsetup's benchmark gives a mode: none for ECB, the block size otherwise
-/// (8 bytes for the 64-bit block ciphers).
-fn kernel_iv_size(cipher: &str, mode: &str) -> usize {
-    if mode == "ecb" {
-        0
-    } else if matches!(cipher, "cast5" | "blowfish" | "des" | "des3_ede") {
-        8
-    } else {
-        16
-    }
-}
-
-/// The kernel's crypto API speed of `mode(cipher)` as cryptsetup 2.6.1 measures it
-/// (`crypt_cipher_perf_kernel`): each pass binds and keys a socket and processes a 1 MiB
-/// buffer in 64 KiB requests with one random IV; passes repeat until one second per direction.
+/// The kernel crypto API's speed of `mode(cipher)` as cryptsetup measures it (see
+/// [`speed::kernel`]).
 fn measure_kernel(
     cipher: &str,
     mode: &str,
     key_bits: u32,
 ) -> std::result::Result<(f64, f64), KernelError> {
-    let name = format!("{mode}({cipher})");
-    let key = SecretBuf::random((key_bits / 8) as usize)
-        .map_err(|e| KernelError::Io(std::io::Error::other(e.to_string())))?;
-    let mut iv = vec![0u8; kernel_iv_size(cipher, mode)];
-    let mut buf = vec![0u8; BUFFER];
-    lukskit_crypto::random::fill(&mut iv)
-        .map_err(|e| KernelError::Io(std::io::Error::other(e.to_string())))?;
-    let pass = |encrypt: bool, buf: &mut [u8]| -> std::result::Result<(), KernelError> {
-        let c = KernelCipher::new(&name, key.as_bytes())?;
-        for block in buf.chunks_mut(KERNEL_BLOCK) {
-            c.crypt(encrypt, &iv, block)?;
-        }
-        Ok(())
-    };
-    let mut speed = |encrypt: bool| -> std::result::Result<f64, KernelError> {
-        let mut spent = Duration::ZERO;
-        let mut passes = 0u64;
-        while spent < min_time() {
-            let t = Instant::now();
-            pass(encrypt, &mut buf)?;
-            spent += t.elapsed();
-            passes += 1;
-        }
-        Ok((passes * BUFFER as u64) as f64 / (1024.0 * 1024.0) / spent.as_secs_f64())
-    };
-    let enc = speed(true)?;
-    let dec = speed(false)?;
-    Ok((enc, dec))
+    let s = speed::kernel(cipher, mode, key_bits, min_time())?;
+    Ok((s.encrypt, s.decrypt))
 }

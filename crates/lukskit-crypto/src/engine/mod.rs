@@ -40,6 +40,7 @@ mod lmk;
 mod modes;
 pub mod own_kernels;
 mod serpent;
+pub mod speed;
 mod tcw;
 mod twofish;
 
