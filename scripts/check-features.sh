@@ -8,22 +8,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
 
-tree=$(cargo tree -p lukskit -e normal --prefix none)
-bad=$(grep -E '^(rustls|io-uring|fuser|lukskit-nbd|lukskit-tang|lukskit-expose) ' <<<"$tree" | sort -u || true)
-if [ -n "$bad" ]; then
-    echo "check-features: the default build of crate lukskit pulls server code:" >&2
-    echo "$bad" >&2
-    status=1
-fi
-
-# 1b. `fuse` (lukskit-expose's servers) without `tls` builds no TLS stack.
-tree=$(cargo tree -p lukskit -e normal --features fuse --prefix none)
-bad=$(grep -E '^(rustls|ring) ' <<<"$tree" | sort -u || true)
-if [ -n "$bad" ]; then
-    echo "check-features: crate lukskit with feature fuse (no tls) pulls a TLS stack:" >&2
-    echo "$bad" >&2
-    status=1
-fi
+# refuse FEATURES PATTERN WHAT: `cargo tree -p lukskit` with FEATURES ("" for the default
+# build) must list no package matching PATTERN.
+refuse() {
+    local tree bad
+    tree=$(cargo tree -p lukskit -e normal ${1:+--features "$1"} --prefix none)
+    bad=$(grep -E "^($2) " <<<"$tree" | sort -u || true)
+    if [ -n "$bad" ]; then
+        echo "check-features: crate lukskit $3:" >&2
+        echo "$bad" >&2
+        status=1
+    fi
+}
+refuse "" 'rustls|io-uring|fuser|lukskit-nbd|lukskit-tang|lukskit-expose' \
+    "(default build) pulls server code"
+# `fuse` (lukskit-expose's servers) without `tls` builds no TLS stack.
+refuse fuse 'rustls|ring' "with feature fuse (no tls) pulls a TLS stack"
 
 for dir in crates/* python; do
     src=$dir/src
