@@ -656,8 +656,8 @@ LD_LIBRARY_PATH=/lib/aarch64-linux-gnu:/usr/lib/aarch64-linux-gnu:/usr/lib/aarch
     /usr/bin/swtpm chardev --vtpm-proxy --tpm2 --tpmstate dir=/tpm --daemon ||
     echo \"init.tpm: swtpm failed\"
 n=0
-while [ ! -e /dev/tpmrm0 ] && [ $n -lt 100 ]; do sleep 0.1; n=$((n + 1)); done
-echo \"init.tpm: $(ls /dev/tpmrm0 2>&1)\"
+while [ ! -e /dev/tpmrm0 ] && [ $n -lt 1200 ]; do sleep 0.1; n=$((n + 1)); done
+echo \"init.tpm: $(ls /dev/tpmrm0 2>&1) after $n waits of 0.1 s\"
 exec /init
 INIT
          chmod 755 {board}/init.tpm",
@@ -866,9 +866,13 @@ INIT
             Unlock::KeyFile => vec!["--key-file", key.as_str()],
             Unlock::Typed => vec![],
             // One try: were the token to fail, the wrong passphrase typed below ends the boot.
+            // The emulated board is slow (its TPM is swtpm under TCG, on a loaded CI machine
+            // 2-3 times slower than here): the wait for it is generous, init.tpm's too.
             Unlock::Tpm => vec![
                 "--tpm2-device",
                 "auto",
+                "--tpm-wait",
+                "120",
                 "--open-options",
                 "--verbose --tries 1",
             ],
@@ -937,10 +941,20 @@ INIT
         return;
     }
     assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
-    let console = &r.stdout;
+    // The whole console, then its lines without the kernel's (the ramdisk's and lukskit's
+    // own): a long console is cut in the middle by CI's report, the end of a message is kept.
+    let console = &format!(
+        "{}\n--- the console without the kernel's lines:\n{}",
+        r.stdout,
+        r.stdout
+            .lines()
+            .filter(|l| !l.starts_with('['))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(
         console.contains("lukskit-initramfs: root unlocked and mounted"),
-        "{console}"
+        "the root was not unlocked and mounted: {console}"
     );
     assert!(
         console.contains(&format!("REAL-ROOT-INIT: {marker} pid 1")),
