@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// One image's section of images.conf.
-type Conf = BTreeMap<String, String>;
+type Conf = common::BitlkConf;
 
 /// Unpack the images into a fresh directory; None after [`skip_or_fail`] when the test data
 /// is absent.
@@ -28,25 +28,7 @@ fn images(test: &str) -> Option<(tempfile::TempDir, PathBuf, BTreeMap<String, Co
         return None;
     }
     let root = dir.path().join("bitlk");
-    let text = std::fs::read_to_string(root.join("images.conf")).unwrap();
-    let mut confs = BTreeMap::new();
-    let mut cur: Option<(String, Conf)> = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            if let Some((n, c)) = cur.take() {
-                confs.insert(n, c);
-            }
-            cur = Some((name.to_string(), Conf::new()));
-        } else if let Some((k, v)) = line.split_once('=') {
-            if let Some((_, c)) = cur.as_mut() {
-                c.insert(k.trim().to_string(), v.trim().to_string());
-            }
-        }
-    }
-    if let Some((n, c)) = cur {
-        confs.insert(n, c);
-    }
+    let confs = common::bitlk_images_conf(&root.join("images.conf"));
     assert!(confs.len() >= 6, "images.conf lists the images");
     Some((dir, root, confs))
 }

@@ -58,21 +58,20 @@ fn decrypts_to(img: &str, hdr: &str, kf: &str, data_off: usize, want: &[u8]) -> 
     let vk = hex::decode(volume_key_with("cryptsetup", hdr, kf, &[])).unwrap();
     let mut at: Vec<usize> = (0..want.len()).step_by(M).collect();
     at.push(want.len() - W);
-    for pos in at {
-        let got = python_decrypt(
-            "xts",
-            &vk,
-            512,
-            (data_off + pos) as u64,
-            img,
-            (pos / 512) as u64,
-            W / 512,
-        )?;
-        if got != want[pos..pos + W] {
-            return Some(false);
-        }
-    }
-    Some(true)
+    let windows: Vec<Window> = at
+        .iter()
+        .map(|&pos| Window {
+            data_off: (data_off + pos) as u64,
+            iv_off: (pos / 512) as u64,
+            n: W / 512,
+        })
+        .collect();
+    let got = python_decrypt_windows("xts", &vk, 512, img, &windows)?;
+    Some(
+        at.iter()
+            .zip(&got)
+            .all(|(&pos, piece)| piece[..] == want[pos..pos + W]),
+    )
 }
 
 /// The parts of the header JSON both tools must agree on (not salts or digests).

@@ -117,6 +117,34 @@ pub fn unpack_other_formats(test: &str, name: &str, dir: &Path) -> bool {
     true
 }
 
+/// One image's section of the BitLocker set's `images.conf` (`KEY = value` lines).
+pub type BitlkConf = std::collections::BTreeMap<String, String>;
+
+/// The sections of the BitLocker set's `images.conf` (`[image]` headers, then `KEY = value`
+/// lines), by image name.
+pub fn bitlk_images_conf(path: &Path) -> std::collections::BTreeMap<String, BitlkConf> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    let mut confs = std::collections::BTreeMap::new();
+    let mut cur: Option<(String, BitlkConf)> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if let Some((n, c)) = cur.take() {
+                confs.insert(n, c);
+            }
+            cur = Some((name.to_string(), BitlkConf::new()));
+        } else if let Some((k, v)) = line.split_once('=') {
+            if let Some((_, c)) = cur.as_mut() {
+                c.insert(k.trim().to_string(), v.trim().to_string());
+            }
+        }
+    }
+    if let Some((n, c)) = cur {
+        confs.insert(n, c);
+    }
+    confs
+}
+
 /// Run real cryptsetup. When it is not installed: [`skip_or_fail`], then None (the caller
 /// leaves out the comparison it wanted, which only the opt-out allows).
 pub fn cryptsetup(args: &[&str], stdin: &[u8]) -> Option<Run> {
@@ -419,30 +447,65 @@ pub fn python_decrypt(
     iv_off: u64,
     n: usize,
 ) -> Option<Vec<u8>> {
+    let window = Window {
+        data_off,
+        iv_off,
+        n,
+    };
+    python_decrypt_windows(mode, key, sector, img, &[window]).map(|mut w| w.remove(0))
+}
+
+/// `n` sectors of an image from byte `data_off` on, their IVs from the 512-byte sector
+/// `iv_off`: one piece [`python_decrypt_windows`] decrypts.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub data_off: u64,
+    pub iv_off: u64,
+    pub n: usize,
+}
+
+/// [`python_decrypt`] of several windows of `img` by one Python process (each process
+/// costs a start and the import of `cryptography`), each read from the image where it lies.
+pub fn python_decrypt_windows(
+    mode: &str,
+    key: &[u8],
+    sector: usize,
+    img: &str,
+    windows: &[Window],
+) -> Option<Vec<Vec<u8>>> {
     const SCRIPT: &str = r#"
 import sys, hashlib
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-mode, keyhex, ss, off, img, ivoff, n = sys.argv[1:8]
-key = bytes.fromhex(keyhex); ss = int(ss); off = int(off); ivoff = int(ivoff); n = int(n)
-data = open(img, 'rb').read()[off:off + ss * n]
-out = b''
-for i in range(n):
-    unit = data[i * ss:(i + 1) * ss]
-    s = i * ss // 512 + ivoff  # dm-crypt: 512-byte sector number, no iv_large_sectors
-    if mode == 'xts':
-        d = Cipher(algorithms.AES(key), modes.XTS(s.to_bytes(16, 'little'))).decryptor()
-    else:
-        salt = hashlib.sha256(key).digest()
-        e = Cipher(algorithms.AES(salt), modes.ECB()).encryptor()
-        iv = e.update(s.to_bytes(8, 'little') + bytes(8)) + e.finalize()
-        d = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
-    out += d.update(unit) + d.finalize()
-sys.stdout.buffer.write(out)
+mode, keyhex, ss, img = sys.argv[1:5]
+key = bytes.fromhex(keyhex); ss = int(ss)
+args = [int(a) for a in sys.argv[5:]]
+f = open(img, 'rb')
+for w in range(0, len(args), 3):
+    off, ivoff, n = args[w:w + 3]
+    f.seek(off)
+    data = f.read(ss * n)
+    out = []
+    for i in range(n):
+        unit = data[i * ss:(i + 1) * ss]
+        s = i * ss // 512 + ivoff  # dm-crypt: 512-byte sector number, no iv_large_sectors
+        if mode == 'xts':
+            d = Cipher(algorithms.AES(key), modes.XTS(s.to_bytes(16, 'little'))).decryptor()
+        else:
+            salt = hashlib.sha256(key).digest()
+            e = Cipher(algorithms.AES(salt), modes.ECB()).encryptor()
+            iv = e.update(s.to_bytes(8, 'little') + bytes(8)) + e.finalize()
+            d = Cipher(algorithms.AES(key), modes.CBC(iv)).decryptor()
+        out.append(d.update(unit) + d.finalize())
+    sys.stdout.buffer.write(b''.join(out))
 "#;
-    let probe = Command::new("python3")
-        .args(["-c", "import cryptography"])
-        .output();
-    if !matches!(probe, Ok(ref o) if o.status.success()) {
+    static HAVE_CRYPTOGRAPHY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let have = *HAVE_CRYPTOGRAPHY.get_or_init(|| {
+        let probe = Command::new("python3")
+            .args(["-c", "import cryptography"])
+            .output();
+        matches!(probe, Ok(ref o) if o.status.success())
+    });
+    if !have {
         skip_or_fail(
             "independent decryption",
             "python3 with the 'cryptography' module is not available \
@@ -450,22 +513,26 @@ sys.stdout.buffer.write(out)
         );
         return None;
     }
-    let o = Command::new("python3")
-        .args([
-            "-c",
-            SCRIPT,
-            mode,
-            &hex::encode(key),
-            &sector.to_string(),
-            &data_off.to_string(),
-            img,
-            &iv_off.to_string(),
-            &n.to_string(),
-        ])
-        .output()
-        .unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", SCRIPT, mode, &hex::encode(key), &sector.to_string(), img]);
+    for w in windows {
+        cmd.args([
+            w.data_off.to_string(),
+            w.iv_off.to_string(),
+            w.n.to_string(),
+        ]);
+    }
+    let o = cmd.output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    Some(o.stdout)
+    let mut rest = &o.stdout[..];
+    let mut pieces = Vec::with_capacity(windows.len());
+    for w in windows {
+        // A window past the end of the image comes back short, as python_decrypt's did.
+        let (piece, after) = rest.split_at((w.n * sector).min(rest.len()));
+        pieces.push(piece.to_vec());
+        rest = after;
+    }
+    Some(pieces)
 }
 
 /// The keyslot ids of a parsed LUKS2 JSON area (as [`json_dump`] gives it), in its order.
