@@ -29,13 +29,20 @@ fcapture() { # CASE TOOL NAME
     echo "fs: $(blkid -o value -s UUID "/dev/mapper/$3")"
 }
 # CASE SECRET-ON-STDIN OPEN-ARGS...: each tool opens, the stack is captured and closed; a
-# refusal is captured as its exit code and message, which must be cryptsetup's too.
+# refusal is captured as its exit code and message, which must be cryptsetup's too. With
+# $csargs set, cryptsetup opens with those arguments (and no secret) instead.
 fopen() {
     c=$1 pw=$2; shift 2
     t0=$(date +%s)
     for tool in cryptsetup lukskit; do
         t1=$(date +%s)
-        if printf '%s' "$pw" | $tool open "$@" fmtmap > /tmp/fo.err 2>&1; then
+        if [ "$tool" = cryptsetup ] && [ -n "${csargs:-}" ]; then
+            # shellcheck disable=SC2086 # a list of arguments without spaces
+            opened() { $tool open $csargs fmtmap < /dev/null; }
+        else
+            opened() { printf '%s' "$pw" | $tool open "$@" fmtmap; }
+        fi
+        if opened "$@" > /tmp/fo.err 2>&1; then
             echo "fmt-$c $tool open: took $(($(date +%s) - t1)) s"
             fcapture "fmt-$c" $tool fmtmap
             $tool close fmtmap || echo "fmt-$c: $tool close failed"
@@ -108,7 +115,7 @@ for f in "$H"/tcrypt-made/tc_*; do
 done
 # BitLocker: images.conf gives each image's cipher and password (none: a clear key, or a
 # startup key, opened with its .BEK file). One image per cipher and kind (To Go or not),
-# startup keys first (no key derivation); every clear-key image (refused as cryptsetup).
+# startup keys first; every clear-key image (refused as cryptsetup).
 conf() { awk -v s="[$1]" -v k="$2" '$0 == s {on = 1; next} /^\[/ {on = 0} on && $1 == k {print $3}' "$H/bitlk/images.conf"; }
 seen=" "
 if [ -f "$H/bitlk/images.conf" ]; then
@@ -120,11 +127,16 @@ if [ -f "$H/bitlk/images.conf" ]; then
         case "$seen" in *" $shape "*) continue ;; esac
         seen="$seen$shape "
         sk=$(conf "$n" SK_VMK_GUID | tr a-f A-F)
+        # cryptsetup maps with the volume key the host's cryptsetup derived (refvm_kernel.rs:
+        # bitlk_volume_keys), lukskit unlocks with the secret.
+        csargs=
+        [ -f "$H/bitlk/$n.vk" ] && csargs="--type bitlk --volume-key-file $H/bitlk/$n.vk $f"
         if [ -n "$sk" ]; then
             fopen "$n" "" --type bitlk -d "$H/bitlk/$sk.BEK" "$f"
         else
             fopen "$n" "$(conf "$n" PW)" --type bitlk "$f"
         fi
+        csargs=
     done
 fi
 # FileVault 2: the README's password.

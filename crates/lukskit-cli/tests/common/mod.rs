@@ -514,7 +514,14 @@ for w in range(0, len(args), 3):
         return None;
     }
     let mut cmd = Command::new("python3");
-    cmd.args(["-c", SCRIPT, mode, &hex::encode(key), &sector.to_string(), img]);
+    cmd.args([
+        "-c",
+        SCRIPT,
+        mode,
+        &hex::encode(key),
+        &sector.to_string(),
+        img,
+    ]);
     for w in windows {
         cmd.args([
             w.data_off.to_string(),
