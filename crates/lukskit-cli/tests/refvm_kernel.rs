@@ -248,9 +248,9 @@ fn other_format_images(test: &str, dir: &std::path::Path) -> Option<std::path::P
     Some(disk)
 }
 
-/// The volume key of each BitLocker image with a password or a startup key, as the host's
-/// cryptsetup gives it (`bitlkDump --dump-volume-key`), written beside it as `NAME.vk`:
-/// kernel/formats.sh has cryptsetup in the VM map the images with these keys
+/// The volume key of each BitLocker image with a password or a startup key that the host's
+/// cryptsetup unlocks, as it gives it (`bitlkDump --dump-volume-key`), written beside it as
+/// `NAME.vk`: kernel/formats.sh has cryptsetup in the VM map the images with these keys
 /// (`--volume-key-file`), which leaves out its key derivation there (a million SHA-256 rounds:
 /// 35 s per image under TCG), while lukskit unlocks them with their secrets. What the secrets
 /// give is checked on the host, natively (tests/bitlk.rs: both tools' key dumps, the
@@ -277,11 +277,11 @@ fn bitlk_volume_keys(dir: &std::path::Path) {
         };
         cmd.arg(format!("{name}.img"));
         let r = common::run(cmd, secret, &[]);
-        assert_eq!(
-            r.code, 0,
-            "cryptsetup bitlkDump --dump-volume-key {name}: {}",
-            r.stderr
-        );
+        if r.code != 0 {
+            // cryptsetup cannot unlock it (an image of a larger set it refuses): no key file,
+            // so in the VM it is given the secret and its refusal is compared as before.
+            continue;
+        }
         let dump = r
             .stdout
             .split_once("MK dump:")
