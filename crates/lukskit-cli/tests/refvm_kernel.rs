@@ -263,35 +263,28 @@ fn bitlk_volume_keys(dir: &std::path::Path) {
     for (name, c) in common::bitlk_images_conf(&conf) {
         let pw = c.get("PW").filter(|p| !p.is_empty());
         let sk = c.get("SK_VMK_GUID").filter(|p| !p.is_empty());
-        let mut cmd = std::process::Command::new(common::cryptsetup_path().expect("cryptsetup"));
-        cmd.current_dir(dir)
-            .args(["bitlkDump", "--dump-volume-key", "-q"]);
-        let secret = match (pw, sk) {
-            (Some(pw), _) => pw.as_bytes(),
+        let img = dir.join(format!("{name}.img")).display().to_string();
+        let (secret, bek) = match (pw, sk) {
+            (Some(pw), _) => (pw.as_bytes(), None),
             (None, Some(sk)) => {
-                cmd.arg("--key-file")
-                    .arg(format!("{}.BEK", sk.to_uppercase()));
-                &b""[..]
+                let bek = dir.join(format!("{}.BEK", sk.to_uppercase()));
+                (&b""[..], Some(bek.display().to_string()))
             }
             (None, None) => continue,
         };
-        cmd.arg(format!("{name}.img"));
-        let r = common::run(cmd, secret, &[]);
+        let mut args = vec!["bitlkDump", "--dump-volume-key", "-q"];
+        if let Some(bek) = &bek {
+            args.extend(["--key-file", bek]);
+        }
+        args.push(&img);
+        let r = common::cryptsetup(&args, secret).expect("cryptsetup");
         if r.code != 0 {
             // cryptsetup cannot unlock it (an image of a larger set it refuses): no key file,
             // so in the VM it is given the secret and its refusal is compared as before.
             continue;
         }
-        let dump = r
-            .stdout
-            .split_once("MK dump:")
-            .unwrap_or_else(|| panic!("{name}: no key in {}", r.stdout))
-            .1;
-        let key: Vec<u8> = dump
-            .split_whitespace()
-            .map_while(|h| u8::from_str_radix(h, 16).ok().filter(|_| h.len() == 2))
-            .collect();
-        assert!(key.len() >= 16, "{name}: {dump}");
+        let key = hex::decode(common::mk_dump(&r.stdout)).unwrap();
+        assert!(key.len() >= 16, "{name}: {}", r.stdout);
         std::fs::write(dir.join(format!("{name}.vk")), key).unwrap();
     }
 }

@@ -31,18 +31,23 @@ fcapture() { # CASE TOOL NAME
 # CASE SECRET-ON-STDIN OPEN-ARGS...: each tool opens, the stack is captured and closed; a
 # refusal is captured as its exit code and message, which must be cryptsetup's too. With
 # $csargs set, cryptsetup opens with those arguments (and no secret) instead.
+# (A subshell: its variable stays its own.)
+open_as() ( # TOOL OPEN-ARGS...: TOOL opens fmtmap, the secret $pw on its standard input
+    if [ "$1" = cryptsetup ] && [ -n "${csargs:-}" ]; then
+        # shellcheck disable=SC2086 # a list of arguments without spaces
+        cryptsetup open $csargs fmtmap < /dev/null
+    else
+        tool=$1
+        shift
+        printf '%s' "$pw" | $tool open "$@" fmtmap
+    fi
+)
 fopen() {
     c=$1 pw=$2; shift 2
     t0=$(date +%s)
     for tool in cryptsetup lukskit; do
         t1=$(date +%s)
-        if [ "$tool" = cryptsetup ] && [ -n "${csargs:-}" ]; then
-            # shellcheck disable=SC2086 # a list of arguments without spaces
-            opened() { $tool open $csargs fmtmap < /dev/null; }
-        else
-            opened() { printf '%s' "$pw" | $tool open "$@" fmtmap; }
-        fi
-        if opened "$@" > /tmp/fo.err 2>&1; then
+        if open_as $tool "$@" > /tmp/fo.err 2>&1; then
             echo "fmt-$c $tool open: took $(($(date +%s) - t1)) s"
             fcapture "fmt-$c" $tool fmtmap
             $tool close fmtmap || echo "fmt-$c: $tool close failed"
