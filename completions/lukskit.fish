@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_lukskit_global_optspecs
-    string join \n v/verbose debug q/batch-mode y/verify-passphrase dump-volume-key dump-json-metadata unbound test-passphrase token-replace token-only disable-locks disable-keyring integrity-no-wipe integrity-legacy-padding integrity-no-journal disable-blkid disable-external-tokens iv-large-sectors r/readonly allow-discards shared serialize-memory-hard-pbkdf perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue persistent deferred cancel-deferred test-args align-payload= force-password refresh use-random use-urandom encrypt decrypt force-offline-reencrypt init-only resume-only progress-json keep-key N/new use-directio use-fsync write-log c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= keyfile-offset= l/keyfile-size= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= o/offset= sector-size= I/integrity= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= token-type= key-description= keyslot-cipher= keyslot-key-size= p/skip= b/size= device-size= active-name= hotzone-size= reduce-device-size= resilience= resilience-hash= progress-frequency= B/block-size= d/key-file= new-keyfile= volume-key-file= header= header-backup-file= json-file= ?/help usage V/version tang-url= tpm2-device= token-timeout= tpm2-pcrs= tpm2-pcr-bank= tpm2-with-pin= link-vk-to-keyring= volume-key-keyring= tang-thumbprint= no-loop nbd= nbd-connections= tls-creds= tls-verify-peer= threads= engine= json crypttab= M/type= pbkdf= priority= backend= tls=
+    string join \n ?/help V/version v/verbose debug q/batch-mode y/verify-passphrase c/cipher= s/key-size= h/hash= i/iter-time= pbkdf-memory= pbkdf-parallel= pbkdf-force-iterations= d/key-file= keyfile-offset= l/keyfile-size= new-keyfile= new-keyfile-offset= new-keyfile-size= S/key-slot= new-key-slot= volume-key-file= dump-volume-key dump-json-metadata unbound test-passphrase header= header-backup-file= o/offset= sector-size= label= subsystem= uuid= luks2-metadata-size= luks2-keyslots-size= T/tries= t/timeout= token-id= new-token-id= json-file= key-description= token-replace token-only token-type= tpm2-device= token-timeout= link-vk-to-keyring= volume-key-keyring= tpm2-pcrs= tpm2-pcr-bank= tpm2-with-pin= tang-url= tang-thumbprint= disable-locks disable-keyring I/integrity= integrity-no-wipe integrity-legacy-padding integrity-no-journal disable-blkid disable-external-tokens keyslot-cipher= keyslot-key-size= p/skip= b/size= iv-large-sectors threads= r/readonly allow-discards no-loop nbd= shared serialize-memory-hard-pbkdf perf-same_cpu_crypt perf-submit_from_crypt_cpus perf-no_read_workqueue perf-no_write_workqueue device-size= persistent deferred cancel-deferred nbd-connections= tls-creds= tls-verify-peer= engine= json usage test-args align-payload= crypttab= force-password refresh use-random use-urandom active-name= encrypt decrypt force-offline-reencrypt hotzone-size= init-only resume-only reduce-device-size= resilience= resilience-hash= progress-json progress-frequency= keep-key B/block-size= N/new use-directio use-fsync write-log M/type= pbkdf= priority= backend= tls=
 end
 
 function __fish_lukskit_needs_command
@@ -24,7 +24,6 @@ function __fish_lukskit_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c lukskit -n "__fish_lukskit_needs_command" -l align-payload -d 'luksFormat: align the data at a multiple of this many 512-byte sectors (deprecated in cryptsetup, use --offset)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s c -l cipher -d 'Cipher specification' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s s -l key-size -d 'Key size in bits' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s h -l hash -d 'Hash for PBKDF2, AF and digests' -r
@@ -32,15 +31,19 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -s i -l iter-time -d 'PBKD
 complete -c lukskit -n "__fish_lukskit_needs_command" -l pbkdf-memory -d 'Argon2 maximum memory in KiB' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l pbkdf-parallel -d 'Argon2 parallel threads' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l pbkdf-force-iterations -d 'Fixed PBKDF iterations / Argon2 time cost (no benchmark)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyfile-offset -d 'Bytes to skip at the start of the key file' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s l -l keyfile-size -d 'Bytes to read from the key file' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile -d 'New key file (luksAddKey, luksChangeKey)' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile-offset -d 'Bytes to skip in the new key file' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile-size -d 'Bytes to read from the new key file' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s S -l key-slot -d 'Keyslot number' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l new-key-slot -d 'Keyslot number for the new key' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-file -d 'Volume key from a file' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l header -d 'Detached header file' -r -F
+complete -c lukskit -n "__fish_lukskit_needs_command" -l header-backup-file -d 'Header backup file' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -s o -l offset -d 'Data offset in 512-byte sectors' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l sector-size -d 'Encryption sector size in bytes' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -s I -l integrity -d 'luksFormat (LUKS2): authenticated encryption through the kernel\'s dm-integrity (hmac-sha256, hmac-sha512, hmac-sha1, aead, poly1305)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l label -d 'LUKS2 label' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l subsystem -d 'LUKS2 subsystem' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l uuid -d 'UUID' -r
@@ -50,13 +53,32 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -s T -l tries -d 'Number o
 complete -c lukskit -n "__fish_lukskit_needs_command" -s t -l timeout -d 'Interactive passphrase prompt timeout in seconds' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l token-id -d 'Token id' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l new-token-id -d 'Token whose passphrase the new keyslot takes, assigned to it (luksAddKey)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l json-file -d 'Token JSON file (token import/export)' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l key-description -d 'Keyring key description (token add)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l token-type -d 'open: try only tokens of this type (clevis, systemd-tpm2, systemd-pkcs11, luks2-keyring)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l token-timeout -d 'open: wait at most this many seconds for the TPM of a systemd-tpm2 token to appear before falling back (0: no limit; crypttab\'s token-timeout=). Default: no wait' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-pcrs -d 'token enroll-tpm2: the PCRs to seal against, as systemd-cryptenroll takes them (7+8; "" for none; default 7)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-pcr-bank -d 'token enroll-tpm2: the PCR bank (sha256, sha1; default sha256, else sha1)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-with-pin -d 'token enroll-tpm2: ask for a PIN the TPM checks at unlock (yes|no)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind-tang: the tang server (`http://HOST[:PORT]`)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -s I -l integrity -d 'luksFormat (LUKS2): authenticated encryption through the kernel\'s dm-integrity (hmac-sha256, hmac-sha512, hmac-sha1, aead, poly1305)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-cipher -d 'Keyslot cipher for new keyslots (LUKS2)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l keyslot-key-size -d 'Keyslot key size in bits (LUKS2)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s p -l skip -d 'IV offset in 512-byte sectors (plain mode)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s b -l size -d 'Data size in 512-byte sectors (plain mode, image decrypt)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l device-size -d 'resize: the new size in bytes (units K, M, G, ... as cryptsetup\'s `--device-size`)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l engine -d 'Sector engine: `lukskit` (lukskit\'s own), `kernel` (the kernel\'s crypto API over AF_ALG, the driver dm-crypt uses), `auto`; benchmark also `all` (both side by side); open: the serving process of the userspace backends' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l align-payload -d 'luksFormat: align the data at a multiple of this many 512-byte sectors (deprecated in cryptsetup, use --offset)' -r
+complete -c lukskit -n "__fish_lukskit_needs_command" -l crypttab -d 'crypttab: the table to read instead of /etc/crypttab' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -l active-name -d 'Override device autodetection of dm device to be reencrypted' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l hotzone-size -d 'Maximal reencryption hotzone size.' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l reduce-device-size -d 'Reduce data device size (move data offset). DANGEROUS!' -r
@@ -64,28 +86,6 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l resilience -d 'Reencryp
 complete -c lukskit -n "__fish_lukskit_needs_command" -l resilience-hash -d 'Reencryption hotzone checksums hash' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -l progress-frequency -d 'Progress line update (in seconds)' -r
 complete -c lukskit -n "__fish_lukskit_needs_command" -s B -l block-size -d 'Reencryption block size' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -s d -l key-file -d 'Read the passphrase from a file ("-" = stdin)' -r -F
-complete -c lukskit -n "__fish_lukskit_needs_command" -l new-keyfile -d 'New key file (luksAddKey, luksChangeKey)' -r -F
-complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-file -d 'Volume key from a file' -r -F
-complete -c lukskit -n "__fish_lukskit_needs_command" -l header -d 'Detached header file' -r -F
-complete -c lukskit -n "__fish_lukskit_needs_command" -l header-backup-file -d 'Header backup file' -r -F
-complete -c lukskit -n "__fish_lukskit_needs_command" -l json-file -d 'Token JSON file (token import/export)' -r -F
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-url -d 'token bind-tang: the tang server (`http://HOST[:PORT]`)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-device -d 'open: the TPM for systemd-tpm2 tokens and clevis tpm2 pins (auto, /dev/tpmrm0, swtpm:path=SOCKET)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l token-timeout -d 'open: wait at most this many seconds for the TPM of a systemd-tpm2 token to appear before falling back (0: no limit; crypttab\'s token-timeout=). Default: no wait' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-pcrs -d 'token enroll-tpm2: the PCRs to seal against, as systemd-cryptenroll takes them (7+8; "" for none; default 7)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-pcr-bank -d 'token enroll-tpm2: the PCR bank (sha256, sha1; default sha256, else sha1)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tpm2-with-pin -d 'token enroll-tpm2: ask for a PIN the TPM checks at unlock (yes|no)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l link-vk-to-keyring -d 'open (LUKS2): after activation, link the volume key into a keyring as KEYRING::KEY (cryptsetup 2.7; KEY is %user:NAME or %logon:NAME, user by default)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l volume-key-keyring -d 'open: the volume key is the payload of this kernel key (%user:NAME, a serial; cryptsetup 2.7)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tang-thumbprint -d 'token bind-tang: thumbprint of the tang signing key to trust (tang-show-keys)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd -d 'open: serve the plaintext over NBD at unix:PATH or tcp:HOST:PORT (instead of FUSE)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l nbd-connections -d 'open --nbd: most NBD clients connected at once (default 8); more are refused' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-creds -d 'open --nbd: directory with X.509 credentials for TLS (server-cert.pem, server-key.pem, ca-cert.pem), as qemu-nbd\'s and nbdkit\'s' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l tls-verify-peer -d 'open --nbd: NBD clients must present a certificate signed by ca-cert.pem: `yes` (the default with TLS, as qemu-nbd\'s; the option alone also means yes) or `no` (any client that can connect reads and writes the plaintext)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l threads -d 'Threads for the sector engine (benchmark, image; default: benchmark 1, image all)' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l engine -d 'Sector engine: `lukskit` (lukskit\'s own), `kernel` (the kernel\'s crypto API over AF_ALG, the driver dm-crypt uses), `auto`; benchmark also `all` (both side by side); open: the serving process of the userspace backends' -r
-complete -c lukskit -n "__fish_lukskit_needs_command" -l crypttab -d 'crypttab: the table to read instead of /etc/crypttab' -r -F
 complete -c lukskit -n "__fish_lukskit_needs_command" -s M -l type -d 'Device type: luks, luks1, luks2, plain' -r -f -a "luks\t''
 luks1\t''
 luks2\t''
@@ -101,6 +101,8 @@ userspace\t''"
 complete -c lukskit -n "__fish_lukskit_needs_command" -l tls -d 'open --nbd: TLS `require` (the default with --tls-creds and on TCP), `on` (offered) or `off` (plain NBD: anyone who can connect reads the plaintext)' -r -f -a "off\t''
 on\t''
 require\t''"
+complete -c lukskit -n "__fish_lukskit_needs_command" -s ? -l help -d 'Show help'
+complete -c lukskit -n "__fish_lukskit_needs_command" -s V -l version -d 'Print the version'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s v -l verbose -d 'Print more information ("Command successful.")'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l debug -d 'Debug output (never contains secrets)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s q -l batch-mode -d 'Do not ask for confirmation; no passphrase verification unless -y'
@@ -121,6 +123,7 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l disable-external-tokens
 complete -c lukskit -n "__fish_lukskit_needs_command" -l iv-large-sectors -d 'IV counts encryption sectors instead of 512-byte sectors (plain mode)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -s r -l readonly -d 'Open the mapping read-only'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l allow-discards -d 'Pass discards (TRIM) through to the data device (open)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l shared -d 'open (plain): the device may be shared with other mappings (non-overlapping segments)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l serialize-memory-hard-pbkdf -d 'open: wait for the turn of a memory-hard (Argon2 above 32 MiB) key derivation, one process at a time, as cryptsetup (lock /run/cryptsetup/LN_memory-hard-access; an OOM workaround for many volumes unlocked at once)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-same_cpu_crypt -d 'open: dm-crypt\'s `same_cpu_crypt`'
@@ -130,6 +133,8 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -l perf-no_write_workqueue
 complete -c lukskit -n "__fish_lukskit_needs_command" -l persistent -d 'open, refresh: store the activation flags (`--allow-discards`, `--perf-*`) in the LUKS2 header, where every later open applies them'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l deferred -d 'close: remove the mapping when its last user closes it'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l cancel-deferred -d 'close: cancel a deferred removal (`--deferred`) of a kernel mapping still in use'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l json -d 'Machine-readable output (benchmark, engines)'
+complete -c lukskit -n "__fish_lukskit_needs_command" -l usage -d 'Display brief usage'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l test-args -d 'Do not run the action, only check the command line (cryptsetup\'s `--test-args`)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l force-password -d 'Accepted for compatibility: lukskit has no password quality check to disable'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l refresh -d 'open: refresh the active device NAME (the same as the `refresh` action)'
@@ -146,11 +151,6 @@ complete -c lukskit -n "__fish_lukskit_needs_command" -s N -l new -d 'Create new
 complete -c lukskit -n "__fish_lukskit_needs_command" -l use-directio -d 'Use direct-io when accessing devices'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l use-fsync -d 'Use fsync after each block'
 complete -c lukskit -n "__fish_lukskit_needs_command" -l write-log -d 'Update log file after every block'
-complete -c lukskit -n "__fish_lukskit_needs_command" -s ? -l help -d 'Show help'
-complete -c lukskit -n "__fish_lukskit_needs_command" -l usage -d 'Display brief usage'
-complete -c lukskit -n "__fish_lukskit_needs_command" -s V -l version -d 'Print the version'
-complete -c lukskit -n "__fish_lukskit_needs_command" -l no-loop -d 'open: only the FUSE plaintext file, no loop device and no /dev/mapper link'
-complete -c lukskit -n "__fish_lukskit_needs_command" -l json -d 'Machine-readable output (benchmark, engines)'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "open" -d 'open device as <name>'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "create" -d 'open device as <name>'
 complete -c lukskit -n "__fish_lukskit_needs_command" -a "plainOpen" -d 'open device as <name>'

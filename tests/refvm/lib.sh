@@ -92,6 +92,11 @@ INIT
 # 124 on timeout, 125 when the VM stopped without a status.
 refvm_boot() {
     local script_append=$1 # kernel command line of a SCRIPT run (before APPEND)
+    # norandmaps: every process at the same addresses. TCG finds code it translated before by
+    # its virtual address too, so with address randomization each new process translated its
+    # code afresh: a short command (cryptsetup isLuks, lukskit --version) took 0.19-0.25 s
+    # instead of 0.06 (2026-12-01, x86_64). The tests run thousands of them.
+    APPEND="norandmaps${APPEND:+ $APPEND}"
     # shellcheck disable=SC2054 # qemu options are comma-separated
     if [ -n "$INITRD" ] && [ ${#ANSWERS[@]} -gt 0 ]; then
         # The serial line both ways: qemu reads $RUN/serial.in and writes $RUN/serial.out (FIFOs).

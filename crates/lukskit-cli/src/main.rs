@@ -63,7 +63,7 @@ fn main() {
     if let Some(code) = startup::help(&opts) {
         std::process::exit(code);
     }
-    if let Some(code) = startup::before_action(&opts, &argv) {
+    if let Some(code) = startup::before_action(&opts) {
         std::process::exit(code);
     }
     input::set_prompt_timeout(opts.timeout.unwrap_or(0));

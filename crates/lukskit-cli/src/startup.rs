@@ -13,9 +13,14 @@ use std::ffi::OsString;
 use std::io::IsTerminal;
 
 /// Parse `argv` with [`definition::command`]; an error is the message to print (exit 1).
+///
+/// The command is built once (building it is most of what a short lukskit run does: under
+/// QEMU's TCG each build took tens of milliseconds).
 pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
-    let matches = definition::command()
-        .try_get_matches_from(argv)
+    let mut cmd = definition::command();
+    let key_file_cmd = cmd.clone();
+    let matches = cmd
+        .try_get_matches_from_mut(argv)
         .map_err(|e| parse_error(&e, argv))?;
     let mut opts = Opts::from_arg_matches(&matches).map_err(|e| first_line(&e.to_string()))?;
     // Negative numbers are let through as values of options (`-s -32`: "invalid numeric
@@ -30,16 +35,15 @@ pub fn parse(argv: &[OsString]) -> Result<Opts, String> {
             return Err(format!("{}{n}: unknown option", help::usage()));
         }
     }
-    opts.given = given(&matches);
-    opts.key_files = key_files(argv);
+    opts.given = given(&matches, &cmd);
+    opts.key_files = key_files(key_file_cmd, argv);
     opts.veracrypt_pim = matches.get_one::<u32>("veracrypt-pim").copied();
     Ok(opts)
 }
 
 /// The options on the command line (long names, in the order given) and the values of those
 /// that take a string.
-fn given(m: &clap::ArgMatches) -> Given {
-    let cmd = definition::command();
+fn given(m: &clap::ArgMatches, cmd: &clap::Command) -> Given {
     let mut seen: Vec<(usize, String)> = Vec::new();
     let mut values = Vec::new();
     for id in m.ids() {
@@ -112,15 +116,10 @@ fn first_line(msg: &str) -> String {
         .to_string()
 }
 
-/// How often `-d`/`--key-file` is on the command line (clap keeps only the last).
-fn key_file_count(argv: &[OsString]) -> usize {
-    key_files(argv).len()
-}
-
-/// Every `-d`/`--key-file` on the command line, in order.
-fn key_files(argv: &[OsString]) -> Vec<String> {
-    definition::command()
-        .mut_arg("key_file", |a| a.action(ArgAction::Append))
+/// Every `-d`/`--key-file` on the command line, in order (clap keeps only the last), parsed
+/// with `cmd` ([`definition::command`]).
+fn key_files(cmd: clap::Command, argv: &[OsString]) -> Vec<String> {
+    cmd.mut_arg("key_file", |a| a.action(ArgAction::Append))
         .try_get_matches_from(argv)
         .ok()
         .and_then(|m| {
@@ -240,7 +239,7 @@ fn missing_arguments(o: &Opts, canon: &str) -> Option<String> {
 /// argument count ([`missing_arguments`]), then cryptsetup's checks of the options ([`checks`]),
 /// then `--test-args` ends here and an option lukskit does not implement stops an action run.
 /// Some(exit code) when the action must not run.
-pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
+pub fn before_action(o: &Opts) -> Option<i32> {
     let action = o.positional[0].as_str();
     if action.starts_with("__") {
         return None;
@@ -257,7 +256,7 @@ pub fn before_action(o: &Opts, argv: &[OsString]) -> Option<i32> {
             return Some(1);
         }
     }
-    if let Some(msg) = checks::check(o, &o.given, key_file_count(argv)) {
+    if let Some(msg) = checks::check(o, &o.given, o.key_files.len()) {
         // cryptsetup prints its usage, then the message.
         eprint!("{}", help::usage());
         eprintln!("{}: {msg}", program_name());
@@ -321,7 +320,8 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
-        assert_eq!(key_file_count(&argv), 2);
-        assert_eq!(key_file_count(&argv[..5]), 1);
+        assert_eq!(key_files(definition::command(), &argv), ["a", "b"]);
+        assert_eq!(key_files(definition::command(), &argv[..5]), ["a"]);
+        assert_eq!(parse(&argv).unwrap().key_files, ["a", "b"]);
     }
 }
