@@ -21,13 +21,12 @@ use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
 use lukskit_volume::device::Access;
 use lukskit_volume::format;
-use lukskit_volume::image::pipeline::{decrypt_stream, encrypt_stream, Sink};
-use lukskit_volume::image::staging::{
-    has_content, is_block_device, same_file, PendingImage, PlainOutput,
-};
+use lukskit_volume::image::files::{decrypt_to_path, write_image_data, ImageData};
+use lukskit_volume::image::pipeline::{decrypt_stream, Sink};
+use lukskit_volume::image::staging::{has_content, same_file, PendingImage};
 use lukskit_volume::image::ImageError;
 use lukskit_volume::Volume;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -123,9 +122,9 @@ fn image_error(e: ImageError) -> CliError {
     match e {
         ImageError::Volume(e) => CliError::from(e),
         ImageError::Io { op, path, source } => CliError::io(op, &path, &source),
-        e @ (ImageError::Create { .. } | ImageError::NotAFileName { .. }) => {
-            CliError::device(e.to_string())
-        }
+        e @ (ImageError::Create { .. }
+        | ImageError::NotAFileName { .. }
+        | ImageError::DeviceTooSmall { .. }) => CliError::device(e.to_string()),
         e => CliError::invalid(e.to_string()),
     }
 }
@@ -136,10 +135,6 @@ fn check_interrupt() -> Result<()> {
         return Err(image_error(ImageError::Interrupted));
     }
     Ok(())
-}
-
-fn round_up(n: u64, to: u64) -> u64 {
-    n.div_ceil(to) * to
 }
 
 /// `image encrypt PLAIN IMAGE`.
@@ -264,84 +259,30 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         }
     };
 
-    // Size the image: data offset + plaintext rounded up to a whole sector.
-    let ss = u64::from(layout.sector_size);
-    let data_len = match (plain_len, layout.size) {
-        (Some(n), Some(fixed)) if n > fixed => {
-            return Err(CliError::invalid(format!(
-                "The plaintext ({n} bytes) does not fit the requested data size ({fixed} bytes)."
-            )))
-        }
-        (_, Some(fixed)) => Some(fixed),
-        (Some(n), None) => Some(round_up(n, ss)),
-        (None, None) => None,
-    };
-    check_interrupt()?;
-    let staged = pending.image().to_string();
-    let out = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&staged)
-        .map_err(|e| CliError::io("Opening", image, &e))?;
-    let block = is_block_device(&staged);
-    if let Some(len) = data_len {
-        let need = layout.offset + len;
-        let have = lukskit_format::io::Storage::size(&out)
-            .map_err(|e| CliError::io("Reading", image, &e))?;
-        if block {
-            if have < need {
-                return Err(CliError::device(format!(
-                    "Device {image} is too small ({have} bytes, {need} needed)."
-                )));
-            }
-        } else {
-            out.set_len(need)
-                .map_err(|e| CliError::io("Resizing", image, &e))?;
-        }
-    } else if !block {
-        out.set_len(layout.offset)
-            .map_err(|e| CliError::io("Resizing", image, &e))?;
-    }
     super::image_engine::choose(o, &layout.cipher, key.len(), layout.sector_size)?;
-    let mut dv = if block {
-        // A block device may be larger than the data: use only what the plaintext needs.
-        let mut l = layout.clone();
-        if l.size.is_none() {
-            l.size = data_len;
-        }
-        DataVolume::from_file(out, &staged, l, key.as_bytes(), true)?
-    } else {
-        DataVolume::from_file(out, &staged, layout.clone(), key.as_bytes(), true)?
-    };
-    drop(key);
-    // Parallelism comes from the pipeline (whole chunks per worker).
-    dv.set_threads(Threads::Fixed(1));
-
     let mut progress = Progress::new(plain_len, "Encrypting");
     let (input, name): (Box<dyn std::io::Read + Send>, &str) = match source {
         Source::File(f, _) => (Box::new(f), "plaintext"),
         Source::Stdin => (Box::new(std::io::stdin()), "standard input"),
     };
-    let written = encrypt_stream(
+    let staged = pending.image().to_string();
+    let written = write_image_data(
+        ImageData {
+            path: &staged,
+            name: image,
+            layout,
+            key: key.as_bytes(),
+            plain_len,
+            workers: workers(o),
+        },
         input,
         name,
-        &dv,
-        workers(o),
         crate::interrupt::interrupted,
         &mut |n| progress.add(n),
     )
     .map_err(image_error)?;
+    drop(key);
     progress.finish();
-    if data_len.is_none() && !block {
-        // Plaintext from a pipe: the image ends after the last sector written.
-        // (`from_file` above: always a local file.)
-        if let Some(f) = dv.file() {
-            f.set_len(layout.offset + round_up(written, ss))
-                .map_err(|e| CliError::io("Resizing", image, &e))?;
-        }
-    }
-    dv.flush()?;
-    drop(dv);
     check_interrupt()?;
     // Complete and durable: now under its name (header shown, files renamed into place).
     pending.commit().map_err(image_error)?;
@@ -509,34 +450,8 @@ fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
             .flush()
             .map_err(|e| CliError::io("Writing", "standard output", &e))?;
     } else {
-        let out = PlainOutput::open(dst_path).map_err(image_error)?;
-        let sparse = out.is_replacement();
-        let file = out.file();
-        if is_block_device(dst_path) {
-            let have = lukskit_format::io::Storage::size(file)
-                .map_err(|e| CliError::io("Reading", dst_path, &e))?;
-            if have < total {
-                return Err(CliError::device(format!(
-                    "Device {dst_path} is too small ({have} bytes, {total} needed)."
-                )));
-            }
-        }
-        decrypt_stream(
-            &dv,
-            &upper,
-            total,
-            Sink::File { file, sparse },
-            dst_path,
-            workers(o),
-            &mut add,
-        )
-        .map_err(image_error)?;
+        decrypt_to_path(&mut dv, &upper, dst_path, workers(o), &mut add).map_err(image_error)?;
         progress.finish();
-        if sparse {
-            file.set_len(total)
-                .map_err(|e| CliError::io("Resizing", dst_path, &e))?;
-        }
-        out.commit(dst_path).map_err(image_error)?;
     }
     if o.verbose && dst_path != "-" {
         println!("Decrypted {total} bytes into {dst_path}.");

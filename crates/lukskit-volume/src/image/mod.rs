@@ -6,11 +6,14 @@
 //!   blocks of zeros;
 //! * [`staging`] — nothing written under the final name until everything is: new files
 //!   beside the target renamed into place at the end, a LUKS header on a block device
-//!   hidden until the data behind it is complete.
+//!   hidden until the data behind it is complete;
+//! * [`files`] — the two ends: a new image's data area sized, written from a plaintext
+//!   stream and made durable; a data area decrypted into a plaintext file or device.
 //!
 //! Formatting the image and unlocking it are the callers' (with [`crate::format`],
 //! [`crate::Volume`], [`crate::plain`]); so are prompts and progress output.
 
+pub mod files;
 pub mod pipeline;
 pub mod staging;
 
@@ -55,6 +58,24 @@ pub enum ImageError {
     /// A thread of the pipeline stopped (a panic).
     #[error("Internal error: {0} stopped unexpectedly.")]
     Pipeline(&'static str),
+    /// The plaintext is longer than the data area's fixed size (`--size`).
+    #[error("The plaintext ({plain} bytes) does not fit the requested data size ({fixed} bytes).")]
+    PlaintextTooLarge {
+        /// The plaintext's length in bytes.
+        plain: u64,
+        /// The data area's size in bytes.
+        fixed: u64,
+    },
+    /// A block device to write is smaller than what goes onto it.
+    #[error("Device {path} is too small ({have} bytes, {need} needed).")]
+    DeviceTooSmall {
+        /// The device.
+        path: String,
+        /// Its size in bytes.
+        have: u64,
+        /// The bytes needed.
+        need: u64,
+    },
 }
 
 impl ImageError {
