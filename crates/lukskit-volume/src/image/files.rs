@@ -236,50 +236,31 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_plaintext_larger_than_the_fixed_size_is_refused_before_anything_is_written() {
+    /// 2000 bytes written into a new empty image that must refuse them: the error, and the
+    /// image's length after it.
+    fn refused(layout: DataLayout, interrupted: fn() -> bool) -> (ImageError, u64) {
         let dir = tempfile::tempdir().unwrap();
         let img = dir.path().join("img");
         std::fs::write(&img, []).unwrap();
-        let e = write(
-            img.to_str().unwrap(),
-            layout(Some(1024)),
-            &[1; 2000],
-            true,
-            never,
-        )
-        .unwrap_err();
-        assert!(
-            matches!(
-                e,
-                ImageError::PlaintextTooLarge {
-                    plain: 2000,
-                    fixed: 1024
-                }
-            ),
-            "{e}"
-        );
+        let e = write(img.to_str().unwrap(), layout, &[1; 2000], true, interrupted).unwrap_err();
+        (e, std::fs::metadata(&img).unwrap().len())
+    }
+
+    #[test]
+    fn a_plaintext_larger_than_the_fixed_size_is_refused_before_anything_is_written() {
+        let (e, len) = refused(layout(Some(1024)), never);
         assert_eq!(
             e.to_string(),
             "The plaintext (2000 bytes) does not fit the requested data size (1024 bytes)."
         );
-        assert_eq!(std::fs::metadata(&img).unwrap().len(), 0);
+        assert!(matches!(e, ImageError::PlaintextTooLarge { .. }), "{e:?}");
+        assert_eq!(len, 0);
     }
 
     #[test]
     fn an_interrupt_stops_before_the_image_is_sized() {
-        let dir = tempfile::tempdir().unwrap();
-        let img = dir.path().join("img");
-        std::fs::write(&img, []).unwrap();
-        let e = write(
-            img.to_str().unwrap(),
-            layout(None),
-            &[1; 2000],
-            true,
-            always,
-        )
-        .unwrap_err();
-        assert!(matches!(e, ImageError::Interrupted), "{e}");
-        assert_eq!(std::fs::metadata(&img).unwrap().len(), 0);
+        let (e, len) = refused(layout(None), always);
+        assert!(matches!(e, ImageError::Interrupted), "{e:?}");
+        assert_eq!(len, 0);
     }
 }
