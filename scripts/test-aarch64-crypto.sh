@@ -62,5 +62,9 @@ export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64 -L /usr/aarch
 export AARCH64_UNKNOWN_LINUX_GNU_OPENSSL_LIB_DIR=$LIB
 export AARCH64_UNKNOWN_LINUX_GNU_OPENSSL_INCLUDE_DIR=$SYSROOT/usr/include
 export PKG_CONFIG_ALLOW_CROSS=1
+# A target directory of its own (unless one is set): the test command runs this beside other
+# builds in target/ (the Python extension's, the doc tests), which would otherwise wait for
+# cargo's lock on target/ until this one has finished.
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target/aarch64-crypto}
 echo "==> cargo test -p lukskit-crypto --target $TRIPLE (under qemu-aarch64)"
 exec cargo test -p lukskit-crypto --target "$TRIPLE" "$@"

@@ -4,20 +4,24 @@
 #   - the VM lane: the test binaries named refvm_* (the reference VM under QEMU's TCG, the
 #     longest by far), taken one after the other from the front of a queue ordered longest
 #     first, their output as it comes; refvm_upstream (two VMs at once) is not queued: it
-#     runs last in this lane;
-#   - the host lane: every other test binary, one after the other, then the doc tests and the
-#     --then scripts; each binary's output is printed whole when it ends (so the lanes' lines
-#     do not mix). Then it takes reference-VM binaries from the back of the same queue (the
-#     shortest) until the queue is empty, so that neither lane ends long before the other.
+#     runs last in this lane; then --then jobs, as the host lane takes them;
+#   - the host lane: every other test binary, one after the other, then the doc tests; each
+#     binary's output is printed whole when it ends (so the lanes' lines do not mix). Then the
+#     --then jobs (in the order given, each taken by whichever lane is free first), then
+#     reference-VM binaries from the back of the VM queue (the shortest) until it is empty, so
+#     that neither lane ends long before the other.
 # On 2 cores a single VM keeps about one core busy (its guest runs one command at a time), and
 # the host tests mostly wait on their tools, so the two lanes share the machine well; one
 # after the other, the test command no longer fitted CI's 90 minutes (2026-11-27). With one
 # fixed VM lane, the host lane ended ~20 minutes before it and one core was idle meanwhile.
+# (With the VMs twice as fast, 2026-12-01, the VM lane ended ~12 minutes before the host lane's
+# --then scripts: hence jobs either lane takes.)
 #
 # Each binary runs as cargo runs it: from its package's directory, with the usual libtest
-# output ("test result: ..." lines, which scripts/test.sh counts). `--then SCRIPT` (repeatable,
-# first) runs SCRIPT with bash at the end of the host lane; the other arguments go to every
-# test binary (a test name filter, --nocapture, ...). Every "==> ... exit" line also says
+# output ("test result: ..." lines, which scripts/test.sh counts). `--then "SCRIPT [ARGS]"`
+# (repeatable, first) is a job: `bash SCRIPT ARGS` (words split at spaces), its output printed
+# whole when it ends; the other arguments go to every test binary (a test name filter,
+# --nocapture, ...). Every "==> ... exit" line also says
 # when it ended, in seconds from the start of the test build. Exit status: 0 when every binary
 # and script passed.
 #
@@ -28,15 +32,17 @@
 # machine is saturated already, and more at once only preempts the VMs' vCPUs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-then=()
-while [ "${1:-}" = --then ]; do
-    [ -n "${2:-}" ] || { echo "test-lanes.sh: --then needs a script" >&2; exit 2; }
-    then+=("$2")
-    shift 2
-done
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The --then jobs: one file each in $work/thenq, named in the order given.
+mkdir "$work/thenq"
+nthen=0
+while [ "${1:-}" = --then ]; do
+    [ -n "${2:-}" ] || { echo "test-lanes.sh: --then needs a script" >&2; exit 2; }
+    nthen=$((nthen + 1))
+    printf '%s\n' "$2" >"$work/thenq/$(printf %03d "$nthen")"
+    shift 2
+done
 
 t0=$(date +%s)
 # One line per test binary of a cargo build's JSON messages: lane (vm or host), order (the
@@ -60,19 +66,19 @@ for line in open(sys.argv[1]):
     pkg = os.path.dirname(m["manifest_path"])
     lane = "vm" if t["name"].startswith("refvm_") else "host"
     src = os.path.relpath(t["src_path"], pkg)
-    # The reference-VM binaries longest first (seconds measured in CI runs: refvm_kernel
-    # 650-1050, refvm_reencrypt 540-930, refvm_boot 460-940, refvm_reencrypt_open 270-500,
-    # refvm_matrix 290-380, refvm_integrity ~240, lukskit-dm's refvm_dm ~140, refvm_crypttab
-    # 100-140; the others under a minute or two; one not named here goes after these).
+    # The reference-VM binaries longest first (seconds in the test command's run of
+    # 2026-12-01, the VMs booted with norandmaps: refvm_reencrypt 568, refvm_kernel 483,
+    # refvm_reencrypt_open 281, refvm_boot 236, refvm_integrity 162, refvm_matrix 159,
+    # refvm_dm 71, refvm_crypttab 53; the others under 40; one not named here goes after these).
     # refvm_boot needs the static x86_64 binary that static_binaries.rs builds in the host
     # lane: built by whichever comes first (cargo's lock, one build); it goes after
     # refvm_matrix so that static_binaries has usually built it by then (in a cold run with
     # refvm_boot third, refvm_boot built it while static_binaries waited for cargo's lock,
     # both lanes on one build whose LTO step is one thread).
     # refvm_upstream ("last"): not queued, the VM lane's last.
-    rank = ["refvm_kernel", "refvm_reencrypt", "refvm_reencrypt_open", "refvm_matrix",
-            "refvm_boot", "refvm_integrity", "refvm_dm", "refvm_crypttab", "refvm_open",
-            "refvm_exclusive", "refvm_udev", "refvm_segments", "refvm_smoke"]
+    rank = ["refvm_reencrypt", "refvm_kernel", "refvm_reencrypt_open", "refvm_matrix",
+            "refvm_boot", "refvm_integrity", "refvm_dm", "refvm_crypttab", "refvm_udev",
+            "refvm_exclusive", "refvm_smoke", "refvm_open", "refvm_segments"]
     if t["name"] == "refvm_upstream":
         order = "last"
     elif lane == "vm":
@@ -123,13 +129,36 @@ run_binary() { # pkg src exe [args...]
     return $rc
 }
 
-run_script() { # SCRIPT: its output whole when it ends
-    local t src
+# print_whole FILE: FILE's lines in one piece (a lane that prints whole outputs takes this
+# lock; the VM lane's binaries write their lines as they come).
+print_whole() {
+    (
+        flock 8
+        cat "$1"
+    ) 8>"$work/print.lock"
+}
+
+# take_then: prints the next --then job and takes it out of the queue; exit status 1 when
+# the queue is empty.
+take_then() {
+    (
+        flock 9
+        f=$(find "$work/thenq" -type f -printf '%f\n' | sort | head -n1)
+        [ -n "$f" ] || exit 1
+        cat "$work/thenq/$f" && rm -f "$work/thenq/$f"
+    ) 9>"$work/thenq.lock"
+}
+
+run_script() { # LANE "SCRIPT [ARGS]": its output whole when it ends
+    local lane=$1 job=$2 t src out
     t=$(date +%s)
-    bash "$1" >"$work/script" 2>&1 </dev/null
+    out=$(mktemp "$work/script.XXXXXX")
+    # shellcheck disable=SC2086 # the job's words
+    bash $job >"$out" 2>&1 </dev/null
     src=$?
-    cat "$work/script"
-    echo "==> $1: exit $src after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
+    echo "==> $job: exit $src after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s, $lane lane)" >>"$out"
+    print_whole "$out"
+    rm -f "$out"
     return $src
 }
 
@@ -143,6 +172,9 @@ vm_lane() {
     while IFS=$'\t' read -r lane order pkg src exe; do
         run_binary "$pkg" "$src" "$exe" "$@" </dev/null 2>&1 || rc=1
     done <"$work/binaries-vm-last"
+    while job=$(take_then); do
+        run_script VM "$job" || rc=1
+    done
     return $rc
 }
 
@@ -154,7 +186,7 @@ host_lane() {
     while IFS=$'\t' read -r lane order pkg src exe; do
         n=$((n + 1))
         run_binary "$pkg" "$src" "$exe" "$@" >"$work/host.$n" </dev/null 2>&1 || rc=1
-        cat "$work/host.$n"
+        print_whole "$work/host.$n"
         rm -f "$work/host.$n"
     done <"$work/binaries"
     echo "   Doc-tests (cargo test --workspace --doc)"
@@ -164,8 +196,8 @@ host_lane() {
     cat "$work/doc"
     echo "==> doc tests: exit $s after $(($(date +%s) - t)) s (at $(($(date +%s) - t0)) s)"
     [ "$s" = 0 ] || rc=1
-    for s in "${then[@]}"; do
-        run_script "$s" || rc=1
+    while job=$(take_then); do
+        run_script host "$job" || rc=1
     done
     # Then the VM lane's queue from its back (the shortest binaries), each binary's output
     # whole when it ends.
@@ -174,7 +206,7 @@ host_lane() {
         n=$((n + 1))
         echo "==> host lane: $src from the reference-VM queue"
         run_binary "$pkg" "$src" "$exe" "$@" >"$work/host.$n" </dev/null 2>&1 || rc=1
-        cat "$work/host.$n"
+        print_whole "$work/host.$n"
         rm -f "$work/host.$n"
     done
     return $rc

@@ -153,9 +153,11 @@ log=$(mktemp)
 set +e
 # Every test binary, as `cargo test --workspace --no-fail-fast` runs them (a failing binary
 # does not hide the results of the others), in two lanes at once: the reference-VM tests, and
-# the rest followed by scripts/test-more.sh (lukskit-crypto's tests on aarch64 under
-# qemu-user, the Python bindings, a short fuzzing run); scripts/test-lanes.sh says why.
-bash scripts/test-lanes.sh --then scripts/test-more.sh 2>&1 | tee "$log"
+# the rest; then the three parts of scripts/test-more.sh (a short fuzzing run, lukskit-crypto's
+# tests on aarch64 under qemu-user, the Python bindings), longest first, each run by whichever
+# lane is free first; scripts/test-lanes.sh says why.
+bash scripts/test-lanes.sh --then "scripts/test-more.sh fuzz" --then "scripts/test-more.sh aarch64" \
+    --then "scripts/test-more.sh python" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ -n "$prefetch_pid" ]; then
     wait "$prefetch_pid"
