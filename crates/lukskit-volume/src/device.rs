@@ -45,6 +45,19 @@ pub enum Access {
     Write,
 }
 
+/// Whether the paths `a` and `b` name the same device or file (links followed): two block
+/// device nodes of one device (the same device number), or one file. False when either does
+/// not exist.
+pub fn same_device(a: &str, b: &str) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) if x.file_type().is_block_device() && y.file_type().is_block_device() => {
+            x.rdev() == y.rdev()
+        }
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
 /// An open device or image file with its lock held (see [`Device::release_lock`] for a
 /// long update that takes it only while it writes metadata).
 #[derive(Debug)]
@@ -478,6 +491,27 @@ fn primary_seqid(dev: &Device) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn same_device_follows_links_and_tells_files_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::write(&a, b"a").unwrap();
+        std::fs::write(&b, b"b").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+        assert!(same_device(&p(&a), &p(&link)));
+        assert!(!same_device(&p(&a), &p(&b)));
+        assert!(!same_device(&p(&a), &p(&dir.path().join("missing"))));
+        // Two nodes of one block device (here: the node and a link to it, where /dev/loop0
+        // exists).
+        if std::path::Path::new("/dev/loop0").exists() {
+            let l = dir.path().join("loop");
+            std::os::unix::fs::symlink("/dev/loop0", &l).unwrap();
+            assert!(same_device("/dev/loop0", &p(&l)));
+        }
+    }
 
     /// A file that starts like a LUKS2 primary header with sequence id `seqid`.
     fn luks2_like(dir: &std::path::Path, seqid: u64) -> String {

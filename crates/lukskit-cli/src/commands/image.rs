@@ -19,11 +19,12 @@ use lukskit_crypto::SecretBuf;
 use lukskit_format::VolumeType;
 use lukskit_volume::claim::{Claim, ClaimError};
 use lukskit_volume::data::{DataLayout, DataVolume, Threads};
+use lukskit_volume::device::same_device;
 use lukskit_volume::device::Access;
 use lukskit_volume::format;
 use lukskit_volume::image::files::{decrypt_to_path, write_image_data, ImageData};
 use lukskit_volume::image::pipeline::{decrypt_stream, Sink};
-use lukskit_volume::image::staging::{has_content, same_file, PendingImage};
+use lukskit_volume::image::staging::{has_content, PendingImage};
 use lukskit_volume::image::ImageError;
 use lukskit_volume::Volume;
 use std::fs::File;
@@ -149,7 +150,7 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
         )));
     }
     let kind = kind(o)?;
-    if src_path != "-" && same_file(src_path, image) {
+    if src_path != "-" && same_device(src_path, image) {
         return Err(CliError::invalid(
             "The plaintext and the image must be different files.",
         ));
@@ -369,7 +370,7 @@ fn other_format_tables(
 fn decrypt(o: &Opts, args: &[String]) -> Result<()> {
     need_args(args, 2, 2, "<image> <plaintext>")?;
     let (image, dst_path) = (&args[0], &args[1]);
-    if dst_path != "-" && same_file(dst_path, image) {
+    if dst_path != "-" && same_device(dst_path, image) {
         return Err(CliError::invalid(
             "The image and the plaintext must be different files.",
         ));

@@ -70,7 +70,11 @@ pub fn reencrypt(o: &Opts, args: &[String]) -> Result<()> {
     // `--decrypt --header DEVICE` (the device itself, or a link to it) is no detached
     // header: cryptsetup 2.6.1 refuses it at once (lukskit took the device's write lock a
     // second time and waited for ever; luks2-reencryption-test [5]).
-    if has(o, "decrypt") && o.header.as_deref().is_some_and(|h| same_device(h, device)) {
+    if has(o, "decrypt")
+        && o.header
+            .as_deref()
+            .is_some_and(|h| lukskit_volume::device::same_device(h, device))
+    {
         return Err(CliError::invalid(
             "LUKS2 decryption is supported with detached header device only (with data \
              offset set to 0).",
@@ -357,18 +361,6 @@ fn sector_increase(
 fn detect_active(vol: &Volume, device: &str) -> Result<Option<String>> {
     let data_path = if vol.detached { &vol.data_path } else { device };
     Ok(online::detect(data_path, vol.uuid())?)
-}
-
-/// Whether paths `a` and `b` name the same file or block device (links followed).
-fn same_device(a: &str, b: &str) -> bool {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) if x.file_type().is_block_device() && y.file_type().is_block_device() => {
-            x.rdev() == y.rdev()
-        }
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
 }
 
 /// What a new re-encryption's initialization works with besides the options and the volume.

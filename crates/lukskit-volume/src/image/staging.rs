@@ -26,15 +26,6 @@ pub fn is_block_device(path: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Whether two paths name the same existing file.
-pub fn same_file(a: &str, b: &str) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
-}
-
 /// A new file beside `path` (a hidden name of its own, made with `O_EXCL | O_NOFOLLOW`, mode
 /// 0600 whatever the umask) that [`rename_into_place`] later puts in place of `path`.
 pub fn new_file_beside(path: &str) -> Result<(File, PathBuf), ImageError> {
