@@ -12,7 +12,8 @@
 use libfuzzer_sys::fuzz_target;
 use lukskit_format::io::MemStorage;
 use lukskit_format::luks2::{
-    self, edit, Digest, DigestType, KdfParams, Keyslot, KeyslotType, Luks2Header, NewHeaderParams,
+    self, edit, ConfigFlag, Digest, DigestType, KdfParams, Keyslot, KeyslotType, Luks2Header,
+    NewHeaderParams,
 };
 use serde_json::json;
 
@@ -148,7 +149,7 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
         }
         7 => {
             let f = inp.text()?;
-            let _ = h.set_config_flags(&[f.as_str()]);
+            let _ = h.set_config_flags(&[ConfigFlag::parse(&f)]);
         }
         8 => {
             let s = edit::crypt_segment(

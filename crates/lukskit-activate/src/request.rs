@@ -1,6 +1,7 @@
 //! What is asked of the activation layer: the mapping ([`MappingConfig`], the same for every
 //! backend), the kernel's extra options ([`KernelOptions`]) and which backend to use.
 
+use lukskit_format::luks2::ConfigFlag;
 use lukskit_format::VolumeType;
 use lukskit_volume::data::DataLayout;
 use serde::{Deserialize, Serialize};
@@ -84,6 +85,35 @@ impl KernelOptions {
             || self.submit_from_crypt_cpus
             || self.no_read_workqueue
             || self.no_write_workqueue
+    }
+
+    /// Turn on the dm-crypt performance flags among a LUKS2 header's persistent flags (the
+    /// ones the command line or caller asked for stay on).
+    pub fn apply_persistent(&mut self, flags: &[ConfigFlag]) {
+        for f in flags {
+            match f {
+                ConfigFlag::SameCpuCrypt => self.same_cpu_crypt = true,
+                ConfigFlag::SubmitFromCryptCpus => self.submit_from_crypt_cpus = true,
+                ConfigFlag::NoReadWorkqueue => self.no_read_workqueue = true,
+                ConfigFlag::NoWriteWorkqueue => self.no_write_workqueue = true,
+                _ => {}
+            }
+        }
+    }
+
+    /// These options' dm-crypt performance flags as LUKS2 persistent flags (what
+    /// `--persistent` stores, with `allow-discards` when `discards`).
+    pub fn persistent_flags(&self, discards: bool) -> Vec<ConfigFlag> {
+        [
+            (discards, ConfigFlag::AllowDiscards),
+            (self.same_cpu_crypt, ConfigFlag::SameCpuCrypt),
+            (self.submit_from_crypt_cpus, ConfigFlag::SubmitFromCryptCpus),
+            (self.no_read_workqueue, ConfigFlag::NoReadWorkqueue),
+            (self.no_write_workqueue, ConfigFlag::NoWriteWorkqueue),
+        ]
+        .into_iter()
+        .filter_map(|(on, f)| on.then_some(f))
+        .collect()
     }
 }
 
@@ -341,5 +371,29 @@ mod tests {
         // A type lukskit does not know is refused, not guessed.
         let unknown = config_json(r#""use_loop":true,"nbd":null"#).replace("LUKS2", "LUKS9");
         assert!(serde_json::from_str::<MappingConfig>(&unknown).is_err());
+    }
+
+    #[test]
+    fn persistent_flags_turn_on_the_kernel_flags_and_back() {
+        let mut k = KernelOptions {
+            no_read_workqueue: true,
+            ..KernelOptions::default()
+        };
+        k.apply_persistent(&[
+            ConfigFlag::AllowDiscards,
+            ConfigFlag::SameCpuCrypt,
+            ConfigFlag::Other("x".into()),
+        ]);
+        assert!(k.same_cpu_crypt && k.no_read_workqueue);
+        assert!(!k.submit_from_crypt_cpus && !k.no_write_workqueue);
+        assert_eq!(
+            k.persistent_flags(true),
+            [
+                ConfigFlag::AllowDiscards,
+                ConfigFlag::SameCpuCrypt,
+                ConfigFlag::NoReadWorkqueue
+            ]
+        );
+        assert!(KernelOptions::default().persistent_flags(false).is_empty());
     }
 }

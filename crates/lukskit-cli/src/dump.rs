@@ -129,8 +129,7 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     let _ = writeln!(o, "UUID:          \t{}", or(&b.uuid, "(no UUID)"));
     let _ = writeln!(o, "Label:         \t{}", or(&b.label, "(no label)"));
     let _ = writeln!(o, "Subsystem:     \t{}", or(&b.subsystem, "(no subsystem)"));
-    let config = h.json().get("config");
-    let flags = str_array(config.and_then(|c| c.get("flags")));
+    let flags = h.config_flags();
     if flags.is_empty() {
         o.push_str("Flags:       \t(no flags)\n");
     } else {

@@ -4,7 +4,7 @@
 use crate::error::{DeviceOp, KeyslotError, ParamError, Result, TokenError, VolumeError};
 use crate::luks1_keys;
 use crate::volume::{Header, Volume};
-use lukskit_format::luks2::{self, Luks2Header};
+use lukskit_format::luks2::{self, ConfigFlag, Luks2Header};
 use serde_json::Value;
 
 /// Keyslot priority names of `--priority`.
@@ -71,14 +71,14 @@ impl Volume {
     /// Store persistent activation flags (`open --persistent`, `refresh --persistent`): the
     /// LUKS2 `config.flags` array becomes exactly `flags` (cryptsetup's names:
     /// `allow-discards`, `same-cpu-crypt`, ...).
-    pub fn set_persistent_flags(&mut self, flags: &[&str]) -> Result<()> {
+    pub fn set_persistent_flags(&mut self, flags: &[ConfigFlag]) -> Result<()> {
         self.check_requirements_for_write()?;
         self.luks2_or_refuse()?.set_config_flags(flags)?;
         self.write_header()
     }
 
     /// The persistent activation flags stored in a LUKS2 header (none for LUKS1).
-    pub fn persistent_flags(&self) -> Vec<String> {
+    pub fn persistent_flags(&self) -> Vec<ConfigFlag> {
         match &self.header {
             Header::Luks2(h) => h.config_flags(),
             Header::Luks1(_) => Vec::new(),

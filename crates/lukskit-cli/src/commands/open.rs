@@ -15,6 +15,7 @@ use lukskit_activate::{
     Status,
 };
 use lukskit_crypto::SecretBuf;
+use lukskit_format::luks2::ConfigFlag;
 use lukskit_format::VolumeType;
 use lukskit_volume::data::DataLayout;
 use lukskit_volume::device::Access;
@@ -154,17 +155,7 @@ pub fn open(o: &Opts, action: &str, args: &[String]) -> Result<()> {
     };
     let mut config = config;
     let mut kopts = kernel_options(&o, digest);
-    // LUKS2 persistent flags apply to every activation (for the userspace backend only
-    // allow-discards means anything; the performance flags are the kernel's) — except one
-    // with --persistent, whose own flags become the whole set, as in cryptsetup.
-    let stored = match config.kind {
-        VolumeType::Luks2 if !o.persistent => stored_flags(&o, &config)?,
-        _ => Vec::new(),
-    };
-    config.allow_discards |= stored.iter().any(|f| f == "allow-discards");
-    if backend == activate::Backend::Kernel {
-        apply_stored_perf_flags(&stored, &mut kopts);
-    }
+    apply_stored_flags(&o, &mut config, backend, &mut kopts)?;
     // --link-vk-to-keyring: LUKS2 only (cryptsetup 2.7 refuses it for other types), and
     // as cryptsetup not with --disable-keyring; linked before the activation and unlinked
     // should it fail, so the key is there only once the volume is.
@@ -307,15 +298,7 @@ fn activate_reencrypt(
     table: &lukskit_volume::segment::SegmentTable,
 ) -> Result<()> {
     let mut kopts = kernel_options(o, None);
-    let stored = if o.persistent {
-        Vec::new()
-    } else {
-        stored_flags(o, &config)?
-    };
-    config.allow_discards |= stored.iter().any(|f| f == "allow-discards");
-    if backend == activate::Backend::Kernel {
-        apply_stored_perf_flags(&stored, &mut kopts);
-    }
+    apply_stored_flags(o, &mut config, backend, &mut kopts)?;
     activate::activate_table(backend, &config, &kopts, table).map_err(CliError::from)?;
     say_backend(o, backend, &config.name);
     if o.persistent {
@@ -325,39 +308,31 @@ fn activate_reencrypt(
     Ok(())
 }
 
-/// The dm-crypt flags of the command line in LUKS2's persistent-flag names.
-fn flag_names(o: &Opts) -> Vec<&'static str> {
-    [
-        (o.allow_discards, "allow-discards"),
-        (o.perf_same_cpu_crypt, "same-cpu-crypt"),
-        (o.perf_submit_from_crypt_cpus, "submit-from-crypt-cpus"),
-        (o.perf_no_read_workqueue, "no-read-workqueue"),
-        (o.perf_no_write_workqueue, "no-write-workqueue"),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, n)| *n)
-    .collect()
-}
-
-fn apply_stored_perf_flags(stored: &[String], k: &mut KernelOptions) {
-    let has = |n: &str| stored.iter().any(|f| f == n);
-    k.same_cpu_crypt |= has("same-cpu-crypt");
-    k.submit_from_crypt_cpus |= has("submit-from-crypt-cpus");
-    k.no_read_workqueue |= has("no-read-workqueue");
-    k.no_write_workqueue |= has("no-write-workqueue");
-}
-
-/// The persistent flags in the header of the volume `config` describes.
-fn stored_flags(o: &Opts, config: &MappingConfig) -> Result<Vec<String>> {
+/// A LUKS2 volume's persistent flags apply to every activation (for the userspace backend
+/// only allow-discards means anything; the performance flags are the kernel's) — except one
+/// with --persistent, whose own flags become the whole set, as in cryptsetup.
+fn apply_stored_flags(
+    o: &Opts,
+    config: &mut MappingConfig,
+    backend: activate::Backend,
+    kopts: &mut KernelOptions,
+) -> Result<()> {
+    if config.kind != VolumeType::Luks2 || o.persistent {
+        return Ok(());
+    }
     let header = config.header.as_deref().or(o.header.as_deref());
-    Ok(Volume::load(&config.device, header, Access::Read)?.persistent_flags())
+    let stored = Volume::load(&config.device, header, Access::Read)?.persistent_flags();
+    config.allow_discards |= stored.contains(&ConfigFlag::AllowDiscards);
+    if backend == activate::Backend::Kernel {
+        kopts.apply_persistent(&stored);
+    }
+    Ok(())
 }
 
 /// `--persistent`: the command line's flags become the header's persistent flags.
 fn store_flags(o: &Opts, device: &str, header: Option<&str>) -> Result<()> {
     let mut vol = Volume::load(device, header.or(o.header.as_deref()), Access::Write)?;
-    vol.set_persistent_flags(&flag_names(o))
+    vol.set_persistent_flags(&kernel_options(o, None).persistent_flags(o.allow_discards))
         .map_err(CliError::from)
 }
 
@@ -953,8 +928,8 @@ pub fn refresh(o: &Opts, args: &[String]) -> Result<()> {
         Volume::load(&device, header.as_deref(), Access::Read)?.persistent_flags()
     };
     let mut kopts = kernel_options(o, digest);
-    apply_stored_perf_flags(&stored, &mut kopts);
-    let discards = o.allow_discards || stored.iter().any(|f| f == "allow-discards");
+    kopts.apply_persistent(&stored);
+    let discards = o.allow_discards || stored.contains(&ConfigFlag::AllowDiscards);
     m.refresh(&vk, discards, &kopts).map_err(CliError::from)?;
     if o.persistent {
         store_flags(o, &device, header.as_deref())

@@ -2,7 +2,7 @@
 
 use super::binary::BinaryHeader;
 use super::json::{self, as_u32, b64_decode, b64_encode, get_u64_str, key_id, u64_value};
-use super::types::{DigestType, KeyslotType, SegmentType, TokenType};
+use super::types::{ConfigFlag, DigestType, KeyslotType, SegmentType, TokenType};
 use super::{
     BINARY_HEADER_SIZE, MAX_DIGESTS, MAX_KEYSLOTS, MAX_KEYSLOTS_SIZE, MAX_TOKENS, METADATA_SIZES,
     SALT_SIZE,
@@ -21,17 +21,6 @@ pub const KNOWN_REQUIREMENTS: [&str; 4] = [
     "online-reencrypt",
     "online-reencrypt-v2",
     "online-reencrypt-v3",
-];
-
-/// Persistent activation flags known to cryptsetup 2.7 (`persistent_flags[]`); others are
-/// ignored by cryptsetup with a verbose message.
-pub const KNOWN_CONFIG_FLAGS: [&str; 6] = [
-    "allow-discards",
-    "same-cpu-crypt",
-    "submit-from-crypt-cpus",
-    "no-journal",
-    "no-read-workqueue",
-    "no-write-workqueue",
 ];
 
 /// KDF parameters of a keyslot (`kdf` object).
@@ -1084,27 +1073,28 @@ impl Luks2Header {
     }
 
     /// `config.flags` (persistent activation flags), in stored order.
-    pub fn config_flags(&self) -> Vec<String> {
+    pub fn config_flags(&self) -> Vec<ConfigFlag> {
         self.json
             .get("config")
             .and_then(|c| c.get("flags"))
             .and_then(Value::as_array)
             .map(|a| {
                 a.iter()
-                    .filter_map(|f| f.as_str().map(String::from))
+                    .filter_map(Value::as_str)
+                    .map(ConfigFlag::parse)
                     .collect()
             })
             .unwrap_or_default()
     }
 
     /// Replace (or add, at the end of `config`) the persistent activation flags: the known
-    /// ones among `flags`, in cryptsetup's table order ([`KNOWN_CONFIG_FLAGS`]), as
+    /// ones among `flags`, in cryptsetup's table order ([`ConfigFlag::KNOWN`]), as
     /// `LUKS2_config_set_flags` stores them (an empty array when there are none).
-    pub fn set_config_flags(&mut self, flags: &[&str]) -> Result<()> {
-        let ordered: Vec<Value> = KNOWN_CONFIG_FLAGS
+    pub fn set_config_flags(&mut self, flags: &[ConfigFlag]) -> Result<()> {
+        let ordered: Vec<Value> = ConfigFlag::KNOWN
             .iter()
             .filter(|k| flags.contains(k))
-            .map(|k| Value::String((*k).to_string()))
+            .map(|k| Value::String(k.as_str().to_string()))
             .collect();
         self.section_mut("config")?
             .insert("flags".into(), Value::Array(ordered));
@@ -1469,6 +1459,28 @@ impl Luks2Header {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_flags_are_stored_known_only_in_cryptsetups_order() {
+        let mut h = Luks2Header::new(&params()).unwrap();
+        assert!(h.config_flags().is_empty());
+        h.set_config_flags(&[
+            ConfigFlag::NoWriteWorkqueue,
+            ConfigFlag::Other("x-flag".into()),
+            ConfigFlag::AllowDiscards,
+        ])
+        .unwrap();
+        assert_eq!(
+            h.config_flags(),
+            [ConfigFlag::AllowDiscards, ConfigFlag::NoWriteWorkqueue]
+        );
+        assert_eq!(
+            h.json()["config"]["flags"],
+            serde_json::json!(["allow-discards", "no-write-workqueue"])
+        );
+        h.set_config_flags(&[]).unwrap();
+        assert_eq!(h.json()["config"]["flags"], serde_json::json!([]));
+    }
 
     #[test]
     fn keyslot_area_sizes() {

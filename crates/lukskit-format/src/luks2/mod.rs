@@ -43,9 +43,9 @@ pub use binary::BinaryHeader;
 pub use disk::{check_sequence_id, read, write, write_copy, ReadOutcome};
 pub use metadata::{
     dump_base64, keyring_token, token_with_keyslot, Digest, KdfParams, Keyslot, Luks2Header,
-    NewHeaderParams, Segment, Token, UnknownKdfCosts, KNOWN_CONFIG_FLAGS, KNOWN_REQUIREMENTS,
+    NewHeaderParams, Segment, Token, UnknownKdfCosts, KNOWN_REQUIREMENTS,
 };
-pub use types::{DigestType, KeyslotType, SegmentType, TokenType};
+pub use types::{ConfigFlag, DigestType, KeyslotType, SegmentType, TokenType};
 
 /// The nine allowed sizes of one metadata copy (binary header + JSON area), which are
 /// also the possible offsets of the secondary copy (`LUKS2_HDR2_OFFSETS`).

@@ -1,6 +1,6 @@
-//! The `type` members of LUKS2 keyslots, segments and digests as enums: the types cryptsetup
-//! 2.6.1 knows by name, and any other kept as written (`Other`), so that a header with a type
-//! this crate does not know still reads and writes back unchanged.
+//! The `type` members of LUKS2 keyslots, segments and digests, and the persistent activation
+//! flags, as enums: the names cryptsetup knows, and any other kept as written (`Other`), so
+//! that a header with a name this crate does not know still reads and writes back unchanged.
 
 use std::fmt;
 
@@ -89,6 +89,38 @@ json_type! {
     }
 }
 
+json_type! {
+    /// A persistent activation flag (`config.flags`), as cryptsetup 2.7 names it
+    /// (`persistent_flags[]`).
+    ConfigFlag {
+        /// Discards (TRIM) pass through the mapping.
+        AllowDiscards = "allow-discards",
+        /// dm-crypt's `same_cpu_crypt`.
+        SameCpuCrypt = "same-cpu-crypt",
+        /// dm-crypt's `submit_from_crypt_cpus`.
+        SubmitFromCryptCpus = "submit-from-crypt-cpus",
+        /// dm-integrity without a journal.
+        NoJournal = "no-journal",
+        /// dm-crypt's `no_read_workqueue`.
+        NoReadWorkqueue = "no-read-workqueue",
+        /// dm-crypt's `no_write_workqueue`.
+        NoWriteWorkqueue = "no-write-workqueue",
+    }
+}
+
+impl ConfigFlag {
+    /// The flags cryptsetup knows, in its table order, which is the order it stores them in;
+    /// it ignores others (with a verbose message).
+    pub const KNOWN: [ConfigFlag; 6] = [
+        ConfigFlag::AllowDiscards,
+        ConfigFlag::SameCpuCrypt,
+        ConfigFlag::SubmitFromCryptCpus,
+        ConfigFlag::NoJournal,
+        ConfigFlag::NoReadWorkqueue,
+        ConfigFlag::NoWriteWorkqueue,
+    ];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +139,12 @@ mod tests {
         assert_eq!(DigestType::parse("pbkdf2").to_string(), "pbkdf2");
         assert_eq!(TokenType::parse("systemd-tpm2"), TokenType::SystemdTpm2);
         assert_eq!(TokenType::parse("x-my-token").as_str(), "x-my-token");
+        for f in ConfigFlag::KNOWN {
+            assert_eq!(ConfigFlag::parse(f.as_str()), f);
+        }
+        assert_eq!(
+            ConfigFlag::parse("x-flag"),
+            ConfigFlag::Other("x-flag".into())
+        );
     }
 }

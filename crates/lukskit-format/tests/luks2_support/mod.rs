@@ -290,7 +290,11 @@ pub fn compare_with_cryptsetup(path: &Path, hdr: &Luks2Header) {
     let want_flags = if flags.is_empty() {
         "(no flags)".to_string()
     } else {
-        flags.join(" ")
+        flags
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     assert_eq!(h["Flags"], want_flags);
     let reqs = hdr.requirements();
