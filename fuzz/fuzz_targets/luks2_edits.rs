@@ -12,8 +12,8 @@
 use libfuzzer_sys::fuzz_target;
 use lukskit_format::io::MemStorage;
 use lukskit_format::luks2::{
-    self, edit, ConfigFlag, Digest, DigestType, KdfParams, Keyslot, KeyslotType, Luks2Header,
-    NewHeaderParams,
+    self, edit, reencrypt_keyslot::ReencryptKeyslot, ConfigFlag, Digest, DigestType, KdfParams,
+    Keyslot, KeyslotType, Luks2Header, NewHeaderParams, ReencryptDirection, ReencryptMode,
 };
 use serde_json::json;
 
@@ -206,14 +206,20 @@ fn edit_once(h: &mut Luks2Header, inp: &mut Input) -> Option<()> {
                 shift_size: (inp.byte()? % 2 == 0).then_some(inp.num()?.wrapping_mul(512)),
             };
             let slot = id(inp.num()?);
-            let done = if inp.byte()? % 2 == 0 {
-                edit::insert_reencrypt_keyslot(h, slot, &area, "reencrypt", "forward")
+            let inserted = inp.byte()? % 2 == 0;
+            let mode = ReencryptMode::parse(&inp.text()?);
+            let done = if inserted {
+                edit::insert_reencrypt_keyslot(h, slot, &area, &mode, &ReencryptDirection::Forward)
             } else {
                 edit::set_reencrypt_area(h, slot, &area)
             };
             // What was written reads back as written.
             if done.is_ok() {
                 assert_eq!(edit::ReencryptArea::of(h, slot).ok(), Some(area));
+                if inserted {
+                    let ks = ReencryptKeyslot::of(h, slot).expect("keyslot just written");
+                    assert_eq!((ks.mode, ks.direction), (mode, ReencryptDirection::Forward));
+                }
             }
         }
         17 => {

@@ -2,7 +2,7 @@
 
 use crate::errors::Result;
 use lukskit_format::luks1::Luks1Header;
-use lukskit_format::luks2::{dump_base64, KdfParams, Luks2Header};
+use lukskit_format::luks2::{DumpLength, KdfParams, Luks2Header};
 
 use serde_json::Value;
 use std::fmt::Write;
@@ -28,11 +28,12 @@ fn hex_lines(out: &mut String, bytes: &[u8], indent: &str) {
     }
 }
 
-/// cryptsetup's `hexprint_base64` of a JSON member: its bytes as [`hex_lines`] prints them,
-/// or nothing at all (not even the line end) when the text is not Base64.
-fn base64_lines(out: &mut String, member: Option<&Value>, indent: &str) {
-    if let Some(bytes) = dump_base64(member) {
-        hex_lines(out, &bytes, indent);
+/// cryptsetup's `hexprint_base64` of a JSON member (as the format crate decodes it): its
+/// bytes as [`hex_lines`] prints them, or nothing at all (not even the line end) when the
+/// text is not Base64 (`None`).
+fn base64_lines(out: &mut String, bytes: Option<&[u8]>, indent: &str) {
+    if let Some(bytes) = bytes {
+        hex_lines(out, bytes, indent);
     }
 }
 
@@ -74,15 +75,6 @@ pub fn luks1(path: &str, h: &Luks1Header) -> String {
     o
 }
 
-/// `json_object_get_int64` of an integer printed with `PRIu64`: negative values wrap, values
-/// above `i64::MAX` clamp to it.
-fn json_int64_unsigned(v: &Value) -> u64 {
-    v.as_i64()
-        .map(|n| n as u64)
-        .or_else(|| v.as_u64().map(|_| i64::MAX as u64))
-        .unwrap_or(0)
-}
-
 fn priority_desc(p: Option<u32>) -> &'static str {
     match p {
         None | Some(1) => "normal",
@@ -90,19 +82,6 @@ fn priority_desc(p: Option<u32>) -> &'static str {
         Some(2) => "preferred",
         Some(_) => "invalid",
     }
-}
-
-fn str_array(v: Option<&Value>) -> Vec<String> {
-    v.and_then(|a| a.as_array())
-        .map(|a| {
-            a.iter()
-                .map(|x| match x {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The LUKS2 dump (`LUKS2_hdr_dump`).
@@ -150,48 +129,29 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
     o.push('\n');
 
     o.push_str("Data segments:\n");
-    // In segment-number order, as cryptsetup's hdr_dump_segments (0 up to its maximum), not
-    // in the order the JSON stores them; the members are printed as stored.
-    if let Some(Value::Object(segs)) = h.json().get("segments") {
-        for seg in h.segments()? {
-            let key = seg.id.to_string();
-            let Some(val) = segs.get(&key) else { continue };
-            let get = |k: &str| val.get(k);
-            let _ = writeln!(
-                o,
-                "  {key}: {}",
-                get("type").and_then(|v| v.as_str()).unwrap_or("")
-            );
-            let num = |v: Option<&Value>| {
-                v.and_then(|x| x.as_str())
-                    .and_then(|s| s.parse::<u64>().ok())
-                    .unwrap_or(0)
-            };
-            let _ = writeln!(o, "\toffset: {} [bytes]", num(get("offset")));
-            match get("size").and_then(|v| v.as_str()) {
-                Some("dynamic") => o.push_str("\tlength: (whole device)\n"),
-                _ => {
-                    let _ = writeln!(o, "\tlength: {} [bytes]", num(get("size")));
-                }
+    // In segment-number order, as cryptsetup's hdr_dump_segments; members as stored.
+    for seg in h.dump_segments()? {
+        let _ = writeln!(o, "  {}: {}", seg.id, seg.kind);
+        let _ = writeln!(o, "\toffset: {} [bytes]", seg.offset);
+        match seg.length {
+            DumpLength::WholeDevice => o.push_str("\tlength: (whole device)\n"),
+            DumpLength::Bytes(n) => {
+                let _ = writeln!(o, "\tlength: {n} [bytes]");
             }
-            if let Some(c) = get("encryption").and_then(|v| v.as_str()) {
-                let _ = writeln!(o, "\tcipher: {c}");
-            }
-            if let Some(s) = get("sector_size").and_then(|v| v.as_u64()) {
-                let _ = writeln!(o, "\tsector: {s} [bytes]");
-            }
-            if let Some(t) = get("integrity")
-                .and_then(|i| i.get("type"))
-                .and_then(|t| t.as_str())
-            {
-                let _ = writeln!(o, "\tintegrity: {t}");
-            }
-            let sflags = str_array(get("flags"));
-            if !sflags.is_empty() {
-                let _ = writeln!(o, "\tflags : {}", sflags.join(", "));
-            }
-            o.push('\n');
         }
+        if let Some(c) = &seg.cipher {
+            let _ = writeln!(o, "\tcipher: {c}");
+        }
+        if let Some(s) = seg.sector_size {
+            let _ = writeln!(o, "\tsector: {s} [bytes]");
+        }
+        if let Some(t) = &seg.integrity {
+            let _ = writeln!(o, "\tintegrity: {t}");
+        }
+        if !seg.flags.is_empty() {
+            let _ = writeln!(o, "\tflags : {}", seg.flags.join(", "));
+        }
+        o.push('\n');
     }
 
     let digests = h.digests()?;
@@ -231,21 +191,19 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
         if ks.kind == lukskit_format::luks2::KeyslotType::Luks2 {
             let _ = writeln!(o, "\tCipher:     {}", ks.area_encryption);
             let _ = writeln!(o, "\tCipher key: {} bits", ks.area_key_size * 8);
-            // KDF costs are printed from the JSON as cryptsetup does (`json_object_get_int64`
-            // printed unsigned), so an out-of-range value such as -1 shows as it is stored.
-            let kdf_json = h
-                .json()
-                .get("keyslots")
-                .and_then(|k| k.get(ks.id.to_string()))
-                .and_then(|k| k.get("kdf"));
-            let cost = |key: &str| kdf_json.and_then(|k| k.get(key)).map(json_int64_unsigned);
+            // KDF costs are printed as stored, as cryptsetup does (`json_object_get_int64`
+            // printed unsigned), so an out-of-range value such as -1 shows as it is.
+            let kdf_dump = h.dump_kdf(ks.id);
+            let stored = kdf_dump.as_ref();
             match &ks.kdf {
                 KdfParams::Pbkdf2 {
                     hash, iterations, ..
                 } => {
                     o.push_str("\tPBKDF:      pbkdf2\n");
                     let _ = writeln!(o, "\tHash:       {hash}");
-                    let it = cost("iterations").unwrap_or(u64::from(*iterations));
+                    let it = stored
+                        .and_then(|k| k.iterations)
+                        .unwrap_or(u64::from(*iterations));
                     let _ = writeln!(o, "\tIterations: {it}");
                 }
                 KdfParams::Argon2 {
@@ -255,9 +213,9 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
                     cpus,
                     ..
                 } => {
-                    let time = cost("time").unwrap_or(u64::from(*time));
-                    let memory = cost("memory").unwrap_or(u64::from(*memory));
-                    let cpus = cost("cpus").unwrap_or(u64::from(*cpus));
+                    let time = stored.and_then(|k| k.time).unwrap_or(u64::from(*time));
+                    let memory = stored.and_then(|k| k.memory).unwrap_or(u64::from(*memory));
+                    let cpus = stored.and_then(|k| k.cpus).unwrap_or(u64::from(*cpus));
                     let _ = writeln!(o, "\tPBKDF:      {variant}");
                     let _ = writeln!(o, "\tTime cost:  {time}");
                     let _ = writeln!(o, "\tMemory:     {memory}");
@@ -274,7 +232,8 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
                 }
             }
             o.push_str("\tSalt:       ");
-            base64_lines(&mut o, kdf_json.and_then(|k| k.get("salt")), "            ");
+            let salt = stored.map_or(Some(&[][..]), |k| k.salt.as_deref());
+            base64_lines(&mut o, salt, "            ");
             let _ = writeln!(o, "\tAF stripes: {}", ks.af_stripes);
             let _ = writeln!(o, "\tAF hash:    {}", ks.af_hash);
             let _ = writeln!(o, "\tArea offset:{} [bytes]", ks.area_offset);
@@ -312,16 +271,15 @@ pub fn luks2(h: &Luks2Header, systemd_tokens: bool) -> Result<String> {
         if d.kind == lukskit_format::luks2::DigestType::Pbkdf2 {
             let _ = writeln!(o, "\tHash:       {}", d.hash);
             let _ = writeln!(o, "\tIterations: {}", d.iterations);
-            let member = |k: &str| {
-                h.json()
-                    .get("digests")
-                    .and_then(|ds| ds.get(d.id.to_string()))
-                    .and_then(|dj| dj.get(k))
+            let stored = h.dump_digest(d.id);
+            let (salt, digest) = match &stored {
+                Some(m) => (m.salt.as_deref(), m.digest.as_deref()),
+                None => (Some(&[][..]), Some(&[][..])),
             };
             o.push_str("\tSalt:       ");
-            base64_lines(&mut o, member("salt"), "            ");
+            base64_lines(&mut o, salt, "            ");
             o.push_str("\tDigest:     ");
-            base64_lines(&mut o, member("digest"), "            ");
+            base64_lines(&mut o, digest, "            ");
         }
     }
     Ok(o)
@@ -557,24 +515,19 @@ fn pretty(v: &Value, level: usize, o: &mut String) {
 }
 
 /// The lines cryptsetup prints for a `reencrypt` keyslot (`reenc_keyslot_dump`).
-fn reencrypt_keyslot(o: &mut String, h: &lukskit_format::luks2::Luks2Header, id: u32) {
-    let Some(ks) = h.json().get("keyslots").and_then(|k| k.get(id.to_string())) else {
+fn reencrypt_keyslot(o: &mut String, h: &Luks2Header, id: u32) {
+    let Some(ks) = h.dump_reencrypt_keyslot(id) else {
         return;
     };
-    let s = |v: Option<&serde_json::Value>| v.and_then(|v| v.as_str()).unwrap_or("").to_string();
-    let area = ks.get("area");
-    let get = |k: &str| area.and_then(|a| a.get(k));
-    let res = s(get("type"));
-    let _ = writeln!(o, "\tMode:       {}", s(ks.get("mode")));
-    let _ = writeln!(o, "\tDirection:  {}", s(ks.get("direction")));
-    let _ = writeln!(o, "\tResilience: {res}");
-    if res == "checksum" {
-        let _ = writeln!(o, "\tHash:       {}", s(get("hash")));
-        let ss = get("sector_size").and_then(|v| v.as_u64()).unwrap_or(0);
-        let _ = writeln!(o, "\tHash data:  {ss} [bytes]");
-    } else if res == "datashift" {
-        let _ = writeln!(o, "\tShift size: {}[bytes]", s(get("shift_size")));
+    let _ = writeln!(o, "\tMode:       {}", ks.mode);
+    let _ = writeln!(o, "\tDirection:  {}", ks.direction);
+    let _ = writeln!(o, "\tResilience: {}", ks.resilience);
+    if ks.resilience == "checksum" {
+        let _ = writeln!(o, "\tHash:       {}", ks.hash);
+        let _ = writeln!(o, "\tHash data:  {} [bytes]", ks.hash_block);
+    } else if ks.resilience == "datashift" {
+        let _ = writeln!(o, "\tShift size: {}[bytes]", ks.shift_size);
     }
-    let _ = writeln!(o, "\tArea offset:{} [bytes]", s(get("offset")));
-    let _ = writeln!(o, "\tArea length:{} [bytes]", s(get("size")));
+    let _ = writeln!(o, "\tArea offset:{} [bytes]", ks.area_offset);
+    let _ = writeln!(o, "\tArea length:{} [bytes]", ks.area_size);
 }

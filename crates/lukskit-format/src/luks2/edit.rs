@@ -10,6 +10,7 @@
 //! metadata.
 
 pub use super::segment_object::SegmentObject;
+use super::types::{ReencryptDirection, ReencryptMode};
 use super::Luks2Header;
 use crate::error::{FormatError, Luks2Error};
 use crate::Result;
@@ -276,9 +277,8 @@ pub fn move_keyslot_digest(hdr: &mut Luks2Header, keyslot: u32, digest: u32) -> 
     Ok(())
 }
 
-/// Keyslot `id` as stored (read-only): the `reencrypt` keyslot's `mode`, `direction` and
-/// `area` have no typed view.
-pub fn keyslot_object(hdr: &Luks2Header, id: u32) -> Option<&Map<String, Value>> {
+/// Keyslot `id` as stored (read-only), for the typed views of this crate.
+pub(crate) fn keyslot_object(hdr: &Luks2Header, id: u32) -> Option<&Map<String, Value>> {
     hdr.json.get("keyslots")?.get(id.to_string())?.as_object()
 }
 
@@ -437,15 +437,15 @@ pub fn insert_reencrypt_keyslot(
     hdr: &mut Luks2Header,
     slot: u32,
     area: &ReencryptArea,
-    mode: &str,
-    direction: &str,
+    mode: &ReencryptMode,
+    direction: &ReencryptDirection,
 ) -> Result<()> {
     let mut ks = Map::new();
     ks.insert("area".into(), Value::Object(area.to_json()));
     ks.insert("type".into(), "reencrypt".into());
     ks.insert("key_size".into(), 1.into());
-    ks.insert("mode".into(), mode.into());
-    ks.insert("direction".into(), direction.into());
+    ks.insert("mode".into(), mode.as_str().into());
+    ks.insert("direction".into(), direction.as_str().into());
     ks.insert("priority".into(), 0.into());
     hdr.json
         .get_mut("keyslots")

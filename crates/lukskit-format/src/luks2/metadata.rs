@@ -729,7 +729,7 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
 /// decoded; an absent member or one that is not a string decodes to nothing (json-c gives
 /// it a string length of 0), printed as an empty line; `None` for a string that is not
 /// Base64, for which cryptsetup prints nothing at all, not even the line end.
-pub fn dump_base64(v: Option<&Value>) -> Option<Vec<u8>> {
+pub(super) fn dump_base64(v: Option<&Value>) -> Option<Vec<u8>> {
     match v {
         Some(Value::String(s)) => b64_decode(s),
         _ => Some(Vec::new()),
@@ -1457,7 +1457,7 @@ impl Luks2Header {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -1490,7 +1490,8 @@ mod tests {
         assert_eq!(Luks2Header::keyslot_area_size(64), 258048);
     }
 
-    fn params() -> NewHeaderParams {
+    /// A new header's parameters (aes-xts-plain64, 16 KiB metadata, 1 MiB keyslots area).
+    pub(in crate::luks2) fn params() -> NewHeaderParams {
         NewHeaderParams {
             metadata_size: 0x4000,
             keyslots_size: 0x10_0000,

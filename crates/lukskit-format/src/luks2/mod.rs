@@ -31,21 +31,26 @@
 
 mod binary;
 mod disk;
+mod dump_view;
 pub mod edit;
 mod from_luks1;
 mod json;
 mod metadata;
+pub mod reencrypt_keyslot;
 mod segment_object;
 mod types;
 mod validate;
 
 pub use binary::BinaryHeader;
 pub use disk::{check_sequence_id, read, write, write_copy, ReadOutcome};
+pub use dump_view::{DigestDump, DumpLength, KdfDump, ReencryptKeyslotDump, SegmentDump};
 pub use metadata::{
-    dump_base64, keyring_token, token_with_keyslot, Digest, KdfParams, Keyslot, Luks2Header,
-    NewHeaderParams, Segment, Token, UnknownKdfCosts, KNOWN_REQUIREMENTS,
+    keyring_token, token_with_keyslot, Digest, KdfParams, Keyslot, Luks2Header, NewHeaderParams,
+    Segment, Token, UnknownKdfCosts, KNOWN_REQUIREMENTS,
 };
-pub use types::{ConfigFlag, DigestType, KeyslotType, SegmentType, TokenType};
+pub use types::{
+    ConfigFlag, DigestType, KeyslotType, ReencryptDirection, ReencryptMode, SegmentType, TokenType,
+};
 
 /// The nine allowed sizes of one metadata copy (binary header + JSON area), which are
 /// also the possible offsets of the secondary copy (`LUKS2_HDR2_OFFSETS`).

@@ -108,6 +108,29 @@ json_type! {
     }
 }
 
+json_type! {
+    /// What a re-encryption does (the `reencrypt` keyslot's `mode`).
+    ReencryptMode {
+        /// Old key or cipher to new.
+        Reencrypt = "reencrypt",
+        /// Plaintext to encrypted.
+        Encrypt = "encrypt",
+        /// Encrypted to plaintext.
+        Decrypt = "decrypt",
+    }
+}
+
+json_type! {
+    /// The order a re-encryption's hot zones move in (the `reencrypt` keyslot's
+    /// `direction`).
+    ReencryptDirection {
+        /// From the start of the data to its end.
+        Forward = "forward",
+        /// From the end to the start.
+        Backward = "backward",
+    }
+}
+
 impl ConfigFlag {
     /// The flags cryptsetup knows, in its table order, which is the order it stores them in;
     /// it ignores others (with a verbose message).

@@ -5,9 +5,9 @@
 use super::ctx;
 use crate::error::{ReencryptError, Result};
 use lukskit_crypto::hash::HashAlg;
-use lukskit_format::luks2::edit::{self, AreaProtection, ReencryptArea, SegmentObject};
-use lukskit_format::luks2::Luks2Header;
-use serde_json::Value;
+use lukskit_format::luks2::edit::{self, AreaProtection, SegmentObject};
+use lukskit_format::luks2::reencrypt_keyslot::ReencryptKeyslot;
+use lukskit_format::luks2::{Luks2Header, ReencryptDirection, ReencryptMode};
 
 /// What a re-encryption does (the keyslot's `mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,12 +21,12 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// The name in the metadata.
-    pub fn as_str(self) -> &'static str {
+    /// The keyslot's `mode` for it.
+    pub fn stored(self) -> ReencryptMode {
         match self {
-            Mode::Reencrypt => "reencrypt",
-            Mode::Encrypt => "encrypt",
-            Mode::Decrypt => "decrypt",
+            Mode::Reencrypt => ReencryptMode::Reencrypt,
+            Mode::Encrypt => ReencryptMode::Encrypt,
+            Mode::Decrypt => ReencryptMode::Decrypt,
         }
     }
 }
@@ -38,6 +38,16 @@ pub enum Direction {
     Forward,
     /// From the end to the start.
     Backward,
+}
+
+impl Direction {
+    /// The keyslot's `direction` for it.
+    pub fn stored(self) -> ReencryptDirection {
+        match self {
+            Direction::Forward => ReencryptDirection::Forward,
+            Direction::Backward => ReencryptDirection::Backward,
+        }
+    }
 }
 
 /// How an interrupted hot zone is recovered (the keyslot area's `type`).
@@ -140,19 +150,19 @@ impl Context {
     pub fn load(hdr: &Luks2Header) -> Result<Self> {
         let version = edit::requirement_version(hdr).ok_or(ReencryptError::NotInReencryption)?;
         let keyslot = reencrypt_keyslot(hdr)?.ok_or_else(|| ctx("no reencrypt keyslot"))?;
-        let ks = edit::keyslot_object(hdr, keyslot).ok_or_else(|| ctx("no reencrypt keyslot"))?;
-        let mode = match ks.get("mode").and_then(Value::as_str) {
-            Some("reencrypt") => Mode::Reencrypt,
-            Some("encrypt") => Mode::Encrypt,
-            Some("decrypt") => Mode::Decrypt,
-            _ => return Err(ctx("invalid mode")),
+        let ks = ReencryptKeyslot::of(hdr, keyslot).map_err(|_| ctx("reencrypt keyslot"))?;
+        let mode = match ks.mode {
+            ReencryptMode::Reencrypt => Mode::Reencrypt,
+            ReencryptMode::Encrypt => Mode::Encrypt,
+            ReencryptMode::Decrypt => Mode::Decrypt,
+            ReencryptMode::Other(_) => return Err(ctx("invalid mode")),
         };
-        let direction = match ks.get("direction").and_then(Value::as_str) {
-            Some("forward") => Direction::Forward,
-            Some("backward") => Direction::Backward,
-            _ => return Err(ctx("invalid direction")),
+        let direction = match ks.direction {
+            ReencryptDirection::Forward => Direction::Forward,
+            ReencryptDirection::Backward => Direction::Backward,
+            ReencryptDirection::Other(_) => return Err(ctx("invalid direction")),
         };
-        let area = ReencryptArea::of(hdr, keyslot).map_err(|_| ctx("keyslot area"))?;
+        let area = ks.area;
         let shift = || area.shift_size.ok_or_else(|| ctx("shift size"));
         let resilience = match &area.protection {
             AreaProtection::None => Resilience::None,

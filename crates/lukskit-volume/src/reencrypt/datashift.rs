@@ -85,7 +85,7 @@ pub fn check_supported(c: &Context) -> Result<()> {
     }
     Err(ReencryptError::Unsupported(format!(
         "{} with data shift ({:?} direction)",
-        c.mode.as_str(),
+        c.mode.stored(),
         c.direction
     ))
     .into())
@@ -407,7 +407,13 @@ fn encrypt_metadata_tail(
         protection: edit::AreaProtection::Datashift,
         shift_size: Some(p.shift),
     };
-    edit::insert_reencrypt_keyslot(hdr, rk, &area, Mode::Encrypt.as_str(), "backward")?;
+    edit::insert_reencrypt_keyslot(
+        hdr,
+        rk,
+        &area,
+        &Mode::Encrypt.stored(),
+        &Direction::Backward.stored(),
+    )?;
 
     let c = Context::load(hdr)?;
     let new = keys

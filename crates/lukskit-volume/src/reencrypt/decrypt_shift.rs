@@ -381,7 +381,13 @@ pub fn init(
         protection,
         shift_size: Some(data_offset),
     };
-    edit::insert_reencrypt_keyslot(hdr, rk, &area, "decrypt", "forward")?;
+    edit::insert_reencrypt_keyslot(
+        hdr,
+        rk,
+        &area,
+        &Mode::Decrypt.stored(),
+        &Direction::Forward.stored(),
+    )?;
     edit::set_requirement_version(hdr, Some(REQUIREMENT_VERSION))?;
     let c = Context::load(hdr)?;
     let data = verify::verification_data(hdr, rk, c.version, Some(old.as_bytes()), None)?;

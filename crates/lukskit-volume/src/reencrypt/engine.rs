@@ -292,7 +292,7 @@ fn init_metadata(
             if p.mode != Mode::Reencrypt {
                 return Err(ReencryptError::Unsupported(format!(
                     "{} with a data shift",
-                    p.mode.as_str()
+                    p.mode.stored()
                 ))
                 .into());
             }
@@ -362,11 +362,11 @@ fn init_metadata(
     // cryptsetup decrypts backward (offline, header detached), shifts the data backward,
     // and otherwise goes forward.
     let direction = if p.mode == Mode::Decrypt || shift != 0 {
-        "backward"
+        Direction::Backward
     } else {
-        "forward"
+        Direction::Forward
     };
-    edit::insert_reencrypt_keyslot(hdr, rk, &area, p.mode.as_str(), direction)?;
+    edit::insert_reencrypt_keyslot(hdr, rk, &area, &p.mode.stored(), &direction.stored())?;
 
     let c = Context::load(hdr)?;
     let data = verification(hdr, &c, keys)?;
