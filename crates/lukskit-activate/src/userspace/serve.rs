@@ -305,7 +305,12 @@ fn teardown(
         let _ = t.join();
     }
     if let Some(f) = exposure.fuse.take() {
-        let _ = f.unmount(Duration::from_secs(5));
+        // A session that does not end in time (a loaded machine) may leave the file mounted,
+        // and its runtime directory, which names an active mapping, could not go: detach the
+        // mount lazily then, as the clean-up of a dead server does.
+        if f.unmount(Duration::from_secs(5)).is_err() {
+            runtime::lazy_unmount(&runtime::device_path(name));
+        }
     }
     runtime::remove_dir(name);
     None
