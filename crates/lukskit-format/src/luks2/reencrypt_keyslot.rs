@@ -101,14 +101,14 @@ fn keyslot_bytes(out: &mut Vec<u8>, ks: &Value) -> Option<()> {
     field(out, area, "type", Field::Str)?;
     field(out, area, "offset", Field::U64)?;
     field(out, area, "size", Field::U64)?;
+    let checksum = |out: &mut Vec<u8>| {
+        field(out, area, "hash", Field::Str)?;
+        field(out, area, "sector_size", Field::U32)
+    };
     match kind {
-        "checksum" => {
-            field(out, area, "hash", Field::Str)?;
-            field(out, area, "sector_size", Field::U32)
-        }
+        "checksum" => checksum(out),
         "datashift-checksum" => {
-            field(out, area, "hash", Field::Str)?;
-            field(out, area, "sector_size", Field::U32)?;
+            checksum(out)?;
             field(out, area, "shift_size", Field::U64)
         }
         "datashift" | "datashift-journal" => field(out, area, "shift_size", Field::U64),
