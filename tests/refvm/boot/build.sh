@@ -434,9 +434,14 @@ if [ ! -e "$IN/.done" ]; then
     done
     # lukskit from its Debian package, with the static binary (docs/install.md), and its hook
     # activated with the packaged install.sh (docs/boot.md): the conf names /usr/sbin/lukskit.
+    # A build interrupted before its purge below leaves lukskit's packages installed in the
+    # cached chroot, and apt keeps an installed package of the same version: its old binary
+    # would go into these images. Purge them first.
+    in_chroot dpkg --purge lukskit-cryptsetup-compat lukskit >"$IN.tmp/apt.log" 2>&1 ||
+        die "dpkg --purge of lukskit's packages left in the chroot failed"
     rm -rf "$CH/etc/lukskit" "$CH/tmp/debs"
     bash "$REPO/scripts/build-deb.sh" --binary "$LUKSKIT" --out "$CH/tmp/debs" >/dev/null
-    in_chroot sh -c 'apt-get install -y --no-install-recommends /tmp/debs/lukskit_*.deb' >"$IN.tmp/apt.log" 2>&1 || {
+    in_chroot sh -c 'apt-get install -y --no-install-recommends /tmp/debs/lukskit_*.deb' >>"$IN.tmp/apt.log" 2>&1 || {
         tail -n 30 "$IN.tmp/apt.log" >&2
         die "apt-get install of lukskit's package in the chroot failed"
     }
@@ -556,9 +561,12 @@ if [ ! -e "$DI/.done" ]; then
                 mount --rbind /dev "$ch/dev" &&
                 exec chroot "$ch" /usr/bin/env PATH=/usr/sbin:/usr/bin "$@"' sh "$DCH" "$@"
     }
+    # As for the initramfs images: nothing an interrupted build installed may stay.
+    in_dchroot dpkg --purge lukskit >"$DI.tmp/apt.log" 2>&1 ||
+        die "dpkg --purge of lukskit's package left in the dracut chroot failed"
     rm -rf "$DCH/etc/lukskit" "$DCH/tmp/debs" "$DCH/etc/dracut.conf.d/90-lukskit.conf"
     bash "$REPO/scripts/build-deb.sh" --binary "$LUKSKIT" --out "$DCH/tmp/debs" >/dev/null
-    in_dchroot sh -c 'apt-get install -y --no-install-recommends /tmp/debs/lukskit_*.deb' >"$DI.tmp/apt.log" 2>&1 || {
+    in_dchroot sh -c 'apt-get install -y --no-install-recommends /tmp/debs/lukskit_*.deb' >>"$DI.tmp/apt.log" 2>&1 || {
         tail -n 30 "$DI.tmp/apt.log" >&2
         die "apt-get install of lukskit's package in the dracut chroot failed"
     }
