@@ -1128,15 +1128,49 @@ fn an_interrupted_image_encrypt_leaves_nothing_that_looks_complete() {
     // A block device: the header stays hidden, so cryptsetup finds no LUKS device.
     if capable_loop("interrupted image encrypt (block device)") {
         let backing = sparse(d.path(), "blk", 64 << 20);
-        let lo = sh(&format!("losetup --find --show {backing}"));
+        let lo = sh(&format!("losetup --find --show {backing}"))
+            .trim()
+            .to_string();
         let (code, err) = interrupted_encrypt(d.path(), &lo, &[], libc::SIGINT);
         let is_luks = cryptsetup(&["isLuks", &lo], b"").unwrap().code;
+        // Uninterrupted, the same device becomes a LUKS volume holding the plaintext.
+        let plain = write_file(d.path(), "blk-plain", &plaintext(3 << 20, 5));
+        let key = path_str(&d.path().join("k-int"));
+        let done = lukskit(
+            &[
+                "image",
+                "encrypt",
+                "-q",
+                "--pbkdf",
+                "pbkdf2",
+                "--pbkdf-force-iterations",
+                "1000",
+                "-d",
+                &key,
+                &plain,
+                &lo,
+            ],
+            b"",
+        );
+        let done_is_luks = cryptsetup(&["isLuks", &lo], b"").unwrap().code;
+        let back = path_str(&d.path().join("blk-back"));
+        let decrypted = lukskit(&["image", "decrypt", "-q", "-d", &key, &lo, &back], b"");
         let _ = Command::new("losetup").args(["-d", &lo]).status();
         assert_eq!(code, 1, "{err}");
+        assert!(
+            err.contains("Interrupted"),
+            "not stopped by the signal: {err}"
+        );
         assert_ne!(
             is_luks, 0,
             "an interrupted block device looks like a LUKS volume"
         );
+        done.ok("image encrypt onto a block device");
+        assert_eq!(done_is_luks, 0, "cryptsetup isLuks after image encrypt");
+        decrypted.ok("image decrypt of the block device");
+        let back = std::fs::read(&back).unwrap();
+        let plain = std::fs::read(&plain).unwrap();
+        assert!(back[..plain.len()] == plain[..], "plaintext differs");
     }
 
     // Not interrupted: the image is complete and cryptsetup opens it.

@@ -253,10 +253,15 @@ fn encrypt(o: &Opts, args: &[String]) -> Result<()> {
             }
             super::luks1_pbkdf_fallback(&mut params);
             format::format_claimed(&params, &claims, pass.as_bytes())?;
-            // A header on a block device is hidden until the data behind it is complete.
+            // The layout is read while the header can be read; then a header on a block
+            // device is hidden until the data behind it is complete.
+            let layout = DataLayout::from_volume(&Volume::load(
+                pending.image(),
+                pending.header(),
+                Access::Read,
+            )?)?;
             pending.hide_header().map_err(image_error)?;
-            let vol = Volume::load(pending.image(), pending.header(), Access::Read)?;
-            (DataLayout::from_volume(&vol)?, vk)
+            (layout, vk)
         }
     };
 
