@@ -1049,6 +1049,26 @@ fn benchmark_engines() {
         .contains("Required kernel crypto interface not available."));
 }
 
+/// `image encrypt` of `plain` into `image` with key file `key` and a fast PBKDF, in batch mode.
+fn encrypt_quickly(key: &str, plain: &str, image: &str) -> Run {
+    lukskit(
+        &[
+            "image",
+            "encrypt",
+            "-q",
+            "--pbkdf",
+            "pbkdf2",
+            "--pbkdf-force-iterations",
+            "1000",
+            "-d",
+            key,
+            plain,
+            image,
+        ],
+        b"",
+    )
+}
+
 /// Start `image encrypt - IMAGE` with the plaintext from a pipe, feed it `fed` bytes, then
 /// send `signal` while it waits for more; returns the run's exit code and standard error.
 fn interrupted_encrypt(dir: &Path, image: &str, extra: &[&str], signal: i32) -> (i32, String) {
@@ -1136,22 +1156,7 @@ fn an_interrupted_image_encrypt_leaves_nothing_that_looks_complete() {
         // Uninterrupted, the same device becomes a LUKS volume holding the plaintext.
         let plain = write_file(d.path(), "blk-plain", &plaintext(3 << 20, 5));
         let key = path_str(&d.path().join("k-int"));
-        let done = lukskit(
-            &[
-                "image",
-                "encrypt",
-                "-q",
-                "--pbkdf",
-                "pbkdf2",
-                "--pbkdf-force-iterations",
-                "1000",
-                "-d",
-                &key,
-                &plain,
-                &lo,
-            ],
-            b"",
-        );
+        let done = encrypt_quickly(&key, &plain, &lo);
         let done_is_luks = cryptsetup(&["isLuks", &lo], b"").unwrap().code;
         let back = path_str(&d.path().join("blk-back"));
         let decrypted = lukskit(&["image", "decrypt", "-q", "-d", &key, &lo, &back], b"");
@@ -1176,23 +1181,7 @@ fn an_interrupted_image_encrypt_leaves_nothing_that_looks_complete() {
     // Not interrupted: the image is complete and cryptsetup opens it.
     let key = write_file(d.path(), "k-ok", b"complete");
     let plain = write_file(d.path(), "plain", &plaintext(3 << 20, 4));
-    lukskit(
-        &[
-            "image",
-            "encrypt",
-            "-q",
-            "--pbkdf",
-            "pbkdf2",
-            "--pbkdf-force-iterations",
-            "1000",
-            "-d",
-            &key,
-            &plain,
-            &img,
-        ],
-        b"",
-    )
-    .ok("image encrypt");
+    encrypt_quickly(&key, &plain, &img).ok("image encrypt");
     cryptsetup(&["open", "--test-passphrase", "-d", &key, &img], b"")
         .unwrap()
         .ok("cryptsetup opens the finished image");
