@@ -3,7 +3,8 @@
 //! -1, a salt that is not Base64, a segment member of a type that has no use for it), which
 //! the typed views, made for using the header, parse into what is usable.
 
-use super::metadata::{dump_base64, Luks2Header};
+use super::json::b64_decode;
+use super::metadata::Luks2Header;
 use crate::Result;
 use serde_json::{Map, Value};
 
@@ -85,6 +86,17 @@ pub struct DigestDump {
     pub salt: Option<Vec<u8>>,
     /// `digest`.
     pub digest: Option<Vec<u8>>,
+}
+
+/// The bytes cryptsetup's luksDump prints for a Base64 member (`hexprint_base64`): a string
+/// decoded; an absent member or one that is not a string decodes to nothing (json-c gives
+/// it a string length of 0), printed as an empty line; `None` for a string that is not
+/// Base64, for which cryptsetup prints nothing at all, not even the line end.
+fn dump_base64(v: Option<&Value>) -> Option<Vec<u8>> {
+    match v {
+        Some(Value::String(s)) => b64_decode(s),
+        _ => Some(Vec::new()),
+    }
 }
 
 /// `json_object_get_int64` of an integer printed with `PRIu64`.
@@ -188,6 +200,14 @@ impl Luks2Header {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn dump_base64_as_hexprint_base64() {
+        assert_eq!(dump_base64(Some(&json!("AQID"))), Some(vec![1, 2, 3]));
+        assert_eq!(dump_base64(Some(&json!("!!not base64!!"))), None);
+        assert_eq!(dump_base64(Some(&json!(1234))), Some(vec![]));
+        assert_eq!(dump_base64(None), Some(vec![]));
+    }
 
     #[test]
     fn costs_print_as_cryptsetup_reads_them() {

@@ -19,7 +19,8 @@ use serde_json::{Map, Value};
 /// The requirement flag lukskit writes (cryptsetup 2.6's metadata version 2).
 pub const REQUIREMENT_V2: &str = "online-reencrypt-v2";
 
-fn ctx(what: &'static str) -> FormatError {
+/// A re-encryption metadata member that is missing or malformed.
+pub(super) fn ctx(what: &'static str) -> FormatError {
     Luks2Error::ReencryptMetadata { what }.into()
 }
 

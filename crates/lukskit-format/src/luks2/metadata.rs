@@ -725,17 +725,6 @@ fn parse_digest(id: u32, o: &Map<String, Value>) -> Result<Digest> {
     })
 }
 
-/// The bytes cryptsetup's luksDump prints for a Base64 member (`hexprint_base64`): a string
-/// decoded; an absent member or one that is not a string decodes to nothing (json-c gives
-/// it a string length of 0), printed as an empty line; `None` for a string that is not
-/// Base64, for which cryptsetup prints nothing at all, not even the line end.
-pub(super) fn dump_base64(v: Option<&Value>) -> Option<Vec<u8>> {
-    match v {
-        Some(Value::String(s)) => b64_decode(s),
-        _ => Some(Vec::new()),
-    }
-}
-
 /// The text json-c's `json_object_get_string` gives for a value: strings as they are, other
 /// values as json-c's spaced JSON serialisation (`{ "a": [ 1, 2.5 ] }`).
 fn json_c_text(v: &Value) -> String {
@@ -1754,14 +1743,5 @@ pub(super) mod tests {
         assert!(
             matches!(&k.kdf, KdfParams::Unknown { costs, .. } if *costs == UnknownKdfCosts::default())
         );
-    }
-
-    #[test]
-    fn dump_base64_as_hexprint_base64() {
-        use serde_json::json;
-        assert_eq!(dump_base64(Some(&json!("AQID"))), Some(vec![1, 2, 3]));
-        assert_eq!(dump_base64(Some(&json!("!!not base64!!"))), None);
-        assert_eq!(dump_base64(Some(&json!(1234))), Some(vec![]));
-        assert_eq!(dump_base64(None), Some(vec![]));
     }
 }

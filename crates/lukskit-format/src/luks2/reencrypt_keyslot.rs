@@ -2,16 +2,11 @@
 //! of its members and of the backup segments that cryptsetup's re-encryption metadata digest
 //! covers (its fix for CVE-2021-4122, `reencrypt_assembly_verification_data`).
 
-use super::edit::{keyslot_object, segment_by_flag, ReencryptArea};
+use super::edit::{ctx, keyslot_object, segment_by_flag, ReencryptArea};
 use super::types::{ReencryptDirection, ReencryptMode};
 use super::Luks2Header;
-use crate::error::{FormatError, Luks2Error};
 use crate::Result;
 use serde_json::Value;
-
-fn ctx(what: &'static str) -> FormatError {
-    Luks2Error::ReencryptMetadata { what }.into()
-}
 
 /// The `reencrypt` keyslot of a header in re-encryption, typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
