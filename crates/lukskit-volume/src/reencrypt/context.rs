@@ -8,6 +8,7 @@ use lukskit_crypto::hash::HashAlg;
 use lukskit_format::luks2::edit::{self, AreaProtection, SegmentObject};
 use lukskit_format::luks2::reencrypt_keyslot::ReencryptKeyslot;
 use lukskit_format::luks2::{Luks2Header, ReencryptDirection, ReencryptMode};
+use lukskit_format::{FormatError, Luks2Error};
 
 /// What a re-encryption does (the keyslot's `mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -150,7 +151,11 @@ impl Context {
     pub fn load(hdr: &Luks2Header) -> Result<Self> {
         let version = edit::requirement_version(hdr).ok_or(ReencryptError::NotInReencryption)?;
         let keyslot = reencrypt_keyslot(hdr)?.ok_or_else(|| ctx("no reencrypt keyslot"))?;
-        let ks = ReencryptKeyslot::of(hdr, keyslot).map_err(|_| ctx("reencrypt keyslot"))?;
+        // What the format crate found wrong (a missing or invalid mode, direction or area).
+        let ks = ReencryptKeyslot::of(hdr, keyslot).map_err(|e| match e {
+            FormatError::Luks2(Luks2Error::ReencryptMetadata { what }) => ctx(what),
+            other => ctx(&other.to_string()),
+        })?;
         let mode = match ks.mode {
             ReencryptMode::Reencrypt => Mode::Reencrypt,
             ReencryptMode::Encrypt => Mode::Encrypt,
